@@ -1,0 +1,1 @@
+"""Benchmark harness for taskflow against its peers (see benchmarks/README.md)."""

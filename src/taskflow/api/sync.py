@@ -1,0 +1,272 @@
+"""Where the main program waits: wait_on, barrier, files, groups.
+
+These are the PyCOMPSs verbs without the ``compss_`` prefix.
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import shutil
+from typing import Any
+
+from ..errors import UsageError
+from ..future import Future
+from ..graph.registry import materialize
+from ..runtime import current
+
+
+def _rt() -> Any:
+    return current.get()
+
+
+def _collect(obj: Any, rt: Any, futs: list, depth: int = 0) -> None:
+    if depth > 100:
+        return
+    t = type(obj)
+    if t is Future:
+        item = rt.registry.object_item(obj)
+        futs.append(item.latest if item is not None and item.obj is obj else obj)
+        return
+    item = rt.registry.object_item(obj) if rt.registry.objects else None
+    if item is not None and item.obj is obj:
+        futs.append(item.latest)
+        if item.concurrent is not None:
+            futs.extend(item.concurrent[1])
+        return
+    if t is list or t is tuple:
+        for x in obj:
+            _collect(x, rt, futs, depth + 1)
+    elif t is dict:
+        for k, v in obj.items():
+            _collect(k, rt, futs, depth + 1)
+            _collect(v, rt, futs, depth + 1)
+
+
+def _resolve(obj: Any, rt: Any, depth: int = 0) -> Any:
+    t = type(obj)
+    if t is Future:
+        item = rt.registry.object_item(obj)
+        if item is not None and item.obj is obj:
+            rt.registry.forget_object(obj)
+            return _report(item.latest).result()
+        return _report(obj).result()
+    item = rt.registry.object_item(obj) if rt.registry.objects else None
+    if item is not None and item.obj is obj:
+        latest = _report(item.latest)
+        value = latest.result()
+        rt.registry.forget_object(obj)
+        return obj if _update_in_place(obj, value) else value
+    if depth > 100:
+        return obj
+    if t is list:
+        return [_resolve(x, rt, depth + 1) for x in obj]
+    if t is tuple:
+        return tuple(_resolve(x, rt, depth + 1) for x in obj)
+    if t is dict:
+        return {_resolve(k, rt, depth + 1): _resolve(v, rt, depth + 1) for k, v in obj.items()}
+    return obj
+
+
+def _report(fut: Future) -> Future:
+    exc = fut._exception
+    if exc is not None:
+        exc._reported = True
+    return fut
+
+
+def _update_in_place(obj: Any, value: Any) -> bool:
+    """Make the user's object equal to the task's version of it, if the type allows."""
+    if value is obj:
+        return True
+    try:
+        if isinstance(obj, list) and isinstance(value, list):
+            obj[:] = value
+        elif isinstance(obj, dict) and isinstance(value, dict):
+            obj.clear()
+            obj.update(value)
+        elif isinstance(obj, set) and isinstance(value, set):
+            obj.clear()
+            obj.update(value)
+        elif isinstance(obj, bytearray) and isinstance(value, (bytes, bytearray)):
+            obj[:] = value
+        elif hasattr(obj, "__array__") and hasattr(obj, "shape") and \
+                getattr(value, "shape", None) == obj.shape:
+            obj[...] = value
+        elif type(obj) is type(value) and hasattr(obj, "__dict__"):
+            obj.__dict__.clear()
+            obj.__dict__.update(value.__dict__)
+        else:
+            return False
+        return True
+    except Exception:
+        return False
+
+
+def wait_on(*objs: Any, timeout: float | None = None) -> Any:
+    """Wait for futures (recursively inside lists, tuples and dicts) and return values.
+
+    A task's error is raised here with its remote traceback. An object passed
+    INOUT is brought up to date (in place when its type allows) and returned.
+    """
+    rt = _rt()
+    if rt is None:
+        if any(isinstance(o, Future) for o in objs):
+            raise UsageError("wait_on: these futures belong to a runtime that has stopped")
+        return objs[0] if len(objs) == 1 else objs
+    futs: list = []
+    for o in objs:
+        _collect(o, rt, futs)
+    if futs and not rt.wait_futures(futs, timeout):
+        import concurrent.futures
+        raise concurrent.futures.TimeoutError(f"wait_on: not done after {timeout} s")
+    out = tuple(_resolve(o, rt) for o in objs)
+    return out[0] if len(objs) == 1 else out
+
+
+def _file_item(path: Any, fn: str) -> tuple[Any, str]:
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError(f"{fn}: expected a path, got {path!r}")
+    rt = _rt()
+    p = os.path.abspath(os.fspath(path))
+    if rt is None:
+        return None, p
+    return rt.registry.file_item(p), p
+
+
+def _wait_item(rt: Any, item: Any) -> None:
+    futs = [item.latest]
+    readers = [t for t in item.readers_v0 if t.state not in ("DONE", "FAILED", "CANCELLED")]
+    item.readers_v0 = readers
+    for t in readers:
+        futs.extend(t.all_outputs())
+    rt.wait_futures(futs)
+    exc = item.latest._exception
+    if exc is not None:
+        exc._reported = True
+        raise exc
+
+
+def wait_on_file(*paths: Any) -> Any:
+    """Wait until the last task writing each file ended and put it at its path."""
+    rt = _rt()
+    out = []
+    for path in paths:
+        item, p = _file_item(path, "wait_on_file")
+        if item is not None:
+            _wait_item(rt, item)
+            materialize(item)
+        out.append(os.fspath(path))
+    return out[0] if len(out) == 1 else out
+
+
+def wait_on_directory(*paths: Any) -> Any:
+    return wait_on_file(*paths)
+
+
+def open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:  # noqa: A001
+    """``open`` after the file's tasks are done; writing makes it the user's file again."""
+    item, p = _file_item(path, "taskflow.open")
+    if item is not None:
+        rt = _rt()
+        _wait_item(rt, item)
+        materialize(item)
+        if any(c in mode for c in "wax+"):
+            rt.registry.forget_file(p)
+    return builtins.open(p, mode, *args, **kwargs)
+
+
+def barrier(no_more_tasks: bool = False) -> None:
+    """Wait for every task so far; put files in place; raise an unreported failure."""
+    rt = _rt()
+    if rt is None:
+        return
+    rt._wait_idle(None)
+    rt._materialize_all()
+    errs = rt.unreported_failures()
+    if errs:
+        raise errs[0]
+
+
+def delete_file(path: Any) -> bool:
+    """Forget a file and remove it once the tasks using it are done."""
+    item, p = _file_item(path, "delete_file")
+    if item is not None:
+        rt = _rt()
+        try:
+            _wait_item(rt, item)
+        except Exception:
+            pass
+        rt.registry.forget_file(p)
+    if os.path.isdir(p):
+        shutil.rmtree(p)
+        return True
+    if os.path.exists(p):
+        os.unlink(p)
+        return True
+    return False
+
+
+def delete_object(obj: Any) -> bool:
+    rt = _rt()
+    if rt is None:
+        return False
+    return rt.registry.forget_object(obj) is not None
+
+
+def file_exists(*paths: Any) -> Any:
+    """Whether each file exists, counting the versions tasks write."""
+    out = []
+    for path in paths:
+        item, p = _file_item(path, "file_exists")
+        if item is not None and item.latest is not item.materialized:
+            rt = _rt()
+            rt.wait_futures([item.latest])
+            v = item.latest
+            out.append(v._exception is None and v._path is not None and os.path.exists(v._path))
+        else:
+            out.append(os.path.exists(p))
+    return out[0] if len(out) == 1 else out
+
+
+def number_of_resources() -> int:
+    rt = current.get_or_start()
+    return sum(1 for n in rt.nodes if n.alive)
+
+
+class TaskGroup:
+    """Name the tasks called inside; ``barrier_group(name)`` waits for them.
+
+    With ``implicit_barrier=True`` (the default, as in PyCOMPSs) leaving the
+    block waits for the group.
+    """
+
+    def __init__(self, name: str, implicit_barrier: bool = True) -> None:
+        self.name = name
+        self.implicit_barrier = implicit_barrier
+
+    def __enter__(self) -> "TaskGroup":
+        rt = current.get_or_start()
+        rt.groups.setdefault(self.name, [])
+        rt.group_stack.append(self.name)
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        rt = current.get()
+        if rt is not None and rt.group_stack and rt.group_stack[-1] == self.name:
+            rt.group_stack.pop()
+        if exc_type is None and self.implicit_barrier:
+            barrier_group(self.name)
+
+
+def barrier_group(name: str) -> None:
+    """Wait for the tasks of a group; raise the first failure among them."""
+    rt = _rt()
+    if rt is None or name not in rt.groups:
+        raise UsageError(f"barrier_group: no task group named {name!r}")
+    tasks = rt.groups[name]
+    futs = [f for t in tasks for f in t.all_outputs()]
+    rt.wait_futures(futs)
+    errs = rt.unreported_failures(tasks)
+    rt.groups[name] = []
+    if errs:
+        raise errs[0]

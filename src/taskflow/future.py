@@ -1,0 +1,177 @@
+"""Futures: the value a task call returns, and every data version in the graph.
+
+A :class:`Future` is a :class:`concurrent.futures.Future` (``result()``,
+``done()``, ``exception()``, ``add_done_callback`` and ``concurrent.futures.wait``
+all work) but is cheap to create: the condition variable and waiter lists
+that the standard class builds in ``__init__`` are made only when somebody
+waits through the standard machinery. The runtime itself waits through
+``_wev`` (see :meth:`taskflow.runtime.runtime.Runtime.wait_futures`).
+
+The same class carries the graph's bookkeeping for one data version: who
+produces it (``_producer``), which tasks wait for it (``_consumers``), where
+its bytes are (``_payload`` at the master, ``_holders`` on nodes).
+"""
+from __future__ import annotations
+
+import concurrent.futures as _cf
+import pickle
+import threading
+from typing import Any, Callable
+
+PENDING = "PENDING"
+RUNNING = "RUNNING"
+FINISHED = "FINISHED"
+CANCELLED = "CANCELLED"
+CANCELLED_AND_NOTIFIED = "CANCELLED_AND_NOTIFIED"
+
+_make_lock = threading.Lock()
+_NOVALUE = object()
+
+
+class Future(_cf.Future):
+    # Class-level defaults: an instance only stores what differs from them.
+    _result: Any = _NOVALUE
+    _exception: BaseException | None = None
+    _payload: bytes | None = None      # pickled value held by the master
+    _holders: set | None = None        # node names that hold the value
+    _consumers: list | None = None     # tasks waiting for this version
+    _wev: list | None = None           # runtime waiters
+    _cond = None
+    _cf_waiters = None
+    _done_callbacks_ = None
+    _item = None                       # the DataItem this is a version of (INOUT objects, files)
+    _path: str | None = None           # file versions: where this version lives
+    _label = ""                        # repr only
+
+    def __init__(self, rt: Any = None, producer: Any = None, did: int = 0) -> None:  # noqa: D401
+        # Deliberately not calling super().__init__: see the module docstring.
+        self._state = PENDING
+        self._rt = rt
+        self._producer = producer
+        self._did = did
+
+    # -- the concurrent.futures internals, made lazily -------------------
+    @property
+    def _condition(self) -> threading.Condition:
+        c = self._cond
+        if c is None:
+            with _make_lock:
+                c = self._cond
+                if c is None:
+                    c = self._cond = threading.Condition()
+        return c
+
+    @property
+    def _waiters(self) -> list:
+        w = self._cf_waiters
+        if w is None:
+            with _make_lock:
+                w = self._cf_waiters
+                if w is None:
+                    w = self._cf_waiters = []
+        return w
+
+    @property
+    def _done_callbacks(self) -> list:
+        cb = self._done_callbacks_
+        if cb is None:
+            cb = self._done_callbacks_ = []
+        return cb
+
+    # -- public API --------------------------------------------------------
+    def done(self) -> bool:
+        return self._state in (FINISHED, CANCELLED, CANCELLED_AND_NOTIFIED)
+
+    def running(self) -> bool:
+        return self._state == RUNNING
+
+    def cancelled(self) -> bool:
+        return self._state in (CANCELLED, CANCELLED_AND_NOTIFIED)
+
+    def cancel(self) -> bool:
+        """Tasks already recorded in the graph are not withdrawn; returns False."""
+        return False
+
+    def result(self, timeout: float | None = None) -> Any:
+        if self._state != FINISHED:
+            self._wait(timeout)
+        if self._exception is not None:
+            raise self._exception
+        return self._value()
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state != FINISHED:
+            self._wait(timeout)
+        return self._exception
+
+    def add_done_callback(self, fn: Callable[["Future"], Any]) -> None:
+        rt = self._rt
+        if rt is not None and rt.add_done_callback(self, fn):
+            return
+        fn(self)
+
+    def set_running_or_notify_cancel(self) -> bool:  # pragma: no cover - executor API
+        raise RuntimeError("taskflow futures are completed by the runtime")
+
+    def set_result(self, result: Any) -> None:  # pragma: no cover - executor API
+        raise RuntimeError("taskflow futures are completed by the runtime")
+
+    def set_exception(self, exception: BaseException | None) -> None:  # pragma: no cover
+        raise RuntimeError("taskflow futures are completed by the runtime")
+
+    # -- helpers -------------------------------------------------------------
+    def _wait(self, timeout: float | None) -> None:
+        rt = self._rt
+        if rt is None:
+            raise RuntimeError("this future belongs to no runtime")
+        if not rt.wait_futures([self], timeout):
+            raise _cf.TimeoutError()
+
+    def _value(self) -> Any:
+        v = self._result
+        if v is _NOVALUE:
+            payload = self._payload
+            if payload is None:
+                payload = self._rt.fetch_payload(self)
+            v = self._result = pickle.loads(payload)
+        return v
+
+    def __repr__(self) -> str:
+        name = self._label or (self._producer.spec.name if self._producer is not None else "")
+        return f"<taskflow.Future d{self._did} {name} {self._state.lower()}>"
+
+    def __reduce__(self):
+        raise TypeError(
+            "a taskflow Future cannot be pickled; pass it directly as a task argument "
+            "(it becomes a dependency) or call wait_on() first")
+
+    def __getstate__(self):  # pragma: no cover - guarded by __reduce__
+        raise TypeError("a taskflow Future cannot be pickled")
+
+
+def notify_done(fut: Future, callbacks_out: list) -> None:
+    """Wake everybody waiting on ``fut``; called by the runtime under its lock.
+
+    Done callbacks are collected into ``callbacks_out`` so the runtime can run
+    them after it has released its lock.
+    """
+    wev = fut._wev
+    if wev is not None:
+        fut._wev = None
+        for w in wev:
+            w.one_done()
+    cond = fut._cond
+    if cond is not None:
+        with cond:
+            waiters = fut._cf_waiters
+            if waiters:
+                for w in waiters:
+                    if fut._exception is not None:
+                        w.add_exception(fut)
+                    else:
+                        w.add_result(fut)
+            cond.notify_all()
+    cbs = fut._done_callbacks_
+    if cbs:
+        fut._done_callbacks_ = None
+        callbacks_out.extend((cb, fut) for cb in cbs)

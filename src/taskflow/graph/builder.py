@@ -1,0 +1,335 @@
+"""Turn one call of a task function into a :class:`Task` and its dependencies.
+
+This is the first half of the hot path, so the common case (plain values and
+futures as positional arguments) is a short loop over the arguments. Mutable
+IN arguments are pickled here, at call time: that is the snapshot the
+contract promises, and it is where an unpicklable argument is reported.
+Futures nested anywhere inside an argument become dependencies through the
+pickler's persistent ids.
+"""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import time
+from typing import Any
+
+import cloudpickle
+
+from ..api.parameter import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
+from ..errors import UsageError
+from ..future import FINISHED, Future
+from .registry import DIR, FILE
+from .task import Task
+
+SCALARS = frozenset({int, float, str, bool, type(None), bytes, complex})
+
+
+class _SnapshotPickler(pickle.Pickler):
+    def __init__(self, buf: io.BytesIO, found: list, objects: dict) -> None:
+        super().__init__(buf, pickle.HIGHEST_PROTOCOL)
+        self.found = found
+        self.objects = objects
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is Future:
+            self.found.append(obj)
+            return obj._did
+        if self.objects:
+            item = self.objects.get(id(obj))
+            if item is not None and item.obj is obj:
+                self.found.append(item.latest)
+                return item.latest._did
+        return None
+
+
+class _CloudSnapshotPickler(cloudpickle.Pickler):
+    def __init__(self, buf: io.BytesIO, found: list, objects: dict) -> None:
+        super().__init__(buf, pickle.HIGHEST_PROTOCOL)
+        self.found = found
+        self.objects = objects
+
+    persistent_id = _SnapshotPickler.persistent_id
+
+
+def snapshot(value: Any, objects: dict, where: str) -> tuple[bytes, list]:
+    """Pickle ``value`` now; return the bytes and the futures found inside."""
+    found: list = []
+    buf = io.BytesIO()
+    try:
+        _SnapshotPickler(buf, found, objects).dump(value)
+    except Exception:
+        found.clear()
+        buf = io.BytesIO()
+        try:
+            _CloudSnapshotPickler(buf, found, objects).dump(value)
+        except Exception as exc:
+            raise UsageError(
+                f"{where}: the argument (a {type(value).__name__}) cannot be pickled, so it "
+                f"cannot be sent to a worker: {type(exc).__name__}: {exc}. Pass a picklable "
+                f"value, or create the object inside the task.") from None
+    return buf.getvalue(), found
+
+
+class Builder:
+    """Builds tasks for one runtime (holds no per-call state)."""
+
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
+        self.registry = rt.registry
+
+    def build(self, spec: Any, args: tuple, kwargs: dict) -> tuple[Task, list, Any]:
+        """Return (task, dependencies, value to give back to the caller)."""
+        rt = self.rt
+        self._v0: list = []
+        names = spec.names
+        nargs = len(args)
+        if kwargs or nargs != len(names) or spec.varargs:
+            self._check_binding(spec, args, kwargs)
+        refs: list | None = None
+        deps: list = []
+        inouts: list | None = None
+        objects = self.registry.objects
+        special = spec.special
+        skip = {pos for pos, _, _ in special if pos is not None} if special else ()
+        argv: Any = args
+        for i in range(nargs):
+            a = args[i]
+            t = type(a)
+            if t in SCALARS or i in skip:
+                continue
+            ref = self._in_value(a, t, (i,), spec, objects, deps, i)
+            if ref is not None:
+                if refs is None:
+                    refs = []
+                    argv = list(args)
+                refs.append(ref)
+                argv[i] = None
+        kw = kwargs
+        if kwargs:
+            kw = dict(kwargs)
+            for k, a in kwargs.items():
+                t = type(a)
+                if t in SCALARS or (special and k in spec.params):
+                    continue
+                ref = self._in_value(a, t, (k,), spec, objects, deps, k)
+                if ref is not None:
+                    if refs is None:
+                        refs = []
+                    refs.append(ref)
+                    kw[k] = None
+        if special:
+            if argv is args:
+                argv = list(args)
+            if kw is kwargs:
+                kw = dict(kwargs) if kwargs else {}
+            if refs is None:
+                refs = []
+            inouts = []
+            for pos, pname, param in special:
+                if pos is not None and pos < nargs:
+                    value, path = args[pos], (pos,)
+                elif pname in kwargs:
+                    value, path = kwargs[pname], (pname,)
+                elif pname in spec.defaults:
+                    value, path = spec.defaults[pname], (pname,)
+                    kw[pname] = value
+                else:
+                    continue
+                self._access(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
+        tid = rt.new_tid()
+        nout = spec.nout
+        outputs = [Future(rt, None, rt.new_did()) for _ in range(nout)]
+        task = Task(tid, spec, argv, kw or None, refs or None, outputs, inouts or None,
+                    deps or None, time.time())
+        for f in outputs:
+            f._producer = task
+        for item in self._v0:
+            item.readers_v0.append(task)
+        if inouts:
+            for entry in inouts:
+                entry[3]._producer = task
+        value = tuple(outputs) if spec.returns_tuple else outputs[0]
+        return task, deps, value
+
+    # -- plain IN values ----------------------------------------------------------
+    def _in_value(self, a: Any, t: type, path: tuple, spec: Any, objects: dict, deps: list,
+                  pname: Any) -> tuple | None:
+        if t is Future:
+            item = objects.get(id(a)) if objects else None
+            v = item.latest if item is not None and item.obj is a else a
+            deps.append(v)
+            return (path, "r", v)
+        if objects:
+            item = objects.get(id(a))
+            if item is not None and item.obj is a:
+                v = item.latest
+                deps.append(v)
+                self._join_concurrent(item, deps)
+                return (path, "r", v)
+        if (t is tuple or t is frozenset) and all(type(x) in SCALARS for x in a):
+            return None
+        blob, found = snapshot(a, objects, self._where(spec, pname))
+        deps.extend(found)
+        return (path, "p", (blob, found))
+
+    @staticmethod
+    def _join_concurrent(item: Any, deps: list) -> None:
+        if item.concurrent is not None:
+            deps.extend(item.concurrent[1])
+            item.concurrent = None
+
+    @staticmethod
+    def _where(spec: Any, pname: Any) -> str:
+        if isinstance(pname, int):
+            pname = spec.names[pname] if pname < len(spec.names) else f"*{spec.varargs}[{pname}]"
+        return f"task {spec.name}, parameter '{pname}'"
+
+    @staticmethod
+    def _check_binding(spec: Any, args: tuple, kwargs: dict) -> None:
+        try:
+            spec.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise UsageError(f"task {spec.name}: {exc} (signature {spec.name}{spec.signature})") \
+                from None
+
+    # -- declared parameters ---------------------------------------------------
+    def _access(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
+                refs: list, deps: list, inouts: list, argv: list, kw: dict) -> None:
+        kind = param.kind
+        if kind == OBJECT_KIND:
+            if param.direction == "IN" or param.direction == "IN_DELETE":
+                ref = self._in_value(value, type(value), path, spec, self.registry.objects,
+                                     deps, pname)
+                if ref is not None:
+                    refs.append(ref)
+                    _put(argv, kw, path, None)
+                return
+            self._object_write(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
+        elif kind == FILE_KIND or kind == DIRECTORY_KIND:
+            self._file(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
+        elif kind == COLLECTION_KIND:
+            self._collection(value, param, path, spec, pname, refs, deps, inouts, argv, kw,
+                             param.depth)
+
+    def _object_write(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
+                      refs: list, deps: list, inouts: list, argv: list, kw: dict) -> None:
+        where = f"task {spec.name}, parameter '{pname}'"
+        if type(value) in SCALARS or isinstance(value, (tuple, frozenset)):
+            raise UsageError(
+                f"{where} is {param.direction} but got a {type(value).__name__}, which cannot "
+                f"change in place; return the new value instead (returns=...), or pass a "
+                f"mutable object (list, dict, class instance).")
+        reg = self.registry
+        rt = self.rt
+        item = reg.object_item(value)
+        if item is None or item.obj is not value:
+            if type(value) is Future:
+                first = value
+            else:
+                blob, found = snapshot(value, reg.objects, where)
+                if found:
+                    raise UsageError(f"{where}: an {param.direction} object may not contain "
+                                     f"futures; wait_on() them first.")
+                first = Future(rt, None, rt.new_did())
+                first._payload = blob
+                first._state = FINISHED
+            item = reg.track_object(value, first)
+        direction = param.direction
+        if direction == "CONCURRENT":
+            if item.concurrent is None:
+                item.concurrent = (item.latest, [])
+            read = item.concurrent[0]
+        else:
+            self._join_concurrent(item, deps)
+            read = item.latest
+        if direction == "OUT":
+            blob, _ = snapshot(value, {}, where)
+            refs.append((path, "p", (blob, [])))
+        else:
+            deps.append(read)
+            refs.append((path, "r", read))
+        _put(argv, kw, path, None)
+        new = Future(rt, None, rt.new_did())
+        new._item = item
+        item.latest = new
+        if direction == "CONCURRENT":
+            item.concurrent[1].append(new)
+        inouts.append((path, "o", pname, new))
+
+    def _file(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
+              refs: list, deps: list, inouts: list, argv: list, kw: dict) -> None:
+        is_dir = param.kind == DIRECTORY_KIND
+        what = "directory" if is_dir else "file"
+        where = f"task {spec.name}, parameter '{pname}'"
+        if not isinstance(value, (str, os.PathLike)):
+            raise UsageError(f"{where} is {param!r} ({what}) but got {value!r} (a "
+                             f"{type(value).__name__}); pass a path (str or os.PathLike).")
+        upath = os.path.abspath(os.fspath(value))
+        reg = self.registry
+        item = reg.file_item(upath)
+        direction = param.direction
+        reads = direction != "OUT"
+        if item is None:
+            if reads:
+                ok = os.path.isdir(upath) if is_dir else os.path.isfile(upath)
+                if not ok:
+                    state = "does not exist" if not os.path.exists(upath) else \
+                        f"is not a {what}"
+                    raise UsageError(
+                        f"{where} is {param!r} but {upath} {state} when the task is called, and "
+                        f"no earlier task writes it. Create it first, fix the path, or declare "
+                        f"the parameter as {'DIRECTORY' if is_dir else 'FILE'}_OUT.")
+            item = reg.track_file(upath, DIR if is_dir else FILE, self.rt)
+        elif item.kind != (DIR if is_dir else FILE):
+            raise UsageError(f"{where}: {upath} was used as a {item.kind} before and now as a {what}.")
+        read = item.latest
+        if reads:
+            deps.append(read)
+            if read._path == upath:
+                self._v0.append(item)
+        if direction == "IN":
+            refs.append((path, "f", read))
+        else:
+            new = Future(self.rt, None, self.rt.new_did())
+            reg.new_file_version(item, new)
+            if direction == "OUT":
+                refs.append((path, "do" if is_dir else "fo", new))
+            else:
+                refs.append((path, "dio" if is_dir else "fio", (read, new)))
+            inouts.append((path, "d" if is_dir else "f", pname, new))
+        _put(argv, kw, path, None)
+
+    def _collection(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
+                    refs: list, deps: list, inouts: list, argv: list, kw: dict,
+                    depth: int) -> None:
+        where = f"task {spec.name}, parameter '{pname}'"
+        if not isinstance(value, (list, tuple)):
+            raise UsageError(f"{where} is {param!r} but got a {type(value).__name__}; "
+                             f"pass a list (or tuple) of values.")
+        copy = list(value)
+        _put(argv, kw, path, copy)
+        leaf = Param(kind=param.elem_kind, direction=param.direction)
+        for j, elem in enumerate(value):
+            epath = path + (j,)
+            if depth > 1 and isinstance(elem, (list, tuple)):
+                self._collection(elem, param, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
+                                 argv, kw, depth - 1)
+            else:
+                self._access(elem, leaf, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
+                             argv, kw)
+
+
+def _put(argv: list, kw: dict, path: tuple, v: Any) -> None:
+    head = path[0]
+    if len(path) == 1:
+        if isinstance(head, str):
+            kw[head] = v
+        else:
+            argv[head] = v
+        return
+    c = kw[head] if isinstance(head, str) else argv[head]
+    for i in path[1:-1]:
+        c = c[i]
+    c[path[-1]] = v

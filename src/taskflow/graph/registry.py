@@ -1,0 +1,122 @@
+"""The data registry: user objects, files and directories -> their versions.
+
+Only data that tasks *write* needs an entry: an object passed INOUT, a file
+passed as FILE_IN/OUT/INOUT. Plain IN values are snapshots and never enter
+the registry. Each entry keeps its latest version (a :class:`Future`); a
+read depends on that version, a write makes a new one, so WAR and WAW never
+order tasks. File versions live under the run's data directory, one folder
+per version so the file keeps its name; the last version is copied to the
+user's path on ``wait_on_file``, ``barrier`` and at the end of the run.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from ..future import FINISHED, Future
+
+OBJ, FILE, DIR = "object", "file", "directory"
+
+
+class DataItem:
+    __slots__ = ("kind", "key", "obj", "path", "latest", "nversions", "readers_v0",
+                 "concurrent", "materialized")
+
+    def __init__(self, kind: str, key: Any, obj: Any = None, path: str | None = None) -> None:
+        self.kind = kind
+        self.key = key
+        self.obj = obj              # objects: keeps the user's object alive (stable id)
+        self.path = path            # files/dirs: the user's absolute path
+        self.latest: Future | None = None
+        self.nversions = 0
+        self.readers_v0: list = []  # tasks reading the user's own file in place
+        self.concurrent: list | None = None  # (base version, [futures]) of a CONCURRENT run
+        self.materialized: Future | None = None
+
+
+class Registry:
+    def __init__(self, data_dir: str) -> None:
+        self.data_dir = data_dir
+        self.objects: dict[int, DataItem] = {}
+        self.files: dict[str, DataItem] = {}
+
+    # -- objects -------------------------------------------------------------
+    def object_item(self, obj: Any) -> DataItem | None:
+        return self.objects.get(id(obj)) if self.objects else None
+
+    def track_object(self, obj: Any, first: Future) -> DataItem:
+        item = DataItem(OBJ, id(obj), obj=obj)
+        item.latest = first
+        first._item = item
+        self.objects[id(obj)] = item
+        return item
+
+    def forget_object(self, obj: Any) -> DataItem | None:
+        return self.objects.pop(id(obj), None)
+
+    # -- files ---------------------------------------------------------------
+    def file_item(self, path: str) -> DataItem | None:
+        return self.files.get(path)
+
+    def track_file(self, path: str, kind: str, rt: Any) -> DataItem:
+        """Enter a user path; version 0 is the file as it is now (may not exist)."""
+        item = DataItem(kind, path, path=path)
+        v0 = Future(rt, None, rt.new_did())
+        v0._path = path
+        v0._item = item
+        v0._state = FINISHED
+        v0._result = path
+        v0._label = os.path.basename(path)
+        item.latest = v0
+        item.materialized = v0
+        self.files[path] = item
+        return item
+
+    def new_file_version(self, item: DataItem, fut: Future) -> str:
+        item.nversions += 1
+        d = os.path.join(self.data_dir, f"d{fut._did}v{item.nversions}")
+        fut._path = os.path.join(d, os.path.basename(item.path) or "data")
+        fut._item = item
+        fut._label = os.path.basename(item.path)
+        item.latest = fut
+        return fut._path
+
+    def forget_file(self, path: str) -> DataItem | None:
+        return self.files.pop(path, None)
+
+
+def materialize(item: DataItem) -> None:
+    """Put the latest finished version of a file/dir at the user's path (atomically)."""
+    v = item.latest
+    if v is None or v is item.materialized or v._path is None or v._path == item.path:
+        return
+    if v._exception is not None or not os.path.exists(v._path):
+        return  # a failed or ignored writer: leave the user's file as it was
+    target = item.path
+    parent = os.path.dirname(target) or "."
+    os.makedirs(parent, exist_ok=True)
+    if item.kind == DIR:
+        tmp = tempfile.mkdtemp(prefix=".taskflow-", dir=parent)
+        os.rmdir(tmp)
+        shutil.copytree(v._path, tmp, symlinks=True)
+        if os.path.isdir(target):
+            old = tempfile.mkdtemp(prefix=".taskflow-old-", dir=parent)
+            os.rmdir(old)
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=".taskflow-", dir=parent)
+        os.close(fd)
+        try:
+            shutil.copy2(v._path, tmp)
+            os.replace(tmp, target)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    item.materialized = v

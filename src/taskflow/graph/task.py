@@ -1,0 +1,77 @@
+"""One recorded task call: what it reads, what it writes, where it is."""
+from __future__ import annotations
+
+from typing import Any
+
+# Task states (the journal stores these names).
+SUBMITTED = "SUBMITTED"
+READY = "READY"
+DISPATCHED = "DISPATCHED"
+RUNNING = "RUNNING"
+DONE = "DONE"
+FAILED = "FAILED"
+CANCELLED = "CANCELLED"
+FINAL_STATES = frozenset({DONE, FAILED, CANCELLED})
+
+
+class Task:
+    """A node of the graph.
+
+    ``argv`` is the positional argument tuple as the worker will see it, with
+    placeholders where ``refs`` put values resolved at dispatch time; each ref
+    is ``(path, kind, data)`` with ``path`` a tuple of indices (first item an
+    int for positional arguments or a str for keyword arguments).
+    """
+
+    __slots__ = (
+        "id", "spec", "argv", "kwargs", "refs", "npending", "outputs", "inouts",
+        "state", "node", "attempts", "group", "t_submit", "t_dispatch", "t_start",
+        "t_end", "error", "reads", "prio", "seq", "cus", "mem", "options", "excluded",
+        "lock_item", "__weakref__")
+
+    def __init__(self, tid: int, spec: Any, argv: tuple, kwargs: dict | None,
+                 refs: list | None, outputs: list, inouts: list | None, reads: list | None,
+                 t_submit: float) -> None:
+        self.id = tid
+        self.spec = spec
+        self.argv = argv
+        self.kwargs = kwargs
+        self.refs = refs
+        self.npending = 0
+        self.outputs = outputs
+        self.inouts = inouts
+        self.reads = reads          # data versions read (for lineage and GC)
+        self.state = SUBMITTED
+        self.node = None
+        self.attempts = 0
+        self.group = None
+        self.t_submit = t_submit
+        self.t_dispatch = 0.0
+        self.t_start = 0.0
+        self.t_end = 0.0
+        self.error = None
+        self.prio = spec.priority
+        self.seq = tid
+        self.cus = spec.computing_units
+        self.mem = spec.memory_size
+        self.options = spec.options
+        self.excluded = None        # node names not to use again (retries)
+        self.lock_item = None       # commutative group this task must lock
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def all_outputs(self) -> list:
+        outs = list(self.outputs)
+        if self.inouts:
+            outs.extend(e[3] for e in self.inouts)
+        return outs
+
+    def __lt__(self, other: "Task") -> bool:  # heap order: priority first, then FIFO
+        if self.prio != other.prio:
+            return self.prio > other.prio
+        return self.seq < other.seq
+
+    def __repr__(self) -> str:
+        return f"<Task {self.id} {self.spec.name} {self.state}>"

@@ -1,0 +1,428 @@
+"""The node agent: one per host, the same whatever transport reached it.
+
+It speaks the framed protocol (:mod:`taskflow.nodes.protocol`) with the
+master over a pair of file descriptors, forks one executor per slot, keeps a
+priority queue of the work it was sent, holds data that stays on the node,
+enforces time-outs, and reports results, logs and resource samples. It is
+single-threaded (a ``selectors`` loop), so forking a fresh executor is safe
+at any time.
+"""
+from __future__ import annotations
+
+import heapq
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+from . import protocol as P
+from .executor import executor_main
+from .sampler import Sampler
+
+INLINE_MAX = 256 * 1024   # larger results stay on the node until fetched
+SHORT_TASK = 0.002        # tasks faster than this are queued several deep per executor
+DEEP = 32
+
+
+class _Exec:
+    __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started")
+
+    def __init__(self, pid: int, wfd: int, rfd: int) -> None:
+        self.pid = pid
+        self.wfd = wfd
+        self.rfd = rfd
+        self.reader = P.FrameReader(rfd)
+        self.queue: list = []       # task messages sent, in order, not yet answered
+        self.digests: set = set()
+        self.reserved = 0           # extra slots held by a multi-unit task running here
+        self.started = 0.0
+
+
+class Agent:
+    def __init__(self, rfd: int, wfd: int) -> None:
+        self.rfd = rfd
+        self.wfd = wfd
+        self.reader = P.FrameReader(rfd)
+        self.sel = selectors.DefaultSelector()
+        self.out = bytearray()
+        self.funcs: dict[bytes, bytes] = {}
+        self.store: dict[int, bytes] = {}
+        self.queue: list = []       # heap of (-priority, seq, msg)
+        self.seq = 0
+        self.execs: list[_Exec] = []
+        self.by_fd: dict[int, _Exec] = {}
+        self.results: list = []
+        self.logs: list = []
+        self.mean: dict[bytes, float] = {}
+        self.deadlines: dict[int, tuple[float, _Exec]] = {}
+        self.slots = 1
+        self.sampler: Sampler | None = None
+        self.running = True
+        self.name = socket.gethostname()
+        self.cancelled: set = set()
+
+    # -- set-up ----------------------------------------------------------
+    def handshake(self) -> None:
+        hello = P.read_frame_blocking(self.rfd)
+        if hello[0] != P.HELLO:
+            raise P.ProtocolError("expected HELLO")
+        cfg = hello[1]
+        for p in reversed(cfg.get("sys_path", [])):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        if cfg.get("cwd") and os.path.isdir(cfg["cwd"]):
+            os.chdir(cfg["cwd"])
+        os.environ.update(cfg.get("env", {}))
+        self.name = cfg.get("name", self.name)
+        self.slots = int(cfg.get("slots") or os.cpu_count() or 1)
+        for _ in range(self.slots):
+            self._spawn()
+        self.sampler = Sampler(cfg.get("sample_interval", 2.0))
+        info = {"hostname": socket.gethostname(), "pid": os.getpid(), "slots": self.slots,
+                "cpus": os.cpu_count(), "memory_gb": self.sampler.total_memory_gb(),
+                "python": sys.version.split()[0], "version": _version()}
+        P.write_all(self.wfd, P.encode((P.READY, info)))
+        os.set_blocking(self.wfd, False)
+        self.sel.register(self.rfd, selectors.EVENT_READ, None)
+
+    def _spawn(self) -> _Exec:
+        t_r, t_w = os.pipe()      # agent -> executor
+        r_r, r_w = os.pipe()      # executor -> agent
+        pid = os.fork()
+        if pid == 0:  # child
+            try:
+                os.close(t_w)
+                os.close(r_r)
+                os.close(self.rfd)
+                os.close(self.wfd)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                executor_main(t_r, r_w)
+            finally:
+                os._exit(1)
+        os.close(t_r)
+        os.close(r_w)
+        ex = _Exec(pid, t_w, r_r)
+        self.execs.append(ex)
+        self.by_fd[r_r] = ex
+        self.sel.register(r_r, selectors.EVENT_READ, ex)
+        return ex
+
+    # -- main loop -------------------------------------------------------
+    def run(self) -> None:
+        while self.running:
+            timeout = self._timeout()
+            for key, mask in self.sel.select(timeout):
+                if key.data is None:
+                    if mask & selectors.EVENT_READ:
+                        self._from_master()
+                    if mask & selectors.EVENT_WRITE:
+                        self._flush()
+                else:
+                    self._from_exec(key.data)
+            self._check_deadlines()
+            self._schedule()
+            self._sample()
+            self._send_batches()
+        self._shutdown()
+
+    def _timeout(self) -> float:
+        t = self.sampler.next_due() - time.time() if self.sampler else 1.0
+        if self.deadlines:
+            t = min(t, min(d for d, _ in self.deadlines.values()) - time.time())
+        return max(0.0, min(t, 5.0))
+
+    def _from_master(self) -> None:
+        try:
+            msgs = self.reader.feed()
+        except OSError:
+            msgs = None
+        if msgs is None:     # the master is gone: leave no process behind
+            self.running = False
+            return
+        for msg in msgs:
+            op = msg[0]
+            if op == P.TASKS:
+                for t in msg[1]:
+                    self.seq += 1
+                    heapq.heappush(self.queue, (-t[8], self.seq, t))
+            elif op == P.FUNC:
+                self.funcs[msg[1]] = msg[2]
+            elif op == P.DATA:
+                for did, payload in msg[1]:
+                    self.store[did] = payload
+            elif op == P.FETCH:
+                self._send((P.DATA, [(d, self.store.get(d)) for d in msg[1]]))
+            elif op == P.DROP:
+                for d in msg[1]:
+                    self.store.pop(d, None)
+            elif op == P.CANCEL:
+                self._cancel(set(msg[1]))
+            elif op == P.SHUTDOWN:
+                self.running = False
+
+    def _from_exec(self, ex: _Exec) -> None:
+        try:
+            msgs = ex.reader.feed()
+        except OSError:
+            msgs = None
+        if msgs is None:
+            self._exec_died(ex)
+            return
+        for msg in msgs:
+            if msg[0] != P.RESULTS:
+                continue
+            for res in msg[1]:
+                tid = res[0]
+                tmsg = ex.queue.pop(0) if ex.queue else None
+                self.deadlines.pop(tid, None)
+                if tmsg is not None:
+                    self._learn(tmsg[1], res[4])
+                if tid in self.cancelled:
+                    self.cancelled.discard(tid)
+                    continue
+                self.results.append(self._keep_large(res, tmsg))
+            for tid, lines in msg[2]:
+                self.logs.extend((tid, t, lvl, line) for t, lvl, line in lines)
+        if not ex.queue:
+            ex.reserved = 0
+            ex.started = 0.0
+
+    def _keep_large(self, res: tuple, tmsg: tuple | None) -> tuple:
+        """Results above INLINE_MAX stay here; the master gets a marker."""
+        if res[1] != P.OK or not res[2] or tmsg is None:
+            return res
+        outs = res[2]
+        for i, payload in enumerate(outs):
+            if payload is not None and len(payload) > INLINE_MAX:
+                if outs is res[2]:
+                    outs = list(outs)
+                key = tmsg[11][i]
+                self.store[key] = payload
+                outs[i] = ("held", key, len(payload))
+        return res if outs is res[2] else (res[0], res[1], outs, res[3], res[4])
+
+    def _learn(self, digest: bytes, timing: tuple) -> None:
+        d = timing[1] - timing[0]
+        m = self.mean.get(digest)
+        self.mean[digest] = d if m is None else 0.8 * m + 0.2 * d
+
+    # -- placing work on executors ----------------------------------------
+    def _schedule(self) -> None:
+        q = self.queue
+        if not q:
+            return
+        idle = [e for e in self.execs if not e.queue]
+        nfree = len(idle) - sum(e.reserved for e in self.execs)
+        skipped = []
+        while q and (nfree > 0 or not q[0][2][10]):
+            t = q[0][2]
+            cus, exclusive = t[9], t[10]
+            if exclusive:
+                if nfree < cus:
+                    if len(skipped) < 64:      # let smaller work pass a big task
+                        skipped.append(heapq.heappop(q))
+                        continue
+                    break
+                heapq.heappop(q)
+                ex = idle.pop(0)
+                ex.reserved = cus - 1
+                nfree -= cus
+                self._start(ex, t)
+                continue
+            mean = self.mean.get(t[1])
+            depth = DEEP if (mean is not None and mean < SHORT_TASK) else 1
+            best = idle[0] if (idle and nfree > 0) else None
+            if best is None:
+                for e in self.execs:
+                    if e.reserved or not e.queue or e.queue[0][10] or len(e.queue) >= depth:
+                        continue
+                    if best is None or len(e.queue) < len(best.queue):
+                        best = e
+                if best is None:
+                    break
+            else:
+                idle.pop(0)
+                nfree -= 1
+            heapq.heappop(q)
+            self._start(best, t)
+        for item in skipped:
+            heapq.heappush(q, item)
+
+    def _start(self, ex: _Exec, t: tuple) -> None:
+        tid, digest, argv, refs, kwargs, nout, inouts, opts = t[:8]
+        frames = []
+        if digest not in ex.digests:
+            frames.append(P.encode((P.FUNC, digest, self.funcs[digest])))
+            ex.digests.add(digest)
+        data = {}
+        if refs:
+            for _, kind, payload in refs:
+                if kind == "r":
+                    data[payload] = self.store[payload]
+                elif kind == "p":
+                    for d in payload[1]:
+                        data[d] = self.store[d]
+        frames.append(P.encode((P.TASKS, [(tid, digest, argv, refs, kwargs, nout, inouts,
+                                           opts, data)])))
+        P.write_all(ex.wfd, b"".join(frames))
+        now = time.time()
+        if not ex.queue:
+            ex.started = now
+        ex.queue.append(t)
+        if opts and opts.get("time_out"):
+            self.deadlines[tid] = (now + opts["time_out"], ex)
+
+    # -- failures on the node ---------------------------------------------
+    def _check_deadlines(self) -> None:
+        if not self.deadlines:
+            return
+        now = time.time()
+        for tid, (deadline, ex) in list(self.deadlines.items()):
+            if now >= deadline:
+                del self.deadlines[tid]
+                t = ex.queue[0]
+                timeout = t[7]["time_out"]
+                self._kill_exec(ex, requeue_rest=True)
+                self.results.append((tid, P.TIMEOUT, None,
+                                     ("TimeoutError", f"ran longer than time_out={timeout:g} s",
+                                      "", None), (deadline - timeout, now)))
+
+    def _exec_died(self, ex: _Exec) -> None:
+        status = _reap(ex.pid)
+        head = ex.queue[0] if ex.queue else None
+        self._forget(ex, requeue_rest=True)
+        if head is not None:
+            tid = head[0]
+            self.deadlines.pop(tid, None)
+            if tid in self.cancelled:
+                self.cancelled.discard(tid)
+            else:
+                self.results.append((tid, P.ERROR, None, (
+                    "WorkerDied", f"the executor process running the task died ({status}) on "
+                    f"node {self.name}", "", None), (ex.started, time.time())))
+        self._spawn()
+
+    def _kill_exec(self, ex: _Exec, requeue_rest: bool) -> None:
+        try:
+            os.kill(ex.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _reap(ex.pid)
+        self._forget(ex, requeue_rest)
+        self._spawn()
+
+    def _forget(self, ex: _Exec, requeue_rest: bool) -> None:
+        self.sel.unregister(ex.rfd)
+        os.close(ex.rfd)
+        os.close(ex.wfd)
+        self.execs.remove(ex)
+        del self.by_fd[ex.rfd]
+        if requeue_rest:
+            for t in ex.queue[1:]:
+                self.seq += 1
+                heapq.heappush(self.queue, (-t[8], self.seq, t))
+        ex.queue = []
+
+    def _cancel(self, tids: set) -> None:
+        self.queue = [item for item in self.queue if item[2][0] not in tids]
+        heapq.heapify(self.queue)
+        for ex in list(self.execs):
+            if ex.queue and ex.queue[0][0] in tids:
+                tid = ex.queue[0][0]
+                self.deadlines.pop(tid, None)
+                self._kill_exec(ex, requeue_rest=True)
+            elif ex.queue:
+                self.cancelled.update(t[0] for t in ex.queue[1:] if t[0] in tids)
+
+    # -- sending ------------------------------------------------------------
+    def _sample(self) -> None:
+        s = self.sampler
+        if s is not None and time.time() >= s.next_due():
+            self._send((P.SAMPLE, s.sample()))
+
+    def _send_batches(self) -> None:
+        if self.results:
+            self._send((P.RESULTS, self.results))
+            self.results = []
+        if self.logs:
+            self._send((P.LOG, self.logs))
+            self.logs = []
+
+    def _send(self, msg: Any) -> None:
+        self.out += P.encode(msg)
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            while self.out:
+                n = os.write(self.wfd, self.out)
+                del self.out[:n]
+        except BlockingIOError:
+            pass
+        except OSError:
+            self.running = False
+            return
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.out else 0)
+        if self.wfd == self.rfd:
+            self.sel.modify(self.rfd, want, None)
+        elif self.out:
+            try:
+                self.sel.register(self.wfd, selectors.EVENT_WRITE, None)
+            except KeyError:
+                pass
+        else:
+            try:
+                self.sel.unregister(self.wfd)
+            except (KeyError, ValueError):
+                pass
+
+    def _shutdown(self) -> None:
+        for ex in list(self.execs):
+            try:
+                os.kill(ex.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for ex in list(self.execs):
+            _reap(ex.pid)
+        try:
+            os.set_blocking(self.wfd, True)
+            if self.out:
+                P.write_all(self.wfd, bytes(self.out))
+        except OSError:
+            pass
+
+
+def _reap(pid: int) -> str:
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return "already reaped"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(sig).name}"
+        except ValueError:
+            return f"killed by signal {sig}"
+    return f"exit code {os.WEXITSTATUS(status)}"
+
+
+def _version() -> str:
+    from .. import __version__
+    return __version__
+
+
+def serve_stdio() -> None:
+    """Run an agent on stdin/stdout; stray prints by tasks go to stderr."""
+    rfd = os.dup(0)
+    wfd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    agent = Agent(rfd, wfd)
+    agent.handshake()
+    agent.run()

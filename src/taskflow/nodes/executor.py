@@ -1,0 +1,277 @@
+"""The executor: one process per slot that runs Python tasks.
+
+It is forked by the node agent and talks to it with the same frames as the
+rest of the system, over a pair of pipes. It reads every task already in its
+pipe, runs them in order and answers with one RESULTS frame per burst, so a
+stream of short tasks costs one wake-up per burst, not per task.
+
+Agent -> executor: (FUNC, digest, payload) | (TASKS, [ExecTask]) | (SHUTDOWN,)
+Executor -> agent: (RESULTS, [(task_id, status, outputs, error, timing, logs)])
+
+ExecTask = (task_id, digest, argv, refs, kwargs, nout, inouts, options, data)
+with ``data`` the payloads of the data ids the refs name.
+"""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import select
+import shutil
+import sys
+import time
+import traceback
+from typing import Any
+
+import cloudpickle
+
+from . import protocol as P
+
+INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
+
+
+class _Capture(io.TextIOBase):
+    """sys.stdout / sys.stderr replacement that keeps lines with timestamps."""
+
+    def __init__(self, level: str, sink: list) -> None:
+        self.level = level
+        self.sink = sink
+        self.partial = ""
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        if not s:
+            return 0
+        text = self.partial + s
+        lines = text.split("\n")
+        self.partial = lines.pop()
+        if lines:
+            t = time.time()
+            sink = self.sink
+            for line in lines:
+                if len(sink) < INLINE_LOG_LINES:
+                    sink.append((t, self.level, line))
+                else:
+                    self.dropped += 1
+        return len(s)
+
+    def flush_partial(self) -> None:
+        if self.partial:
+            self.sink.append((time.time(), self.level, self.partial))
+            self.partial = ""
+        if self.dropped:
+            self.sink.append((time.time(), "RAW",
+                              f"[taskflow] {self.dropped} more {self.level} lines dropped "
+                              f"(cap {INLINE_LOG_LINES} lines per task)"))
+            self.dropped = 0
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _PersistentUnpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, values: dict) -> None:
+        super().__init__(io.BytesIO(data))
+        self.values = values
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.values[pid]
+
+
+def _resolve_refs(args: list, kwargs: dict, refs: list, data: dict) -> None:
+    values: dict = {}
+
+    def value_of(did: int) -> Any:
+        if did not in values:
+            values[did] = pickle.loads(data[did])
+        return values[did]
+
+    for path, kind, payload in refs:
+        if kind == "r":
+            v = value_of(payload)
+        elif kind == "p":
+            blob, dids = payload
+            v = _PersistentUnpickler(blob, {d: value_of(d) for d in dids}).load() if dids \
+                else pickle.loads(blob)
+        elif kind == "f":                     # file or directory read in place
+            v = payload
+        elif kind == "fo":                    # file written: a fresh version path
+            os.makedirs(os.path.dirname(payload), exist_ok=True)
+            if os.path.isdir(payload):
+                shutil.rmtree(payload)
+            elif os.path.exists(payload):
+                os.unlink(payload)
+            v = payload
+        elif kind == "do":                    # directory written
+            if os.path.exists(payload):
+                shutil.rmtree(payload)
+            os.makedirs(payload)
+            v = payload
+        elif kind == "fio" or kind == "dio":  # updated: copy the previous version first
+            src, dst = payload
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if kind == "dio":
+                if os.path.exists(dst):
+                    shutil.rmtree(dst)
+                shutil.copytree(src, dst, symlinks=True)
+            else:
+                shutil.copyfile(src, dst)
+            v = dst
+        else:  # pragma: no cover - protocol misuse
+            raise ValueError(f"unknown ref kind {kind!r}")
+        _set_path(args, kwargs, path, v)
+
+
+def _set_path(args: list, kwargs: dict, path: tuple, v: Any) -> None:
+    head = path[0]
+    if len(path) == 1:
+        if isinstance(head, str):
+            kwargs[head] = v
+        else:
+            args[head] = v
+        return
+    container = kwargs[head] if isinstance(head, str) else args[head]
+    for i in path[1:-1]:
+        container = container[i]
+    container[path[-1]] = v
+
+
+def get_path(args: list, kwargs: dict, path: tuple) -> Any:
+    head = path[0]
+    v = kwargs[head] if isinstance(head, str) else args[head]
+    for i in path[1:]:
+        v = v[i]
+    return v
+
+
+def _error_tuple(exc: BaseException, name: str) -> tuple:
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        blob = cloudpickle.dumps(exc)
+        pickle.loads(blob)
+    except Exception:
+        blob = None
+    return (type(exc).__name__, str(exc), tb, blob)
+
+
+def run_task(funcs: dict, msg: tuple, logs: list) -> tuple:
+    """Run one task message; return its ResultMsg."""
+    tid, digest, argv, refs, kwargs, nout, inouts, options, data = msg
+    t0 = time.time()
+    name = "?"
+    try:
+        func = funcs[digest]
+        name = getattr(func, "__qualname__", "?")
+        args = list(argv) if refs else argv
+        kw = dict(kwargs) if kwargs else {}
+        if refs:
+            _resolve_refs(args, kw, refs, data)
+        result = func(*args, **kw)
+        t1 = time.time()
+        if nout > 1:
+            if not isinstance(result, (tuple, list)) or len(result) != nout:
+                got = f"a {type(result).__name__}" if not isinstance(result, (tuple, list)) \
+                    else f"{len(result)} values"
+                raise TypeError(
+                    f"task {name} declared returns={nout} but returned {got}; return a tuple "
+                    f"of {nout} values or change returns=")
+            outputs = [_dumps(r, name) for r in result]
+        else:
+            outputs = [_dumps(result, name)]
+        if inouts:
+            for path, kind, pname in inouts:
+                if kind == "o":
+                    outputs.append(_dumps(get_path(args, kw, path), name))
+                else:
+                    p = get_path(args, kw, path)
+                    if not os.path.exists(p):
+                        raise FileNotFoundError(
+                            f"task {name}: {'directory' if kind == 'd' else 'file'} parameter "
+                            f"'{pname}' was declared as an output but the task did not write it "
+                            f"(expected at {p})")
+                    outputs.append(None)
+        return (tid, P.OK, outputs, None, (t0, t1))
+    except BaseException as exc:  # noqa: BLE001 - a task may raise anything
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
+            raise
+        return (tid, P.ERROR, None, _error_tuple(exc, name), (t0, time.time()))
+
+
+def _dumps(value: Any, name: str) -> bytes:
+    try:
+        return pickle.dumps(value, P.PROTOCOL)
+    except Exception:
+        try:
+            return cloudpickle.dumps(value, P.PROTOCOL)
+        except Exception as exc:
+            raise TypeError(f"task {name} produced a value of type {type(value).__name__} "
+                            f"that cannot be pickled: {exc}") from exc
+
+
+def executor_main(rfd: int, wfd: int) -> None:
+    """Loop of a forked executor; never returns."""
+    from ..api import task as _task_mod
+    _task_mod._IN_WORKER = True
+    funcs: dict = {}
+    reader = P.FrameReader(rfd)
+    real_out, real_err = sys.stdout, sys.stderr
+    pending: list = []
+    while True:
+        if not pending:
+            msgs = reader.feed()
+            if msgs is None:
+                os._exit(0)
+            pending.extend(msgs)
+            continue
+        # Take whatever else is already in the pipe without blocking.
+        while select.select([rfd], [], [], 0)[0]:
+            more = reader.feed()
+            if more is None:
+                os._exit(0)
+            pending.extend(more)
+            if len(pending) > 4096:
+                break
+        results = []
+        logs_out = []
+        batch, pending = pending, []
+        for msg in batch:
+            op = msg[0]
+            if op == P.TASKS:
+                for tmsg in msg[1]:
+                    logs: list = []
+                    out, err = _Capture("STDOUT", logs), _Capture("STDERR", logs)
+                    sys.stdout, sys.stderr = out, err
+                    try:
+                        res = run_task(funcs, tmsg, logs)
+                    finally:
+                        sys.stdout, sys.stderr = real_out, real_err
+                    out.flush_partial()
+                    err.flush_partial()
+                    results.append(res)
+                    if logs:
+                        logs_out.append((tmsg[0], logs))
+            elif op == P.FUNC:
+                try:
+                    funcs[msg[1]] = cloudpickle.loads(msg[2])
+                except BaseException as exc:  # noqa: BLE001
+                    funcs[msg[1]] = _Unloadable(exc)
+            elif op == P.SHUTDOWN:
+                os._exit(0)
+        if results or logs_out:
+            P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
+
+
+class _Unloadable:
+    """Stands in for a function that could not be unpickled on this node."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+        self.__qualname__ = "<unloadable>"
+
+    def __call__(self, *a: Any, **k: Any) -> Any:
+        raise RuntimeError(f"the task's function could not be loaded on this node: "
+                           f"{type(self.exc).__name__}: {self.exc}. Is its module importable "
+                           f"there (same sys.path / installed packages)?") from self.exc

@@ -1,0 +1,82 @@
+"""The local provider: node agents as child processes on this machine."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import psutil
+
+from .connection import NodeHandle, NodeStartError
+
+
+class LocalProvider:
+    """``nodes`` agents with ``slots`` executors each, talking over pipes."""
+
+    name = "local"
+
+    def __init__(self, slots: int, nodes: int = 1, memory_gb: float | None = None) -> None:
+        if slots < 1 or nodes < 1:
+            raise ValueError("workers and nodes must be >= 1")
+        self.slots = slots
+        self.nodes = nodes
+        total = psutil.virtual_memory().total / 2**30
+        self.memory_gb = memory_gb if memory_gb is not None else total / nodes
+        self.procs: list[subprocess.Popen] = []
+
+    def start(self, config: dict, timeout: float = 30.0) -> list[NodeHandle]:
+        handles = []
+        procs = []
+        for i in range(self.nodes):
+            name = "local" if self.nodes == 1 else f"local-{i}"
+            cmd = [sys.executable, "-m", "taskflow.node", "--stdio"]
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                [p for p in sys.path if p] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    env=env, close_fds=True, start_new_session=True)
+            self.procs.append(proc)
+            procs.append((name, proc))
+        for name, proc in procs:
+            h = NodeHandle(name, proc.stdout.fileno(), proc.stdin.fileno(), slots=self.slots,
+                           memory_gb=self.memory_gb, provider=self)
+            h.proc = proc
+            cfg = dict(config, name=name, slots=self.slots)
+            try:
+                h.handshake(cfg, timeout, describe=f" (command: {' '.join(cmd)})")
+            except NodeStartError:
+                self.stop()
+                raise
+            handles.append(h)
+        return handles
+
+    def kill(self, handle: NodeHandle) -> None:
+        """Kill a node's whole process group (used by tests of node loss)."""
+        proc = getattr(handle, "proc", None)
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for proc in self.procs:
+            try:
+                if proc.stdin:
+                    proc.stdin.close()
+            except OSError:
+                pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+            for f in (proc.stdout,):
+                try:
+                    f.close()
+                except (OSError, AttributeError):
+                    pass
+        self.procs = []

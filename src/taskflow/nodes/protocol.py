@@ -1,0 +1,130 @@
+"""The one framed protocol every transport speaks (pipes, SSH channels, TCP).
+
+A frame is a 4-byte big-endian length followed by a pickled message. A
+message is a tuple whose first item is one of the op codes below. Frames are
+written whole; readers buffer partial reads. The protocol is deliberately
+small: the master sends work and data, the node sends results, data, logs
+and samples.
+
+Master -> node
+    HELLO      (HELLO, config: dict)                       first frame
+    FUNC       (FUNC, digest: bytes, payload: bytes)        a function, once per node
+    TASKS      (TASKS, [TaskMsg, ...])                      a batch of work
+    DATA       (DATA, [(data_id, payload), ...])            data pushed to the node
+    FETCH      (FETCH, [data_id, ...])                      ask for data held there
+    DROP       (DROP, [data_id, ...])                       data no longer needed
+    CANCEL     (CANCEL, [task_id, ...])                     kill or drop tasks
+    SHUTDOWN   (SHUTDOWN,)
+
+Node -> master
+    READY      (READY, info: dict)                          answer to HELLO
+    RESULTS    (RESULTS, [ResultMsg, ...])
+    DATA       (DATA, [(data_id, payload), ...])            answer to FETCH
+    LOG        (LOG, [(task_id, t, level, line), ...])
+    SAMPLE     (SAMPLE, {cpu, mem, ...})
+    FATAL      (FATAL, message: str)                        the node cannot go on
+
+TaskMsg   = (task_id, digest, argv, refs, kwargs, nout, inouts, options, priority,
+             computing_units, exclusive, output_data_ids)
+ResultMsg = (task_id, status, outputs, error, timing)
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+from typing import Any
+
+HELLO, FUNC, TASKS, DATA, FETCH, DROP, CANCEL, SHUTDOWN = range(8)
+READY, RESULTS, LOG, SAMPLE, FATAL = range(10, 15)
+
+# Result statuses.
+OK, ERROR, TIMEOUT, LOST, CANCELLED_ON_NODE = range(5)
+
+_LEN = struct.Struct(">I")
+PROTOCOL = pickle.HIGHEST_PROTOCOL
+MAX_FRAME = 1 << 31
+
+
+class ProtocolError(RuntimeError):
+    """The byte stream did not carry a valid frame (peer crashed or garbage)."""
+
+
+def encode(msg: Any) -> bytes:
+    """One frame: length prefix plus pickled message."""
+    body = pickle.dumps(msg, PROTOCOL)
+    return _LEN.pack(len(body)) + body
+
+
+class FrameReader:
+    """Incremental frame decoder over a file descriptor.
+
+    ``feed`` reads what is available (one ``os.read``) and returns the
+    complete messages; it returns ``None`` at end of stream.
+    """
+
+    __slots__ = ("fd", "_buf", "chunk")
+
+    def __init__(self, fd: int, chunk: int = 1 << 20) -> None:
+        self.fd = fd
+        self._buf = bytearray()
+        self.chunk = chunk
+
+    def feed(self) -> list | None:
+        data = os.read(self.fd, self.chunk)
+        if not data:
+            return None
+        return self.feed_bytes(data)
+
+    def feed_bytes(self, data: bytes) -> list:
+        buf = self._buf
+        buf += data
+        out = []
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            (size,) = _LEN.unpack_from(buf, pos)
+            if size > MAX_FRAME:
+                raise ProtocolError(f"frame of {size} bytes: not a taskflow peer")
+            end = pos + 4 + size
+            if end > n:
+                break
+            try:
+                out.append(pickle.loads(memoryview(buf)[pos + 4:end]))
+            except Exception as exc:  # garbage on the stream
+                raise ProtocolError(f"undecodable frame: {exc!r}") from exc
+            pos = end
+        if pos:
+            del buf[:pos]
+        return out
+
+    def pending(self) -> int:
+        return len(self._buf)
+
+
+def read_frame_blocking(fd: int) -> Any:
+    """Read exactly one frame (used for handshakes)."""
+    head = _read_exact(fd, 4)
+    (size,) = _LEN.unpack(head)
+    if size > MAX_FRAME:
+        raise ProtocolError(f"frame of {size} bytes: not a taskflow peer")
+    return pickle.loads(_read_exact(fd, size))
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    parts = []
+    while n:
+        b = os.read(fd, n)
+        if not b:
+            raise EOFError("stream closed")
+        parts.append(b)
+        n -= len(b)
+    return b"".join(parts)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Blocking write of a whole buffer."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]

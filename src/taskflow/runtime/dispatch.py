@@ -1,0 +1,310 @@
+"""The loop thread: read from nodes, apply results, dispatch, write to nodes.
+
+One thread does all node I/O through one ``selectors`` loop, so connections
+need no locks and every write is non-blocking. Each round: read whatever
+arrived, take the runtime lock once to apply all of it and to ask the
+scheduler for assignments, release the lock, then encode and send one batch
+per node.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import selectors
+import sys
+import time
+import traceback
+from typing import Any
+
+import cloudpickle
+
+from ..graph import task as T
+from ..nodes import protocol as P
+from . import outcomes
+
+
+class Dispatcher:
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
+        self.sel = selectors.DefaultSelector()
+        self._rfd, self._wfd = os.pipe()
+        os.set_blocking(self._rfd, False)
+        self._wake_pending = False
+        self.closing = False
+        self.crashed: str | None = None
+        self.fetches: dict[int, list] = {}     # did -> [Event or Task waiting for the data]
+        self.fetch_queue: list = []           # (node, did) to request
+        self.nodes: list = []
+
+    # -- called from other threads -------------------------------------------
+    def open(self, nodes: list) -> None:
+        self.nodes = nodes
+        self.sel.register(self._rfd, selectors.EVENT_READ, None)
+        for n in nodes:
+            self.sel.register(n.rfd, selectors.EVENT_READ, n)
+
+    def wake(self) -> None:
+        if not self._wake_pending:
+            self._wake_pending = True
+            try:
+                os.write(self._wfd, b"\0")
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.closing = True
+        self._wake_pending = False
+        self.wake()
+
+    def request_fetch(self, fut: Any, waiter: Any) -> None:
+        """Under the runtime lock: get ``fut``'s value from a node holding it."""
+        did = fut._did
+        waiting = self.fetches.get(did)
+        if waiting is None:
+            self.fetches[did] = [fut, waiter]
+            node = next((n for n in self.nodes if n.alive and n.name in fut._holders), None)
+            if node is None:
+                del self.fetches[did]
+                if hasattr(waiter, "set"):
+                    waiter.set()
+                return
+            self.fetch_queue.append((node, fut))
+        else:
+            waiting.append(waiter)
+        self.wake()
+
+    # -- the loop ------------------------------------------------------------
+    def loop(self) -> None:
+        try:
+            self._loop()
+        except BaseException:  # report instead of hanging every waiter
+            self.crashed = traceback.format_exc()
+            print(f"taskflow: internal error in the runtime loop:\n{self.crashed}", file=sys.stderr)
+
+    def _loop(self) -> None:
+        rt = self.rt
+        sel = self.sel
+        lock = rt.lock
+        while not self.closing:
+            events = sel.select(1.0)
+            arrived = []
+            lost = []
+            for key, mask in events:
+                node = key.data
+                if node is None:
+                    try:
+                        os.read(self._rfd, 4096)
+                    except BlockingIOError:
+                        pass
+                    continue
+                if mask & selectors.EVENT_READ:
+                    msgs = node.read()
+                    if msgs is None:
+                        lost.append(node)
+                        continue
+                    if msgs:
+                        arrived.append((node, msgs))
+                if mask & selectors.EVENT_WRITE:
+                    node.flush()
+            cbs: list = []
+            with lock:
+                self._wake_pending = False
+                for node, msgs in arrived:
+                    self._handle(node, msgs, cbs)
+                for node in lost:
+                    self._lose(node, node.lost_reason or "its connection closed", cbs)
+                sends = self._prepare(rt.scheduler.assign(), cbs) if rt.scheduler.ready else {}
+                fetches, self.fetch_queue = self.fetch_queue, []
+            for node, fut in fetches:
+                node.queue(P.encode((P.FETCH, [fut._did])))
+                sends.setdefault(node, [])
+            for node, frames in sends.items():
+                for f in frames:
+                    node.queue(P.encode(f) if type(f) is tuple else f)
+            for node in self.nodes:
+                if node.out:
+                    self._flush(node)
+            for fn, fut in cbs:
+                try:
+                    fn(fut)
+                except Exception:
+                    traceback.print_exc()
+
+    def _flush(self, node: Any) -> None:
+        done = node.flush()
+        if not node.alive:
+            return
+        try:
+            self.sel.modify(node.rfd, selectors.EVENT_READ, node) if node.rfd == node.wfd else None
+            if node.wfd != node.rfd:
+                if done:
+                    if getattr(node, "_wreg", False):
+                        self.sel.unregister(node.wfd)
+                        node._wreg = False
+                elif not getattr(node, "_wreg", False):
+                    self.sel.register(node.wfd, selectors.EVENT_WRITE, node)
+                    node._wreg = True
+            elif not done:
+                self.sel.modify(node.rfd, selectors.EVENT_READ | selectors.EVENT_WRITE, node)
+        except (KeyError, ValueError, OSError):
+            pass
+
+    # -- messages from nodes ----------------------------------------------------
+    def _handle(self, node: Any, msgs: list, cbs: list) -> None:
+        rt = self.rt
+        for msg in msgs:
+            op = msg[0]
+            if op == P.RESULTS:
+                inflight = node.inflight
+                for res in msg[1]:
+                    task = inflight.pop(res[0], None)
+                    if task is None:
+                        continue
+                    node.used -= task.cus
+                    node.mem_used -= task.mem
+                    task.t_start, task.t_end = res[4]
+                    if res[1] == P.OK:
+                        outcomes.task_done(rt, task, res[2], node, cbs)
+                    else:
+                        outcomes.task_failed(rt, task, res[1], res[3], node, cbs)
+            elif op == P.LOG:
+                self._logs(node, msg[1])
+            elif op == P.DATA:
+                for did, payload in msg[1]:
+                    waiting = self.fetches.pop(did, None)
+                    if not waiting:
+                        continue
+                    fut = waiting[0]
+                    if payload is not None:
+                        fut._payload = payload
+                    for w in waiting[1:]:
+                        if hasattr(w, "set"):
+                            w.set()
+                        elif w.state == T.READY:
+                            rt.scheduler.push(w)
+            elif op == P.SAMPLE:
+                node.samples.append(msg[1])
+                if rt.bus.active:
+                    rt.bus.emit(("sample", msg[1]["t"], 0, "", node.name, msg[1]))
+            elif op == P.FATAL:
+                self._lose(node, msg[1], cbs)
+
+    def _logs(self, node: Any, entries: list) -> None:
+        rt = self.rt
+        if rt.echo_logs:
+            for _, _, level, line in entries:
+                stream = sys.stderr if level == "STDERR" else sys.stdout
+                try:
+                    stream.write(line + "\n")
+                except (OSError, ValueError):
+                    pass
+        if rt.bus.active:
+            rt.bus.emit_many(("log", t, tid, "", node.name, (level, line))
+                             for tid, t, level, line in entries)
+
+    def _lose(self, node: Any, reason: str, cbs: list) -> None:
+        if not node.alive and not node.inflight:
+            return
+        try:
+            self.sel.unregister(node.rfd)
+        except (KeyError, ValueError):
+            pass
+        rt = self.rt
+        for did, waiting in list(self.fetches.items()):
+            fut = waiting[0]
+            if fut._holders:
+                fut._holders.discard(node.name)
+        if rt.bus.active:
+            rt.bus.emit(("node_lost", time.time(), 0, "", node.name, reason))
+        print(f"taskflow: node {node.name} lost: {reason}", file=sys.stderr)
+        outcomes.node_lost(rt, node, reason, cbs)
+
+    # -- work to nodes -------------------------------------------------------------
+    def _prepare(self, assignments: list, cbs: list) -> dict:
+        """Turn assignments into frames per node (under the runtime lock)."""
+        sends: dict = {}
+        now = time.time()
+        emit = self.rt.bus.emit if self.rt.bus.active else None
+        for node, task in assignments:
+            spec = task.spec
+            if spec.digest is None:
+                _digest(spec)
+            frames = sends.get(node)
+            if frames is None:
+                frames = sends[node] = [[]]
+            if spec.digest not in node.funcs:
+                node.funcs.add(spec.digest)
+                frames.insert(len(frames) - 1, (P.FUNC, spec.digest, spec.payload))
+            refs = task.refs
+            wire_refs = None
+            if refs:
+                wire_refs = self._wire_refs(node, task, refs, frames)
+                if wire_refs is None:       # waiting for data from another node
+                    node.used -= task.cus
+                    node.mem_used -= task.mem
+                    continue
+            inouts = task.inouts
+            wire_inouts = [(e[0], e[1], e[2]) for e in inouts] if inouts else None
+            outdids = [f._did for f in task.outputs] if not inouts else \
+                [f._did for f in task.all_outputs()]
+            frames[-1].append((task.id, spec.digest, task.argv, wire_refs, task.kwargs, spec.nout,
+                               wire_inouts, task.options, task.prio, task.cus, spec.exclusive,
+                               outdids))
+            task.state = T.DISPATCHED
+            task.node = node
+            task.t_dispatch = now
+            node.inflight[task.id] = task
+            if emit is not None:
+                emit(("dispatched", now, task.id, spec.name, node.name, None))
+        for node, frames in sends.items():
+            batch = frames.pop()
+            if batch:
+                frames.append((P.TASKS, batch))
+        return sends
+
+    def _wire_refs(self, node: Any, task: Any, refs: list, frames: list) -> list | None:
+        out = []
+        push = []
+        for path, kind, obj in refs:
+            if kind == "r":
+                if not self._ensure(node, obj, push, task):
+                    return None
+                out.append((path, "r", obj._did))
+            elif kind == "p":
+                blob, futs = obj
+                for f in futs:
+                    if not self._ensure(node, f, push, task):
+                        return None
+                out.append((path, "p", (blob, [f._did for f in futs])))
+            elif kind == "fio" or kind == "dio":
+                out.append((path, kind, (obj[0]._path, obj[1]._path)))
+            else:
+                out.append((path, kind, obj._path))
+        if push:
+            frames.insert(len(frames) - 1, (P.DATA, push))
+        return out
+
+    def _ensure(self, node: Any, fut: Any, push: list, task: Any) -> bool:
+        holders = fut._holders
+        name = node.name
+        if holders is not None and name in holders:
+            return True
+        if fut._payload is not None:
+            push.append((fut._did, fut._payload))
+            if holders is None:
+                fut._holders = {name}
+            else:
+                holders.add(name)
+            return True
+        if fut._exception is not None:
+            raise RuntimeError(f"internal: task {task.id} reads a failed value")
+        # The value lives on another node: fetch it through the master first.
+        self.request_fetch(fut, task)
+        task.state = T.READY
+        return False
+
+
+def _digest(spec: Any) -> None:
+    payload = cloudpickle.dumps(spec.func, P.PROTOCOL)
+    spec.payload = payload
+    spec.digest = hashlib.blake2b(payload, digest_size=16).digest()

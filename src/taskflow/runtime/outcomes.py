@@ -1,0 +1,236 @@
+"""What happens when a task ends: success, failure policy, cancellation.
+
+These functions run on the runtime's loop thread with the runtime lock held.
+They complete futures, release the tasks waiting for them and apply the
+task's ``on_failure`` policy:
+
+RETRY (default)    run again up to ``retries`` times (another node when one
+                   exists), then as FAIL
+FAIL               outputs carry the error; successors are cancelled with an
+                   error naming this task; the run fails
+IGNORE             outputs are None; successors run
+CANCEL_SUCCESSORS  outputs are None; successors are cancelled (their values
+                   None); the run does not fail
+"""
+from __future__ import annotations
+
+import pickle
+import time
+from typing import Any
+
+from ..errors import NodeLost, TaskCancelled, TaskError, TaskTimeout
+from ..future import FINISHED, notify_done
+from ..graph import task as T
+from ..nodes import protocol as P
+
+NONE_PAYLOAD = pickle.dumps(None, P.PROTOCOL)
+
+
+def finish_future(rt: Any, fut: Any, cbs: list) -> None:
+    """Mark ``fut`` finished and release the tasks that wait for it."""
+    fut._state = FINISHED
+    fut._producer = None
+    consumers = fut._consumers
+    if consumers is not None:
+        fut._consumers = None
+        push = rt.scheduler.push
+        for t in consumers:
+            t.npending -= 1
+            if t.npending == 0 and t.state == T.SUBMITTED:
+                t.state = T.READY
+                push(t)
+    notify_done(fut, cbs)
+
+
+def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
+    task.state = T.DONE
+    name = node.name
+    i = 0
+    for fut in task.outputs:
+        _store(fut, outputs[i], name)
+        finish_future(rt, fut, cbs)
+        i += 1
+    if task.inouts:
+        for entry in task.inouts:
+            fut = entry[3]
+            if entry[1] == "o":
+                _store(fut, outputs[i], name)
+            else:
+                fut._result = fut._path
+            finish_future(rt, fut, cbs)
+            i += 1
+    spec = task.spec
+    n = spec.stats_n
+    dur = task.t_end - task.t_start
+    spec.stats_mean = dur if n == 0 else spec.stats_mean + (dur - spec.stats_mean) / min(n + 1, 50)
+    spec.stats_n = n + 1
+    rt.n_done += 1
+    _ended(rt, task)
+
+
+def _store(fut: Any, payload: Any, node_name: str) -> None:
+    if type(payload) is tuple:          # ("held", key, size): the value stayed on the node
+        fut._holders = {node_name}
+    else:
+        fut._payload = payload
+
+
+def task_failed(rt: Any, task: Any, status: int, error: tuple, node: Any, cbs: list) -> None:
+    spec = task.spec
+    etype, emsg, tb, blob = error
+    if status != P.LOST:
+        task.attempts += 1
+    retries = spec.retries if spec.retries is not None else rt.retries
+    node_name = node.name if node is not None else "-"
+    if spec.on_failure == "RETRY" and task.attempts <= retries and status != P.LOST:
+        _retry(rt, task, node_name, f"{etype}: {emsg}")
+        return
+    if status == P.LOST and rt.scheduler.fits_ever(task.cus, task.mem) and task.attempts < 100:
+        _retry(rt, task, node_name, f"node {node_name} lost")
+        return
+    cls = TaskTimeout if status == P.TIMEOUT else TaskError
+    tries = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
+    msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: {emsg}")
+    if tb:
+        msg += f"\n\nRemote traceback (task {spec.name} on {node_name}):\n{tb.rstrip()}"
+    err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name, remote_traceback=tb,
+              kind="timeout" if status == P.TIMEOUT else "error")
+    if blob is not None:
+        try:
+            import cloudpickle
+            err.__cause__ = cloudpickle.loads(blob)
+        except Exception:
+            pass
+    task.error = err
+    task.state = T.FAILED
+    policy = spec.on_failure
+    if policy in ("RETRY", "FAIL"):
+        err._reported = False
+        rt.failures.append(err)
+        for fut in task.all_outputs():
+            fut._exception = err
+            finish_future(rt, fut, cbs)
+        cancel_successors(rt, task, err, cbs)
+    else:
+        for fut in task.all_outputs():
+            fut._payload = NONE_PAYLOAD
+            fut._result = None
+            if policy == "CANCEL_SUCCESSORS":
+                fut._cancel_successors = True
+        if policy == "CANCEL_SUCCESSORS":
+            cancel_successors(rt, task, None, cbs)
+        for fut in task.all_outputs():
+            finish_future(rt, fut, cbs)
+        rt.n_ignored += 1
+    rt.n_failed += 1
+    _ended(rt, task)
+
+
+def _retry(rt: Any, task: Any, node_name: str, why: str) -> None:
+    task.excluded = (task.excluded or set()) | {node_name}
+    task.state = T.READY
+    task.node = None
+    rt.scheduler.push(task)
+    rt.n_retries += 1
+    if rt.bus.active:
+        rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node_name, why))
+
+
+def cancel_successors(rt: Any, task: Any, err: Any, cbs: list) -> None:
+    """Cancel every task downstream of ``task`` (iteratively, graphs can be deep)."""
+    stack = [task]
+    while stack:
+        t = stack.pop()
+        for fut in t.all_outputs():
+            consumers = fut._consumers
+            if not consumers:
+                continue
+            fut._consumers = None
+            for succ in consumers:
+                if succ.state != T.SUBMITTED:
+                    continue
+                cancel_task(rt, succ, task, err, cbs, cascade=False)
+                stack.append(succ)
+
+
+def cancel_task(rt: Any, task: Any, cause: Any, err: Any, cbs: list, cascade: bool = True) -> None:
+    """Cancel a task that never ran; ``err`` None means its values become None."""
+    task.state = T.CANCELLED
+    if err is not None:
+        cname = cause.spec.name if hasattr(cause, "spec") else str(cause)
+        cid = cause.id if hasattr(cause, "id") else 0
+        cerr = TaskCancelled(
+            f"task {task.spec.name} (id {task.id}) was cancelled because task {cname} "
+            f"(id {cid}) failed:\n{err}", task_name=task.spec.name, task_id=task.id,
+            remote_traceback=getattr(err, "remote_traceback", ""), kind="cancelled")
+        cerr.__cause__ = err.__cause__ if err.__cause__ is not None else None
+        cerr._reported = True   # the root failure is what the run reports
+        task.error = cerr
+    for fut in task.all_outputs():
+        if err is not None:
+            fut._exception = task.error
+        else:
+            fut._payload = NONE_PAYLOAD
+            fut._result = None
+            fut._cancel_successors = True
+    if cascade:
+        cancel_successors(rt, task, err, cbs)
+    for fut in task.all_outputs():
+        fut._state = FINISHED
+        fut._producer = None
+        notify_done(fut, cbs)
+    rt.n_cancelled += 1
+    _ended(rt, task)
+
+
+def node_lost(rt: Any, node: Any, reason: str, cbs: list) -> list:
+    """A node is gone: hand its tasks back; return the tasks to resubmit."""
+    node.alive = False
+    node.lost_reason = reason
+    tasks = list(node.inflight.values())
+    node.inflight.clear()
+    node.used = 0
+    node.mem_used = 0.0
+    now = time.time()
+    for t in tasks:
+        t.t_end = now
+        task_failed(rt, t, P.LOST, ("NodeLost", f"node {node.name} was lost: {reason}", "", None),
+                    node, cbs)
+    if not rt.scheduler.fits_ever(1, 0):
+        fail_everything(rt, NodeLost(f"no nodes left: node {node.name} was lost ({reason})"), cbs)
+    return tasks
+
+
+def fail_everything(rt: Any, exc: BaseException, cbs: list) -> None:
+    """No node can run anything any more: every unfinished task fails."""
+    err = TaskError(str(exc), kind="lost")
+    err._reported = False
+    rt.failures.append(err)
+    for t in list(rt.scheduler.ready):
+        t.state = T.FAILED
+        t.error = err
+        for fut in t.all_outputs():
+            fut._exception = err
+            finish_future(rt, fut, cbs)
+        cancel_successors(rt, t, err, cbs)
+        rt.n_failed += 1
+        _ended(rt, t)
+    rt.scheduler.ready.clear()
+    rt.dead = str(exc)
+
+
+def _ended(rt: Any, task: Any) -> None:
+    rt.n_active -= 1
+    if rt.bus.active:
+        rt.bus.emit((task.state.lower(), task.t_end or time.time(), task.id, task.spec.name,
+                     task.node.name if task.node is not None else "",
+                     (task.t_start, task.t_end, task.error and str(task.error).split("\n")[0])))
+    if rt.n_active == 0 and rt.idle_waiters:
+        for w in rt.idle_waiters:
+            w.set()
+        rt.idle_waiters.clear()
+    # Free what the graph no longer needs (1M-task runs).
+    task.argv = None
+    task.kwargs = None
+    task.refs = None
+    task.reads = None

@@ -1,0 +1,299 @@
+"""The master runtime: graph, scheduler, nodes, and the thread that drives them.
+
+The calling thread records tasks (``submit``) and blocks only where the
+program asks for a value. One loop thread owns every node connection: it
+reads results, applies them to the graph, asks the scheduler for the next
+assignments and sends them in batches. Both threads share one lock; the
+loop never holds it while writing to a node.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import selectors
+import sys
+import threading
+import time
+from typing import Any, Callable, Iterable
+
+from ..errors import RuntimeNotStarted, UsageError
+from ..future import FINISHED
+from ..graph import task as T
+from ..graph.builder import Builder
+from ..graph.registry import Registry
+from ..nodes.local import LocalProvider
+from . import outcomes
+from .dispatch import Dispatcher
+from .events import EventBus
+from .scheduler import Scheduler
+
+
+class _Waiter:
+    __slots__ = ("n", "event")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.event = threading.Event()
+
+    def one_done(self) -> None:
+        self.n -= 1
+        if self.n <= 0:
+            self.event.set()
+
+
+class Runtime:
+    """A running taskflow master.
+
+    ``Runtime(workers=N)`` runs N executor slots on this machine; ``nodes=K``
+    splits them over K local node agents (useful to exercise placement).
+    ``providers=[...]`` replaces the local default (SSH, Slurm issues).
+    """
+
+    def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
+                 placement: str = "locality", run_dir: str | None = None,
+                 providers: list | None = None, echo_logs: bool = True,
+                 memory_gb: float | None = None, start_timeout: float = 60.0) -> None:
+        self.workers = workers or os.cpu_count() or 1
+        self.retries = retries
+        self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+        root = run_dir or os.environ.get("TASKFLOW_RUN_DIR") or os.path.join(".taskflow", "runs")
+        self.run_dir = os.path.abspath(os.path.join(root, self.run_id))
+        self.data_dir = os.path.join(self.run_dir, "data")
+        self.providers = providers if providers is not None else [
+            LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)]
+        self.start_timeout = start_timeout
+        self.echo_logs = echo_logs
+        self.lock = threading.Lock()
+        self.submit_lock = threading.Lock()
+        self.bus = EventBus()
+        self.scheduler = Scheduler(placement)
+        self.registry = Registry(self.data_dir)
+        self.builder = Builder(self)
+        self.dispatcher = Dispatcher(self)
+        self._tids = itertools.count(1)
+        self._dids = itertools.count(1)
+        self.failures: list = []
+        self.idle_waiters: list = []
+        self.groups: dict[str, list] = {}
+        self.group_stack: list[str] = []
+        self.n_submitted = self.n_done = self.n_failed = self.n_cancelled = 0
+        self.n_ignored = self.n_retries = 0
+        self.n_active = 0
+        self.dead: str | None = None
+        self.started = False
+        self.stopped = False
+        self.t_start = 0.0
+        self._thread: threading.Thread | None = None
+        self._max_cus = 0
+        self._max_mem = 0.0
+
+    # -- lifecycle -----------------------------------------------------------
+    def start(self) -> "Runtime":
+        if self.started:
+            return self
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.t_start = time.time()
+        config = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
+                  "data_dir": self.data_dir, "run_id": self.run_id}
+        nodes = []
+        try:
+            for p in self.providers:
+                nodes.extend(p.start(config, self.start_timeout))
+        except BaseException:
+            for p in self.providers:
+                p.stop()
+            raise
+        self.scheduler.nodes = nodes
+        self._max_cus, self._max_mem = self.scheduler.capacity()
+        self.started = True
+        self.dispatcher.open(nodes)
+        self._thread = threading.Thread(target=self.dispatcher.loop, name="taskflow-loop",
+                                        daemon=True)
+        self._thread.start()
+        if self.bus.active:
+            for n in nodes:
+                self.bus.emit(("node_join", time.time(), 0, "", n.name, dict(n.info, slots=n.slots)))
+        from . import current
+        current.set_current(self)
+        return self
+
+    def stop(self, wait: bool = True) -> None:
+        """Wait for every task (unless ``wait=False``), put files in place, shut down."""
+        if not self.started or self.stopped:
+            return
+        try:
+            if wait and self._thread is not None and self._thread.is_alive():
+                self._wait_idle(None)
+            self._materialize_all()
+        finally:
+            self.stopped = True
+            self.dispatcher.close()
+            if self._thread is not None:
+                self._thread.join(10)
+            for p in self.providers:
+                p.stop()
+            self.bus.close()
+            self._cleanup_data()
+            from . import current
+            current.clear_current(self)
+
+    def __enter__(self) -> "Runtime":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop(wait=exc[0] is None)
+
+    # -- recording tasks -------------------------------------------------------
+    def new_tid(self) -> int:
+        return next(self._tids)
+
+    def new_did(self) -> int:
+        return next(self._dids)
+
+    def submit(self, spec: Any, args: tuple, kwargs: dict) -> Any:
+        if not self.started or self.stopped:
+            raise RuntimeNotStarted(f"task {spec.name} was called but the taskflow runtime is "
+                                    f"{'stopped' if self.stopped else 'not started'}")
+        cus, mem = spec.computing_units, spec.memory_size
+        if cus > self._max_cus or mem > self._max_mem:
+            self._cannot_fit(spec, cus, mem)
+        with self.submit_lock:
+            task, deps, value = self.builder.build(spec, args, kwargs)
+            if self.group_stack:
+                for g in self.group_stack:
+                    self.groups[g].append(task)
+            cancel_by = None
+            with self.lock:
+                self.n_active += 1
+                self.n_submitted += 1
+                for d in deps:
+                    if d._state is FINISHED:
+                        if d._exception is not None or getattr(d, "_cancel_successors", False):
+                            cancel_by = d
+                        continue
+                    cs = d._consumers
+                    if cs is None:
+                        d._consumers = [task]
+                    else:
+                        cs.append(task)
+                    task.npending += 1
+                if self.bus.active:
+                    self.bus.emit(("submitted", task.t_submit, task.id, spec.name, "",
+                                   [d._producer.id for d in deps if d._producer is not None]))
+                if cancel_by is not None:
+                    cbs: list = []
+                    err = cancel_by._exception
+                    outcomes.cancel_task(self, task, cancel_by._producer or task, err, cbs)
+                elif task.npending == 0:
+                    task.state = T.READY
+                    self.scheduler.push(task)
+                    self.dispatcher.wake()
+            if self.dead:
+                with self.lock:
+                    outcomes.fail_everything(self, RuntimeError(self.dead), [])
+        return value
+
+    def _cannot_fit(self, spec: Any, cus: Any, mem: Any) -> None:
+        raise UsageError(
+            f"task {spec.name} needs computing_units={cus}, memory_size={mem} GB, but the "
+            f"largest node has {self._max_cus} computing units and {self._max_mem:.1f} GB: no "
+            f"node can ever run it. Lower the @constraint or add a bigger node "
+            f"(taskflow.start(workers=...) or the cluster file).")
+
+    # -- waiting ---------------------------------------------------------------
+    def wait_futures(self, futs: Iterable[Any], timeout: float | None = None) -> bool:
+        with self.lock:
+            pending = [f for f in futs if f._state is not FINISHED]
+            if not pending:
+                return True
+            w = _Waiter(len(pending))
+            for f in pending:
+                if f._wev is None:
+                    f._wev = [w]
+                else:
+                    f._wev.append(w)
+        return self._block(w.event, timeout)
+
+    def _wait_idle(self, timeout: float | None) -> bool:
+        with self.lock:
+            if self.n_active == 0:
+                return True
+            ev = threading.Event()
+            self.idle_waiters.append(ev)
+        return self._block(ev, timeout)
+
+    def _block(self, ev: threading.Event, timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.time() + timeout
+        while True:
+            step = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.time()))
+            if ev.wait(step):
+                return True
+            if self.dispatcher.crashed:
+                raise RuntimeError(f"the taskflow runtime loop crashed: {self.dispatcher.crashed}")
+            if deadline is not None and time.time() >= deadline:
+                return False
+
+    def fetch_payload(self, fut: Any) -> bytes:
+        """Bring a value that stayed on a node to the master."""
+        if fut._payload is not None:
+            return fut._payload
+        if not fut._holders:
+            raise RuntimeError(f"the value of {fut!r} was lost with the node that held it")
+        ev = threading.Event()
+        with self.lock:
+            self.dispatcher.request_fetch(fut, ev)
+        self._block(ev, None)
+        if fut._payload is None:
+            raise RuntimeError(f"the value of {fut!r} could not be fetched: its node was lost")
+        return fut._payload
+
+    def add_done_callback(self, fut: Any, fn: Callable) -> bool:
+        with self.lock:
+            if fut._state is FINISHED:
+                return False
+            fut._done_callbacks.append(fn)
+            return True
+
+    # -- failures ----------------------------------------------------------------
+    def unreported_failures(self, tasks: Iterable[Any] | None = None) -> list:
+        with self.lock:
+            if tasks is None:
+                errs = [e for e in self.failures if not e._reported]
+            else:
+                ids = {t.id for t in tasks}
+                errs = [e for e in self.failures if not e._reported and e.task_id in ids]
+            for e in errs:
+                e._reported = True
+        return errs
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+    # -- files -------------------------------------------------------------------
+    def _materialize_all(self) -> None:
+        from ..graph.registry import materialize
+        for item in list(self.registry.files.values()):
+            try:
+                materialize(item)
+            except OSError as exc:
+                print(f"taskflow: could not put {item.path} in place: {exc}", file=sys.stderr)
+
+    def _cleanup_data(self) -> None:
+        import shutil
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+        try:
+            os.rmdir(self.run_dir)  # only when nothing else (journal) lives there
+        except OSError:
+            pass
+
+    # -- information --------------------------------------------------------------
+    @property
+    def nodes(self) -> list:
+        return self.scheduler.nodes
+
+    def counts(self) -> dict:
+        return {"submitted": self.n_submitted, "done": self.n_done, "failed": self.n_failed,
+                "cancelled": self.n_cancelled, "active": self.n_active,
+                "retries": self.n_retries, "running": sum(len(n.inflight) for n in self.nodes)}

@@ -1,0 +1,121 @@
+"""The scheduler: a priority queue of ready tasks and the choice of a node.
+
+``assign`` pops ready tasks while some node can take them and returns the
+choice per node; the runtime sends them. A node may be given more work than
+it has slots (it queues it and starts the next task the moment a slot
+frees, without a round trip); how much more depends on how long tasks of
+that name have taken so far: deep for tasks of a millisecond, one extra per
+slot for long ones, so long tasks are not hoarded by one node.
+
+Placement policies (``placement=``):
+  locality     prefer the node that already holds the task's inputs, then
+               the least loaded (default)
+  least-loaded lowest utilisation first: the node's reported CPU load when
+               it has sent samples, else its share of busy slots
+  fifo         round-robin over the nodes with room
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Iterable
+
+SHORT = 0.005      # seconds; tasks faster than this are prefetched deeply
+DEEP = 256         # extra tasks per slot for short tasks
+
+
+class Scheduler:
+    def __init__(self, placement: str = "locality") -> None:
+        if placement not in ("locality", "least-loaded", "fifo"):
+            raise ValueError(f"unknown placement policy {placement!r}: use locality, "
+                             f"least-loaded or fifo")
+        self.placement = placement
+        self.ready: list = []
+        self.nodes: list = []
+        self._rr = 0
+
+    def push(self, task: Any) -> None:
+        heapq.heappush(self.ready, task)
+
+    def push_many(self, tasks: Iterable[Any]) -> None:
+        for t in tasks:
+            heapq.heappush(self.ready, t)
+
+    def __len__(self) -> int:
+        return len(self.ready)
+
+    def fits_ever(self, cus: int, mem: float) -> bool:
+        return any(n.alive and n.slots >= cus and n.memory_gb >= mem for n in self.nodes)
+
+    def capacity(self) -> tuple[int, float]:
+        alive = [n for n in self.nodes if n.alive]
+        return (max((n.slots for n in alive), default=0),
+                max((n.memory_gb for n in alive), default=0.0))
+
+    def assign(self) -> list:
+        """Pop the ready tasks that can go somewhere now; return [(node, task)]."""
+        ready = self.ready
+        if not ready:
+            return []
+        nodes = [n for n in self.nodes if n.alive]
+        out = []
+        deferred = []
+        single = nodes[0] if len(nodes) == 1 else None
+        while ready:
+            task = ready[0]
+            spec = task.spec
+            cus = task.cus
+            extra = DEEP if (spec.stats_n and spec.stats_mean < SHORT) else 1
+            if single is not None:
+                n = single
+                node = n if (n.used + cus <= n.slots * (1 + extra)
+                             and n.mem_used + task.mem <= n.memory_gb) else None
+            else:
+                node = self._choose(task, nodes, cus, extra)
+            if node is None:
+                heapq.heappop(ready)
+                deferred.append(task)
+                if len(deferred) >= 32:
+                    break
+                continue
+            heapq.heappop(ready)
+            node.used += cus
+            node.mem_used += task.mem
+            out.append((node, task))
+        for t in deferred:
+            heapq.heappush(ready, t)
+        return out
+
+    def _choose(self, task: Any, nodes: list, cus: int, extra: int) -> Any:
+        fit = [n for n in nodes
+               if n.used + cus <= n.slots * (1 + extra) and n.mem_used + task.mem <= n.memory_gb
+               and n.slots >= cus]
+        if not fit:
+            return None
+        if task.excluded:
+            others = [n for n in fit if n.name not in task.excluded]
+            if others:
+                fit = others
+        if len(fit) == 1:
+            return fit[0]
+        policy = self.placement
+        if policy == "fifo":
+            self._rr += 1
+            return fit[self._rr % len(fit)]
+        if policy == "least-loaded":
+            return min(fit, key=_reported_load)
+        # locality: bytes of inputs already on the node, then least loaded
+        if task.reads:
+            best, best_score = None, -1
+            for n in fit:
+                score = sum(1 for v in task.reads if v._holders and n.name in v._holders)
+                if score > best_score or (score == best_score and n.load < best.load):
+                    best, best_score = n, score
+            if best_score > 0:
+                return best
+        return min(fit, key=lambda n: n.load)
+
+
+def _reported_load(node: Any) -> tuple:
+    s = node.samples[-1] if node.samples else None
+    cpu = s["cpu"] / 100.0 if s and s.get("cpu") is not None else None
+    return ((cpu if cpu is not None else node.load) + node.load, node.load)
