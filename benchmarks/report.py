@@ -66,14 +66,16 @@ def markdown_table(
                     continue
                 r = a / b
                 better = r > 1 if hib else r < 1
-                row.append(f"{fmt_ratio(r)} ({'taskflow better' if better else 'peer better'})")
+                verdict = "about even" if 0.95 < r < 1 / 0.95 else "taskflow better" if better else "peer better"
+                row.append(f"{fmt_ratio(r)} ({verdict})")
             lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines.append(
         "↑ higher is better, ↓ lower is better. Ratio rows are taskflow's median ÷ the peer's "
         "median in the same column: for tasks/s columns that is taskflow throughput / peer "
         "throughput (> 1: taskflow better); for every other column it is taskflow latency "
-        "(or cost) / peer latency (< 1: taskflow better)."
+        "(or cost) / peer latency (< 1: taskflow better). "
+        "Within 5% of 1 a cell says \"about even\": that is inside this machine's noise."
     )
     if "taskflow" not in names:
         lines.append("taskflow did not run, so there are no ratio rows.")

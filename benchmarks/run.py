@@ -158,7 +158,10 @@ def medians(samples: Samples) -> dict[str, dict[str, dict[str, float]]]:
             good = [r for r in runs if "error" not in r]
             if not good:
                 continue
-            metrics = {k for r in good for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            metrics = {
+                k for r in good for k, v in r.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and not k.endswith("_abs")
+            }
             out.setdefault(name, {})[key] = {
                 m: statistics.median(r[m] for r in good if m in r) for m in sorted(metrics)
             }
@@ -259,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "workloads": keys,
         "runtimes": names,
-        "unavailable": unavailable,
+        "unavailable": unavailable,  # e.g. taskflow installed but not importable yet
         "g_tasks": args.g_tasks if "G" in keys else None,
         "wall_s": time.perf_counter() - t_all,
     }
