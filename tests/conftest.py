@@ -1,0 +1,29 @@
+"""Shared fixtures: a real local runtime in a scratch directory."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+import taskflow
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+
+@pytest.fixture
+def rt(tmp_path, monkeypatch):
+    """A 2-slot local runtime whose files live under tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")) as r:
+        yield r
+
+
+@pytest.fixture
+def rt4(tmp_path, monkeypatch):
+    """Four slots on two local node agents."""
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(workers=2, nodes=2, run_dir=str(tmp_path / "runs")) as r:
+        yield r

@@ -1,0 +1,117 @@
+"""Exceptions, failure policies, retries, time-outs, lost nodes."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import tasks_lib as L
+import taskflow
+from taskflow import TaskCancelled, TaskError, TaskTimeout, wait_on
+
+
+def test_exception_reaches_wait_on_with_remote_traceback(rt):
+    good = L.fail_if(1, 2)
+    bad = L.fail_if(2, 2)
+    assert wait_on(good) == 1
+    with pytest.raises(TaskError) as info:
+        wait_on(bad)
+    err = info.value
+    assert err.task_name == "fail_if" and err.task_id > 0 and err.node == "local"
+    assert "ValueError: bad value 2" in str(err)
+    assert "Remote traceback" in str(err) and "tasks_lib.py" in err.remote_traceback
+    assert isinstance(err.__cause__, ValueError)
+    assert bad.exception() is err and bad.done()
+
+
+def test_retry_is_the_default_and_then_fails(rt):
+    with pytest.raises(TaskError, match="after 2 attempts"):
+        wait_on(L.fail_if(3, 3))     # default retries=1: two attempts in all
+    assert rt.n_retries == 1
+
+
+def test_retry_count_is_configurable_and_can_succeed(rt, tmp_path):
+    marker = tmp_path / "m"
+    marker.mkdir()
+    assert wait_on(L.flaky(str(marker), 2)) == 2    # retries=2 on the task: third try works
+    assert len(os.listdir(marker)) == 3
+
+
+def test_fail_cancels_successors_keeps_unrelated_and_barrier_raises(rt):
+    bad = L.fail_now(1)
+    after = L.inc(bad)
+    after2 = L.inc(after)
+    unrelated = L.inc(100)
+    assert wait_on(unrelated) == 101
+    with pytest.raises(TaskCancelled) as info:
+        wait_on(after2)
+    assert "fail_now" in str(info.value) and "KeyError" in str(info.value)
+    with pytest.raises(TaskError, match="fail_now"):
+        taskflow.barrier()       # the root failure was not seen yet: the barrier raises it
+    taskflow.barrier()           # reported once
+    assert rt.failed and rt.n_cancelled == 2
+
+
+def test_failure_seen_at_wait_on_is_not_raised_again_by_barrier(rt):
+    with pytest.raises(TaskError):
+        wait_on(L.fail_now(2))
+    taskflow.barrier()
+
+
+def test_ignore_gives_none_and_successors_run(rt):
+    v = L.fail_ignored(1)
+    after = L.none_or_value(v)
+    assert wait_on(v) is None
+    assert wait_on(after) == -1
+    taskflow.barrier()
+    assert not rt.failed
+
+
+def test_cancel_successors_gives_none(rt):
+    v = L.fail_cancel(1)
+    after = L.inc(v)
+    assert wait_on(v) is None and wait_on(after) is None
+    later = L.inc(v)                    # called after the failure: cancelled too
+    assert wait_on(later) is None
+    taskflow.barrier()
+    assert not rt.failed and rt.n_cancelled == 2
+
+
+def test_time_out_kills_the_task_and_the_slot_recovers(rt):
+    slow = L.sleepy(30)
+    with pytest.raises(TaskTimeout, match="time_out=1"):
+        wait_on(slow)
+    assert wait_on(L.inc(1)) == 2       # the replaced executor works
+
+
+def test_task_group_barrier_raises_its_failures(rt):
+    with pytest.raises(TaskError, match="fail_now"):
+        with taskflow.TaskGroup("g1"):
+            L.inc(1)
+            L.fail_now(5)
+    with taskflow.TaskGroup("g2", implicit_barrier=False):
+        x = L.inc(1)
+    taskflow.barrier_group("g2")
+    assert x.done() and wait_on(x) == 2
+
+
+def test_lost_node_tasks_are_resubmitted_elsewhere(rt4, tmp_path):
+    marker = str(tmp_path / "killed-once")
+    v = L.kill_my_node(marker)
+    others = [L.inc(i) for i in range(20)]
+    assert wait_on(v) == 42
+    assert wait_on(others) == list(range(1, 21))
+    alive = [n for n in rt4.nodes if n.alive]
+    assert len(alive) == 1 and os.path.exists(marker)
+    lost = [n for n in rt4.nodes if not n.alive][0]
+    assert lost.lost_reason
+
+
+def test_worker_process_crash_is_a_task_failure(rt):
+    with pytest.raises(TaskError, match="executor process running the task died"):
+        wait_on(crash())
+
+
+@taskflow.task(returns=int, on_failure="FAIL")
+def crash():
+    os._exit(3)
