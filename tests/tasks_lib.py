@@ -237,3 +237,20 @@ def make_blob(n):
 @task(returns=int)
 def blob_len(b):
     return len(b)
+
+
+@task(returns=int, retries=1)
+def flaky_add(marker_dir, x):
+    """Fails on its first attempt (counted with files), then returns x + 100."""
+    n = len(os.listdir(marker_dir))
+    open(os.path.join(marker_dir, f"attempt{n}"), "w").close()
+    if n == 0:
+        raise RuntimeError("first attempt fails")
+    return x + 100
+
+
+@task(returns=int, on_failure="FAIL")
+def fail_on(x, bad):
+    if x == bad:
+        raise ValueError(f"chain broken at {x}")
+    return x + 1

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -129,24 +130,27 @@ def test_future_is_a_concurrent_future(rt):
 
 
 def test_priority_tasks_go_first(tmp_path, monkeypatch):
+    """Among tasks waiting for a slot, priority ones are started first."""
     monkeypatch.chdir(tmp_path)
     order = str(tmp_path / "order")
     with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
-        blocker = L.sleep_for(0.5)
-        normal = [log_order(order, f"n{i}", blocker) for i in range(3)]
-        urgent = log_order_urgent(order, "urgent", blocker)
+        L.sleep_for(0.5)                 # holds the only slot
+        L.sleep_for(0.01)                # may be queued on the node already
+        normal = [log_order(order, f"n{i}") for i in range(3)]
+        urgent = log_order_urgent(order, "urgent")
         wait_on(normal + [urgent])
     assert open(order).read().split()[0] == "urgent"
 
 
 @task()
-def log_order(path, name, _dep):
+def log_order(path, name):
+    time.sleep(0.01)
     with open(path, "a") as f:
         f.write(name + "\n")
 
 
 @task(priority=True)
-def log_order_urgent(path, name, _dep):
+def log_order_urgent(path, name):
     with open(path, "a") as f:
         f.write(name + "\n")
 

@@ -115,3 +115,32 @@ def test_worker_process_crash_is_a_task_failure(rt):
 @taskflow.task(returns=int, on_failure="FAIL")
 def crash():
     os._exit(3)
+
+
+def test_chained_consumers_follow_a_retried_producer(rt, tmp_path):
+    """Tasks sent to a node ahead of their input still get the retried value."""
+    marker = tmp_path / "m"
+    marker.mkdir()
+    v = L.inc(0)
+    for _ in range(20):
+        v = L.inc(v)
+    v = L.flaky_add(str(marker), v)
+    for _ in range(20):
+        v = L.inc(v)
+    assert wait_on(v) == 21 + 100 + 20
+    assert len(os.listdir(marker)) == 2
+
+
+def test_failure_in_a_chain_cancels_the_rest(rt):
+    v = 0
+    chain = []
+    for _ in range(30):
+        v = L.fail_on(v, 10)
+        chain.append(v)
+    assert wait_on(chain[9]) == 10
+    with pytest.raises(TaskError, match="chain broken at 10"):
+        wait_on(chain[10])
+    with pytest.raises(TaskCancelled):
+        wait_on(chain[-1])
+    assert rt.n_cancelled == 19
+    assert wait_on(L.inc(1)) == 2

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .api.binary import binary
 from .api.constraint import constraint
+from .api.mpi import mpi
+from .api.multinode import multinode
+from .api.ompss import ompss
 from .api.parameter import (
     COLLECTION, COLLECTION_FILE_IN, COLLECTION_FILE_INOUT, COLLECTION_FILE_OUT, COLLECTION_IN,
     COLLECTION_INOUT, COLLECTION_OUT, COMMUTATIVE, CONCURRENT, DIRECTORY, DIRECTORY_IN,
@@ -22,6 +26,7 @@ from .api.task import task
 from .errors import (NodeLost, TaskCancelled, TaskError, TaskflowError, TaskTimeout,
                      UsageError)
 from .future import Future
+from .invokers.process import ProgramFailed
 from .runtime.runtime import Runtime
 
 # on_failure values, importable like the direction constants.

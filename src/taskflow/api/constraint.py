@@ -3,6 +3,11 @@
 Stacks above ``@task`` (PyCOMPSs order) or below it. The core takes plain
 numbers: ``computing_units`` (slots held while it runs) and ``memory_size``
 (GB). A task no node can ever fit fails when it is called.
+
+Values may also be ``"$ENV"`` strings or expressions of the task's
+parameters (``computing_units="$NCPUS"``, ``"2 * n"``), evaluated when the
+task is called (:mod:`taskflow.api.calltime`). ``processors=[{processorType:
+GPU, computingUnits: 1}]`` asks for GPUs: the task gets CUDA_VISIBLE_DEVICES.
 """
 from __future__ import annotations
 
@@ -16,6 +21,10 @@ _KNOWN = {"computing_units", "memory_size", "processors", "memory_type", "storag
 
 
 def _check(name: str, computing_units: Any, memory_size: Any) -> None:
+    if isinstance(computing_units, str):
+        computing_units = None           # "$ENV" or an expression: checked at call time
+    if isinstance(memory_size, str):
+        memory_size = None
     if computing_units is not None and (not isinstance(computing_units, int)
                                         or isinstance(computing_units, bool)
                                         or computing_units < 1):
@@ -27,6 +36,25 @@ def _check(name: str, computing_units: Any, memory_size: Any) -> None:
                          f"not {memory_size!r}")
 
 
+def _check_expressions(name: str, target: Any, **values: Any) -> None:
+    """String values must be "$ENV" or expressions of the task's parameters."""
+    import inspect
+    from .calltime import Expr
+    func = target.spec.func if isinstance(target, TaskFunction) else target
+    try:
+        params = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        params = []
+    for key, v in values.items():
+        if isinstance(v, str):
+            try:
+                Expr(v, f"@constraint on {name}: {key}", params)
+            except UsageError as exc:
+                what = "an int >= 1" if key == "computing_units" else "a number >= 0 (GB)"
+                raise UsageError(f"@constraint on {name}: {key} must be {what}, a \"$ENV\" "
+                                 f"string or an expression of the parameters; {exc}") from None
+
+
 def constraint(computing_units: Any = None, memory_size: Any = None, **others: Any) -> Callable:
     unknown = set(others) - _KNOWN
     if unknown:
@@ -36,6 +64,8 @@ def constraint(computing_units: Any = None, memory_size: Any = None, **others: A
     def decorate(target: Any) -> Any:
         name = getattr(target, "__qualname__", repr(target))
         _check(name, computing_units, memory_size)
+        _check_expressions(name, target, computing_units=computing_units,
+                           memory_size=memory_size)
         values = {"computing_units": computing_units, "memory_size": memory_size,
                   "processors": others.get("processors")}
         if isinstance(target, TaskFunction):

@@ -12,10 +12,12 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import sys
 import typing
 from typing import Any, Callable
 
 from ..errors import UsageError
+from ..runtime import current as _current
 from .parameter import IN, OBJECT_KIND, Param, ParameterError, parse_param
 
 ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
@@ -70,6 +72,8 @@ class TaskSpec:
         self.processors: list = []
         self.invoker = "python"       # external-program decorators change this
         self.invoker_cfg: dict = {}
+        self.prepare = None           # call-time hook (api.calltime.build), None = hot path
+        self.gang = False             # placed by runtime.gang (several nodes, GPUs)
         self.options: dict | None = {"time_out": self.time_out} if self.time_out else None
         self.digest: bytes | None = None
         self.payload: bytes | None = None
@@ -97,6 +101,8 @@ class TaskSpec:
             opts["invoker"] = self.invoker
             opts["cfg"] = self.invoker_cfg
         self.options = opts or None
+        from .calltime import build
+        self.prepare = build(self)
 
     @property
     def exclusive(self) -> bool:
@@ -161,13 +167,16 @@ class TaskFunction:
     def __init__(self, func: Callable, spec: TaskSpec) -> None:
         self.__wrapped__ = func
         self.spec = spec
+        spec.wrapper = self
         functools.update_wrapper(self, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _IN_WORKER:
             return self.__wrapped__(*args, **kwargs)
-        from ..runtime.current import get_or_start
-        return get_or_start().submit(self.spec, args, kwargs)
+        rt = _current._current
+        if rt is None:
+            rt = _current.get_or_start()
+        return rt.submit(self.spec, args, kwargs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:
@@ -175,7 +184,16 @@ class TaskFunction:
         return functools.partial(self.__call__, obj)
 
     def __reduce__(self):
-        # Inside a worker a task function is just its function.
+        # Inside a worker a task function is just its function: by reference
+        # when its module can be imported there, else by value (cloudpickle).
+        spec = self.spec
+        mod = sys.modules.get(spec.module)
+        if spec.module != "__main__" and mod is not None and "<locals>" not in spec.name:
+            obj = mod
+            for part in spec.name.split("."):
+                obj = getattr(obj, part, None)
+            if obj is self:
+                return (_load_task_function, (spec.module, spec.name))
         return (_plain_function, (self.__wrapped__,))
 
     def __repr__(self) -> str:
@@ -184,6 +202,14 @@ class TaskFunction:
 
 def _plain_function(func: Callable) -> Callable:
     return func
+
+
+def _load_task_function(module: str, qualname: str) -> Callable:
+    import importlib
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj.__wrapped__ if isinstance(obj, TaskFunction) else obj
 
 
 def task(_func: Callable | None = None, *, returns: Any = None, priority: Any = False,

@@ -138,9 +138,13 @@ class Builder:
                 else:
                     continue
                 self._access(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
-        tid = rt.new_tid()
+        tid = next(rt._tids)
         nout = spec.nout
-        outputs = [Future(rt, None, rt.new_did()) for _ in range(nout)]
+        dids = rt._dids
+        if nout == 1:
+            outputs = [Future(rt, None, next(dids))]
+        else:
+            outputs = [Future(rt, None, next(dids)) for _ in range(nout)]
         task = Task(tid, spec, argv, kw or None, refs or None, outputs, inouts or None,
                     deps or None, time.time())
         for f in outputs:

@@ -63,6 +63,9 @@ class Agent:
         self.running = True
         self.name = socket.gethostname()
         self.cancelled: set = set()
+        self.blocked: dict = {}       # task id -> [missing inputs, task msg]
+        self.producing: dict = {}     # data id -> executor whose queue makes it
+        self.waiting_on: dict = {}    # data id -> [task ids] (chained tasks)
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -146,6 +149,8 @@ class Agent:
             op = msg[0]
             if op == P.TASKS:
                 for t in msg[1]:
+                    if t[3] and self._blocked_on_inputs(t, chain=True):
+                        continue
                     self.seq += 1
                     heapq.heappush(self.queue, (-t[8], self.seq, t))
             elif op == P.FUNC:
@@ -153,6 +158,8 @@ class Agent:
             elif op == P.DATA:
                 for did, payload in msg[1]:
                     self.store[did] = payload
+                    if did in self.waiting_on:
+                        self._unblock(did)
             elif op == P.FETCH:
                 self._send((P.DATA, [(d, self.store.get(d)) for d in msg[1]]))
             elif op == P.DROP:
@@ -180,15 +187,95 @@ class Agent:
                 self.deadlines.pop(tid, None)
                 if tmsg is not None:
                     self._learn(tmsg[1], res[4])
+                    producing = self.producing
+                    for d in tmsg[11]:
+                        if producing.get(d) is ex:
+                            del producing[d]
                 if tid in self.cancelled:
                     self.cancelled.discard(tid)
                     continue
+                if self.waiting_on and tmsg is not None and res[1] == P.OK:
+                    self._outputs_made(tmsg[11], res[2])
                 self.results.append(self._keep_large(res, tmsg))
             for tid, lines in msg[2]:
                 self.logs.extend((tid, t, lvl, line) for t, lvl, line in lines)
         if not ex.queue:
             ex.reserved = 0
             ex.started = 0.0
+
+    # -- chained tasks: sent before their inputs exist ------------------------
+    def _blocked_on_inputs(self, t: tuple, chain: bool = False) -> bool:
+        """Hold a task whose inputs are still being made on this node.
+
+        When every missing input is made by tasks queued on one executor, the
+        task goes right behind them on that executor, which keeps its recent
+        outputs: a dependent chain then runs with no round trip at all.
+        """
+        store = self.store
+        missing = []
+        for _, kind, payload in t[3]:
+            if kind == "r":
+                if payload not in store:
+                    missing.append(payload)
+            elif kind == "p":
+                missing.extend(d for d in payload[1] if d not in store)
+        if not missing:
+            return False
+        if chain:
+            ex = self.producing.get(missing[0])
+            if ex is not None and ex in self.execs and not ex.reserved and \
+                    all(self.producing.get(d) is ex for d in missing):
+                self._start(ex, t)
+                return True
+        self.blocked[t[0]] = [len(missing), t, missing]
+        for d in missing:
+            self.waiting_on.setdefault(d, []).append(t[0])
+        return True
+
+    def _pull_chained(self, ex: _Exec, dids: list) -> None:
+        """Queue, right behind a task, the held tasks that wait only for its executor."""
+        work = list(dids)
+        producing, store, waiting_on, blocked = self.producing, self.store, self.waiting_on, \
+            self.blocked
+        while work:
+            d = work.pop()
+            cands = [blocked[tid] for tid in waiting_on.get(d, ()) if tid in blocked]
+            cands.sort(key=lambda e: -e[1][8])          # priority first, then arrival
+            for entry in cands:
+                tid = entry[1][0]
+                if tid not in blocked:
+                    continue
+                if not all(producing.get(m) is ex or m in store for m in entry[2]):
+                    continue
+                del blocked[tid]
+                for m in entry[2]:
+                    lst = waiting_on.get(m)
+                    if lst is not None:
+                        if tid in lst:
+                            lst.remove(tid)
+                        if not lst:
+                            del waiting_on[m]
+                t = entry[1]
+                self._queue_on(ex, t)
+                work.extend(t[11])
+
+    def _outputs_made(self, dids: list, outputs: list) -> None:
+        for did, payload in zip(dids, outputs):
+            if did in self.waiting_on and type(payload) is bytes:
+                self.store[did] = payload
+                self._unblock(did)
+
+    def _unblock(self, did: int) -> None:
+        for tid in self.waiting_on.pop(did, ()):
+            entry = self.blocked.get(tid)
+            if entry is None:
+                continue
+            entry[0] -= 1
+            if entry[0] <= 0:
+                del self.blocked[tid]
+                t = entry[1]
+                self.seq += 1
+                heapq.heappush(self.queue, (-t[8], self.seq, t))
 
     def _keep_large(self, res: tuple, tmsg: tuple | None) -> tuple:
         """Results above INLINE_MAX stay here; the master gets a marker."""
@@ -252,6 +339,11 @@ class Agent:
             heapq.heappush(q, item)
 
     def _start(self, ex: _Exec, t: tuple) -> None:
+        self._queue_on(ex, t)
+        if self.waiting_on:
+            self._pull_chained(ex, t[11])
+
+    def _queue_on(self, ex: _Exec, t: tuple) -> None:
         tid, digest, argv, refs, kwargs, nout, inouts, opts = t[:8]
         frames = []
         if digest not in ex.digests:
@@ -259,14 +351,20 @@ class Agent:
             ex.digests.add(digest)
         data = {}
         if refs:
+            store = self.store
             for _, kind, payload in refs:
                 if kind == "r":
-                    data[payload] = self.store[payload]
+                    if payload in store:
+                        data[payload] = store[payload]
                 elif kind == "p":
                     for d in payload[1]:
-                        data[d] = self.store[d]
+                        if d in store:
+                            data[d] = store[d]
         frames.append(P.encode((P.TASKS, [(tid, digest, argv, refs, kwargs, nout, inouts,
-                                           opts, data)])))
+                                           opts, data, t[11])])))
+        producing = self.producing
+        for d in t[11]:
+            producing[d] = ex
         P.write_all(ex.wfd, b"".join(frames))
         now = time.time()
         if not ex.queue:
@@ -320,13 +418,19 @@ class Agent:
         os.close(ex.wfd)
         self.execs.remove(ex)
         del self.by_fd[ex.rfd]
+        for d in [d for d, e in self.producing.items() if e is ex]:
+            del self.producing[d]
         if requeue_rest:
             for t in ex.queue[1:]:
+                if t[3] and self._blocked_on_inputs(t):
+                    continue
                 self.seq += 1
                 heapq.heappush(self.queue, (-t[8], self.seq, t))
         ex.queue = []
 
     def _cancel(self, tids: set) -> None:
+        for tid in tids:
+            self.blocked.pop(tid, None)
         self.queue = [item for item in self.queue if item[2][0] not in tids]
         heapq.heapify(self.queue)
         for ex in list(self.execs):
@@ -344,12 +448,12 @@ class Agent:
             self._send((P.SAMPLE, s.sample()))
 
     def _send_batches(self) -> None:
+        if self.logs:       # first: a task's lines are in before its result (none lost at stop)
+            self._send((P.LOG, self.logs))
+            self.logs = []
         if self.results:
             self._send((P.RESULTS, self.results))
             self.results = []
-        if self.logs:
-            self._send((P.LOG, self.logs))
-            self.logs = []
 
     def _send(self, msg: Any) -> None:
         self.out += P.encode(msg)

@@ -21,6 +21,17 @@ class NodeStartError(RuntimeError):
 
 
 class NodeHandle:
+    # Set by providers that need them (SSH): where the node is, for MPI hostfiles
+    # (``address`` reachable from the other nodes, ``slots`` per host), and the
+    # file stager of a node that does not share the master's filesystem.
+    address = "127.0.0.1"
+    stager = None
+
+    @property
+    def hostname(self) -> str:
+        """The node's own hostname, as its agent reported it."""
+        return self.info.get("hostname", self.name)
+
     def __init__(self, name: str, rfd: int, wfd: int, *, slots: int, memory_gb: float,
                  provider: Any = None, shared_fs: bool = True) -> None:
         self.name = name
@@ -28,6 +39,8 @@ class NodeHandle:
         self.wfd = wfd
         self.reader = P.FrameReader(rfd)
         self.out = bytearray()
+        P.grow_pipe(rfd)
+        P.grow_pipe(wfd)
         self.slots = slots
         self.memory_gb = memory_gb
         self.provider = provider

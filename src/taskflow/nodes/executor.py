@@ -8,7 +8,7 @@ stream of short tasks costs one wake-up per burst, not per task.
 Agent -> executor: (FUNC, digest, payload) | (TASKS, [ExecTask]) | (SHUTDOWN,)
 Executor -> agent: (RESULTS, [(task_id, status, outputs, error, timing, logs)])
 
-ExecTask = (task_id, digest, argv, refs, kwargs, nout, inouts, options, data)
+ExecTask = (task_id, digest, argv, refs, kwargs, nout, inouts, options, data, output_ids)
 with ``data`` the payloads of the data ids the refs name.
 """
 from __future__ import annotations
@@ -31,13 +31,29 @@ INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropp
 
 
 class _Capture(io.TextIOBase):
-    """sys.stdout / sys.stderr replacement that keeps lines with timestamps."""
+    """sys.stdout / sys.stderr replacement that keeps lines with timestamps.
+
+    Lines go to ``sink`` and travel with the task's result. Once a task has
+    run for STREAM_AFTER seconds, lines written from the executor's thread
+    are also sent on at once (at most every STREAM_EVERY s) as a
+    ``(RESULTS, [], [(task_id, lines)])`` frame, so a long task's output
+    reaches the journal while it runs; short tasks pay nothing for this.
+    """
+
+    STREAM_AFTER = 0.5
+    STREAM_EVERY = 0.2
 
     def __init__(self, level: str, sink: list) -> None:
         self.level = level
         self.sink = sink
         self.partial = ""
         self.dropped = 0
+        self.kept = 0
+        self.t0 = time.time()
+        self.t_sent = self.t0
+        self.stream: Any = None     # (task id, fd) once found; False: cannot stream
+        import threading
+        self.thread = threading.get_ident()
 
     def writable(self) -> bool:
         return True
@@ -52,11 +68,34 @@ class _Capture(io.TextIOBase):
             t = time.time()
             sink = self.sink
             for line in lines:
-                if len(sink) < INLINE_LOG_LINES:
+                if self.kept < INLINE_LOG_LINES:
                     sink.append((t, self.level, line))
+                    self.kept += 1
                 else:
                     self.dropped += 1
+            if t - self.t_sent > self.STREAM_EVERY and t - self.t0 > self.STREAM_AFTER \
+                    and self.stream is not False:
+                self._send_live(t)
         return len(s)
+
+    def _send_live(self, t: float) -> None:
+        import threading
+        if threading.get_ident() != self.thread:
+            return
+        if self.stream is None:
+            f = sys._getframe(1)
+            while f is not None and f.f_code.co_name != "executor_main":
+                f = f.f_back
+            loc = f.f_locals if f is not None else {}
+            self.stream = (loc["tmsg"][0], loc["wfd"]) if "tmsg" in loc and "wfd" in loc \
+                else False
+            if not self.stream:
+                return
+        self.t_sent = t
+        if self.sink:
+            lines = list(self.sink)
+            del self.sink[:]
+            P.write_all(self.stream[1], P.encode((P.RESULTS, [], [(self.stream[0], lines)])))
 
     def flush_partial(self) -> None:
         if self.partial:
@@ -65,7 +104,7 @@ class _Capture(io.TextIOBase):
         if self.dropped:
             self.sink.append((time.time(), "RAW",
                               f"[taskflow] {self.dropped} more {self.level} lines dropped "
-                              f"(cap {INLINE_LOG_LINES} lines per task)"))
+                              f"(cap {INLINE_LOG_LINES} {self.level} lines per task)"))
             self.dropped = 0
 
     def isatty(self) -> bool:
@@ -81,12 +120,38 @@ class _PersistentUnpickler(pickle.Unpickler):
         return self.values[pid]
 
 
+class _Produced(dict):
+    """This executor's recent outputs, for chained tasks queued right behind."""
+
+    budget = 64 * 2**20
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = 0
+
+    def keep(self, did: int, payload: bytes) -> None:
+        self[did] = payload
+        self.size += len(payload)
+        while self.size > self.budget or len(self) > 4096:
+            old = next(iter(self))
+            self.size -= len(self.pop(old))
+
+
+PRODUCED = _Produced()
+
+
 def _resolve_refs(args: list, kwargs: dict, refs: list, data: dict) -> None:
     values: dict = {}
 
     def value_of(did: int) -> Any:
         if did not in values:
-            values[did] = pickle.loads(data[did])
+            payload = data.get(did)
+            if payload is None:
+                payload = PRODUCED.get(did)
+                if payload is None:
+                    raise RuntimeError(f"input d{did} is not on this node (its producer "
+                                       f"failed or was moved); the task will be rescheduled")
+            values[did] = pickle.loads(payload)
         return values[did]
 
     for path, kind, payload in refs:
@@ -159,7 +224,7 @@ def _error_tuple(exc: BaseException, name: str) -> tuple:
 
 def run_task(funcs: dict, msg: tuple, logs: list) -> tuple:
     """Run one task message; return its ResultMsg."""
-    tid, digest, argv, refs, kwargs, nout, inouts, options, data = msg
+    tid, digest, argv, refs, kwargs, nout, inouts, options, data, outdids = msg
     t0 = time.time()
     name = "?"
     try:
@@ -169,12 +234,14 @@ def run_task(funcs: dict, msg: tuple, logs: list) -> tuple:
         kw = dict(kwargs) if kwargs else {}
         if refs:
             _resolve_refs(args, kw, refs, data)
-        result = func(*args, **kw)
+        inv = options.get("invoker") if options else None
+        result = func(*args, **kw) if inv is None else \
+            _invoke(inv, func, args, kw, options, logs, tid)
         t1 = time.time()
         if nout > 1:
             if not isinstance(result, (tuple, list)) or len(result) != nout:
-                got = f"a {type(result).__name__}" if not isinstance(result, (tuple, list)) \
-                    else f"{len(result)} values"
+                got = f"a value of type {type(result).__name__}" \
+                    if not isinstance(result, (tuple, list)) else f"{len(result)} values"
                 raise TypeError(
                     f"task {name} declared returns={nout} but returned {got}; return a tuple "
                     f"of {nout} values or change returns=")
@@ -193,11 +260,22 @@ def run_task(funcs: dict, msg: tuple, logs: list) -> tuple:
                             f"'{pname}' was declared as an output but the task did not write it "
                             f"(expected at {p})")
                     outputs.append(None)
+        keep = PRODUCED.keep
+        for did, payload in zip(outdids, outputs):
+            if payload is not None:
+                keep(did, payload)
         return (tid, P.OK, outputs, None, (t0, t1))
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
             raise
         return (tid, P.ERROR, None, _error_tuple(exc, name), (t0, time.time()))
+
+
+def _invoke(kind: str, func: Any, args: list, kw: dict, options: dict, logs: list,
+            tid: int) -> Any:
+    """External programs, multi-node and GPU tasks (taskflow.invokers)."""
+    from .. import invokers
+    return invokers.run(kind, func, args, kw, options, logs, tid)
 
 
 def _dumps(value: Any, name: str) -> bytes:
@@ -255,13 +333,28 @@ def executor_main(rfd: int, wfd: int) -> None:
                         logs_out.append((tmsg[0], logs))
             elif op == P.FUNC:
                 try:
-                    funcs[msg[1]] = cloudpickle.loads(msg[2])
+                    funcs[msg[1]] = _load_function(msg[2])
                 except BaseException as exc:  # noqa: BLE001
                     funcs[msg[1]] = _Unloadable(exc)
             elif op == P.SHUTDOWN:
                 os._exit(0)
         if results or logs_out:
             P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
+
+
+def _load_function(payload: bytes) -> Any:
+    """Unpickle a task function; give by-value code its file name back for tracebacks."""
+    func, filename = cloudpickle.loads(payload)
+    code = getattr(func, "__code__", None)
+    if filename and code is not None and code.co_filename != filename:
+        func.__code__ = _rename_code(code, filename)
+    return func
+
+
+def _rename_code(code: Any, filename: str) -> Any:
+    consts = tuple(_rename_code(c, filename) if hasattr(c, "co_filename") else c
+                   for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
 
 
 class _Unloadable:

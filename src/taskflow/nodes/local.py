@@ -17,7 +17,8 @@ class LocalProvider:
 
     name = "local"
 
-    def __init__(self, slots: int, nodes: int = 1, memory_gb: float | None = None) -> None:
+    def __init__(self, slots: int, nodes: int = 1, memory_gb: float | None = None,
+                 name: str = "local", gpus: int = 0) -> None:
         if slots < 1 or nodes < 1:
             raise ValueError("workers and nodes must be >= 1")
         self.slots = slots
@@ -25,12 +26,14 @@ class LocalProvider:
         total = psutil.virtual_memory().total / 2**30
         self.memory_gb = memory_gb if memory_gb is not None else total / nodes
         self.procs: list[subprocess.Popen] = []
+        self.node_name = name
+        self.gpus = gpus            # GPUs each node declares (GPU @constraint placement)
 
     def start(self, config: dict, timeout: float = 30.0) -> list[NodeHandle]:
         handles = []
         procs = []
         for i in range(self.nodes):
-            name = "local" if self.nodes == 1 else f"local-{i}"
+            name = self.node_name if self.nodes == 1 else f"{self.node_name}-{i}"
             cmd = [sys.executable, "-m", "taskflow.node", "--stdio"]
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(
@@ -43,6 +46,7 @@ class LocalProvider:
             h = NodeHandle(name, proc.stdout.fileno(), proc.stdin.fileno(), slots=self.slots,
                            memory_gb=self.memory_gb, provider=self)
             h.proc = proc
+            h.gpus = self.gpus
             cfg = dict(config, name=name, slots=self.slots)
             try:
                 h.handshake(cfg, timeout, describe=f" (command: {' '.join(cmd)})")

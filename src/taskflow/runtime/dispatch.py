@@ -18,9 +18,10 @@ from typing import Any
 
 import cloudpickle
 
+from ..future import FINISHED
 from ..graph import task as T
 from ..nodes import protocol as P
-from . import outcomes
+from . import gang, lineage, outcomes
 
 
 class Dispatcher:
@@ -34,6 +35,8 @@ class Dispatcher:
         self.crashed: str | None = None
         self.fetches: dict[int, list] = {}     # did -> [Event or Task waiting for the data]
         self.fetch_queue: list = []           # (node, did) to request
+        self.data_out: dict = {}              # node -> [(did, payload)] for chained tasks
+        self.cancel_out: dict = {}            # node -> [task id] taken back
         self.nodes: list = []
 
     # -- called from other threads -------------------------------------------
@@ -62,9 +65,13 @@ class Dispatcher:
         waiting = self.fetches.get(did)
         if waiting is None:
             self.fetches[did] = [fut, waiter]
-            node = next((n for n in self.nodes if n.alive and n.name in fut._holders), None)
+            node = next((n for n in self.nodes if n.alive and n.name in (fut._holders or ())),
+                        None)
             if node is None:
                 del self.fetches[did]
+                if lineage.recompute(self.rt, fut, waiter):   # lost with its node: rerun
+                    self.wake()
+                    return
                 if hasattr(waiter, "set"):
                     waiter.set()
                 return
@@ -115,6 +122,8 @@ class Dispatcher:
                     self._lose(node, node.lost_reason or "its connection closed", cbs)
                 sends = self._prepare(rt.scheduler.assign(), cbs) if rt.scheduler.ready else {}
                 fetches, self.fetch_queue = self.fetch_queue, []
+                if self.data_out or self.cancel_out:
+                    self._early_frames(sends)
             for node, fut in fetches:
                 node.queue(P.encode((P.FETCH, [fut._did])))
                 sends.setdefault(node, [])
@@ -129,6 +138,15 @@ class Dispatcher:
                     fn(fut)
                 except Exception:
                     traceback.print_exc()
+
+    def _early_frames(self, sends: dict) -> None:
+        """Data and cancellations for chained tasks go before this round's work."""
+        for node, items in self.data_out.items():
+            sends.setdefault(node, []).insert(0, (P.DATA, items))
+        for node, tids in self.cancel_out.items():
+            sends.setdefault(node, []).insert(0, (P.CANCEL, tids))
+        self.data_out = {}
+        self.cancel_out = {}
 
     def _flush(self, node: Any) -> None:
         done = node.flush()
@@ -164,7 +182,9 @@ class Dispatcher:
                     node.mem_used -= task.mem
                     task.t_start, task.t_end = res[4]
                     if res[1] == P.OK:
-                        outcomes.task_done(rt, task, res[2], node, cbs)
+                        st = node.stager    # shared_fs: false nodes bring files back first
+                        if st is None or not st.defer(task, res[2]):
+                            outcomes.task_done(rt, task, res[2], node, cbs)
                     else:
                         outcomes.task_failed(rt, task, res[1], res[3], node, cbs)
             elif op == P.LOG:
@@ -212,8 +232,11 @@ class Dispatcher:
         rt = self.rt
         for did, waiting in list(self.fetches.items()):
             fut = waiting[0]
-            if fut._holders:
+            if fut._holders and node.name in fut._holders:
                 fut._holders.discard(node.name)
+                del self.fetches[did]               # ask another holder, or recompute
+                for w in waiting[1:]:
+                    self.request_fetch(fut, w)
         if rt.bus.active:
             rt.bus.emit(("node_lost", time.time(), 0, "", node.name, reason))
         print(f"taskflow: node {node.name} lost: {reason}", file=sys.stderr)
@@ -242,6 +265,8 @@ class Dispatcher:
                 if wire_refs is None:       # waiting for data from another node
                     node.used -= task.cus
                     node.mem_used -= task.mem
+                    if self.rt.scheduler.gangs:
+                        gang.release(self.rt.scheduler, task)
                     continue
             inouts = task.inouts
             wire_inouts = [(e[0], e[1], e[2]) for e in inouts] if inouts else None
@@ -254,6 +279,7 @@ class Dispatcher:
             task.node = node
             task.t_dispatch = now
             node.inflight[task.id] = task
+            self._chain(task, node, assignments)
             if emit is not None:
                 emit(("dispatched", now, task.id, spec.name, node.name, None))
         for node, frames in sends.items():
@@ -262,7 +288,62 @@ class Dispatcher:
                 frames.append((P.TASKS, batch))
         return sends
 
+    def _chain(self, task: Any, node: Any, assignments: list) -> None:
+        """Send the consumers of ``task`` to its node before it finishes.
+
+        A consumer whose only unfinished inputs are produced on the same node
+        can wait there: the agent starts it the moment the value is made,
+        without a round trip through the master (a dependent chain then costs
+        one hop per task). Only plain Python tasks whose pending inputs are
+        objects qualify; a failure or retry of the producer takes them back
+        (:func:`outcomes.undispatch`).
+        """
+        outs = task.outputs if not task.inouts else task.all_outputs()
+        for fut in outs:
+            cs = fut._consumers
+            if not cs:
+                continue
+            for c in cs:
+                if c.state is T.SUBMITTED and self._chainable(c, node):
+                    c.state = T.READY
+                    node.used += c.cus
+                    node.mem_used += c.mem
+                    assignments.append((node, c))
+
+    @staticmethod
+    def _chainable(c: Any, node: Any) -> bool:
+        spec = c.spec
+        if spec.exclusive or getattr(spec, "gang", False) or c.lock_item is not None \
+                or node.stager is not None or not c.reads:
+            return False
+        extra = 1 if not spec.stats_n or spec.stats_mean >= 0.005 else 256
+        if node.used + c.cus > node.slots * (1 + extra) or node.mem_used + c.mem > node.memory_gb:
+            return False
+        if c.excluded and node.name in c.excluded:
+            return False
+        name = node.name
+        for d in c.reads:
+            if d._state is FINISHED:
+                if d._exception is not None or (d._payload is None and not (
+                        d._holders and name in d._holders)):
+                    return False
+                continue
+            p = d._producer
+            if p is None or d._path is not None or p.node is not node \
+                    or p.state is not T.DISPATCHED:
+                return False
+        return True
+
+    def push_data(self, node: Any, fut: Any) -> None:
+        """Under the runtime lock: send a value to a node that waits for it."""
+        self.data_out.setdefault(node, []).append((fut._did, fut._payload))
+
+    def cancel_on(self, node: Any, tid: int) -> None:
+        self.cancel_out.setdefault(node, []).append(tid)
+
     def _wire_refs(self, node: Any, task: Any, refs: list, frames: list) -> list | None:
+        if node.stager is not None:     # no shared filesystem: translate paths, stage inputs
+            return node.stager.wire_refs(self, node, task, refs, frames)
         out = []
         push = []
         for path, kind, obj in refs:
@@ -289,6 +370,9 @@ class Dispatcher:
         name = node.name
         if holders is not None and name in holders:
             return True
+        if fut._state is not FINISHED:        # chained: produced on this node
+            fut._holders = {name} if holders is None else holders | {name}
+            return True
         if fut._payload is not None:
             push.append((fut._did, fut._payload))
             if holders is None:
@@ -305,6 +389,8 @@ class Dispatcher:
 
 
 def _digest(spec: Any) -> None:
-    payload = cloudpickle.dumps(spec.func, P.PROTOCOL)
+    target = getattr(spec, "wrapper", None) or spec.func
+    code = getattr(spec.func, "__code__", None)
+    payload = cloudpickle.dumps((target, code.co_filename if code else None), P.PROTOCOL)
     spec.payload = payload
     spec.digest = hashlib.blake2b(payload, digest_size=16).digest()

@@ -9,6 +9,9 @@ An event is a tuple ``(kind, t, task_id, name, node, extra)``; kinds:
 ``submitted ready dispatched running done failed cancelled retry`` for
 tasks, ``node_join node_lost sample`` for nodes (``task_id`` 0), ``log`` for a
 task's output line (``extra`` = (level, line)), ``run_start run_end``.
+``submitted`` extra = (dep task ids, argv, kwargs, refs, spec) — references
+only, the journal makes the short form; ``done failed cancelled`` extra =
+(t_start, t_end, error's first line, error, attempts).
 """
 from __future__ import annotations
 

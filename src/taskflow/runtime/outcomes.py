@@ -22,6 +22,7 @@ from ..errors import NodeLost, TaskCancelled, TaskError, TaskTimeout
 from ..future import FINISHED, notify_done
 from ..graph import task as T
 from ..nodes import protocol as P
+from . import gang, lineage
 
 NONE_PAYLOAD = pickle.dumps(None, P.PROTOCOL)
 
@@ -36,14 +37,19 @@ def finish_future(rt: Any, fut: Any, cbs: list) -> None:
         push = rt.scheduler.push
         for t in consumers:
             t.npending -= 1
-            if t.npending == 0 and t.state == T.SUBMITTED:
-                t.state = T.READY
-                push(t)
+            if t.state == T.SUBMITTED:
+                if t.npending == 0:
+                    t.state = T.READY
+                    push(t)
+            elif t.state == T.DISPATCHED and fut._payload is not None:
+                rt.dispatcher.push_data(t.node, fut)   # chained: make sure it gets there
     notify_done(fut, cbs)
 
 
 def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
     task.state = T.DONE
+    if rt.scheduler.gangs:
+        gang.release(rt.scheduler, task)
     name = node.name
     i = 0
     for fut in task.outputs:
@@ -59,6 +65,8 @@ def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
                 fut._result = fut._path
             finish_future(rt, fut, cbs)
             i += 1
+    if any(type(o) is tuple for o in outputs):   # values left on the node: keep lineage
+        lineage.remember(task)
     spec = task.spec
     n = spec.stats_n
     dur = task.t_end - task.t_start
@@ -77,6 +85,8 @@ def _store(fut: Any, payload: Any, node_name: str) -> None:
 
 def task_failed(rt: Any, task: Any, status: int, error: tuple, node: Any, cbs: list) -> None:
     spec = task.spec
+    if rt.scheduler.gangs:
+        gang.release(rt.scheduler, task)
     etype, emsg, tb, blob = error
     if status != P.LOST:
         task.attempts += 1
@@ -91,6 +101,8 @@ def task_failed(rt: Any, task: Any, status: int, error: tuple, node: Any, cbs: l
     cls = TaskTimeout if status == P.TIMEOUT else TaskError
     tries = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
     msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: {emsg}")
+    if getattr(rt, "journal", None) is not None:
+        msg += f"\nlogs: taskflow logs {rt.run_id} {task.id}" + _run_dir_opt(rt)
     if tb:
         msg += f"\n\nRemote traceback (task {spec.name} on {node_name}):\n{tb.rstrip()}"
     err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name, remote_traceback=tb,
@@ -109,8 +121,9 @@ def task_failed(rt: Any, task: Any, status: int, error: tuple, node: Any, cbs: l
         rt.failures.append(err)
         for fut in task.all_outputs():
             fut._exception = err
-            finish_future(rt, fut, cbs)
         cancel_successors(rt, task, err, cbs)
+        for fut in task.all_outputs():
+            finish_future(rt, fut, cbs)
     else:
         for fut in task.all_outputs():
             fut._payload = NONE_PAYLOAD
@@ -126,11 +139,22 @@ def task_failed(rt: Any, task: Any, status: int, error: tuple, node: Any, cbs: l
     _ended(rt, task)
 
 
+def _run_dir_opt(rt: Any) -> str:
+    import os
+    root = os.path.dirname(rt.run_dir)
+    default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
+    return "" if root == default else f" --run-dir {root}"
+
+
 def _retry(rt: Any, task: Any, node_name: str, why: str) -> None:
     task.excluded = (task.excluded or set()) | {node_name}
-    task.state = T.READY
     task.node = None
-    rt.scheduler.push(task)
+    take_back_chained(rt, task)
+    if task.npending > 0:            # a chained task whose producer is not done yet
+        task.state = T.SUBMITTED
+    else:
+        task.state = T.READY
+        rt.scheduler.push(task)
     rt.n_retries += 1
     if rt.bus.active:
         rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node_name, why))
@@ -147,10 +171,39 @@ def cancel_successors(rt: Any, task: Any, err: Any, cbs: list) -> None:
                 continue
             fut._consumers = None
             for succ in consumers:
+                if succ.state == T.DISPATCHED and succ.npending > 0:
+                    undispatch(rt, succ)
                 if succ.state != T.SUBMITTED:
                     continue
                 cancel_task(rt, succ, task, err, cbs, cascade=False)
                 stack.append(succ)
+
+
+def undispatch(rt: Any, task: Any) -> None:
+    """Take back a chained task from its node (its producer failed or moved)."""
+    node = task.node
+    if node is not None and node.inflight.pop(task.id, None) is not None:
+        node.used -= task.cus
+        node.mem_used -= task.mem
+        if node.alive:
+            rt.dispatcher.cancel_on(node, task.id)
+        for d in task.reads or ():   # the value it waited for will not be made there now
+            if d._state is not FINISHED and d._holders:
+                d._holders.discard(node.name)
+    task.node = None
+    task.state = T.SUBMITTED
+
+
+def take_back_chained(rt: Any, task: Any) -> None:
+    """Undispatch every chained task downstream of ``task`` (it is to run again)."""
+    stack = [task]
+    while stack:
+        t = stack.pop()
+        for fut in t.all_outputs():
+            for c in fut._consumers or ():
+                if c.state == T.DISPATCHED and c.npending > 0:
+                    undispatch(rt, c)
+                    stack.append(c)
 
 
 def cancel_task(rt: Any, task: Any, cause: Any, err: Any, cbs: list, cascade: bool = True) -> None:
@@ -211,8 +264,9 @@ def fail_everything(rt: Any, exc: BaseException, cbs: list) -> None:
         t.error = err
         for fut in t.all_outputs():
             fut._exception = err
-            finish_future(rt, fut, cbs)
         cancel_successors(rt, t, err, cbs)
+        for fut in t.all_outputs():
+            finish_future(rt, fut, cbs)
         rt.n_failed += 1
         _ended(rt, t)
     rt.scheduler.ready.clear()
@@ -224,7 +278,8 @@ def _ended(rt: Any, task: Any) -> None:
     if rt.bus.active:
         rt.bus.emit((task.state.lower(), task.t_end or time.time(), task.id, task.spec.name,
                      task.node.name if task.node is not None else "",
-                     (task.t_start, task.t_end, task.error and str(task.error).split("\n")[0])))
+                     (task.t_start, task.t_end, task.error and str(task.error).split("\n")[0],
+                      task.error, task.attempts)))
     if rt.n_active == 0 and rt.idle_waiters:
         for w in rt.idle_waiters:
             w.set()

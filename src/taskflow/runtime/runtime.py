@@ -53,7 +53,8 @@ class Runtime:
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
                  placement: str = "locality", run_dir: str | None = None,
                  providers: list | None = None, echo_logs: bool = True,
-                 memory_gb: float | None = None, start_timeout: float = 60.0) -> None:
+                 memory_gb: float | None = None, start_timeout: float = 60.0,
+                 journal: bool = True) -> None:
         self.workers = workers or os.cpu_count() or 1
         self.retries = retries
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
@@ -64,6 +65,8 @@ class Runtime:
             LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)]
         self.start_timeout = start_timeout
         self.echo_logs = echo_logs
+        self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
+        self.journal = None
         self.lock = threading.Lock()
         self.submit_lock = threading.Lock()
         self.bus = EventBus()
@@ -111,6 +114,12 @@ class Runtime:
         self._thread = threading.Thread(target=self.dispatcher.loop, name="taskflow-loop",
                                         daemon=True)
         self._thread.start()
+        if self.journal_on and self.journal is None:
+            from ..journal.writer import JournalWriter
+            try:
+                self.journal = JournalWriter(self)
+            except Exception as exc:  # noqa: BLE001 - no journal is better than no run
+                print(f"taskflow: no journal for this run ({exc})", file=sys.stderr)
         if self.bus.active:
             for n in nodes:
                 self.bus.emit(("node_join", time.time(), 0, "", n.name, dict(n.info, slots=n.slots)))
@@ -134,6 +143,8 @@ class Runtime:
             for p in self.providers:
                 p.stop()
             self.bus.close()
+            if self.journal is not None:
+                self.journal.close(self, time.time())
             self._cleanup_data()
             from . import current
             current.clear_current(self)
@@ -155,11 +166,17 @@ class Runtime:
         if not self.started or self.stopped:
             raise RuntimeNotStarted(f"task {spec.name} was called but the taskflow runtime is "
                                     f"{'stopped' if self.stopped else 'not started'}")
-        cus, mem = spec.computing_units, spec.memory_size
+        prep = spec.prepare
+        if prep is not None:        # call-time constraints / external programs (api.calltime)
+            cus, mem, opts = prep(self, args, kwargs)
+        else:
+            cus, mem = spec.computing_units, spec.memory_size
         if cus > self._max_cus or mem > self._max_mem:
             self._cannot_fit(spec, cus, mem)
         with self.submit_lock:
             task, deps, value = self.builder.build(spec, args, kwargs)
+            if prep is not None:
+                task.cus, task.mem, task.options = cus, mem, opts
             if self.group_stack:
                 for g in self.group_stack:
                     self.groups[g].append(task)
@@ -180,7 +197,8 @@ class Runtime:
                     task.npending += 1
                 if self.bus.active:
                     self.bus.emit(("submitted", task.t_submit, task.id, spec.name, "",
-                                   [d._producer.id for d in deps if d._producer is not None]))
+                                   ([d._producer.id for d in deps if d._producer is not None],
+                                    task.argv, task.kwargs, task.refs, spec)))
                 if cancel_by is not None:
                     cbs: list = []
                     err = cancel_by._exception
@@ -238,12 +256,17 @@ class Runtime:
         """Bring a value that stayed on a node to the master."""
         if fut._payload is not None:
             return fut._payload
-        if not fut._holders:
+        if not fut._holders and getattr(fut, "_lineage", None) is None:
             raise RuntimeError(f"the value of {fut!r} was lost with the node that held it")
-        ev = threading.Event()
-        with self.lock:
-            self.dispatcher.request_fetch(fut, ev)
-        self._block(ev, None)
+        for _ in range(10):     # a lost holder makes lineage recompute it, then fetch again
+            ev = threading.Event()
+            with self.lock:
+                if fut._payload is not None:
+                    break
+                self.dispatcher.request_fetch(fut, ev)
+            self._block(ev, None)
+            if fut._payload is not None:
+                break
         if fut._payload is None:
             raise RuntimeError(f"the value of {fut!r} could not be fetched: its node was lost")
         return fut._payload

@@ -19,6 +19,8 @@ from __future__ import annotations
 import heapq
 from typing import Any, Iterable
 
+from . import gang
+
 SHORT = 0.005      # seconds; tasks faster than this are prefetched deeply
 DEEP = 256         # extra tasks per slot for short tasks
 
@@ -32,6 +34,9 @@ class Scheduler:
         self.ready: list = []
         self.nodes: list = []
         self._rr = 0
+        self.gangs: dict = {}     # task id -> what runtime.gang reserved beyond its node
+        self.held: dict = {}      # node name -> gang shares held there (no prefetch)
+        self.gpu_used: dict = {}  # node name -> GPU ids in use
 
     def push(self, task: Any) -> None:
         heapq.heappush(self.ready, task)
@@ -60,14 +65,22 @@ class Scheduler:
         out = []
         deferred = []
         single = nodes[0] if len(nodes) == 1 else None
+        held = self.held
         while ready:
             task = ready[0]
             spec = task.spec
+            if spec.gang:
+                node = gang.reserve(self, task, nodes)
+                if node is None:
+                    break            # wait for enough free slots; no backfill meanwhile
+                heapq.heappop(ready)
+                out.append((node, task))
+                continue
             cus = task.cus
             extra = DEEP if (spec.stats_n and spec.stats_mean < SHORT) else 1
             if single is not None:
                 n = single
-                node = n if (n.used + cus <= n.slots * (1 + extra)
+                node = n if (n.used + cus <= n.slots * (1 + (0 if held else extra))
                              and n.mem_used + task.mem <= n.memory_gb) else None
             else:
                 node = self._choose(task, nodes, cus, extra)
@@ -86,9 +99,10 @@ class Scheduler:
         return out
 
     def _choose(self, task: Any, nodes: list, cus: int, extra: int) -> Any:
+        held = self.held
         fit = [n for n in nodes
-               if n.used + cus <= n.slots * (1 + extra) and n.mem_used + task.mem <= n.memory_gb
-               and n.slots >= cus]
+               if n.used + cus <= n.slots * (1 + (0 if held and n.name in held else extra))
+               and n.mem_used + task.mem <= n.memory_gb and n.slots >= cus]
         if not fit:
             return None
         if task.excluded:
@@ -102,7 +116,9 @@ class Scheduler:
             self._rr += 1
             return fit[self._rr % len(fit)]
         if policy == "least-loaded":
-            return min(fit, key=_reported_load)
+            # no prefetch onto a node that outside load keeps busy: its slots only
+            roomy = [n for n in fit if n.used + cus <= n.slots or _outside_load(n) < 0.5]
+            return min(roomy, key=_reported_load) if roomy else None
         # locality: bytes of inputs already on the node, then least loaded
         if task.reads:
             best, best_score = None, -1
@@ -115,7 +131,20 @@ class Scheduler:
         return min(fit, key=lambda n: n.load)
 
 
-def _reported_load(node: Any) -> tuple:
+def _outside_load(node: Any) -> float:
+    """Share of the node's cores busy with work that is not taskflow's (last sample)."""
     s = node.samples[-1] if node.samples else None
-    cpu = s["cpu"] / 100.0 if s and s.get("cpu") is not None else None
-    return ((cpu if cpu is not None else node.load) + node.load, node.load)
+    if not s or s.get("cpu") is None:
+        return 0.0
+    return max(0.0, s["cpu"] - s.get("cpu_own", 0.0)) / 100.0
+
+
+def _reported_load(node: Any) -> tuple:
+    """Expected wait on the node for one more task: its queue, slowed by outside load."""
+    s = node.samples[-1] if node.samples else None
+    if not s or s.get("cpu") is None:
+        return (node.load, node.load)
+    if "cpu_own" not in s:
+        return (s["cpu"] / 100.0 + node.load, node.load)
+    speed = max(0.1, 1.0 - _outside_load(node))    # share of its cores left for taskflow
+    return ((node.load + 1.0 / max(node.slots, 1)) / speed, node.load)

@@ -1,0 +1,186 @@
+"""What @binary, @mpi, @ompss and @multinode share on the master side.
+
+Declaration time (:func:`attach`): check the decorator's arguments, record
+the static part of the configuration in ``spec.invoker_cfg`` and switch the
+task's invoker. Call time (:func:`call_options`): expand ``$VAR`` in the
+decorator values, evaluate ``processes`` / ``computing_nodes`` expressions,
+check the binary exists and the cluster can ever give the processes, and put
+it all in the task's own options (what the node-side invoker reads).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from typing import Any
+
+from ..errors import UsageError
+from . import calltime
+from .parameter import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND
+from .task import TaskFunction
+
+TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+RUNNERS = ("mpirun", "mpiexec", "srun")
+
+
+def check_arguments(deco: str, given: dict, mandatory: tuple, supported: tuple) -> None:
+    missing = [a for a in mandatory if given.get(a) is None]
+    if missing:
+        raise UsageError(f"@{deco}: missing mandatory argument(s) {', '.join(missing)}.")
+    unknown = sorted(set(given) - set(mandatory) - set(supported))
+    if unknown:
+        raise UsageError(f"@{deco}: unknown argument(s) {', '.join(unknown)}; supported: "
+                         f"{', '.join(mandatory + supported)}.")
+
+
+def attach(target: Any, deco: str, cfg: dict) -> TaskFunction:
+    """Make the task ``target`` run through the ``deco`` invoker with ``cfg``."""
+    if not isinstance(target, TaskFunction):
+        raise UsageError(f"@{deco} must be placed above @task (order: @constraint -> @{deco} "
+                         f"-> @task), not on {getattr(target, '__qualname__', target)!r}.")
+    spec = target.spec
+    if spec.invoker != "python":
+        raise UsageError(f"@{deco} on {spec.name}: the task already runs as @{spec.invoker}; "
+                         f"use one external-program decorator per task.")
+    if spec.nout > 1:
+        raise UsageError(f"@{deco} on {spec.name}: an external program gives one value (its "
+                         f"exit code); use returns=int or no returns.")
+    names = list(spec.signature.parameters)
+    tmpl = cfg.get("args")
+    if tmpl is not None:
+        if not isinstance(tmpl, str):
+            raise UsageError(f"@{deco} on {spec.name}: args must be a string template like "
+                             f"'-i {{{{infile}}}} -n {{{{n}}}}', not {tmpl!r}.")
+        for n in TEMPLATE.findall(tmpl):
+            if n not in names:
+                raise UsageError(f"@{deco} on {spec.name}: args names {{{{{n}}}}}, which is not "
+                                 f"a parameter of {spec.name}({', '.join(names)}).")
+    fbev = cfg.get("fail_by_exit_value")
+    if not isinstance(fbev, bool):
+        raise UsageError(f"@{deco} on {spec.name}: fail_by_exit_value must be True or False, "
+                         f"not {fbev!r}.")
+    for key in ("binary", "working_dir", "flags", "runner"):
+        v = cfg.get(key)
+        if v is not None and not isinstance(v, str):
+            raise UsageError(f"@{deco} on {spec.name}: {key} must be a string, not {v!r}.")
+    params = {}
+    for pname, p in spec.params.items():
+        if p.kind != OBJECT_KIND or p.prefix is not None:
+            params[pname] = (p.kind, p.direction, p.stream, p.prefix)
+    cfg = dict(cfg, kind=deco, params=params, order=names,
+               varargs=spec.varargs, varkw=spec.varkw)
+    for key in ("processes", "processes_per_node", "computing_nodes"):
+        if cfg.get(key) is not None:
+            cfg[key] = calltime.Expr(cfg[key], f"@{deco} on {spec.name}: {key}", names)
+    spec.invoker = deco
+    spec.invoker_cfg = cfg
+    spec._refresh_options()
+    return target
+
+
+def _wire_cfg(cfg: dict, bound: dict | None, where: str) -> dict:
+    out = {}
+    for k, v in cfg.items():
+        if isinstance(v, calltime.Expr):
+            out[k] = calltime.as_int(calltime.expand_all(v.value(bound), where),
+                                     f"{where}: {k}")
+        elif k in ("binary", "working_dir", "flags", "args", "runner") and isinstance(v, str):
+            out[k] = calltime.expand_env(v, f"{where}: {k}")
+        else:
+            out[k] = v
+    return out
+
+
+def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list) -> None:
+    if any(not getattr(n, "shared_fs", True) for n in nodes):
+        return                      # only the node can tell; it reports the same way
+    if os.sep in binary:
+        path = binary if os.path.isabs(binary) else \
+            os.path.abspath(os.path.join(working_dir or os.getcwd(), binary))
+        if not os.path.exists(path):
+            raise UsageError(f"{where}: binary {path} does not exist. Fix the path (relative "
+                             f"paths are taken from working_dir, else the current directory).")
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise UsageError(f"{where}: binary {path} is not executable; chmod +x it or fix "
+                             f"the path.")
+        return
+    if shutil.which(binary) is None:
+        raise UsageError(f"{where}: binary '{binary}' was not found on PATH "
+                         f"({os.environ.get('PATH', '')}); give an absolute path or install it.")
+
+
+def gang_request(cfg: dict, cus: int, gpus: int, where: str) -> dict | None:
+    """How many slots on how many nodes; None when an ordinary placement does."""
+    kind = cfg["kind"]
+    if kind == "mpi":
+        procs = cfg.get("processes") or 1
+        ppn, nnodes = cfg.get("processes_per_node"), cfg.get("computing_nodes")
+        if ppn and nnodes and ppn * nnodes != procs:
+            raise UsageError(f"{where}: processes={procs} is not processes_per_node={ppn} x "
+                             f"computing_nodes={nnodes}; give two of them.")
+        if ppn and procs % ppn:
+            raise UsageError(f"{where}: processes={procs} is not a multiple of "
+                             f"processes_per_node={ppn}.")
+        if nnodes and not ppn:
+            if procs % nnodes:
+                raise UsageError(f"{where}: processes={procs} does not split evenly over "
+                                 f"computing_nodes={nnodes}; give processes_per_node.")
+            ppn = procs // nnodes
+        return {"procs": procs, "ppn": ppn, "unit": cus, "gpus": gpus}
+    nnodes = cfg.get("computing_nodes") or 1
+    if kind in ("multinode", "ompss") and (nnodes > 1 or kind == "multinode") or gpus:
+        return {"procs": nnodes, "ppn": 1, "unit": cus, "gpus": gpus}
+    return None
+
+
+def call_options(rt: Any, spec: Any, bound: dict | None, cus: int, mem: float, gpus: int,
+                 opts: dict) -> None:
+    """Fill the task's options at call time (see module docstring); raises UsageError."""
+    from ..runtime import gang
+    where = f"@{spec.invoker} on {spec.name}" if spec.invoker != "python" else \
+        f"@constraint on {spec.name}"
+    if spec.invoker != "python":
+        cfg = _wire_cfg(spec.invoker_cfg, bound, where)
+        if cfg.get("runner") is not None and cfg["runner"] not in RUNNERS:
+            raise UsageError(f"{where}: unknown runner {cfg['runner']!r}; use one of "
+                             f"{', '.join(RUNNERS)}.")
+        if cfg.get("binary"):
+            _check_binary(cfg["binary"], cfg.get("working_dir"), where, rt.nodes)
+        for pname, (kind, _d, stream, _p) in cfg["params"].items():
+            if stream is not None and bound is not None and pname in bound \
+                    and not isinstance(bound[pname], (str, os.PathLike)):
+                raise UsageError(f"{where}, parameter '{pname}': a {stream} stream parameter "
+                                 f"must be a file path (str or os.PathLike), not "
+                                 f"{type(bound[pname]).__name__}.")
+        opts["cfg"] = cfg
+        opts["log_dir"] = os.path.join(rt.run_dir, "jobs")
+    else:
+        cfg = {"kind": "python"}
+        opts["invoker"] = "pyenv"
+    opts["threads"] = cus
+    req = gang_request(cfg, cus, gpus, where) if cfg["kind"] != "python" else \
+        {"procs": 1, "ppn": 1, "unit": cus, "gpus": gpus}
+    if req is not None:
+        if gang.place(rt.nodes, req, free=False) is None:
+            raise UsageError(f"{where}: it needs {gang.describe(req)}, but the cluster "
+                             f"({gang.describe_nodes(rt.nodes)}) can never give that. Lower "
+                             f"processes / computing_nodes / the @constraint, or add nodes "
+                             f"(Runtime(workers=..., nodes=...)).")
+        opts["gang"] = req
+        if mem:
+            opts["mem"] = mem
+
+
+def is_gang(spec: Any) -> bool:
+    """Whether the scheduler must place calls of ``spec`` through runtime.gang."""
+    cfg = spec.invoker_cfg
+    if spec.invoker in ("mpi", "multinode"):
+        return True
+    if spec.invoker == "ompss":
+        n = cfg.get("computing_nodes")
+        return not (n is None or (isinstance(n, calltime.Expr) and n.const == 1))
+    return calltime.gpus_wanted(spec.processors, spec.name) > 0
+
+
+__all__ = ["attach", "call_options", "check_arguments", "TEMPLATE", "RUNNERS",
+           "FILE_KIND", "DIRECTORY_KIND"]

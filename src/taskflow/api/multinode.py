@@ -1,0 +1,26 @@
+"""``@multinode``: a Python task given several nodes.
+
+Order: ``@constraint`` -> ``@multinode`` -> ``@task``. The task holds
+``computing_units`` slots (``@constraint``, default 1) on each of
+``computing_nodes`` nodes and runs once, on the first of them, seeing
+``TASKFLOW_NUM_NODES``, ``TASKFLOW_HOSTNAMES`` (comma-separated, one per
+node), ``TASKFLOW_NUM_THREADS`` and the same under the ``COMPSS_`` names for
+ported code.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .external import attach, check_arguments
+
+MANDATORY = ("computing_nodes",)
+SUPPORTED = ()
+DEPRECATED = ("computingNodes",)
+
+
+def multinode(computing_nodes: Any = None, **others: Any) -> Callable:
+    """Declare a task that needs ``computing_nodes`` nodes."""
+    check_arguments("multinode", dict(others, computing_nodes=computing_nodes), MANDATORY,
+                    SUPPORTED)
+    cfg = {"computing_nodes": computing_nodes, "fail_by_exit_value": True}
+    return lambda target: attach(target, "multinode", cfg)

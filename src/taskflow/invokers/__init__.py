@@ -1,0 +1,76 @@
+"""Node-side invokers: how a task that is not a plain Python call runs.
+
+``nodes.executor.run_task`` calls :func:`run` when the task's options name
+an invoker (set by @binary, @mpi, @ompss, @multinode, or a GPU constraint);
+the plain Python path never comes here.
+
+  binary     one program, argv from the parameters or the ``args`` template
+  ompss      the same, with OMP_NUM_THREADS / NX_ARGS from the computing units
+  mpi        ``runner`` over a hostfile of the nodes the scheduler chose
+  multinode  the Python function, with TASKFLOW_* / COMPSS_* describing its nodes
+  pyenv      the Python function with extra environment (CUDA_VISIBLE_DEVICES)
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from . import command, process
+
+
+def node_env(options: dict) -> dict:
+    """What every external task sees about the resources it holds."""
+    hosts = options.get("node_hosts") or ["localhost"]
+    threads = str(options.get("threads") or 1)
+    env = {"TASKFLOW_NUM_NODES": str(len(hosts)), "TASKFLOW_HOSTNAMES": ",".join(hosts),
+           "TASKFLOW_NUM_THREADS": threads}
+    names = options.get("node_names")
+    if names:
+        env["TASKFLOW_NODES"] = ",".join(f"{n}:{k}" for n, k in names)
+    for k in ("NUM_NODES", "HOSTNAMES", "NUM_THREADS"):
+        env["COMPSS_" + k] = env["TASKFLOW_" + k]
+    env.update(options.get("env") or {})
+    return env
+
+
+def run(kind: str, func: Any, args: list, kw: dict, options: dict, logs: list,
+        tid: int) -> Any:
+    """Run task ``tid`` through invoker ``kind``; return the task's value."""
+    if kind in ("multinode", "pyenv"):
+        return _with_env(node_env(options), func, args, kw)
+    cfg = options["cfg"]
+    values = command.bind(func, args, kw, cfg)
+    tail, streams = command.build_args(cfg, values)
+    cwd = command.working_dir(cfg)
+    env = dict(os.environ)
+    env.update(node_env(options))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    log_dir = options.get("log_dir")
+    log_base = os.path.join(log_dir, f"job{tid}") if log_dir else None
+    fail = cfg.get("fail_by_exit_value", True)
+    if kind == "mpi":
+        from . import mpi
+        return mpi.run(cfg, options, func, args, kw, tail, streams, cwd, env, logs, log_base,
+                       fail)
+    if kind == "ompss":
+        env["OMP_NUM_THREADS"] = env["TASKFLOW_NUM_THREADS"]
+        env["NX_ARGS"] = (env.get("NX_ARGS", "") +
+                          f" --smp-workers={env['TASKFLOW_NUM_THREADS']}").strip()
+    elif kind != "binary":
+        raise ValueError(f"unknown invoker {kind!r}")
+    argv = [command.resolve_binary(cfg["binary"], cwd, env)] + tail
+    return process.run(argv, cwd, env, streams, logs, log_base, fail)
+
+
+def _with_env(extra: dict, func: Any, args: list, kw: dict) -> Any:
+    saved = {k: os.environ.get(k) for k in extra}
+    os.environ.update(extra)
+    try:
+        return func(*args, **kw)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -1,0 +1,105 @@
+"""Building an external program's argv from a task call (node side).
+
+Never a shell string: the template is split on whitespace first and the
+parameter values are put into the pieces, so a value with spaces (or
+``"; rm -rf ~"``) stays one harmless argv entry. ``$VAR`` was already
+expanded in the template on the master at call time; values are used as
+they are.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import shutil
+from typing import Any
+
+TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+FILE_KINDS = ("file", "directory")
+
+
+def bind(func: Any, args: list, kw: dict, cfg: dict) -> dict:
+    """Parameter name -> value as the task sees it (files are version paths by now)."""
+    try:
+        b = inspect.signature(func).bind(*args, **kw)
+        b.apply_defaults()
+        return dict(b.arguments)
+    except (TypeError, ValueError):
+        names = cfg.get("order") or []
+        out = dict(zip(names, args))
+        out.update(kw)
+        return out
+
+
+def _text(v: Any, prefix: str | None) -> str:
+    s = v if isinstance(v, str) else os.fspath(v) if isinstance(v, os.PathLike) else str(v)
+    return prefix + s if prefix else s
+
+
+def _entries(v: Any, prefix: str | None) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)):
+        out: list[str] = []
+        for x in v:
+            out.extend(_entries(x, prefix))
+        return out
+    return [_text(v, prefix)]
+
+
+def build_args(cfg: dict, values: dict) -> tuple[list[str], dict]:
+    """Return (argv after the program, {stream: (path, direction)})."""
+    params = cfg.get("params") or {}
+    streams: dict = {}
+    for pname, (_kind, direction, stream, _prefix) in params.items():
+        if stream is not None and values.get(pname) is not None:
+            streams[stream] = (os.fspath(values[pname]), direction)
+    skip = {p for p, spec in params.items() if spec[2] is not None}
+    prefix = {p: spec[3] for p, spec in params.items() if spec[3]}
+    tmpl = cfg.get("args")
+    out: list[str] = []
+    if tmpl is None:
+        varargs, varkw = cfg.get("varargs"), cfg.get("varkw")
+        for name, v in values.items():
+            if name in skip or name == varkw:
+                continue
+            if name == varargs:
+                for x in v:
+                    out.extend(_entries(x, prefix.get(name)))
+            else:
+                out.extend(_entries(v, prefix.get(name)))
+        return out, streams
+    for tok in tmpl.split():
+        m = TEMPLATE.fullmatch(tok)
+        if m:
+            out.extend(_entries(values.get(m.group(1)), prefix.get(m.group(1))))
+            continue
+        out.append(TEMPLATE.sub(lambda m: " ".join(_entries(values.get(m.group(1)),
+                                                            prefix.get(m.group(1)))), tok))
+    return out, streams
+
+
+def resolve_binary(binary: str, cwd: str, env: dict) -> str:
+    """The program to run: absolute, relative to the working directory, or on PATH."""
+    if os.sep in binary:
+        path = binary if os.path.isabs(binary) else os.path.abspath(os.path.join(cwd, binary))
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"binary {path} does not exist on node "
+                                    f"{os.uname().nodename}")
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise PermissionError(f"binary {path} is not executable (chmod +x it)")
+        return path
+    found = shutil.which(binary, path=env.get("PATH"))
+    if found is None:
+        raise FileNotFoundError(f"binary '{binary}' was not found on PATH "
+                                f"({env.get('PATH', '')}) on node {os.uname().nodename}")
+    return found
+
+
+def working_dir(cfg: dict) -> str:
+    wd = cfg.get("working_dir")
+    if not wd:
+        return os.getcwd()
+    wd = os.path.abspath(wd)
+    os.makedirs(wd, exist_ok=True)
+    return wd

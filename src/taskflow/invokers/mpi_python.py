@@ -1,0 +1,51 @@
+"""Entry point of every rank of an mpi4py task: ``python -m taskflow.invokers.mpi_python F``.
+
+``F`` holds the pickled (function, args, kwargs, result path). Every rank
+calls the function; rank 0 writes ("ok", value) or ("error", exception) to
+the result path. A rank that raises aborts the whole job (the others would
+otherwise wait for it in a collective forever).
+"""
+from __future__ import annotations
+
+import pickle
+import sys
+import traceback
+
+import cloudpickle
+
+
+def main(path: str) -> int:
+    from mpi4py import MPI
+    from ..api import task as _task_mod
+    _task_mod._IN_WORKER = True           # tasks called inside run inline
+    comm = MPI.COMM_WORLD
+    with open(path, "rb") as f:
+        func, args, kw, result = cloudpickle.load(f)
+    try:
+        value = func(*args, **kw)
+    except BaseException as exc:  # noqa: BLE001 - report anything, then abort the job
+        traceback.print_exc()
+        if comm.Get_rank() == 0:
+            _write(result, ("error", exc))
+        sys.stderr.flush()
+        if comm.Get_size() > 1:
+            comm.Abort(1)
+        return 1
+    if comm.Get_rank() == 0:
+        _write(result, ("ok", value))
+    return 0
+
+
+def _write(path: str, outcome: tuple) -> None:
+    try:
+        blob = cloudpickle.dumps(outcome)
+        pickle.loads(blob)
+    except Exception as exc:  # noqa: BLE001
+        blob = cloudpickle.dumps(("error", RuntimeError(
+            f"rank 0's value could not be pickled: {type(exc).__name__}: {exc}")))
+    with open(path, "wb") as f:
+        f.write(blob)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,160 @@
+"""Gang placement: tasks that hold slots on several nodes at once (@mpi, @multinode).
+
+A request is ``{"procs": P, "ppn": k or None, "unit": u, "gpus": g}``: P
+processes of u slots each, k per node when given (else packed: one node when
+one has room, otherwise the nodes with the most free slots). The task is sent
+to the first chosen node, whose agent holds that node's share as an exclusive
+task; the shares on the other nodes are held on the master only
+(``Scheduler.gangs``), and while a node holds a share the scheduler does not
+prefetch onto it, so its agent never starts more than its free slots.
+
+A gang task that does not fit now blocks the ready tasks behind it (no
+backfill): nodes drain until it fits, so it cannot starve.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def host_of(node: Any) -> str:
+    """The host name a launcher should use for ``node`` ("localhost" for local agents)."""
+    explicit = getattr(node, "mpi_host", None) or getattr(node, "host", None)
+    if explicit:
+        return explicit
+    prov = getattr(node, "provider", None)
+    if prov is None or getattr(prov, "name", "") == "local":
+        return "localhost"
+    return node.info.get("hostname") or node.name
+
+
+def gpus_of(node: Any) -> int:
+    g = getattr(node, "gpus", None)
+    if g is None:
+        g = node.info.get("gpus", 0) if isinstance(node.info, dict) else 0
+    return int(g or 0)
+
+
+def place(nodes: list, req: dict, free: bool = True, gpu_used: dict | None = None) -> list | None:
+    """Choose [(node, processes)] for ``req``; ``free=False`` asks "could it ever fit"."""
+    unit, ppn, procs, gpus = req["unit"], req.get("ppn"), req["procs"], req.get("gpus", 0)
+    gpu_used = gpu_used or {}
+    cands = []
+    for n in nodes:
+        if not n.alive:
+            continue
+        room = (n.slots - n.used) if free else n.slots
+        if room < unit:
+            continue
+        if gpus:
+            have = gpus_of(n) - (len(gpu_used.get(n.name, ())) if free else 0)
+            if have < gpus:
+                continue
+        cands.append((room // unit, n))
+    if ppn:
+        fit = [n for cap, n in cands if cap >= ppn]
+        need = -(-procs // ppn)
+        if len(fit) < need:
+            return None
+        fit.sort(key=lambda n: n.used)
+        left, out = procs, []
+        for n in fit[:need]:
+            k = min(ppn, left)
+            out.append((n, k))
+            left -= k
+        return out
+    whole = [(cap, n) for cap, n in cands if cap >= procs]
+    if whole:
+        return [(min(whole, key=lambda c: (c[0], c[1].used))[1], procs)]
+    cands.sort(key=lambda c: -c[0])
+    left, out = procs, []
+    for cap, n in cands:
+        k = min(cap, left)
+        out.append((n, k))
+        left -= k
+        if left == 0:
+            return out
+    return None
+
+
+def reserve(sched: Any, task: Any, nodes: list) -> Any:
+    """Under the runtime lock: place ``task`` now or return None (it waits)."""
+    opts = task.options
+    req = opts["gang"]
+    chosen = place(nodes, req, True, sched.gpu_used)
+    if chosen is None:
+        return None
+    unit = req["unit"]
+    head = chosen[0][0]
+    task.cus = chosen[0][1] * unit
+    opts["hosts"] = _merge([(host_of(n), k) for n, k in chosen])
+    opts["node_names"] = [(n.name, k) for n, k in chosen]
+    opts["node_hosts"] = [host_of(n) for n, _ in chosen]
+    held = []
+    for n, k in chosen[1:]:
+        n.used += k * unit
+        held.append((n, k * unit))
+        sched.held[n.name] = sched.held.get(n.name, 0) + 1
+    if len(chosen) > 1:
+        sched.held[head.name] = sched.held.get(head.name, 0) + 1
+    gpus = req.get("gpus", 0)
+    ids: list = []
+    if gpus:
+        used = sched.gpu_used.setdefault(head.name, set())
+        ids = [i for i in range(gpus_of(head)) if i not in used][:gpus]
+        used.update(ids)
+        opts["env"] = dict(opts.get("env") or {}, CUDA_VISIBLE_DEVICES=",".join(map(str, ids)))
+    sched.gangs[task.id] = (head, held, ids, len(chosen) > 1)
+    head.used += task.cus
+    head.mem_used += task.mem
+    return head
+
+
+def release(sched: Any, task: Any) -> None:
+    """Give back what :func:`reserve` took beyond the head node's share (idempotent)."""
+    entry = sched.gangs.pop(task.id, None)
+    if entry is None:
+        return
+    head, held, ids, multi = entry
+    for n, k in held:
+        if n.alive:
+            n.used -= k
+        _unhold(sched, n.name)
+    if multi:
+        _unhold(sched, head.name)
+    if ids:
+        sched.gpu_used.get(head.name, set()).difference_update(ids)
+
+
+def _unhold(sched: Any, name: str) -> None:
+    c = sched.held.get(name, 0) - 1
+    if c > 0:
+        sched.held[name] = c
+    else:
+        sched.held.pop(name, None)
+
+
+def _merge(hosts: list) -> list:
+    """One entry per host name (Open MPI rejects a host listed twice with slots=)."""
+    out: dict = {}
+    for h, k in hosts:
+        out[h] = out.get(h, 0) + k
+    return [[h, k] for h, k in out.items()]
+
+
+def describe(req: dict) -> str:
+    s = f"{req['procs']} process{'es' if req['procs'] != 1 else ''}"
+    if req.get("ppn"):
+        s += f" ({req['ppn']} per node)"
+    if req["unit"] != 1:
+        s += f" of {req['unit']} computing units"
+    if req.get("gpus"):
+        s += f" and {req['gpus']} GPU(s) per node"
+    return s
+
+
+def describe_nodes(nodes: list) -> str:
+    alive = [n for n in nodes if n.alive]
+    parts = [f"{n.name}: {n.slots} slots" + (f", {gpus_of(n)} GPUs" if gpus_of(n) else "")
+             for n in alive[:8]]
+    more = f", ... {len(alive) - 8} more" if len(alive) > 8 else ""
+    return "; ".join(parts) + more if alive else "no live nodes"
