@@ -17,6 +17,7 @@ from typing import Any
 
 import cloudpickle
 
+from ..argpath import set_path
 from ..api.parameter import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..errors import UsageError
 from ..future import FINISHED, Future
@@ -208,7 +209,7 @@ class Builder:
                                      deps, pname)
                 if ref is not None:
                     refs.append(ref)
-                    _put(argv, kw, path, None)
+                    set_path(argv, kw, path, None)
                 return
             self._object_write(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
         elif kind == FILE_KIND or kind == DIRECTORY_KIND:
@@ -254,7 +255,7 @@ class Builder:
         else:
             deps.append(read)
             refs.append((path, "r", read))
-        _put(argv, kw, path, None)
+        set_path(argv, kw, path, None)
         new = Future(rt, None, rt.new_did())
         new._item = item
         item.latest = new
@@ -303,7 +304,7 @@ class Builder:
             else:
                 refs.append((path, "dio" if is_dir else "fio", (read, new)))
             inouts.append((path, "d" if is_dir else "f", pname, new))
-        _put(argv, kw, path, None)
+        set_path(argv, kw, path, None)
 
     def _collection(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
                     refs: list, deps: list, inouts: list, argv: list, kw: dict,
@@ -313,7 +314,7 @@ class Builder:
             raise UsageError(f"{where} is {param!r} but got a {type(value).__name__}; "
                              f"pass a list (or tuple) of values.")
         copy = list(value)
-        _put(argv, kw, path, copy)
+        set_path(argv, kw, path, copy)
         leaf = Param(kind=param.elem_kind, direction=param.direction)
         for j, elem in enumerate(value):
             epath = path + (j,)
@@ -323,17 +324,3 @@ class Builder:
             else:
                 self._access(elem, leaf, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
                              argv, kw)
-
-
-def _put(argv: list, kw: dict, path: tuple, v: Any) -> None:
-    head = path[0]
-    if len(path) == 1:
-        if isinstance(head, str):
-            kw[head] = v
-        else:
-            argv[head] = v
-        return
-    c = kw[head] if isinstance(head, str) else argv[head]
-    for i in path[1:-1]:
-        c = c[i]
-    c[path[-1]] = v

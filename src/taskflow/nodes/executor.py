@@ -25,6 +25,7 @@ from typing import Any
 
 import cloudpickle
 
+from ..argpath import get_path, set_path
 from . import protocol as P
 
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
@@ -187,29 +188,7 @@ def _resolve_refs(args: list, kwargs: dict, refs: list, data: dict) -> None:
             v = dst
         else:  # pragma: no cover - protocol misuse
             raise ValueError(f"unknown ref kind {kind!r}")
-        _set_path(args, kwargs, path, v)
-
-
-def _set_path(args: list, kwargs: dict, path: tuple, v: Any) -> None:
-    head = path[0]
-    if len(path) == 1:
-        if isinstance(head, str):
-            kwargs[head] = v
-        else:
-            args[head] = v
-        return
-    container = kwargs[head] if isinstance(head, str) else args[head]
-    for i in path[1:-1]:
-        container = container[i]
-    container[path[-1]] = v
-
-
-def get_path(args: list, kwargs: dict, path: tuple) -> Any:
-    head = path[0]
-    v = kwargs[head] if isinstance(head, str) else args[head]
-    for i in path[1:]:
-        v = v[i]
-    return v
+        set_path(args, kwargs, path, v)
 
 
 def _error_tuple(exc: BaseException, name: str) -> tuple:
