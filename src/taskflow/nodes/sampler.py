@@ -1,6 +1,7 @@
 """Resource samples a node reports (the DTES seed): CPU, memory, disk, network, GPU."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -17,6 +18,12 @@ class Sampler:
         self._due = time.time() + 0.2
         self._gpu = shutil.which("nvidia-smi")
         psutil.cpu_percent(None)  # prime the counter
+        # A node confined to some cores (taskset, cpuset, a batch allocation) reports theirs.
+        aff = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self._cores = aff if aff and len(aff) < (psutil.cpu_count() or 1) else None
+        if self._cores:
+            psutil.cpu_percent(None, percpu=True)
+        self._procs: dict = {}
 
     def next_due(self) -> float:
         return self._due
@@ -24,6 +31,40 @@ class Sampler:
     @staticmethod
     def total_memory_gb() -> float:
         return psutil.virtual_memory().total / 2**30
+
+    def _own_cpu(self) -> float:
+        """CPU % (of this node's cores) used by the agent and its executors: the rest is
+        outside load, which least-loaded placement avoids."""
+        try:
+            me = psutil.Process()
+            procs = [me] + me.children(recursive=True)
+        except psutil.Error:
+            return 0.0
+        total = 0.0
+        seen = {}
+        for p in procs:
+            known = self._procs.get(p.pid)
+            if known is None:
+                known = p
+                try:
+                    p.cpu_percent(None)      # primed: counts from the next sample on
+                except psutil.Error:
+                    continue
+            else:
+                try:
+                    total += known.cpu_percent(None)
+                except psutil.Error:
+                    continue
+            seen[p.pid] = known
+        self._procs = seen
+        ncores = len(self._cores) if self._cores else (psutil.cpu_count() or 1)
+        return min(100.0, total / ncores)
+
+    def _cpu(self) -> float:
+        if not self._cores:
+            return psutil.cpu_percent(None)
+        per = psutil.cpu_percent(None, percpu=True)
+        return sum(per[i] for i in self._cores if i < len(per)) / len(self._cores)
 
     def sample(self) -> dict[str, Any]:
         self._due = time.time() + self.interval
@@ -35,7 +76,8 @@ class Sampler:
         net = psutil.net_io_counters()
         s: dict[str, Any] = {
             "t": time.time(),
-            "cpu": psutil.cpu_percent(None),
+            "cpu": self._cpu(),
+            "cpu_own": self._own_cpu(),
             "load1": psutil.getloadavg()[0],
             "mem": vm.percent,
             "mem_avail_gb": vm.available / 2**30,

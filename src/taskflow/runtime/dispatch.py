@@ -38,6 +38,7 @@ class Dispatcher:
         self.data_out: dict = {}              # node -> [(did, payload)] for chained tasks
         self.cancel_out: dict = {}            # node -> [task id] taken back
         self.nodes: list = []
+        self.joining: list = []               # nodes added while running (add_node)
 
     # -- called from other threads -------------------------------------------
     def open(self, nodes: list) -> None:
@@ -45,6 +46,29 @@ class Dispatcher:
         self.sel.register(self._rfd, selectors.EVENT_READ, None)
         for n in nodes:
             self.sel.register(n.rfd, selectors.EVENT_READ, n)
+
+    def add_node(self, node: Any) -> None:
+        """Any thread: a node joins the running loop (registered by the loop thread)."""
+        with self.rt.lock:
+            self.joining.append(node)
+            self.wake()
+
+    def _join(self) -> None:
+        """Loop thread, under the runtime lock: register the nodes that joined."""
+        rt = self.rt
+        joining, self.joining = self.joining, []
+        for n in joining:
+            if self.closing:
+                n.close()
+                continue
+            self.sel.register(n.rfd, selectors.EVENT_READ, n)
+            self.nodes.append(n)
+            if rt.scheduler.nodes is not self.nodes:
+                rt.scheduler.nodes.append(n)
+            rt._max_cus, rt._max_mem = rt.scheduler.capacity()
+            if rt.bus.active:
+                rt.bus.emit(("node_join", time.time(), 0, "", n.name,
+                             dict(n.info, slots=n.slots, job_id=getattr(n, "job_id", None))))
 
     def wake(self) -> None:
         if not self._wake_pending:
@@ -116,6 +140,8 @@ class Dispatcher:
             cbs: list = []
             with lock:
                 self._wake_pending = False
+                if self.joining:
+                    self._join()
                 for node, msgs in arrived:
                     self._handle(node, msgs, cbs)
                 for node in lost:
@@ -237,6 +263,8 @@ class Dispatcher:
                 del self.fetches[did]               # ask another holder, or recompute
                 for w in waiting[1:]:
                     self.request_fetch(fut, w)
+        if getattr(node, "job_id", None):
+            reason = f"{reason} (slurm job {node.job_id})"
         if rt.bus.active:
             rt.bus.emit(("node_lost", time.time(), 0, "", node.name, reason))
         print(f"taskflow: node {node.name} lost: {reason}", file=sys.stderr)

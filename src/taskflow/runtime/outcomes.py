@@ -95,7 +95,8 @@ def task_failed(rt: Any, task: Any, status: int, error: tuple, node: Any, cbs: l
     if spec.on_failure == "RETRY" and task.attempts <= retries and status != P.LOST:
         _retry(rt, task, node_name, f"{etype}: {emsg}")
         return
-    if status == P.LOST and rt.scheduler.fits_ever(task.cus, task.mem) and task.attempts < 100:
+    if status == P.LOST and (rt.scheduler.fits_ever(task.cus, task.mem) or _nodes_coming(rt)) \
+            and task.attempts < 100:
         _retry(rt, task, node_name, f"node {node_name} lost")
         return
     cls = TaskTimeout if status == P.TIMEOUT else TaskError
@@ -249,9 +250,14 @@ def node_lost(rt: Any, node: Any, reason: str, cbs: list) -> list:
         t.t_end = now
         task_failed(rt, t, P.LOST, ("NodeLost", f"node {node.name} was lost: {reason}", "", None),
                     node, cbs)
-    if not rt.scheduler.fits_ever(1, 0):
+    if not rt.scheduler.fits_ever(1, 0) and not _nodes_coming(rt):
         fail_everything(rt, NodeLost(f"no nodes left: node {node.name} was lost ({reason})"), cbs)
     return tasks
+
+
+def _nodes_coming(rt: Any) -> bool:
+    """An elastic provider (Slurm pilots) will bring more nodes."""
+    return any(getattr(p, "nodes_coming", lambda: False)() for p in getattr(rt, "providers", ()))
 
 
 def fail_everything(rt: Any, exc: BaseException, cbs: list) -> None:

@@ -123,6 +123,9 @@ class Runtime:
         if self.bus.active:
             for n in nodes:
                 self.bus.emit(("node_join", time.time(), 0, "", n.name, dict(n.info, slots=n.slots)))
+        for p in self.providers:    # elastic providers (Slurm pilots) add nodes later
+            if hasattr(p, "attach"):
+                p.attach(self)
         from . import current
         current.set_current(self)
         return self
@@ -148,6 +151,13 @@ class Runtime:
             self._cleanup_data()
             from . import current
             current.clear_current(self)
+
+    def add_node(self, node: Any) -> None:
+        """Join a started node (a handshaken NodeHandle) to the running runtime; any thread."""
+        if not self.started or self.stopped:
+            node.close()
+            return
+        self.dispatcher.add_node(node)
 
     def __enter__(self) -> "Runtime":
         return self.start()

@@ -1,0 +1,209 @@
+"""The cluster file: which nodes a run uses and how to reach them (YAML).
+
+::
+
+    placement: locality            # locality | least-loaded | fifo
+    known_hosts: ~/.ssh/known_hosts
+    accept_new_host_keys: false    # true: trust (and record) keys of hosts never seen before
+    nodes:
+      - name: local                # a node on this machine (the master's own cores)
+        local: true
+        computing_units: 2
+      - name: h1
+        host: 10.200.0.131
+        port: 22
+        user: root
+        identity_file: ~/.ssh/id_ed25519   # else ssh-agent and ~/.ssh/id_* keys
+        computing_units: 2
+        memory: 4                  # GB; default: what the host reports
+        gpus: 0
+        python: /usr/bin/python3   # an interpreter that can import taskflow (same version)
+        working_dir: ~/taskflow    # created if missing; staged files live below it
+        shared_fs: false           # false: FILE_IN/OUT versions are copied over SFTP
+        env: {OMP_NUM_THREADS: "1"}
+        setup: ["module load python/3.11", ". ~/venv/bin/activate"]
+
+Every mistake (an unknown key, a wrong type, a missing ``host``) is a
+:class:`ClusterConfigError` that names the file, the line and the key.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .errors import UsageError
+
+PLACEMENTS = ("locality", "least-loaded", "fifo")
+
+
+class ClusterConfigError(UsageError):
+    """The cluster file is wrong; the message names the file, line and key."""
+
+
+@dataclass
+class NodeConfig:
+    """One node of the cluster file (also usable directly from Python)."""
+
+    name: str
+    host: str = ""
+    port: int = 22
+    user: str | None = None
+    identity_file: str | None = None
+    computing_units: int | None = None
+    memory: float | None = None
+    gpus: int = 0
+    python: str = "python3"
+    working_dir: str = "~/.taskflow"
+    shared_fs: bool = False
+    env: dict = field(default_factory=dict)
+    setup: list = field(default_factory=list)
+    local: bool = False
+
+    @property
+    def where(self) -> str:
+        user = f"{self.user}@" if self.user else ""
+        return f"{user}{self.host}:{self.port}"
+
+
+@dataclass
+class ClusterConfig:
+    nodes: list
+    placement: str = "locality"
+    known_hosts: str | None = None
+    accept_new_host_keys: bool = False
+    connect_timeout: float = 10.0
+    heartbeat_timeout: float = 15.0
+    sample_interval: float = 2.0
+    path: str = ""
+
+    def providers(self) -> list:
+        """The providers that start these nodes (SSH ones need paramiko)."""
+        out: list = []
+        remote = [n for n in self.nodes if not n.local]
+        for n in self.nodes:
+            if n.local:
+                from .nodes.local import LocalProvider
+                out.append(LocalProvider(n.computing_units or os.cpu_count() or 1,
+                                         memory_gb=n.memory, name=n.name))
+        if remote:
+            from .nodes.ssh import SSHProvider
+            out.append(SSHProvider(remote, known_hosts=self.known_hosts,
+                                   accept_new_host_keys=self.accept_new_host_keys,
+                                   connect_timeout=self.connect_timeout,
+                                   heartbeat_timeout=self.heartbeat_timeout,
+                                   sample_interval=self.sample_interval))
+        return out
+
+
+_TOP = {"placement": str, "known_hosts": str, "accept_new_host_keys": bool,
+        "connect_timeout": (int, float), "heartbeat_timeout": (int, float),
+        "sample_interval": (int, float), "nodes": list}
+_NODE = {"name": str, "host": str, "port": int, "user": str, "identity_file": str,
+         "computing_units": int, "memory": (int, float), "gpus": int, "python": str,
+         "working_dir": str, "shared_fs": bool, "env": dict, "setup": list, "local": bool}
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list",
+               dict: "a mapping", (int, float): "a number"}
+
+
+def load_cluster(path: str) -> ClusterConfig:
+    """Read and check a cluster file."""
+    path = os.path.abspath(path)
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise ClusterConfigError(f"cannot read cluster file {path}: {exc}") from exc
+    return parse_cluster(text, path)
+
+
+def parse_cluster(text: str, path: str = "<cluster>") -> ClusterConfig:
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        raise ClusterConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if root is None or not isinstance(root, yaml.MappingNode):
+        raise ClusterConfigError(f"{path}: the cluster file must be a mapping with a 'nodes' list")
+    top = _mapping(root, _TOP, path, "the cluster file")
+    if "nodes" not in top:
+        raise ClusterConfigError(f"{path}:{root.start_mark.line + 1}: missing key 'nodes' "
+                                 f"(a list of nodes)")
+    nodes_node, _ = top.pop("nodes")
+    nodes = []
+    names: set = set()
+    for i, item in enumerate(nodes_node.value):
+        if not isinstance(item, yaml.MappingNode):
+            raise ClusterConfigError(f"{path}:{item.start_mark.line + 1}: nodes[{i}] must be a "
+                                     f"mapping (host: ..., user: ...)")
+        raw = {k: v for k, (_, v) in _mapping(item, _NODE, path, f"nodes[{i}]").items()}
+        line = item.start_mark.line + 1
+        local = bool(raw.get("local", False))
+        if not local and not raw.get("host"):
+            raise ClusterConfigError(f"{path}:{line}: nodes[{i}] has no 'host' (or say local: true)")
+        raw.setdefault("name", "local" if local else raw["host"])
+        if local:
+            raw.setdefault("shared_fs", True)
+        if raw["name"] in names:
+            raise ClusterConfigError(f"{path}:{line}: node name {raw['name']!r} is used twice")
+        names.add(raw["name"])
+        for k in ("env",):
+            if k in raw:
+                raw[k] = {str(a): str(b) for a, b in raw[k].items()}
+        if "setup" in raw and not all(isinstance(s, str) for s in raw["setup"]):
+            raise ClusterConfigError(f"{path}:{line}: nodes[{i}].setup must be a list of strings")
+        if raw.get("identity_file"):
+            raw["identity_file"] = os.path.expanduser(raw["identity_file"])
+        if raw.get("computing_units") is not None and raw["computing_units"] < 1:
+            raise ClusterConfigError(f"{path}:{line}: nodes[{i}].computing_units must be >= 1")
+        nodes.append(NodeConfig(**raw))
+    if not nodes:
+        raise ClusterConfigError(f"{path}: 'nodes' is empty: list at least one node")
+    vals = {k: v for k, (_, v) in top.items()}
+    if vals.get("placement", "locality") not in PLACEMENTS:
+        line = top["placement"][0].start_mark.line + 1
+        raise ClusterConfigError(f"{path}:{line}: placement {vals['placement']!r} is not one of "
+                                 f"{', '.join(PLACEMENTS)}")
+    if vals.get("known_hosts"):
+        vals["known_hosts"] = os.path.expanduser(vals["known_hosts"])
+    return ClusterConfig(nodes=nodes, path=path, **vals)
+
+
+def _mapping(node: Any, schema: dict, path: str, what: str) -> dict:
+    """Check a mapping's keys and value types; return {key: (yaml node, python value)}."""
+    out = {}
+    for knode, vnode in node.value:
+        key = knode.value
+        line = knode.start_mark.line + 1
+        if key not in schema:
+            raise ClusterConfigError(
+                f"{path}:{line}: unknown key {key!r} in {what}; known keys: "
+                f"{', '.join(sorted(schema))}")
+        value = yaml.safe_load(yaml.serialize(vnode))
+        want = schema[key]
+        ok = isinstance(value, want) and not (want in (int, (int, float)) and isinstance(value, bool))
+        if value is None and key in ("user", "identity_file", "memory", "computing_units"):
+            ok = True
+        if not ok:
+            raise ClusterConfigError(
+                f"{path}:{line}: {what}.{key} must be {_TYPE_NAMES[want]}, got "
+                f"{type(value).__name__} {value!r}")
+        out[key] = (vnode, value)
+    return out
+
+
+def cli_runtime_options(path: str | None, placement: str) -> dict:
+    """Runtime keywords for ``taskflow run [--cluster FILE]`` (exits 2 on a bad file)."""
+    if not path:
+        return {"placement": placement}
+    try:
+        cfg = load_cluster(path)
+        providers = cfg.providers()
+    except Exception as exc:  # noqa: BLE001 - the user's config: report and stop
+        import click
+        click.echo(f"taskflow: {exc}", err=True)
+        raise SystemExit(2) from None
+    # --placement given on the command line wins over the file's
+    return {"placement": placement if placement != "locality" else cfg.placement,
+            "providers": providers}

@@ -1,0 +1,415 @@
+"""The SSH provider: node agents on other hosts, reached with paramiko.
+
+For each node the master opens one SSH connection, checks the host key
+against known_hosts (unknown or changed keys are refused unless
+``accept_new_host_keys`` is set), probes the remote Python and taskflow, then
+runs ``<python> -m taskflow.node --stdio`` in the node's working directory.
+The channel is bridged to a local socketpair by two small pump threads, so
+the runtime's :class:`NodeHandle` and loop see an ordinary file descriptor
+and speak the one framed protocol, whatever the transport. All traffic,
+including SFTP file staging, stays inside that SSH connection.
+
+taskflow is *not* shipped to the node: the probe checks that the node's
+``python`` imports the same taskflow version as the master and, if not, the
+error says how to install it there.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from .. import __version__
+from ..cluster import NodeConfig
+from .connection import NodeHandle, NodeStartError
+
+try:
+    import paramiko
+except ImportError:  # pragma: no cover - optional dependency
+    paramiko = None
+
+_PROBE = ("import sys, os\n"
+          "try:\n"
+          "    import taskflow\n"
+          "except Exception as e:\n"
+          "    sys.stderr.write('taskflow-import-error: %r\\n' % (e,)); sys.exit(3)\n"
+          "print(taskflow.__version__); print(sys.version.split()[0]); print(os.getcwd())\n")
+
+
+def _py(c: NodeConfig) -> str:
+    """The node's interpreter as a shell word list (``python`` may carry options)."""
+    return " ".join(shlex.quote(a) for a in shlex.split(c.python))
+
+
+class HostKeyError(NodeStartError):
+    """The host's key is unknown or differs from known_hosts."""
+
+
+class _Policy(paramiko.MissingHostKeyPolicy if paramiko else object):
+    def __init__(self, known_hosts: str) -> None:
+        self.known_hosts = known_hosts
+
+
+class _Refuse(_Policy):
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        fp = key.fingerprint if hasattr(key, "fingerprint") else key.get_base64()[:24]
+        host, _, port = hostname.strip("[").partition("]:")
+        scan = f"ssh-keyscan {'-p ' + port + ' ' if port else ''}{host} >> {self.known_hosts}"
+        raise HostKeyError(
+            f"host key of {hostname} ({key.get_name()} {fp}) is not in {self.known_hosts}: "
+            f"refusing to connect. Check the fingerprint and trust it with `{scan}` (or connect "
+            f"once with ssh), or set `accept_new_host_keys: true` in the cluster file.")
+
+
+class _AcceptNew(_Policy):
+    def missing_host_key(self, client: Any, hostname: str, key: Any) -> None:
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        try:
+            os.makedirs(os.path.dirname(self.known_hosts) or ".", exist_ok=True)
+            with open(self.known_hosts, "a") as f:
+                f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        except OSError:
+            pass
+        print(f"taskflow: trusting new host key of {hostname} ({key.get_name()}), recorded in "
+              f"{self.known_hosts}", file=sys.stderr)
+
+
+class _Node:
+    """Everything the provider keeps for one remote node."""
+
+    def __init__(self, cfg: NodeConfig) -> None:
+        self.cfg = cfg
+        self.client: Any = None
+        self.chan: Any = None
+        self.handle: NodeHandle | None = None
+        self.sock: socket.socket | None = None      # our end of the socketpair
+        self.stderr = bytearray()
+        self.last_rx = time.time()
+        self.watch = False
+        self.closing = False
+        self.threads: list = []
+        self.command = ""
+        self.workdir = ""
+
+
+class SSHProvider:
+    """Node agents on SSH hosts (one :class:`NodeConfig` per host)."""
+
+    name = "ssh"
+
+    def __init__(self, nodes: list, *, known_hosts: str | None = None,
+                 accept_new_host_keys: bool = False, connect_timeout: float = 10.0,
+                 heartbeat_timeout: float = 15.0, sample_interval: float = 2.0) -> None:
+        if paramiko is None:
+            raise NodeStartError("SSH nodes need paramiko: pip install 'taskflow[ssh]'")
+        self.nodes = [_Node(n) for n in nodes]
+        self.known_hosts = os.path.expanduser(known_hosts or "~/.ssh/known_hosts")
+        self.accept_new = accept_new_host_keys
+        self.connect_timeout = connect_timeout
+        self.heartbeat_timeout = heartbeat_timeout
+        self.sample_interval = sample_interval
+
+    # -- start-up ------------------------------------------------------------
+    def start(self, config: dict, timeout: float = 30.0) -> list[NodeHandle]:
+        handles: list = []
+        errors: list = []
+        threads = [threading.Thread(target=self._start_one, args=(n, config, timeout, errors),
+                                    daemon=True) for n in self.nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            self.stop()
+            raise errors[0] if len(errors) == 1 else NodeStartError(
+                "; ".join(str(e) for e in errors))
+        for n in self.nodes:
+            handles.append(n.handle)
+        return handles
+
+    def _start_one(self, n: _Node, config: dict, timeout: float, errors: list) -> None:
+        try:
+            self._connect(n)
+            self._probe(n)
+            self._launch(n, config, timeout)
+        except NodeStartError as exc:
+            errors.append(exc)
+        except Exception as exc:  # noqa: BLE001 - report every start-up failure
+            errors.append(NodeStartError(f"node {n.cfg.name} ({n.cfg.where}): {exc!r}"))
+
+    def _connect(self, n: _Node) -> None:
+        c = n.cfg
+        client = paramiko.SSHClient()
+        if os.path.exists(self.known_hosts):
+            client.load_host_keys(self.known_hosts)
+        policy = _AcceptNew if self.accept_new else _Refuse
+        client.set_missing_host_key_policy(policy(self.known_hosts))
+        user = c.user or os.environ.get("USER") or "root"
+        where = f"node {c.name} ({user}@{c.host}:{c.port})"
+        try:
+            client.connect(c.host, port=c.port, username=user, key_filename=c.identity_file,
+                           look_for_keys=c.identity_file is None, allow_agent=True,
+                           timeout=self.connect_timeout, banner_timeout=self.connect_timeout,
+                           auth_timeout=self.connect_timeout)
+        except HostKeyError as exc:
+            raise HostKeyError(f"{where}: {exc}") from None
+        except paramiko.BadHostKeyException as exc:
+            raise HostKeyError(
+                f"{where}: the host key CHANGED: got {exc.key.get_name()} "
+                f"{exc.key.get_fingerprint().hex()}, {self.known_hosts} says "
+                f"{exc.expected_key.get_fingerprint().hex()}. This may be an attack or a "
+                f"reinstalled host; if you trust the new key, remove the old one with "
+                f"`ssh-keygen -R {c.host} -f {self.known_hosts}` and add the new one.") from None
+        except paramiko.AuthenticationException as exc:
+            key = c.identity_file or "ssh-agent / ~/.ssh/id_*"
+            raise NodeStartError(
+                f"{where}: authentication failed ({exc}) with key {key}: add its public key "
+                f"to ~{user}/.ssh/authorized_keys on {c.host}, or set identity_file: to a "
+                f"key that is authorised there (passwords are not supported).") from None
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            raise NodeStartError(f"{where}: cannot connect: {exc}") from None
+        n.client = client
+        n.where = where
+        tr = client.get_transport()
+        tr.set_keepalive(max(1, int(self.heartbeat_timeout // 3)))
+
+    def _prefix(self, c: NodeConfig) -> str:
+        """Shell lines run before any command: working dir, env, set-up commands."""
+        wd = c.working_dir
+        qwd = ('"$HOME"/' + shlex.quote(wd[2:])) if wd.startswith("~/") else \
+            ('"$HOME"' if wd == "~" else shlex.quote(wd))
+        lines = [f"mkdir -p {qwd} && cd {qwd} || exit 96"]
+        for k, v in c.env.items():
+            lines.append(f"export {k}={shlex.quote(v)}")
+        for s in c.setup:
+            lines.append(f"{{ {s}\n}} || {{ echo \"taskflow: set-up command failed (exit $?): "
+                         f"{s.replace(chr(34), chr(39))}\" >&2; exit 97; }}")
+        return "\n".join(lines) + "\n"
+
+    def _run(self, n: _Node, cmd: str, timeout: float) -> tuple[int, str, str]:
+        chan = n.client.get_transport().open_session(timeout=timeout)
+        chan.settimeout(timeout)
+        chan.exec_command(cmd)
+        out, err = bytearray(), bytearray()
+        deadline = time.time() + timeout
+        while not chan.exit_status_ready() or chan.recv_ready() or chan.recv_stderr_ready():
+            if chan.recv_ready():
+                out += chan.recv(65536)
+            elif chan.recv_stderr_ready():
+                err += chan.recv_stderr(65536)
+            elif time.time() > deadline:
+                chan.close()
+                return -1, out.decode(errors="replace"), err.decode(errors="replace")
+            else:
+                time.sleep(0.002)
+        rc = chan.recv_exit_status()
+        chan.close()
+        return rc, out.decode(errors="replace"), err.decode(errors="replace")
+
+    def _probe(self, n: _Node) -> None:
+        c = n.cfg
+        cmd = self._prefix(c) + f"exec {_py(c)} -c {shlex.quote(_PROBE)}"
+        rc, out, err = self._run(n, cmd, self.connect_timeout + 20)
+        shown = f"{c.python} -c <version probe>"
+        if rc == 0:
+            lines = out.split("\n")
+            version, n.workdir = lines[0].strip(), lines[2].strip()
+            if version != __version__:
+                raise NodeStartError(
+                    f"{n.where}: {c.python} has taskflow {version} but the master runs "
+                    f"{__version__}: install the same version there (`{c.python} -m pip install "
+                    f"taskflow=={__version__}`, or pip install your checkout) or point python: "
+                    f"at an interpreter that has it.")
+            return
+        stderr = err.strip() or "(empty)"
+        if rc == 3 and "taskflow-import-error" in err:
+            why = (f"taskflow is not importable by {c.python}: install it there "
+                   f"(`{c.python} -m pip install taskflow=={__version__}` or your checkout), "
+                   f"add a set-up command that activates a virtualenv that has it, or point "
+                   f"python: at such an interpreter")
+        elif rc == 127:
+            why = (f"the Python interpreter {c.python!r} was not found: set python: to an "
+                   f"absolute path of an interpreter on {c.host}")
+        elif rc == 96:
+            why = f"cannot create or enter working_dir {c.working_dir!r}"
+        elif rc == 97:
+            why = "a set-up command failed"
+        else:
+            why = f"the probe exited with code {rc}"
+        raise NodeStartError(f"{n.where}: {why}.\n  command: {shown}\n  remote stderr: {stderr}")
+
+    def _launch(self, n: _Node, config: dict, timeout: float) -> None:
+        c = n.cfg
+        n.command = f"{c.python} -m taskflow.node --stdio"
+        cmd = self._prefix(c) + f"exec {_py(c)} -m taskflow.node --stdio"
+        chan = n.client.get_transport().open_session(timeout=self.connect_timeout)
+        chan.exec_command(cmd)
+        chan.settimeout(0.25)
+        n.chan = chan
+        ours, theirs = socket.socketpair()
+        n.sock = theirs
+        fd = ours.detach()
+        h = NodeHandle(c.name, fd, fd, slots=c.computing_units or 1,
+                       memory_gb=c.memory or 0.0, provider=self, shared_fs=c.shared_fs)
+        h.address = c.host          # what other nodes and MPI hostfiles use for this node
+        h.host = h.mpi_host = c.host
+        h.ssh_port = c.port
+        h.ssh_user = c.user
+        h.gpus = c.gpus
+        n.handle = h
+        for target in (self._pump_in, self._pump_out):
+            t = threading.Thread(target=target, args=(n,), daemon=True,
+                                 name=f"taskflow-ssh-{c.name}")
+            t.start()
+            n.threads.append(t)
+        data_dir = config.get("data_dir", "")
+        cfg = dict(config, name=c.name, slots=c.computing_units, env=dict(c.env),
+                   sample_interval=self.sample_interval)
+        if not c.shared_fs:     # else: the master's directory and data dir, seen via the shared fs
+            data_dir = f"{n.workdir}/taskflow-data/{config.get('run_id', 'run')}"
+            cfg.update(cwd=n.workdir, data_dir=data_dir)
+        describe = f"\n  command: {n.command}"
+        try:
+            info = h.handshake(cfg, timeout, describe=describe)
+        except NodeStartError as exc:
+            err = self._wait_stderr(n)
+            raise NodeStartError(f"{n.where}: {exc}\n  remote stderr: {err or '(empty)'}") \
+                from None
+        h.slots = int(info.get("slots") or 1)
+        if not h.memory_gb:
+            h.memory_gb = float(info.get("memory_gb") or 1.0)
+        n.watch = True
+        n.last_rx = time.time()
+        if not c.shared_fs:
+            from .staging import Stager
+            h.stager = Stager(h, n.client, config.get("data_dir", ""), data_dir)
+
+    def _wait_stderr(self, n: _Node, wait: float = 3.0) -> str:
+        deadline = time.time() + wait
+        while time.time() < deadline and not n.chan.exit_status_ready():
+            time.sleep(0.02)
+        time.sleep(0.1)
+        code = n.chan.recv_exit_status() if n.chan.exit_status_ready() else None
+        text = bytes(n.stderr).decode(errors="replace").strip()
+        return (text + (f" (exit code {code})" if code is not None else "")).strip()
+
+    # -- the pumps -----------------------------------------------------------
+    def _pump_in(self, n: _Node) -> None:
+        """Channel -> socketpair; also keeps the remote stderr and watches liveness."""
+        chan, sock = n.chan, n.sock
+        reason = "the SSH channel closed (agent exited or host went down)"
+        try:
+            while not n.closing:
+                while chan.recv_stderr_ready():
+                    n.stderr += chan.recv_stderr(65536)
+                    if len(n.stderr) > 65536:
+                        del n.stderr[:-65536]
+                try:
+                    data = chan.recv(1 << 20)
+                except socket.timeout:
+                    if n.watch and time.time() - n.last_rx > self.heartbeat_timeout:
+                        reason = (f"no data from {n.cfg.host} for {self.heartbeat_timeout:g} s "
+                                  f"(the agent reports every {self.sample_interval:g} s): "
+                                  f"host unreachable or network cut")
+                        break
+                    continue
+                if not data:
+                    while chan.recv_stderr_ready():
+                        n.stderr += chan.recv_stderr(65536)
+                    code = chan.recv_exit_status() if chan.exit_status_ready() else -1
+                    if code != -1:
+                        reason = f"the agent exited with code {code}"
+                    else:
+                        reason = ("the SSH connection closed without an exit status (the host "
+                                  "crashed, or its sshd was killed)")
+                    break
+                n.last_rx = time.time()
+                sock.sendall(data)
+                n.last_rx = time.time()
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            reason = f"SSH connection failed: {exc!r}"
+        if n.closing:
+            return
+        if n.handle is not None:
+            tail = bytes(n.stderr[-2000:]).decode(errors="replace").strip()
+            n.handle.lost_reason = f"{reason}" + (f"; remote stderr: {tail}" if tail else "")
+        self._drop(n)
+
+    def _pump_out(self, n: _Node) -> None:
+        """Socketpair -> channel."""
+        chan, sock = n.chan, n.sock
+        try:
+            while True:
+                data = sock.recv(1 << 20)
+                if not data:
+                    break
+                view = memoryview(data)
+                while view:
+                    try:
+                        sent = chan.send(view)
+                    except socket.timeout:
+                        if n.closing:
+                            return
+                        continue
+                    if sent == 0:
+                        raise EOFError("channel closed")
+                    view = view[sent:]
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+        try:
+            chan.shutdown_write()
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+
+    def _drop(self, n: _Node) -> None:
+        try:
+            n.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            n.client.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    # -- the end -------------------------------------------------------------
+    def kill(self, handle: NodeHandle) -> None:
+        """SIGKILL the node's agent remotely (tests of node loss)."""
+        for n in self.nodes:
+            if n.handle is handle and n.client is not None:
+                pid = handle.info.get("pid")
+                if pid:
+                    try:
+                        self._run(n, f"kill -9 {int(pid)}", 10)
+                    except Exception:  # noqa: BLE001
+                        pass
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for n in self.nodes:
+            n.closing = n.handle is not None
+            if n.handle is not None:
+                try:
+                    os.close(n.handle.rfd)       # EOF to the agent: it exits
+                except OSError:
+                    pass
+        for n in self.nodes:
+            chan = n.chan
+            if chan is not None:
+                deadline = time.time() + timeout
+                while not chan.exit_status_ready() and time.time() < deadline \
+                        and n.client.get_transport() and n.client.get_transport().is_active():
+                    time.sleep(0.01)
+            st = n.handle.stager if n.handle is not None else None
+            if st is not None:
+                st.close(cleanup=True)
+            n.closing = True
+            for t in n.threads:
+                t.join(1.0)
+            if n.sock is not None:
+                n.sock.close()
+            if n.client is not None:
+                n.client.close()
+        self.nodes = [_Node(n.cfg) for n in self.nodes]
