@@ -28,7 +28,8 @@ DEEP = 32
 
 
 class _Exec:
-    __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started")
+    __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
+                 "out", "wreg")
 
     def __init__(self, pid: int, wfd: int, rfd: int) -> None:
         self.pid = pid
@@ -39,6 +40,8 @@ class _Exec:
         self.digests: set = set()
         self.reserved = 0           # extra slots held by a multi-unit task running here
         self.started = 0.0
+        self.out = bytearray()      # frames the executor's pipe has not taken yet
+        self.wreg = False
 
 
 class Agent:
@@ -107,6 +110,8 @@ class Agent:
                 os._exit(1)
         os.close(t_r)
         os.close(r_w)
+        P.grow_pipe(t_w)
+        os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
         ex = _Exec(pid, t_w, r_r)
         self.execs.append(ex)
         self.by_fd[r_r] = ex
@@ -118,13 +123,16 @@ class Agent:
         while self.running:
             timeout = self._timeout()
             for key, mask in self.sel.select(timeout):
-                if key.data is None:
+                data = key.data
+                if data is None:
                     if mask & selectors.EVENT_READ:
                         self._from_master()
                     if mask & selectors.EVENT_WRITE:
                         self._flush()
+                elif type(data) is tuple:       # ("w", executor): its pipe has room again
+                    self._flush_exec(data[1])
                 else:
-                    self._from_exec(key.data)
+                    self._from_exec(data)
             self._check_deadlines()
             self._schedule()
             self._sample()
@@ -365,7 +373,8 @@ class Agent:
         producing = self.producing
         for d in t[11]:
             producing[d] = ex
-        P.write_all(ex.wfd, b"".join(frames))
+        ex.out += b"".join(frames)
+        self._flush_exec(ex)
         now = time.time()
         if not ex.queue:
             ex.started = now
@@ -412,7 +421,27 @@ class Agent:
         self._forget(ex, requeue_rest)
         self._spawn()
 
+    def _flush_exec(self, ex: _Exec) -> None:
+        out = ex.out
+        try:
+            while out:
+                n = os.write(ex.wfd, out)
+                del out[:n]
+        except BlockingIOError:
+            pass
+        except OSError:
+            out.clear()          # the executor died; _from_exec sees it and cleans up
+        if out and not ex.wreg:
+            self.sel.register(ex.wfd, selectors.EVENT_WRITE, ("w", ex))
+            ex.wreg = True
+        elif not out and ex.wreg:
+            self.sel.unregister(ex.wfd)
+            ex.wreg = False
+
     def _forget(self, ex: _Exec, requeue_rest: bool) -> None:
+        if ex.wreg:
+            self.sel.unregister(ex.wfd)
+            ex.wreg = False
         self.sel.unregister(ex.rfd)
         os.close(ex.rfd)
         os.close(ex.wfd)
