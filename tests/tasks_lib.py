@@ -254,3 +254,13 @@ def fail_on(x, bad):
     if x == bad:
         raise ValueError(f"chain broken at {x}")
     return x + 1
+
+
+@task(returns=bytes)
+def mib(i):
+    return bytes([i % 256]) * (1 << 20)
+
+
+@task(returns=int)
+def sample_sum(b):
+    return sum(b[::4096])

@@ -150,3 +150,13 @@ def test_large_results_stay_on_node_and_are_fetched(rt):
     assert wait_on(n) == 3 * 1024 * 1024
     assert blob._payload is None and blob._holders     # it stayed on the node
     assert len(wait_on(blob)) == 3 * 1024 * 1024       # fetched on demand
+
+
+def test_many_large_values_through_one_slot(tmp_path, monkeypatch):
+    """Large results queued deep on one executor must not deadlock agent and executor."""
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
+        wait_on(L.mib(0))                              # learn that mib is fast: deep queues
+        blobs = [L.mib(i) for i in range(20)]
+        sums = wait_on([L.sample_sum(b) for b in blobs])
+    assert sums == [(i % 256) * 256 for i in range(20)]
