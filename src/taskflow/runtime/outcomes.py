@@ -265,7 +265,7 @@ def fail_everything(rt: Any, exc: BaseException, cbs: list) -> None:
     err = TaskError(str(exc), kind="lost")
     err._reported = False
     rt.failures.append(err)
-    for t in list(rt.scheduler.ready):
+    for t in rt.scheduler.tasks():
         t.state = T.FAILED
         t.error = err
         for fut in t.all_outputs():

@@ -31,7 +31,7 @@ class Scheduler:
             raise ValueError(f"unknown placement policy {placement!r}: use locality, "
                              f"least-loaded or fifo")
         self.placement = placement
-        self.ready: list = []
+        self.ready: list = []     # heap of (-priority, sequence, task): compared in C
         self.nodes: list = []
         self._rr = 0
         self.gangs: dict = {}     # task id -> what runtime.gang reserved beyond its node
@@ -39,11 +39,15 @@ class Scheduler:
         self.gpu_used: dict = {}  # node name -> GPU ids in use
 
     def push(self, task: Any) -> None:
-        heapq.heappush(self.ready, task)
+        heapq.heappush(self.ready, (-task.prio, task.seq, task))
 
     def push_many(self, tasks: Iterable[Any]) -> None:
         for t in tasks:
-            heapq.heappush(self.ready, t)
+            heapq.heappush(self.ready, (-t.prio, t.seq, t))
+
+    def tasks(self) -> list:
+        """The ready tasks (any order)."""
+        return [e[2] for e in self.ready]
 
     def __len__(self) -> int:
         return len(self.ready)
@@ -67,7 +71,8 @@ class Scheduler:
         single = nodes[0] if len(nodes) == 1 else None
         held = self.held
         while ready:
-            task = ready[0]
+            entry = ready[0]
+            task = entry[2]
             spec = task.spec
             if spec.gang:
                 node = gang.reserve(self, task, nodes)
@@ -86,7 +91,7 @@ class Scheduler:
                 node = self._choose(task, nodes, cus, extra)
             if node is None:
                 heapq.heappop(ready)
-                deferred.append(task)
+                deferred.append(entry)
                 if len(deferred) >= 32:
                     break
                 continue
@@ -94,8 +99,8 @@ class Scheduler:
             node.used += cus
             node.mem_used += task.mem
             out.append((node, task))
-        for t in deferred:
-            heapq.heappush(ready, t)
+        for e in deferred:
+            heapq.heappush(ready, e)
         return out
 
     def _choose(self, task: Any, nodes: list, cus: int, extra: int) -> Any:
