@@ -18,6 +18,7 @@ import traceback
 import click
 
 from . import __version__
+from .observe.cliopts import OptionalValueCommand
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,7 +27,8 @@ def main() -> None:
     """taskflow: task-based workflows for clusters and HPC machines."""
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@main.command(cls=OptionalValueCommand,
+              context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--workers", "-w", type=int, default=None,
               help="Executor slots on this machine (default: number of cores).")
 @click.option("--nodes", type=int, default=1, show_default=True,
@@ -42,23 +44,45 @@ def main() -> None:
               show_default=True)
 @click.option("--progress/--no-progress", default=None,
               help="Progress line (default: on when stderr is a terminal).")
+@click.option("--graph", "-g", "graph_", is_flag=True,
+              help="Write the task graph (graph.dot, graph.svg) into the run's directory.")
+@click.option("--trace", "-t", "trace_", is_flag=True,
+              help="Write a Chrome/Perfetto trace and a Gantt chart into the run's directory.")
+@click.option("--monitor", type=int, default=None, metavar="[PORT]",
+              help="Serve the live web monitor on 127.0.0.1 (any free port if none given).")
+@click.option("--cluster", type=click.Path(exists=True, dir_okay=False), default=None,
+              expose_value=False, callback=lambda ctx, _p, v: ctx.meta.update(tf_cluster=v),
+              help="Cluster file (YAML) listing SSH and local nodes; see README.")
+@click.option("--slurm", type=click.Choice(["batch", "pilot"]), default=None, expose_value=False,
+              callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm=v),
+              help="Workers from Slurm: one batch allocation or pilot jobs (dial back).")
+@click.option("--slurm-nodes", type=int, default=1, show_default=True, expose_value=False,
+              callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm_nodes=v),
+              help="Nodes of the batch allocation, or target number of pilots.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def run(workers, nodes, retries, placement, run_dir, log_level, progress, script,
-        script_args) -> None:
+def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_, trace_,
+        monitor, script, script_args) -> None:
     """Run SCRIPT with the taskflow runtime started."""
     logging.basicConfig(level=getattr(logging, log_level.upper()),
                         format="taskflow %(levelname)s %(name)s: %(message)s")
     from .runtime.console import Progress, summary
     from .runtime.runtime import Runtime
-    rt = Runtime(workers=workers, nodes=nodes, retries=retries, placement=placement,
-                 run_dir=run_dir)
+    from .cluster import cli_runtime_options
+    meta = click.get_current_context().meta
+    rt_opts = cli_runtime_options(meta.get("tf_cluster"), placement)
+    if meta.get("tf_slurm"):
+        from .nodes.slurm import SlurmProvider
+        rt_opts["providers"] = [SlurmProvider(meta["tf_slurm"], meta["tf_slurm_nodes"])]
+    rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
     t0 = time.time()
     try:
         rt.start()
     except Exception as exc:
         click.echo(f"taskflow: could not start the runtime: {exc}", err=True)
         sys.exit(2)
+    from .cli_observe import run_finished, run_started
+    mon = run_started(rt, monitor)
     show = sys.stderr.isatty() if progress is None else progress
     prog = Progress(rt) if show else None
     script_failed = False
@@ -84,8 +108,11 @@ def run(workers, nodes, retries, placement, run_dir, log_level, progress, script
     for err in rt.unreported_failures()[:3]:
         click.echo(f"taskflow: {err}", err=True)
     click.echo(summary(rt, time.time() - t0), err=True)
+    run_finished(rt, graph_, trace_, mon)
     sys.exit(1 if (script_failed or rt.failed) else 0)
 
+
+from . import cli_observe  # noqa: E402,F401 - registers status, logs, runs, graph, ...
 
 if __name__ == "__main__":  # pragma: no cover
     main()

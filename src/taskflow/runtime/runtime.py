@@ -115,8 +115,8 @@ class Runtime:
                                         daemon=True)
         self._thread.start()
         if self.journal_on and self.journal is None:
-            from ..journal.writer import JournalWriter
             try:
+                from ..journal.writer import JournalWriter
                 self.journal = JournalWriter(self)
             except Exception as exc:  # noqa: BLE001 - no journal is better than no run
                 print(f"taskflow: no journal for this run ({exc})", file=sys.stderr)

@@ -17,6 +17,7 @@ Placement policies (``placement=``):
 from __future__ import annotations
 
 import heapq
+import time
 from typing import Any, Iterable
 
 from . import gang
@@ -37,6 +38,7 @@ class Scheduler:
         self.gangs: dict = {}     # task id -> what runtime.gang reserved beyond its node
         self.held: dict = {}      # node name -> gang shares held there (no prefetch)
         self.gpu_used: dict = {}  # node name -> GPU ids in use
+        self.walltimes = False    # some node has a job end time (Slurm): check before placing
 
     def push(self, task: Any) -> None:
         heapq.heappush(self.ready, (-task.prio, task.seq, task))
@@ -86,7 +88,8 @@ class Scheduler:
             if single is not None:
                 n = single
                 node = n if (n.used + cus <= n.slots * (1 + (0 if held else extra))
-                             and n.mem_used + task.mem <= n.memory_gb) else None
+                             and n.mem_used + task.mem <= n.memory_gb
+                             and (not self.walltimes or _before_end(n, task))) else None
             else:
                 node = self._choose(task, nodes, cus, extra)
             if node is None:
@@ -108,6 +111,8 @@ class Scheduler:
         fit = [n for n in nodes
                if n.used + cus <= n.slots * (1 + (0 if held and n.name in held else extra))
                and n.mem_used + task.mem <= n.memory_gb and n.slots >= cus]
+        if self.walltimes:
+            fit = [n for n in fit if _before_end(n, task)]
         if not fit:
             return None
         if task.excluded:
@@ -134,6 +139,25 @@ class Scheduler:
             if best_score > 0:
                 return best
         return min(fit, key=lambda n: n.load)
+
+
+def _before_end(node: Any, task: Any) -> bool:
+    """The task is expected to end before the node's job does (walltime, issue 7).
+
+    The expected duration is the task's ``time_out``, else the mean of its
+    earlier runs; a node past its drain point (end - ``drain_margin``) gets
+    nothing new.
+    """
+    end = getattr(node, "walltime_end", None)
+    if end is None:
+        return True
+    left = end - time.time() - getattr(node, "drain_margin", 0.0)
+    if left <= 0:
+        return False
+    opts = task.options
+    spec = task.spec
+    expect = (opts.get("time_out") if opts else None) or (spec.stats_mean if spec.stats_n else 0)
+    return expect <= left
 
 
 def _outside_load(node: Any) -> float:

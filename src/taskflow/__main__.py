@@ -1,0 +1,4 @@
+"""``python -m taskflow ...`` is the ``taskflow`` command."""
+from .cli import main
+
+main()

@@ -1,0 +1,262 @@
+"""``taskflow status / logs / runs / graph / trace / report / monitor``: seeing a run.
+
+Every command reads the run's journal (``<run-dir>/<run-id>/journal.db``);
+RUN is a run id, a unique part of one, or omitted for the latest run.
+"""
+from __future__ import annotations
+
+import datetime
+import sys
+import time
+from typing import Any
+
+import click
+
+from .cli import main
+from .journal.reader import Journal, RunNotFound, list_runs, resolve_run
+
+run_dir_option = click.option(
+    "--run-dir", type=click.Path(file_okay=False), default=None,
+    help="Where runs are kept (default $TASKFLOW_RUN_DIR or .taskflow/runs).")
+
+
+def _open(run: str | None, run_dir: str | None) -> Journal:
+    try:
+        return Journal(resolve_run(run, run_dir))
+    except RunNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _when(t: float | None) -> str:
+    if not t:
+        return "-"
+    return datetime.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _clock(t: float) -> str:
+    return datetime.datetime.fromtimestamp(t).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _duration(r: dict) -> str:
+    t0, t1 = r.get("t_start"), r.get("t_end") or (time.time() if r["state"] == "running" else None)
+    return f"{t1 - t0:.2f} s" if t0 and t1 else "-"
+
+
+@main.command()
+@click.argument("run", required=False)
+@run_dir_option
+def status(run: str | None, run_dir: str | None) -> None:
+    """State of RUN: counts per state, per task name, and the failed tasks."""
+    with _open(run, run_dir) as j:
+        r = j.run()
+        c = j.counts()
+        click.echo(f"run {r['run_id']}: {r['state']}  (started {_when(r.get('t_start'))}, "
+                   f"{_duration(r)})")
+        click.echo(f"  {j.run_dir}")
+        click.echo(f"tasks: {c['total']}  " + "  ".join(
+            f"{s.lower()} {c[s]}" for s in ("SUBMITTED", "DISPATCHED", "DONE", "FAILED",
+                                            "CANCELLED") if c[s]) +
+            (f"  (retries {c['retries']})" if c["retries"] else ""))
+        by = j.counts_by_name()
+        for name in sorted(by):
+            click.echo(f"  {name}: " + ", ".join(f"{n} {s.lower()}" for s, n in
+                                                sorted(by[name].items())))
+        nodes = j.nodes()
+        if nodes:
+            click.echo("nodes: " + ", ".join(
+                f"{n['name']} ({n['slots']} slots{', lost: ' + n['reason'] if n['t_lost'] else ''})"
+                for n in nodes))
+        failed = j.failed()
+        if failed:
+            click.echo(f"failed tasks ({len(failed)}):")
+            for t in failed[:20]:
+                first = (t["error"] or "").split("\n")[0]
+                click.echo(f"  task {t['id']} {t['name']} on {t['node'] or '-'}: {first}")
+                click.echo(f"    logs: taskflow logs {r['run_id']} {t['id']}"
+                           + (f" --run-dir {run_dir}" if run_dir else ""))
+            if len(failed) > 20:
+                click.echo(f"  ... and {len(failed) - 20} more")
+
+
+@main.command()
+@click.argument("run", required=False)
+@click.argument("task", required=False, type=int)
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines while the run goes on.")
+@click.option("--level", "-l", multiple=True,
+              help="Only these levels (STDOUT, STDERR, RAW); repeat or comma-separate.")
+@run_dir_option
+def logs(run: str | None, task: int | None, follow: bool, level: tuple, run_dir: str | None) -> None:
+    """Output lines of TASK in RUN (all tasks when TASK is omitted).
+
+    A lone number short enough to be a task id means that task of the latest run.
+    """
+    if run is not None and task is None and run.isdigit() and len(run) < 8:
+        run, task = None, int(run)
+    levels = [x.strip().upper() for v in level for x in v.split(",") if x.strip()] or None
+    with _open(run, run_dir) as j:
+        if task is not None and j.task(task) is None:
+            raise click.ClickException(f"run {j.run()['run_id']} has no task {task}")
+        names = {t["id"]: t["name"] for t in j.tasks()} if task is None else {}
+        last = 0
+        _follow(j, task, levels, follow, names, last)
+        t = j.task(task) if task is not None else None
+        if t is not None and t["state"] == "FAILED" and not levels:
+            click.echo(f"-- task {task} {t['name']} FAILED on {t['node'] or '-'} after "
+                       f"{t['attempts']} attempt(s):")
+            click.echo(t["traceback"] or t["error_full"] or t["error"] or "")
+
+
+def _follow(j: Journal, task: int | None, levels: list | None, follow: bool, names: dict,
+            last: int) -> None:
+    if True:
+        while True:
+            lines = j.logs(task=task, levels=levels, after=last, limit=5000)
+            for ln in lines:
+                where = "" if task is not None else \
+                    f"[{ln['task_id']} {names.get(ln['task_id'], '?')}] "
+                click.echo(f"{_clock(ln['t'])} {where}{ln['level']:<6} {ln['line']}")
+                last = ln["id"]
+            if len(lines) == 5000:
+                continue
+            if not follow or (not lines and j.run()["state"] != "running"):
+                break
+            if task is None:
+                names.update({t["id"]: t["name"] for t in j.tasks()})
+            try:
+                time.sleep(0.5)
+            except KeyboardInterrupt:
+                break
+
+
+@main.command()
+@run_dir_option
+def runs(run_dir: str | None) -> None:
+    """The runs kept under the run directory, oldest first."""
+    rs = list_runs(run_dir)
+    if not rs:
+        click.echo("no runs yet")
+        return
+    for r in rs:
+        c = r.get("counts", {})
+        click.echo(f"{r['run_id']}  {r['state']:<11} {_when(r.get('t_start'))}  "
+                   f"{c.get('total', 0):>7} tasks  {c.get('DONE', 0):>7} done  "
+                   f"{c.get('FAILED', 0):>4} failed  {_duration(r)}")
+
+
+@main.command()
+@click.argument("run", required=False)
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
+              help="Directory for graph.dot / graph.svg (default: the run's directory).")
+@run_dir_option
+def graph(run: str | None, out: str | None, run_dir: str | None) -> None:
+    """Write RUN's task graph as graph.dot and graph.svg (graphviz)."""
+    from .observe.graph import write_graph
+    try:
+        paths = write_graph(resolve_run(run, run_dir), out)
+    except RunNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    _echo_paths(paths)
+
+
+@main.command()
+@click.argument("run", required=False)
+@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
+              help="Directory for trace.json / gantt.png (default: the run's directory).")
+@run_dir_option
+def trace(run: str | None, out: str | None, run_dir: str | None) -> None:
+    """Write RUN's Chrome/Perfetto trace (trace.json) and Gantt chart (gantt.png)."""
+    from .observe.trace import write_trace
+    try:
+        paths = write_trace(resolve_run(run, run_dir), out)
+    except RunNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    _echo_paths(paths)
+
+
+def _echo_paths(paths: dict) -> None:
+    for k, v in paths.items():
+        if k.endswith("_error"):
+            click.echo(f"taskflow: no {k[:-6]}: {v}", err=True)
+        else:
+            click.echo(f"{k}: {v}")
+
+
+@main.command()
+@click.argument("run", required=False)
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write an HTML report with the DAG and the Gantt chart.")
+@run_dir_option
+def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
+    """RUN's figures (C, W, M vs C/W and the critical path) as markdown."""
+    from .observe.report import report as make
+    try:
+        click.echo(make(resolve_run(run, run_dir), html_path), nl=False)
+    except RunNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    if html_path:
+        click.echo(f"html: {html_path}", err=True)
+
+
+@main.command()
+@click.argument("run", required=False)
+@click.option("--port", "-p", type=int, default=0, help="Port (default: any free one).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but 127.0.0.1 exposes the token-protected page.")
+@click.option("--token", default=None, help="Token to require (default: a random one).")
+@run_dir_option
+def monitor(run: str | None, port: int, host: str, token: str | None, run_dir: str | None) -> None:
+    """Serve the web monitor for RUN (default: the latest) until interrupted."""
+    mon = _start_monitor(run_dir, run and resolve_run(run, run_dir), port, host, token)
+    try:
+        mon.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: str = "127.0.0.1",
+                   token: str | None = None, background: bool = False) -> Any:
+    try:
+        from .monitor import Monitor
+    except ImportError as exc:
+        raise click.ClickException(f"the monitor needs Flask: pip install 'taskflow[monitor]' "
+                                   f"({exc})") from None
+    import os
+    root = os.path.dirname(run_path) if run_path else run_dir
+    mon = Monitor(root, os.path.basename(run_path) if run_path else None, host, port, token)
+    click.echo(f"taskflow monitor: {mon.url}", err=True)
+    return mon.start() if background else mon
+
+
+# -- hooks for `taskflow run` -g / -t / --monitor --------------------------------
+def run_started(rt: Any, monitor_port: int | None) -> Any:
+    """Start the monitor for a run that has just started (None: not asked)."""
+    if monitor_port is None:
+        return None
+    if rt.journal is None:
+        click.echo("taskflow: the monitor needs the journal; it is off", err=True)
+        return None
+    return _start_monitor(None, rt.run_dir, monitor_port, background=True)
+
+
+def run_finished(rt: Any, graph_: bool, trace_: bool, mon: Any) -> None:
+    """Write the pictures asked for and stop the monitor."""
+    if mon is not None:
+        mon.stop()
+        click.echo(f"taskflow: monitor stopped; `taskflow monitor {rt.run_id}` serves this run "
+                   f"again", err=True)
+    if rt.journal is None or not (graph_ or trace_):
+        return
+    from .observe.graph import write_graph
+    from .observe.trace import write_trace
+    for wanted, fn in ((graph_, write_graph), (trace_, write_trace)):
+        if wanted:
+            try:
+                for k, v in fn(rt.run_dir).items():
+                    click.echo(f"taskflow: {'no ' + k[:-6] + ': ' if k.endswith('_error') else k + ': '}"
+                               f"{v}", err=True)
+            except Exception as exc:  # noqa: BLE001 - pictures must not fail the run
+                click.echo(f"taskflow: could not write {fn.__name__[6:]}: {exc}", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

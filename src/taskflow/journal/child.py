@@ -1,0 +1,100 @@
+"""The journal's writer process: reads pickled batches on stdin, writes SQLite.
+
+Frames are a 4-byte big-endian length and a pickle: ``("events", [...])``
+then ``("close", (t_end, state, counts))``. At end of input without a close
+(the master died) it commits what it has and leaves the run "running", which
+readers show as interrupted.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+from typing import Any
+
+_LEN = struct.Struct(">I")
+
+
+def spawn(path: str, row: tuple) -> subprocess.Popen:
+    """Start the writer for ``path``; the run's row goes first."""
+    # Run this file as a script in isolated mode: the child loads only this folder (stdlib
+    # imports), not the taskflow package, so it starts in a few tens of milliseconds.
+    proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__)],
+                            stdin=subprocess.PIPE, close_fds=True, start_new_session=True)
+    send(proc, ("open", (path, row)))
+    return proc
+
+
+def send(proc: subprocess.Popen, msg: Any) -> None:
+    body = pickle.dumps(msg, pickle.HIGHEST_PROTOCOL)
+    try:
+        proc.stdin.write(_LEN.pack(len(body)) + body)
+        proc.stdin.flush()
+    except (BrokenPipeError, OSError, ValueError) as exc:
+        raise RuntimeError(f"the journal writer process is gone (exit code {proc.poll()})") \
+            from exc
+
+
+def finish(proc: subprocess.Popen, end: tuple, timeout: float = 60.0) -> None:
+    try:
+        send(proc, ("close", end))
+        proc.stdin.close()
+    except (RuntimeError, OSError):
+        pass
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        print("taskflow: the journal writer did not finish; killing it", file=sys.stderr)
+        proc.kill()
+        proc.wait()
+
+
+def _read(f: Any, n: int) -> bytes | None:
+    data = f.read(n)
+    return data if data is not None and len(data) == n else None
+
+
+def _load_writer() -> Any:
+    """``writer.JournalDB`` with this folder loaded as a package of its own."""
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("_taskflow_journal",
+                                                  os.path.join(here, "__init__.py"),
+                                                  submodule_search_locations=[here])
+    pkg = importlib.util.module_from_spec(spec)
+    sys.modules["_taskflow_journal"] = pkg
+    spec.loader.exec_module(pkg)
+    import importlib
+    return importlib.import_module("_taskflow_journal.writer").JournalDB
+
+
+def main() -> None:
+    JournalDB = _load_writer()
+    f = sys.stdin.buffer
+    db = None
+    while True:
+        head = _read(f, 4)
+        if head is None:
+            break
+        body = _read(f, _LEN.unpack(head)[0])
+        if body is None:
+            break
+        kind, payload = pickle.loads(body)
+        if kind == "open":
+            db = JournalDB(*payload)
+        elif kind == "events" and db is not None:
+            try:
+                db.write(payload)
+            except Exception as exc:  # noqa: BLE001 - keep the rest of the journal
+                print(f"taskflow: journal write failed: {exc!r}", file=sys.stderr)
+        elif kind == "close" and db is not None:
+            db.close_run(*payload)
+            return
+    if db is not None:
+        db.db.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""Reading journals: the runs under a root, one run's tasks, logs, nodes.
+
+Readers open the database while the run may still write it (WAL mode), so
+``taskflow status``, ``taskflow logs --follow`` and the monitor work live.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+from typing import Any
+
+from .schema import JOURNAL_NAME
+
+STATES = ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE", "FAILED", "CANCELLED")
+
+
+class RunNotFound(LookupError):
+    """No run matches what the user asked for."""
+
+
+def runs_root(root: str | None = None) -> str:
+    """Where runs are kept: ``root``, ``$TASKFLOW_RUN_DIR`` or ``.taskflow/runs``."""
+    return os.path.abspath(root or os.environ.get("TASKFLOW_RUN_DIR")
+                           or os.path.join(".taskflow", "runs"))
+
+
+def run_ids(root: str | None = None) -> list[str]:
+    """Run ids with a journal, oldest first."""
+    r = runs_root(root)
+    if not os.path.isdir(r):
+        return []
+    ids = [d for d in os.listdir(r) if os.path.isfile(os.path.join(r, d, JOURNAL_NAME))]
+    # ids start with the start time to the second; within a second the journal's age decides
+    return sorted(ids, key=lambda d: (d[:15], os.path.getmtime(os.path.join(r, d, JOURNAL_NAME)), d))
+
+
+def resolve_run(run: str | None = None, root: str | None = None) -> str:
+    """The directory of run ``run`` (an id, a unique prefix, a path; None = latest)."""
+    if run and os.path.isfile(os.path.join(run, JOURNAL_NAME)):
+        return os.path.abspath(run)
+    ids = run_ids(root)
+    where = runs_root(root)
+    if not ids:
+        raise RunNotFound(f"no runs with a journal under {where} (use --run-dir or "
+                          f"TASKFLOW_RUN_DIR to point at another place)")
+    if not run or run == "latest":
+        return os.path.join(where, ids[-1])
+    hits = [i for i in ids if i == run] or [i for i in ids if i.startswith(run)] or \
+        [i for i in ids if run in i]
+    if len(hits) != 1:
+        what = "no run" if not hits else f"{len(hits)} runs"
+        raise RunNotFound(f"{what} under {where} match {run!r}; `taskflow runs` lists them")
+    return os.path.join(where, hits[0])
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Journal:
+    """A read view of one run's ``journal.db``."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+        self.path = os.path.join(run_dir, JOURNAL_NAME)
+        if not os.path.isfile(self.path):
+            raise RunNotFound(f"{run_dir} has no {JOURNAL_NAME}")
+        self.db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+        self.db.row_factory = sqlite3.Row
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Journal":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _rows(self, sql: str, args: tuple = ()) -> list:
+        """Rows of ``sql``; none while the writer has not made the tables yet."""
+        try:
+            return self.db.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise
+
+    def _all(self, sql: str, args: tuple = ()) -> list[dict]:
+        return [dict(r) for r in self._rows(sql, args)]
+
+    # -- the run ----------------------------------------------------------------
+    def run(self) -> dict:
+        rows = self._all("SELECT * FROM run")
+        if not rows:
+            return {"run_id": os.path.basename(self.run_dir), "state": "unknown"}
+        r = rows[0]
+        if r["state"] == "running" and r.get("hostname") == socket.gethostname() \
+                and not _pid_alive(r.get("pid")):
+            r["state"] = "interrupted"
+        r["run_dir"] = self.run_dir
+        return r
+
+    def counts(self) -> dict[str, int]:
+        c = {s: 0 for s in STATES}
+        for state, n in self._rows("SELECT state, COUNT(*) FROM tasks GROUP BY state"):
+            c[state] = n
+        c["total"] = sum(c[s] for s in STATES)
+        c["retries"] = sum(r[0] for r in self._rows(
+            "SELECT COUNT(*) FROM transitions WHERE state='RETRY'"))
+        return c
+
+    def counts_by_name(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for name, state, n in self._rows(
+                "SELECT name, state, COUNT(*) FROM tasks GROUP BY name, state"):
+            out.setdefault(name, {})[state] = n
+        return out
+
+    # -- tasks --------------------------------------------------------------------
+    def tasks(self, state: str | None = None, limit: int | None = None) -> list[dict]:
+        sql = "SELECT id, name, func, params, constraints, node, state, t_submit, t_dispatch, " \
+              "t_start, t_end, attempts, exit_code, error FROM tasks"
+        args: tuple = ()
+        if state:
+            sql += " WHERE state=?"
+            args = (state.upper(),)
+        sql += " ORDER BY id"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return self._all(sql, args)
+
+    def task(self, tid: int) -> dict | None:
+        rows = self._all("SELECT * FROM tasks WHERE id=?", (tid,))
+        if not rows:
+            return None
+        t = rows[0]
+        t["deps"] = self.deps_of(tid)
+        tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
+        for col, state in (("t_submit", "SUBMITTED"), ("t_dispatch", "DISPATCHED"),
+                           ("t_start", "RUNNING"), ("t_end", t["state"])):
+            if t.get(col) and (col != "t_end" or t["state"] in ("DONE", "FAILED", "CANCELLED")):
+                tr.append({"t": t[col], "state": state, "info": None,
+                           "node": "" if col == "t_submit" else t["node"]})
+        t["transitions"] = sorted(tr, key=lambda x: x["t"])
+        return t
+
+    def deps_of(self, tid: int) -> list[int]:
+        return [r[0] for r in self._rows("SELECT dep_id FROM deps WHERE task_id=?", (tid,))]
+
+    def edges(self) -> list[tuple[int, int]]:
+        """(producer, consumer) pairs."""
+        return [(d, t) for t, d in self._rows("SELECT task_id, dep_id FROM deps")]
+
+    def failed(self) -> list[dict]:
+        return self._all("SELECT id, name, node, attempts, error FROM tasks "
+                         "WHERE state='FAILED' ORDER BY id")
+
+    # -- logs -----------------------------------------------------------------------
+    def logs(self, task: int | None = None, levels: list[str] | None = None,
+             after: int = 0, limit: int | None = None) -> list[dict]:
+        """Log lines (``id`` increases; pass the last one as ``after`` to follow)."""
+        sql = "SELECT id, task_id, t, level, node, line FROM logs WHERE id>?"
+        args: list = [after]
+        if task is not None:
+            sql += " AND task_id=?"
+            args.append(task)
+        if levels:
+            sql += f" AND level IN ({','.join('?' * len(levels))})"
+            args.extend(x.upper() for x in levels)
+        sql += " ORDER BY id"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return self._all(sql, tuple(args))
+
+    # -- nodes ------------------------------------------------------------------------
+    def nodes(self) -> list[dict]:
+        out = self._all("SELECT name, t_join, t_lost, slots, info, reason FROM nodes ORDER BY rowid")
+        for n in out:
+            try:
+                n["info"] = json.loads(n["info"] or "{}")
+            except ValueError:
+                n["info"] = {}
+        return out
+
+    def samples(self, node: str | None = None, after: float = 0.0) -> list[dict]:
+        sql = "SELECT node, t, cpu, mem, load1 FROM samples WHERE t>?"
+        args: tuple = (after,)
+        if node:
+            sql += " AND node=?"
+            args = (after, node)
+        return self._all(sql + " ORDER BY t", args)
+
+
+def list_runs(root: str | None = None) -> list[dict]:
+    """Every run under ``root`` with its state and task counts, oldest first."""
+    out = []
+    where = runs_root(root)
+    for rid in run_ids(root):
+        try:
+            with Journal(os.path.join(where, rid)) as j:
+                r = j.run()
+                r["counts"] = j.counts()
+        except (sqlite3.Error, RunNotFound) as exc:
+            r = {"run_id": rid, "state": f"unreadable ({exc})", "counts": {}}
+        out.append(r)
+    return out

@@ -1,0 +1,332 @@
+"""The journal writer: the runtime's events into SQLite, off the hot path.
+
+:class:`JournalWriter` subscribes to the runtime's event bus. By default the
+SQLite work happens in a small child process (``taskflow.journal.child``):
+the bus thread only turns each batch into plain tuples (the parameters' short
+form, the error's text) and pickles it down a pipe, so the master's GIL is
+not spent on SQL. ``TASKFLOW_JOURNAL=thread`` writes from the bus thread
+instead. Either way :class:`JournalDB` writes a batch in one transaction:
+rows of a task submitted, dispatched and finished within one batch (the
+common case for short tasks) become one INSERT; other changes are coalesced
+per task and applied with ``executemany``. WAL mode lets ``taskflow status``,
+``taskflow logs --follow`` and the monitor read while the run writes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import sys
+import threading
+from typing import Any
+
+from .schema import JOURNAL_NAME, SCHEMA
+
+LOG_CAP = 20000          # lines stored per task; the rest are counted, then stated in the log
+_COLS = ("id", "name", "func", "params", "constraints", "node", "state", "t_submit",
+         "t_dispatch", "t_start", "t_end", "attempts", "exit_code", "error", "error_full",
+         "traceback")
+_INSERT = f"INSERT INTO tasks ({','.join(_COLS)}) VALUES ({','.join('?' * len(_COLS))})"
+_IDX = {c: i for i, c in enumerate(_COLS)}
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """A value's repr cut to ``limit`` characters (never raises)."""
+    try:
+        r = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a user's __repr__ may fail
+        r = f"<{type(value).__name__}: repr failed: {exc}>"
+    return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+def short_params(spec: Any, argv: Any, kwargs: Any, refs: Any) -> str:
+    """``a=1, f=<file in.txt>, x=<data d3>`` for a task's call."""
+    shown: dict = {}
+    for ref in refs or ():
+        path, kind, obj = ref
+        if len(path) != 1:
+            continue
+        if kind in ("r", "p"):
+            did = getattr(obj, "_did", None)
+            shown[path[0]] = f"<data d{did}>" if did is not None else "<data>"
+        else:
+            f = obj[1] if isinstance(obj, tuple) else obj
+            p = getattr(f, "_path", None) or ""
+            shown[path[0]] = f"<{'dir' if kind[0] == 'd' else 'file'} {os.path.basename(p)}>"
+    names = getattr(spec, "names", None) or []
+    parts = []
+    for i, v in enumerate(argv or ()):
+        label = names[i] if i < len(names) else f"arg{i}"
+        parts.append(f"{label}={shown[i] if i in shown else short(v)}")
+    for k, v in (kwargs or {}).items():
+        parts.append(f"{k}={shown[k] if k in shown else short(v)}")
+    return ", ".join(parts)
+
+
+def _constraints(spec: Any) -> str:
+    c: dict = {"computing_units": getattr(spec, "computing_units", 1)}
+    if getattr(spec, "memory_size", 0):
+        c["memory_size"] = spec.memory_size
+    for k in ("processors", "time_out", "on_failure", "priority", "invoker"):
+        v = getattr(spec, k, None)
+        if v and v != "python" and not (k == "on_failure" and v == "RETRY"):
+            c[k] = v if isinstance(v, (int, float, str)) else short(v, 200)
+    return json.dumps(c)
+
+
+def prepare(evs: list, cache: dict) -> list:
+    """Events with their object references replaced by plain values (picklable)."""
+    out = []
+    for ev in evs:
+        kind = ev[0]
+        if kind == "submitted":
+            extra = ev[5]
+            if type(extra) is tuple:
+                dep_ids, argv, kwargs, refs, spec = extra
+                info = cache.get(id(spec))
+                if info is None:
+                    f = getattr(spec, "func", None)
+                    func = f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}"
+                    info = cache[id(spec)] = (func, _constraints(spec), spec)
+                ev = (kind, ev[1], ev[2], ev[3], ev[4],
+                      [dep_ids, info[0], info[1], short_params(spec, argv, kwargs, refs)])
+        elif kind == "failed" or kind == "cancelled":
+            extra = ev[5]
+            if extra and len(extra) > 3 and extra[3] is not None and type(extra[3]) is not tuple:
+                err = extra[3]
+                ev = (kind, ev[1], ev[2], ev[3], ev[4],
+                      (extra[0], extra[1], extra[2],
+                       (str(err), getattr(err, "remote_traceback", "") or None,
+                        _exit_code(err)), *extra[4:]))
+        out.append(ev)
+    return out
+
+
+def _exit_code(err: Any) -> int | None:
+    """An external program's exit code, when the error carries one (@binary, @mpi)."""
+    for e in (err, getattr(err, "__cause__", None)):
+        for attr in ("exit_code", "returncode"):
+            v = getattr(e, attr, None)
+            if isinstance(v, int):
+                return v
+    return None
+
+
+def run_row(rt: Any) -> tuple:
+    from .. import __version__
+    return (rt.run_id, rt.t_start, "running", json.dumps(sys.argv), os.getcwd(),
+            socket.gethostname(), os.getpid(), rt.workers, __version__)
+
+
+class JournalDB:
+    """The SQLite side: owns ``journal.db`` while the run goes on."""
+
+    def __init__(self, path: str, row: tuple) -> None:
+        self.path = path
+        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self._nlogs: dict[int, int] = {}
+        self.db.execute(
+            "INSERT OR REPLACE INTO run (run_id, t_start, state, argv, cwd, hostname, pid, "
+            "workers, version) VALUES (?,?,?,?,?,?,?,?,?)", row)
+        self.run_id = row[0]
+
+    def write(self, evs: list) -> None:
+        new: dict[int, list] = {}
+        changes: dict[int, dict] = {}
+        deps: list = []
+        trans: list = []
+        logs: list = []
+        nodes: list = []
+        lost: list = []
+        samples: list = []
+        nlogs = self._nlogs
+        for ev in evs:
+            kind, t, tid, name, node, extra = ev
+            if kind == "log":
+                n = nlogs.get(tid, 0) + 1
+                nlogs[tid] = n
+                if n <= LOG_CAP:
+                    logs.append((tid, t, extra[0], node, extra[1]))
+                continue
+            if kind == "submitted":
+                dep_ids, func, cons, params = extra     # see prepare()
+                row = [tid, name, func, params, cons, "", "SUBMITTED", t, None, None, None, 0,
+                       None, None, None, None]
+                new[tid] = row
+                if dep_ids:
+                    deps.extend([(tid, d) for d in dep_ids])
+                continue
+            row = new.get(tid)
+            if row is not None:             # fast paths: the task's row is still in hand
+                if kind == "dispatched":
+                    row[5] = node
+                    row[6] = "DISPATCHED"
+                    row[8] = t
+                    continue
+                if kind == "done" and extra and not nlogs.get(tid, 0) > LOG_CAP:
+                    row[5] = node
+                    row[6] = "DONE"
+                    row[9] = extra[0] or None
+                    row[10] = extra[1] or t
+                    if len(extra) > 4:
+                        row[11] = extra[4]
+                    nlogs.pop(tid, None)
+                    continue
+            if kind == "dispatched":
+                ch = {"state": "DISPATCHED", "node": node, "t_dispatch": t}
+            elif kind in ("done", "failed", "cancelled"):
+                state = kind.upper()
+                ch = {"state": state, "t_end": t}
+                if node:
+                    ch["node"] = node
+                if extra:
+                    t0, t1 = extra[0], extra[1]
+                    if t0:
+                        ch["t_start"] = t0
+                    if t1:
+                        ch["t_end"] = t1
+                    if len(extra) > 2 and extra[2]:
+                        ch["error"] = extra[2]
+                    if len(extra) > 3 and extra[3] is not None:
+                        ch["error_full"], ch["traceback"], code = extra[3]     # see prepare()
+                        if code is not None:
+                            ch["exit_code"] = code
+                    if len(extra) > 4:
+                        ch["attempts"] = extra[4]
+                n = nlogs.pop(tid, 0)
+                if n > LOG_CAP:
+                    logs.append((tid, t, "RAW", node, f"[taskflow] {n - LOG_CAP} more lines "
+                                 f"not stored (journal cap {LOG_CAP} lines per task)"))
+            elif kind == "retry":
+                ch = {"state": "READY", "node": ""}
+                trans.append((tid, t, "RETRY", node, str(extra)))
+            elif kind == "node_join":
+                info = extra if isinstance(extra, dict) else {}
+                nodes.append((node, t, info.get("slots"), json.dumps(info, default=str)))
+                continue
+            elif kind == "node_lost":
+                lost.append((t, str(extra), node))
+                continue
+            elif kind == "sample":
+                s = extra if isinstance(extra, dict) else {}
+                samples.append((node, t, s.get("cpu"), s.get("mem"), s.get("load1"),
+                                json.dumps(s, default=str)))
+                continue
+            else:
+                continue
+            if row is not None:
+                for k, v in ch.items():
+                    row[_IDX[k]] = v
+            else:
+                old = changes.get(tid)
+                if old is None:
+                    changes[tid] = ch
+                else:
+                    old.update(ch)
+        db = self.db
+        db.execute("BEGIN")
+        try:
+            if new:
+                db.executemany(_INSERT, new.values())
+            if changes:
+                groups: dict[tuple, list] = {}
+                for tid, ch in changes.items():
+                    keys = tuple(ch)
+                    groups.setdefault(keys, []).append((*ch.values(), tid))
+                for keys, rows in groups.items():
+                    sets = ", ".join(f"{k}=?" for k in keys)
+                    db.executemany(f"UPDATE tasks SET {sets} WHERE id=?", rows)
+            if deps:
+                db.executemany("INSERT INTO deps VALUES (?,?)", deps)
+            if trans:
+                db.executemany("INSERT INTO transitions VALUES (?,?,?,?,?)", trans)
+            if logs:
+                db.executemany("INSERT INTO logs (task_id, t, level, node, line) "
+                               "VALUES (?,?,?,?,?)", logs)
+            if nodes:
+                db.executemany("INSERT INTO nodes (name, t_join, slots, info) VALUES (?,?,?,?)",
+                               nodes)
+            if lost:
+                db.executemany("UPDATE nodes SET t_lost=?, reason=? WHERE name=?", lost)
+            if samples:
+                db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", samples)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def close_run(self, t_end: float, state: str, counts: dict) -> None:
+        """Mark the run finished or failed and close the database."""
+        c = counts
+        try:
+            self.db.execute(
+                "UPDATE run SET t_end=?, state=?, n_submitted=?, n_done=?, n_failed=?, "
+                "n_cancelled=?, n_retries=? WHERE run_id=?",
+                (t_end, state, c.get("submitted"), c.get("done"), c.get("failed"),
+                 c.get("cancelled"), c.get("retries"), self.run_id))
+        finally:
+            self.db.close()
+
+
+class JournalWriter:
+    """The runtime's side: subscribes to the bus, feeds a :class:`JournalDB`.
+
+    ``mode`` "process" (default) writes from a child process, "thread" from
+    the bus thread; ``$TASKFLOW_JOURNAL`` sets the default.
+    """
+
+    def __init__(self, rt: Any, mode: str | None = None) -> None:
+        os.makedirs(rt.run_dir, exist_ok=True)
+        self.path = os.path.join(rt.run_dir, JOURNAL_NAME)
+        self.mode = mode or os.environ.get("TASKFLOW_JOURNAL", "process")
+        self._lock = threading.Lock()
+        self._cache: dict[int, tuple] = {}
+        self.closed = False
+        self.proc: Any = None
+        self.db: JournalDB | None = None
+        self._row = run_row(rt)
+        if self.mode == "process":
+            from .child import spawn
+            JournalDB(self.path, self._row).db.close()   # tables exist before anyone reads
+            self.proc = spawn(self.path, self._row)
+        else:
+            self.db = JournalDB(self.path, self._row)
+        rt.bus.subscribe(self.on_events)
+
+    def on_events(self, evs: list) -> None:
+        """From the bus thread: one batch of events."""
+        with self._lock:
+            if self.closed:
+                return
+            evs = prepare(evs, self._cache)
+            if self.proc is not None:
+                from .child import send
+                try:
+                    send(self.proc, ("events", evs))
+                    return
+                except RuntimeError as exc:     # carry on in this process
+                    print(f"taskflow: {exc}; writing the journal from the master from now on",
+                          file=sys.stderr)
+                    self.proc = None
+                    self.db = JournalDB(self.path, self._row)
+                self.db.write(evs)
+            else:
+                self.db.write(evs)
+
+    def close(self, rt: Any, t_end: float) -> None:
+        """Mark the run finished or failed (after the bus delivered everything)."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            c = rt.counts()
+            state = "failed" if rt.failed else "finished"
+            if self.proc is not None:
+                from .child import finish
+                finish(self.proc, (t_end, state, c))
+            else:
+                self.db.close_run(t_end, state, c)

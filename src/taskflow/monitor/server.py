@@ -1,0 +1,163 @@
+"""The monitor's HTTP side: a token-protected page and a JSON API over the journals.
+
+Everything is read from the runs' journals (SQLite, WAL), so the same server
+shows a run that is going on (``taskflow run --monitor``) and one that ended
+(``taskflow monitor RUN``). It binds to 127.0.0.1 unless told otherwise and
+answers 401 without a token and 403 with a wrong one. The token is accepted
+as ``?token=``, as ``Authorization: Bearer <token>``, or in the cookie the
+page sets.
+
+API (JSON; ``<run>`` is a run id, a unique prefix, or ``latest``):
+  GET /api/runs                               every run: state, counts
+  GET /api/runs/<run>                         the run, counts, counts per name
+  GET /api/runs/<run>/tasks                   tasks and edges (?state=, ?limit=)
+  GET /api/runs/<run>/tasks/<id>              one task with deps and transitions
+  GET /api/runs/<run>/logs                    log lines (?task=, ?level=, ?after=, ?limit=)
+  GET /api/runs/<run>/nodes                   nodes and their samples (?after=)
+  GET /api/runs/<run>/report                  the report's figures
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+from typing import Any
+
+from flask import Flask, Response, abort, jsonify, request
+from werkzeug.serving import WSGIRequestHandler, make_server
+
+from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run, runs_root
+from .page import PAGE
+
+COOKIE = "taskflow_token"
+MAX_TASKS = 5000
+
+
+def create_app(root: str, token: str, default_run: str | None = None) -> Flask:
+    """The Flask application for the runs under ``root``."""
+    app = Flask("taskflow.monitor")
+    root = runs_root(root)
+
+    @app.before_request
+    def _auth() -> Any:
+        given = request.args.get("token") or request.cookies.get(COOKIE)
+        auth = request.headers.get("Authorization", "")
+        if auth.startswith("Bearer "):
+            given = auth[7:].strip()
+        if not given:
+            return jsonify(error="a token is required: open the URL printed at start-up "
+                                 "(…/?token=…)"), 401
+        if not secrets.compare_digest(given, token):
+            return jsonify(error="wrong token"), 403
+        return None
+
+    def journal(run: str) -> Journal:
+        try:
+            return Journal(resolve_run(None if run in ("latest", "current") else run, root))
+        except RunNotFound as exc:
+            abort(Response(json.dumps({"error": str(exc)}), 404, mimetype="application/json"))
+
+    @app.get("/")
+    def page() -> Response:
+        run = request.args.get("run") or default_run or "latest"
+        html = PAGE.replace("__RUN__", run).replace("__TOKEN__", token)
+        resp = Response(html, mimetype="text/html")
+        resp.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+        return resp
+
+    @app.get("/api/runs")
+    def runs() -> Response:
+        return jsonify(runs=list_runs(root))
+
+    @app.get("/api/runs/<run>")
+    def run_info(run: str) -> Response:
+        with journal(run) as j:
+            return jsonify(run=j.run(), counts=j.counts(), by_name=j.counts_by_name())
+
+    @app.get("/api/runs/<run>/tasks")
+    def tasks(run: str) -> Response:
+        limit = min(int(request.args.get("limit", MAX_TASKS)), MAX_TASKS)
+        with journal(run) as j:
+            ts = j.tasks(state=request.args.get("state"), limit=limit)
+            ids = {t["id"] for t in ts}
+            edges = [e for e in j.edges() if e[0] in ids and e[1] in ids]
+            total = j.counts()["total"]
+        return jsonify(tasks=ts, edges=edges, total=total, truncated=total > len(ts))
+
+    @app.get("/api/runs/<run>/tasks/<int:tid>")
+    def task(run: str, tid: int) -> Response:
+        with journal(run) as j:
+            t = j.task(tid)
+        if t is None:
+            return jsonify(error=f"no task {tid} in run {run}"), 404
+        return jsonify(task=t)
+
+    @app.get("/api/runs/<run>/logs")
+    def logs(run: str) -> Response:
+        task_id = request.args.get("task", type=int)
+        levels = [x for x in request.args.get("level", "").split(",") if x] or None
+        with journal(run) as j:
+            lines = j.logs(task=task_id, levels=levels, after=request.args.get("after", 0, int),
+                           limit=min(request.args.get("limit", 2000, int), 20000))
+        return jsonify(logs=lines)
+
+    @app.get("/api/runs/<run>/nodes")
+    def nodes(run: str) -> Response:
+        with journal(run) as j:
+            return jsonify(nodes=j.nodes(), samples=j.samples(after=request.args.get(
+                "after", 0.0, float)))
+
+    @app.get("/api/runs/<run>/report")
+    def report(run: str) -> Response:
+        from ..observe.report import figures
+        with journal(run) as j:
+            return jsonify(figures(j))
+
+    return app
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, *args: Any, **kwargs: Any) -> None:  # no access log on the console
+        pass
+
+
+class Monitor:
+    """The monitor server in a background thread of this process."""
+
+    def __init__(self, root: str | None = None, run: str | None = None,
+                 host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
+        self.root = runs_root(root)
+        self.run = run
+        self.token = token or secrets.token_urlsafe(18)
+        self.app = create_app(self.root, self.token, run)
+        self.server = make_server(host, port, self.app, threaded=True,
+                                  request_handler=_QuietHandler)
+        self.host = host
+        self.port = self.server.server_port
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host = self.host if self.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        run = f"&run={self.run}" if self.run else ""
+        return f"http://{host}:{self.port}/?token={self.token}{run}"
+
+    def start(self) -> "Monitor":
+        self._thread = threading.Thread(target=self.server.serve_forever, name="taskflow-monitor",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self.server.serve_forever()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        if self._thread is not None:
+            self._thread.join(5)
+        self.server.server_close()
+
+
+def default_root() -> str:
+    return runs_root(os.environ.get("TASKFLOW_RUN_DIR"))

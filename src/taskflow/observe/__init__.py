@@ -1,0 +1,1 @@
+"""Pictures and reports of a run, made from its journal (:mod:`taskflow.journal`)."""

@@ -1,0 +1,186 @@
+"""The run report: C, W, M against C/W and the critical-path bound, per-name stats.
+
+Model (the SPA seed): with w(t) the number of busy slots at time t and M the
+makespan, W = (1/M) ∫ w(t) dt is the time-averaged parallelism and the total
+CPU time is C = ∫ w(t) dt, so M = C / W. The report sets M against C/W (the
+identity, a check of the journal's times), against C/P (all P slots busy)
+and against the critical path L (the longest chain of dependent run times);
+max(C/P, L) is the lower bound no scheduler can beat.
+"""
+from __future__ import annotations
+
+import html
+import os
+import time
+from typing import Any
+
+from ..journal.reader import Journal
+from .graph import build, critical_path
+
+
+def busy_integral(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
+    """∫ w(t) dt over [lo, hi] by a sweep over the run intervals."""
+    pts = []
+    for a, b in intervals:
+        a, b = max(a, lo), min(b, hi)
+        if b > a:
+            pts.append((a, 1))
+            pts.append((b, -1))
+    pts.sort()
+    total, w, last = 0.0, 0, lo
+    for t, d in pts:
+        total += w * (t - last)
+        w += d
+        last = t
+    return total
+
+
+def figures(j: Journal) -> dict[str, Any]:
+    """Every number the report shows, as a dict (the monitor's API serves it too)."""
+    g = build(j)
+    tasks = [d for _, d in g.nodes(data=True)]
+    ran = [t for t in tasks if t.get("t_start") and t.get("t_end")]
+    slots = sum(int(n["slots"] or 1) for n in j.nodes()) or 1
+    run = j.run()
+    subs = [t["t_submit"] for t in tasks if t.get("t_submit")]
+    t_first = min(subs) if subs else (run.get("t_start") or 0.0)
+    t_last = max((t["t_end"] for t in tasks if t.get("t_end")), default=t_first)
+    M = max(t_last - t_first, 0.0)
+    C = sum(t["t_end"] - t["t_start"] for t in ran)
+    integral = busy_integral([(t["t_start"], t["t_end"]) for t in ran], t_first, t_last)
+    W = integral / M if M > 0 else 0.0
+    L, path = critical_path(g)
+    queued = running = 0.0
+    per: dict[str, dict[str, Any]] = {}
+    for t in tasks:
+        s = per.setdefault(t["name"], {"count": 0, "DONE": 0, "FAILED": 0, "CANCELLED": 0,
+                                       "run": 0.0, "queued": 0.0, "nrun": 0})
+        s["count"] += 1
+        if t["state"] in s:
+            s[t["state"]] += 1
+        if t.get("t_start") and t.get("t_end"):
+            ready = max([t["t_submit"] or t["t_start"]] +
+                        [g.nodes[p].get("t_end") or 0.0 for p in g.predecessors(t["id"])])
+            q = max(0.0, t["t_start"] - ready)
+            r = t["t_end"] - t["t_start"]
+            queued += q
+            running += r
+            s["run"] += r
+            s["queued"] += q
+            s["nrun"] += 1
+    for s in per.values():
+        n = s.pop("nrun")
+        s["mean_run"] = s["run"] / n if n else 0.0
+        s["mean_queued"] = s["queued"] / n if n else 0.0
+    longest = sorted(ran, key=lambda t: t["t_end"] - t["t_start"], reverse=True)[:10]
+    return {
+        "run_id": run.get("run_id"), "state": run.get("state"), "slots": slots,
+        "tasks": len(tasks), "ran": len(ran), "counts": j.counts(),
+        "C": C, "M": M, "W": W, "C_over_W": C / W if W > 0 else 0.0,
+        "C_over_P": C / slots, "L": L, "critical_path": path,
+        "lower_bound": max(C / slots, L), "efficiency": W / slots,
+        "queued": queued, "running": running, "per_name": per,
+        "longest": [{"id": t["id"], "name": t["name"], "node": t["node"],
+                     "seconds": t["t_end"] - t["t_start"], "params": t["params"]}
+                    for t in longest],
+        "t_first": t_first,
+    }
+
+
+def to_markdown(f: dict[str, Any]) -> str:
+    c = f["counts"]
+    lines = [f"# taskflow run {f['run_id']} ({f['state']})", "",
+             f"{f['tasks']} tasks: " + ", ".join(f"{c[s]} {s.lower()}" for s in
+                                                 ("DONE", "FAILED", "CANCELLED") if c.get(s))
+             + (f"; {c['retries']} retried" if c.get("retries") else "") +
+             f"; {f['slots']} slots.", "",
+             "## Makespan against the model (M = C / W)", "",
+             "| figure | value |", "|---|---|",
+             f"| C, total CPU time of the tasks | {f['C']:.3f} s |",
+             f"| M, makespan (first submission to last end) | {f['M']:.3f} s |",
+             f"| W = (1/M) ∫ w(t) dt, mean busy slots | {f['W']:.3f} of {f['slots']} |",
+             f"| C / W | {f['C_over_W']:.3f} s |",
+             f"| C / P, all {f['slots']} slots busy | {f['C_over_P']:.3f} s |",
+             f"| L, critical path ({len(f['critical_path'])} tasks) | {f['L']:.3f} s |",
+             f"| lower bound max(C/P, L) | {f['lower_bound']:.3f} s |",
+             f"| M / lower bound | {f['M'] / f['lower_bound']:.2f} |" if f["lower_bound"] > 0
+             else "| M / lower bound | - |",
+             f"| W / P, slot utilisation | {100 * f['efficiency']:.1f} % |", "",
+             "## Time queued vs running", "",
+             f"Ready but waiting for a slot: {f['queued']:.3f} s in total; running: "
+             f"{f['running']:.3f} s.", "",
+             "## Per task name", "",
+             "| name | count | done | failed | cancelled | mean run (s) | total run (s) | "
+             "mean queued (s) |", "|---|---|---|---|---|---|---|---|"]
+    for name, s in sorted(f["per_name"].items()):
+        lines.append(f"| {name} | {s['count']} | {s['DONE']} | {s['FAILED']} | "
+                     f"{s['CANCELLED']} | {s['mean_run']:.4f} | {s['run']:.3f} | "
+                     f"{s['mean_queued']:.4f} |")
+    lines += ["", "## Longest tasks", "", "| id | name | node | seconds | parameters |",
+              "|---|---|---|---|---|"]
+    for t in f["longest"]:
+        lines.append(f"| {t['id']} | {t['name']} | {t['node']} | {t['seconds']:.4f} | "
+                     f"{(t['params'] or '').replace('|', '/')[:80]} |")
+    if f["critical_path"]:
+        cp = " -> ".join(str(i) for i in f["critical_path"][:30])
+        lines += ["", f"Critical path (task ids): {cp}"
+                  + (" ..." if len(f["critical_path"]) > 30 else "")]
+    return "\n".join(lines) + "\n"
+
+
+def to_html(md: str, pictures: list[str]) -> str:
+    """The markdown as HTML (headings, tables, paragraphs) with pictures inlined."""
+    out = ["<!doctype html><meta charset='utf-8'><title>taskflow report</title>",
+           "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
+           "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}</style>"]
+    rows: list[str] = []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            if not set(line) <= set("|-"):
+                cells = [html.escape(c.strip()) for c in line.strip("|").split("|")]
+                tag = "th" if not rows else "td"
+                rows.append("<tr>" + "".join(f"<{tag}>{c}</{tag}>" for c in cells) + "</tr>")
+            continue
+        if rows:
+            out.append("<table>" + "".join(rows) + "</table>")
+            rows = []
+        if line.startswith("## "):
+            out.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("# "):
+            out.append(f"<h1>{html.escape(line[2:])}</h1>")
+        elif line:
+            out.append(f"<p>{html.escape(line)}</p>")
+    for p in pictures:
+        if p.endswith(".svg"):
+            with open(p) as fh:
+                out.append("<h2>Task graph</h2>" + fh.read())
+        elif p.endswith(".png"):
+            import base64
+            with open(p, "rb") as fh:
+                b64 = base64.b64encode(fh.read()).decode()
+            out.append(f"<h2>Gantt chart</h2><img src='data:image/png;base64,{b64}'>")
+    out.append(f"<p><small>made {time.strftime('%Y-%m-%d %H:%M:%S')}</small></p>")
+    return "\n".join(out)
+
+
+def report(run_dir: str, html_path: str | None = None) -> str:
+    """The report as markdown; with ``html_path`` also an HTML file with the pictures."""
+    with Journal(run_dir) as j:
+        md = to_markdown(figures(j))
+    if html_path:
+        from .graph import write_graph
+        from .trace import write_trace
+        out = os.path.dirname(os.path.abspath(html_path))
+        pics = []
+        g = write_graph(run_dir, out)
+        if "svg" in g:
+            pics.append(g["svg"])
+        try:
+            tr = write_trace(run_dir, out)
+            if "gantt" in tr:
+                pics.append(tr["gantt"])
+        except Exception:  # noqa: BLE001 - pictures are optional in a report
+            pass
+        with open(html_path, "w") as fh:
+            fh.write(to_html(md, pics))
+    return md
