@@ -19,6 +19,7 @@ import pickle
 import select
 import shutil
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -28,6 +29,7 @@ import cloudpickle
 from ..argpath import get_path, set_path
 from . import protocol as P
 
+SHORT = 0.001              # s; results of faster tasks wait to travel in one frame
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
 
 
@@ -44,7 +46,7 @@ class _Capture(io.TextIOBase):
     STREAM_AFTER = 0.5
     STREAM_EVERY = 0.2
 
-    def __init__(self, level: str, sink: list) -> None:
+    def __init__(self, level: str, sink: list, live: tuple | None = None) -> None:
         self.level = level
         self.sink = sink
         self.partial = ""
@@ -52,8 +54,7 @@ class _Capture(io.TextIOBase):
         self.kept = 0
         self.t0 = time.time()
         self.t_sent = self.t0
-        self.stream: Any = None     # (task id, fd) once found; False: cannot stream
-        import threading
+        self.stream: Any = live if live is not None else False   # (task id, fd to the agent)
         self.thread = threading.get_ident()
 
     def writable(self) -> bool:
@@ -80,18 +81,8 @@ class _Capture(io.TextIOBase):
         return len(s)
 
     def _send_live(self, t: float) -> None:
-        import threading
         if threading.get_ident() != self.thread:
-            return
-        if self.stream is None:
-            f = sys._getframe(1)
-            while f is not None and f.f_code.co_name != "executor_main":
-                f = f.f_back
-            loc = f.f_locals if f is not None else {}
-            self.stream = (loc["tmsg"][0], loc["wfd"]) if "tmsg" in loc and "wfd" in loc \
-                else False
-            if not self.stream:
-                return
+            return   # another thread of the task: its lines go with the result
         self.t_sent = t
         if self.sink:
             lines = list(self.sink)
@@ -276,6 +267,7 @@ def executor_main(rfd: int, wfd: int) -> None:
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr
     pending: list = []
+    means: dict = {}          # function digest -> mean duration here
     while True:
         if not pending:
             msgs = reader.feed()
@@ -298,8 +290,13 @@ def executor_main(rfd: int, wfd: int) -> None:
             op = msg[0]
             if op == P.TASKS:
                 for tmsg in msg[1]:
+                    if results and means.get(tmsg[1], 1.0) > SHORT:
+                        # Answer now: this task may take a while, the ones done must not wait.
+                        P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
+                        results, logs_out = [], []
                     logs: list = []
-                    out, err = _Capture("STDOUT", logs), _Capture("STDERR", logs)
+                    live = (tmsg[0], wfd)
+                    out, err = _Capture("STDOUT", logs, live), _Capture("STDERR", logs, live)
                     sys.stdout, sys.stderr = out, err
                     try:
                         res = run_task(funcs, tmsg, logs)
@@ -308,6 +305,9 @@ def executor_main(rfd: int, wfd: int) -> None:
                     out.flush_partial()
                     err.flush_partial()
                     results.append(res)
+                    d = res[4][1] - res[4][0]
+                    m = means.get(tmsg[1])
+                    means[tmsg[1]] = d if m is None else 0.8 * m + 0.2 * d
                     if logs:
                         logs_out.append((tmsg[0], logs))
             elif op == P.FUNC:
