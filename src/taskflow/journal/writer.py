@@ -174,6 +174,8 @@ class JournalDB:
                     row[10] = extra[1] or t
                     if len(extra) > 4:
                         row[11] = extra[4]
+                    if len(extra) > 5 and extra[5]:
+                        row[8] = extra[5]
                     nlogs.pop(tid, None)
                     continue
             if kind == "dispatched":
@@ -197,6 +199,8 @@ class JournalDB:
                             ch["exit_code"] = code
                     if len(extra) > 4:
                         ch["attempts"] = extra[4]
+                    if len(extra) > 5 and extra[5]:
+                        ch["t_dispatch"] = extra[5]
                 n = nlogs.pop(tid, 0)
                 if n > LOG_CAP:
                     logs.append((tid, t, "RAW", node, f"[taskflow] {n - LOG_CAP} more lines "

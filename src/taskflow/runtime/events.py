@@ -11,7 +11,8 @@ tasks, ``node_join node_lost sample`` for nodes (``task_id`` 0), ``log`` for a
 task's output line (``extra`` = (level, line)), ``run_start run_end``.
 ``submitted`` extra = (dep task ids, argv, kwargs, refs, spec) — references
 only, the journal makes the short form; ``done failed cancelled`` extra =
-(t_start, t_end, error's first line, error, attempts).
+(t_start, t_end, error's first line, error, attempts, t_dispatch). Tasks
+known to take under 5 ms get no ``dispatched`` event.
 """
 from __future__ import annotations
 

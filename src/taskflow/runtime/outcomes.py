@@ -285,7 +285,7 @@ def _ended(rt: Any, task: Any) -> None:
         rt.bus.emit((task.state.lower(), task.t_end or time.time(), task.id, task.spec.name,
                      task.node.name if task.node is not None else "",
                      (task.t_start, task.t_end, task.error and str(task.error).split("\n")[0],
-                      task.error, task.attempts)))
+                      task.error, task.attempts, task.t_dispatch)))
     if rt.n_active == 0 and rt.idle_waiters:
         for w in rt.idle_waiters:
             w.set()
