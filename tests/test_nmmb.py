@@ -1,0 +1,208 @@
+"""The NMMB-MONARCH example: the Fortran programs, the BASH original and the
+taskflow port on a small config, and every output file compared.
+
+The build needs gfortran, mpif90 and mpirun (.ci/run installs Debian's
+gfortran and Open MPI); without them the module is skipped.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EX = os.path.join(ROOT, "examples", "nmmb_monarch")
+SMALL = os.path.join(EX, "config", "small.nml")
+FIXED = ("smmount", "landuse", "deeptemperature", "roughness", "albedo", "snowalbedo", "vegfrac",
+         "soiltype", "stdh", "dust_source", "seaice", "gfdlco2", "lookup_aerosol")
+DAYS = 3
+NOT_OUTPUTS = {"bash_times.tsv"}       # the BASH driver's timing record
+
+missing = [t for t in ("gfortran", "mpif90", "mpirun", "make") if shutil.which(t) is None]
+pytestmark = pytest.mark.skipif(bool(missing), reason=f"build tools missing: {missing} "
+                                "(.ci/run installs gfortran and openmpi)")
+
+
+def mpi_env(**extra) -> dict:
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1", NEMS_NODES="1", NEMS_CUS_PER_NODE="2")
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> str:
+    """The programs built from the sources into a scratch bin/ (the tree is not touched)."""
+    d = tmp_path_factory.mktemp("nmmb_build")
+    bindir, objdir = str(d / "bin"), str(d / "build")
+    r = subprocess.run(["make", "-C", EX, f"BIN={bindir}", f"OBJ={objdir}"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return bindir
+
+
+@pytest.fixture(scope="module")
+def bash_run(built, tmp_path_factory) -> str:
+    out = str(tmp_path_factory.mktemp("nmmb") / "bash")
+    r = subprocess.run(["bash", os.path.join(EX, "nmmb.sh"), SMALL, out],
+                       capture_output=True, text=True, env=mpi_env(NMMB_BIN=built,
+                                                                   PYTHON=sys.executable))
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def taskflow_run(built, tmp_path_factory):
+    base = tmp_path_factory.mktemp("nmmb_tf")
+    out = str(base / "taskflow")
+    r = subprocess.run([sys.executable, "-m", "taskflow.cli", "run", "--workers", "2",
+                        "--run-dir", str(base / "runs"), os.path.join(EX, "workflow.py"),
+                        SMALL, out],
+                       capture_output=True, text=True, cwd=str(base),
+                       env=mpi_env(NMMB_BIN=built, NMMB_TIMES=str(base / "times.tsv")))
+    return out, r, str(base / "times.tsv")
+
+
+def outputs(root: str) -> list[str]:
+    found = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            rel = os.path.relpath(os.path.join(d, f), root)
+            if rel not in NOT_OUTPUTS:
+                found.append(rel)
+    return sorted(found)
+
+
+def expected_outputs() -> list[str]:
+    names = ["namelist.nml", "seamask.txt", "gfs.txt", "restart_00.txt",
+             "figures/aod.gif"] + [f"fixed/{p}.txt" for p in FIXED]
+    for d in range(1, DAYS + 1):
+        names += [f"day{d:02d}/{f}" for f in ("degrib.txt", "winds.txt", "soil.txt", "input.txt",
+                                               "history.txt", "restart.txt", "regrid.txt",
+                                               "diag.txt", "umo_model.out", "umo_model.err")]
+        names.append(f"figures/aod_day{d:02d}.png")
+    return sorted(names)
+
+
+def stats(path: str) -> dict:
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("STAT"):
+                _, k, v = line.split()
+                out[k] = float(v)
+    return out
+
+
+# ---- the programs and the BASH original -------------------------------------
+
+def test_build_makes_every_program(built):
+    progs = {"init", "umo_model", "degrib", "prep_winds", "prep_soil", "prep_bc", "post_regrid",
+             "post_diag", *FIXED}
+    assert progs <= set(os.listdir(built))
+
+
+def test_bash_driver_writes_every_output(bash_run):
+    assert outputs(bash_run) == expected_outputs()
+    for rel in expected_outputs():
+        if not rel.endswith(".err"):
+            assert os.path.getsize(os.path.join(bash_run, rel)) > 0, rel
+    with open(os.path.join(bash_run, "bash_times.tsv")) as f:
+        rows = [line.split("\t") for line in f.read().splitlines()[1:]]
+    # init, 13 fixed, 4 variable + model + 2 post per day, a figure a day and the animation
+    assert len(rows) == 1 + len(FIXED) + DAYS * 7 + DAYS + 1
+
+
+def test_namelist_is_completed_with_defaults(bash_run):
+    text = open(os.path.join(bash_run, "namelist.nml")).read()
+    assert "nx = 48" in text and "ny = 32" in text and "days = 3" in text and "nhist = 4" in text
+
+
+def test_days_chain_through_the_restart(bash_run):
+    # each day starts from the previous day's end state: day N's restart is the
+    # last snapshot of its history, and dust accumulates from day to day
+    loads = [stats(os.path.join(bash_run, f"day{d:02d}", "diag.txt"))["mean_load_g_per_m2"]
+             for d in range(1, DAYS + 1)]
+    assert loads[0] > 0 and loads[0] < loads[1] < loads[2]
+    for d in range(1, DAYS + 1):
+        log = open(os.path.join(bash_run, f"day{d:02d}", "umo_model.out")).read()
+        assert f"day {d}," in log and "restart written" in log
+        assert "running on 2 ranks" in open(os.path.join(bash_run, f"day{d:02d}",
+                                                         "umo_model.err")).read()
+
+
+@pytest.mark.parametrize("ranks", [1, 3])
+def test_model_output_does_not_depend_on_rank_count(built, bash_run, tmp_path, ranks):
+    d = os.path.join(bash_run, "day02")
+    hist, rst = str(tmp_path / "history.txt"), str(tmp_path / "restart.txt")
+    argv = ["mpirun", "-n", str(ranks), os.path.join(built, "umo_model"),
+            os.path.join(bash_run, "namelist.nml"), "2", os.path.join(bash_run, "seamask.txt"),
+            os.path.join(bash_run, "fixed", "dust_source.txt"),
+            os.path.join(bash_run, "fixed", "roughness.txt"), os.path.join(d, "input.txt"),
+            os.path.join(bash_run, "day01", "restart.txt"), hist, rst]
+    r = subprocess.run(argv, capture_output=True, text=True, env=mpi_env())
+    assert r.returncode == 0, r.stderr
+    assert open(hist, "rb").read() == open(os.path.join(d, "history.txt"), "rb").read()
+    assert open(rst, "rb").read() == open(os.path.join(d, "restart.txt"), "rb").read()
+    assert r.stdout == open(os.path.join(d, "umo_model.out")).read()
+
+
+def test_programs_reject_bad_arguments(built, bash_run, tmp_path):
+    r = subprocess.run([os.path.join(built, "smmount"), "only-one-arg"], capture_output=True,
+                       text=True)
+    assert r.returncode != 0 and "usage: smmount NAMELIST SEAMASK OUT" in r.stderr
+    r = subprocess.run([os.path.join(built, "landuse"), os.path.join(bash_run, "namelist.nml"),
+                        str(tmp_path / "nope.txt"), str(tmp_path / "out.txt")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "cannot read" in r.stderr and "nope.txt" in r.stderr
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_programs_do_not_depend_on_the_working_directory(built, bash_run, tmp_path):
+    out = tmp_path / "elsewhere" / "roughness.txt"
+    out.parent.mkdir()
+    r = subprocess.run([os.path.join(built, "roughness"), os.path.join(bash_run, "namelist.nml"),
+                        os.path.join(bash_run, "seamask.txt"), str(out)], cwd="/",
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == open(os.path.join(bash_run, "fixed", "roughness.txt"), "rb").read()
+
+
+# ---- the taskflow port ----------------------------------------------------------
+
+def test_taskflow_port_succeeds(taskflow_run):
+    out, r, _ = taskflow_run
+    assert r.returncode == 0, r.stdout + r.stderr
+    ntasks = 1 + len(FIXED) + DAYS * 8 + 1
+    assert f"{ntasks} tasks, {ntasks} done, 0 failed" in r.stderr
+    assert f"animation: {out}/figures/aod.gif" in r.stdout
+
+
+def test_taskflow_port_gives_the_same_files_byte_for_byte(bash_run, taskflow_run):
+    out, r, _ = taskflow_run
+    assert r.returncode == 0, r.stderr
+    assert outputs(out) == outputs(bash_run) == expected_outputs()
+    differ = [rel for rel in expected_outputs()
+              if open(os.path.join(out, rel), "rb").read()
+              != open(os.path.join(bash_run, rel), "rb").read()]
+    assert differ == []
+
+
+def test_taskflow_port_overlaps_independent_work(taskflow_run):
+    # behaviour, not timing: of the 25 independent-enough Fixed and Variable
+    # programs, some two were running at the same time on the two slots
+    _, r, times = taskflow_run
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("\t") for line in open(times).read().splitlines()[1:]]
+    assert len([1 for row in rows if row[1] in FIXED]) == len(FIXED)
+    early = sorted((float(t0), float(t1)) for _, name, t0, t1 in rows
+                   if name in FIXED or name in ("degrib", "prep_winds", "prep_soil", "prep_bc"))
+    assert len(early) == len(FIXED) + 4 * DAYS
+    assert any(b0 < a1 for (a0, a1), (b0, b1) in zip(early, early[1:]))
+    models = sorted((float(t0), float(t1)) for _, name, t0, t1 in rows if name == "umo_model")
+    assert len(models) == DAYS
+    assert all(b0 >= a1 for (a0, a1), (b0, b1) in zip(models, models[1:]))   # chained days
