@@ -238,5 +238,9 @@ def test_taskflow_run_end_to_end(tmp_path):
     r = _run(cli + ["wf.py", "--fail"], tmp_path)
     assert r.returncode == 1
     assert "FAILED" in r.stderr and "task broken" in r.stderr and "ZeroDivisionError" in r.stderr
+    r = _run(cli + ["--progress", "wf.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    table = [line for line in r.stderr.splitlines() if " sq " in line]
+    assert table and table[-1].split("│")[2].strip() == "10"     # sq: 10 done
     (tmp_path / "bad.py").write_text("raise SystemExit(3)\n")
     assert _run(cli + ["bad.py"], tmp_path).returncode == 1

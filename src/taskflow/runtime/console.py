@@ -8,39 +8,78 @@ from typing import Any
 
 
 class Progress:
-    """A one-line status on stderr, refreshed twice a second."""
+    """Live progress of ``taskflow run`` on stderr (rich): tasks per name, nodes, time.
+
+    Counts come from the event bus (submitted / done / failed / cancelled per
+    task name); running tasks are read from the nodes' in-flight tables at
+    each refresh, so short tasks that get no ``dispatched`` event still show.
+    """
 
     def __init__(self, rt: Any, interval: float = 0.5, stream: Any = None) -> None:
+        from rich.console import Console
+        from rich.live import Live
         self.rt = rt
-        self.stream = stream or sys.stderr
-        self.interval = interval
-        self._stop = threading.Event()
         self._t0 = time.time()
-        self._thread = threading.Thread(target=self._loop, name="taskflow-progress", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self.per_name: dict[str, list[int]] = {}      # name -> [submitted, done, failed, cancelled]
+        rt.bus.subscribe(self._on_events)
+        self.console = Console(file=stream or sys.stderr)
+        self.live = Live(self._render(), console=self.console, refresh_per_second=1 / interval,
+                         transient=False, get_renderable=self._render)
+        self.live.start()
+
+    _INDEX = {"submitted": 0, "done": 1, "failed": 2, "cancelled": 3}
+
+    def _on_events(self, evs: list) -> None:
+        index = self._INDEX
+        with self._lock:
+            per = self.per_name
+            for ev in evs:
+                i = index.get(ev[0])
+                if i is None or not ev[3]:
+                    continue
+                c = per.get(ev[3])
+                if c is None:
+                    c = per[ev[3]] = [0, 0, 0, 0]
+                c[i] += 1
+
+    def _running(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for n in list(self.rt.nodes):
+            for t in list(n.inflight.values()):
+                out[t.spec.name] = out.get(t.spec.name, 0) + 1
+        return out
+
+    def _render(self) -> Any:
+        from rich.table import Table
+        running = self._running()
+        nodes = [n for n in self.rt.nodes if n.alive]
+        table = Table(title=f"taskflow run {self.rt.run_id} | {time.time() - self._t0:.1f} s | "
+                            f"{len(nodes)} node(s), {sum(n.slots for n in nodes)} slot(s)",
+                      title_justify="left", expand=False)
+        for col in ("task", "done", "running", "waiting", "failed", "cancelled"):
+            table.add_column(col, justify="left" if col == "task" else "right")
+        with self._lock:
+            rows = sorted(self.per_name.items())
+        tot = [0, 0, 0, 0, 0]
+        for name, (sub, done, failed, cancelled) in rows:
+            run = running.get(name, 0)
+            wait = max(0, sub - done - failed - cancelled - run)
+            vals = [done, run, wait, failed, cancelled]
+            tot = [a + b for a, b in zip(tot, vals)]
+            table.add_row(name, *[str(v) for v in vals])
+        if len(rows) > 1:
+            table.add_row("all", *[str(v) for v in tot], style="bold")
+        return table
 
     def line(self) -> str:
         c = self.rt.counts()
-        nodes = sum(1 for n in self.rt.nodes if n.alive)
-        return (f"taskflow: {c['done']} done, {c['running']} running, "
-                f"{c['active'] - c['running']} waiting, {c['failed']} failed "
-                f"| {nodes} node(s) | {time.time() - self._t0:.1f} s")
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._write("\r" + self.line() + "\x1b[K")
-
-    def _write(self, s: str) -> None:
-        try:
-            self.stream.write(s)
-            self.stream.flush()
-        except (OSError, ValueError):
-            pass
+        return f"{c['done']} done, {c['running']} running, {c['failed']} failed"
 
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(2)
-        self._write("\r\x1b[K")
+        self.rt.bus.flush()
+        self.live.stop()
+        self.rt.bus.unsubscribe(self._on_events)
 
 
 def summary(rt: Any, wall: float) -> str:
