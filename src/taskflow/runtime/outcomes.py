@@ -252,7 +252,43 @@ def node_lost(rt: Any, node: Any, reason: str, cbs: list) -> list:
                     node, cbs)
     if not rt.scheduler.fits_ever(1, 0) and not _nodes_coming(rt):
         fail_everything(rt, NodeLost(f"no nodes left: node {node.name} was lost ({reason})"), cbs)
+    elif rt.scheduler.ready and not _nodes_coming(rt):
+        _fail_unplaceable_gangs(rt, node, cbs)
     return tasks
+
+
+def _fail_unplaceable_gangs(rt: Any, lost: Any, cbs: list) -> None:
+    """Multi-node tasks the remaining nodes can never hold fail instead of waiting."""
+    import heapq
+
+    from . import gang
+    sched = rt.scheduler
+    alive = [n for n in sched.nodes if n.alive]
+    keep, doomed = [], []
+    for e in sched.ready:
+        req = (e[2].options or {}).get("gang")
+        (doomed if req and gang.place(alive, req, False) is None else keep).append(e)
+    if not doomed:
+        return
+    heapq.heapify(keep)
+    sched.ready[:] = keep
+    for _, _, t in doomed:
+        spec = t.spec
+        err = TaskError(f"task {spec.name} (id {t.id}) needs {t.options['gang']['procs']} "
+                        f"processes, which the remaining nodes can never give after node "
+                        f"{lost.name} was lost ({lost.lost_reason})", task_name=spec.name,
+                        task_id=t.id, node="-", kind="error")
+        err._reported = False
+        rt.failures.append(err)
+        t.state = T.FAILED
+        t.error = err
+        for fut in t.all_outputs():
+            fut._exception = err
+        cancel_successors(rt, t, err, cbs)
+        for fut in t.all_outputs():
+            finish_future(rt, fut, cbs)
+        rt.n_failed += 1
+        _ended(rt, t)
 
 
 def _nodes_coming(rt: Any) -> bool:
@@ -265,7 +301,18 @@ def fail_everything(rt: Any, exc: BaseException, cbs: list) -> None:
     err = TaskError(str(exc), kind="lost")
     err._reported = False
     rt.failures.append(err)
-    for t in rt.scheduler.tasks():
+    stranded = rt.scheduler.tasks()
+    fetches = rt.dispatcher.fetches       # tasks and waiters for data no node can send now
+    for waiting in fetches.values():
+        for w in waiting[1:]:
+            if hasattr(w, "set"):
+                w.set()
+            elif w.state == T.READY:
+                stranded.append(w)
+    fetches.clear()
+    for t in stranded:
+        if t.state in T.FINAL_STATES:
+            continue
         t.state = T.FAILED
         t.error = err
         for fut in t.all_outputs():
