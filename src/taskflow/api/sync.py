@@ -10,13 +10,16 @@ import shutil
 from typing import Any
 
 from ..errors import UsageError
-from ..future import Future
+from ..future import _NOVALUE, Future
 from ..graph.registry import materialize
 from ..runtime import current
 
 
 def _rt() -> Any:
     return current.get()
+
+
+_PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 
 
 def _collect(obj: Any, rt: Any, futs: list, depth: int = 0) -> None:
@@ -34,8 +37,12 @@ def _collect(obj: Any, rt: Any, futs: list, depth: int = 0) -> None:
             futs.extend(item.concurrent[1])
         return
     if t is list or t is tuple:
+        tracked = rt.registry.objects
         for x in obj:
-            _collect(x, rt, futs, depth + 1)
+            if type(x) is Future and not tracked:      # the common case, inline
+                futs.append(x)
+            elif type(x) not in _PLAIN:
+                _collect(x, rt, futs, depth + 1)
     elif t is dict:
         for k, v in obj.items():
             _collect(k, rt, futs, depth + 1)
@@ -59,6 +66,15 @@ def _resolve(obj: Any, rt: Any, depth: int = 0) -> Any:
     if depth > 100:
         return obj
     if t is list:
+        if not rt.registry.objects:
+            out = []
+            for x in obj:
+                if type(x) is Future and x._exception is None and x._state == "FINISHED":
+                    v = x._result
+                    out.append(x._value() if v is _NOVALUE else v)
+                else:
+                    out.append(_resolve(x, rt, depth + 1))
+            return out
         return [_resolve(x, rt, depth + 1) for x in obj]
     if t is tuple:
         return tuple(_resolve(x, rt, depth + 1) for x in obj)
