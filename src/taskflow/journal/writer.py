@@ -40,21 +40,29 @@ def short(value: Any, limit: int = 60) -> str:
     return r if len(r) <= limit else r[:limit - 3] + "..."
 
 
-def short_params(spec: Any, argv: Any, kwargs: Any, refs: Any) -> str:
-    """``a=1, f=<file in.txt>, x=<data d3>`` for a task's call."""
-    shown: dict = {}
-    for ref in refs or ():
-        path, kind, obj = ref
+def ref_summary(refs: Any) -> list | None:
+    """What the journal shows of a call's resolved arguments: (position, label) pairs."""
+    if not refs:
+        return None
+    out = []
+    for path, kind, obj in refs:
         if len(path) != 1:
             continue
         if kind in ("r", "p"):
             did = getattr(obj, "_did", None)
-            shown[path[0]] = f"<data d{did}>" if did is not None else "<data>"
+            out.append((path[0], f"<data d{did}>" if did is not None else "<data>"))
         else:
             f = obj[1] if isinstance(obj, tuple) else obj
             p = getattr(f, "_path", None) or ""
-            shown[path[0]] = f"<{'dir' if kind[0] == 'd' else 'file'} {os.path.basename(p)}>"
-    names = getattr(spec, "names", None) or []
+            out.append((path[0], f"<{'dir' if kind[0] == 'd' else 'file'} "
+                                 f"{os.path.basename(p)}>"))
+    return out
+
+
+def params_text(names: Any, argv: Any, kwargs: Any, shown: Any) -> str:
+    """``a=1, f=<file in.txt>, x=<data d3>`` for a task's call."""
+    shown = dict(shown or ())
+    names = names or ()
     parts = []
     for i, v in enumerate(argv or ()):
         label = names[i] if i < len(names) else f"arg{i}"
@@ -62,6 +70,10 @@ def short_params(spec: Any, argv: Any, kwargs: Any, refs: Any) -> str:
     for k, v in (kwargs or {}).items():
         parts.append(f"{k}={shown[k] if k in shown else short(v)}")
     return ", ".join(parts)
+
+
+def short_params(spec: Any, argv: Any, kwargs: Any, refs: Any) -> str:
+    return params_text(getattr(spec, "names", None), argv, kwargs, ref_summary(refs))
 
 
 def _constraints(spec: Any) -> str:
@@ -88,9 +100,12 @@ def prepare(evs: list, cache: dict) -> list:
                 if info is None:
                     f = getattr(spec, "func", None)
                     func = f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}"
-                    info = cache[id(spec)] = (func, _constraints(spec), spec)
+                    info = cache[id(spec)] = (func, _constraints(spec),
+                                              tuple(getattr(spec, "names", ()) or ()), spec)
+                # The text of the parameters is made by the writer (another process):
+                # here only plain values travel, pickled in one go.
                 ev = (kind, ev[1], ev[2], ev[3], ev[4],
-                      [dep_ids, info[0], info[1], short_params(spec, argv, kwargs, refs)])
+                      [dep_ids, info[:3], argv, kwargs, ref_summary(refs) if refs else None])
         elif kind == "failed" or kind == "cancelled":
             extra = ev[5]
             if extra and len(extra) > 3 and extra[3] is not None and type(extra[3]) is not tuple:
@@ -153,7 +168,8 @@ class JournalDB:
                     logs.append((tid, t, extra[0], node, extra[1]))
                 continue
             if kind == "submitted":
-                dep_ids, func, cons, params = extra     # see prepare()
+                dep_ids, (func, cons, names), argv, kwargs, shown = extra     # see prepare()
+                params = params_text(names, argv, kwargs, shown)
                 row = [tid, name, func, params, cons, "", "SUBMITTED", t, None, None, None, 0,
                        None, None, None, None]
                 new[tid] = row
