@@ -19,6 +19,7 @@ import socket
 import sqlite3
 import sys
 import threading
+import time
 from typing import Any
 
 from .schema import JOURNAL_NAME, SCHEMA
@@ -29,6 +30,7 @@ _COLS = ("id", "name", "func", "params", "constraints", "node", "state", "t_subm
          "traceback")
 _INSERT = f"INSERT INTO tasks ({','.join(_COLS)}) VALUES ({','.join('?' * len(_COLS))})"
 _IDX = {c: i for i, c in enumerate(_COLS)}
+_ENDED = frozenset({"DONE", "FAILED", "CANCELLED"})
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -144,13 +146,16 @@ class JournalDB:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._nlogs: dict[int, int] = {}
+        self._held: dict[int, list] = {}    # task rows not inserted yet (see write)
         self.db.execute(
             "INSERT OR REPLACE INTO run (run_id, t_start, state, argv, cwd, hostname, pid, "
             "workers, version) VALUES (?,?,?,?,?,?,?,?,?)", row)
         self.run_id = row[0]
 
-    def write(self, evs: list) -> None:
-        new: dict[int, list] = {}
+    HOLD = 0.5   # s a new task's row waits in memory, so its end lands in the same INSERT
+
+    def write(self, evs: list, final: bool = False) -> None:
+        new: dict[int, list] = self._held
         changes: dict[int, dict] = {}
         deps: list = []
         trans: list = []
@@ -251,7 +256,20 @@ class JournalDB:
         db.execute("BEGIN")
         try:
             if new:
-                db.executemany(_INSERT, new.values())
+                if final:
+                    rows, self._held = list(new.values()), {}
+                else:
+                    # Rows of tasks still running wait a little: most short tasks end
+                    # within HOLD, and one INSERT is cheaper than INSERT + UPDATE.
+                    cut = time.time() - self.HOLD
+                    rows = [r for r in new.values() if r[6] in _ENDED or r[7] < cut]
+                    if len(rows) == len(new):
+                        self._held = {}
+                    else:
+                        for r in rows:
+                            del new[r[0]]
+                if rows:
+                    db.executemany(_INSERT, rows)
             if changes:
                 groups: dict[tuple, list] = {}
                 for tid, ch in changes.items():
@@ -281,6 +299,7 @@ class JournalDB:
 
     def close_run(self, t_end: float, state: str, counts: dict) -> None:
         """Mark the run finished or failed and close the database."""
+        self.write([], final=True)
         c = counts
         try:
             self.db.execute(
