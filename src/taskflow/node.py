@@ -8,7 +8,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m taskflow.node",
                                  description="taskflow node agent (started by the master)")
     ap.add_argument("--stdio", action="store_true", help="speak the protocol on stdin/stdout")
-    ap.parse_args(argv)
+    ap.add_argument("--connect", metavar="HOST:PORT", default=None,
+                    help="dial back to the master over TCP (secret in "
+                         "TASKFLOW_DIALBACK_SECRET_FILE or TASKFLOW_DIALBACK_SECRET)")
+    args = ap.parse_args(argv)
+    if args.connect:
+        from .nodes.dialback import serve_connect
+        serve_connect(args.connect)
+        return
     from .nodes.agent import serve_stdio
     serve_stdio()
 

@@ -1,0 +1,87 @@
+"""Session fixture: a real local Slurm (munged, slurmctld, 3 slurmd) from runtime/testbed/slurm.sh.
+
+Import it into a test module (``from slurm_testbed import slurm``). The
+cluster comes up once per session and goes down at its end; SLURM_CONF is
+set for the session. Tests are skipped, with the reason, only when the
+machine cannot host it: not root, or the Slurm / munge binaries are missing
+(``bash runtime/testbed/install.sh slurm-wlm munge``). A lock file
+serialises sessions, since the ports and the state directory are fixed.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "runtime", "testbed", "slurm.sh")
+TB = os.environ.get("TF_SLURM_TB", "/tmp/taskflow-slurm")
+NODES = 3
+
+
+class SlurmTestbed:
+    def __init__(self, conf: str) -> None:
+        self.conf = conf
+        self.nodes = [f"n{i}" for i in range(1, NODES + 1)]
+
+    def squeue(self, name: str) -> dict:
+        """job id -> state of the jobs called ``name`` (all states)."""
+        r = subprocess.run(["squeue", "-h", "-t", "all", "-n", name, "-o", "%i|%T"],
+                           capture_output=True, text=True, timeout=15)
+        return dict(ln.split("|", 1) for ln in r.stdout.split() if "|" in ln)
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "the Slurm testbed needs root (munged, slurmctld and slurmd run as root)"
+    for b in ("munged", "slurmctld", "slurmd"):
+        if not os.path.exists(f"/usr/sbin/{b}"):
+            return f"{b} is not installed: bash runtime/testbed/install.sh slurm-wlm munge"
+    for b in ("sbatch", "squeue", "scancel", "srun", "sinfo"):
+        if shutil.which(b) is None:
+            return f"{b} is not installed: bash runtime/testbed/install.sh slurm-wlm munge"
+    return None
+
+
+def _sh(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", SCRIPT, *args], env=dict(os.environ, TF_SLURM_TB=TB),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    why = _why_not()
+    if why:
+        pytest.skip(why)
+    os.makedirs(TB, exist_ok=True)
+    lock = open(os.path.join(os.path.dirname(TB), "taskflow-slurm.lock"), "w")
+    deadline = time.time() + 240
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.time() > deadline:
+                pytest.skip("the Slurm testbed is in use by another test session")
+            time.sleep(0.5)
+    old = os.environ.get("SLURM_CONF")
+    try:
+        _sh("down")           # daemons left by a crashed session (recorded PIDs only)
+        r = _sh("up", str(NODES))
+        if r.returncode != 0:
+            pytest.fail(f"slurm.sh up failed:\n{r.stderr}")
+        conf = os.path.join(TB, "slurm", "slurm.conf")
+        os.environ["SLURM_CONF"] = conf
+        yield SlurmTestbed(conf)
+    finally:
+        _sh("down")
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()

@@ -1,0 +1,197 @@
+"""Slurm workers against a real local Slurm (munged + slurmctld + 3 slurmd), no mocks.
+
+The cluster comes from runtime/testbed/slurm.sh (fixture in slurm_testbed.py):
+nodes n1..n3 with 2 CPUs each. Agents dial back to the master on 127.0.0.1.
+Waits poll with deadlines; no assertion depends on timing.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import taskflow
+from taskflow import task, wait_on
+from taskflow.nodes import dialback
+from taskflow.nodes.connection import NodeStartError
+from taskflow.nodes.slurm import SlurmProvider
+
+from slurm_testbed import slurm  # noqa: F401 - the session fixture
+
+
+@task(returns=1)
+def where(x, pause=0.0):
+    import os
+    import time
+    time.sleep(pause)
+    return x * x, os.environ.get("SLURM_JOB_ID"), os.environ.get("SLURMD_NODENAME")
+
+
+def _rt(tmp_path, provider, events=None):
+    rt = taskflow.Runtime(providers=[provider], run_dir=str(tmp_path / "runs"), echo_logs=False,
+                          journal=False)
+    if events is not None:
+        rt.bus.subscribe(events.extend)
+    return rt
+
+
+def _until(cond, timeout: float, what: str) -> None:
+    deadline = time.time() + timeout
+    while not cond():
+        if time.time() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_batch_allocation_spans_nodes(slurm, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    events: list = []
+    p = SlurmProvider("batch", 3, cpus=2)
+    with _rt(tmp_path, p, events) as rt:
+        assert len(rt.nodes) == 3
+        out = wait_on([where(i, 0.05) for i in range(36)])
+        jids = {n.job_id for n in rt.nodes}
+    assert [o[0] for o in out] == [i * i for i in range(36)]
+    assert len(jids) == 1 and {o[1] for o in out} == jids
+    assert {o[2] for o in out} == set(slurm.nodes)       # one agent per allocated node
+    joins = [e for e in events if e[0] == "node_join"]
+    assert len(joins) == 3 and all(e[5]["job_id"] in jids for e in joins)
+    assert slurm.squeue(p.job_name)  # the job is known to Slurm and was ended at stop
+    _until(lambda: all(s not in ("RUNNING", "PENDING")
+                       for s in slurm.squeue(p.job_name).values()), 30, "the job to end")
+
+
+def test_pilots_join_a_running_master(slurm, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    events: list = []
+    p = SlurmProvider("pilot", 3, cpus=2, max_queued=3)
+    with _rt(tmp_path, p, events) as rt:
+        assert len(rt.nodes) >= 1                        # work may begin with the first pilot
+        first = wait_on(where(7))
+        assert first[0] == 49
+        _until(lambda: len([n for n in rt.nodes if n.alive]) == 3, 40, "3 pilots to join")
+        out = wait_on([where(i, 0.05) for i in range(36)])
+        jids = {n.job_id for n in rt.nodes}
+    assert [o[0] for o in out] == [i * i for i in range(36)]
+    assert len(jids) == 3 and {o[1] for o in out} == jids
+    joins = [e for e in events if e[0] == "node_join"]
+    assert sorted(e[5]["job_id"] for e in joins) == sorted(jids)
+    _until(lambda: all(s not in ("RUNNING", "PENDING")
+                       for s in slurm.squeue(p.job_name).values()), 30, "pilots scancelled")
+
+
+def test_pilot_scancelled_mid_run(slurm, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    events: list = []
+    p = SlurmProvider("pilot", 2, cpus=2, max_queued=2)
+    with _rt(tmp_path, p, events) as rt:
+        _until(lambda: len([n for n in rt.nodes if n.alive]) == 2, 40, "2 pilots to join")
+        futs = [where(i, 0.5) for i in range(16)]
+        victim = rt.nodes[0]
+        _until(lambda: victim.inflight, 20, "tasks running on the first pilot")
+        subprocess.run(["scancel", str(victim.job_id)], check=True, timeout=15)
+        out = wait_on(futs)
+        _until(lambda: len(p.submitted) >= 3, 30, "a replacement pilot")
+    assert [o[0] for o in out] == [i * i for i in range(16)]
+    lost = [e for e in events if e[0] == "node_lost"]
+    assert lost and lost[0][4] == victim.name and f"slurm job {victim.job_id}" in lost[0][5]
+    assert rt.n_done == 16 and not rt.failed
+
+
+def test_pilot_throttling_and_idle_exit(slurm, tmp_path, monkeypatch):
+    """4 pilots of 2 CPUs on 3 nodes of 2 CPUs: the 4th never starts; at most 1 queued."""
+    monkeypatch.chdir(tmp_path)
+    p = SlurmProvider("pilot", 4, cpus=2, max_queued=1, idle_timeout=2.0, poll=0.2)
+    seen: list = []
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            if getattr(p, "job_name", None):
+                seen.append(sum(1 for s in slurm.squeue(p.job_name).values() if s == "PENDING"))
+            time.sleep(0.1)
+
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    try:
+        with _rt(tmp_path, p) as rt:
+            futs = [where(i, 0.3) for i in range(60)]     # keeps the pilots busy meanwhile
+            _until(lambda: len(p.submitted) >= 4, 40, "4 pilots submitted one at a time")
+            out = wait_on(futs)
+            assert [o[0] for o in out] == [i * i for i in range(60)]
+            _until(lambda: len(p.idle_retired) >= 1, 30, "an idle pilot to exit")
+            jid = p.idle_retired[0]
+            _until(lambda: slurm.squeue(p.job_name).get(jid) in ("CANCELLED", "COMPLETED"),
+                   30, "the idle pilot's job to end")
+            assert len(p.submitted) == 4         # no replacement while there is no work
+            assert rt.n_done == 60 and not rt.failed
+    finally:
+        stop.set()
+        w.join(5)
+    assert seen and max(seen) <= 1
+    assert p.max_pending_seen <= 1
+
+
+def test_dialback_refuses_wrong_secret_and_garbage(tmp_path):
+    joined: list = []
+    srv = dialback.DialbackServer(lambda meta: {"name": "x", "slots": 1}, joined.append,
+                                  ready_timeout=2.0)
+    try:
+        with pytest.raises((ConnectionError, EOFError, OSError)):
+            dialback.connect(srv.address, "not-the-secret", {"job_id": "1"}, timeout=5)
+        s = socket.create_connection((srv.host, srv.port), timeout=5)
+        s.recv(64)
+        s.sendall(b"\x00" * 40 + b"garbage" * 10)
+        try:
+            assert s.recv(10) == b""              # closed by the master
+        except ConnectionResetError:              # (unread garbage makes it a reset)
+            pass
+        s.close()
+        # the real agent with a wrong secret file: refused, exits non-zero, says why
+        bad = dialback.write_secret(str(tmp_path / "bad"), "0" * 64)
+        env = dict(os.environ, **{dialback.SECRET_FILE_ENV: bad},
+                   PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        r = subprocess.run([sys.executable, "-m", "taskflow.node", "--connect", srv.address],
+                           env=env, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 3 and "cannot join the master" in r.stderr
+        _until(lambda: len(srv.refused) >= 3, 10, "3 refusals logged")
+        assert all("refused" in m for m in srv.refused)
+        assert sum("wrong secret" in m for m in srv.refused) >= 2
+        assert joined == []
+        assert oct(os.stat(bad).st_mode & 0o777) == "0o600"
+    finally:
+        srv.close()
+
+
+def test_bad_partition_reports_slurms_message(slurm, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rt = _rt(tmp_path, SlurmProvider("batch", 1, partition="nosuchpartition"))
+    with pytest.raises(NodeStartError) as ei:
+        rt.start()
+    msg = str(ei.value)
+    assert "sbatch failed" in msg and "invalid partition" in msg.lower()
+
+
+@task(returns=1, time_out=30)
+def long_task(x):
+    return x + 1
+
+
+def test_walltime_keeps_long_tasks_off_a_pilot_near_its_end(slurm, tmp_path, monkeypatch):
+    """A 1-minute pilot with a 45 s drain margin has ~14 s left: a task with time_out=30
+    waits, a task of unknown duration runs; a later end time lets the long one start."""
+    monkeypatch.chdir(tmp_path)
+    p = SlurmProvider("pilot", 1, cpus=2, time_limit="1", drain_margin=45.0)
+    with _rt(tmp_path, p) as rt:
+        node = rt.nodes[0]
+        assert node.walltime_end is not None and node.walltime_end - time.time() < 61
+        lf = long_task(1)                      # submitted first, same priority
+        assert wait_on(where(3))[0] == 9       # the short one overtakes it
+        assert not lf.done() and lf._producer.state == "READY"   # held back, not dispatched
+        node.walltime_end = time.time() + 3600  # as if the job had a longer walltime
+        assert wait_on(lf) == 2
