@@ -280,15 +280,7 @@ def _fail_unplaceable_gangs(rt: Any, lost: Any, cbs: list) -> None:
                         task_id=t.id, node="-", kind="error")
         err._reported = False
         rt.failures.append(err)
-        t.state = T.FAILED
-        t.error = err
-        for fut in t.all_outputs():
-            fut._exception = err
-        cancel_successors(rt, t, err, cbs)
-        for fut in t.all_outputs():
-            finish_future(rt, fut, cbs)
-        rt.n_failed += 1
-        _ended(rt, t)
+        _fail_unrun(rt, t, err, cbs)
 
 
 def _nodes_coming(rt: Any) -> bool:
@@ -311,19 +303,23 @@ def fail_everything(rt: Any, exc: BaseException, cbs: list) -> None:
                 stranded.append(w)
     fetches.clear()
     for t in stranded:
-        if t.state in T.FINAL_STATES:
-            continue
-        t.state = T.FAILED
-        t.error = err
-        for fut in t.all_outputs():
-            fut._exception = err
-        cancel_successors(rt, t, err, cbs)
-        for fut in t.all_outputs():
-            finish_future(rt, fut, cbs)
-        rt.n_failed += 1
-        _ended(rt, t)
+        if t.state not in T.FINAL_STATES:
+            _fail_unrun(rt, t, err, cbs)
     rt.scheduler.ready.clear()
     rt.dead = str(exc)
+
+
+def _fail_unrun(rt: Any, t: Any, err: Any, cbs: list) -> None:
+    """Fail a task that cannot run at all; its successors are cancelled."""
+    t.state = T.FAILED
+    t.error = err
+    for fut in t.all_outputs():
+        fut._exception = err
+    cancel_successors(rt, t, err, cbs)
+    for fut in t.all_outputs():
+        finish_future(rt, fut, cbs)
+    rt.n_failed += 1
+    _ended(rt, t)
 
 
 def _ended(rt: Any, task: Any) -> None:
