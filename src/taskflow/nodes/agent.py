@@ -112,6 +112,7 @@ class Agent:
         os.close(r_w)
         P.grow_pipe(t_w)
         os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
+        os.set_blocking(r_r, False)     # nor wait on a read that a stale event announced
         ex = _Exec(pid, t_w, r_r)
         self.execs.append(ex)
         self.by_fd[r_r] = ex
@@ -130,8 +131,11 @@ class Agent:
                     if mask & selectors.EVENT_WRITE:
                         self._flush()
                 elif type(data) is tuple:       # ("w", executor): its pipe has room again
-                    self._flush_exec(data[1])
-                else:
+                    if data[1] in self.execs:
+                        self._flush_exec(data[1])
+                elif data in self.execs:
+                    # (an executor replaced earlier in this round may have left a stale
+                    # event whose fd number now belongs to its successor: skip it)
                     self._from_exec(data)
             self._check_deadlines()
             self._schedule()
@@ -148,6 +152,8 @@ class Agent:
     def _from_master(self) -> None:
         try:
             msgs = self.reader.feed()
+        except BlockingIOError:      # a socket shares O_NONBLOCK with its write side
+            return
         except OSError:
             msgs = None
         if msgs is None:     # the master is gone: leave no process behind
@@ -181,6 +187,8 @@ class Agent:
     def _from_exec(self, ex: _Exec) -> None:
         try:
             msgs = ex.reader.feed()
+        except BlockingIOError:
+            return
         except OSError:
             msgs = None
         if msgs is None:
