@@ -26,6 +26,7 @@ class NodeHandle:
     # file stager of a node that does not share the master's filesystem.
     address = "127.0.0.1"
     stager = None
+    wreg = False       # the loop watches wfd for writability (bytes are waiting in out)
 
     @property
     def hostname(self) -> str:

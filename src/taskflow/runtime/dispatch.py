@@ -136,7 +136,7 @@ class Dispatcher:
                     if msgs:
                         arrived.append((node, msgs))
                 if mask & selectors.EVENT_WRITE:
-                    node.flush()
+                    self._flush(node)
             cbs: list = []
             with lock:
                 self._wake_pending = False
@@ -157,7 +157,7 @@ class Dispatcher:
                 for f in frames:
                     node.queue(P.encode(f) if type(f) is tuple else f)
             for node in self.nodes:
-                if node.out:
+                if node.out or node.wreg:
                     self._flush(node)
             for fn, fut in cbs:
                 try:
@@ -175,21 +175,19 @@ class Dispatcher:
         self.cancel_out = {}
 
     def _flush(self, node: Any) -> None:
-        done = node.flush()
-        if not node.alive:
+        """Write what the node takes; watch for writability only while bytes are left."""
+        want = not node.flush()
+        if not node.alive or want == node.wreg:
             return
         try:
-            self.sel.modify(node.rfd, selectors.EVENT_READ, node) if node.rfd == node.wfd else None
-            if node.wfd != node.rfd:
-                if done:
-                    if getattr(node, "_wreg", False):
-                        self.sel.unregister(node.wfd)
-                        node._wreg = False
-                elif not getattr(node, "_wreg", False):
-                    self.sel.register(node.wfd, selectors.EVENT_WRITE, node)
-                    node._wreg = True
-            elif not done:
-                self.sel.modify(node.rfd, selectors.EVENT_READ | selectors.EVENT_WRITE, node)
+            if node.wfd == node.rfd:
+                self.sel.modify(node.rfd, selectors.EVENT_READ
+                                | (selectors.EVENT_WRITE if want else 0), node)
+            elif want:
+                self.sel.register(node.wfd, selectors.EVENT_WRITE, node)
+            else:
+                self.sel.unregister(node.wfd)
+            node.wreg = want
         except (KeyError, ValueError, OSError):
             pass
 
