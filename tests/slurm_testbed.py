@@ -13,9 +13,10 @@ import fcntl
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
+
+import testbed_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "runtime", "testbed", "slurm.sh")
@@ -58,16 +59,7 @@ def slurm():
     if why:
         pytest.skip(why)
     os.makedirs(TB, exist_ok=True)
-    lock = open(os.path.join(os.path.dirname(TB), "taskflow-slurm.lock"), "w")
-    deadline = time.time() + 240
-    while True:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.time() > deadline:
-                pytest.skip("the Slurm testbed is in use by another test session")
-            time.sleep(0.5)
+    lock = testbed_lock.acquire(os.path.join(os.path.dirname(TB), "taskflow-slurm.lock"), "Slurm")
     old = os.environ.get("SLURM_CONF")
     try:
         _sh("down")           # daemons left by a crashed session (recorded PIDs only)

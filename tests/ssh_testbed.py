@@ -13,9 +13,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
+
+import testbed_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
@@ -89,16 +90,7 @@ def ssh_hosts():
     if why:
         pytest.skip(why)
     os.makedirs(TB, exist_ok=True)
-    lock = open(os.path.join(TB, "..", "taskflow-tb.lock"), "w")
-    deadline = time.time() + 240
-    while True:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.time() > deadline:
-                pytest.skip("the SSH testbed is in use by another test session")
-            time.sleep(0.5)
+    lock = testbed_lock.acquire(os.path.join(TB, "..", "taskflow-tb.lock"), "SSH")
     tb = None
     try:
         r = subprocess.run(["bash", SCRIPT, "up", "2"], env=dict(os.environ, TF_TB=TB),

@@ -14,13 +14,6 @@ TWO_GPUS = [{"processorType": "GPU", "computingUnits": 2}]
 
 
 @pytest.fixture
-def rt(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")) as r:
-        yield r
-
-
-@pytest.fixture
 def gpu_rt(tmp_path, monkeypatch):
     """One local node that declares two GPUs."""
     monkeypatch.chdir(tmp_path)

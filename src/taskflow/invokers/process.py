@@ -16,7 +16,6 @@ import signal
 import subprocess
 import time
 from collections import deque
-from typing import Any
 
 LOG_CAP = 10000       # lines kept in the task's log list (as the executor's cap)
 TAIL = 20             # stderr lines quoted in a failure

@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-from typing import Any
 
 import psutil
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
-import selectors
 import sys
 import threading
 import time
