@@ -264,3 +264,11 @@ def mib(i):
 @task(returns=int)
 def sample_sum(b):
     return sum(b[::4096])
+
+
+@task(returns=1)
+def nap_marked(i, pause, marker_dir):
+    """Leave ``<marker_dir>/<agent pid>.<i>.<this pid>`` at start; return (i, agent pid)."""
+    open(os.path.join(marker_dir, f"{os.getppid()}.{i}.{os.getpid()}"), "w").close()
+    time.sleep(pause)
+    return i, os.getppid()

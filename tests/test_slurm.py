@@ -85,7 +85,34 @@ def test_pilots_join_a_running_master(slurm, tmp_path, monkeypatch):
                        for s in slurm.squeue(p.job_name).values()), 30, "pilots scancelled")
 
 
+def test_pilot_killed_mid_run(slurm, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    events: list = []
+    p = SlurmProvider("pilot", 2, cpus=2, max_queued=2)
+    with _rt(tmp_path, p, events) as rt:
+        _until(lambda: len([n for n in rt.nodes if n.alive]) == 2, 40, "2 pilots to join")
+        futs = [where(i, 0.5) for i in range(16)]
+        victim = rt.nodes[0]
+        _until(lambda: victim.inflight, 20, "tasks running on the first pilot")
+        # SIGKILL to the agent, like a node failure (any scancel sends SIGTERM first and
+        # the pilot would drain cleanly: test_sigterm_drains_a_pilot). The testbed's
+        # slurmd run on this machine, so the pid is ours to kill.
+        os.kill(victim.info["pid"], 9)
+        out = wait_on(futs)
+        _until(lambda: len(p.submitted) >= 3, 30, "a replacement pilot")
+    assert [o[0] for o in out] == [i * i for i in range(16)]
+    lost = [e for e in events if e[0] == "node_lost"]
+    assert lost and lost[0][4] == victim.name and f"slurm job {victim.job_id}" in lost[0][5]
+    assert rt.n_done == 16 and not rt.failed
+    # the user is told how the job ended, in Slurm's words
+    _until(lambda: getattr(victim, "slurm_state", None), 30, "the lost job's Slurm state")
+    assert victim.slurm_state.split()[0] in ("FAILED", "CANCELLED")
+    assert any(e[0] == "node_state" and e[5]["job_id"] == str(victim.job_id) for e in events)
+
+
 def test_pilot_scancelled_mid_run(slurm, tmp_path, monkeypatch):
+    """A plain scancel: Slurm sends SIGTERM, then SIGKILL after KillWait; the pilot drains
+    in between, the run is correct and the user sees the job's state."""
     monkeypatch.chdir(tmp_path)
     events: list = []
     p = SlurmProvider("pilot", 2, cpus=2, max_queued=2)
@@ -96,11 +123,44 @@ def test_pilot_scancelled_mid_run(slurm, tmp_path, monkeypatch):
         _until(lambda: victim.inflight, 20, "tasks running on the first pilot")
         subprocess.run(["scancel", str(victim.job_id)], check=True, timeout=15)
         out = wait_on(futs)
-        _until(lambda: len(p.submitted) >= 3, 30, "a replacement pilot")
+        _until(lambda: getattr(victim, "slurm_state", None), 30, "the job's Slurm state")
     assert [o[0] for o in out] == [i * i for i in range(16)]
-    lost = [e for e in events if e[0] == "node_lost"]
-    assert lost and lost[0][4] == victim.name and f"slurm job {victim.job_id}" in lost[0][5]
     assert rt.n_done == 16 and not rt.failed
+    gone = [e for e in events if e[0] in ("node_left", "node_lost") and e[4] == victim.name]
+    assert gone and f"slurm job {victim.job_id}" in gone[0][5]
+    assert victim.slurm_state.startswith("CANCELLED")
+
+
+def test_sigterm_drains_a_pilot(slurm, tmp_path, monkeypatch):
+    """scancel --signal=TERM --full (what --signal does before the walltime): the pilot's
+    running tasks finish on it, its queued ones move, nothing fails or reruns."""
+    monkeypatch.chdir(tmp_path)
+    events: list = []
+    p = SlurmProvider("pilot", 2, cpus=2, max_queued=2)
+    with _rt(tmp_path, p, events) as rt:
+        _until(lambda: len([n for n in rt.nodes if n.alive]) == 2, 40, "2 pilots to join")
+        victim = rt.nodes[0]
+        futs = [where(i, 1.0) for i in range(12)]
+        _until(lambda: len(victim.inflight) >= 2, 20, "tasks on the first pilot")
+        time.sleep(0.3)          # let them start (not an assertion: only makes the test bite)
+        running = set(victim.inflight)
+        subprocess.run(["scancel", "--signal=TERM", "--full", str(victim.job_id)], check=True,
+                       timeout=15)
+        out = wait_on(futs)
+        _until(lambda: not victim.alive, 30, "the drained pilot to leave")
+        assert not rt.failed and rt.n_retries == 0
+    assert [o[0] for o in out] == [i * i for i in range(12)]
+    left = [e for e in events if e[0] == "node_left"]
+    assert left and left[0][4] == victim.name and "SIGTERM" in left[0][5]
+    assert not [e for e in events if e[0] in ("failed", "node_lost")]
+    done_on = {e[2]: e[4] for e in events if e[0] == "done"}
+    back = {e[2] for e in events if e[0] == "retry" and "handed back" in str(e[5])}
+    assert back                                      # it had work it had not started
+    assert all(done_on[t] != victim.name for t in back)
+    assert all(done_on[t] == victim.name for t in running - back)
+    # the job ended by itself once drained (not killed)
+    _until(lambda: slurm.squeue(p.job_name).get(str(victim.job_id)) == "COMPLETED", 30,
+           "the drained pilot's job to complete")
 
 
 def test_pilot_throttling_and_idle_exit(slurm, tmp_path, monkeypatch):
@@ -126,8 +186,9 @@ def test_pilot_throttling_and_idle_exit(slurm, tmp_path, monkeypatch):
             assert [o[0] for o in out] == [i * i for i in range(60)]
             _until(lambda: len(p.idle_retired) >= 1, 30, "an idle pilot to exit")
             jid = p.idle_retired[0]
-            _until(lambda: slurm.squeue(p.job_name).get(jid) in ("CANCELLED", "COMPLETED"),
-                   30, "the idle pilot's job to end")
+            # the agent left by itself: its job completed, nobody cancelled it
+            _until(lambda: slurm.squeue(p.job_name).get(jid) == "COMPLETED",
+                   30, "the idle pilot's job to complete")
             assert len(p.submitted) == 4         # no replacement while there is no work
             assert rt.n_done == 60 and not rt.failed
     finally:

@@ -69,6 +69,10 @@ class Agent:
         self.blocked: dict = {}       # task id -> [missing inputs, task msg]
         self.producing: dict = {}     # data id -> executor whose queue makes it
         self.waiting_on: dict = {}    # data id -> [task ids] (chained tasks)
+        self.leaving: str | None = None   # why the agent drains (SIGTERM, idle): no new work
+        self.idle_exit: float | None = None
+        self.last_busy = time.time()
+        self._term_r, self._term_w = os.pipe()
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -84,6 +88,7 @@ class Agent:
         os.environ.update(cfg.get("env", {}))
         self.name = cfg.get("name", self.name)
         self.slots = int(cfg.get("slots") or os.cpu_count() or 1)
+        self.idle_exit = cfg.get("idle_exit")
         for _ in range(self.slots):
             self._spawn()
         self.sampler = Sampler(cfg.get("sample_interval", 2.0))
@@ -93,6 +98,11 @@ class Agent:
         P.write_all(self.wfd, P.encode((P.READY, info)))
         os.set_blocking(self.wfd, False)
         self.sel.register(self.rfd, selectors.EVENT_READ, None)
+        # SIGTERM (Slurm's walltime warning, scancel, a user's kill) drains the node:
+        # running tasks finish, the rest goes back to the master (see _leave).
+        os.set_blocking(self._term_w, False)
+        self.sel.register(self._term_r, selectors.EVENT_READ, "term")
+        signal.signal(signal.SIGTERM, self._on_sigterm)
 
     def _spawn(self) -> _Exec:
         t_r, t_w = os.pipe()      # agent -> executor
@@ -104,7 +114,12 @@ class Agent:
                 os.close(r_r)
                 os.close(self.rfd)
                 os.close(self.wfd)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.close(self._term_r)
+                os.close(self._term_w)
+                # A signal sent to the whole job step must not kill a running task: the
+                # agent decides (a Python handler, so programs the task starts get the
+                # default disposition back at exec).
+                signal.signal(signal.SIGTERM, _ignore)
                 executor_main(t_r, r_w)
             finally:
                 os._exit(1)
@@ -125,7 +140,10 @@ class Agent:
             timeout = self._timeout()
             for key, mask in self.sel.select(timeout):
                 data = key.data
-                if data is None:
+                if data == "term":
+                    os.read(self._term_r, 64)
+                    self._leave("SIGTERM")
+                elif data is None:
                     if mask & selectors.EVENT_READ:
                         self._from_master()
                     if mask & selectors.EVENT_WRITE:
@@ -138,16 +156,60 @@ class Agent:
                     # event whose fd number now belongs to its successor: skip it)
                     self._from_exec(data)
             self._check_deadlines()
-            self._schedule()
+            if self.leaving is None:
+                self._schedule()
+                if self.idle_exit is not None:
+                    self._check_idle()
             self._sample()
             self._send_batches()
+            if self.leaving is not None:
+                if self.queue or self.blocked:     # requeued after an executor died
+                    self._hand_back()
+                if not any(e.queue for e in self.execs):
+                    self.running = False      # drained: every task it kept has reported
         self._shutdown()
 
     def _timeout(self) -> float:
         t = self.sampler.next_due() - time.time() if self.sampler else 1.0
         if self.deadlines:
             t = min(t, min(d for d, _ in self.deadlines.values()) - time.time())
+        if self.idle_exit is not None and self.leaving is None:
+            t = min(t, self.last_busy + self.idle_exit - time.time())
         return max(0.0, min(t, 5.0))
+
+    # -- leaving: SIGTERM or idle ------------------------------------------------
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        try:
+            os.write(self._term_w, b"t")
+        except OSError:
+            pass
+
+    def _check_idle(self) -> None:
+        now = time.time()
+        if self.queue or self.blocked or any(e.queue for e in self.execs):
+            self.last_busy = now
+        elif now - self.last_busy >= self.idle_exit:
+            self._leave(f"idle for {self.idle_exit:g} s")
+
+    def _leave(self, reason: str) -> None:
+        """Drain: take no new work, hand back what has not started, finish the rest.
+
+        Tasks already queued on an executor run (the head is running; the
+        others are short ones prefetched behind it). Held tasks and the
+        agent's own queue go back to the master, which places them elsewhere;
+        tasks that arrive later go back the same way.
+        """
+        if self.leaving is not None:
+            return
+        self.leaving = reason
+        self._hand_back()
+
+    def _hand_back(self) -> None:
+        back = [item[2][0] for item in self.queue] + list(self.blocked)
+        self.queue = []
+        self.blocked.clear()
+        self.waiting_on.clear()
+        self._send((P.LEAVING, self.leaving, back))
 
     def _from_master(self) -> None:
         try:
@@ -162,6 +224,9 @@ class Agent:
         for msg in msgs:
             op = msg[0]
             if op == P.TASKS:
+                if self.leaving is not None:
+                    self._send((P.LEAVING, self.leaving, [t[0] for t in msg[1]]))
+                    continue
                 for t in msg[1]:
                     if t[3] and self._blocked_on_inputs(t, chain=True):
                         continue
@@ -534,6 +599,10 @@ class Agent:
                 P.write_all(self.wfd, bytes(self.out))
         except OSError:
             pass
+
+
+def _ignore(signum: int, frame: Any) -> None:
+    pass
 
 
 def _reap(pid: int) -> str:

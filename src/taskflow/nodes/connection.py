@@ -27,6 +27,7 @@ class NodeHandle:
     address = "127.0.0.1"
     stager = None
     wreg = False       # the loop watches wfd for writability (bytes are waiting in out)
+    leaving: str | None = None   # the agent drains (SIGTERM, idle): no new work goes there
 
     @property
     def hostname(self) -> str:
@@ -113,6 +114,11 @@ class NodeHandle:
                 os.close(fd)
             except OSError:
                 pass
+
+    @property
+    def usable(self) -> bool:
+        """Alive and taking new work."""
+        return self.alive and self.leaving is None
 
     @property
     def load(self) -> float:

@@ -23,6 +23,10 @@ Node -> master
     LOG        (LOG, [(task_id, t, level, line), ...])
     SAMPLE     (SAMPLE, {cpu, mem, ...})
     FATAL      (FATAL, message: str)                        the node cannot go on
+    LEAVING    (LEAVING, reason: str, [task_id, ...])       draining (SIGTERM, idle): takes
+               no new work; the listed tasks were not started and go back to the master.
+               Sent again for tasks that arrive later; the agent exits once its running
+               tasks have reported.
 
 TaskMsg   = (task_id, digest, argv, refs, kwargs, nout, inouts, options, priority,
              computing_units, exclusive, output_data_ids)
@@ -36,7 +40,7 @@ import struct
 from typing import Any
 
 HELLO, FUNC, TASKS, DATA, FETCH, DROP, CANCEL, SHUTDOWN = range(8)
-READY, RESULTS, LOG, SAMPLE, FATAL = range(10, 15)
+READY, RESULTS, LOG, SAMPLE, FATAL, LEAVING = range(10, 16)
 
 # Result statuses.
 OK, ERROR, TIMEOUT, LOST, CANCELLED_ON_NODE = range(5)

@@ -9,9 +9,15 @@ pilot
     ``nodes`` single-node jobs submitted independently (at most
     ``max_queued`` pending at once); ``start`` returns with the first pilot
     that joins, the others join the running runtime as their jobs start.
-    Ended pilots are replaced up to the target; a pilot idle for
-    ``idle_timeout`` seconds while no work is ready is cancelled and not
+    Ended pilots are replaced up to the target; a pilot's agent idle for
+    ``idle_timeout`` seconds leaves by itself (its job ends) and is not
     replaced until work is ready again.
+
+Draining: with a ``time_limit`` the jobs ask Slurm for SIGTERM
+``drain_margin`` seconds before the walltime (``--signal``); an agent that
+gets SIGTERM (that, or ``scancel --signal=TERM``) takes no new work, hands
+back what it has not started and exits once its running tasks have
+reported. A node whose job ended is reported with the job's Slurm state.
 
 Every job is ``scancel``led at ``stop``. Agents connect back over TCP to
 127.0.0.1 (:mod:`taskflow.nodes.dialback`), proving the per-run secret held
@@ -152,7 +158,10 @@ class SlurmProvider:
         if self.mode == "pilot" and jid in self.handles:
             name += f"-{seq}"
         slots = self.cpus or meta.get("cpus") or 1
-        return dict(self._config, name=name, slots=int(slots))
+        cfg = dict(self._config, name=name, slots=int(slots))
+        if self.mode == "pilot" and self.idle_timeout is not None:
+            cfg["idle_exit"] = self.idle_timeout     # the agent leaves by itself when idle
+        return cfg
 
     def _on_node(self, h: NodeHandle) -> None:
         jid = str(h.job_id)
@@ -161,9 +170,9 @@ class SlurmProvider:
                 h.close()
                 return
             self.handles.setdefault(jid, []).append(h)
-            h.last_busy = time.time()
-        if self.time_limit:
-            self._set_walltime(h)
+            submitted = next((t for t, j in self.submitted if j == jid), None)
+        h.info["job_submitted"] = submitted
+        self._job_times(h)
         with self._lock:
             rt = self.rt
             if rt is None:
@@ -171,11 +180,15 @@ class SlurmProvider:
                 return
         rt.add_node(h)
 
-    def _set_walltime(self, h: NodeHandle) -> None:
-        """Read the job's end time from Slurm; the scheduler then respects it."""
+    def _job_times(self, h: NodeHandle) -> None:
+        """The job's start and end time from Slurm; the scheduler respects the end."""
         try:
-            out = _slurm(["squeue", "-h", "-j", str(h.job_id), "-o", "%e"], 15).strip()
-            h.walltime_end = time.mktime(time.strptime(out, "%Y-%m-%dT%H:%M:%S"))
+            out = _slurm(["squeue", "-h", "-j", str(h.job_id), "-o", "%S|%e"], 15).strip()
+            start, end = out.split("|")
+            h.info["job_started"] = time.mktime(time.strptime(start, "%Y-%m-%dT%H:%M:%S"))
+            if not self.time_limit:
+                return
+            h.walltime_end = time.mktime(time.strptime(end, "%Y-%m-%dT%H:%M:%S"))
         except (SlurmError, ValueError):
             return
         h.drain_margin = self.drain_margin
@@ -218,6 +231,9 @@ class SlurmProvider:
                  f"#SBATCH --output={self.dir}/%x-%j.out", f"#SBATCH --chdir={os.getcwd()}"]
         if self.cpus:
             lines.append(f"#SBATCH --cpus-per-task={self.cpus}")
+        if self.time_limit:     # SIGTERM before the walltime: the agents drain
+            lines.append(f"#SBATCH --signal={'B:' if self.mode == 'pilot' else ''}"
+                         f"TERM@{max(int(self.drain_margin), 1)}")
         for opt, val in (("partition", self.partition), ("time", self.time_limit),
                          ("account", self.account), ("qos", self.qos), ("mem", self.memory)):
             if val:
@@ -288,9 +304,10 @@ class SlurmProvider:
         if self._stopping:
             return
         rt = self.rt
-        work = bool(rt is not None and (rt.scheduler.ready or rt.n_active))
-        if self.idle_timeout is not None and rt is not None:
-            self._retire_idle(work)
+        for jid, hs in list(self.handles.items()):
+            if jid not in self.idle_retired and any(
+                    (h.leaving or "").startswith("idle") for h in hs):
+                self.idle_retired.append(jid)        # it left by itself for lack of work
         live = [j for j, s in jobs.items() if s not in ENDED and not (
             self.handles.get(j) and all(self.draining(h) for h in self.handles[j]))]
         pending = sum(1 for j in live if jobs[j] == "PENDING")
@@ -306,19 +323,40 @@ class SlurmProvider:
         with self._lock:
             self.max_pending_seen = max(self.max_pending_seen, pending)
 
-    def _retire_idle(self, work: bool) -> None:
-        now = time.time()
-        for jid, hs in list(self.handles.items()):
-            for h in hs:
-                if not h.alive or jid in self.idle_retired or self.jobs.get(jid) in ENDED:
-                    continue
-                if h.inflight or h.used or (self.rt.scheduler.ready):
-                    h.last_busy = now
-                elif now - h.last_busy >= self.idle_timeout:
-                    self.idle_retired.append(jid)
-                    print(f"taskflow: slurm pilot {jid} idle for {self.idle_timeout:g} s: "
-                          f"cancelled", file=sys.stderr)
-                    self._scancel([jid])
+    def explain_end(self, h: NodeHandle) -> None:
+        """A node of job ``h.job_id`` is gone: say, once Slurm knows, how the job ended.
+
+        Runs in a thread (the caller is the runtime loop); the state
+        (TIMEOUT, CANCELLED, NODE_FAIL, COMPLETED, ...) is printed, set on the
+        handle and sent on the event bus as ``node_state``.
+        """
+        def look() -> None:
+            jid = str(h.job_id)
+            state = "UNKNOWN"
+            deadline = time.time() + 20.0
+            while time.time() < deadline and not self._stopping:
+                try:
+                    out = _slurm(["squeue", "-h", "-t", "all", "-j", jid, "-o", "%T|%r"], 10)
+                except SlurmError:
+                    break
+                got = out.strip().split("|")
+                if got and got[0]:
+                    state = got[0] if len(got) < 2 or got[1] in ("None", "") else \
+                        f"{got[0]} ({got[1]})"
+                    if got[0] in ENDED:
+                        break
+                time.sleep(0.5)
+            with self._lock:
+                self.jobs[jid] = state.split()[0]
+            h.slurm_state = state
+            print(f"taskflow: node {h.name}: slurm job {jid} ended in state {state}",
+                  file=sys.stderr)
+            rt = self.rt
+            if rt is not None and rt.bus.active:
+                rt.bus.emit(("node_state", time.time(), 0, "", h.name,
+                             {"job_id": jid, "state": state}))
+
+        threading.Thread(target=look, daemon=True, name=f"taskflow-slurm-{h.job_id}").start()
 
     # -- stop --------------------------------------------------------------------
     def _scancel(self, jids: list[str]) -> None:

@@ -53,7 +53,7 @@ class Progress:
     def _render(self) -> Any:
         from rich.table import Table
         running = self._running()
-        nodes = [n for n in self.rt.nodes if n.alive]
+        nodes = [n for n in self.rt.nodes if n.usable]
         table = Table(title=f"taskflow run {self.rt.run_id} | {time.time() - self._t0:.1f} s | "
                             f"{len(nodes)} node(s), {sum(n.slots for n in nodes)} slot(s)",
                       title_justify="left", expand=False)

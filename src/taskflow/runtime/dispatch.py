@@ -230,8 +230,25 @@ class Dispatcher:
                 node.samples.append(msg[1])
                 if rt.bus.active:
                     rt.bus.emit(("sample", msg[1]["t"], 0, "", node.name, msg[1]))
+            elif op == P.LEAVING:
+                self._leaving(node, msg[1], msg[2])
             elif op == P.FATAL:
                 self._lose(node, msg[1], cbs)
+
+    def _leaving(self, node: Any, reason: str, tids: list) -> None:
+        """The node drains: no new work goes there; what it did not start runs elsewhere."""
+        rt = self.rt
+        if node.leaving is None:
+            node.leaving = reason
+            print(f"taskflow: node {node.name} is leaving ({reason}): its running tasks "
+                  f"finish there, the others go to other nodes", file=sys.stderr)
+            if rt.bus.active:
+                rt.bus.emit(("node_leaving", time.time(), 0, "", node.name, reason))
+            rt._max_cus, rt._max_mem = rt.scheduler.capacity()
+        for tid in tids:
+            task = node.inflight.get(tid)
+            if task is not None:
+                outcomes.hand_back(rt, task, node, reason)
 
     def _logs(self, node: Any, entries: list) -> None:
         rt = self.rt
@@ -261,11 +278,19 @@ class Dispatcher:
                 del self.fetches[did]               # ask another holder, or recompute
                 for w in waiting[1:]:
                     self.request_fetch(fut, w)
+        left = node.leaving is not None
+        if left:
+            reason = f"left: {node.leaving}"
         if getattr(node, "job_id", None):
             reason = f"{reason} (slurm job {node.job_id})"
+            explain = getattr(node.provider, "explain_end", None)
+            if explain is not None:
+                explain(node)            # its Slurm state, once Slurm has it
         if rt.bus.active:
-            rt.bus.emit(("node_lost", time.time(), 0, "", node.name, reason))
-        print(f"taskflow: node {node.name} lost: {reason}", file=sys.stderr)
+            rt.bus.emit(("node_left" if left else "node_lost", time.time(), 0, "", node.name,
+                         reason))
+        if not left or node.inflight:
+            print(f"taskflow: node {node.name} lost: {reason}", file=sys.stderr)
         outcomes.node_lost(rt, node, reason, cbs)
 
     # -- work to nodes -------------------------------------------------------------

@@ -40,7 +40,7 @@ def place(nodes: list, req: dict, free: bool = True, gpu_used: dict | None = Non
     gpu_used = gpu_used or {}
     cands = []
     for n in nodes:
-        if not n.alive:
+        if not n.usable:
             continue
         room = (n.slots - n.used) if free else n.slots
         if room < unit:
@@ -153,7 +153,7 @@ def describe(req: dict) -> str:
 
 
 def describe_nodes(nodes: list) -> str:
-    alive = [n for n in nodes if n.alive]
+    alive = [n for n in nodes if n.usable]
     parts = [f"{n.name}: {n.slots} slots" + (f", {gpus_of(n)} GPUs" if gpus_of(n) else "")
              for n in alive[:8]]
     more = f", ... {len(alive) - 8} more" if len(alive) > 8 else ""

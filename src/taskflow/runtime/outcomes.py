@@ -195,6 +195,28 @@ def undispatch(rt: Any, task: Any) -> None:
     task.state = T.SUBMITTED
 
 
+def hand_back(rt: Any, task: Any, node: Any, reason: str) -> None:
+    """A draining node returns a task it never started: place it again (not a failure)."""
+    node.inflight.pop(task.id, None)
+    node.used -= task.cus
+    node.mem_used -= task.mem
+    if rt.scheduler.gangs:
+        gang.release(rt.scheduler, task)
+    for d in task.reads or ():   # a chained input will not be made there now
+        if d._state is not FINISHED and d._holders:
+            d._holders.discard(node.name)
+    task.node = None
+    take_back_chained(rt, task)
+    if task.npending > 0:            # chained: its producer has not finished yet
+        task.state = T.SUBMITTED
+    else:
+        task.state = T.READY
+        rt.scheduler.push(task)
+    if rt.bus.active:
+        rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node.name,
+                     f"handed back by node {node.name}, which is leaving ({reason})"))
+
+
 def take_back_chained(rt: Any, task: Any) -> None:
     """Undispatch every chained task downstream of ``task`` (it is to run again)."""
     stack = [task]
@@ -263,7 +285,7 @@ def _fail_unplaceable_gangs(rt: Any, lost: Any, cbs: list) -> None:
 
     from . import gang
     sched = rt.scheduler
-    alive = [n for n in sched.nodes if n.alive]
+    alive = [n for n in sched.nodes if n.usable]
     keep, doomed = [], []
     for e in sched.ready:
         req = (e[2].options or {}).get("gang")

@@ -55,10 +55,10 @@ class Scheduler:
         return len(self.ready)
 
     def fits_ever(self, cus: int, mem: float) -> bool:
-        return any(n.alive and n.slots >= cus and n.memory_gb >= mem for n in self.nodes)
+        return any(n.usable and n.slots >= cus and n.memory_gb >= mem for n in self.nodes)
 
     def capacity(self) -> tuple[int, float]:
-        alive = [n for n in self.nodes if n.alive]
+        alive = [n for n in self.nodes if n.usable]
         return (max((n.slots for n in alive), default=0),
                 max((n.memory_gb for n in alive), default=0.0))
 
@@ -67,7 +67,7 @@ class Scheduler:
         ready = self.ready
         if not ready:
             return []
-        nodes = [n for n in self.nodes if n.alive]
+        nodes = [n for n in self.nodes if n.usable]
         out = []
         deferred = []
         single = nodes[0] if len(nodes) == 1 else None
