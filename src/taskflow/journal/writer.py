@@ -2,9 +2,9 @@
 
 :class:`JournalWriter` subscribes to the runtime's event bus. By default the
 SQLite work happens in a small child process (``taskflow.journal.child``):
-the bus thread only turns each batch into plain tuples (the parameters' short
-form, the error's text) and pickles it down a pipe, so the master's GIL is
-not spent on SQL. ``TASKFLOW_JOURNAL=thread`` writes from the bus thread
+the bus thread only pickles each batch down a pipe (:mod:`.wire` reduces the
+specs, futures and errors the events refer to), so the master's GIL is not
+spent on SQL or on the parameters' text. ``TASKFLOW_JOURNAL=thread`` writes from the bus thread
 instead. Either way :class:`JournalDB` writes a batch in one transaction:
 rows of a task submitted, dispatched and finished within one batch (the
 common case for short tasks) become one INSERT; other changes are coalesced
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import socket
 import sqlite3
 import sys
@@ -29,6 +30,9 @@ _COLS = ("id", "name", "func", "params", "constraints", "node", "state", "t_subm
          "t_dispatch", "t_start", "t_end", "attempts", "exit_code", "error", "error_full",
          "traceback")
 _INSERT = f"INSERT INTO tasks ({','.join(_COLS)}) VALUES ({','.join('?' * len(_COLS))})"
+# Rows without an error (nearly all) bind 4 parameters fewer: about 40 % less SQLite time.
+_NOERR = len(_COLS) - 4
+_INSERT_OK = f"INSERT INTO tasks ({','.join(_COLS[:_NOERR])}) VALUES ({','.join('?' * _NOERR)})"
 _IDX = {c: i for i, c in enumerate(_COLS)}
 _ENDED = frozenset({"DONE", "FAILED", "CANCELLED"})
 
@@ -47,17 +51,17 @@ def ref_summary(refs: Any) -> list | None:
     if not refs:
         return None
     out = []
-    for path, kind, obj in refs:
+    for path, kind, obj in refs:        # futures come as (data id, path): see wire.py
         if len(path) != 1:
             continue
-        if kind in ("r", "p"):
-            did = getattr(obj, "_did", None)
-            out.append((path[0], f"<data d{did}>" if did is not None else "<data>"))
+        if kind == "r":
+            out.append((path[0], f"<data d{obj[0]}>"))
+        elif kind == "p":
+            out.append((path[0], "<data>"))
         else:
-            f = obj[1] if isinstance(obj, tuple) else obj
-            p = getattr(f, "_path", None) or ""
+            f = obj[1] if kind in ("fio", "dio") else obj
             out.append((path[0], f"<{'dir' if kind[0] == 'd' else 'file'} "
-                                 f"{os.path.basename(p)}>"))
+                                 f"{os.path.basename(f[1] or '')}>"))
     return out
 
 
@@ -74,10 +78,6 @@ def params_text(names: Any, argv: Any, kwargs: Any, shown: Any) -> str:
     return ", ".join(parts)
 
 
-def short_params(spec: Any, argv: Any, kwargs: Any, refs: Any) -> str:
-    return params_text(getattr(spec, "names", None), argv, kwargs, ref_summary(refs))
-
-
 def _constraints(spec: Any) -> str:
     c: dict = {"computing_units": getattr(spec, "computing_units", 1)}
     if getattr(spec, "memory_size", 0):
@@ -87,37 +87,6 @@ def _constraints(spec: Any) -> str:
         if v and v != "python" and not (k == "on_failure" and v == "RETRY"):
             c[k] = v if isinstance(v, (int, float, str)) else short(v, 200)
     return json.dumps(c)
-
-
-def prepare(evs: list, cache: dict) -> list:
-    """Events with their object references replaced by plain values (picklable)."""
-    out = []
-    for ev in evs:
-        kind = ev[0]
-        if kind == "submitted":
-            extra = ev[5]
-            if type(extra) is tuple:
-                dep_ids, argv, kwargs, refs, spec = extra
-                info = cache.get(id(spec))
-                if info is None:
-                    f = getattr(spec, "func", None)
-                    func = f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}"
-                    info = cache[id(spec)] = (func, _constraints(spec),
-                                              tuple(getattr(spec, "names", ()) or ()), spec)
-                # The text of the parameters is made by the writer (another process):
-                # here only plain values travel, pickled in one go.
-                ev = (kind, ev[1], ev[2], ev[3], ev[4],
-                      [dep_ids, info[:3], argv, kwargs, ref_summary(refs) if refs else None])
-        elif kind == "failed" or kind == "cancelled":
-            extra = ev[5]
-            if extra and len(extra) > 3 and extra[3] is not None and type(extra[3]) is not tuple:
-                err = extra[3]
-                ev = (kind, ev[1], ev[2], ev[3], ev[4],
-                      (extra[0], extra[1], extra[2],
-                       (str(err), getattr(err, "remote_traceback", "") or None,
-                        _exit_code(err)), *extra[4:]))
-        out.append(ev)
-    return out
 
 
 def _exit_code(err: Any) -> int | None:
@@ -173,8 +142,8 @@ class JournalDB:
                     logs.append((tid, t, extra[0], node, extra[1]))
                 continue
             if kind == "submitted":
-                dep_ids, (func, cons, names), argv, kwargs, shown = extra     # see prepare()
-                params = params_text(names, argv, kwargs, shown)
+                dep_ids, argv, kwargs, refs, (func, cons, names) = extra     # see wire.py
+                params = params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
                 row = [tid, name, func, params, cons, "", "SUBMITTED", t, None, None, None, 0,
                        None, None, None, None]
                 new[tid] = row
@@ -215,7 +184,7 @@ class JournalDB:
                     if len(extra) > 2 and extra[2]:
                         ch["error"] = extra[2]
                     if len(extra) > 3 and extra[3] is not None:
-                        ch["error_full"], ch["traceback"], code = extra[3]     # see prepare()
+                        ch["error_full"], ch["traceback"], code = extra[3]     # see wire.py
                         if code is not None:
                             ch["exit_code"] = code
                     if len(extra) > 4:
@@ -269,7 +238,12 @@ class JournalDB:
                         for r in rows:
                             del new[r[0]]
                 if rows:
-                    db.executemany(_INSERT, rows)
+                    ok = [r[:_NOERR] for r in rows if r[12] is None and r[13] is None]
+                    if ok:
+                        db.executemany(_INSERT_OK, ok)
+                    if len(ok) < len(rows):
+                        db.executemany(_INSERT, [r for r in rows
+                                                 if r[12] is not None or r[13] is not None])
             if changes:
                 groups: dict[tuple, list] = {}
                 for tid, ch in changes.items():
@@ -323,7 +297,8 @@ class JournalWriter:
         self.path = os.path.join(rt.run_dir, JOURNAL_NAME)
         self.mode = mode or os.environ.get("TASKFLOW_JOURNAL", "process")
         self._lock = threading.Lock()
-        self._cache: dict[int, tuple] = {}
+        from .wire import EventPickler
+        self._pickler = EventPickler()
         self.closed = False
         self.proc: Any = None
         self.db: JournalDB | None = None
@@ -341,20 +316,18 @@ class JournalWriter:
         with self._lock:
             if self.closed:
                 return
-            evs = prepare(evs, self._cache)
+            body = self._pickler.dumps(("events", evs))
             if self.proc is not None:
-                from .child import send
+                from .child import send_body
                 try:
-                    send(self.proc, ("events", evs))
+                    send_body(self.proc, body)
                     return
                 except RuntimeError as exc:     # carry on in this process
                     print(f"taskflow: {exc}; writing the journal from the master from now on",
                           file=sys.stderr)
                     self.proc = None
                     self.db = JournalDB(self.path, self._row)
-                self.db.write(evs)
-            else:
-                self.db.write(evs)
+            self.db.write(pickle.loads(body)[1])
 
     def close(self, rt: Any, t_end: float) -> None:
         """Mark the run finished or failed (after the bus delivered everything)."""

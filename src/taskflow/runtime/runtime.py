@@ -22,7 +22,7 @@ from ..graph import task as T
 from ..graph.builder import Builder
 from ..graph.registry import Registry
 from ..nodes.local import LocalProvider
-from . import outcomes
+from . import gctune, outcomes
 from .dispatch import Dispatcher
 from .events import EventBus
 from .scheduler import Scheduler
@@ -109,6 +109,7 @@ class Runtime:
         self.scheduler.nodes = nodes
         self._max_cus, self._max_mem = self.scheduler.capacity()
         self.started = True
+        gctune.tune()
         self.dispatcher.open(nodes)
         self._thread = threading.Thread(target=self.dispatcher.loop, name="taskflow-loop",
                                         daemon=True)
@@ -148,6 +149,7 @@ class Runtime:
             if self.journal is not None:
                 self.journal.close(self, time.time())
             self._cleanup_data()
+            gctune.restore()
             from . import current
             current.clear_current(self)
 
