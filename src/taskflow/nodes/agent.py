@@ -29,7 +29,7 @@ DEEP = 32
 
 class _Exec:
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "wreg")
+                 "out", "wreg", "batch")
 
     def __init__(self, pid: int, wfd: int, rfd: int) -> None:
         self.pid = pid
@@ -42,6 +42,7 @@ class _Exec:
         self.started = 0.0
         self.out = bytearray()      # frames the executor's pipe has not taken yet
         self.wreg = False
+        self.batch: list = []       # tasks for it this round: one TASKS frame, one write
 
 
 class Agent:
@@ -73,6 +74,7 @@ class Agent:
         self.idle_exit: float | None = None
         self.last_busy = time.time()
         self._term_r, self._term_w = os.pipe()
+        self._dirty: list = []      # executors with a batch to send this round
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -160,6 +162,8 @@ class Agent:
                 self._schedule()
                 if self.idle_exit is not None:
                     self._check_idle()
+            if self._dirty:
+                self._send_exec_batches()
             self._sample()
             self._send_batches()
             if self.leaving is not None:
@@ -426,9 +430,12 @@ class Agent:
 
     def _queue_on(self, ex: _Exec, t: tuple) -> None:
         tid, digest, argv, refs, kwargs, nout, inouts, opts = t[:8]
-        frames = []
+        batch = ex.batch
         if digest not in ex.digests:
-            frames.append(P.encode((P.FUNC, digest, self.funcs[digest])))
+            if batch:                   # the function goes after the tasks queued before it
+                ex.out += P.encode((P.TASKS, batch))
+                batch = ex.batch = []
+            ex.out += P.encode((P.FUNC, digest, self.funcs[digest]))
             ex.digests.add(digest)
         data = {}
         if refs:
@@ -441,13 +448,12 @@ class Agent:
                     for d in payload[1]:
                         if d in store:
                             data[d] = store[d]
-        frames.append(P.encode((P.TASKS, [(tid, digest, argv, refs, kwargs, nout, inouts,
-                                           opts, data, t[11])])))
+        if ex not in self._dirty:
+            self._dirty.append(ex)
+        batch.append((tid, digest, argv, refs, kwargs, nout, inouts, opts, data, t[11]))
         producing = self.producing
         for d in t[11]:
             producing[d] = ex
-        ex.out += b"".join(frames)
-        self._flush_exec(ex)
         now = time.time()
         if not ex.queue:
             ex.started = now
@@ -494,6 +500,17 @@ class Agent:
         self._forget(ex, requeue_rest)
         self._spawn()
 
+    def _send_exec_batches(self) -> None:
+        """End of a round: each executor's new tasks in one frame and one write."""
+        dirty, self._dirty = self._dirty, []
+        execs = self.execs
+        for ex in dirty:
+            if ex.batch:
+                ex.out += P.encode((P.TASKS, ex.batch))
+                ex.batch = []
+            if ex in execs:
+                self._flush_exec(ex)
+
     def _flush_exec(self, ex: _Exec) -> None:
         out = ex.out
         try:
@@ -520,6 +537,8 @@ class Agent:
         os.close(ex.wfd)
         self.execs.remove(ex)
         del self.by_fd[ex.rfd]
+        if ex in self._dirty:
+            self._dirty.remove(ex)
         for d in [d for d, e in self.producing.items() if e is ex]:
             del self.producing[d]
         if requeue_rest:

@@ -93,6 +93,8 @@ class Scheduler:
             else:
                 node = self._choose(task, nodes, cus, extra)
             if node is None:
+                if all(n.used >= n.slots * (1 + DEEP) for n in nodes):
+                    break            # every node is full even for short tasks: next round
                 heapq.heappop(ready)
                 deferred.append(entry)
                 if len(deferred) >= 32:
