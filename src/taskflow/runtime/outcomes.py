@@ -281,20 +281,17 @@ def node_lost(rt: Any, node: Any, reason: str, cbs: list) -> list:
 
 def _fail_unplaceable_gangs(rt: Any, lost: Any, cbs: list) -> None:
     """Multi-node tasks the remaining nodes can never hold fail instead of waiting."""
-    import heapq
-
     from . import gang
     sched = rt.scheduler
     alive = [n for n in sched.nodes if n.usable]
     keep, doomed = [], []
-    for e in sched.ready:
-        req = (e[2].options or {}).get("gang")
-        (doomed if req and gang.place(alive, req, False) is None else keep).append(e)
+    for t in sched.ready:
+        req = (t.options or {}).get("gang")
+        (doomed if req and gang.place(alive, req, False) is None else keep).append(t)
     if not doomed:
         return
-    heapq.heapify(keep)
-    sched.ready[:] = keep
-    for _, _, t in doomed:
+    sched.ready.replace(keep)
+    for t in doomed:
         spec = t.spec
         err = TaskError(f"task {spec.name} (id {t.id}) needs {t.options['gang']['procs']} "
                         f"processes, which the remaining nodes can never give after node "

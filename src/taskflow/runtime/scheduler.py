@@ -16,11 +16,11 @@ Placement policies (``placement=``):
 """
 from __future__ import annotations
 
-import heapq
 import time
 from typing import Any, Iterable
 
 from . import gang
+from .readyqueue import ReadyQueue
 
 SHORT = 0.005      # seconds; tasks faster than this are prefetched deeply
 DEEP = 256         # extra tasks per slot for short tasks
@@ -32,7 +32,7 @@ class Scheduler:
             raise ValueError(f"unknown placement policy {placement!r}: use locality, "
                              f"least-loaded or fifo")
         self.placement = placement
-        self.ready: list = []     # heap of (-priority, sequence, task): compared in C
+        self.ready = ReadyQueue()
         self.nodes: list = []
         self._rr = 0
         self.gangs: dict = {}     # task id -> what runtime.gang reserved beyond its node
@@ -41,15 +41,16 @@ class Scheduler:
         self.walltimes = False    # some node has a job end time (Slurm): check before placing
 
     def push(self, task: Any) -> None:
-        heapq.heappush(self.ready, (-task.prio, task.seq, task))
+        self.ready.push(task)
 
     def push_many(self, tasks: Iterable[Any]) -> None:
+        push = self.ready.push
         for t in tasks:
-            heapq.heappush(self.ready, (-t.prio, t.seq, t))
+            push(t)
 
     def tasks(self) -> list:
         """The ready tasks (any order)."""
-        return [e[2] for e in self.ready]
+        return list(self.ready)
 
     def __len__(self) -> int:
         return len(self.ready)
@@ -72,15 +73,15 @@ class Scheduler:
         deferred = []
         single = nodes[0] if len(nodes) == 1 else None
         held = self.held
+        peek, pop = ready.peek, ready.pop
         while ready:
-            entry = ready[0]
-            task = entry[2]
+            task = peek()
             spec = task.spec
             if spec.gang:
                 node = gang.reserve(self, task, nodes)
                 if node is None:
                     break            # wait for enough free slots; no backfill meanwhile
-                heapq.heappop(ready)
+                pop()
                 out.append((node, task))
                 continue
             cus = task.cus
@@ -95,17 +96,16 @@ class Scheduler:
             if node is None:
                 if all(n.used >= n.slots * (1 + DEEP) for n in nodes):
                     break            # every node is full even for short tasks: next round
-                heapq.heappop(ready)
-                deferred.append(entry)
+                deferred.append(pop())
                 if len(deferred) >= 32:
                     break
                 continue
-            heapq.heappop(ready)
+            pop()
             node.used += cus
             node.mem_used += task.mem
             out.append((node, task))
-        for e in deferred:
-            heapq.heappush(ready, e)
+        for t in reversed(deferred):     # back in their places
+            ready.push_front(t)
         return out
 
     def _choose(self, task: Any, nodes: list, cus: int, extra: int) -> Any:

@@ -1,0 +1,75 @@
+"""The ready queue: tasks by priority, first in first out within a priority.
+
+A binary heap of (-priority, sequence, task) cost ~2 us per pop once tens of
+thousands of tasks were ready (15 levels of tuple comparisons); nearly every
+workflow uses a handful of priorities, so a FIFO per priority makes push and
+pop O(1) and keeps the same order: higher priority first, then submission
+order (a task pushed back with :meth:`push_front` keeps its place).
+"""
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from typing import Any, Iterable, Iterator
+
+
+class ReadyQueue:
+    __slots__ = ("_queues", "_prios", "_n")
+
+    def __init__(self) -> None:
+        self._queues: dict[int, deque] = {}
+        self._prios: list[int] = []       # negated priorities, ascending: best first
+        self._n = 0
+
+    def _queue(self, prio: int) -> deque:
+        q = self._queues.get(prio)
+        if q is None:
+            q = self._queues[prio] = deque()
+            bisect.insort(self._prios, -prio)
+        return q
+
+    def push(self, task: Any) -> None:
+        q = self._queues.get(task.prio)
+        if q is None:
+            q = self._queue(task.prio)
+        q.append(task)
+        self._n += 1
+
+    def push_front(self, task: Any) -> None:
+        self._queue(task.prio).appendleft(task)
+        self._n += 1
+
+    def peek(self) -> Any:
+        """The next task (the queue must not be empty)."""
+        return self._queues[-self._prios[0]][0]
+
+    def pop(self) -> Any:
+        prio = -self._prios[0]
+        q = self._queues[prio]
+        task = q.popleft()
+        self._n -= 1
+        if not q:
+            del self._queues[prio]
+            self._prios.pop(0)
+        return task
+
+    def replace(self, tasks: Iterable[Any]) -> None:
+        """Keep only ``tasks`` (in the order given, per priority)."""
+        self.clear()
+        for t in tasks:
+            self.push(t)
+
+    def clear(self) -> None:
+        self._queues.clear()
+        self._prios.clear()
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __bool__(self) -> bool:
+        return self._n > 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for p in list(self._prios):
+            yield from list(self._queues.get(-p, ()))
