@@ -7,7 +7,7 @@ Instead of rebuilding every event as plain tuples in Python (which cost the
 master's GIL about a microsecond per task), the pickler's dispatch table
 reduces those three kinds of objects as they are met:
 
-- a TaskSpec becomes ``(function name, constraints JSON, parameter names)``,
+- a TaskSpec becomes ``(function, constraints JSON, parameter names, task name)``,
   once per batch (pickle memoises it) and once per run (cached here);
 - a Future becomes ``(data id, path)``;
 - a taskflow error becomes ``(text, remote traceback, exit code)``.
@@ -32,7 +32,8 @@ from .writer import _constraints, _exit_code
 def _spec_info(spec: Any) -> tuple:
     f = getattr(spec, "func", None)
     return (f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}",
-            _constraints(spec), tuple(getattr(spec, "names", ()) or ()))
+            _constraints(spec), tuple(getattr(spec, "names", ()) or ()),
+            getattr(spec, "name", "?"))
 
 
 class EventPickler(pickle.Pickler):

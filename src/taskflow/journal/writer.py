@@ -133,6 +133,18 @@ class JournalDB:
         lost: list = []
         samples: list = []
         nlogs = self._nlogs
+        done_rows = None
+        if evs and evs[-1][0] == "task_rows_done":      # see runtime/events.py
+            done_rows = evs[-1][5]
+            evs = evs[:-1]
+        if evs and evs[0][0] == "task_rows_submitted":
+            for tid, t, (func, cons, names, name), argv, kwargs, refs, dep_ids in evs[0][5]:
+                params = params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
+                new[tid] = [tid, name, func, params, cons, "", "SUBMITTED", t, None, None, None,
+                            0, None, None, None, None]
+                if dep_ids:
+                    deps.extend([(tid, d) for d in dep_ids])
+            evs = evs[1:]
         for ev in evs:
             kind, t, tid, name, node, extra = ev
             if kind == "log":
@@ -142,7 +154,7 @@ class JournalDB:
                     logs.append((tid, t, extra[0], node, extra[1]))
                 continue
             if kind == "submitted":
-                dep_ids, argv, kwargs, refs, (func, cons, names) = extra     # see wire.py
+                dep_ids, argv, kwargs, refs, (func, cons, names, _) = extra     # see wire.py
                 params = params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
                 row = [tid, name, func, params, cons, "", "SUBMITTED", t, None, None, None, 0,
                        None, None, None, None]
@@ -221,6 +233,8 @@ class JournalDB:
                     changes[tid] = ch
                 else:
                     old.update(ch)
+        if done_rows:
+            self._done_rows(done_rows, new, changes, logs)
         db = self.db
         db.execute("BEGIN")
         try:
@@ -271,6 +285,37 @@ class JournalDB:
             db.execute("ROLLBACK")
             raise
 
+    def _done_rows(self, rows: list, new: dict, changes: dict, logs: list) -> None:
+        """Tasks that ended well, from the bus's rows (after this batch's other events)."""
+        nlogs = self._nlogs
+        for tid, t0, t1, tdisp, node, att, name in rows:
+            row = new.get(tid)
+            n = nlogs.pop(tid, 0) if nlogs else 0
+            if row is not None:
+                row[5] = node
+                row[6] = "DONE"
+                row[9] = t0 or None
+                row[10] = t1
+                row[11] = att
+                if tdisp:
+                    row[8] = tdisp
+            else:
+                ch = {"state": "DONE", "t_end": t1, "attempts": att}
+                if node:
+                    ch["node"] = node
+                if t0:
+                    ch["t_start"] = t0
+                if tdisp:
+                    ch["t_dispatch"] = tdisp
+                old = changes.get(tid)
+                if old is None:
+                    changes[tid] = ch
+                else:
+                    old.update(ch)
+            if n > LOG_CAP:
+                logs.append((tid, t1, "RAW", node, f"[taskflow] {n - LOG_CAP} more lines "
+                             f"not stored (journal cap {LOG_CAP} lines per task)"))
+
     def close_run(self, t_end: float, state: str, counts: dict) -> None:
         """Mark the run finished or failed and close the database."""
         self.write([], final=True)
@@ -309,7 +354,7 @@ class JournalWriter:
             self.proc = spawn(self.path, self._row)
         else:
             self.db = JournalDB(self.path, self._row)
-        rt.bus.subscribe(self.on_events)
+        rt.bus.subscribe(self.on_events, rows=True)
 
     def on_events(self, evs: list) -> None:
         """From the bus thread: one batch of events."""

@@ -343,7 +343,11 @@ def _fail_unrun(rt: Any, t: Any, err: Any, cbs: list) -> None:
 
 def _ended(rt: Any, task: Any) -> None:
     rt.n_active -= 1
-    if rt.bus.active:
+    if rt.bus.active and task.state == T.DONE:
+        rt.bus.done_rows.append((task.id, task.t_start, task.t_end, task.t_dispatch,
+                                 task.node.name if task.node is not None else "",
+                                 task.attempts, task.spec.name))
+    elif rt.bus.active:
         rt.bus.emit((task.state.lower(), task.t_end or time.time(), task.id, task.spec.name,
                      task.node.name if task.node is not None else "",
                      (task.t_start, task.t_end, task.error and str(task.error).split("\n")[0],

@@ -69,6 +69,7 @@ class Runtime:
         self.lock = threading.Lock()
         self.submit_lock = threading.Lock()
         self.bus = EventBus()
+        self.bus.rows_lock = self.lock
         self.scheduler = Scheduler(placement)
         self.registry = Registry(self.data_dir)
         self.builder = Builder(self)
@@ -207,9 +208,10 @@ class Runtime:
                         cs.append(task)
                     task.npending += 1
                 if self.bus.active:
-                    self.bus.emit(("submitted", task.t_submit, task.id, spec.name, "",
-                                   ([d._producer.id for d in deps if d._producer is not None],
-                                    task.argv, task.kwargs, task.refs, spec)))
+                    self.bus.sub_rows.append((
+                        task.id, task.t_submit, spec, task.argv, task.kwargs, task.refs,
+                        [d._producer.id for d in deps if d._producer is not None] if deps
+                        else None))
                 if cancel_by is not None:
                     cbs: list = []
                     err = cancel_by._exception
