@@ -321,8 +321,10 @@ class Dispatcher:
                     continue
             inouts = task.inouts
             wire_inouts = [(e[0], e[1], e[2]) for e in inouts] if inouts else None
-            outdids = [f._did for f in task.outputs] if not inouts else \
-                [f._did for f in task.all_outputs()]
+            outs = task.outputs
+            if inouts:
+                outs = task.all_outputs()
+            outdids = [outs[0]._did] if len(outs) == 1 else [f._did for f in outs]
             frames[-1].append((task.id, spec.digest, task.argv, wire_refs, task.kwargs, spec.nout,
                                wire_inouts, task.options, task.prio, task.cus, spec.exclusive,
                                outdids))
@@ -330,7 +332,8 @@ class Dispatcher:
             task.node = node
             task.t_dispatch = now
             node.inflight[task.id] = task
-            self._chain(task, node, assignments)
+            if outs[0]._consumers if len(outs) == 1 else any(f._consumers for f in outs):
+                self._chain(task, node, assignments)
             if emit is not None and not (spec.stats_n and spec.stats_mean < 0.005):
                 # Short tasks get no event of their own: their end event carries
                 # the dispatch time, and nobody could watch them run anyway.

@@ -65,7 +65,8 @@ def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
                 fut._result = fut._path
             finish_future(rt, fut, cbs)
             i += 1
-    if any(type(o) is tuple for o in outputs):   # values left on the node: keep lineage
+    if (type(outputs[0]) is tuple if len(outputs) == 1 else
+            any(type(o) is tuple for o in outputs)):   # values left on the node: keep lineage
         lineage.remember(task)
     spec = task.spec
     n = spec.stats_n
