@@ -28,7 +28,7 @@ def spawn(path: str, row: tuple) -> subprocess.Popen:
     return proc
 
 
-NICE = 10
+NICE = int(os.environ.get("TASKFLOW_JOURNAL_NICE", "10"))
 
 
 def _lower_priority() -> None:  # pragma: no cover - runs in the child before exec
