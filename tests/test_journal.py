@@ -122,12 +122,23 @@ def test_binary_task_logs(tmp_path, monkeypatch):
     def failing():
         pass
 
+    @binary(binary=str(fail), fail_by_exit_value=False)
+    @taskflow.task(returns=int)
+    def tolerated():
+        pass
+
     def body(rt):
         assert taskflow.wait_on(talk()) == 0
         with pytest.raises(taskflow.TaskError):
             taskflow.wait_on(failing())
+        assert taskflow.wait_on(tolerated()) == 3
+        assert taskflow.wait_on(ot.add(1, 1)) == 2
     rt = _run(tmp_path, monkeypatch, body)
     with Journal(rt.run_dir) as j:
+        # the exit code is kept for programs that succeed too; Python tasks have none
+        assert j.task(1)["state"] == "DONE" and j.task(1)["exit_code"] == 0
+        assert j.task(3)["state"] == "DONE" and j.task(3)["exit_code"] == 3
+        assert j.task(4)["state"] == "DONE" and j.task(4)["exit_code"] is None
         lines = j.logs(task=1)
         assert [x["line"] for x in lines if x["level"] == "STDOUT"] == ["out1", "out2", "out3"]
         assert [x["line"] for x in lines if x["level"] == "STDERR"] == ["err1", "err2", "err3"]

@@ -131,6 +131,7 @@ class JournalDB:
         logs: list = []
         nodes: list = []
         lost: list = []
+        states: list = []
         samples: list = []
         nlogs = self._nlogs
         done_rows = None
@@ -214,8 +215,11 @@ class JournalDB:
                 info = extra if isinstance(extra, dict) else {}
                 nodes.append((node, t, info.get("slots"), json.dumps(info, default=str)))
                 continue
-            elif kind == "node_lost":
+            elif kind == "node_lost" or kind == "node_left":
                 lost.append((t, str(extra), node))
+                continue
+            elif kind == "node_state":          # how the node's Slurm job ended
+                states.append((f" [slurm job {extra.get('job_id')}: {extra.get('state')}]", node))
                 continue
             elif kind == "sample":
                 s = extra if isinstance(extra, dict) else {}
@@ -278,6 +282,9 @@ class JournalDB:
                                nodes)
             if lost:
                 db.executemany("UPDATE nodes SET t_lost=?, reason=? WHERE name=?", lost)
+            if states:
+                db.executemany("UPDATE nodes SET reason=COALESCE(reason, '') || ? WHERE name=?",
+                               states)
             if samples:
                 db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", samples)
             db.execute("COMMIT")
@@ -288,7 +295,7 @@ class JournalDB:
     def _done_rows(self, rows: list, new: dict, changes: dict, logs: list) -> None:
         """Tasks that ended well, from the bus's rows (after this batch's other events)."""
         nlogs = self._nlogs
-        for tid, t0, t1, tdisp, node, att, name in rows:
+        for tid, t0, t1, tdisp, node, att, name, code in rows:
             row = new.get(tid)
             n = nlogs.pop(tid, 0) if nlogs else 0
             if row is not None:
@@ -299,8 +306,12 @@ class JournalDB:
                 row[11] = att
                 if tdisp:
                     row[8] = tdisp
+                if code is not None:
+                    row[12] = code
             else:
                 ch = {"state": "DONE", "t_end": t1, "attempts": att}
+                if code is not None:
+                    ch["exit_code"] = code
                 if node:
                     ch["node"] = node
                 if t0:

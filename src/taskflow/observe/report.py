@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from ..journal.reader import Journal
+from . import workers
 from .graph import build, critical_path
 
 
@@ -73,7 +74,13 @@ def figures(j: Journal) -> dict[str, Any]:
         s["mean_run"] = s["run"] / n if n else 0.0
         s["mean_queued"] = s["queued"] / n if n else 0.0
     longest = sorted(ran, key=lambda t: t["t_end"] - t["t_start"], reverse=True)[:10]
+    nodes = j.nodes()
+    curve = workers.held_curve(nodes, t_first, t_last)
+    held = workers.integral(curve, t_last)
+    W_held = held / M if M > 0 else 0.0
     return {
+        "w_curve": curve, "W_held": W_held, "C_over_W_held": C / W_held if W_held > 0 else 0.0,
+        "utilisation": integral / held if held > 0 else 0.0, "jobs": workers.jobs(nodes),
         "run_id": run.get("run_id"), "state": run.get("state"), "slots": slots,
         "tasks": len(tasks), "ran": len(ran), "counts": j.counts(),
         "C": C, "M": M, "W": W, "C_over_W": C / W if W > 0 else 0.0,
@@ -106,6 +113,7 @@ def to_markdown(f: dict[str, Any]) -> str:
              f"| M / lower bound | {f['M'] / f['lower_bound']:.2f} |" if f["lower_bound"] > 0
              else "| M / lower bound | - |",
              f"| W / P, slot utilisation | {100 * f['efficiency']:.1f} % |", "",
+             *_held_section(f),
              "## Time queued vs running", "",
              f"Ready but waiting for a slot: {f['queued']:.3f} s in total; running: "
              f"{f['running']:.3f} s.", "",
@@ -126,6 +134,35 @@ def to_markdown(f: dict[str, Any]) -> str:
         lines += ["", f"Critical path (task ids): {cp}"
                   + (" ..." if len(f["critical_path"]) > 30 else "")]
     return "\n".join(lines) + "\n"
+
+
+def _held_section(f: dict[str, Any]) -> list[str]:
+    """The SPA view: w(t) the slots held (joins and leaves), W its mean, C/W against M."""
+    t0 = f["t_first"]
+    out = ["## Workers held (the SPA model, M = C / W)", "",
+           "w(t) is the number of slots the run holds at time t (nodes that joined and "
+           "have not left); W = (1/M) ∫ w(t) dt.", "",
+           "| figure | value |", "|---|---|",
+           f"| W = (1/M) ∫ w(t) dt, mean slots held | {f['W_held']:.3f} |",
+           f"| C / W | {f['C_over_W_held']:.3f} s |",
+           f"| M | {f['M']:.3f} s |",
+           (f"| M / (C / W) | {f['M'] / f['C_over_W_held']:.2f} |" if f["C_over_W_held"] > 0
+            else "| M / (C / W) | - |"),
+           f"| busy / held slot-seconds | {100 * f['utilisation']:.1f} % |", "",
+           "| t (s since first submission) | w(t), slots held |", "|---|---|",
+           *workers.step_table(f["w_curve"], t0)]
+    if f["jobs"]:
+        def rel(v: Any) -> str:
+            return f"{v - t0:.2f}" if v else "-"
+        out += ["", "### Slurm jobs", "",
+                "| job | nodes | submitted (s) | started (s) | queue wait (s) | left (s) | "
+                "how it ended |", "|---|---|---|---|---|---|---|"]
+        for jb in f["jobs"]:
+            wait = f"{jb['queue_wait']:.2f}" if jb["queue_wait"] is not None else "-"
+            out.append(f"| {jb['job_id']} | {', '.join(jb['nodes'])} | {rel(jb['submitted'])} | "
+                       f"{rel(jb['started'] or jb['joined'])} | {wait} | {rel(jb['left'])} | "
+                       f"{(jb['reason'] or '-').replace('|', '/')} |")
+    return out + [""]
 
 
 def to_html(md: str, pictures: list[str]) -> str:
@@ -158,7 +195,8 @@ def to_html(md: str, pictures: list[str]) -> str:
             import base64
             with open(p, "rb") as fh:
                 b64 = base64.b64encode(fh.read()).decode()
-            out.append(f"<h2>Gantt chart</h2><img src='data:image/png;base64,{b64}'>")
+            title = "Workers held, w(t)" if "workers" in os.path.basename(p) else "Gantt chart"
+            out.append(f"<h2>{title}</h2><img src='data:image/png;base64,{b64}'>")
     out.append(f"<p><small>made {time.strftime('%Y-%m-%d %H:%M:%S')}</small></p>")
     return "\n".join(out)
 
@@ -166,7 +204,10 @@ def to_html(md: str, pictures: list[str]) -> str:
 def report(run_dir: str, html_path: str | None = None) -> str:
     """The report as markdown; with ``html_path`` also an HTML file with the pictures."""
     with Journal(run_dir) as j:
-        md = to_markdown(figures(j))
+        f = figures(j)
+        md = to_markdown(f)
+        intervals = [(t["t_start"], t["t_end"]) for t in j.tasks() if t.get("t_start") and
+                     t.get("t_end")] if html_path else []
     if html_path:
         from .graph import write_graph
         from .trace import write_trace
@@ -180,6 +221,13 @@ def report(run_dir: str, html_path: str | None = None) -> str:
             if "gantt" in tr:
                 pics.append(tr["gantt"])
         except Exception:  # noqa: BLE001 - pictures are optional in a report
+            pass
+        try:
+            w = workers.plot(f["w_curve"], workers.busy_curve(intervals), f["t_first"],
+                             f["t_first"] + f["M"], os.path.join(out, "workers.png"))
+            if w:
+                pics.append(w)
+        except Exception:  # noqa: BLE001
             pass
         with open(html_path, "w") as fh:
             fh.write(to_html(md, pics))

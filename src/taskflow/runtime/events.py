@@ -43,7 +43,8 @@ class EventBus:
         self._row_subs: set = set()
         self._buf: deque = deque()
         self.sub_rows: list = []     # (tid, t_submit, spec, argv, kwargs, refs, dep ids)
-        self.done_rows: list = []    # (tid, t_start, t_end, t_dispatch, node, attempts, name)
+        self.done_rows: list = []    # (tid, t_start, t_end, t_dispatch, node, attempts, name,
+        #                              exit code of an external program or None)
         self.rows_lock: Any = None   # the runtime lock: held by whoever appends rows
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -149,4 +150,4 @@ def _expand_submitted(rows: list | None) -> list:
 
 def _expand_done(rows: list | None) -> list:
     return [("done", t1, tid, name, node, (t0, t1, None, None, att, tdisp))
-            for tid, t0, t1, tdisp, node, att, name in rows] if rows else []
+            for tid, t0, t1, tdisp, node, att, name, _ in rows] if rows else []

@@ -342,12 +342,27 @@ def _fail_unrun(rt: Any, t: Any, err: Any, cbs: list) -> None:
     _ended(rt, t)
 
 
+def _exit_code(task: Any) -> int | None:
+    """The exit code an external program's task returned (its result), for the journal."""
+    spec = task.spec
+    if spec.invoker not in ("binary", "ompss", "mpi") or not task.outputs or (
+            spec.invoker == "mpi" and not (spec.invoker_cfg or {}).get("binary")):
+        return None
+    payload = task.outputs[0]._payload
+    try:
+        value = pickle.loads(payload) if type(payload) is bytes else None
+    except Exception:  # noqa: BLE001 - the journal does without
+        return None
+    return value if type(value) is int else None
+
+
 def _ended(rt: Any, task: Any) -> None:
     rt.n_active -= 1
     if rt.bus.active and task.state == T.DONE:
         rt.bus.done_rows.append((task.id, task.t_start, task.t_end, task.t_dispatch,
                                  task.node.name if task.node is not None else "",
-                                 task.attempts, task.spec.name))
+                                 task.attempts, task.spec.name,
+                                 None if task.spec.invoker == "python" else _exit_code(task)))
     elif rt.bus.active:
         rt.bus.emit((task.state.lower(), task.t_end or time.time(), task.id, task.spec.name,
                      task.node.name if task.node is not None else "",

@@ -1,0 +1,131 @@
+"""The SPA accounting: workers held over time, and the queue wait of each job.
+
+In the SPA pilot-job study (shared/ANCHORS.md) w(t) is the number of workers
+a run holds at time t, W = (1/M) ∫ w(t) dt its time average over the makespan
+M, and the makespan model is M = C / W with C the total work. Here a worker
+is a slot: w(t) steps up by a node's slots when it joins and down when it
+leaves or is lost (the journal's ``nodes`` rows). The report sets C / W_held
+against M: the gap is the time workers were held but idle (M = C / W holds
+exactly for the *busy* slots, which :mod:`taskflow.observe.report` also
+shows).
+
+Slurm nodes carry their job id, the time the job was submitted and the time
+Slurm started it (``job_submitted``, ``job_started`` in the node's info), so
+each job's queue wait is known.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def held_curve(nodes: list[dict], lo: float, hi: float) -> list[tuple[float, int]]:
+    """[(t, w)] steps of the slots held, from ``lo`` to ``hi`` (w holds until the next t)."""
+    deltas: list[tuple[float, int]] = []
+    for n in nodes:
+        slots = int(n.get("slots") or 0)
+        a = n.get("t_join")
+        if a is None or not slots:
+            continue
+        b = n.get("t_lost") or hi
+        a, b = max(a, lo), min(b, hi)
+        if b > a:
+            deltas.append((a, slots))
+            if b < hi:                    # still held at the end: no step down inside
+                deltas.append((b, -slots))
+    deltas.sort()
+    out: list[tuple[float, int]] = [(lo, 0)]
+    w = 0
+    for t, d in deltas:
+        w += d
+        if out and out[-1][0] == t:
+            out[-1] = (t, w)
+        else:
+            out.append((t, w))
+    merged: list[tuple[float, int]] = []
+    for t, v in out:
+        if merged and merged[-1][1] == v:
+            continue
+        merged.append((t, v))
+    return merged
+
+
+def integral(curve: list[tuple[float, int]], hi: float) -> float:
+    """∫ w(t) dt of a step curve up to ``hi``."""
+    total = 0.0
+    for (t, w), nxt in zip(curve, curve[1:] + [(hi, 0)]):
+        total += w * max(0.0, min(nxt[0], hi) - t)
+    return total
+
+
+def jobs(nodes: list[dict]) -> list[dict[str, Any]]:
+    """One entry per Slurm job (nodes without a job id are left out), in join order."""
+    by: dict[str, dict[str, Any]] = {}
+    for n in nodes:
+        info = n.get("info") or {}
+        jid = info.get("job_id")
+        if jid in (None, ""):
+            continue
+        j = by.setdefault(str(jid), {"job_id": str(jid), "nodes": [], "submitted": None,
+                                     "started": None, "joined": None, "left": None,
+                                     "reason": None})
+        j["nodes"].append(n["name"])
+        if info.get("job_submitted"):
+            j["submitted"] = info["job_submitted"]
+        if info.get("job_started"):
+            j["started"] = info["job_started"]
+        if n.get("t_join") and (j["joined"] is None or n["t_join"] < j["joined"]):
+            j["joined"] = n["t_join"]
+        if n.get("t_lost"):
+            j["left"] = max(j["left"] or 0.0, n["t_lost"])
+            j["reason"] = n.get("reason")
+    for j in by.values():
+        start = j["started"] or j["joined"]
+        j["queue_wait"] = (start - j["submitted"]) if (start and j["submitted"]) else None
+    return list(by.values())
+
+
+def step_table(curve: list[tuple[float, int]], t0: float, limit: int = 24) -> list[str]:
+    """Markdown rows ``| t | w |`` (at most ``limit``; the rest are summarised)."""
+    rows = [f"| {t - t0:.2f} | {w} |" for t, w in curve[:limit]]
+    if len(curve) > limit:
+        rows.append(f"| ... | {len(curve) - limit} more steps |")
+    return rows
+
+
+def plot(curve: list[tuple[float, int]], busy: list[tuple[float, float]], t0: float,
+         hi: float, path: str) -> str | None:
+    """A PNG of w(t) (held) and the busy slots over time; None without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 2.8))
+    xs = [t - t0 for t, _ in curve] + [hi - t0]
+    ys = [w for _, w in curve] + [curve[-1][1] if curve else 0]
+    ax.step(xs, ys, where="post", label="w(t): slots held")
+    if busy:
+        ax.step([t - t0 for t, _ in busy], [b for _, b in busy], where="post",
+                label="busy slots", alpha=0.7)
+    ax.set_xlabel("seconds since the first submission")
+    ax.set_ylabel("slots")
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def busy_curve(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """[(t, busy slots)] steps from the tasks' run intervals."""
+    pts = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    out: list[tuple[float, float]] = []
+    w = 0
+    for t, d in pts:
+        w += d
+        if out and out[-1][0] == t:
+            out[-1] = (t, w)
+        else:
+            out.append((t, w))
+    return out
