@@ -59,6 +59,12 @@ def main() -> None:
 @click.option("--slurm-nodes", type=int, default=1, show_default=True, expose_value=False,
               callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm_nodes=v),
               help="Nodes of the batch allocation, or target number of pilots.")
+@click.option("--slurm-opt", "slurm_opts", multiple=True, expose_value=False,
+              metavar="KEY=VALUE", callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm_opts=v),
+              help="A Slurm setting, as in the cluster file's slurm section (repeatable): "
+                   "cpus=4, partition=debug, time=30, account=..., qos=..., memory=8G, "
+                   "max_queued=2, idle_timeout=120, drain_margin=60, host=10.0.0.5, "
+                   "sbatch=--exclusive, worker_init='module load python'.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_, trace_,
@@ -72,8 +78,9 @@ def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_
     meta = click.get_current_context().meta
     rt_opts = cli_runtime_options(meta.get("tf_cluster"), placement)
     if meta.get("tf_slurm"):
-        from .nodes.slurm import SlurmProvider
-        rt_opts["providers"] = [SlurmProvider(meta["tf_slurm"], meta["tf_slurm_nodes"])]
+        from .cluster import slurm_cli_provider
+        rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
+                                                   meta.get("tf_slurm_opts") or ())]
     rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
     t0 = time.time()
     try:

@@ -23,6 +23,25 @@
         env: {OMP_NUM_THREADS: "1"}
         setup: ["module load python/3.11", ". ~/venv/bin/activate"]
 
+Workers from Slurm instead of (or besides) a list of hosts: a ``slurm``
+section (``nodes`` may then be left out)::
+
+    slurm:
+      mode: pilot                  # batch: one allocation of `nodes` nodes; pilot: `nodes` jobs
+      nodes: 8
+      cpus: 4                      # slots per node (default: what the node has)
+      partition: debug
+      time: "30"                   # walltime (sbatch --time); agents drain before it ends
+      account: proj1
+      qos: normal
+      memory: 8G                   # sbatch --mem
+      sbatch: ["--exclusive"]      # extra #SBATCH lines
+      worker_init: ["module load python/3.11", ". ~/venv/bin/activate"]
+      max_queued: 2                # pilots pending at once (per-user backfill limits)
+      idle_timeout: 120            # s a pilot's agent stays idle before leaving
+      drain_margin: 60             # s before the walltime: no new task, SIGTERM (drain)
+      host: 10.0.0.5               # address the agents dial back to (default 127.0.0.1)
+
 Every mistake (an unknown key, a wrong type, a missing ``host``) is a
 :class:`ClusterConfigError` that names the file, the line and the key.
 """
@@ -78,6 +97,7 @@ class ClusterConfig:
     heartbeat_timeout: float = 15.0
     sample_interval: float = 2.0
     path: str = ""
+    slurm: dict | None = None       # SlurmProvider keywords (the ``slurm`` section)
 
     def providers(self) -> list:
         """The providers that start these nodes (SSH ones need paramiko)."""
@@ -95,17 +115,26 @@ class ClusterConfig:
                                    connect_timeout=self.connect_timeout,
                                    heartbeat_timeout=self.heartbeat_timeout,
                                    sample_interval=self.sample_interval))
+        if self.slurm is not None:
+            from .nodes.slurm import SlurmProvider
+            kw = dict(self.slurm)
+            out.append(SlurmProvider(kw.pop("mode", "batch"), kw.pop("nodes", 1), **kw))
         return out
 
 
 _TOP = {"placement": str, "known_hosts": str, "accept_new_host_keys": bool,
         "connect_timeout": (int, float), "heartbeat_timeout": (int, float),
-        "sample_interval": (int, float), "nodes": list}
+        "sample_interval": (int, float), "nodes": list, "slurm": dict}
+_SLURM = {"mode": str, "nodes": int, "cpus": int, "partition": str, "time": (str, int),
+          "account": str, "qos": str, "memory": str, "sbatch": list, "worker_init": list,
+          "max_queued": int, "idle_timeout": (int, float), "drain_margin": (int, float),
+          "python": str, "host": str}
+_SLURM_KW = {"time": "time_limit", "sbatch": "sbatch_lines"}   # file key -> SlurmProvider's
 _NODE = {"name": str, "host": str, "port": int, "user": str, "identity_file": str,
          "computing_units": int, "memory": (int, float), "gpus": int, "python": str,
          "working_dir": str, "shared_fs": bool, "env": dict, "setup": list, "local": bool}
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list",
-               dict: "a mapping", (int, float): "a number"}
+               dict: "a mapping", (int, float): "a number", (str, int): "a string or minutes"}
 
 
 def load_cluster(path: str) -> ClusterConfig:
@@ -127,10 +156,11 @@ def parse_cluster(text: str, path: str = "<cluster>") -> ClusterConfig:
     if root is None or not isinstance(root, yaml.MappingNode):
         raise ClusterConfigError(f"{path}: the cluster file must be a mapping with a 'nodes' list")
     top = _mapping(root, _TOP, path, "the cluster file")
-    if "nodes" not in top:
+    slurm = _slurm_section(top.pop("slurm"), path) if "slurm" in top else None
+    if "nodes" not in top and slurm is None:
         raise ClusterConfigError(f"{path}:{root.start_mark.line + 1}: missing key 'nodes' "
-                                 f"(a list of nodes)")
-    nodes_node, _ = top.pop("nodes")
+                                 f"(a list of nodes) or a 'slurm' section")
+    nodes_node = top.pop("nodes")[0] if "nodes" in top else yaml.SequenceNode("", [])
     nodes = []
     names: set = set()
     for i, item in enumerate(nodes_node.value):
@@ -158,7 +188,7 @@ def parse_cluster(text: str, path: str = "<cluster>") -> ClusterConfig:
         if raw.get("computing_units") is not None and raw["computing_units"] < 1:
             raise ClusterConfigError(f"{path}:{line}: nodes[{i}].computing_units must be >= 1")
         nodes.append(NodeConfig(**raw))
-    if not nodes:
+    if not nodes and slurm is None:
         raise ClusterConfigError(f"{path}: 'nodes' is empty: list at least one node")
     vals = {k: v for k, (_, v) in top.items()}
     if vals.get("placement", "locality") not in PLACEMENTS:
@@ -167,7 +197,27 @@ def parse_cluster(text: str, path: str = "<cluster>") -> ClusterConfig:
                                  f"{', '.join(PLACEMENTS)}")
     if vals.get("known_hosts"):
         vals["known_hosts"] = os.path.expanduser(vals["known_hosts"])
-    return ClusterConfig(nodes=nodes, path=path, **vals)
+    return ClusterConfig(nodes=nodes, path=path, slurm=slurm, **vals)
+
+
+def _slurm_section(entry: tuple, path: str) -> dict:
+    """The ``slurm`` section as SlurmProvider keywords, checked like the rest."""
+    node, _ = entry
+    if not isinstance(node, yaml.MappingNode):
+        raise ClusterConfigError(f"{path}:{node.start_mark.line + 1}: 'slurm' must be a mapping "
+                                 f"(mode: batch|pilot, nodes: N, ...)")
+    raw = _mapping(node, _SLURM, path, "slurm")
+    out = {}
+    for key, (vnode, value) in raw.items():
+        line = vnode.start_mark.line + 1
+        if key == "mode" and value not in ("batch", "pilot"):
+            raise ClusterConfigError(f"{path}:{line}: slurm.mode {value!r} is not batch or pilot")
+        if key in ("nodes", "cpus", "max_queued") and value < 1:
+            raise ClusterConfigError(f"{path}:{line}: slurm.{key} must be >= 1")
+        if key in ("sbatch", "worker_init") and not all(isinstance(x, str) for x in value):
+            raise ClusterConfigError(f"{path}:{line}: slurm.{key} must be a list of strings")
+        out[_SLURM_KW.get(key, key)] = str(value) if key == "time" else value
+    return out
 
 
 def _mapping(node: Any, schema: dict, path: str, what: str) -> dict:
@@ -207,3 +257,36 @@ def cli_runtime_options(path: str | None, placement: str) -> dict:
     # --placement given on the command line wins over the file's
     return {"placement": placement if placement != "locality" else cfg.placement,
             "providers": providers}
+
+
+def slurm_cli_provider(mode: str, nodes: int, opts: tuple) -> Any:
+    """The SlurmProvider of ``taskflow run --slurm MODE --slurm-nodes N --slurm-opt K=V ...``.
+
+    The keys and their checks are the cluster file's ``slurm`` section's; a
+    mistake exits with status 2 and says which option and why.
+    """
+    import click
+    sec: dict[str, Any] = {"mode": mode, "nodes": nodes}
+    for opt in opts:
+        key, sep, value = opt.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            click.echo(f"taskflow: --slurm-opt {opt!r}: write KEY=VALUE (e.g. partition=debug)",
+                       err=True)
+            raise SystemExit(2)
+        if key in ("sbatch", "worker_init"):
+            sec.setdefault(key, []).append(value)
+        elif key in ("time", "partition", "account", "qos", "memory", "python", "host"):
+            sec[key] = value
+        else:
+            try:
+                sec[key] = yaml.safe_load(value)
+            except yaml.YAMLError:
+                sec[key] = value
+    try:
+        (provider,) = parse_cluster(yaml.safe_dump({"slurm": sec}), "--slurm-opt").providers()
+    except ClusterConfigError as exc:
+        msg = str(exc).split(": ", 1)[-1].replace("slurm.", "--slurm-opt ")
+        click.echo(f"taskflow: {msg}", err=True)
+        raise SystemExit(2) from None
+    return provider
