@@ -12,6 +12,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+# The testbeds' session fixtures live here, once: a fixture imported into several test
+# modules is a separate fixture in each, so a second module would set the testbed up again
+# and wait forever on the lock the first one holds.
+from slurm_testbed import slurm  # noqa: E402,F401
+from ssh_testbed import ssh_hosts  # noqa: E402,F401
+
 
 @pytest.fixture
 def rt(tmp_path, monkeypatch):

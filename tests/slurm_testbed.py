@@ -1,6 +1,6 @@
 """Session fixture: a real local Slurm (munged, slurmctld, 3 slurmd) from runtime/testbed/slurm.sh.
 
-Import it into a test module (``from slurm_testbed import slurm``). The
+tests/conftest.py registers it for every module (never import it into one). The
 cluster comes up once per session and goes down at its end; SLURM_CONF is
 set for the session. Tests are skipped, with the reason, only when the
 machine cannot host it: not root, or the Slurm / munge binaries are missing

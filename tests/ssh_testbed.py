@@ -1,6 +1,6 @@
 """Session fixture: two real sshd hosts in network namespaces (runtime/testbed/ssh_hosts.sh).
 
-Import it into a test module (``from ssh_testbed import ssh_hosts``). The
+tests/conftest.py registers it for every module (never import it into one). The
 hosts come up once per session and go down at its end. Tests are skipped,
 with the reason, only when the machine cannot host them: not root, no
 ``ip netns``, no sshd or no paramiko. A lock file serialises sessions that

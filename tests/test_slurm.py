@@ -21,7 +21,6 @@ from taskflow.nodes import dialback
 from taskflow.nodes.connection import NodeStartError
 from taskflow.nodes.slurm import SlurmProvider
 
-from slurm_testbed import slurm  # noqa: F401 - the session fixture
 
 
 @task(returns=1)

@@ -18,7 +18,6 @@ from taskflow import wait_on
 from taskflow.nodes.connection import NodeStartError
 from taskflow.nodes.ssh import HostKeyError
 
-from ssh_testbed import ssh_hosts  # noqa: F401 - the session fixture
 import ssh_tasks as S
 
 
