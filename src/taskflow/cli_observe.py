@@ -184,10 +184,10 @@ def _echo_paths(paths: dict) -> None:
 @main.command()
 @click.argument("run", required=False)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write an HTML report with the DAG and the Gantt chart.")
+              help="Also write an HTML report with the DAG, the Gantt chart and w(t).")
 @run_dir_option
 def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
-    """RUN's figures (C, W, M vs C/W and the critical path) as markdown."""
+    """RUN's figures as markdown: C, W, M vs C/W, the critical path, w(t) and Slurm job waits."""
     from .observe.report import report as make
     try:
         click.echo(make(resolve_run(run, run_dir), html_path), nl=False)

@@ -280,11 +280,14 @@ class JournalDB:
             if nodes:
                 db.executemany("INSERT INTO nodes (name, t_join, slots, info) VALUES (?,?,?,?)",
                                nodes)
+            # A name may join again (a node back under its old name): a leave or a Slurm
+            # state belongs to that name's latest join, not to the rows of earlier ones.
             if lost:
-                db.executemany("UPDATE nodes SET t_lost=?, reason=? WHERE name=?", lost)
+                db.executemany("UPDATE nodes SET t_lost=?, reason=? WHERE rowid="
+                               "(SELECT MAX(rowid) FROM nodes WHERE name=?)", lost)
             if states:
-                db.executemany("UPDATE nodes SET reason=COALESCE(reason, '') || ? WHERE name=?",
-                               states)
+                db.executemany("UPDATE nodes SET reason=COALESCE(reason, '') || ? WHERE rowid="
+                               "(SELECT MAX(rowid) FROM nodes WHERE name=?)", states)
             if samples:
                 db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", samples)
             db.execute("COMMIT")

@@ -6,6 +6,13 @@ CPU time is C = ∫ w(t) dt, so M = C / W. The report sets M against C/W (the
 identity, a check of the journal's times), against C/P (all P slots busy)
 and against the critical path L (the longest chain of dependent run times);
 max(C/P, L) is the lower bound no scheduler can beat.
+
+Two W's. ``W`` (``figures()["W"]``) averages the *busy* slots, so M = C / W is
+an identity. In the SPA study w(t) is the number of workers the run *holds*
+(joined, busy or not): that is ``W_held`` here, from the journal's node joins
+and leaves (:mod:`.workers`); C / W_held against M shows what idle held
+slots cost, and busy / held slot-seconds (``utilisation``) the same as a
+ratio. P is the most slots held at once.
 """
 from __future__ import annotations
 
@@ -41,7 +48,7 @@ def figures(j: Journal) -> dict[str, Any]:
     g = build(j)
     tasks = [d for _, d in g.nodes(data=True)]
     ran = [t for t in tasks if t.get("t_start") and t.get("t_end")]
-    slots = sum(int(n["slots"] or 1) for n in j.nodes()) or 1
+    nodes = j.nodes()
     run = j.run()
     subs = [t["t_submit"] for t in tasks if t.get("t_submit")]
     t_first = min(subs) if subs else (run.get("t_start") or 0.0)
@@ -50,6 +57,11 @@ def figures(j: Journal) -> dict[str, Any]:
     C = sum(t["t_end"] - t["t_start"] for t in ran)
     integral = busy_integral([(t["t_start"], t["t_end"]) for t in ran], t_first, t_last)
     W = integral / M if M > 0 else 0.0
+    curve = workers.held_curve(nodes, t_first, t_last)
+    # P, the slots of "all P slots busy": the most held at once. Not the sum over every node
+    # that ever joined, which counts a replaced pilot's slots twice.
+    slots = max((w for _, w in curve), default=0) or \
+        sum(int(n["slots"] or 1) for n in nodes) or 1
     L, path = critical_path(g)
     queued = running = 0.0
     per: dict[str, dict[str, Any]] = {}
@@ -74,8 +86,6 @@ def figures(j: Journal) -> dict[str, Any]:
         s["mean_run"] = s["run"] / n if n else 0.0
         s["mean_queued"] = s["queued"] / n if n else 0.0
     longest = sorted(ran, key=lambda t: t["t_end"] - t["t_start"], reverse=True)[:10]
-    nodes = j.nodes()
-    curve = workers.held_curve(nodes, t_first, t_last)
     held = workers.integral(curve, t_last)
     W_held = held / M if M > 0 else 0.0
     return {
@@ -91,6 +101,8 @@ def figures(j: Journal) -> dict[str, Any]:
                      "seconds": t["t_end"] - t["t_start"], "params": t["params"]}
                     for t in longest],
         "t_first": t_first,
+        # before the first submission: the start, with the wait for a batch allocation
+        "startup": max(t_first - run["t_start"], 0.0) if run.get("t_start") else None,
     }
 
 
@@ -105,9 +117,10 @@ def to_markdown(f: dict[str, Any]) -> str:
              "| figure | value |", "|---|---|",
              f"| C, total CPU time of the tasks | {f['C']:.3f} s |",
              f"| M, makespan (first submission to last end) | {f['M']:.3f} s |",
-             f"| W = (1/M) ∫ w(t) dt, mean busy slots | {f['W']:.3f} of {f['slots']} |",
+             f"| W = (1/M) ∫ w(t) dt, w(t) the busy slots | {f['W']:.3f} of {f['slots']} |",
              f"| C / W | {f['C_over_W']:.3f} s |",
-             f"| C / P, all {f['slots']} slots busy | {f['C_over_P']:.3f} s |",
+             f"| C / P, all P = {f['slots']} slots busy (most held at once) | "
+             f"{f['C_over_P']:.3f} s |",
              f"| L, critical path ({len(f['critical_path'])} tasks) | {f['L']:.3f} s |",
              f"| lower bound max(C/P, L) | {f['lower_bound']:.3f} s |",
              f"| M / lower bound | {f['M'] / f['lower_bound']:.2f} |" if f["lower_bound"] > 0
@@ -140,28 +153,35 @@ def _held_section(f: dict[str, Any]) -> list[str]:
     """The SPA view: w(t) the slots held (joins and leaves), W its mean, C/W against M."""
     t0 = f["t_first"]
     out = ["## Workers held (the SPA model, M = C / W)", "",
-           "w(t) is the number of slots the run holds at time t (nodes that joined and "
-           "have not left); W = (1/M) ∫ w(t) dt.", "",
+           "Here w(t) is the number of slots the run holds at time t (nodes that joined and "
+           "have not left, busy or not), as in the SPA model; the table above is the same "
+           "with w(t) the busy slots.", "",
            "| figure | value |", "|---|---|",
-           f"| W = (1/M) ∫ w(t) dt, mean slots held | {f['W_held']:.3f} |",
+           f"| W_held = (1/M) ∫ w(t) dt, mean slots held | {f['W_held']:.3f} |",
            f"| C / W | {f['C_over_W_held']:.3f} s |",
            f"| M | {f['M']:.3f} s |",
            (f"| M / (C / W) | {f['M'] / f['C_over_W_held']:.2f} |" if f["C_over_W_held"] > 0
             else "| M / (C / W) | - |"),
-           f"| busy / held slot-seconds | {100 * f['utilisation']:.1f} % |", "",
+           f"| busy / held slot-seconds, C / ∫ w(t) dt | {100 * f['utilisation']:.1f} % |",
+           (f"| run start to first submission (not in M) | {f['startup']:.3f} s |"
+            if f.get("startup") is not None else "| run start to first submission | - |"),
+           "",
            "| t (s since first submission) | w(t), slots held |", "|---|---|",
            *workers.step_table(f["w_curve"], t0)]
     if f["jobs"]:
         def rel(v: Any) -> str:
             return f"{v - t0:.2f}" if v else "-"
         out += ["", "### Slurm jobs", "",
-                "| job | nodes | submitted (s) | started (s) | queue wait (s) | left (s) | "
-                "how it ended |", "|---|---|---|---|---|---|---|"]
+                "Times in s since the first submission (negative: before it). Queue wait = "
+                "started - submitted, with the join time when Slurm's start is not known; "
+                "joined - started is the worker's registration delay.", "",
+                "| job | nodes | submitted | started | joined | queue wait (s) | left | "
+                "how it ended |", "|---|---|---|---|---|---|---|---|"]
         for jb in f["jobs"]:
             wait = f"{jb['queue_wait']:.2f}" if jb["queue_wait"] is not None else "-"
             out.append(f"| {jb['job_id']} | {', '.join(jb['nodes'])} | {rel(jb['submitted'])} | "
-                       f"{rel(jb['started'] or jb['joined'])} | {wait} | {rel(jb['left'])} | "
-                       f"{(jb['reason'] or '-').replace('|', '/')} |")
+                       f"{rel(jb['started'])} | {rel(jb['joined'])} | {wait} | "
+                       f"{rel(jb['left'])} | {(jb['reason'] or '-').replace('|', '/')} |")
     return out + [""]
 
 
@@ -181,7 +201,9 @@ def to_html(md: str, pictures: list[str]) -> str:
         if rows:
             out.append("<table>" + "".join(rows) + "</table>")
             rows = []
-        if line.startswith("## "):
+        if line.startswith("### "):
+            out.append(f"<h3>{html.escape(line[4:])}</h3>")
+        elif line.startswith("## "):
             out.append(f"<h2>{html.escape(line[3:])}</h2>")
         elif line.startswith("# "):
             out.append(f"<h1>{html.escape(line[2:])}</h1>")

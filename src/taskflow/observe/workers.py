@@ -57,9 +57,24 @@ def integral(curve: list[tuple[float, int]], hi: float) -> float:
     return total
 
 
+def _time(v: Any) -> float | None:
+    """An epoch time from a node's info (written by another version, maybe): else None."""
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if v > 0 else None
+
+
 def jobs(nodes: list[dict]) -> list[dict[str, Any]]:
-    """One entry per Slurm job (nodes without a job id are left out), in join order."""
+    """One entry per Slurm job (nodes without a job id are left out), in join order.
+
+    ``submitted`` and ``started`` come from the node's info (``job_submitted``,
+    ``job_started``: None when the provider did not give them); ``left`` is
+    when the job's last node left, None while one of them is still held.
+    """
     by: dict[str, dict[str, Any]] = {}
+    held: dict[str, int] = {}
     for n in nodes:
         info = n.get("info") or {}
         jid = info.get("job_id")
@@ -69,16 +84,18 @@ def jobs(nodes: list[dict]) -> list[dict[str, Any]]:
                                      "started": None, "joined": None, "left": None,
                                      "reason": None})
         j["nodes"].append(n["name"])
-        if info.get("job_submitted"):
-            j["submitted"] = info["job_submitted"]
-        if info.get("job_started"):
-            j["started"] = info["job_started"]
+        j["submitted"] = _time(info.get("job_submitted")) or j["submitted"]
+        j["started"] = _time(info.get("job_started")) or j["started"]
         if n.get("t_join") and (j["joined"] is None or n["t_join"] < j["joined"]):
             j["joined"] = n["t_join"]
         if n.get("t_lost"):
             j["left"] = max(j["left"] or 0.0, n["t_lost"])
             j["reason"] = n.get("reason")
+        else:
+            held[j["job_id"]] = held.get(j["job_id"], 0) + 1
     for j in by.values():
+        if held.get(j["job_id"]):
+            j["left"] = None
         start = j["started"] or j["joined"]
         j["queue_wait"] = (start - j["submitted"]) if (start and j["submitted"]) else None
     return list(by.values())
