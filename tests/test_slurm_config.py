@@ -10,7 +10,6 @@ import pytest
 from taskflow.cluster import ClusterConfigError, parse_cluster, slurm_cli_provider
 from taskflow.nodes.slurm import SlurmProvider
 
-from slurm_testbed import slurm  # noqa: F401 - the session fixture
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,7 +43,7 @@ def test_slurm_section_parses_into_a_provider():
 
 @pytest.mark.parametrize("text, where, words", [
     ("slurm:\n  mode: batch\n  nodez: 2\n", ":3:", "unknown key 'nodez' in slurm"),
-    ("slurm:\n  mode: elastic\n", ":2:", "slurm.mode 'elastic' is not batch or pilot"),
+    ("slurm:\n  mode: elastic\n", ":2:", "slurm.mode 'elastic' is not batch, pilot or allocation"),
     ("slurm:\n  nodes: 0\n", ":2:", "slurm.nodes must be >= 1"),
     ("slurm:\n  cpus: four\n", ":2:", "slurm.cpus must be an integer"),
     ("slurm:\n  worker_init: [1, 2]\n", ":2:", "slurm.worker_init must be a list of strings"),
@@ -88,7 +87,7 @@ def test_taskflow_run_with_a_slurm_cluster_file(slurm, tmp_path):
     (tmp_path / "wf.py").write_text(WORKFLOW)
     (tmp_path / "cluster.yaml").write_text("slurm:\n  mode: batch\n  nodes: 2\n  cpus: 2\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    r = subprocess.run([sys.executable, "-m", "taskflow.cli", "run", "--cluster", "cluster.yaml",
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--cluster", "cluster.yaml",
                         "--run-dir", str(tmp_path / "runs"), "wf.py"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr

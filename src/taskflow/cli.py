@@ -53,9 +53,11 @@ def main() -> None:
 @click.option("--cluster", type=click.Path(exists=True, dir_okay=False), default=None,
               expose_value=False, callback=lambda ctx, _p, v: ctx.meta.update(tf_cluster=v),
               help="Cluster file (YAML) listing SSH and local nodes; see README.")
-@click.option("--slurm", type=click.Choice(["batch", "pilot"]), default=None, expose_value=False,
+@click.option("--slurm", type=click.Choice(["batch", "pilot", "allocation"]), default=None,
+              expose_value=False,
               callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm=v),
-              help="Workers from Slurm: one batch allocation or pilot jobs (dial back).")
+              help="Workers from Slurm: one batch allocation, pilot jobs, or the allocation "
+                   "this runs in (taskflow submit); agents dial back.")
 @click.option("--slurm-nodes", type=int, default=1, show_default=True, expose_value=False,
               callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm_nodes=v),
               help="Nodes of the batch allocation, or target number of pilots.")
@@ -120,6 +122,7 @@ def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_
 
 
 from . import cli_observe  # noqa: E402,F401 - registers status, logs, runs, graph, ...
+from . import cli_slurm  # noqa: E402,F401 - registers submit
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -27,7 +27,8 @@ Workers from Slurm instead of (or besides) a list of hosts: a ``slurm``
 section (``nodes`` may then be left out)::
 
     slurm:
-      mode: pilot                  # batch: one allocation of `nodes` nodes; pilot: `nodes` jobs
+      mode: pilot                  # batch: one allocation of `nodes` nodes; pilot: `nodes` jobs;
+                                   # allocation: the one this master runs in (taskflow submit)
       nodes: 8
       cpus: 4                      # slots per node (default: what the node has)
       partition: debug
@@ -118,7 +119,12 @@ class ClusterConfig:
         if self.slurm is not None:
             from .nodes.slurm import SlurmProvider
             kw = dict(self.slurm)
-            out.append(SlurmProvider(kw.pop("mode", "batch"), kw.pop("nodes", 1), **kw))
+            mode = kw.pop("mode", "batch")
+            if mode == "allocation":        # the master runs inside it (taskflow submit)
+                from .nodes.slurm_alloc import AllocationProvider
+                out.append(AllocationProvider(kw.pop("nodes", None), **kw))
+            else:
+                out.append(SlurmProvider(mode, kw.pop("nodes", 1), **kw))
         return out
 
 
@@ -210,8 +216,9 @@ def _slurm_section(entry: tuple, path: str) -> dict:
     out = {}
     for key, (vnode, value) in raw.items():
         line = vnode.start_mark.line + 1
-        if key == "mode" and value not in ("batch", "pilot"):
-            raise ClusterConfigError(f"{path}:{line}: slurm.mode {value!r} is not batch or pilot")
+        if key == "mode" and value not in ("batch", "pilot", "allocation"):
+            raise ClusterConfigError(f"{path}:{line}: slurm.mode {value!r} is not batch, pilot "
+                                     f"or allocation")
         if key in ("nodes", "cpus", "max_queued") and value < 1:
             raise ClusterConfigError(f"{path}:{line}: slurm.{key} must be >= 1")
         if key in ("sbatch", "worker_init") and not all(isinstance(x, str) for x in value):
@@ -287,6 +294,10 @@ def slurm_cli_provider(mode: str, nodes: int, opts: tuple) -> Any:
         (provider,) = parse_cluster(yaml.safe_dump({"slurm": sec}), "--slurm-opt").providers()
     except ClusterConfigError as exc:
         msg = str(exc).split(": ", 1)[-1].replace("slurm.", "--slurm-opt ")
+        click.echo(f"taskflow: {msg}", err=True)
+        raise SystemExit(2) from None
+    except RuntimeError as exc:          # e.g. --slurm allocation outside an allocation
+        msg = str(exc)
         click.echo(f"taskflow: {msg}", err=True)
         raise SystemExit(2) from None
     return provider

@@ -1,0 +1,101 @@
+"""``taskflow submit``: run a workflow's master inside a Slurm allocation.
+
+Like PyCOMPSs's ``enqueue_compss``: it writes a job script whose batch step
+is ``taskflow run --slurm allocation script.py``, submits it with ``sbatch``
+and prints the job id and where its output and its run directory go. Inside
+the job the master starts one node agent per allocated node with ``srun``
+(:mod:`taskflow.nodes.slurm_alloc`).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+
+import click
+
+from .cli import main
+
+
+def job_script(script: str, args: tuple, *, nodes: int, time_limit: str, job_name: str,
+               out_dir: str, run_dir: str, partition: str | None = None,
+               cpus: int | None = None, account: str | None = None, qos: str | None = None,
+               memory: str | None = None, sbatch: tuple = (), worker_init: tuple = (),
+               python: str = sys.executable) -> str:
+    """The text of the job script (also what ``--dry-run`` prints)."""
+    lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}", f"#SBATCH --nodes={nodes}",
+             "#SBATCH --ntasks-per-node=1", f"#SBATCH --time={time_limit}",
+             f"#SBATCH --output={out_dir}/%x-%j.out", f"#SBATCH --chdir={os.getcwd()}"]
+    if cpus:
+        lines.append(f"#SBATCH --cpus-per-task={cpus}")
+    for opt, val in (("partition", partition), ("account", account), ("qos", qos),
+                     ("mem", memory)):
+        if val:
+            lines.append(f"#SBATCH --{opt}={val}")
+    lines += [ln if ln.startswith("#SBATCH") else f"#SBATCH {ln}" for ln in sbatch]
+    lines += list(worker_init)
+    pypath = os.pathsep.join(p for p in sys.path if p)
+    lines.append(f"export PYTHONPATH={shlex.quote(pypath)}${{PYTHONPATH:+:$PYTHONPATH}}")
+    run = [python, "-m", "taskflow", "run", "--no-progress", "--slurm", "allocation",
+           "--slurm-nodes", str(nodes), "--run-dir", run_dir]
+    if cpus:
+        run += ["--slurm-opt", f"cpus={cpus}"]
+    for w in worker_init:
+        run += ["--slurm-opt", f"worker_init={w}"]
+    run += [os.path.abspath(script), *args]
+    lines.append("exec " + shlex.join(run))
+    return "\n".join(lines) + "\n"
+
+
+@main.command(context_settings={"ignore_unknown_options": True,
+                                "allow_interspersed_args": False})
+@click.option("--nodes", "-N", type=int, required=True, help="Nodes of the allocation.")
+@click.option("--time", "-t", "time_limit", required=True,
+              help="Walltime (sbatch --time: minutes, or [D-]HH:MM:SS).")
+@click.option("--partition", "-p", default=None)
+@click.option("--cpus", type=int, default=None, help="CPUs (slots) per node.")
+@click.option("--account", "-A", default=None)
+@click.option("--qos", default=None)
+@click.option("--memory", default=None, help="Memory per node (sbatch --mem), e.g. 8G.")
+@click.option("--job-name", "-J", default=None, help="Default: taskflow-<script name>.")
+@click.option("--sbatch", "sbatch_lines", multiple=True, metavar="LINE",
+              help="An extra #SBATCH line (repeatable), e.g. --sbatch=--exclusive.")
+@click.option("--worker-init", multiple=True, metavar="CMD",
+              help="A shell line run before the master and each agent (repeatable), "
+                   "e.g. 'module load python/3.11'.")
+@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
+              help="Where runs are kept (default .taskflow/runs).")
+@click.option("--dry-run", is_flag=True, help="Print the job script; submit nothing.")
+@click.argument("script", type=click.Path(exists=True, dir_okay=False))
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+def submit(nodes, time_limit, partition, cpus, account, qos, memory, job_name, sbatch_lines,
+           worker_init, run_dir, dry_run, script, script_args) -> None:
+    """Submit SCRIPT to Slurm: its master and its workers run in one allocation."""
+    if nodes < 1:
+        raise click.BadParameter("must be >= 1", param_hint="--nodes")
+    root = os.path.abspath(run_dir or os.environ.get("TASKFLOW_RUN_DIR")
+                           or os.path.join(".taskflow", "runs"))
+    out_dir = os.path.join(os.path.dirname(root), "submit")
+    name = job_name or "taskflow-" + os.path.splitext(os.path.basename(script))[0]
+    text = job_script(script, script_args, nodes=nodes, time_limit=time_limit, job_name=name,
+                      out_dir=out_dir, run_dir=root, partition=partition, cpus=cpus,
+                      account=account, qos=qos, memory=memory, sbatch=sbatch_lines,
+                      worker_init=worker_init)
+    if dry_run:
+        click.echo(text, nl=False)
+        return
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.sh")
+    with open(path, "w") as f:
+        f.write(text)
+    from .nodes.slurm import SlurmError, _slurm
+    try:
+        jid = _slurm(["sbatch", "--parsable", path]).strip().split(";")[0]
+    except SlurmError as exc:
+        click.echo(f"taskflow submit: {exc}\n  job script: {path}", err=True)
+        sys.exit(1)
+    click.echo(f"submitted job {jid} ({nodes} node{'s' if nodes != 1 else ''}, {time_limit})")
+    click.echo(f"  job script: {path}")
+    click.echo(f"  output:     {out_dir}/{name}-{jid}.out")
+    click.echo(f"  runs:       {root}  (taskflow status --run-dir {root})")

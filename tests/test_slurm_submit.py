@@ -1,0 +1,88 @@
+"""``taskflow submit``: the master and its agents in one real Slurm allocation (no mocks)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+
+WORKFLOW = """\
+import os, sys
+from taskflow import task, wait_on
+
+@task(returns=1)
+def where(i):
+    import time
+    time.sleep(0.3)
+    return i * i, os.environ.get("SLURMD_NODENAME"), os.environ.get("SLURM_JOB_ID")
+
+out = wait_on([where(i) for i in range(int(sys.argv[1]))])
+assert [o[0] for o in out] == [i * i for i in range(int(sys.argv[1]))], out
+print("nodes:", ",".join(sorted({o[1] for o in out})))
+print("jobs:", ",".join(sorted({o[2] for o in out})))
+print("master job:", os.environ.get("SLURM_JOB_ID"))
+"""
+
+
+def _tf(args: list, cwd, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    return subprocess.run([sys.executable, "-m", "taskflow", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _state(jid: str) -> str:
+    r = subprocess.run(["squeue", "-h", "-t", "all", "-j", jid, "-o", "%T"],
+                       capture_output=True, text=True, timeout=15)
+    return r.stdout.strip()
+
+
+def test_submit_runs_master_and_agents_in_one_allocation(slurm, tmp_path):
+    (tmp_path / "wf.py").write_text(WORKFLOW)
+    r = _tf(["submit", "--nodes", "2", "--time", "5", "--cpus", "2", "--run-dir",
+             str(tmp_path / "runs"), "wf.py", "16"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first.startswith("submitted job ")
+    jid = first.split()[2]
+    out_line = [ln for ln in r.stdout.splitlines() if "output:" in ln][0]
+    out_file = out_line.split("output:")[1].strip()
+    deadline = time.time() + 150
+    while _state(jid) in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+        assert time.time() < deadline, f"job {jid} still {_state(jid)}"
+        time.sleep(0.5)
+    text = open(out_file).read()
+    assert _state(jid) == "COMPLETED", text
+    got = dict(ln.split(": ", 1) for ln in text.splitlines()
+               if ln.startswith(("nodes:", "jobs:", "master job:")))
+    assert len(got["nodes"].split(",")) == 2               # tasks ran on both allocated nodes
+    assert got["jobs"] == jid and got["master job"] == jid   # all inside the one allocation
+    runs = os.listdir(tmp_path / "runs")
+    assert len(runs) == 1
+    st = _tf(["status", "--run-dir", str(tmp_path / "runs")], tmp_path)
+    assert "finished" in st.stdout and "tasks: 16  done 16" in st.stdout
+
+
+def test_submit_dry_run_and_bad_partition(slurm, tmp_path):
+    (tmp_path / "wf.py").write_text(WORKFLOW)
+    r = _tf(["submit", "-N", "3", "-t", "10", "--worker-init", "export X=1", "--dry-run",
+             "wf.py", "4"], tmp_path)
+    assert r.returncode == 0
+    assert "#SBATCH --nodes=3" in r.stdout and "#SBATCH --time=10" in r.stdout
+    assert "export X=1" in r.stdout and "--slurm allocation --slurm-nodes 3" in r.stdout
+    assert not (tmp_path / ".taskflow" / "submit").exists()       # nothing written or sent
+    bad = _tf(["submit", "-N", "1", "-t", "5", "-p", "nosuchpartition", "wf.py", "4"], tmp_path)
+    assert bad.returncode == 1
+    assert "sbatch failed" in bad.stderr and "invalid partition" in bad.stderr.lower()
+    assert "job script:" in bad.stderr
+
+
+def test_allocation_mode_outside_an_allocation_says_what_to_do(tmp_path):
+    (tmp_path / "wf.py").write_text(WORKFLOW)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_JOB")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--slurm", "allocation",
+                        "wf.py", "2"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and "not inside a Slurm allocation" in r.stderr
+    assert "taskflow submit" in r.stderr
