@@ -37,10 +37,9 @@ def _state(jid: str) -> str:
     return r.stdout.strip()
 
 
-def test_submit_runs_master_and_agents_in_one_allocation(slurm, tmp_path):
-    (tmp_path / "wf.py").write_text(WORKFLOW)
-    r = _tf(["submit", "--nodes", "2", "--time", "5", "--cpus", "2", "--run-dir",
-             str(tmp_path / "runs"), "wf.py", "16"], tmp_path)
+def _submit_and_wait(tmp_path, args: list) -> tuple[str, str]:
+    """``taskflow submit ARGS``; wait for the job to end; (job id, its output)."""
+    r = _tf(["submit", *args], tmp_path)
     assert r.returncode == 0, r.stderr
     first = r.stdout.splitlines()[0]
     assert first.startswith("submitted job ")
@@ -53,6 +52,13 @@ def test_submit_runs_master_and_agents_in_one_allocation(slurm, tmp_path):
         time.sleep(0.5)
     text = open(out_file).read()
     assert _state(jid) == "COMPLETED", text
+    return jid, text
+
+
+def test_submit_runs_master_and_agents_in_one_allocation(slurm, tmp_path):
+    (tmp_path / "wf.py").write_text(WORKFLOW)
+    jid, text = _submit_and_wait(tmp_path, ["--nodes", "2", "--time", "5", "--cpus", "2",
+                                            "--run-dir", str(tmp_path / "runs"), "wf.py", "16"])
     got = dict(ln.split(": ", 1) for ln in text.splitlines()
                if ln.startswith(("nodes:", "jobs:", "master job:")))
     assert len(got["nodes"].split(",")) == 2               # tasks ran on both allocated nodes
@@ -61,6 +67,40 @@ def test_submit_runs_master_and_agents_in_one_allocation(slurm, tmp_path):
     assert len(runs) == 1
     st = _tf(["status", "--run-dir", str(tmp_path / "runs")], tmp_path)
     assert "finished" in st.stdout and "tasks: 16  done 16" in st.stdout
+
+
+SRUN_WORKFLOW = """\
+from taskflow import FILE_OUT_STDOUT, mpi, task, wait_on, wait_on_file
+
+@mpi(runner="srun", binary="bash", processes=4, processes_per_node=2, args="-c {{cmd}}")
+@task(returns=int, out=FILE_OUT_STDOUT)
+def ranks(cmd, out):
+    pass
+
+rc = ranks('echo "rank $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME step $SLURM_STEP_ID"',
+           "ranks.txt")
+print("exit:", wait_on(rc))
+wait_on_file("ranks.txt")
+"""
+
+
+def test_mpi_srun_inside_the_allocation_uses_the_nodes_the_scheduler_chose(slurm, tmp_path):
+    # Two allocated nodes of 2 CPUs, 4 ranks at 2 per node: one srun step over
+    # both nodes (by Slurm's node names: all slurmd here share one hostname),
+    # two ranks on each, although the agents' own step holds every CPU.
+    (tmp_path / "wf.py").write_text(SRUN_WORKFLOW)
+    jid, text = _submit_and_wait(tmp_path, ["-N", "2", "-t", "5", "--cpus", "2", "wf.py"])
+    assert "exit: 0" in text
+    lines = sorted((tmp_path / "ranks.txt").read_text().split("\n")[:-1])
+    assert len(lines) == 4, lines
+    words = [ln.split() for ln in lines]
+    assert [w[1] for w in words] == ["0", "1", "2", "3"]          # each rank once
+    assert {w[3] for w in words} == {"4"}                          # one step of 4 tasks
+    per_node: dict = {}
+    for w in words:
+        per_node[w[5]] = per_node.get(w[5], 0) + 1
+    assert sorted(per_node.values()) == [2, 2] and set(per_node) <= set(slurm.nodes), per_node
+    assert len({w[7] for w in words}) == 1                         # one job step
 
 
 def test_submit_dry_run_and_bad_partition(slurm, tmp_path):

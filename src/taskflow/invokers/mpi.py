@@ -3,9 +3,19 @@
     runner [flags] --hostfile <log_dir>/job<id>.hosts -n P program args...
 
 The hostfile lists the hosts the scheduler chose with their slots, in the
-runner's own format (Open MPI ``host slots=N``, MPICH/Hydra ``host:N``); srun
-gets ``--nodelist``. The hostfile stays next to the task's logs and its path
-is in ``TASKFLOW_HOSTFILE``. Open MPI refuses to run as root unless told;
+runner's own format (Open MPI ``host slots=N``, MPICH/Hydra ``host:N``). The
+hostfile stays next to the task's logs and its path is in ``TASKFLOW_HOSTFILE``.
+
+``runner='srun'`` (agents inside a Slurm job) starts a job step on the nodes
+the scheduler chose, by Slurm's node names, with exactly the chosen number of
+ranks per node: ``--distribution=arbitrary`` with a ``--nodelist`` of one
+node per rank (the hostfile lists the same). The step is
+``--overlap`` (the agents' own step holds the node's CPUs already), each rank
+gets ``--cpus-per-task`` = the task's computing units per process, and the
+agent step's ``SLURM_NTASKS_PER_NODE``/``SLURM_CPUS_PER_TASK``/... are
+dropped from the environment so they do not leak into the new step. User
+``flags`` come last, so ``flags='--mpi=pmix'`` and the like override. An
+agent outside any Slurm job runs ``srun --ntasks=P``, and Slurm allocates. Open MPI refuses to run as root unless told;
 the invoker sets ``OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)`` when it runs as root
 (override them in the environment to change that).
 """
@@ -41,9 +51,26 @@ def flavor(runner: str, env: dict) -> str:
     return _FLAVOR[path]
 
 
+# The agent's own step exports these; srun would read them as options of the new step.
+_STEP_ENV = ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+             "SLURM_CPUS_PER_TASK", "SLURM_DISTRIBUTION", "SLURM_NNODES", "SLURM_NODELIST",
+             "SLURM_STEP_NODELIST", "SLURM_STEP_NUM_NODES", "SLURM_STEP_NUM_TASKS",
+             "SLURM_STEP_TASKS_PER_NODE", "SLURM_HOSTFILE", "SLURM_ARBITRARY_NODELIST")
+
+
+def srun_args(hosts: list, procs: int, unit: int, hostfile: str, env: dict) -> list[str]:
+    """Options of an ``srun`` step over ``hosts`` [(slurm node, ranks)] (sets ``env``)."""
+    with open(hostfile, "w") as f:
+        for h, k in hosts:
+            f.write(f"{h}\n" * k)
+    for k in _STEP_ENV:
+        env.pop(k, None)
+    return ["--overlap", "--distribution=arbitrary", f"--nodes={len(hosts)}",
+            f"--ntasks={procs}", f"--cpus-per-task={unit}",
+            "--nodelist=" + ",".join(h for h, k in hosts for _ in range(k))]
+
+
 def host_args(kind: str, hosts: list, hostfile: str) -> list[str]:
-    if kind == "slurm":
-        return ["--nodelist=" + ",".join(h for h, _ in hosts), f"--nodes={len(hosts)}"]
     with open(hostfile, "w") as f:
         for h, k in hosts:
             f.write(f"{h} slots={k}\n" if kind == "openmpi" else f"{h}:{k}\n")
@@ -59,10 +86,16 @@ def run(cfg: dict, options: dict, func: Any, args: list, kw: dict, tail: list, s
     base = log_base or os.path.join(tempfile.mkdtemp(prefix="taskflow-mpi-"), "job")
     os.makedirs(os.path.dirname(base), exist_ok=True)
     hostfile = base + ".hosts"
-    argv = [runner] + shlex.split(cfg.get("flags") or "") + host_args(kind, hosts, hostfile)
-    argv += ["-n", str(procs)]
+    unit = (options.get("gang") or {}).get("unit", 1)
+    flags = shlex.split(cfg.get("flags") or "")
+    if kind == "slurm" and options.get("slurm_nodes"):
+        argv = [runner] + srun_args(options["slurm_nodes"], procs, unit, hostfile, env) + flags
+    elif kind == "slurm":       # the agent is not in a Slurm job: srun gets an allocation
+        argv = [runner, f"--ntasks={procs}", f"--cpus-per-task={unit}"] + flags
+    else:
+        argv = [runner] + flags + host_args(kind, hosts, hostfile) + ["-n", str(procs)]
     env["TASKFLOW_HOSTFILE"] = hostfile
-    env["OMP_NUM_THREADS"] = str((options.get("gang") or {}).get("unit", 1))
+    env["OMP_NUM_THREADS"] = str(unit)
     if kind == "openmpi" and os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

@@ -27,6 +27,16 @@ def host_of(node: Any) -> str:
     return node.info.get("hostname") or node.name
 
 
+def slurm_node_of(node: Any) -> str | None:
+    """Slurm's name for the node an agent runs on (SLURMD_NODENAME), if it runs in a job.
+
+    It can differ from the host name (several slurmd per host, or NodeHostname
+    set), and ``srun --nodelist`` only knows Slurm's names.
+    """
+    info = getattr(node, "info", None)
+    return info.get("slurm_node") if isinstance(info, dict) else None
+
+
 def gpus_of(node: Any) -> int:
     g = getattr(node, "gpus", None)
     if g is None:
@@ -89,6 +99,9 @@ def reserve(sched: Any, task: Any, nodes: list) -> Any:
     opts["hosts"] = _merge([(host_of(n), k) for n, k in chosen])
     opts["node_names"] = [(n.name, k) for n, k in chosen]
     opts["node_hosts"] = [host_of(n) for n, _ in chosen]
+    slurm = [slurm_node_of(n) for n, _ in chosen]
+    if all(slurm):      # agents inside a Slurm job: srun wants Slurm's node names
+        opts["slurm_nodes"] = _merge([(s, k) for s, (_, k) in zip(slurm, chosen)])
     held = []
     for n, k in chosen[1:]:
         n.used += k * unit
