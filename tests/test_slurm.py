@@ -255,3 +255,40 @@ def test_walltime_keeps_long_tasks_off_a_pilot_near_its_end(slurm, tmp_path, mon
         assert not lf.done() and lf._producer.state == "READY"   # held back, not dispatched
         node.walltime_end = time.time() + 3600  # as if the job had a longer walltime
         assert wait_on(lf) == 2
+
+
+MASTER_THEN_DIES = """\
+import sys, time
+import taskflow
+from taskflow.nodes.slurm import SlurmProvider
+
+p = SlurmProvider("pilot", 5, cpus=2, max_queued=5)
+with taskflow.Runtime(providers=[p], run_dir=sys.argv[1], echo_logs=False, journal=False):
+    while len(p.submitted) < 5:
+        time.sleep(0.1)
+    print(p.job_name, flush=True)
+    time.sleep(600)
+"""
+
+
+def test_pilots_are_scancelled_when_the_master_dies(slurm, tmp_path):
+    # 5 pilots of 2 CPUs on 3 nodes of 2: two stay PENDING. A SIGKILLed master
+    # never reaches stop(); its reaper must cancel them, or they would start
+    # later, hold nodes and fail to dial back.
+    (tmp_path / "m.py").write_text(MASTER_THEN_DIES)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    master = subprocess.Popen([sys.executable, "m.py", str(tmp_path / "runs")], cwd=tmp_path,
+                              env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        name = master.stdout.readline().strip()
+        assert name.startswith("tf-"), name
+        _until(lambda: list(slurm.squeue(name).values()).count("PENDING") >= 1, 30,
+               "a pilot left pending")
+        pending = [j for j, s in slurm.squeue(name).items() if s == "PENDING"]
+    finally:
+        master.kill()
+        master.wait(10)
+    _until(lambda: all(s not in ("RUNNING", "PENDING", "CONFIGURING")
+                       for s in slurm.squeue(name).values()), 30, "every pilot to end")
+    states = slurm.squeue(name)
+    assert all(states[j] == "CANCELLED" for j in pending), states

@@ -19,7 +19,8 @@ gets SIGTERM (that, or ``scancel --signal=TERM``) takes no new work, hands
 back what it has not started and exits once its running tasks have
 reported. A node whose job ended is reported with the job's Slurm state.
 
-Every job is ``scancel``led at ``stop``. Agents connect back over TCP to
+Every job is ``scancel``led at ``stop``, and by :mod:`slurm_reaper` if the
+master dies first. Agents connect back over TCP to
 127.0.0.1 (:mod:`taskflow.nodes.dialback`), proving the per-run secret held
 in a 0600 file; each node's ``job_id`` is its Slurm job id.
 """
@@ -36,6 +37,7 @@ import time
 from typing import Any
 
 from .connection import NodeHandle, NodeStartError
+from . import slurm_reaper
 from .dialback import SECRET_FILE_ENV, DialbackServer, write_secret
 
 ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
@@ -63,6 +65,7 @@ class SlurmProvider:
     """Nodes from Slurm: ``mode='batch'`` (one allocation) or ``'pilot'`` (many small jobs)."""
 
     name = "slurm"
+    reap_on_master_death = True     # scancel our jobs if the master dies (slurm_reaper)
 
     def __init__(self, mode: str = "batch", nodes: int = 1, *, cpus: int | None = None,
                  partition: str | None = None, time_limit: str | None = None,
@@ -104,6 +107,7 @@ class SlurmProvider:
         self._stopping = False
         self._monitor: threading.Thread | None = None
         self._seq = 0
+        self._reaper: int | None = None
 
     # -- start ----------------------------------------------------------------
     def start(self, config: dict, timeout: float = 60.0) -> list[NodeHandle]:
@@ -117,6 +121,9 @@ class SlurmProvider:
                                      memory_gb=self.memory_gb, provider=self,
                                      ready_timeout=timeout)
         self.secret_file = write_secret(os.path.join(self.dir, "secret"), self.server.secret)
+        if self.reap_on_master_death:
+            import pwd
+            self._reaper = slurm_reaper.spawn(self.job_name, pwd.getpwuid(os.getuid()).pw_name)
         try:
             if self.mode == "batch":
                 self._submit(self.target)
@@ -386,6 +393,8 @@ class SlurmProvider:
                 _slurm(["scancel", "-n", self.job_name], 15)
             except SlurmError as exc:
                 print(f"taskflow: slurm: {exc}", file=sys.stderr)
+        slurm_reaper.disarm(self._reaper)
+        self._reaper = None
         try:
             os.unlink(self.secret_file)
         except (OSError, AttributeError):

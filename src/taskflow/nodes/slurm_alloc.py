@@ -34,6 +34,8 @@ def inside_allocation() -> str | None:
 class AllocationProvider(SlurmProvider):
     """All the nodes of the current allocation, one agent each (an ``srun`` step)."""
 
+    reap_on_master_death = False    # the allocation ends with its batch step, the master
+
     def __init__(self, nodes: int | None = None, *, host: str | None = None,
                  **kw: Any) -> None:
         jid = inside_allocation()

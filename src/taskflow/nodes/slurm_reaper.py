@@ -1,0 +1,63 @@
+"""Cancel a run's Slurm jobs when its master dies without stopping them.
+
+A master that is SIGKILLed, killed by the OOM killer or loses its login node
+never reaches :meth:`SlurmProvider.stop`: its running pilots see the
+connection drop and exit, but pending ones would still start later, hold
+nodes and fail to dial back. So each Slurm provider starts this small
+process, in its own session, reading a pipe whose only writer is the master:
+
+    python -m taskflow.nodes.slurm_reaper JOB_NAME USER
+
+End of file without the word ``stop`` first means the master died:
+``scancel --name JOB_NAME --user USER`` (the job name carries the unique run
+id). A master that stops cleanly writes ``stop`` and has scancelled already.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def spawn(job_name: str, user: str) -> int:
+    """Start the reaper; return the pipe's write end (the master keeps it open)."""
+    r, w = os.pipe()           # both ends non-inheritable: only the reaper gets ``r``
+    subprocess.Popen([sys.executable, "-m", "taskflow.nodes.slurm_reaper", job_name, user],
+                     stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True, close_fds=True)
+    os.close(r)
+    return w
+
+
+def disarm(fd: int | None) -> None:
+    """The master stops cleanly: tell the reaper so, and let it exit."""
+    if fd is None:
+        return
+    try:
+        os.write(fd, b"stop")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def main(argv: list[str]) -> int:
+    job_name, user = argv
+    got = b""
+    while True:
+        try:
+            chunk = os.read(0, 64)
+        except InterruptedError:
+            continue
+        if not chunk:
+            break
+        got += chunk
+    if b"stop" in got:
+        return 0
+    subprocess.run(["scancel", "--name", job_name, "--user", user],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
