@@ -63,6 +63,7 @@ class EventPickler(pickle.Pickler):
         buf.truncate()
         self.clear_memo()
         self.dump(obj)
+        self.clear_memo()        # the memo would keep the whole batch alive until the next
         return buf.getvalue()
 
 

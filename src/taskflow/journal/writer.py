@@ -26,14 +26,20 @@ from typing import Any
 from .schema import JOURNAL_NAME, SCHEMA
 
 LOG_CAP = 20000          # lines stored per task; the rest are counted, then stated in the log
-_COLS = ("id", "name", "func", "params", "constraints", "node", "state", "t_submit",
-         "t_dispatch", "t_start", "t_end", "attempts", "exit_code", "error", "error_full",
-         "traceback")
-_INSERT = f"INSERT INTO tasks ({','.join(_COLS)}) VALUES ({','.join('?' * len(_COLS))})"
-# Rows without an error (nearly all) bind 4 parameters fewer: about 40 % less SQLite time.
-_NOERR = len(_COLS) - 4
-_INSERT_OK = f"INSERT INTO tasks ({','.join(_COLS[:_NOERR])}) VALUES ({','.join('?' * _NOERR)})"
+# A task's row as the writer holds it (the ``task_rows`` table; the ``tasks`` view
+# adds the name, function and constraints from ``specs``: see schema.py).
+_COLS = ("id", "spec", "params", "node", "state", "t_submit", "t_dispatch", "t_start",
+         "t_end", "attempts", "exit_code", "error", "error_full", "traceback")
 _IDX = {c: i for i, c in enumerate(_COLS)}
+(_SPEC, _PARAMS, _NODE, _STATE, _T_SUBMIT, _T_DISPATCH, _T_START, _T_END, _ATTEMPTS,
+ _EXIT, _ERROR) = (_IDX[c] for c in ("spec", "params", "node", "state", "t_submit",
+                                      "t_dispatch", "t_start", "t_end", "attempts",
+                                      "exit_code", "error"))
+_INSERT = f"INSERT INTO task_rows ({','.join(_COLS)}) VALUES ({','.join('?' * len(_COLS))})"
+# Rows without an exit code or an error (nearly all) bind 4 parameters fewer.
+_NOERR = _EXIT
+_INSERT_OK = (f"INSERT INTO task_rows ({','.join(_COLS[:_NOERR])}) "
+              f"VALUES ({','.join('?' * _NOERR)})")
 _ENDED = frozenset({"DONE", "FAILED", "CANCELLED"})
 
 
@@ -67,6 +73,8 @@ def ref_summary(refs: Any) -> list | None:
 
 def params_text(names: Any, argv: Any, kwargs: Any, shown: Any) -> str:
     """``a=1, f=<file in.txt>, x=<data d3>`` for a task's call."""
+    if not shown and not kwargs and names and argv is not None and len(argv) <= len(names):
+        return ", ".join([f"{n}={short(v)}" for n, v in zip(names, argv)])
     shown = dict(shown or ())
     names = names or ()
     parts = []
@@ -116,6 +124,10 @@ class JournalDB:
         self.db.executescript(SCHEMA)
         self._nlogs: dict[int, int] = {}
         self._held: dict[int, list] = {}    # task rows not inserted yet (see write)
+        self._specs: dict[tuple, int] = {
+            (f, c, n): i for i, n, f, c in
+            self.db.execute("SELECT id, name, func, constraints FROM specs")}
+        self._new_specs: list = []
         self.db.execute(
             "INSERT OR REPLACE INTO run (run_id, t_start, state, argv, cwd, hostname, pid, "
             "workers, version) VALUES (?,?,?,?,?,?,?,?,?)", row)
@@ -138,14 +150,32 @@ class JournalDB:
         if evs and evs[-1][0] == "task_rows_done":      # see runtime/events.py
             done_rows = evs[-1][5]
             evs = evs[:-1]
+        ready: list = []     # whole rows of tasks submitted and done within this batch
         if evs and evs[0][0] == "task_rows_submitted":
-            for tid, t, (func, cons, names, name), argv, kwargs, refs, dep_ids in evs[0][5]:
-                params = params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
-                new[tid] = [tid, name, func, params, cons, "", "SUBMITTED", t, None, None, None,
-                            0, None, None, None, None]
+            sub = evs[0][5]
+            evs = evs[1:]
+            # The common case for short tasks: a task's submit and successful end are in
+            # the same batch and no other event names it. Its row is made whole at once.
+            done_by = {r[0]: r for r in done_rows} if done_rows else None
+            touched = {ev[2] for ev in evs} if evs else ()
+            specs = self._specs
+            for tid, t, info, argv, kwargs, refs, dep_ids in sub:
+                sid = specs.get(info[:2] + info[3:])
+                if sid is None:
+                    sid = self._spec_id(info)
+                params = params_text(info[2], argv, kwargs, ref_summary(refs) if refs else None)
                 if dep_ids:
                     deps.extend([(tid, d) for d in dep_ids])
-            evs = evs[1:]
+                d = done_by.get(tid) if done_by else None
+                if d is not None and d[7] is None and tid not in touched:
+                    del done_by[tid]        # (tid, t_start, t_end, t_dispatch, node, attempts,
+                    ready.append((tid, sid, params, d[4], "DONE", t, d[3] or None,  # name, code)
+                                  d[1] or None, d[2], d[5]))
+                    continue
+                new[tid] = [tid, sid, params, "", "SUBMITTED", t, None, None, None,
+                            0, None, None, None, None]
+            if done_by is not None:
+                done_rows = list(done_by.values())
         for ev in evs:
             kind, t, tid, name, node, extra = ev
             if kind == "log":
@@ -155,10 +185,10 @@ class JournalDB:
                     logs.append((tid, t, extra[0], node, extra[1]))
                 continue
             if kind == "submitted":
-                dep_ids, argv, kwargs, refs, (func, cons, names, _) = extra     # see wire.py
-                params = params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
-                row = [tid, name, func, params, cons, "", "SUBMITTED", t, None, None, None, 0,
-                       None, None, None, None]
+                dep_ids, argv, kwargs, refs, info = extra     # see wire.py
+                params = params_text(info[2], argv, kwargs, ref_summary(refs) if refs else None)
+                row = [tid, self._spec_id(info, name), params, "", "SUBMITTED", t, None, None,
+                       None, 0, None, None, None, None]
                 new[tid] = row
                 if dep_ids:
                     deps.extend([(tid, d) for d in dep_ids])
@@ -166,19 +196,19 @@ class JournalDB:
             row = new.get(tid)
             if row is not None:             # fast paths: the task's row is still in hand
                 if kind == "dispatched":
-                    row[5] = node
-                    row[6] = "DISPATCHED"
-                    row[8] = t
+                    row[_NODE] = node
+                    row[_STATE] = "DISPATCHED"
+                    row[_T_DISPATCH] = t
                     continue
                 if kind == "done" and extra and not nlogs.get(tid, 0) > LOG_CAP:
-                    row[5] = node
-                    row[6] = "DONE"
-                    row[9] = extra[0] or None
-                    row[10] = extra[1] or t
+                    row[_NODE] = node
+                    row[_STATE] = "DONE"
+                    row[_T_START] = extra[0] or None
+                    row[_T_END] = extra[1] or t
                     if len(extra) > 4:
-                        row[11] = extra[4]
+                        row[_ATTEMPTS] = extra[4]
                     if len(extra) > 5 and extra[5]:
-                        row[8] = extra[5]
+                        row[_T_DISPATCH] = extra[5]
                     nlogs.pop(tid, None)
                     continue
             if kind == "dispatched":
@@ -242,6 +272,12 @@ class JournalDB:
         db = self.db
         db.execute("BEGIN")
         try:
+            if self._new_specs:
+                db.executemany("INSERT INTO specs (id, name, func, constraints) VALUES (?,?,?,?)",
+                               self._new_specs)
+                self._new_specs = []
+            if ready:
+                db.executemany(_INSERT_OK, ready)
             if new:
                 if final:
                     rows, self._held = list(new.values()), {}
@@ -249,19 +285,19 @@ class JournalDB:
                     # Rows of tasks still running wait a little: most short tasks end
                     # within HOLD, and one INSERT is cheaper than INSERT + UPDATE.
                     cut = time.time() - self.HOLD
-                    rows = [r for r in new.values() if r[6] in _ENDED or r[7] < cut]
+                    rows = [r for r in new.values() if r[_STATE] in _ENDED or r[_T_SUBMIT] < cut]
                     if len(rows) == len(new):
                         self._held = {}
                     else:
                         for r in rows:
                             del new[r[0]]
                 if rows:
-                    ok = [r[:_NOERR] for r in rows if r[12] is None and r[13] is None]
+                    ok = [r[:_NOERR] for r in rows if r[_EXIT] is None and r[_ERROR] is None]
                     if ok:
                         db.executemany(_INSERT_OK, ok)
                     if len(ok) < len(rows):
-                        db.executemany(_INSERT, [r for r in rows
-                                                 if r[12] is not None or r[13] is not None])
+                        db.executemany(_INSERT, [r for r in rows if r[_EXIT] is not None
+                                                 or r[_ERROR] is not None])
             if changes:
                 groups: dict[tuple, list] = {}
                 for tid, ch in changes.items():
@@ -269,7 +305,7 @@ class JournalDB:
                     groups.setdefault(keys, []).append((*ch.values(), tid))
                 for keys, rows in groups.items():
                     sets = ", ".join(f"{k}=?" for k in keys)
-                    db.executemany(f"UPDATE tasks SET {sets} WHERE id=?", rows)
+                    db.executemany(f"UPDATE task_rows SET {sets} WHERE id=?", rows)
             if deps:
                 db.executemany("INSERT INTO deps VALUES (?,?)", deps)
             if trans:
@@ -295,6 +331,15 @@ class JournalDB:
             db.execute("ROLLBACK")
             raise
 
+    def _spec_id(self, info: tuple, name: str | None = None) -> int:
+        """The ``specs`` row of a task function (func, constraints, names, name): wire.py."""
+        key = (info[0], info[1], name or info[3])
+        sid = self._specs.get(key)
+        if sid is None:
+            sid = self._specs[key] = len(self._specs) + 1
+            self._new_specs.append((sid, key[2], key[0], key[1]))
+        return sid
+
     def _done_rows(self, rows: list, new: dict, changes: dict, logs: list) -> None:
         """Tasks that ended well, from the bus's rows (after this batch's other events)."""
         nlogs = self._nlogs
@@ -302,15 +347,15 @@ class JournalDB:
             row = new.get(tid)
             n = nlogs.pop(tid, 0) if nlogs else 0
             if row is not None:
-                row[5] = node
-                row[6] = "DONE"
-                row[9] = t0 or None
-                row[10] = t1
-                row[11] = att
+                row[_NODE] = node
+                row[_STATE] = "DONE"
+                row[_T_START] = t0 or None
+                row[_T_END] = t1
+                row[_ATTEMPTS] = att
                 if tdisp:
-                    row[8] = tdisp
+                    row[_T_DISPATCH] = tdisp
                 if code is not None:
-                    row[12] = code
+                    row[_EXIT] = code
             else:
                 ch = {"state": "DONE", "t_end": t1, "attempts": att}
                 if code is not None:
