@@ -29,13 +29,12 @@ _NOVALUE = object()
 
 
 class Future(_cf.Future):
-    # Class-level defaults: an instance only stores what differs from them.
-    _result: Any = _NOVALUE
-    _exception: BaseException | None = None
-    _payload: bytes | None = None      # pickled value held by the master
-    _holders: set | None = None        # node names that hold the value
-    _consumers: list | None = None     # tasks waiting for this version
-    _wev: list | None = None           # runtime waiters
+    # What every future sets in its life is in slots: set in a varying order as
+    # instance attributes they made CPython build a dict per future (one more
+    # object for the cyclic GC to scan, for every task). The rest are
+    # class-level defaults: an instance only stores what differs from them.
+    __slots__ = ("_state", "_rt", "_producer", "_did", "_result", "_exception", "_payload",
+                 "_holders", "_consumers", "_wev")
     _cond = None
     _cf_waiters = None
     _done_callbacks_ = None
@@ -49,6 +48,12 @@ class Future(_cf.Future):
         self._rt = rt
         self._producer = producer
         self._did = did
+        self._result = _NOVALUE
+        self._exception = None
+        self._payload = None       # pickled value held by the master
+        self._holders = None       # node names that hold the value
+        self._consumers = None     # tasks waiting for this version
+        self._wev = None           # runtime waiters
 
     # -- the concurrent.futures internals, made lazily -------------------
     @property

@@ -15,14 +15,23 @@ only, the journal makes the short form; ``done failed cancelled`` extra =
 known to take under 5 ms get no ``dispatched`` event.
 
 The two events every task has are the hot ones, so they are not built as
-event tuples when they happen: ``submitted`` and a successful ``done`` are
-appended as rows (:meth:`EventBus.submitted_row`, :meth:`EventBus.done_row`;
-the emitters hold the runtime lock, which the bus takes to swap the lists).
-A subscriber that says ``rows=True`` (the journal) gets them as two events
-per batch, ``("task_rows_submitted", 0, 0, "", "", rows)`` first and
-``("task_rows_done", 0, 0, "", "", rows)`` last; every other subscriber gets
-the same rows expanded into the ``submitted`` / ``done`` tuples above, so its
-view does not change.
+event tuples when they happen: the runtime appends the :class:`Task` itself
+to :attr:`EventBus.sub_rows` when it is submitted (with its dependencies'
+ids when it has some) and to :attr:`EventBus.done_rows` when it ends well
+(the emitters hold the runtime lock, which the bus takes to swap the lists).
+The bus thread makes the rows from them at delivery. A subscriber that says
+``rows=True`` (the journal) gets them as two events per batch,
+``("task_rows_submitted", 0, 0, "", "", rows)`` first and
+``("task_rows_done", 0, 0, "", "", rows)`` last (row layouts below); every
+other subscriber gets the same rows expanded into the ``submitted`` /
+``done`` tuples above, so its view does not change.
+
+Delivery waits while a burst of short tasks goes on: when more than
+:attr:`EventBus.burst` task rows came in since the last tick, the bus lets
+them pile up, for at most :attr:`EventBus.max_delay` seconds. Rows and
+pickles for observers then cost the master's GIL after the burst, when it
+waits, and not while it feeds the nodes; a run of long tasks, or a slow
+trickle, is delivered every ``interval`` as before.
 """
 from __future__ import annotations
 
@@ -36,16 +45,23 @@ Subscriber = Callable[[list], None]
 
 
 class EventBus:
+    burst = 2000        # task rows per tick above which delivery waits (see module doc)
+    max_delay = 1.0     # s: the longest a row waits for delivery
+
     def __init__(self, interval: float = 0.1) -> None:
         self.interval = interval
         self.active = False
         self._subs: list[Subscriber] = []
         self._row_subs: set = set()
         self._buf: deque = deque()
-        self.sub_rows: list = []     # (tid, t_submit, spec, argv, kwargs, refs, dep ids)
-        self.done_rows: list = []    # (tid, t_start, t_end, t_dispatch, node, attempts, name,
-        #                              exit code of an external program or None)
+        # Tasks, made into rows at delivery: sub_rows -> (tid, t_submit, spec, argv, kwargs,
+        # refs, dep ids or None); done_rows -> (tid, t_start, t_end, t_dispatch, node,
+        # attempts, name, exit code of an external program or None)
+        self.sub_rows: list = []     # Task, or (Task, [dep task id, ...])
+        self.done_rows: list = []    # Task (state DONE)
         self.rows_lock: Any = None   # the runtime lock: held by whoever appends rows
+        self._seen = 0               # rows pending at the last tick
+        self._last = 0.0             # time of the last delivery
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
@@ -75,25 +91,26 @@ class EventBus:
     def emit_many(self, evs: Iterable[Event]) -> None:
         self._buf.extend(evs)
 
-    def submitted_row(self, row: tuple) -> None:
-        """A task was submitted (caller holds the runtime lock): see the module docstring."""
-        self.sub_rows.append(row)
-
-    def done_row(self, row: tuple) -> None:
-        """A task ended well (caller holds the runtime lock)."""
-        self.done_rows.append(row)
-
     def now(self) -> float:
         return time.time()
 
     def _loop(self) -> None:
+        self._last = time.monotonic()
         while True:
             with self._cv:
                 self._cv.wait(self.interval)
                 stop = self._stop
+            if not stop and self._bursting():
+                continue
             self._deliver()
             if stop:
                 return
+
+    def _bursting(self) -> bool:
+        """Many rows came in since the last tick, and none has waited max_delay yet."""
+        n = len(self.sub_rows) + len(self.done_rows)
+        grew, self._seen = n - self._seen, n
+        return grew > self.burst and time.monotonic() - self._last < self.max_delay
 
     def _deliver(self) -> None:
         q = self._buf
@@ -110,8 +127,12 @@ class EventBus:
             else:
                 sub, self.sub_rows = self.sub_rows, []
                 done, self.done_rows = self.done_rows, []
+        self._seen = 0
+        self._last = time.monotonic()
         if not buf and not sub and not done:
             return
+        sub = _submitted_rows(sub) if sub else sub
+        done = _done_rows(done) if done else done
         expanded = None
         for fn in list(self._subs):
             try:
@@ -141,6 +162,31 @@ class EventBus:
         self._thread.join(5)
         self._deliver()
         self._thread = None
+
+
+def _submitted_rows(entries: list) -> list:
+    out = []
+    for e in entries:
+        if type(e) is tuple:
+            t, deps = e
+        else:
+            t, deps = e, None
+        out.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps))
+    return out
+
+
+def _done_rows(tasks: list) -> list:
+    out = []
+    for t in tasks:
+        spec = t.spec
+        code = None
+        if spec.invoker != "python":
+            from .outcomes import _exit_code
+            code = _exit_code(t)
+        node = t.node
+        out.append((t.id, t.t_start, t.t_end, t.t_dispatch, node.name if node is not None
+                    else "", t.attempts, spec.name, code))
+    return out
 
 
 def _expand_submitted(rows: list | None) -> list:

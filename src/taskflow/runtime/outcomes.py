@@ -358,22 +358,23 @@ def _exit_code(task: Any) -> int | None:
 
 def _ended(rt: Any, task: Any) -> None:
     rt.n_active -= 1
-    if rt.bus.active and task.state == T.DONE:
-        rt.bus.done_rows.append((task.id, task.t_start, task.t_end, task.t_dispatch,
-                                 task.node.name if task.node is not None else "",
-                                 task.attempts, task.spec.name,
-                                 None if task.spec.invoker == "python" else _exit_code(task)))
-    elif rt.bus.active:
-        rt.bus.emit((task.state.lower(), task.t_end or time.time(), task.id, task.spec.name,
-                     task.node.name if task.node is not None else "",
-                     (task.t_start, task.t_end, task.error and str(task.error).split("\n")[0],
-                      task.error, task.attempts, task.t_dispatch)))
+    task.reads = None       # free what the graph no longer needs (1M-task runs)
+    bus = rt.bus
+    if bus.active:
+        # The bus makes the rows later, in its thread (events.py): the task goes as it
+        # is, with its arguments, which its submitted row may still need.
+        if task.state == T.DONE:
+            bus.done_rows.append(task)
+        else:
+            bus.emit((task.state.lower(), task.t_end or time.time(), task.id, task.spec.name,
+                      task.node.name if task.node is not None else "",
+                      (task.t_start, task.t_end, task.error and str(task.error).split("\n")[0],
+                       task.error, task.attempts, task.t_dispatch)))
+    else:
+        task.argv = None
+        task.kwargs = None
+        task.refs = None
     if rt.n_active == 0 and rt.idle_waiters:
         for w in rt.idle_waiters:
             w.set()
         rt.idle_waiters.clear()
-    # Free what the graph no longer needs (1M-task runs).
-    task.argv = None
-    task.kwargs = None
-    task.refs = None
-    task.reads = None

@@ -28,6 +28,10 @@ from .events import EventBus
 from .scheduler import Scheduler
 
 
+def _left(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.time())
+
+
 class _Waiter:
     __slots__ = ("n", "event")
 
@@ -207,11 +211,10 @@ class Runtime:
                     else:
                         cs.append(task)
                     task.npending += 1
-                if self.bus.active:
-                    self.bus.sub_rows.append((
-                        task.id, task.t_submit, spec, task.argv, task.kwargs, task.refs,
-                        [d._producer.id for d in deps if d._producer is not None] if deps
-                        else None))
+                if self.bus.active:     # the task itself: the bus makes the row later
+                    self.bus.sub_rows.append(
+                        (task, [d._producer.id for d in deps if d._producer is not None])
+                        if deps else task)
                 if cancel_by is not None:
                     cbs: list = []
                     err = cancel_by._exception
@@ -234,8 +237,29 @@ class Runtime:
 
     # -- waiting ---------------------------------------------------------------
     def wait_futures(self, futs: Iterable[Any], timeout: float | None = None) -> bool:
+        """Block until every future in ``futs`` is finished (False on timeout).
+
+        Results come back roughly in submission order, so the first round
+        waits on the last pending future only: one wake-up, and the loop
+        thread does no per-future waiter work for the thousands before it.
+        What is still pending after that gets a counting waiter each.
+        """
+        deadline = None if timeout is None else time.time() + timeout
         with self.lock:
             pending = [f for f in futs if f._state is not FINISHED]
+            if not pending:
+                return True
+            if len(pending) > 1:
+                last = _Waiter(1)
+                f = pending[-1]
+                if f._wev is None:
+                    f._wev = [last]
+                else:
+                    f._wev.append(last)
+        if len(pending) > 1 and not self._block(last.event, _left(deadline)):
+            return False
+        with self.lock:
+            pending = [f for f in pending if f._state is not FINISHED]
             if not pending:
                 return True
             w = _Waiter(len(pending))
@@ -244,7 +268,7 @@ class Runtime:
                     f._wev = [w]
                 else:
                     f._wev.append(w)
-        return self._block(w.event, timeout)
+        return self._block(w.event, _left(deadline))
 
     def _wait_idle(self, timeout: float | None) -> bool:
         with self.lock:
