@@ -237,19 +237,21 @@ def test_bad_partition_reports_slurms_message(slurm, tmp_path, monkeypatch):
     assert "sbatch failed" in msg and "invalid partition" in msg.lower()
 
 
-@task(returns=1, time_out=30)
+@task(returns=1, time_out=200)
 def long_task(x):
     return x + 1
 
 
 def test_walltime_keeps_long_tasks_off_a_pilot_near_its_end(slurm, tmp_path, monkeypatch):
-    """A 1-minute pilot with a 45 s drain margin has ~14 s left: a task with time_out=30
-    waits, a task of unknown duration runs; a later end time lets the long one start."""
+    """A 2-minute pilot with a 30 s drain margin has ~90 s left: a task with time_out=200
+    waits, a task of unknown duration runs; a later end time lets the long one start.
+    (Slurm sends --signal up to 60 s early, so the limit leaves that much room: the
+    drain signal must not arrive while the test runs.)"""
     monkeypatch.chdir(tmp_path)
-    p = SlurmProvider("pilot", 1, cpus=2, time_limit="1", drain_margin=45.0)
+    p = SlurmProvider("pilot", 1, cpus=2, time_limit="2", drain_margin=30.0)
     with _rt(tmp_path, p) as rt:
         node = rt.nodes[0]
-        assert node.walltime_end is not None and node.walltime_end - time.time() < 61
+        assert node.walltime_end is not None and node.walltime_end - time.time() < 121
         lf = long_task(1)                      # submitted first, same priority
         assert wait_on(where(3))[0] == 9       # the short one overtakes it
         assert not lf.done() and lf._producer.state == "READY"   # held back, not dispatched

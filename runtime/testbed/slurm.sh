@@ -22,6 +22,18 @@ waitfor() { # waitfor SECONDS CMD...   poll every 0.1 s
 }
 start() { local name=$1; shift; "$@" >"$L/$name.log" 2>&1 & echo $! >"$P/$name.pid"; }
 munge_ok() { munge -n --socket="$S/munge/munge.socket.2" | unmunge --socket="$S/munge/munge.socket.2"; }
+no_jobs() { [ -z "$(SLURM_CONF=$S/slurm.conf squeue -h -o %i)" ]; }
+# slurmstepd processes of this testbed (a file open under $TB: its slurmd log): a job step that
+# outlives the daemons would be reported again by the next slurmd under a job id the
+# fresh slurmctld hands out anew ("Duplicate jobid", node DRAINed, later jobs PENDING).
+our_stepds() {
+  local p
+  for p in $(pgrep -x slurmstepd || true); do
+    [ -n "$(find "/proc/$p/fd" -maxdepth 1 -lname "$TB/*" -print -quit 2>/dev/null)" ] && echo "$p"
+  done
+  return 0
+}
+no_stepds() { [ -z "$(our_stepds)" ]; }
 nodes_idle() { [ "$(SLURM_CONF=$S/slurm.conf sinfo -h -N -o %T | grep -c '^idle$')" -ge "$1" ]; }
 
 write_conf() { # N
@@ -45,6 +57,8 @@ cmd_up() {
     --log-file="$L/munged.file.log" --pid-file="$S/munge/munged.pid" --seed-file="$S/munge/munged.seed"
   waitfor 10 munge_ok || { cat "$L/munged.log"; exit 1; }
   write_conf "$n"
+  kill -9 $(our_stepds) 2>/dev/null || true; waitfor 10 no_stepds || true
+  rm -rf "$S/spool"          # no job state from an earlier cluster (its job ids restart)
   for i in $(seq 1 "$n"); do mkdir -p "$S/spool/n$i" "$S/tmp/n$i"; done
   start slurmctld /usr/sbin/slurmctld -D -i -f "$S/slurm.conf"
   for i in $(seq 1 "$n"); do start slurmd-n$i /usr/sbin/slurmd -D -N n$i -f "$S/slurm.conf"; done
@@ -65,6 +79,8 @@ stop_pid() { # TERM, wait up to 10 s, then KILL (our own recorded PIDs only)
 cmd_down() {
   if [ -f "$S/slurm.conf" ] && [ -f "$P/slurmctld.pid" ]; then
     SLURM_CONF=$S/slurm.conf timeout 10 scancel --user="$(id -un)" 2>/dev/null || true
+    waitfor 20 no_jobs || log "jobs still listed after scancel"
+    waitfor 10 no_stepds || log "job steps still running after scancel"
   fi
   local f
   for f in "$P"/slurmd-*.pid "$P"/slurmctld.pid; do [ -e "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done

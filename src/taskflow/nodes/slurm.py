@@ -18,6 +18,11 @@ Draining: with a ``time_limit`` the jobs ask Slurm for SIGTERM
 gets SIGTERM (that, or ``scancel --signal=TERM``) takes no new work, hands
 back what it has not started and exits once its running tasks have
 reported. A node whose job ended is reported with the job's Slurm state.
+Slurm may send that signal up to a minute early (its event resolution), even
+before the agent's interpreter is up: a pilot's batch shell ignores SIGTERM
+until the agent installs its handler, so an early signal cannot kill a pilot
+that has not joined yet (the master still keeps tasks that would outlast
+``walltime_end - drain_margin`` off it).
 
 Every job is ``scancel``led at ``stop``, and by :mod:`slurm_reaper` if the
 master dies first. Agents connect back over TCP to
@@ -252,8 +257,10 @@ class SlurmProvider:
                   f"export PYTHONPATH={shlex.quote(pypath)}${{PYTHONPATH:+:$PYTHONPATH}}"]
         agent = (f"{shlex.quote(self.python)} -m taskflow.node --connect "
                  f"{self.server.address}")
-        lines.append(f"srun --kill-on-bad-exit=0 {agent}" if self.mode == "batch"
-                     else f"exec {agent}")
+        if self.mode == "batch":
+            lines.append(f"srun --kill-on-bad-exit=0 {agent}")
+        else:   # ignored (not trapped) survives exec; the agent's handler replaces it
+            lines += ["trap '' TERM", f"exec {agent}"]
         return "\n".join(lines) + "\n"
 
     def _submit(self, nodes: int) -> str:
