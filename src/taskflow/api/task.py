@@ -58,6 +58,9 @@ class TaskSpec:
         self.special = [(self.index.get(n), n, p) for n, p in params.items()
                         if not (p.kind == OBJECT_KIND and p.direction == "IN")]
         self.nout, self.returns_tuple = _parse_returns(func, returns, self.name)
+        # one output, no special parameter, no *args: calls with scalars take the fast path
+        # (graph.builder)
+        self.plain = not self.special and self.varargs is None and self.nout == 1
         self.priority = _parse_priority(priority, self.name)
         self.time_out = _parse_timeout(time_out, self.name)
         if on_failure not in ON_FAILURE:

@@ -83,9 +83,19 @@ class Builder:
     def build(self, spec: Any, args: tuple, kwargs: dict) -> tuple[Task, list, Any]:
         """Return (task, dependencies, value to give back to the caller)."""
         rt = self.rt
-        self._v0: list = []
         names = spec.names
         nargs = len(args)
+        if not kwargs and nargs == len(names) and spec.plain:
+            for a in args:
+                if type(a) not in SCALARS:
+                    break
+            else:       # the most common call: scalars only, nothing to track
+                out = Future(rt, None, next(rt._dids))
+                task = Task(next(rt._tids), spec, args, None, None, [out], None, None,
+                            time.time())
+                out._producer = task
+                return task, (), (out,) if spec.returns_tuple else out
+        self._v0: list = []
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)
         refs: list | None = None

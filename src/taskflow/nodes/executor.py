@@ -13,7 +13,6 @@ with ``data`` the payloads of the data ids the refs name.
 """
 from __future__ import annotations
 
-import collections
 import io
 import os
 import pickle
@@ -34,32 +33,56 @@ SHORT = 0.001              # s; results of faster tasks wait to travel in one fr
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
 
 
+class _Current:
+    """The task an executor runs now, shared by its two captures.
+
+    Per task the executor sets three slots; the log list is made only when
+    the task writes a line (most write none).
+    """
+
+    __slots__ = ("tid", "t0", "logs")
+
+    def __init__(self) -> None:
+        self.tid = 0
+        self.t0 = 0.0
+        self.logs: list | None = None
+
+    def lines(self) -> list:
+        logs = self.logs
+        if logs is None:
+            logs = self.logs = []
+        return logs
+
+
 class _Capture(io.TextIOBase):
     """sys.stdout / sys.stderr replacement that keeps lines with timestamps.
 
-    Lines go to ``sink`` and travel with the task's result. Once a task has
-    run for STREAM_AFTER seconds, lines written from the executor's thread
-    are also sent on at once (at most every STREAM_EVERY s) as a
+    Lines go to the current task's log list and travel with its result. Once
+    a task has run for STREAM_AFTER seconds, lines written from the executor's
+    thread are also sent on at once (at most every STREAM_EVERY s) as a
     ``(RESULTS, [], [(task_id, lines)])`` frame, so a long task's output
     reaches the journal while it runs; short tasks pay nothing for this.
+    A capture a task wrote to is reset by :meth:`end_task`.
     """
 
     STREAM_AFTER = 0.5
     STREAM_EVERY = 0.2
 
-    def __init__(self, level: str, sink: list, live: tuple | None = None) -> None:
+    def __init__(self, level: str, cur: _Current, wfd: int | None = None) -> None:
         self.level = level
+        self.cur = cur
+        self.wfd = wfd           # to the agent, for lines of long tasks (None: never)
         self.thread = threading.get_ident()
-        self.start_task(sink, live)
-
-    def start_task(self, sink: list, live: tuple | None, t0: float | None = None) -> None:
-        """Start capturing for the next task (one pair of captures serves them all)."""
-        self.sink = sink
         self.partial = ""
         self.dropped = 0
         self.kept = 0
-        self.t0 = self.t_sent = t0 if t0 is not None else time.time()
-        self.stream: Any = live if live is not None else False   # (task id, fd to the agent)
+        self.t_sent = 0.0
+
+    def end_task(self) -> None:
+        """After a task that wrote here: its last partial line, then a clean state."""
+        self.flush_partial()
+        self.kept = 0
+        self.t_sent = 0.0
 
     def writable(self) -> bool:
         return True
@@ -72,15 +95,15 @@ class _Capture(io.TextIOBase):
         self.partial = lines.pop()
         if lines:
             t = time.time()
-            sink = self.sink
+            sink = self.cur.lines()
             for line in lines:
                 if self.kept < INLINE_LOG_LINES:
                     sink.append((t, self.level, line))
                     self.kept += 1
                 else:
                     self.dropped += 1
-            if t - self.t_sent > self.STREAM_EVERY and t - self.t0 > self.STREAM_AFTER \
-                    and self.stream is not False:
+            if t - self.t_sent > self.STREAM_EVERY and t - self.cur.t0 > self.STREAM_AFTER \
+                    and self.wfd is not None:
                 self._send_live(t)
         return len(s)
 
@@ -88,19 +111,21 @@ class _Capture(io.TextIOBase):
         if threading.get_ident() != self.thread:
             return   # another thread of the task: its lines go with the result
         self.t_sent = t
-        if self.sink:
-            lines = list(self.sink)
-            del self.sink[:]
-            P.write_all(self.stream[1], P.encode((P.RESULTS, [], [(self.stream[0], lines)])))
+        cur = self.cur
+        if cur.logs:
+            lines = list(cur.logs)
+            del cur.logs[:]
+            P.write_all(self.wfd, P.encode((P.RESULTS, [], [(cur.tid, lines)])))
 
     def flush_partial(self) -> None:
         if self.partial:
-            self.sink.append((time.time(), self.level, self.partial))
+            self.cur.lines().append((time.time(), self.level, self.partial))
             self.partial = ""
         if self.dropped:
-            self.sink.append((time.time(), "RAW",
-                              f"[taskflow] {self.dropped} more {self.level} lines dropped "
-                              f"(cap {INLINE_LOG_LINES} {self.level} lines per task)"))
+            self.cur.lines().append((time.time(), "RAW",
+                                     f"[taskflow] {self.dropped} more {self.level} lines "
+                                     f"dropped (cap {INLINE_LOG_LINES} {self.level} lines "
+                                     f"per task)"))
             self.dropped = 0
 
     def isatty(self) -> bool:
@@ -116,25 +141,47 @@ class _PersistentUnpickler(pickle.Unpickler):
         return self.values[pid]
 
 
-class _Produced(collections.OrderedDict):
+class _Produced:
     """This executor's recent outputs, for chained tasks queued right behind.
 
-    An OrderedDict: dropping the oldest is O(1) (``next(iter(dict))`` after many
-    pops from the front of a plain dict scans its dead slots: it was a tenth
-    of an executor's time on no-op tasks).
+    A plain dict in insertion order, trimmed to its newest half when it holds
+    more than ``limit`` values or ``budget`` bytes: one C-level store per task
+    and an O(n) rebuild every ``limit / 2`` of them (an OrderedDict subclass
+    with a pop per insert cost 0.8 us per task; popping from the front of a
+    plain dict one by one leaves dead slots that later scans walk over).
     """
 
-    budget = 64 * 2**20
+    budget = 64 * 2**20      # bytes of values over ``small`` (4096 small ones: 64 MiB at most)
+    limit = 4096
+    small = 16384
 
     def __init__(self) -> None:
-        super().__init__()
-        self.size = 0
+        self.values: dict[int, bytes] = {}
+        self.big = 0             # bytes held in values over ``small``
+        self.get = self.values.get
 
     def keep(self, did: int, payload: bytes) -> None:
-        self[did] = payload
-        self.size += len(payload)
-        while self.size > self.budget or len(self) > 4096:
-            self.size -= len(self.popitem(last=False)[1])
+        values = self.values
+        values[did] = payload
+        if len(payload) > self.small:
+            self.big += len(payload)
+            if self.big > self.budget:
+                self._trim()
+        elif len(values) > self.limit:
+            self._trim()
+
+    def _trim(self) -> None:
+        keep, big = [], 0
+        for did, payload in reversed(list(self.values.items())):
+            n = len(payload)
+            if len(keep) >= self.limit // 2 or (n > self.small and big + n > self.budget // 2):
+                break
+            keep.append((did, payload))
+            if n > self.small:
+                big += n
+        self.values = dict(reversed(keep))
+        self.big = big
+        self.get = self.values.get
 
 
 PRODUCED = _Produced()
@@ -200,10 +247,10 @@ def _error_tuple(exc: BaseException, name: str) -> tuple:
     return (type(exc).__name__, str(exc), tb, blob)
 
 
-def run_task(funcs: dict, msg: tuple, logs: list) -> tuple:
-    """Run one task message; return its ResultMsg."""
+def run_task(funcs: dict, msg: tuple, cur: _Current) -> tuple:
+    """Run one task message; return its ResultMsg (lines of programs go to ``cur``)."""
     tid, digest, argv, refs, kwargs, nout, inouts, options, data, outdids = msg
-    t0 = time.time()
+    t0 = cur.t0
     func = None
     try:
         func = funcs[digest]
@@ -224,7 +271,7 @@ def run_task(funcs: dict, msg: tuple, logs: list) -> tuple:
             _resolve_refs(args, kw, refs, data)
         inv = options.get("invoker") if options else None
         result = func(*args, **kw) if inv is None else \
-            _invoke(inv, func, args, kw, options, logs, tid)
+            _invoke(inv, func, args, kw, options, cur.lines(), tid)
         t1 = time.time()
         if nout > 1:
             if not isinstance(result, (tuple, list)) or len(result) != nout:
@@ -287,7 +334,8 @@ def executor_main(rfd: int, wfd: int) -> None:
     real_out, real_err = sys.stdout, sys.stderr
     pending: list = []
     means: dict = {}          # function digest -> mean duration here
-    out, err = _Capture("STDOUT", []), _Capture("STDERR", [])
+    cur = _Current()
+    out, err = _Capture("STDOUT", cur, wfd), _Capture("STDERR", cur, wfd)
     while True:
         if not pending:
             msgs = reader.feed()
@@ -309,31 +357,30 @@ def executor_main(rfd: int, wfd: int) -> None:
         for msg in batch:
             op = msg[0]
             if op == P.TASKS:
-                for tmsg in msg[1]:
-                    if results and means.get(tmsg[1], 1.0) > SHORT:
-                        # Answer now: this task may take a while, the ones done must not wait.
-                        P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
-                        results, logs_out = [], []
-                    logs: list = []
-                    live = (tmsg[0], wfd)
-                    t0 = time.time()
-                    out.start_task(logs, live, t0)
-                    err.start_task(logs, live, t0)
-                    sys.stdout, sys.stderr = out, err
-                    try:
-                        res = run_task(funcs, tmsg, logs)
-                    finally:
-                        sys.stdout, sys.stderr = real_out, real_err
-                    if out.partial or out.dropped:
-                        out.flush_partial()
-                    if err.partial or err.dropped:
-                        err.flush_partial()
-                    results.append(res)
-                    d = res[4][1] - res[4][0]
-                    m = means.get(tmsg[1])
-                    means[tmsg[1]] = d if m is None else 0.8 * m + 0.2 * d
-                    if logs:
-                        logs_out.append((tmsg[0], logs))
+                sys.stdout, sys.stderr = out, err
+                try:
+                    for tmsg in msg[1]:
+                        if results and means.get(tmsg[1], 1.0) > SHORT:
+                            # Answer now: this task may take a while, the ones done must
+                            # not wait.
+                            P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
+                            results, logs_out = [], []
+                        cur.tid = tmsg[0]
+                        cur.logs = None
+                        cur.t0 = time.time()
+                        res = run_task(funcs, tmsg, cur)
+                        if out.kept or out.partial or out.dropped:
+                            out.end_task()
+                        if err.kept or err.partial or err.dropped:
+                            err.end_task()
+                        results.append(res)
+                        d = res[4][1] - res[4][0]
+                        m = means.get(tmsg[1])
+                        means[tmsg[1]] = d if m is None else 0.8 * m + 0.2 * d
+                        if cur.logs:
+                            logs_out.append((tmsg[0], cur.logs))
+                finally:
+                    sys.stdout, sys.stderr = real_out, real_err
             elif op == P.FUNC:
                 try:
                     funcs[msg[1]] = _load_function(msg[2])
