@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -230,11 +231,15 @@ def test_dialback_refuses_wrong_secret_and_garbage(tmp_path):
 
 def test_bad_partition_reports_slurms_message(slurm, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    rt = _rt(tmp_path, SlurmProvider("batch", 1, partition="nosuchpartition"))
+    rt = taskflow.Runtime(providers=[SlurmProvider("batch", 1, partition="nosuchpartition")],
+                          run_dir=str(tmp_path / "runs"), echo_logs=False)   # journal on
     with pytest.raises(NodeStartError) as ei:
         rt.start()
     msg = str(ei.value)
     assert "sbatch failed" in msg and "invalid partition" in msg.lower()
+    # the journal (started before the nodes) keeps the run that did not start, as failed
+    db = sqlite3.connect(os.path.join(rt.run_dir, "journal.db"))
+    assert db.execute("SELECT state, n_submitted FROM run").fetchall() == [("failed", 0)]
 
 
 @task(returns=1, time_out=200)

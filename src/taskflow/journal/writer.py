@@ -433,14 +433,14 @@ class JournalWriter:
                     self.db = JournalDB(self.path, self._row)
             self.db.write(pickle.loads(body)[1])
 
-    def close(self, rt: Any, t_end: float) -> None:
+    def close(self, rt: Any, t_end: float, state: str | None = None) -> None:
         """Mark the run finished or failed (after the bus delivered everything)."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
             c = rt.counts()
-            state = "failed" if rt.failed else "finished"
+            state = state or ("failed" if rt.failed else "finished")
             if self.proc is not None:
                 from .child import finish
                 finish(self.proc, (t_end, state, c))

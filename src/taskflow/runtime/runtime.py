@@ -103,6 +103,7 @@ class Runtime:
         self.t_start = time.time()
         config = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
                   "data_dir": self.data_dir, "run_id": self.run_id}
+        self._open_journal()   # first: its writer process starts while the nodes do
         nodes = []
         try:
             for p in self.providers:
@@ -110,6 +111,9 @@ class Runtime:
         except BaseException:
             for p in self.providers:
                 p.stop()
+            if self.journal is not None:    # the journal keeps the run that did not start
+                self.bus.close()
+                self.journal.close(self, time.time(), state="failed")
             raise
         self.scheduler.nodes = nodes
         self._max_cus, self._max_mem = self.scheduler.capacity()
@@ -119,12 +123,6 @@ class Runtime:
         self._thread = threading.Thread(target=self.dispatcher.loop, name="taskflow-loop",
                                         daemon=True)
         self._thread.start()
-        if self.journal_on and self.journal is None:
-            try:
-                from ..journal.writer import JournalWriter
-                self.journal = JournalWriter(self)
-            except Exception as exc:  # noqa: BLE001 - no journal is better than no run
-                print(f"taskflow: no journal for this run ({exc})", file=sys.stderr)
         if self.bus.active:
             for n in nodes:
                 self.bus.emit(("node_join", time.time(), 0, "", n.name, dict(n.info, slots=n.slots)))
@@ -134,6 +132,17 @@ class Runtime:
         from . import current
         current.set_current(self)
         return self
+
+    def _open_journal(self) -> None:
+        """Start the journal before the nodes: the writer's interpreter and SQLite set-up
+        then overlap the agents' start-up instead of the first tasks (on two cores a
+        writer starting during a burst of no-op tasks cost ~10 % of its throughput)."""
+        if self.journal_on and self.journal is None:
+            try:
+                from ..journal.writer import JournalWriter
+                self.journal = JournalWriter(self)
+            except Exception as exc:  # noqa: BLE001 - no journal is better than no run
+                print(f"taskflow: no journal for this run ({exc})", file=sys.stderr)
 
     def stop(self, wait: bool = True) -> None:
         """Wait for every task (unless ``wait=False``), put files in place, shut down."""
