@@ -234,3 +234,12 @@ def test_thread_mode_and_writer_process_loss(tmp_path, monkeypatch):
     with Journal(rt.run_dir) as j:
         assert j.run()["state"] == "finished"
         assert [t["params"] for t in j.tasks()][-1] == "a=2, b=2"
+
+
+def test_python_dash_m_taskflow_cli_has_every_subcommand():
+    # run as ``python -m taskflow.cli`` the module is __main__: the subcommands that
+    # other modules register on taskflow.cli's group must still be there
+    out = subprocess.run([sys.executable, "-m", "taskflow.cli", "--help"], capture_output=True,
+                         text=True, timeout=60).stdout
+    for cmd in ("run", "status", "logs", "runs", "graph", "trace", "report", "monitor", "submit"):
+        assert f"  {cmd} " in out, (cmd, out)

@@ -125,4 +125,7 @@ from . import cli_observe  # noqa: E402,F401 - registers status, logs, runs, gra
 from . import cli_slurm  # noqa: E402,F401 - registers submit
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # ``python -m taskflow.cli``: this module is __main__, and the other subcommands were
+    # registered on the group of the module imported as taskflow.cli; run that one.
+    from taskflow.cli import main as _main
+    _main()
