@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import os
+import time
 
 import tasks_lib as L
 import taskflow
-from taskflow import wait_on, wait_on_file
+from taskflow import task, wait_on, wait_on_file
 
 
 def test_futures_chain_and_tuple_returns(rt):
@@ -160,3 +161,39 @@ def test_many_large_values_through_one_slot(tmp_path, monkeypatch):
         blobs = [L.mib(i) for i in range(20)]
         sums = wait_on([L.sample_sum(b) for b in blobs])
     assert sums == [(i % 256) * 256 for i in range(20)]
+
+
+@task(returns=1)
+def big_value(n):
+    return b"x" * n
+
+
+@task(returns=1)
+def length(b):
+    return len(b)
+
+
+def test_values_left_on_a_node_are_dropped_when_their_future_dies(tmp_path):
+    # a 64 MiB result stays on the node (over the inline limit) and the next task reads
+    # it there; once the caller lets go of the future, the node must free it (DROP), or a
+    # long workflow passing large arrays along fills the nodes' memory
+    import gc
+    import psutil
+    n = 64 * 2**20
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs"), journal=False,
+                          echo_logs=False) as rt:
+        agent = psutil.Process(rt.providers[0].procs[0].pid)
+        base = agent.memory_info().rss
+        f = big_value(n)
+        assert wait_on(length(f)) == n
+        held = agent.memory_info().rss
+        assert held - base > 0.75 * n, (base, held)       # the value is in the agent's store
+        assert f._payload is None and f._holders          # and not at the master
+        del f
+        gc.collect()
+        deadline = time.time() + 20
+        while agent.memory_info().rss > held - 0.75 * n and time.time() < deadline:
+            time.sleep(0.1)
+        assert agent.memory_info().rss <= held - 0.75 * n, (base, held,
+                                                             agent.memory_info().rss)
+        assert len(rt.dispatcher.remote) == 0

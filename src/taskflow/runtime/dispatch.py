@@ -22,6 +22,7 @@ from ..future import FINISHED
 from ..graph import task as T
 from ..nodes import protocol as P
 from . import gang, lineage, outcomes
+from .remote_values import RemoteValues
 
 
 class Dispatcher:
@@ -37,6 +38,7 @@ class Dispatcher:
         self.fetch_queue: list = []           # (node, did) to request
         self.data_out: dict = {}              # node -> [(did, payload)] for chained tasks
         self.cancel_out: dict = {}            # node -> [task id] taken back
+        self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
         self.nodes: list = []
         self.joining: list = []               # nodes added while running (add_node)
 
@@ -153,6 +155,13 @@ class Dispatcher:
             for node, fut in fetches:
                 node.queue(P.encode((P.FETCH, [fut._did])))
                 sends.setdefault(node, [])
+            dropped = self.remote.take()
+            if dropped:
+                frame = P.encode((P.DROP, dropped))
+                for node in self.nodes:
+                    if node.alive:
+                        node.queue(frame)
+                        sends.setdefault(node, [])
             for node, frames in sends.items():
                 for f in frames:
                     node.queue(P.encode(f) if type(f) is tuple else f)
@@ -426,6 +435,8 @@ class Dispatcher:
         name = node.name
         if holders is not None and name in holders:
             return True
+        if holders is None:
+            self.remote.watch(fut)
         if fut._state is not FINISHED:        # chained: produced on this node
             fut._holders = {name} if holders is None else holders | {name}
             return True

@@ -53,14 +53,14 @@ def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
     name = node.name
     i = 0
     for fut in task.outputs:
-        _store(fut, outputs[i], name)
+        _store(rt, fut, outputs[i], name)
         finish_future(rt, fut, cbs)
         i += 1
     if task.inouts:
         for entry in task.inouts:
             fut = entry[3]
             if entry[1] == "o":
-                _store(fut, outputs[i], name)
+                _store(rt, fut, outputs[i], name)
             else:
                 fut._result = fut._path
             finish_future(rt, fut, cbs)
@@ -77,8 +77,10 @@ def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
     _ended(rt, task)
 
 
-def _store(fut: Any, payload: Any, node_name: str) -> None:
+def _store(rt: Any, fut: Any, payload: Any, node_name: str) -> None:
     if type(payload) is tuple:          # ("held", key, size): the value stayed on the node
+        if fut._holders is None:
+            rt.dispatcher.remote.watch(fut)
         fut._holders = {node_name}
     else:
         fut._payload = payload
