@@ -7,6 +7,7 @@ Waits poll with deadlines; no assertion depends on timing.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -299,3 +300,31 @@ def test_pilots_are_scancelled_when_the_master_dies(slurm, tmp_path):
                        for s in slurm.squeue(name).values()), 30, "every pilot to end")
     states = slurm.squeue(name)
     assert all(states[j] == "CANCELLED" for j in pending), states
+
+
+def test_an_agent_of_another_taskflow_version_is_refused_with_the_fix(slurm, tmp_path,
+                                                                      monkeypatch):
+    # the pilot's python imports a copy of taskflow that says it is 0.0.1 (an old install
+    # on the cluster): the master must refuse it at once, naming both versions and the fix,
+    # instead of waiting out the start timeout or failing later on a frame it cannot read
+    monkeypatch.chdir(tmp_path)
+    old = tmp_path / "old"
+    shutil.copytree(os.path.dirname(taskflow.__file__), old / "taskflow",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    init = old / "taskflow" / "__init__.py"
+    init.write_text(init.read_text().replace('__version__ = "0.1.0"', '__version__ = "0.0.1"'))
+    assert '"0.0.1"' in init.read_text()
+    wrapper = tmp_path / "oldpython"
+    wrapper.write_text(f"#!/bin/sh\nPYTHONPATH={old} exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    p = SlurmProvider("pilot", 1, cpus=2, python=str(wrapper))
+    rt = _rt(tmp_path, p)
+    t0 = time.time()
+    with pytest.raises(NodeStartError) as ei:
+        rt.start()
+    msg = str(ei.value)
+    assert "runs taskflow 0.0.1" in msg and "master runs taskflow 0.1.0" in msg, msg
+    assert "pip install taskflow==0.1.0" in msg
+    assert time.time() - t0 < 45          # not the 60 s start timeout
+    _until(lambda: all(s not in ("RUNNING", "PENDING", "CONFIGURING")
+                       for s in slurm.squeue(p.job_name).values()), 30, "the pilot to end")

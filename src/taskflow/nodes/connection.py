@@ -76,6 +76,7 @@ class NodeHandle:
                                      f"{describe}")
             for m in msgs:
                 if m[0] == P.READY:
+                    _same_version(self.name, m[1], describe)
                     self.info = m[1]
                     os.set_blocking(self.wfd, False)
                     return m[1]
@@ -126,3 +127,15 @@ class NodeHandle:
 
     def __repr__(self) -> str:
         return f"<node {self.name} {self.used}/{self.slots}>"
+
+
+def _same_version(name: str, info: dict, describe: str) -> None:
+    """Master and agent must run the same taskflow: frames change between versions."""
+    from .. import __version__
+    theirs = info.get("version")
+    if theirs is not None and theirs != __version__:
+        raise NodeStartError(
+            f"node {name}: its agent runs taskflow {theirs} (python {info.get('python', '?')}) "
+            f"but the master runs taskflow {__version__}: install the same version there "
+            f"(`python -m pip install taskflow=={__version__}`, or pip install your checkout) "
+            f"or point the node's python at an interpreter that has it{describe}")

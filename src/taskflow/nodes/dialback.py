@@ -82,6 +82,7 @@ class DialbackServer:
         self.provider = provider
         self.ready_timeout = ready_timeout
         self.refused: list[str] = []    # reasons, for tests and reports
+        self.failed: list[str] = []     # agents authenticated but failed their start (why)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, 0))
@@ -136,7 +137,10 @@ class DialbackServer:
         try:
             h.handshake(cfg, self.ready_timeout, describe=f" (dial-back from {peer[0]})")
         except (NodeStartError, OSError, EOFError) as exc:
-            log.warning("dial-back agent %s failed its start: %s", cfg["name"], exc)
+            msg = f"dial-back agent {cfg['name']} (job {meta.get('job_id')}) failed its start: {exc}"
+            self.failed.append(msg)
+            log.warning(msg)
+            print(f"taskflow: {msg}", file=sys.stderr)
             h.close()
             return
         h.info.update({k: v for k, v in meta.items() if k not in h.info})

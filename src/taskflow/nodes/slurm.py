@@ -228,6 +228,9 @@ class SlurmProvider:
                 continue
             except queue.Empty:
                 pass
+            if self.server is not None and self.server.failed:   # e.g. another taskflow
+                raise NodeStartError(f"slurm {self.mode}: {self.server.failed[0]}; logs in "
+                                     f"{self.dir}")
             if time.time() >= next_check:
                 next_check = time.time() + 1.0
                 self._refresh()
