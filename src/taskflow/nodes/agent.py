@@ -29,7 +29,7 @@ DEEP = 32
 
 class _Exec:
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "wreg", "batch")
+                 "out", "wreg", "batch", "bdata")
 
     def __init__(self, pid: int, wfd: int, rfd: int) -> None:
         self.pid = pid
@@ -43,6 +43,7 @@ class _Exec:
         self.out = bytearray()      # frames the executor's pipe has not taken yet
         self.wreg = False
         self.batch: list = []       # tasks for it this round: one TASKS frame, one write
+        self.bdata: dict = {}       # the stored values those tasks read, sent with them
 
 
 class Agent:
@@ -429,17 +430,19 @@ class Agent:
             self._pull_chained(ex, t[11])
 
     def _queue_on(self, ex: _Exec, t: tuple) -> None:
-        tid, digest, argv, refs, kwargs, nout, inouts, opts = t[:8]
+        """Queue the master's task tuple itself on ``ex`` (see executor.ExecTask)."""
+        digest = t[1]
         batch = ex.batch
         if digest not in ex.digests:
             if batch:                   # the function goes after the tasks queued before it
-                ex.out += P.encode((P.TASKS, batch))
-                batch = ex.batch = []
+                self._seal(ex)
+                batch = ex.batch
             ex.out += P.encode((P.FUNC, digest, self.funcs[digest]))
             ex.digests.add(digest)
-        data = {}
+        refs = t[3]
         if refs:
             store = self.store
+            data = ex.bdata
             for _, kind, payload in refs:
                 if kind == "r":
                     if payload in store:
@@ -448,18 +451,25 @@ class Agent:
                     for d in payload[1]:
                         if d in store:
                             data[d] = store[d]
-        if ex not in self._dirty:
+        if not batch:
             self._dirty.append(ex)
-        batch.append((tid, digest, argv, refs, kwargs, nout, inouts, opts, data, t[11]))
+        batch.append(t)
         producing = self.producing
         for d in t[11]:
             producing[d] = ex
-        now = time.time()
         if not ex.queue:
-            ex.started = now
+            ex.started = time.time()
         ex.queue.append(t)
+        opts = t[7]
         if opts and opts.get("time_out"):
-            self.deadlines[tid] = (now + opts["time_out"], ex)
+            self.deadlines[t[0]] = (time.time() + opts["time_out"], ex)
+
+    @staticmethod
+    def _seal(ex: _Exec) -> None:
+        """The tasks queued on ``ex`` so far become one TASKS frame."""
+        ex.out += P.encode((P.TASKS, ex.batch, ex.bdata))
+        ex.batch = []
+        ex.bdata = {}
 
     # -- failures on the node ---------------------------------------------
     def _check_deadlines(self) -> None:
@@ -506,8 +516,7 @@ class Agent:
         execs = self.execs
         for ex in dirty:
             if ex.batch:
-                ex.out += P.encode((P.TASKS, ex.batch))
-                ex.batch = []
+                self._seal(ex)
             if ex in execs:
                 self._flush_exec(ex)
 

@@ -5,11 +5,14 @@ rest of the system, over a pair of pipes. It reads every task already in its
 pipe, runs them in order and answers with one RESULTS frame per burst, so a
 stream of short tasks costs one wake-up per burst, not per task.
 
-Agent -> executor: (FUNC, digest, payload) | (TASKS, [ExecTask]) | (SHUTDOWN,)
+Agent -> executor: (FUNC, digest, payload) | (TASKS, [ExecTask], data) | (SHUTDOWN,)
 Executor -> agent: (RESULTS, [(task_id, status, outputs, error, timing, logs)])
 
-ExecTask = (task_id, digest, argv, refs, kwargs, nout, inouts, options, data, output_ids)
-with ``data`` the payloads of the data ids the refs name.
+ExecTask is the master's task tuple as the agent got it (protocol.TaskMsg:
+task_id, digest, argv, refs, kwargs, nout, inouts, options, priority,
+computing_units, exclusive, output_ids), so the agent relays it without
+building a new one; ``data`` maps the data ids the frame's refs name to the
+payloads the agent holds.
 """
 from __future__ import annotations
 
@@ -247,9 +250,9 @@ def _error_tuple(exc: BaseException, name: str) -> tuple:
     return (type(exc).__name__, str(exc), tb, blob)
 
 
-def run_task(funcs: dict, msg: tuple, cur: _Current) -> tuple:
+def run_task(funcs: dict, msg: tuple, cur: _Current, data: dict) -> tuple:
     """Run one task message; return its ResultMsg (lines of programs go to ``cur``)."""
-    tid, digest, argv, refs, kwargs, nout, inouts, options, data, outdids = msg
+    tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = msg
     t0 = cur.t0
     func = None
     try:
@@ -357,6 +360,7 @@ def executor_main(rfd: int, wfd: int) -> None:
         for msg in batch:
             op = msg[0]
             if op == P.TASKS:
+                data = msg[2]
                 sys.stdout, sys.stderr = out, err
                 try:
                     for tmsg in msg[1]:
@@ -368,7 +372,7 @@ def executor_main(rfd: int, wfd: int) -> None:
                         cur.tid = tmsg[0]
                         cur.logs = None
                         cur.t0 = time.time()
-                        res = run_task(funcs, tmsg, cur)
+                        res = run_task(funcs, tmsg, cur, data)
                         if out.kept or out.partial or out.dropped:
                             out.end_task()
                         if err.kept or err.partial or err.dropped:
