@@ -264,25 +264,40 @@ class Agent:
         if msgs is None:
             self._exec_died(ex)
             return
+        queue = ex.queue
+        producing = self.producing
+        deadlines = self.deadlines
+        cancelled = self.cancelled
+        mean = self.mean
+        results = self.results
+        ok = P.OK
         for msg in msgs:
             if msg[0] != P.RESULTS:
                 continue
             for res in msg[1]:
                 tid = res[0]
-                tmsg = ex.queue.pop(0) if ex.queue else None
-                self.deadlines.pop(tid, None)
+                tmsg = queue.pop(0) if queue else None
+                if deadlines:
+                    deadlines.pop(tid, None)
                 if tmsg is not None:
-                    self._learn(tmsg[1], res[4])
-                    producing = self.producing
-                    for d in tmsg[11]:
-                        if producing.get(d) is ex:
-                            del producing[d]
-                if tid in self.cancelled:
-                    self.cancelled.discard(tid)
+                    digest = tmsg[1]       # mean duration here (the prefetch depth)
+                    d = res[4][1] - res[4][0]
+                    m = mean.get(digest)
+                    mean[digest] = d if m is None else 0.8 * m + 0.2 * d
+                    for did in tmsg[11]:
+                        if producing.get(did) is ex:
+                            del producing[did]
+                if cancelled and tid in cancelled:
+                    cancelled.discard(tid)
                     continue
-                if self.waiting_on and tmsg is not None and res[1] == P.OK:
-                    self._outputs_made(tmsg[11], res[2])
-                self.results.append(self._keep_large(res, tmsg))
+                if res[1] == ok and tmsg is not None:
+                    if self.waiting_on:
+                        self._outputs_made(tmsg[11], res[2])
+                    for payload in res[2] or ():
+                        if payload is not None and len(payload) > INLINE_MAX:
+                            res = self._keep_large(res, tmsg)
+                            break
+                results.append(res)
             for tid, lines in msg[2]:
                 self.logs.extend((tid, t, lvl, line) for t, lvl, line in lines)
         if not ex.queue:
@@ -377,19 +392,18 @@ class Agent:
                 outs[i] = ("held", key, len(payload))
         return res if outs is res[2] else (res[0], res[1], outs, res[3], res[4])
 
-    def _learn(self, digest: bytes, timing: tuple) -> None:
-        d = timing[1] - timing[0]
-        m = self.mean.get(digest)
-        self.mean[digest] = d if m is None else 0.8 * m + 0.2 * d
-
     # -- placing work on executors ----------------------------------------
     def _schedule(self) -> None:
         q = self.queue
         if not q:
             return
-        idle = [e for e in self.execs if not e.queue]
-        nfree = len(idle) - sum(e.reserved for e in self.execs)
+        execs = self.execs
+        idle = [e for e in execs if not e.queue]
+        nfree = len(idle) - sum(e.reserved for e in execs)
         skipped = []
+        means = self.mean
+        queue_on = self._queue_on
+        chained = bool(self.waiting_on)
         while q and (nfree > 0 or not q[0][2][10]):
             t = q[0][2]
             cus, exclusive = t[9], t[10]
@@ -405,22 +419,25 @@ class Agent:
                 nfree -= cus
                 self._start(ex, t)
                 continue
-            mean = self.mean.get(t[1])
-            depth = DEEP if (mean is not None and mean < SHORT_TASK) else 1
-            best = idle[0] if (idle and nfree > 0) else None
-            if best is None:
-                for e in self.execs:
-                    if e.reserved or not e.queue or e.queue[0][10] or len(e.queue) >= depth:
+            if idle and nfree > 0:
+                best = idle.pop(0)
+                nfree -= 1
+            else:
+                mean = means.get(t[1])
+                depth = DEEP if (mean is not None and mean < SHORT_TASK) else 1
+                best = None
+                for e in execs:
+                    eq = e.queue
+                    if e.reserved or not eq or eq[0][10] or len(eq) >= depth:
                         continue
-                    if best is None or len(e.queue) < len(best.queue):
+                    if best is None or len(eq) < len(best.queue):
                         best = e
                 if best is None:
                     break
-            else:
-                idle.pop(0)
-                nfree -= 1
             heapq.heappop(q)
-            self._start(best, t)
+            queue_on(best, t)
+            if chained:
+                self._pull_chained(best, t[11])
         for item in skipped:
             heapq.heappush(q, item)
 
