@@ -402,8 +402,6 @@ class Agent:
         nfree = len(idle) - sum(e.reserved for e in execs)
         skipped = []
         means = self.mean
-        queue_on = self._queue_on
-        chained = bool(self.waiting_on)
         while q and (nfree > 0 or not q[0][2][10]):
             t = q[0][2]
             cus, exclusive = t[9], t[10]
@@ -435,9 +433,7 @@ class Agent:
                 if best is None:
                     break
             heapq.heappop(q)
-            queue_on(best, t)
-            if chained:
-                self._pull_chained(best, t[11])
+            self._start(best, t)
         for item in skipped:
             heapq.heappush(q, item)
 
@@ -450,6 +446,8 @@ class Agent:
         """Queue the master's task tuple itself on ``ex`` (see executor.ExecTask)."""
         digest = t[1]
         batch = ex.batch
+        if not batch:               # the first task for ex this round
+            self._dirty.append(ex)
         if digest not in ex.digests:
             if batch:                   # the function goes after the tasks queued before it
                 self._seal(ex)
@@ -468,8 +466,6 @@ class Agent:
                     for d in payload[1]:
                         if d in store:
                             data[d] = store[d]
-        if not batch:
-            self._dirty.append(ex)
         batch.append(t)
         producing = self.producing
         for d in t[11]:
