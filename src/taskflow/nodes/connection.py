@@ -20,6 +20,22 @@ class NodeStartError(RuntimeError):
     """A node agent could not be started; the message says where and why."""
 
 
+class VersionMismatch(NodeStartError):
+    """The node's taskflow is not the master's (frames change between versions)."""
+
+
+def check_version(where: str, theirs: str | None, python: str = "python",
+                  describe: str = "") -> None:
+    """Raise :class:`VersionMismatch` unless ``theirs`` is the master's version."""
+    from .. import __version__
+    if theirs is not None and theirs != __version__:
+        raise VersionMismatch(
+            f"{where}: {python} runs taskflow {theirs} but the master runs taskflow "
+            f"{__version__}: install the same version there (`{python} -m pip install "
+            f"taskflow=={__version__}`, or pip install your checkout) or point python: at an "
+            f"interpreter that has it{describe}")
+
+
 class NodeHandle:
     # Set by providers that need them (SSH): where the node is, for MPI hostfiles
     # (``address`` reachable from the other nodes, ``slots`` per host), and the
@@ -76,7 +92,8 @@ class NodeHandle:
                                      f"{describe}")
             for m in msgs:
                 if m[0] == P.READY:
-                    _same_version(self.name, m[1], describe)
+                    check_version(f"node {self.name}", m[1].get("version"),
+                                  describe=describe)
                     self.info = m[1]
                     os.set_blocking(self.wfd, False)
                     return m[1]
@@ -128,14 +145,3 @@ class NodeHandle:
     def __repr__(self) -> str:
         return f"<node {self.name} {self.used}/{self.slots}>"
 
-
-def _same_version(name: str, info: dict, describe: str) -> None:
-    """Master and agent must run the same taskflow: frames change between versions."""
-    from .. import __version__
-    theirs = info.get("version")
-    if theirs is not None and theirs != __version__:
-        raise NodeStartError(
-            f"node {name}: its agent runs taskflow {theirs} (python {info.get('python', '?')}) "
-            f"but the master runs taskflow {__version__}: install the same version there "
-            f"(`python -m pip install taskflow=={__version__}`, or pip install your checkout) "
-            f"or point the node's python at an interpreter that has it{describe}")

@@ -82,7 +82,8 @@ class DialbackServer:
         self.provider = provider
         self.ready_timeout = ready_timeout
         self.refused: list[str] = []    # reasons, for tests and reports
-        self.failed: list[str] = []     # agents authenticated but failed their start (why)
+        self.failed: list[NodeStartError | OSError | EOFError] = []   # agents that
+        #                                 authenticated but failed their start
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, 0))
@@ -137,8 +138,8 @@ class DialbackServer:
         try:
             h.handshake(cfg, self.ready_timeout, describe=f" (dial-back from {peer[0]})")
         except (NodeStartError, OSError, EOFError) as exc:
+            self.failed.append(exc)
             msg = f"dial-back agent {cfg['name']} (job {meta.get('job_id')}) failed its start: {exc}"
-            self.failed.append(msg)
             log.warning(msg)
             print(f"taskflow: {msg}", file=sys.stderr)
             h.close()

@@ -41,7 +41,7 @@ import threading
 import time
 from typing import Any
 
-from .connection import NodeHandle, NodeStartError
+from .connection import NodeHandle, NodeStartError, VersionMismatch
 from . import slurm_reaper
 from .dialback import SECRET_FILE_ENV, DialbackServer, write_secret
 
@@ -220,17 +220,21 @@ class SlurmProvider:
         while len(out) < n:
             left = deadline - time.time()
             if left <= 0:
+                failed = (f"; agents that failed their start: "
+                          f"{'; '.join(str(e) for e in self.server.failed[-3:])}"
+                          if self.server is not None and self.server.failed else "")
                 raise NodeStartError(f"slurm {self.mode}: {len(out)} of {n} agents joined "
-                                     f"within {timeout:g} s; jobs {self._states()}; logs in "
-                                     f"{self.dir}")
+                                     f"within {timeout:g} s; jobs {self._states()}{failed}; "
+                                     f"logs in {self.dir}")
             try:
                 out.append(self._joined.get(timeout=min(0.2, left)))
                 continue
             except queue.Empty:
                 pass
-            if self.server is not None and self.server.failed:   # e.g. another taskflow
-                raise NodeStartError(f"slurm {self.mode}: {self.server.failed[0]}; logs in "
-                                     f"{self.dir}")
+            mismatch = next((e for e in self.server.failed if isinstance(e, VersionMismatch)),
+                            None) if self.server is not None else None
+            if mismatch is not None:     # every agent would fail so: say it now
+                raise VersionMismatch(f"slurm {self.mode}: {mismatch}; logs in {self.dir}")
             if time.time() >= next_check:
                 next_check = time.time() + 1.0
                 self._refresh()

@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import __version__
 from ..cluster import NodeConfig
-from .connection import NodeHandle, NodeStartError
+from .connection import NodeHandle, NodeStartError, check_version
 
 try:
     import paramiko
@@ -218,12 +218,7 @@ class SSHProvider:
         if rc == 0:
             lines = out.split("\n")
             version, n.workdir = lines[0].strip(), lines[2].strip()
-            if version != __version__:
-                raise NodeStartError(
-                    f"{n.where}: {c.python} has taskflow {version} but the master runs "
-                    f"{__version__}: install the same version there (`{c.python} -m pip install "
-                    f"taskflow=={__version__}`, or pip install your checkout) or point python: "
-                    f"at an interpreter that has it.")
+            check_version(n.where, version, c.python)
             return
         stderr = err.strip() or "(empty)"
         if rc == 3 and "taskflow-import-error" in err:
