@@ -209,8 +209,19 @@ class Agent:
         self.leaving = reason
         self._hand_back()
 
+    def _queued(self) -> list:
+        """Every task message on the agent's queue (runs flattened)."""
+        out = []
+        for item in self.queue:
+            x = item[2]
+            if type(x) is list:
+                out.extend(x)
+            else:
+                out.append(x)
+        return out
+
     def _hand_back(self) -> None:
-        back = [item[2][0] for item in self.queue] + list(self.blocked)
+        back = [t[0] for t in self._queued()] + list(self.blocked)
         self.queue = []
         self.blocked.clear()
         self.waiting_on.clear()
@@ -232,11 +243,7 @@ class Agent:
                 if self.leaving is not None:
                     self._send((P.LEAVING, self.leaving, [t[0] for t in msg[1]]))
                     continue
-                for t in msg[1]:
-                    if t[3] and self._blocked_on_inputs(t, chain=True):
-                        continue
-                    self.seq += 1
-                    heapq.heappush(self.queue, (-t[8], self.seq, t))
+                self._enqueue(msg[1])
             elif op == P.FUNC:
                 self.funcs[msg[1]] = msg[2]
             elif op == P.DATA:
@@ -253,6 +260,34 @@ class Agent:
                 self._cancel(set(msg[1]))
             elif op == P.SHUTDOWN:
                 self.running = False
+
+    def _enqueue(self, tasks: list) -> None:
+        """Put the master's tasks on the agent's queue.
+
+        Consecutive plain tasks (no inputs to look up, no options, not
+        exclusive) of one function and priority share one queue entry, a
+        *run* (a list), which :meth:`_place_run` splits over the executors in
+        slices: no per-task heap operation for the bulk of short tasks.
+        """
+        q = self.queue
+        run = None
+        for t in tasks:
+            if t[3]:
+                run = None
+                if self._blocked_on_inputs(t, chain=True):
+                    continue
+            elif not t[7] and not t[10]:
+                if run is not None and t[1] == run[0][1] and t[8] == run[0][8]:
+                    run.append(t)
+                    continue
+                run = [t]
+                self.seq += 1
+                heapq.heappush(q, (-t[8], self.seq, run))
+                continue
+            else:
+                run = None
+            self.seq += 1
+            heapq.heappush(q, (-t[8], self.seq, t))
 
     def _from_exec(self, ex: _Exec) -> None:
         try:
@@ -274,16 +309,28 @@ class Agent:
         for msg in msgs:
             if msg[0] != P.RESULTS:
                 continue
-            for res in msg[1]:
+            rs = msg[1]
+            n = len(rs)
+            # An executor answers in the order it was sent work: the head of its queue.
+            head = queue[:n]
+            del queue[:n]
+            if len(head) < n:
+                head += [None] * (n - len(head))
+            digest = None
+            m = None
+            for res, tmsg in zip(rs, head):
                 tid = res[0]
-                tmsg = queue.pop(0) if queue else None
                 if deadlines:
                     deadlines.pop(tid, None)
                 if tmsg is not None:
-                    digest = tmsg[1]       # mean duration here (the prefetch depth)
-                    d = res[4][1] - res[4][0]
-                    m = mean.get(digest)
-                    mean[digest] = d if m is None else 0.8 * m + 0.2 * d
+                    if tmsg[1] is not digest:      # mean duration here (the prefetch depth)
+                        if digest is not None:
+                            mean[digest] = m
+                        digest = tmsg[1]
+                        m = mean.get(digest)
+                    times = res[4]
+                    d = times[1] - times[0]
+                    m = d if m is None else 0.8 * m + 0.2 * d
                     for did in tmsg[11]:
                         if producing.get(did) is ex:
                             del producing[did]
@@ -293,11 +340,13 @@ class Agent:
                 if res[1] == ok and tmsg is not None:
                     if self.waiting_on:
                         self._outputs_made(tmsg[11], res[2])
-                    for payload in res[2] or ():
+                    for payload in res[2]:
                         if payload is not None and len(payload) > INLINE_MAX:
                             res = self._keep_large(res, tmsg)
                             break
                 results.append(res)
+            if digest is not None:
+                mean[digest] = m
             for tid, lines in msg[2]:
                 self.logs.extend((tid, t, lvl, line) for t, lvl, line in lines)
         if not ex.queue:
@@ -402,9 +451,17 @@ class Agent:
         nfree = len(idle) - sum(e.reserved for e in execs)
         skipped = []
         means = self.mean
-        while q and (nfree > 0 or not q[0][2][10]):
+        while q:
             t = q[0][2]
+            if type(t) is list:         # a run of plain tasks
+                nfree = self._place_run(t, idle, nfree)
+                if t:
+                    break               # no room for the rest of it
+                heapq.heappop(q)
+                continue
             cus, exclusive = t[9], t[10]
+            if nfree <= 0 and exclusive:
+                break
             if exclusive:
                 if nfree < cus:
                     if len(skipped) < 64:      # let smaller work pass a big task
@@ -436,6 +493,86 @@ class Agent:
             self._start(best, t)
         for item in skipped:
             heapq.heappush(q, item)
+
+    def _place_run(self, run: list, idle: list, nfree: int) -> int:
+        """Spread the head of ``run`` over the executors with room; return ``nfree``.
+
+        The same policy as for single tasks (an idle slot first, then the
+        shortest queue below the prefetch depth), applied as water-filling:
+        the shortest queues are raised level by level, so a run lands on the
+        executors in even slices. Placed tasks leave ``run``.
+        """
+        m = self.mean.get(run[0][1])
+        depth = DEEP if (m is not None and m < SHORT_TASK) else 1
+        cands = []
+        nidle = 0
+        for e in self.execs:
+            eq = e.queue
+            if not eq:
+                if e.reserved or nidle >= nfree:
+                    continue
+                nidle += 1
+            elif e.reserved or eq[0][10] or len(eq) >= depth:
+                continue
+            cands.append(e)
+        if not cands:
+            return nfree
+        if len(cands) > 1:
+            cands.sort(key=lambda e: len(e.queue))
+        lens = [len(e.queue) for e in cands]
+        give = [0] * len(cands)
+        left = len(run)
+        level = lens[0]
+        i = 1
+        while left > 0 and level < depth:
+            while i < len(cands) and lens[i] <= level:
+                i += 1
+            top = lens[i] if i < len(cands) and lens[i] < depth else depth
+            if (top - level) * i <= left:
+                for j in range(i):
+                    give[j] += top - level
+                left -= (top - level) * i
+                level = top
+            else:
+                share, extra = divmod(left, i)
+                for j in range(i):
+                    give[j] += share + (1 if j < extra else 0)
+                left = 0
+        start = 0
+        for e, g in zip(cands, give):
+            if g:
+                if not e.queue:
+                    idle.remove(e)
+                    nfree -= 1
+                self._queue_run(e, run[start:start + g])
+                start += g
+        del run[:start]
+        return nfree
+
+    def _queue_run(self, ex: _Exec, chunk: list) -> None:
+        """:meth:`_queue_on` for a slice of a run (plain tasks of one function)."""
+        digest = chunk[0][1]
+        batch = ex.batch
+        if not batch:
+            self._dirty.append(ex)
+        if digest not in ex.digests:
+            if batch:
+                self._seal(ex)
+                batch = ex.batch
+            ex.out += P.encode((P.FUNC, digest, self.funcs[digest]))
+            ex.digests.add(digest)
+        batch.extend(chunk)
+        producing = self.producing
+        for t in chunk:
+            for d in t[11]:
+                producing[d] = ex
+        queue = ex.queue
+        if not queue:
+            ex.started = time.time()
+        queue.extend(chunk)
+        if self.waiting_on:
+            for t in chunk:
+                self._pull_chained(ex, t[11])
 
     def _start(self, ex: _Exec, t: tuple) -> None:
         self._queue_on(ex, t)
@@ -574,8 +711,17 @@ class Agent:
     def _cancel(self, tids: set) -> None:
         for tid in tids:
             self.blocked.pop(tid, None)
-        self.queue = [item for item in self.queue if item[2][0] not in tids]
-        heapq.heapify(self.queue)
+        kept = []
+        for item in self.queue:
+            x = item[2]
+            if type(x) is list:
+                x[:] = [t for t in x if t[0] not in tids]
+                if x:
+                    kept.append(item)
+            elif x[0] not in tids:
+                kept.append(item)
+        heapq.heapify(kept)
+        self.queue = kept
         for ex in list(self.execs):
             if ex.queue and ex.queue[0][0] in tids:
                 tid = ex.queue[0][0]

@@ -39,16 +39,18 @@ INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropp
 class _Current:
     """The task an executor runs now, shared by its two captures.
 
-    Per task the executor sets three slots; the log list is made only when
-    the task writes a line (most write none).
+    Per task the executor sets two slots; the log list is made only when
+    the task writes a line (most write none), and ``wrote`` tells the loop
+    whether the captures need an end-of-task flush.
     """
 
-    __slots__ = ("tid", "t0", "logs")
+    __slots__ = ("tid", "t0", "logs", "wrote")
 
     def __init__(self) -> None:
         self.tid = 0
         self.t0 = 0.0
         self.logs: list | None = None
+        self.wrote = False       # a capture was written to since the last end_task
 
     def lines(self) -> list:
         logs = self.logs
@@ -93,6 +95,7 @@ class _Capture(io.TextIOBase):
     def write(self, s: str) -> int:
         if not s:
             return 0
+        self.cur.wrote = True
         text = self.partial + s
         lines = text.split("\n")
         self.partial = lines.pop()
@@ -174,6 +177,10 @@ class _Produced:
             self._trim()
 
     def _trim(self) -> None:
+        if not self.big:           # small values only: keep the newest half, in C
+            self.values = dict(list(self.values.items())[-(self.limit // 2):])
+            self.get = self.values.get
+            return
         keep, big = [], 0
         for did, payload in reversed(list(self.values.items())):
             n = len(payload)
@@ -251,22 +258,16 @@ def _error_tuple(exc: BaseException, name: str) -> tuple:
 
 
 def run_task(funcs: dict, msg: tuple, cur: _Current, data: dict) -> tuple:
-    """Run one task message; return its ResultMsg (lines of programs go to ``cur``)."""
+    """Run one task message; return its ResultMsg (lines of programs go to ``cur``).
+
+    Plain calls (positional values only, one output, no options) do not come
+    here: :func:`_run_tasks` runs them inline.
+    """
     tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = msg
     t0 = cur.t0
     func = None
     try:
         func = funcs[digest]
-        if not refs and not kwargs and not options and nout == 1 and not inouts:
-            # the plain case (most calls): no copies, no look-ups
-            result = func(*argv)
-            t1 = time.time()
-            try:
-                out = pickle.dumps(result, P.PROTOCOL)
-            except Exception:
-                out = _dumps(result, getattr(func, "__qualname__", "?"))
-            PRODUCED.keep(outdids[0], out)
-            return (tid, P.OK, [out], None, (t0, t1))
         name = getattr(func, "__qualname__", "?")
         args = list(argv) if refs else argv
         kw = dict(kwargs) if kwargs else {}
@@ -360,29 +361,10 @@ def executor_main(rfd: int, wfd: int) -> None:
         for msg in batch:
             op = msg[0]
             if op == P.TASKS:
-                data = msg[2]
                 sys.stdout, sys.stderr = out, err
                 try:
-                    for tmsg in msg[1]:
-                        if results and means.get(tmsg[1], 1.0) > SHORT:
-                            # Answer now: this task may take a while, the ones done must
-                            # not wait.
-                            P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
-                            results, logs_out = [], []
-                        cur.tid = tmsg[0]
-                        cur.logs = None
-                        cur.t0 = time.time()
-                        res = run_task(funcs, tmsg, cur, data)
-                        if out.kept or out.partial or out.dropped:
-                            out.end_task()
-                        if err.kept or err.partial or err.dropped:
-                            err.end_task()
-                        results.append(res)
-                        d = res[4][1] - res[4][0]
-                        m = means.get(tmsg[1])
-                        means[tmsg[1]] = d if m is None else 0.8 * m + 0.2 * d
-                        if cur.logs:
-                            logs_out.append((tmsg[0], cur.logs))
+                    results, logs_out = _run_tasks(msg[1], msg[2], funcs, means, cur, out, err,
+                                                   wfd, results, logs_out)
                 finally:
                     sys.stdout, sys.stderr = real_out, real_err
             elif op == P.FUNC:
@@ -394,6 +376,77 @@ def executor_main(rfd: int, wfd: int) -> None:
                 os._exit(0)
         if results or logs_out:
             P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
+
+
+def _run_tasks(tasks: list, data: dict, funcs: dict, means: dict, cur: _Current,
+               out: _Capture, err: _Capture, wfd: int, results: list,
+               logs_out: list) -> tuple[list, list]:
+    """Run one TASKS frame's tasks in order; return (results, logs) not yet sent.
+
+    The plain call (positional values, one output, no options: most calls)
+    runs here without a call to :func:`run_task`; its output goes into the
+    recent-output cache directly, trimmed once per frame.
+    """
+    produced = PRODUCED
+    values = produced.values
+    small = produced.small
+    dumps = pickle.dumps
+    proto = P.PROTOCOL
+    now = time.time
+    ok = P.OK
+    for tmsg in tasks:
+        tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
+        m = means.get(digest)
+        if results and (m is None or m > SHORT):
+            # Answer now: this task may take a while, the ones done must not wait.
+            P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
+            results, logs_out = [], []
+        cur.tid = tid
+        func = funcs.get(digest)
+        if func is not None and not refs and not kwargs and not options and nout == 1 \
+                and not inouts:
+            t0 = cur.t0 = now()
+            try:
+                r = func(*argv)
+                t1 = now()
+                try:
+                    o = dumps(r, proto)
+                except Exception:
+                    o = _dumps(r, getattr(func, "__qualname__", "?"))
+            except BaseException as exc:  # noqa: BLE001 - a task may raise anything
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                t1 = now()
+                res = (tid, P.ERROR, None, _error_tuple(exc, getattr(func, "__qualname__", "?")),
+                       (t0, t1))
+            else:
+                if len(o) > small:
+                    produced.keep(outdids[0], o)
+                    values = produced.values
+                else:
+                    values[outdids[0]] = o
+                res = (tid, ok, [o], None, (t0, t1))
+        else:
+            cur.t0 = now()
+            res = run_task(funcs, tmsg, cur, data)
+            values = produced.values
+            t0, t1 = res[4]
+        results.append(res)
+        d = t1 - t0
+        means[digest] = d if m is None else 0.8 * m + 0.2 * d
+        if cur.wrote:
+            cur.wrote = False
+            if out.kept or out.partial or out.dropped:
+                out.end_task()
+            if err.kept or err.partial or err.dropped:
+                err.end_task()
+        if cur.logs is not None:
+            if cur.logs:
+                logs_out.append((tid, cur.logs))
+            cur.logs = None
+    if len(produced.values) > produced.limit:
+        produced._trim()
+    return results, logs_out
 
 
 def _load_function(payload: bytes) -> Any:
