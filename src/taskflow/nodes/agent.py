@@ -6,6 +6,10 @@ priority queue of the work it was sent, holds data that stays on the node,
 enforces time-outs, and reports results, logs and resource samples. It is
 single-threaded (a ``selectors`` loop), so forking a fresh executor is safe
 at any time.
+
+Placing work on executors is :mod:`taskflow.nodes.placement`; tasks sent
+before their inputs exist are :mod:`taskflow.nodes.chained` (both mixins of
+:class:`Agent`, sharing its state).
 """
 from __future__ import annotations
 
@@ -19,12 +23,12 @@ import time
 from typing import Any
 
 from . import protocol as P
+from .chained import Chaining
 from .executor import executor_main
+from .placement import Placement
 from .sampler import Sampler
 
 INLINE_MAX = 256 * 1024   # larger results stay on the node until fetched
-SHORT_TASK = 0.002        # tasks faster than this are queued several deep per executor
-DEEP = 32
 
 
 class _Exec:
@@ -46,7 +50,7 @@ class _Exec:
         self.bdata: dict = {}       # the stored values those tasks read, sent with them
 
 
-class Agent:
+class Agent(Placement, Chaining):
     def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd = rfd
         self.wfd = wfd
@@ -209,17 +213,6 @@ class Agent:
         self.leaving = reason
         self._hand_back()
 
-    def _queued(self) -> list:
-        """Every task message on the agent's queue (runs flattened)."""
-        out = []
-        for item in self.queue:
-            x = item[2]
-            if type(x) is list:
-                out.extend(x)
-            else:
-                out.append(x)
-        return out
-
     def _hand_back(self) -> None:
         back = [t[0] for t in self._queued()] + list(self.blocked)
         self.queue = []
@@ -260,34 +253,6 @@ class Agent:
                 self._cancel(set(msg[1]))
             elif op == P.SHUTDOWN:
                 self.running = False
-
-    def _enqueue(self, tasks: list) -> None:
-        """Put the master's tasks on the agent's queue.
-
-        Consecutive plain tasks (no inputs to look up, no options, not
-        exclusive) of one function and priority share one queue entry, a
-        *run* (a list), which :meth:`_place_run` splits over the executors in
-        slices: no per-task heap operation for the bulk of short tasks.
-        """
-        q = self.queue
-        run = None
-        for t in tasks:
-            if t[3]:
-                run = None
-                if self._blocked_on_inputs(t, chain=True):
-                    continue
-            elif not t[7] and not t[10]:
-                if run is not None and t[1] == run[0][1] and t[8] == run[0][8]:
-                    run.append(t)
-                    continue
-                run = [t]
-                self.seq += 1
-                heapq.heappush(q, (-t[8], self.seq, run))
-                continue
-            else:
-                run = None
-            self.seq += 1
-            heapq.heappush(q, (-t[8], self.seq, t))
 
     def _from_exec(self, ex: _Exec) -> None:
         try:
@@ -353,80 +318,6 @@ class Agent:
             ex.reserved = 0
             ex.started = 0.0
 
-    # -- chained tasks: sent before their inputs exist ------------------------
-    def _blocked_on_inputs(self, t: tuple, chain: bool = False) -> bool:
-        """Hold a task whose inputs are still being made on this node.
-
-        When every missing input is made by tasks queued on one executor, the
-        task goes right behind them on that executor, which keeps its recent
-        outputs: a dependent chain then runs with no round trip at all.
-        """
-        store = self.store
-        missing = []
-        for _, kind, payload in t[3]:
-            if kind == "r":
-                if payload not in store:
-                    missing.append(payload)
-            elif kind == "p":
-                missing.extend(d for d in payload[1] if d not in store)
-        if not missing:
-            return False
-        if chain:
-            ex = self.producing.get(missing[0])
-            if ex is not None and ex in self.execs and not ex.reserved and \
-                    all(self.producing.get(d) is ex for d in missing):
-                self._start(ex, t)
-                return True
-        self.blocked[t[0]] = [len(missing), t, missing]
-        for d in missing:
-            self.waiting_on.setdefault(d, []).append(t[0])
-        return True
-
-    def _pull_chained(self, ex: _Exec, dids: list) -> None:
-        """Queue, right behind a task, the held tasks that wait only for its executor."""
-        work = list(dids)
-        producing, store, waiting_on, blocked = self.producing, self.store, self.waiting_on, \
-            self.blocked
-        while work:
-            d = work.pop()
-            cands = [blocked[tid] for tid in waiting_on.get(d, ()) if tid in blocked]
-            cands.sort(key=lambda e: -e[1][8])          # priority first, then arrival
-            for entry in cands:
-                tid = entry[1][0]
-                if tid not in blocked:
-                    continue
-                if not all(producing.get(m) is ex or m in store for m in entry[2]):
-                    continue
-                del blocked[tid]
-                for m in entry[2]:
-                    lst = waiting_on.get(m)
-                    if lst is not None:
-                        if tid in lst:
-                            lst.remove(tid)
-                        if not lst:
-                            del waiting_on[m]
-                t = entry[1]
-                self._queue_on(ex, t)
-                work.extend(t[11])
-
-    def _outputs_made(self, dids: list, outputs: list) -> None:
-        for did, payload in zip(dids, outputs):
-            if did in self.waiting_on and type(payload) is bytes:
-                self.store[did] = payload
-                self._unblock(did)
-
-    def _unblock(self, did: int) -> None:
-        for tid in self.waiting_on.pop(did, ()):
-            entry = self.blocked.get(tid)
-            if entry is None:
-                continue
-            entry[0] -= 1
-            if entry[0] <= 0:
-                del self.blocked[tid]
-                t = entry[1]
-                self.seq += 1
-                heapq.heappush(self.queue, (-t[8], self.seq, t))
-
     def _keep_large(self, res: tuple, tmsg: tuple | None) -> tuple:
         """Results above INLINE_MAX stay here; the master gets a marker."""
         if res[1] != P.OK or not res[2] or tmsg is None:
@@ -440,186 +331,6 @@ class Agent:
                 self.store[key] = payload
                 outs[i] = ("held", key, len(payload))
         return res if outs is res[2] else (res[0], res[1], outs, res[3], res[4])
-
-    # -- placing work on executors ----------------------------------------
-    def _schedule(self) -> None:
-        q = self.queue
-        if not q:
-            return
-        execs = self.execs
-        idle = [e for e in execs if not e.queue]
-        nfree = len(idle) - sum(e.reserved for e in execs)
-        skipped = []
-        means = self.mean
-        while q:
-            t = q[0][2]
-            if type(t) is list:         # a run of plain tasks
-                nfree = self._place_run(t, idle, nfree)
-                if t:
-                    break               # no room for the rest of it
-                heapq.heappop(q)
-                continue
-            cus, exclusive = t[9], t[10]
-            if nfree <= 0 and exclusive:
-                break
-            if exclusive:
-                if nfree < cus:
-                    if len(skipped) < 64:      # let smaller work pass a big task
-                        skipped.append(heapq.heappop(q))
-                        continue
-                    break
-                heapq.heappop(q)
-                ex = idle.pop(0)
-                ex.reserved = cus - 1
-                nfree -= cus
-                self._start(ex, t)
-                continue
-            if idle and nfree > 0:
-                best = idle.pop(0)
-                nfree -= 1
-            else:
-                mean = means.get(t[1])
-                depth = DEEP if (mean is not None and mean < SHORT_TASK) else 1
-                best = None
-                for e in execs:
-                    eq = e.queue
-                    if e.reserved or not eq or eq[0][10] or len(eq) >= depth:
-                        continue
-                    if best is None or len(eq) < len(best.queue):
-                        best = e
-                if best is None:
-                    break
-            heapq.heappop(q)
-            self._start(best, t)
-        for item in skipped:
-            heapq.heappush(q, item)
-
-    def _place_run(self, run: list, idle: list, nfree: int) -> int:
-        """Spread the head of ``run`` over the executors with room; return ``nfree``.
-
-        The same policy as for single tasks (an idle slot first, then the
-        shortest queue below the prefetch depth), applied as water-filling:
-        the shortest queues are raised level by level, so a run lands on the
-        executors in even slices. Placed tasks leave ``run``.
-        """
-        m = self.mean.get(run[0][1])
-        depth = DEEP if (m is not None and m < SHORT_TASK) else 1
-        cands = []
-        nidle = 0
-        for e in self.execs:
-            eq = e.queue
-            if not eq:
-                if e.reserved or nidle >= nfree:
-                    continue
-                nidle += 1
-            elif e.reserved or eq[0][10] or len(eq) >= depth:
-                continue
-            cands.append(e)
-        if not cands:
-            return nfree
-        if len(cands) > 1:
-            cands.sort(key=lambda e: len(e.queue))
-        lens = [len(e.queue) for e in cands]
-        give = [0] * len(cands)
-        left = len(run)
-        level = lens[0]
-        i = 1
-        while left > 0 and level < depth:
-            while i < len(cands) and lens[i] <= level:
-                i += 1
-            top = lens[i] if i < len(cands) and lens[i] < depth else depth
-            if (top - level) * i <= left:
-                for j in range(i):
-                    give[j] += top - level
-                left -= (top - level) * i
-                level = top
-            else:
-                share, extra = divmod(left, i)
-                for j in range(i):
-                    give[j] += share + (1 if j < extra else 0)
-                left = 0
-        start = 0
-        for e, g in zip(cands, give):
-            if g:
-                if not e.queue:
-                    idle.remove(e)
-                    nfree -= 1
-                self._queue_run(e, run[start:start + g])
-                start += g
-        del run[:start]
-        return nfree
-
-    def _queue_run(self, ex: _Exec, chunk: list) -> None:
-        """:meth:`_queue_on` for a slice of a run (plain tasks of one function)."""
-        digest = chunk[0][1]
-        batch = ex.batch
-        if not batch:
-            self._dirty.append(ex)
-        if digest not in ex.digests:
-            if batch:
-                self._seal(ex)
-                batch = ex.batch
-            ex.out += P.encode((P.FUNC, digest, self.funcs[digest]))
-            ex.digests.add(digest)
-        batch.extend(chunk)
-        producing = self.producing
-        for t in chunk:
-            for d in t[11]:
-                producing[d] = ex
-        queue = ex.queue
-        if not queue:
-            ex.started = time.time()
-        queue.extend(chunk)
-        if self.waiting_on:
-            for t in chunk:
-                self._pull_chained(ex, t[11])
-
-    def _start(self, ex: _Exec, t: tuple) -> None:
-        self._queue_on(ex, t)
-        if self.waiting_on:
-            self._pull_chained(ex, t[11])
-
-    def _queue_on(self, ex: _Exec, t: tuple) -> None:
-        """Queue the master's task tuple itself on ``ex`` (see executor.ExecTask)."""
-        digest = t[1]
-        batch = ex.batch
-        if not batch:               # the first task for ex this round
-            self._dirty.append(ex)
-        if digest not in ex.digests:
-            if batch:                   # the function goes after the tasks queued before it
-                self._seal(ex)
-                batch = ex.batch
-            ex.out += P.encode((P.FUNC, digest, self.funcs[digest]))
-            ex.digests.add(digest)
-        refs = t[3]
-        if refs:
-            store = self.store
-            data = ex.bdata
-            for _, kind, payload in refs:
-                if kind == "r":
-                    if payload in store:
-                        data[payload] = store[payload]
-                elif kind == "p":
-                    for d in payload[1]:
-                        if d in store:
-                            data[d] = store[d]
-        batch.append(t)
-        producing = self.producing
-        for d in t[11]:
-            producing[d] = ex
-        if not ex.queue:
-            ex.started = time.time()
-        ex.queue.append(t)
-        opts = t[7]
-        if opts and opts.get("time_out"):
-            self.deadlines[t[0]] = (time.time() + opts["time_out"], ex)
-
-    @staticmethod
-    def _seal(ex: _Exec) -> None:
-        """The tasks queued on ``ex`` so far become one TASKS frame."""
-        ex.out += P.encode((P.TASKS, ex.batch, ex.bdata))
-        ex.batch = []
-        ex.bdata = {}
 
     # -- failures on the node ---------------------------------------------
     def _check_deadlines(self) -> None:

@@ -1,0 +1,101 @@
+"""How the node agent spreads short tasks over its executors.
+
+Consecutive plain calls of one function reach the agent as one queue entry
+(a run) that is split over the executors; these tests check the split on a
+real agent object whose executors are pipe ends we read, and the sharing in
+a real runtime.
+"""
+from __future__ import annotations
+
+import collections
+import os
+
+import taskflow
+from taskflow import task, wait_on
+from taskflow.nodes import agent as A
+from taskflow.nodes import placement
+from taskflow.nodes import protocol as P
+
+DIGEST = b"f" * 16
+
+
+def _agent(queue_lengths: list[int]) -> tuple[A.Agent, list]:
+    r, w = os.pipe()
+    ag = A.Agent(r, w)
+    ag.funcs[DIGEST] = b"payload"
+    ag.mean[DIGEST] = 0.0001            # a short function: queued deep
+    ends = []
+    for i, n in enumerate(queue_lengths):
+        er, ew = os.pipe()
+        os.set_blocking(ew, False)
+        ex = A._Exec(0, ew, er)
+        ex.digests.add(DIGEST)
+        ex.queue = [_msg(-1 - i * 1000 - k) for k in range(n)]
+        ag.execs.append(ex)
+        ends.append(er)
+    return ag, ends
+
+
+def _msg(tid: int) -> tuple:
+    return (tid, DIGEST, (tid,), None, None, 1, None, None, 0, 1, False, [10**6 + tid])
+
+
+def _frames(fd: int) -> list:
+    os.set_blocking(fd, False)
+    try:
+        return P.FrameReader(fd).feed() or []
+    except BlockingIOError:      # nothing was written to it
+        return []
+
+
+def test_a_run_fills_the_shortest_queues_first_up_to_the_depth():
+    depth = placement.DEEP
+    ag, ends = _agent([depth - 2, 0, 3])
+    ag._enqueue([_msg(i) for i in range(40)])
+    assert len(ag.queue) == 1 and type(ag.queue[0][2]) is list    # one entry for the run
+    ag._schedule()
+    ag._send_exec_batches()
+    # water-filling: the empty queue rises to the short one, then both evenly; the
+    # nearly full one gets nothing while the others are lower
+    assert [len(e.queue) for e in ag.execs] == [depth - 2, 22, 21]
+    assert not ag.queue
+    # each executor got its slice as one TASKS frame, in submission order
+    sent = {}
+    for i, (fd, ex) in enumerate(zip(ends, ag.execs)):
+        frames = [f for f in _frames(fd) if f[0] == P.TASKS]
+        sent[i] = [t[0] for f in frames for t in f[1]]
+        assert len(frames) == (1 if sent[i] else 0)
+        assert [t[0] for t in ex.queue if t[0] >= 0] == sent[i]
+    assert sent[1] == list(range(22)) and sent[2] == list(range(22, 40)) and sent[0] == []
+
+    # more than the room: every queue ends at the depth, the rest waits in the run
+    ag, _ = _agent([depth - 2, 0, 3])
+    ag._enqueue([_msg(i) for i in range(80)])
+    ag._schedule()
+    assert [len(e.queue) for e in ag.execs] == [depth] * 3
+    assert [t[0] for t in ag._queued()] == list(range(80 - 17, 80))
+
+
+def test_long_or_unknown_functions_go_to_idle_executors_only():
+    ag, ends = _agent([0, 0, 5])
+    del ag.mean[DIGEST]                   # never ran here: one per idle executor
+    ag._enqueue([_msg(i) for i in range(10)])
+    ag._schedule()
+    assert [len(e.queue) for e in ag.execs] == [1, 1, 5]
+    assert len(ag.queue[0][2]) == 8
+    assert [t[0] for t in ag._queued()] == list(range(2, 10))
+
+
+@task(returns=1)
+def _whose(i):
+    return os.getpid()
+
+
+def test_a_burst_of_short_calls_is_shared_by_every_executor(tmp_path):
+    with taskflow.Runtime(workers=2, journal=False, echo_logs=False,
+                          run_dir=str(tmp_path / "runs")):
+        wait_on([_whose(i) for i in range(200)])     # the agent learns they are short
+        pids = wait_on([_whose(i) for i in range(4000)])
+    counts = collections.Counter(pids)
+    assert len(counts) == 2, counts
+    assert min(counts.values()) >= 0.2 * 4000, counts
