@@ -80,21 +80,31 @@ class Builder:
         self.rt = rt
         self.registry = rt.registry
 
+    def plain(self, spec: Any, args: tuple) -> tuple[Task, Any] | None:
+        """The most common call, scalars only, nothing to track: (task, value), else None.
+
+        Touches no state of the builder, so callers need not hold the submit lock.
+        """
+        if len(args) != len(spec.names) or not spec.plain:
+            return None
+        for a in args:
+            if type(a) not in SCALARS:
+                return None
+        rt = self.rt
+        out = Future(rt, None, next(rt._dids))
+        task = Task(next(rt._tids), spec, args, None, None, [out], None, None, time.time())
+        out._producer = task
+        return task, ((out,) if spec.returns_tuple else out)
+
     def build(self, spec: Any, args: tuple, kwargs: dict) -> tuple[Task, list, Any]:
         """Return (task, dependencies, value to give back to the caller)."""
+        if not kwargs:
+            made = self.plain(spec, args)
+            if made is not None:
+                return made[0], (), made[1]
         rt = self.rt
         names = spec.names
         nargs = len(args)
-        if not kwargs and nargs == len(names) and spec.plain:
-            for a in args:
-                if type(a) not in SCALARS:
-                    break
-            else:       # the most common call: scalars only, nothing to track
-                out = Future(rt, None, next(rt._dids))
-                task = Task(next(rt._tids), spec, args, None, None, [out], None, None,
-                            time.time())
-                out._producer = task
-                return task, (), (out,) if spec.returns_tuple else out
         self._v0: list = []
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)

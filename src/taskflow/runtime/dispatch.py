@@ -308,16 +308,20 @@ class Dispatcher:
         sends: dict = {}
         now = time.time()
         emit = self.rt.bus.emit if self.rt.bus.active else None
+        last_spec = last_node = batch = None
         for node, task in assignments:
             spec = task.spec
-            if spec.digest is None:
-                _digest(spec)
-            frames = sends.get(node)
-            if frames is None:
-                frames = sends[node] = [[]]
-            if spec.digest not in node.funcs:
-                node.funcs.add(spec.digest)
-                frames.insert(len(frames) - 1, (P.FUNC, spec.digest, spec.payload))
+            if spec is not last_spec or node is not last_node:
+                last_spec, last_node = spec, node
+                if spec.digest is None:
+                    _digest(spec)
+                frames = sends.get(node)
+                if frames is None:
+                    frames = sends[node] = [[]]
+                if spec.digest not in node.funcs:
+                    node.funcs.add(spec.digest)
+                    frames.insert(len(frames) - 1, (P.FUNC, spec.digest, spec.payload))
+                batch = frames[-1]          # this round's TASKS for the node: always last
             refs = task.refs
             wire_refs = None
             if refs:
@@ -334,9 +338,9 @@ class Dispatcher:
             if inouts:
                 outs = task.all_outputs()
             outdids = [outs[0]._did] if len(outs) == 1 else [f._did for f in outs]
-            frames[-1].append((task.id, spec.digest, task.argv, wire_refs, task.kwargs, spec.nout,
-                               wire_inouts, task.options, task.prio, task.cus, spec.exclusive,
-                               outdids))
+            batch.append((task.id, spec.digest, task.argv, wire_refs, task.kwargs, spec.nout,
+                          wire_inouts, task.options, task.prio, task.cus, spec.exclusive,
+                          outdids))
             task.state = T.DISPATCHED
             task.node = node
             task.t_dispatch = now

@@ -50,9 +50,24 @@ def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
     task.state = T.DONE
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)
+    outs = task.outputs
+    if len(outs) == 1 and not task.inouts and type(outputs[0]) is bytes:
+        # the common end: one value that came back; nobody waits on it yet
+        fut = outs[0]
+        fut._payload = outputs[0]
+        if fut._consumers is None and fut._wev is None and fut._cond is None \
+                and not fut._done_callbacks_:
+            fut._state = FINISHED
+            fut._producer = None
+        else:
+            finish_future(rt, fut, cbs)
+        _stats(task)
+        rt.n_done += 1
+        _ended(rt, task)
+        return
     name = node.name
     i = 0
-    for fut in task.outputs:
+    for fut in outs:
         _store(rt, fut, outputs[i], name)
         finish_future(rt, fut, cbs)
         i += 1
@@ -68,13 +83,18 @@ def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
     if (type(outputs[0]) is tuple if len(outputs) == 1 else
             any(type(o) is tuple for o in outputs)):   # values left on the node: keep lineage
         lineage.remember(task)
+    _stats(task)
+    rt.n_done += 1
+    _ended(rt, task)
+
+
+def _stats(task: Any) -> None:
+    """The running mean duration of the task's function (prefetch depth, walltime fit)."""
     spec = task.spec
     n = spec.stats_n
     dur = task.t_end - task.t_start
     spec.stats_mean = dur if n == 0 else spec.stats_mean + (dur - spec.stats_mean) / min(n + 1, 50)
     spec.stats_n = n + 1
-    rt.n_done += 1
-    _ended(rt, task)
 
 
 def _store(rt: Any, fut: Any, payload: Any, node_name: str) -> None:

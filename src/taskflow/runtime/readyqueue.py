@@ -53,6 +53,27 @@ class ReadyQueue:
             self._prios.pop(0)
         return task
 
+    def pop_run(self, spec: Any, limit: int) -> list:
+        """Pop up to ``limit`` tasks of ``spec`` from the head (the next task first).
+
+        Stops at the first task of another function or at the end of the
+        best priority: the tasks are the ones :meth:`pop` would give next.
+        """
+        prio = -self._prios[0]
+        q = self._queues[prio]
+        out = [q.popleft()]
+        popleft = q.popleft
+        append = out.append
+        n = 1
+        while n < limit and q and q[0].spec is spec:
+            append(popleft())
+            n += 1
+        self._n -= n
+        if not q:
+            del self._queues[prio]
+            self._prios.pop(0)
+        return out
+
     def replace(self, tasks: Iterable[Any]) -> None:
         """Keep only ``tasks`` (in the order given, per priority)."""
         self.clear()

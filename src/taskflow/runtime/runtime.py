@@ -198,44 +198,56 @@ class Runtime:
             cus, mem = spec.computing_units, spec.memory_size
         if cus > self._max_cus or mem > self._max_mem:
             self._cannot_fit(spec, cus, mem)
-        with self.submit_lock:
-            task, deps, value = self.builder.build(spec, args, kwargs)
+        made = self.builder.plain(spec, args) if not kwargs else None
+        if made is not None:        # scalars only: no builder state, no submit lock
+            task, value = made
             if prep is not None:
                 task.cus, task.mem, task.options = cus, mem, opts
-            if self.group_stack:
-                for g in self.group_stack:
-                    self.groups[g].append(task)
-            cancel_by = None
+            self._record(task, ())
+        else:
+            with self.submit_lock:
+                task, deps, value = self.builder.build(spec, args, kwargs)
+                if prep is not None:
+                    task.cus, task.mem, task.options = cus, mem, opts
+                self._record(task, deps)
+        if self.dead:
             with self.lock:
-                self.n_active += 1
-                self.n_submitted += 1
-                for d in deps:
-                    if d._state is FINISHED:
-                        if d._exception is not None or getattr(d, "_cancel_successors", False):
-                            cancel_by = d
-                        continue
-                    cs = d._consumers
-                    if cs is None:
-                        d._consumers = [task]
-                    else:
-                        cs.append(task)
-                    task.npending += 1
-                if self.bus.active:     # the task itself: the bus makes the row later
-                    self.bus.sub_rows.append(
-                        (task, [d._producer.id for d in deps if d._producer is not None])
-                        if deps else task)
-                if cancel_by is not None:
-                    cbs: list = []
-                    err = cancel_by._exception
-                    outcomes.cancel_task(self, task, cancel_by._producer or task, err, cbs)
-                elif task.npending == 0:
-                    task.state = T.READY
-                    self.scheduler.push(task)
-                    self.dispatcher.wake()
-            if self.dead:
-                with self.lock:
-                    outcomes.fail_everything(self, RuntimeError(self.dead), [])
+                outcomes.fail_everything(self, RuntimeError(self.dead), [])
         return value
+
+    def _record(self, task: Any, deps: Any) -> None:
+        """The new task joins the graph: its groups, its inputs' consumers, the ready queue."""
+        if self.group_stack:
+            for g in self.group_stack:
+                self.groups[g].append(task)
+        cancel_by = None
+        with self.lock:
+            self.n_active += 1
+            self.n_submitted += 1
+            for d in deps:
+                if d._state is FINISHED:
+                    if d._exception is not None or getattr(d, "_cancel_successors", False):
+                        cancel_by = d
+                    continue
+                cs = d._consumers
+                if cs is None:
+                    d._consumers = [task]
+                else:
+                    cs.append(task)
+                task.npending += 1
+            if self.bus.active:     # the task itself: the bus makes the row later
+                self.bus.sub_rows.append(
+                    (task, [d._producer.id for d in deps if d._producer is not None])
+                    if deps else task)
+            if cancel_by is not None:
+                cbs: list = []
+                err = cancel_by._exception
+                outcomes.cancel_task(self, task, cancel_by._producer or task, err, cbs)
+            elif task.npending == 0:
+                task.state = T.READY
+                self.scheduler.ready.push(task)
+                if not self.dispatcher._wake_pending:
+                    self.dispatcher.wake()
 
     def _cannot_fit(self, spec: Any, cus: Any, mem: Any) -> None:
         raise UsageError(

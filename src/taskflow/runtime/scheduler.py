@@ -88,9 +88,22 @@ class Scheduler:
             extra = DEEP if (spec.stats_n and spec.stats_mean < SHORT) else 1
             if single is not None:
                 n = single
-                node = n if (n.used + cus <= n.slots * (1 + (0 if held else extra))
+                cap = n.slots * (1 + (0 if held else extra))
+                node = n if (n.used + cus <= cap
                              and n.mem_used + task.mem <= n.memory_gb
                              and (not self.walltimes or _before_end(n, task))) else None
+                if node is not None and spec.prepare is None and not self.walltimes:
+                    # the calls of one function queued together: every one fits as
+                    # the first does while there is room (same units and memory)
+                    room = (cap - n.used) // cus if cus > 0 else len(ready)
+                    mem = task.mem
+                    if mem > 0:
+                        room = min(room, int((n.memory_gb - n.mem_used) // mem))
+                    run = ready.pop_run(spec, max(1, room))
+                    n.used += cus * len(run)
+                    n.mem_used += mem * len(run)
+                    out.extend([(n, t) for t in run])
+                    continue
             else:
                 node = self._choose(task, nodes, cus, extra)
             if node is None:
