@@ -27,6 +27,8 @@ from .dispatch import Dispatcher
 from .events import EventBus
 from .scheduler import Scheduler
 
+YIELD_EVERY = 128   # calls between a submitter's yields to the loop thread (Dispatcher.let_run)
+
 
 def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.time())
@@ -72,6 +74,7 @@ class Runtime:
         self.journal = None
         self.lock = threading.Lock()
         self.submit_lock = threading.Lock()
+        self._since_yield = 0       # calls since the submitter last let the loop thread run
         self.bus = EventBus()
         self.bus.rows_lock = self.lock
         self.scheduler = Scheduler(placement)
@@ -213,6 +216,10 @@ class Runtime:
         if self.dead:
             with self.lock:
                 outcomes.fail_everything(self, RuntimeError(self.dead), [])
+        self._since_yield += 1
+        if self._since_yield >= YIELD_EVERY:
+            self._since_yield = 0
+            self.dispatcher.let_run()
         return value
 
     def _record(self, task: Any, deps: Any) -> None:
