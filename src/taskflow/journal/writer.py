@@ -151,21 +151,34 @@ class JournalDB:
             done_rows = evs[-1][5]
             evs = evs[:-1]
         ready: list = []     # whole rows of tasks submitted and done within this batch
+        whole = None
+        if evs and evs[0][0] == "task_rows_whole":        # submitted and done: one row each
+            whole = evs[0][5]
+            evs = evs[1:]
+        sub = None
         if evs and evs[0][0] == "task_rows_submitted":
             sub = evs[0][5]
             evs = evs[1:]
+        if whole or sub:
             # The common case for short tasks: a task's submit and successful end are in
             # the same batch and no other event names it. Its row is made whole at once.
-            done_by = {r[0]: r for r in done_rows} if done_rows else None
             touched = {ev[2] for ev in evs} if evs else ()
-            specs = self._specs
-            for tid, t, info, argv, kwargs, refs, dep_ids in sub:
-                sid = specs.get(info[:2] + info[3:])
-                if sid is None:
-                    sid = self._spec_id(info)
-                params = params_text(info[2], argv, kwargs, ref_summary(refs) if refs else None)
-                if dep_ids:
-                    deps.extend([(tid, d) for d in dep_ids])
+            late = []       # ends of whole rows that other events of the batch name
+            for tid, t, info, argv, kwargs, refs, dep_ids, t0, t1, tdisp, node, att, code \
+                    in whole or ():
+                sid, params = self._row_start(tid, info, argv, kwargs, refs, dep_ids, deps)
+                if code is None and tid not in touched:
+                    ready.append((tid, sid, params, node, "DONE", t, tdisp or None, t0 or None,
+                                  t1, att))
+                    continue
+                new[tid] = [tid, sid, params, "", "SUBMITTED", t, None, None, None,
+                            0, None, None, None, None]
+                late.append((tid, t0, t1, tdisp, node, att, info[3], code))
+            if late:
+                done_rows = late + (done_rows or [])
+            done_by = {r[0]: r for r in done_rows} if done_rows and sub else None
+            for tid, t, info, argv, kwargs, refs, dep_ids in sub or ():
+                sid, params = self._row_start(tid, info, argv, kwargs, refs, dep_ids, deps)
                 d = done_by.get(tid) if done_by else None
                 if d is not None and d[7] is None and tid not in touched:
                     del done_by[tid]        # (tid, t_start, t_end, t_dispatch, node, attempts,
@@ -330,6 +343,16 @@ class JournalDB:
         except BaseException:
             db.execute("ROLLBACK")
             raise
+
+    def _row_start(self, tid: int, info: tuple, argv: Any, kwargs: Any, refs: Any,
+                   dep_ids: Any, deps: list) -> tuple[int, str]:
+        """A new task's spec row id and parameter text; its dependencies go to ``deps``."""
+        sid = self._specs.get(info[:2] + info[3:])
+        if sid is None:
+            sid = self._spec_id(info)
+        if dep_ids:
+            deps.extend([(tid, d) for d in dep_ids])
+        return sid, params_text(info[2], argv, kwargs, ref_summary(refs) if refs else None)
 
     def _spec_id(self, info: tuple, name: str | None = None) -> int:
         """The ``specs`` row of a task function (func, constraints, names, name): wire.py."""

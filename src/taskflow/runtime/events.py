@@ -22,8 +22,10 @@ ids when it has some) and to :attr:`EventBus.done_rows` when it ends well
 The bus thread makes the rows from them at delivery. A subscriber that says
 ``rows=True`` (the journal) gets them as two events per batch,
 ``("task_rows_submitted", 0, 0, "", "", rows)`` first and
-``("task_rows_done", 0, 0, "", "", rows)`` last (row layouts below); every
-other subscriber gets the same rows expanded into the ``submitted`` /
+``("task_rows_done", 0, 0, "", "", rows)`` last (row layouts below), and a
+task submitted and ended well since the last delivery comes as one row of
+``("task_rows_whole", 0, 0, "", "", rows)``, first (see :func:`_whole_rows`);
+every other subscriber gets the same rows expanded into the ``submitted`` /
 ``done`` tuples above, so its view does not change.
 
 Delivery waits while a burst of short tasks goes on: when more than
@@ -131,17 +133,23 @@ class EventBus:
         self._last = time.monotonic()
         if not buf and not sub and not done:
             return
-        sub = _submitted_rows(sub) if sub else sub
-        done = _done_rows(done) if done else done
+        whole = None
+        if sub and done:
+            sub, whole, done = _whole_rows(sub, done)
+        else:
+            sub = _submitted_rows(sub) if sub else sub
+            done = _done_rows(done) if done else done
         expanded = None
         for fn in list(self._subs):
             try:
                 if fn in self._row_subs:
-                    fn(([("task_rows_submitted", 0.0, 0, "", "", sub)] if sub else []) + buf +
+                    fn(([("task_rows_whole", 0.0, 0, "", "", whole)] if whole else []) +
+                       ([("task_rows_submitted", 0.0, 0, "", "", sub)] if sub else []) + buf +
                        ([("task_rows_done", 0.0, 0, "", "", done)] if done else []))
                     continue
                 if expanded is None:
-                    expanded = _expand_submitted(sub) + buf + _expand_done(done)
+                    expanded = (_expand_whole_submitted(whole) + _expand_submitted(sub) + buf
+                                + _expand_whole_done(whole) + _expand_done(done))
                 fn(expanded)
             except Exception as exc:  # an observer must not break the run
                 import sys
@@ -175,6 +183,41 @@ def _submitted_rows(entries: list) -> list:
     return out
 
 
+def _whole_rows(entries: list, done: list) -> tuple[list, list, list]:
+    """(submitted rows, whole rows, done rows) for one delivery.
+
+    A task submitted and ended well since the last delivery (nearly every
+    short task) gets one *whole* row, its submitted row and its done row in
+    one tuple: (tid, t_submit, spec, argv, kwargs, refs, dep ids, t_start,
+    t_end, t_dispatch, node, attempts, exit code), one tuple to build and to
+    pickle instead of two.
+    """
+    ended = set(done)
+    sub = []
+    whole = []
+    for e in entries:
+        if type(e) is tuple:
+            t, deps = e
+        else:
+            t, deps = e, None
+        if t in ended:
+            ended.discard(t)
+            spec = t.spec
+            node = t.node
+            whole.append((t.id, t.t_submit, spec, t.argv, t.kwargs, t.refs, deps, t.t_start,
+                          t.t_end, t.t_dispatch, node.name if node is not None else "",
+                          t.attempts, None if spec.invoker == "python" else _code(t)))
+        else:
+            sub.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps))
+    rest = _done_rows([t for t in done if t in ended]) if ended else []
+    return sub, whole, rest
+
+
+def _code(task: Any) -> Any:
+    from .outcomes import _exit_code
+    return _exit_code(task)
+
+
 def _done_rows(tasks: list) -> list:
     out = []
     for t in tasks:
@@ -192,6 +235,16 @@ def _done_rows(tasks: list) -> list:
 def _expand_submitted(rows: list | None) -> list:
     return [("submitted", t, tid, spec.name, "", (deps or [], argv, kw, refs, spec))
             for tid, t, spec, argv, kw, refs, deps in rows] if rows else []
+
+
+def _expand_whole_submitted(rows: list | None) -> list:
+    return [("submitted", r[1], r[0], r[2].name, "", (r[6] or [], r[3], r[4], r[5], r[2]))
+            for r in rows] if rows else []
+
+
+def _expand_whole_done(rows: list | None) -> list:
+    return [("done", r[8], r[0], r[2].name, r[10], (r[7], r[8], None, None, r[11], r[9]))
+            for r in rows] if rows else []
 
 
 def _expand_done(rows: list | None) -> list:
