@@ -244,3 +244,24 @@ def test_taskflow_run_end_to_end(tmp_path):
     assert table and table[-1].split("│")[2].strip() == "10"     # sq: 10 done
     (tmp_path / "bad.py").write_text("raise SystemExit(3)\n")
     assert _run(cli + ["bad.py"], tmp_path).returncode == 1
+
+
+def test_public_names_load_on_use_and_an_agent_needs_neither_the_api_nor_psutil():
+    """``import taskflow`` is lazy (PEP 562): an agent's start-up, on the path of the first
+    task, imports only the node modules; every name of ``__all__`` still resolves."""
+    code = textwrap.dedent("""
+        import sys
+        import taskflow.nodes.agent
+        heavy = [m for m in ("taskflow.runtime.runtime", "taskflow.api.task", "psutil")
+                 if m in sys.modules]
+        import taskflow
+        missing = [n for n in taskflow.__all__ if getattr(taskflow, n, None) is None]
+        from taskflow import *  # noqa: F403
+        print(heavy, missing, "wait_on" in dir(taskflow), callable(task))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "[]", "True", "True"], out.stdout
+    with pytest.raises(AttributeError, match="no attribute 'wait_onn'"):
+        taskflow.wait_onn  # noqa: B018

@@ -5,29 +5,51 @@ futures; ``wait_on`` gives values back. See README.md.
 """
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-from .api.binary import binary
-from .api.constraint import constraint
-from .api.mpi import mpi
-from .api.multinode import multinode
-from .api.ompss import ompss
-from .api.parameter import (
-    COLLECTION, COLLECTION_FILE_IN, COLLECTION_FILE_INOUT, COLLECTION_FILE_OUT, COLLECTION_IN,
-    COLLECTION_INOUT, COLLECTION_OUT, COMMUTATIVE, CONCURRENT, DIRECTORY, DIRECTORY_IN,
-    DIRECTORY_INOUT, DIRECTORY_OUT, FILE, FILE_COMMUTATIVE, FILE_CONCURRENT, FILE_IN,
-    FILE_IN_STDIN, FILE_INOUT, FILE_INOUT_STDERR, FILE_INOUT_STDOUT, FILE_OUT, FILE_OUT_STDERR,
-    FILE_OUT_STDOUT, IN, IN_DELETE, INOUT, OUT, STDERR, STDIN, STDOUT, Depth, Direction, Keep,
-    Param, Prefix, StdIOStream, Type, Weight)
-from .api.sync import (
-    TaskGroup, barrier, barrier_group, delete_file, delete_object, file_exists,
-    number_of_resources, open, wait_on, wait_on_directory, wait_on_file)
-from .api.task import task
-from .errors import (NodeLost, TaskCancelled, TaskError, TaskflowError, TaskTimeout,
-                     UsageError)
-from .future import Future
-from .invokers.process import ProgramFailed
-from .runtime.runtime import Runtime
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from .runtime.runtime import Runtime
+
+# The public names are loaded on first use (PEP 562): a node agent or an
+# executor imports ``taskflow.nodes`` without the API, the runtime and psutil
+# (about 60 ms of start-up on the critical path of the first task).
+_PARAMETERS = (
+    "COLLECTION", "COLLECTION_FILE_IN", "COLLECTION_FILE_INOUT", "COLLECTION_FILE_OUT",
+    "COLLECTION_IN", "COLLECTION_INOUT", "COLLECTION_OUT", "COMMUTATIVE", "CONCURRENT",
+    "DIRECTORY", "DIRECTORY_IN", "DIRECTORY_INOUT", "DIRECTORY_OUT", "FILE", "FILE_COMMUTATIVE",
+    "FILE_CONCURRENT", "FILE_IN", "FILE_IN_STDIN", "FILE_INOUT", "FILE_INOUT_STDERR",
+    "FILE_INOUT_STDOUT", "FILE_OUT", "FILE_OUT_STDERR", "FILE_OUT_STDOUT", "IN", "IN_DELETE",
+    "INOUT", "OUT", "STDERR", "STDIN", "STDOUT", "Depth", "Direction", "Keep", "Param",
+    "Prefix", "StdIOStream", "Type", "Weight")
+_SYNC = ("TaskGroup", "barrier", "barrier_group", "delete_file", "delete_object", "file_exists",
+         "number_of_resources", "open", "wait_on", "wait_on_directory", "wait_on_file")
+_ERRORS = ("NodeLost", "TaskCancelled", "TaskError", "TaskflowError", "TaskTimeout",
+           "UsageError")
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(_PARAMETERS, ".api.parameter"),
+    **dict.fromkeys(_SYNC, ".api.sync"),
+    **dict.fromkeys(_ERRORS, ".errors"),
+    "binary": ".api.binary", "constraint": ".api.constraint", "mpi": ".api.mpi",
+    "multinode": ".api.multinode", "ompss": ".api.ompss", "task": ".api.task",
+    "Future": ".future", "ProgramFailed": ".invokers.process", "Runtime": ".runtime.runtime",
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'taskflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(mod, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 # on_failure values, importable like the direction constants.
 RETRY, FAIL, IGNORE, CANCEL_SUCCESSORS = "RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS"
@@ -36,6 +58,7 @@ RETRY, FAIL, IGNORE, CANCEL_SUCCESSORS = "RETRY", "FAIL", "IGNORE", "CANCEL_SUCC
 def start(workers: int | None = None, **kwargs) -> Runtime:
     """Start a runtime explicitly (notebooks, tests); ``stop()`` ends it."""
     from .runtime import current
+    from .runtime.runtime import Runtime
     rt = current.get()
     if rt is not None:
         raise RuntimeError("a taskflow runtime is already running; call taskflow.stop() first")
@@ -55,4 +78,5 @@ def current_runtime() -> Runtime | None:
     return current.get()
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations",)]
+__all__ = sorted([*_EXPORTS, "RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS", "start", "stop",
+                  "current_runtime"])

@@ -20,13 +20,16 @@ import signal
 import socket
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import protocol as P
 from .chained import Chaining
 from .executor import executor_main
+from .hostinfo import total_memory_gb
 from .placement import Placement
-from .sampler import Sampler
+
+if TYPE_CHECKING:
+    from .sampler import Sampler
 
 INLINE_MAX = 256 * 1024   # larger results stay on the node until fetched
 
@@ -69,6 +72,8 @@ class Agent(Placement, Chaining):
         self.deadlines: dict[int, tuple[float, _Exec]] = {}
         self.slots = 1
         self.sampler: Sampler | None = None
+        self._sample_interval = 2.0
+        self._sampler_at = 0.0
         self.running = True
         self.name = socket.gethostname()
         self.cancelled: set = set()
@@ -98,9 +103,11 @@ class Agent(Placement, Chaining):
         self.idle_exit = cfg.get("idle_exit")
         for _ in range(self.slots):
             self._spawn()
-        self.sampler = Sampler(cfg.get("sample_interval", 2.0))
+        # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).
+        self._sample_interval = cfg.get("sample_interval", 2.0)
+        self._sampler_at = time.time() + 0.1
         info = {"hostname": socket.gethostname(), "pid": os.getpid(), "slots": self.slots,
-                "cpus": os.cpu_count(), "memory_gb": self.sampler.total_memory_gb(),
+                "cpus": os.cpu_count(), "memory_gb": total_memory_gb(),
                 "python": sys.version.split()[0], "version": _version()}
         P.write_all(self.wfd, P.encode((P.READY, info)))
         os.set_blocking(self.wfd, False)
@@ -179,7 +186,7 @@ class Agent(Placement, Chaining):
         self._shutdown()
 
     def _timeout(self) -> float:
-        t = self.sampler.next_due() - time.time() if self.sampler else 1.0
+        t = (self.sampler.next_due() if self.sampler else self._sampler_at) - time.time()
         if self.deadlines:
             t = min(t, min(d for d, _ in self.deadlines.values()) - time.time())
         if self.idle_exit is not None and self.leaving is None:
@@ -444,7 +451,12 @@ class Agent(Placement, Chaining):
     # -- sending ------------------------------------------------------------
     def _sample(self) -> None:
         s = self.sampler
-        if s is not None and time.time() >= s.next_due():
+        if s is None:
+            if time.time() < self._sampler_at:
+                return
+            from .sampler import Sampler
+            s = self.sampler = Sampler(self._sample_interval)
+        if time.time() >= s.next_due():
             self._send((P.SAMPLE, s.sample()))
 
     def _send_batches(self) -> None:

@@ -6,9 +6,8 @@ import signal
 import subprocess
 import sys
 
-import psutil
-
 from .connection import NodeHandle, NodeStartError
+from .hostinfo import total_memory_gb
 
 
 class LocalProvider:
@@ -22,7 +21,7 @@ class LocalProvider:
             raise ValueError("workers and nodes must be >= 1")
         self.slots = slots
         self.nodes = nodes
-        total = psutil.virtual_memory().total / 2**30
+        total = total_memory_gb()
         self.memory_gb = memory_gb if memory_gb is not None else total / nodes
         self.procs: list[subprocess.Popen] = []
         self.node_name = name

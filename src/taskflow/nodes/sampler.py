@@ -28,10 +28,6 @@ class Sampler:
     def next_due(self) -> float:
         return self._due
 
-    @staticmethod
-    def total_memory_gb() -> float:
-        return psutil.virtual_memory().total / 2**30
-
     def _own_cpu(self) -> float:
         """CPU % (of this node's cores) used by the agent and its executors: the rest is
         outside load, which least-loaded placement avoids."""
