@@ -99,3 +99,22 @@ def test_a_burst_of_short_calls_is_shared_by_every_executor(tmp_path):
     counts = collections.Counter(pids)
     assert len(counts) == 2, counts
     assert min(counts.values()) >= 0.2 * 4000, counts
+
+
+def test_a_long_tasks_successor_goes_to_its_executor_just_before_it_ends():
+    import time
+    ag, ends = _agent([1, 1, 1])
+    ag.mean[DIGEST] = 0.05                       # long: no deep queues
+    now = time.time()
+    early, due, overdue = ag.execs
+    early.started = now - 0.02                   # 30 ms to go
+    due.started = now - 0.05 + placement.LEAD / 2    # ends within LEAD
+    overdue.started = now - 0.2                  # far past its mean: nothing behind it
+    ag._enqueue([_msg(i) for i in range(5)])
+    ag._schedule()
+    assert [len(e.queue) for e in ag.execs] == [1, 2, 1]
+    assert [t[0] for t in due.queue[1:]] == [0]
+    assert [t[0] for t in ag._queued()] == [1, 2, 3, 4]
+    # the loop wakes when the early one gets near its end, not at its next sample
+    assert ag.lead_at is not None
+    assert abs(ag.lead_at - (early.started + 0.05 - placement.LEAD)) < 1e-6

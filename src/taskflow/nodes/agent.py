@@ -85,6 +85,7 @@ class Agent(Placement, Chaining):
         self.last_busy = time.time()
         self._term_r, self._term_w = os.pipe()
         self._dirty: list = []      # executors with a batch to send this round
+        self.lead_at: float | None = None   # when to place a long task's successor early
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -191,6 +192,8 @@ class Agent(Placement, Chaining):
             t = min(t, min(d for d, _ in self.deadlines.values()) - time.time())
         if self.idle_exit is not None and self.leaving is None:
             t = min(t, self.last_busy + self.idle_exit - time.time())
+        if self.lead_at is not None:        # a long task's successor is due (placement.py)
+            t = min(t, self.lead_at - time.time())
         return max(0.0, min(t, 5.0))
 
     # -- leaving: SIGTERM or idle ------------------------------------------------
@@ -211,7 +214,8 @@ class Agent(Placement, Chaining):
         """Drain: take no new work, hand back what has not started, finish the rest.
 
         Tasks already queued on an executor run (the head is running; the
-        others are short ones prefetched behind it). Held tasks and the
+        others are short ones prefetched behind it, or one long task queued
+        in the last LEAD of the head's expected time). Held tasks and the
         agent's own queue go back to the master, which places them elsewhere;
         tasks that arrive later go back the same way.
         """
@@ -278,10 +282,13 @@ class Agent(Placement, Chaining):
         mean = self.mean
         results = self.results
         ok = P.OK
+        rs_end = 0.0
         for msg in msgs:
             if msg[0] != P.RESULTS:
                 continue
             rs = msg[1]
+            if rs:
+                rs_end = rs[-1][4][1]
             n = len(rs)
             # An executor answers in the order it was sent work: the head of its queue.
             head = queue[:n]
@@ -324,6 +331,8 @@ class Agent(Placement, Chaining):
         if not ex.queue:
             ex.reserved = 0
             ex.started = 0.0
+        elif rs_end:
+            ex.started = rs_end       # the next task started when the last one ended
 
     def _keep_large(self, res: tuple, tmsg: tuple | None) -> tuple:
         """Results above INLINE_MAX stay here; the master gets a marker."""

@@ -9,7 +9,11 @@ frame per agent round (``batch``), sealed and written by the agent loop.
 
 Short tasks (mean duration here under ``SHORT_TASK``) are queued up to
 ``DEEP`` per executor, so an executor never waits for a round trip; longer
-ones go to idle executors only.
+ones go to idle executors, or to an executor whose task is due to end
+within ``LEAD`` (its function's mean duration here, when that is at least
+``LEAD_MIN_MEAN``): the next task is then in its pipe when it finishes,
+instead of one agent round trip later (~0.3-1 ms on a busy 2-core host, per
+task). A task running past its mean gets no successor queued behind it.
 """
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ if TYPE_CHECKING:
 
 SHORT_TASK = 0.002        # tasks faster than this are queued several deep per executor
 DEEP = 32
+LEAD = 0.002              # a long task's successor goes to its executor this early...
+LEAD_MIN_MEAN = 0.02      # ...when its function's mean here is at least this (LEAD <= 10 %)
 
 
 class Placement:
@@ -66,7 +72,34 @@ class Placement:
                 out.append(x)
         return out
 
+    def _ending_soon(self, e: _Exec, now: float) -> bool:
+        """``e`` runs one long task, due to end within LEAD (and not overdue)."""
+        eq = e.queue
+        if len(eq) != 1 or e.reserved or eq[0][10]:
+            return False
+        m = self.mean.get(eq[0][1])
+        if m is None or m < LEAD_MIN_MEAN:
+            return False
+        end = e.started + m
+        return end - LEAD <= now <= end + LEAD
+
+    def _next_lead(self, now: float) -> float | None:
+        """When an executor's long task will be LEAD from its expected end (for the loop)."""
+        due = None
+        for e in self.execs:
+            eq = e.queue
+            if len(eq) != 1 or e.reserved or eq[0][10]:
+                continue
+            m = self.mean.get(eq[0][1])
+            if m is None or m < LEAD_MIN_MEAN:
+                continue
+            t = e.started + m - LEAD
+            if t > now and (due is None or t < due):
+                due = t
+        return due
+
     def _schedule(self) -> None:
+        self.lead_at = None
         q = self.queue
         if not q:
             return
@@ -105,18 +138,24 @@ class Placement:
                 mean = means.get(t[1])
                 depth = DEEP if (mean is not None and mean < SHORT_TASK) else 1
                 best = None
-                for e in execs:
-                    eq = e.queue
-                    if e.reserved or not eq or eq[0][10] or len(eq) >= depth:
-                        continue
-                    if best is None or len(eq) < len(best.queue):
-                        best = e
+                if depth > 1:
+                    for e in execs:
+                        eq = e.queue
+                        if e.reserved or not eq or eq[0][10] or len(eq) >= depth:
+                            continue
+                        if best is None or len(eq) < len(best.queue):
+                            best = e
+                else:
+                    now = time.time()
+                    best = next((e for e in execs if self._ending_soon(e, now)), None)
                 if best is None:
                     break
             heapq.heappop(q)
             self._start(best, t)
         for item in skipped:
             heapq.heappush(q, item)
+        if q:       # work waits: wake the loop when a long task nears its end
+            self.lead_at = self._next_lead(time.time())
 
     def _place_run(self, run: list, idle: list, nfree: int) -> int:
         """Spread the head of ``run`` over the executors with room; return ``nfree``.
@@ -128,6 +167,8 @@ class Placement:
         """
         m = self.mean.get(run[0][1])
         depth = DEEP if (m is not None and m < SHORT_TASK) else 1
+        if depth == 1:
+            return self._place_run_long(run, idle, nfree)
         cands = []
         nidle = 0
         for e in self.execs:
@@ -171,6 +212,29 @@ class Placement:
                 self._queue_run(e, run[start:start + g])
                 start += g
         del run[:start]
+        return nfree
+
+    def _place_run_long(self, run: list, idle: list, nfree: int) -> int:
+        """A run of long (or not yet timed) tasks: one each to the idle executors, then
+        one each to those whose task ends within LEAD."""
+        chosen = []
+        for e in list(idle):
+            if len(chosen) >= len(run) or nfree <= 0:
+                break
+            if not e.reserved:
+                idle.remove(e)
+                nfree -= 1
+                chosen.append(e)
+        if len(chosen) < len(run):
+            now = time.time()
+            for e in self.execs:
+                if self._ending_soon(e, now):
+                    chosen.append(e)
+                    if len(chosen) >= len(run):
+                        break
+        for i, e in enumerate(chosen):
+            self._queue_run(e, run[i:i + 1])
+        del run[:len(chosen)]
         return nfree
 
     def _queue_run(self, ex: _Exec, chunk: list) -> None:
