@@ -93,7 +93,8 @@ def _stats(task: Any) -> None:
     spec = task.spec
     n = spec.stats_n
     dur = task.t_end - task.t_start
-    spec.stats_mean = dur if n == 0 else spec.stats_mean + (dur - spec.stats_mean) / min(n + 1, 50)
+    spec.stats_mean = dur if n == 0 else \
+        spec.stats_mean + (dur - spec.stats_mean) / (n + 1 if n < 49 else 50)
     spec.stats_n = n + 1
 
 
