@@ -101,15 +101,17 @@ def test_a_burst_of_short_calls_is_shared_by_every_executor(tmp_path):
     assert min(counts.values()) >= 0.2 * 4000, counts
 
 
-def test_a_long_tasks_successor_goes_to_its_executor_just_before_it_ends():
+def test_a_long_tasks_successor_goes_to_its_executor_just_before_it_ends(monkeypatch):
     import time
+    # a wide window, so a stalled test machine cannot move "now" out of it
+    monkeypatch.setattr(placement, "LEAD", 0.5)
     ag, ends = _agent([1, 1, 1])
-    ag.mean[DIGEST] = 0.05                       # long: no deep queues
+    ag.mean[DIGEST] = 5.0                        # long: no deep queues
     now = time.time()
     early, due, overdue = ag.execs
-    early.started = now - 0.02                   # 30 ms to go
-    due.started = now - 0.05 + placement.LEAD / 2    # ends within LEAD
-    overdue.started = now - 0.2                  # far past its mean: nothing behind it
+    early.started = now - 2.0                    # 3 s to go
+    due.started = now - 5.0 + 0.1                # ends within LEAD
+    overdue.started = now - 20.0                 # far past its mean: nothing behind it
     ag._enqueue([_msg(i) for i in range(5)])
     ag._schedule()
     assert [len(e.queue) for e in ag.execs] == [1, 2, 1]
@@ -117,4 +119,4 @@ def test_a_long_tasks_successor_goes_to_its_executor_just_before_it_ends():
     assert [t[0] for t in ag._queued()] == [1, 2, 3, 4]
     # the loop wakes when the early one gets near its end, not at its next sample
     assert ag.lead_at is not None
-    assert abs(ag.lead_at - (early.started + 0.05 - placement.LEAD)) < 1e-6
+    assert abs(ag.lead_at - (early.started + 5.0 - 0.5)) < 1e-6
