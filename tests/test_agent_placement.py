@@ -120,3 +120,14 @@ def test_a_long_tasks_successor_goes_to_its_executor_just_before_it_ends(monkeyp
     # the loop wakes when the early one gets near its end, not at its next sample
     assert ag.lead_at is not None
     assert abs(ag.lead_at - (early.started + 5.0 - 0.5)) < 1e-6
+
+
+def test_a_leaving_agent_does_not_wake_for_an_early_successor():
+    """A drain places nothing, so a due successor time must not make the loop spin."""
+    import time
+    ag, _ = _agent([1])
+    ag._sampler_at = time.time() + 10
+    ag.lead_at = time.time() - 1.0
+    assert ag._timeout() == 0.0              # due: place it now
+    ag.leaving = "SIGTERM"
+    assert ag._timeout() > 1.0

@@ -192,7 +192,8 @@ class Agent(Placement, Chaining):
             t = min(t, min(d for d, _ in self.deadlines.values()) - time.time())
         if self.idle_exit is not None and self.leaving is None:
             t = min(t, self.last_busy + self.idle_exit - time.time())
-        if self.lead_at is not None:        # a long task's successor is due (placement.py)
+        if self.lead_at is not None and self.leaving is None:   # a long task's successor
+            # is due (placement.py); a leaving agent places nothing, so it must not wake
             t = min(t, self.lead_at - time.time())
         return max(0.0, min(t, 5.0))
 
