@@ -97,11 +97,11 @@ class Builder:
         return task, ((out,) if spec.returns_tuple else out)
 
     def build(self, spec: Any, args: tuple, kwargs: dict) -> tuple[Task, list, Any]:
-        """Return (task, dependencies, value to give back to the caller)."""
-        if not kwargs:
-            made = self.plain(spec, args)
-            if made is not None:
-                return made[0], (), made[1]
+        """Return (task, dependencies, value to give back to the caller).
+
+        The caller has tried :meth:`plain` first (the runtime does, outside the
+        submit lock).
+        """
         rt = self.rt
         names = spec.names
         nargs = len(args)

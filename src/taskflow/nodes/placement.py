@@ -72,31 +72,26 @@ class Placement:
                 out.append(x)
         return out
 
-    def _ending_soon(self, e: _Exec, now: float) -> bool:
-        """``e`` runs one long task, due to end within LEAD (and not overdue)."""
+    def _expected_end(self, e: _Exec) -> float | None:
+        """When ``e``'s only task, a long one, should end (None: no early successor)."""
         eq = e.queue
         if len(eq) != 1 or e.reserved or eq[0][10]:
-            return False
+            return None
         m = self.mean.get(eq[0][1])
         if m is None or m < LEAD_MIN_MEAN:
-            return False
-        end = e.started + m
-        return end - LEAD <= now <= end + LEAD
+            return None
+        return e.started + m
+
+    def _ending_soon(self, e: _Exec, now: float) -> bool:
+        """``e`` runs one long task, due to end within LEAD (and not overdue)."""
+        end = self._expected_end(e)
+        return end is not None and end - LEAD <= now <= end + LEAD
 
     def _next_lead(self, now: float) -> float | None:
         """When an executor's long task will be LEAD from its expected end (for the loop)."""
-        due = None
-        for e in self.execs:
-            eq = e.queue
-            if len(eq) != 1 or e.reserved or eq[0][10]:
-                continue
-            m = self.mean.get(eq[0][1])
-            if m is None or m < LEAD_MIN_MEAN:
-                continue
-            t = e.started + m - LEAD
-            if t > now and (due is None or t < due):
-                due = t
-        return due
+        due = [end - LEAD for end in map(self._expected_end, self.execs)
+               if end is not None and end - LEAD > now]
+        return min(due) if due else None
 
     def _schedule(self) -> None:
         self.lead_at = None

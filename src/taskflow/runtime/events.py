@@ -24,7 +24,7 @@ The bus thread makes the rows from them at delivery. A subscriber that says
 ``("task_rows_submitted", 0, 0, "", "", rows)`` first and
 ``("task_rows_done", 0, 0, "", "", rows)`` last (row layouts below), and a
 task submitted and ended well since the last delivery comes as one row of
-``("task_rows_whole", 0, 0, "", "", rows)``, first (see :func:`_whole_rows`);
+``("task_rows_whole", 0, 0, "", "", rows)``, first (see :func:`_rows`);
 every other subscriber gets the same rows expanded into the ``submitted`` /
 ``done`` tuples above, so its view does not change.
 
@@ -134,11 +134,8 @@ class EventBus:
         if not buf and not sub and not done:
             return
         whole = None
-        if sub and done:
-            sub, whole, done = _whole_rows(sub, done)
-        else:
-            sub = _submitted_rows(sub) if sub else sub
-            done = _done_rows(done) if done else done
+        if sub or done:
+            sub, whole, done = _rows(sub or [], done or [])
         expanded = None
         for fn in list(self._subs):
             try:
@@ -172,18 +169,7 @@ class EventBus:
         self._thread = None
 
 
-def _submitted_rows(entries: list) -> list:
-    out = []
-    for e in entries:
-        if type(e) is tuple:
-            t, deps = e
-        else:
-            t, deps = e, None
-        out.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps))
-    return out
-
-
-def _whole_rows(entries: list, done: list) -> tuple[list, list, list]:
+def _rows(entries: list, done: list) -> tuple[list, list, list]:
     """(submitted rows, whole rows, done rows) for one delivery.
 
     A task submitted and ended well since the last delivery (nearly every
@@ -202,18 +188,20 @@ def _whole_rows(entries: list, done: list) -> tuple[list, list, list]:
             t, deps = e, None
         if t in ended:
             ended.discard(t)
-            spec = t.spec
             node = t.node
-            whole.append((t.id, t.t_submit, spec, t.argv, t.kwargs, t.refs, deps, t.t_start,
+            whole.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps, t.t_start,
                           t.t_end, t.t_dispatch, node.name if node is not None else "",
-                          t.attempts, None if spec.invoker == "python" else _code(t)))
+                          t.attempts, _code(t)))
         else:
             sub.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps))
     rest = _done_rows([t for t in done if t in ended]) if ended else []
     return sub, whole, rest
 
 
-def _code(task: Any) -> Any:
+def _code(task: Any) -> int | None:
+    """An external program's exit code (None for Python tasks)."""
+    if task.spec.invoker == "python":
+        return None
     from .outcomes import _exit_code
     return _exit_code(task)
 
@@ -221,14 +209,9 @@ def _code(task: Any) -> Any:
 def _done_rows(tasks: list) -> list:
     out = []
     for t in tasks:
-        spec = t.spec
-        code = None
-        if spec.invoker != "python":
-            from .outcomes import _exit_code
-            code = _exit_code(t)
         node = t.node
         out.append((t.id, t.t_start, t.t_end, t.t_dispatch, node.name if node is not None
-                    else "", t.attempts, spec.name, code))
+                    else "", t.attempts, t.spec.name, _code(t)))
     return out
 
 
@@ -238,13 +221,12 @@ def _expand_submitted(rows: list | None) -> list:
 
 
 def _expand_whole_submitted(rows: list | None) -> list:
-    return [("submitted", r[1], r[0], r[2].name, "", (r[6] or [], r[3], r[4], r[5], r[2]))
-            for r in rows] if rows else []
+    return _expand_submitted([r[:7] for r in rows]) if rows else []
 
 
 def _expand_whole_done(rows: list | None) -> list:
-    return [("done", r[8], r[0], r[2].name, r[10], (r[7], r[8], None, None, r[11], r[9]))
-            for r in rows] if rows else []
+    return _expand_done([(r[0], r[7], r[8], r[9], r[10], r[11], r[2].name, r[12])
+                         for r in rows]) if rows else []
 
 
 def _expand_done(rows: list | None) -> list:

@@ -43,7 +43,8 @@ def finish_future(rt: Any, fut: Any, cbs: list) -> None:
                     push(t)
             elif t.state == T.DISPATCHED and fut._payload is not None:
                 rt.dispatcher.push_data(t.node, fut)   # chained: make sure it gets there
-    notify_done(fut, cbs)
+    if fut._wev is not None or fut._cond is not None or fut._done_callbacks_:
+        notify_done(fut, cbs)       # (most futures: nobody waits on them yet)
 
 
 def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
@@ -52,15 +53,9 @@ def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
         gang.release(rt.scheduler, task)
     outs = task.outputs
     if len(outs) == 1 and not task.inouts and type(outputs[0]) is bytes:
-        # the common end: one value that came back; nobody waits on it yet
-        fut = outs[0]
-        fut._payload = outputs[0]
-        if fut._consumers is None and fut._wev is None and fut._cond is None \
-                and not fut._done_callbacks_:
-            fut._state = FINISHED
-            fut._producer = None
-        else:
-            finish_future(rt, fut, cbs)
+        # the common end: one value that came back (no lineage, no INOUT versions)
+        outs[0]._payload = outputs[0]
+        finish_future(rt, outs[0], cbs)
         _stats(task)
         rt.n_done += 1
         _ended(rt, task)
