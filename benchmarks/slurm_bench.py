@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 import taskflow  # noqa: E402
 from taskflow import task, wait_on  # noqa: E402
-from taskflow.nodes.slurm import SlurmProvider  # noqa: E402
+from taskflow.providers.slurm import SlurmProvider  # noqa: E402
 
 
 @task(returns=1)

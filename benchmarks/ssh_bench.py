@@ -32,8 +32,8 @@ sys.path.insert(0, os.path.join(ROOT, "src"))
 
 import taskflow  # noqa: E402
 from taskflow import task, wait_on  # noqa: E402
-from taskflow.cluster import NodeConfig  # noqa: E402
-from taskflow.nodes.ssh import SSHProvider  # noqa: E402
+from taskflow.providers.cluster import NodeConfig  # noqa: E402
+from taskflow.providers.ssh import SSHProvider  # noqa: E402
 
 SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")

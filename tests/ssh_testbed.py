@@ -38,7 +38,7 @@ class Testbed:
                        capture_output=True, timeout=60)
 
     def nodes(self, tmp_path, shared_fs: bool = False, **kw):
-        from taskflow.cluster import NodeConfig
+        from taskflow.providers.cluster import NodeConfig
         out = []
         for i, host in enumerate(self.hosts, 1):
             wd = os.path.join(str(tmp_path), f"wd-h{i}")
@@ -48,7 +48,7 @@ class Testbed:
         return out
 
     def provider(self, nodes, **kw):
-        from taskflow.nodes.ssh import SSHProvider
+        from taskflow.providers.ssh import SSHProvider
         kw.setdefault("known_hosts", self.known_hosts)
         kw.setdefault("heartbeat_timeout", 3.0)
         kw.setdefault("sample_interval", 0.5)

@@ -16,7 +16,7 @@ import tasks_lib as L
 import taskflow
 from taskflow import wait_on
 from taskflow.journal.reader import Journal
-from taskflow.nodes.local import LocalProvider
+from taskflow.providers.local import LocalProvider
 from taskflow.observe import report
 
 

@@ -12,9 +12,9 @@ import os
 
 import taskflow
 from taskflow import task, wait_on
-from taskflow.nodes import agent as A
-from taskflow.nodes import placement
-from taskflow.nodes import protocol as P
+from taskflow.agent import agent as A
+from taskflow.agent import placement
+from taskflow.wire import protocol as P
 
 DIGEST = b"f" * 16
 

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from taskflow.cluster import ClusterConfigError, load_cluster, parse_cluster
+from taskflow.providers.cluster import ClusterConfigError, load_cluster, parse_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -7,7 +7,7 @@ import pytest
 
 import taskflow
 from taskflow import FILE_OUT_STDOUT, UsageError, binary, constraint, mpi, task, wait_on
-from taskflow.nodes.local import LocalProvider
+from taskflow.providers.local import LocalProvider
 
 GPU = [{"processorType": "GPU", "computingUnits": 1}]
 TWO_GPUS = [{"processorType": "GPU", "computingUnits": 2}]

@@ -251,7 +251,7 @@ def test_public_names_load_on_use_and_an_agent_needs_neither_the_api_nor_psutil(
     task, imports only the node modules; every name of ``__all__`` still resolves."""
     code = textwrap.dedent("""
         import sys
-        import taskflow.nodes.agent
+        import taskflow.agent.agent
         heavy = [m for m in ("taskflow.runtime.runtime", "taskflow.api.task", "psutil")
                  if m in sys.modules]
         import taskflow

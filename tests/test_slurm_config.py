@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from taskflow.cluster import ClusterConfigError, parse_cluster, slurm_cli_provider
-from taskflow.nodes.slurm import SlurmProvider
+from taskflow.providers.cluster import ClusterConfigError, parse_cluster, slurm_cli_provider
+from taskflow.providers.slurm import SlurmProvider
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,8 +15,8 @@ import pytest
 
 import taskflow
 from taskflow import wait_on
-from taskflow.nodes.connection import NodeStartError
-from taskflow.nodes.ssh import HostKeyError
+from taskflow.errors import NodeStartError
+from taskflow.errors import HostKeyError
 
 import ssh_tasks as S
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from .runtime.runtime import Runtime
 
 # The public names are loaded on first use (PEP 562): a node agent or an
-# executor imports ``taskflow.nodes`` without the API, the runtime and psutil
+# executor imports ``taskflow.agent`` without the API, the runtime and psutil
 # (about 60 ms of start-up on the critical path of the first task).
 _PARAMETERS = (
     "COLLECTION", "COLLECTION_FILE_IN", "COLLECTION_FILE_INOUT", "COLLECTION_FILE_OUT",
@@ -34,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(_ERRORS, ".errors"),
     "binary": ".api.binary", "constraint": ".api.constraint", "mpi": ".api.mpi",
     "multinode": ".api.multinode", "ompss": ".api.ompss", "task": ".api.task",
-    "Future": ".future", "ProgramFailed": ".invokers.process", "Runtime": ".runtime.runtime",
+    "Future": ".future", "ProgramFailed": ".errors", "Runtime": ".runtime.runtime",
 }
 
 

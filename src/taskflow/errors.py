@@ -1,5 +1,14 @@
-"""Errors a user of taskflow can see, each naming what to do."""
+"""Every error a user of taskflow can see, each naming what to do.
+
+All of them derive from :class:`TaskflowError`, so ``except TaskflowError``
+catches whatever taskflow raises on purpose; each keeps the standard base it
+had before (``ValueError`` for usage errors, ``RuntimeError`` for node
+start-up problems, ...), so code that caught those still works. Both sides
+of the wire import this module: it depends on nothing else of taskflow.
+"""
 from __future__ import annotations
+
+from typing import Any
 
 
 class TaskflowError(Exception):
@@ -10,12 +19,17 @@ class UsageError(TaskflowError, ValueError):
     """A task was declared or called wrongly; raised where the call happens."""
 
 
+class ParameterError(UsageError):
+    """A parameter declaration that does not make sense."""
+
+
 class TaskError(TaskflowError):
     """A task failed; raised in the main program where its value is needed.
 
     ``task_name``, ``task_id``, ``node`` and ``remote_traceback`` tell where
     and why; ``__cause__`` is the original exception when it could be
-    rebuilt in the main program.
+    rebuilt in the main program. A pickled error comes back as its own class
+    (:class:`TaskTimeout` stays a :class:`TaskTimeout`).
     """
 
     def __init__(self, message: str, *, task_name: str = "", task_id: int = 0,
@@ -26,14 +40,16 @@ class TaskError(TaskflowError):
         self.node = node
         self.remote_traceback = remote_traceback
         self.kind = kind
+        self._reported = True      # the runtime clears it for failures the run must report
 
-    def __reduce__(self):
-        return (_rebuild_task_error, (self.args[0], self.task_name, self.task_id,
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_rebuild_task_error, (type(self), self.args[0], self.task_name, self.task_id,
                                       self.node, self.remote_traceback, self.kind))
 
 
-def _rebuild_task_error(msg, name, tid, node, tb, kind):
-    return TaskError(msg, task_name=name, task_id=tid, node=node, remote_traceback=tb, kind=kind)
+def _rebuild_task_error(cls: type[TaskError], msg: str, name: str, tid: int, node: str,
+                        tb: str, kind: str) -> TaskError:
+    return cls(msg, task_name=name, task_id=tid, node=node, remote_traceback=tb, kind=kind)
 
 
 class TaskTimeout(TaskError):
@@ -50,3 +66,42 @@ class NodeLost(TaskflowError):
 
 class RuntimeNotStarted(TaskflowError):
     """An operation needs a runtime and none is running."""
+
+
+class ProtocolError(TaskflowError, RuntimeError):
+    """The byte stream did not carry a valid frame (peer crashed or garbage)."""
+
+
+class NodeStartError(TaskflowError, RuntimeError):
+    """A node agent could not be started; the message says where and why."""
+
+
+class VersionMismatch(NodeStartError):
+    """The node's taskflow is not the master's (frames change between versions)."""
+
+
+class HostKeyError(NodeStartError):
+    """The host's key is unknown or differs from known_hosts."""
+
+
+class SlurmError(NodeStartError):
+    """sbatch / squeue failed; the message carries Slurm's own words."""
+
+
+class ClusterConfigError(UsageError):
+    """The cluster file is wrong; the message names the file, line and key."""
+
+
+class RunNotFound(TaskflowError, LookupError):
+    """No run matches what the user asked for."""
+
+
+class ProgramFailed(TaskflowError, RuntimeError):
+    """An external program exited with a non-zero code (``fail_by_exit_value=True``)."""
+
+    def __init__(self, message: str, returncode: int = 0, argv: list[str] | None = None,
+                 logs: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.argv = argv or []
+        self.log_paths = logs

@@ -13,10 +13,10 @@ def main(argv: list[str] | None = None) -> None:
                          "TASKFLOW_DIALBACK_SECRET_FILE or TASKFLOW_DIALBACK_SECRET)")
     args = ap.parse_args(argv)
     if args.connect:
-        from .nodes.dialback import serve_connect
+        from .agent.dialback import serve_connect
         serve_connect(args.connect)
         return
-    from .nodes.agent import serve_stdio
+    from .agent.agent import serve_stdio
     serve_stdio()
 
 

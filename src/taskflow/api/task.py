@@ -16,6 +16,7 @@ import sys
 import typing
 from typing import Any, Callable
 
+from ..context import in_worker
 from ..errors import UsageError
 from ..runtime import current as _current
 from .parameter import IN, OBJECT_KIND, Param, ParameterError, parse_param
@@ -24,8 +25,6 @@ ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
 _RESERVED = {"returns", "priority", "time_out", "on_failure", "retries",
              "target_direction", "numba", "cache_returns"}
 
-# Set in worker processes: a task called inside a task runs inline.
-_IN_WORKER = False
 
 
 class TaskSpec:
@@ -174,7 +173,7 @@ class TaskFunction:
         functools.update_wrapper(self, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _IN_WORKER:
+        if in_worker():      # a task called inside a task runs inline
             return self.__wrapped__(*args, **kwargs)
         rt = _current._current
         if rt is None:

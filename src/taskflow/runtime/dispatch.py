@@ -21,7 +21,7 @@ import cloudpickle
 
 from ..future import FINISHED
 from ..graph import task as T
-from ..nodes import protocol as P
+from ..wire import protocol as P
 from . import gang, lineage, outcomes
 from .remote_values import RemoteValues
 

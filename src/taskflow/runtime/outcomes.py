@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import NodeLost, TaskCancelled, TaskError, TaskTimeout
 from ..future import FINISHED, notify_done
 from ..graph import task as T
-from ..nodes import protocol as P
+from ..wire import protocol as P
 from . import gang, lineage
 
 NONE_PAYLOAD = pickle.dumps(None, P.PROTOCOL)

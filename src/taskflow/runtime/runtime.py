@@ -21,7 +21,7 @@ from ..future import FINISHED
 from ..graph import task as T
 from ..graph.builder import Builder
 from ..graph.registry import Registry
-from ..nodes.local import LocalProvider
+from ..providers.local import LocalProvider
 from . import gctune, outcomes
 from .dispatch import Dispatcher
 from .events import EventBus

@@ -22,10 +22,10 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import protocol as P
+from ..wire import protocol as P
 from .chained import Chaining
 from .executor import executor_main
-from .hostinfo import total_memory_gb
+from ..context import total_memory_gb
 from .placement import Placement
 
 if TYPE_CHECKING:
@@ -540,7 +540,7 @@ def _reap(pid: int) -> str:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
     return __version__
 
 

@@ -26,7 +26,7 @@ that has not joined yet (the master still keeps tasks that would outlast
 
 Every job is ``scancel``led at ``stop``, and by :mod:`slurm_reaper` if the
 master dies first. Agents connect back over TCP to
-127.0.0.1 (:mod:`taskflow.nodes.dialback`), proving the per-run secret held
+127.0.0.1 (:mod:`taskflow.providers.dialback`), proving the per-run secret held
 in a 0600 file; each node's ``job_id`` is its Slurm job id.
 """
 from __future__ import annotations
@@ -41,16 +41,13 @@ import threading
 import time
 from typing import Any
 
-from .connection import NodeHandle, NodeStartError, VersionMismatch
+from ..errors import NodeStartError, SlurmError, VersionMismatch
 from . import slurm_reaper
 from .dialback import SECRET_FILE_ENV, DialbackServer, write_secret
+from .handle import NodeHandle
 
 ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
          "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"}
-
-
-class SlurmError(NodeStartError):
-    """sbatch / squeue failed; the message carries Slurm's own words."""
 
 
 def _slurm(cmd: list[str], timeout: float = 30.0) -> str:

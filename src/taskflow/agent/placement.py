@@ -21,7 +21,7 @@ import heapq
 import time
 from typing import TYPE_CHECKING
 
-from . import protocol as P
+from ..wire import protocol as P
 
 if TYPE_CHECKING:
     from .agent import _Exec

@@ -1,10 +1,8 @@
-"""The ``taskflow`` command line (click).
+"""``taskflow run script.py [args]``: run a script with the runtime started.
 
-``taskflow run script.py [args]`` runs a script as ``__main__`` with a
-runtime started, a progress line on a terminal and a summary at the end;
-its exit status is non-zero when the script raised or a task failed.
-Other issues add subcommands in their own modules and register them on
-:data:`main`.
+The script runs as ``__main__`` with a runtime started, a progress line on a
+terminal and a summary at the end; the exit status is non-zero when the
+script raised or a task failed.
 """
 from __future__ import annotations
 
@@ -17,17 +15,10 @@ import traceback
 
 import click
 
-from . import __version__
-from .observe.cliopts import OptionalValueCommand
+from ..observe.cliopts import OptionalValueCommand
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="taskflow")
-def main() -> None:
-    """taskflow: task-based workflows for clusters and HPC machines."""
-
-
-@main.command(cls=OptionalValueCommand,
+@click.command(cls=OptionalValueCommand,
               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--workers", "-w", type=int, default=None,
               help="Executor slots on this machine (default: number of cores).")
@@ -74,13 +65,13 @@ def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_
     """Run SCRIPT with the taskflow runtime started."""
     logging.basicConfig(level=getattr(logging, log_level.upper()),
                         format="taskflow %(levelname)s %(name)s: %(message)s")
-    from .runtime.console import Progress, summary
-    from .runtime.runtime import Runtime
-    from .cluster import cli_runtime_options
+    from ..runtime.console import Progress, summary
+    from ..runtime.runtime import Runtime
+    from ..providers.cluster import cli_runtime_options
     meta = click.get_current_context().meta
     rt_opts = cli_runtime_options(meta.get("tf_cluster"), placement)
     if meta.get("tf_slurm"):
-        from .cluster import slurm_cli_provider
+        from ..providers.cluster import slurm_cli_provider
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
                                                    meta.get("tf_slurm_opts") or ())]
     rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
@@ -90,7 +81,7 @@ def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_
     except Exception as exc:
         click.echo(f"taskflow: could not start the runtime: {exc}", err=True)
         sys.exit(2)
-    from .cli_observe import run_finished, run_started
+    from .observe import run_finished, run_started
     mon = run_started(rt, monitor)
     show = sys.stderr.isatty() if progress is None else progress
     prog = Progress(rt) if show else None
@@ -119,13 +110,3 @@ def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_
     click.echo(summary(rt, time.time() - t0), err=True)
     run_finished(rt, graph_, trace_, mon)
     sys.exit(1 if (script_failed or rt.failed) else 0)
-
-
-from . import cli_observe  # noqa: E402,F401 - registers status, logs, runs, graph, ...
-from . import cli_slurm  # noqa: E402,F401 - registers submit
-
-if __name__ == "__main__":  # pragma: no cover
-    # ``python -m taskflow.cli``: this module is __main__, and the other subcommands were
-    # registered on the group of the module imported as taskflow.cli; run that one.
-    from taskflow.cli import main as _main
-    _main()

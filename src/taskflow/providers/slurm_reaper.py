@@ -6,7 +6,7 @@ connection drop and exit, but pending ones would still start later, hold
 nodes and fail to dial back. So each Slurm provider starts this small
 process, in its own session, reading a pipe whose only writer is the master:
 
-    python -m taskflow.nodes.slurm_reaper JOB_NAME USER
+    python -m taskflow.providers.slurm_reaper JOB_NAME USER
 
 End of file without the word ``stop`` first means the master died:
 ``scancel --name JOB_NAME --user USER`` (the job name carries the unique run
@@ -22,7 +22,7 @@ import sys
 def spawn(job_name: str, user: str) -> int:
     """Start the reaper; return the pipe's write end (the master keeps it open)."""
     r, w = os.pipe()           # both ends non-inheritable: only the reaper gets ``r``
-    subprocess.Popen([sys.executable, "-m", "taskflow.nodes.slurm_reaper", job_name, user],
+    subprocess.Popen([sys.executable, "-m", "taskflow.providers.slurm_reaper", job_name, user],
                      stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      start_new_session=True, close_fds=True)
     os.close(r)

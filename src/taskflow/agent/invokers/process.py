@@ -17,19 +17,10 @@ import subprocess
 import time
 from collections import deque
 
+from ...errors import ProgramFailed
+
 LOG_CAP = 10000       # lines kept in the task's log list (as the executor's cap)
 TAIL = 20             # stderr lines quoted in a failure
-
-
-class ProgramFailed(RuntimeError):
-    """An external program exited with a non-zero code (``fail_by_exit_value=True``)."""
-
-    def __init__(self, message: str, returncode: int = 0, argv: list | None = None,
-                 logs: tuple = ()) -> None:
-        super().__init__(message)
-        self.returncode = returncode
-        self.argv = argv or []
-        self.log_paths = logs
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child

@@ -28,7 +28,7 @@ import threading
 from typing import Any
 
 from ..graph import task as T
-from . import protocol as P
+from ..wire import protocol as P
 
 
 class Stager:

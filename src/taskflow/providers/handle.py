@@ -13,21 +13,14 @@ import time
 from collections import deque
 from typing import Any
 
-from . import protocol as P
-
-
-class NodeStartError(RuntimeError):
-    """A node agent could not be started; the message says where and why."""
-
-
-class VersionMismatch(NodeStartError):
-    """The node's taskflow is not the master's (frames change between versions)."""
+from .._version import __version__
+from ..errors import NodeStartError, VersionMismatch
+from ..wire import protocol as P
 
 
 def check_version(where: str, theirs: str | None, python: str = "python",
                   describe: str = "") -> None:
     """Raise :class:`VersionMismatch` unless ``theirs`` is the master's version."""
-    from .. import __version__
     if theirs is not None and theirs != __version__:
         raise VersionMismatch(
             f"{where}: {python} runs taskflow {theirs} but the master runs taskflow "

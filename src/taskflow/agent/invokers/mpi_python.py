@@ -1,4 +1,4 @@
-"""Entry point of every rank of an mpi4py task: ``python -m taskflow.invokers.mpi_python F``.
+"""Entry point of every rank of an mpi4py task: ``python -m taskflow.agent.invokers.mpi_python F``.
 
 ``F`` holds the pickled (function, args, kwargs, result path). Every rank
 calls the function; rank 0 writes ("ok", value) or ("error", exception) to
@@ -16,8 +16,8 @@ import cloudpickle
 
 def main(path: str) -> int:
     from mpi4py import MPI
-    from ..api import task as _task_mod
-    _task_mod._IN_WORKER = True           # tasks called inside run inline
+    from ...context import enter_worker
+    enter_worker()                        # tasks called inside run inline
     comm = MPI.COMM_WORLD
     with open(path, "rb") as f:
         func, args, kw, result = cloudpickle.load(f)

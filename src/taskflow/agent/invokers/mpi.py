@@ -108,7 +108,7 @@ def run(cfg: dict, options: dict, func: Any, args: list, kw: dict, tail: list, s
         cloudpickle.dump((func, list(args), dict(kw), result), f)
     if os.path.exists(result):
         os.unlink(result)
-    argv += [sys.executable, "-m", "taskflow.invokers.mpi_python", payload]
+    argv += [sys.executable, "-m", "taskflow.agent.invokers.mpi_python", payload]
     try:
         code = process.run(argv, cwd, env, streams, logs, log_base, False)
         outcome = None

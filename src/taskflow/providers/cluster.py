@@ -54,13 +54,9 @@ from typing import Any
 
 import yaml
 
-from .errors import UsageError
+from ..errors import ClusterConfigError
 
 PLACEMENTS = ("locality", "least-loaded", "fifo")
-
-
-class ClusterConfigError(UsageError):
-    """The cluster file is wrong; the message names the file, line and key."""
 
 
 @dataclass
@@ -106,22 +102,22 @@ class ClusterConfig:
         remote = [n for n in self.nodes if not n.local]
         for n in self.nodes:
             if n.local:
-                from .nodes.local import LocalProvider
+                from .local import LocalProvider
                 out.append(LocalProvider(n.computing_units or os.cpu_count() or 1,
                                          memory_gb=n.memory, name=n.name))
         if remote:
-            from .nodes.ssh import SSHProvider
+            from .ssh import SSHProvider
             out.append(SSHProvider(remote, known_hosts=self.known_hosts,
                                    accept_new_host_keys=self.accept_new_host_keys,
                                    connect_timeout=self.connect_timeout,
                                    heartbeat_timeout=self.heartbeat_timeout,
                                    sample_interval=self.sample_interval))
         if self.slurm is not None:
-            from .nodes.slurm import SlurmProvider
+            from .slurm import SlurmProvider
             kw = dict(self.slurm)
             mode = kw.pop("mode", "batch")
             if mode == "allocation":        # the master runs inside it (taskflow submit)
-                from .nodes.slurm_alloc import AllocationProvider
+                from .slurm_alloc import AllocationProvider
                 out.append(AllocationProvider(kw.pop("nodes", None), **kw))
             else:
                 out.append(SlurmProvider(mode, kw.pop("nodes", 1), **kw))

@@ -5,7 +5,7 @@ allocation`` as the batch step, like PyCOMPSs's ``enqueue_compss``. The
 master then starts one agent per allocated node with one ``srun`` step
 (``--overlap``, so that ``@mpi(runner='srun')`` steps can share the CPUs),
 and the agents dial back to it exactly as in batch mode
-(:mod:`taskflow.nodes.dialback`).
+(:mod:`taskflow.providers.dialback`).
 
 The master's own node runs an agent too: its slots are the node's CPUs, and
 the master's bookkeeping shares them (it is light next to real tasks).
@@ -23,7 +23,8 @@ import time
 from typing import Any
 
 from .dialback import SECRET_FILE_ENV
-from .slurm import SlurmError, SlurmProvider
+from ..errors import SlurmError
+from .slurm import SlurmProvider
 
 
 def inside_allocation() -> str | None:

@@ -12,8 +12,7 @@ from typing import Any
 
 import click
 
-from .cli import main
-from .journal.reader import Journal, RunNotFound, list_runs, resolve_run
+from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run
 
 run_dir_option = click.option(
     "--run-dir", type=click.Path(file_okay=False), default=None,
@@ -42,7 +41,7 @@ def _duration(r: dict) -> str:
     return f"{t1 - t0:.2f} s" if t0 and t1 else "-"
 
 
-@main.command()
+@click.command()
 @click.argument("run", required=False)
 @run_dir_option
 def status(run: str | None, run_dir: str | None) -> None:
@@ -78,7 +77,7 @@ def status(run: str | None, run_dir: str | None) -> None:
                 click.echo(f"  ... and {len(failed) - 20} more")
 
 
-@main.command()
+@click.command()
 @click.argument("run", required=False)
 @click.argument("task", required=False, type=int)
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines while the run goes on.")
@@ -128,7 +127,7 @@ def _follow(j: Journal, task: int | None, levels: list | None, follow: bool, nam
                 break
 
 
-@main.command()
+@click.command()
 @run_dir_option
 def runs(run_dir: str | None) -> None:
     """The runs kept under the run directory, oldest first."""
@@ -143,14 +142,14 @@ def runs(run_dir: str | None) -> None:
                    f"{c.get('FAILED', 0):>4} failed  {_duration(r)}")
 
 
-@main.command()
+@click.command()
 @click.argument("run", required=False)
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Directory for graph.dot / graph.svg (default: the run's directory).")
 @run_dir_option
 def graph(run: str | None, out: str | None, run_dir: str | None) -> None:
     """Write RUN's task graph as graph.dot and graph.svg (graphviz)."""
-    from .observe.graph import write_graph
+    from ..observe.graph import write_graph
     try:
         paths = write_graph(resolve_run(run, run_dir), out)
     except RunNotFound as exc:
@@ -158,14 +157,14 @@ def graph(run: str | None, out: str | None, run_dir: str | None) -> None:
     _echo_paths(paths)
 
 
-@main.command()
+@click.command()
 @click.argument("run", required=False)
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Directory for trace.json / gantt.png (default: the run's directory).")
 @run_dir_option
 def trace(run: str | None, out: str | None, run_dir: str | None) -> None:
     """Write RUN's Chrome/Perfetto trace (trace.json) and Gantt chart (gantt.png)."""
-    from .observe.trace import write_trace
+    from ..observe.trace import write_trace
     try:
         paths = write_trace(resolve_run(run, run_dir), out)
     except RunNotFound as exc:
@@ -181,14 +180,14 @@ def _echo_paths(paths: dict) -> None:
             click.echo(f"{k}: {v}")
 
 
-@main.command()
+@click.command()
 @click.argument("run", required=False)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="Also write an HTML report with the DAG, the Gantt chart and w(t).")
 @run_dir_option
 def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
     """RUN's figures as markdown: C, W, M vs C/W, the critical path, w(t) and Slurm job waits."""
-    from .observe.report import report as make
+    from ..observe.report import report as make
     try:
         click.echo(make(resolve_run(run, run_dir), html_path), nl=False)
     except RunNotFound as exc:
@@ -197,7 +196,7 @@ def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
         click.echo(f"html: {html_path}", err=True)
 
 
-@main.command()
+@click.command()
 @click.argument("run", required=False)
 @click.option("--port", "-p", type=int, default=0, help="Port (default: any free one).")
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -216,7 +215,7 @@ def monitor(run: str | None, port: int, host: str, token: str | None, run_dir: s
 def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: str = "127.0.0.1",
                    token: str | None = None, background: bool = False) -> Any:
     try:
-        from .monitor import Monitor
+        from ..monitor import Monitor
     except ImportError as exc:
         raise click.ClickException(f"the monitor needs Flask: pip install 'taskflow[monitor]' "
                                    f"({exc})") from None
@@ -246,8 +245,8 @@ def run_finished(rt: Any, graph_: bool, trace_: bool, mon: Any) -> None:
                    f"again", err=True)
     if rt.journal is None or not (graph_ or trace_):
         return
-    from .observe.graph import write_graph
-    from .observe.trace import write_trace
+    from ..observe.graph import write_graph
+    from ..observe.trace import write_trace
     for wanted, fn in ((graph_, write_graph), (trace_, write_trace)):
         if wanted:
             try:
@@ -258,5 +257,4 @@ def run_finished(rt: Any, graph_: bool, trace_: bool, mon: Any) -> None:
                 click.echo(f"taskflow: could not write {fn.__name__[6:]}: {exc}", err=True)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+COMMANDS = [status, logs, runs, graph, trace, report, monitor]

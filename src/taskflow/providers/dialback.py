@@ -1,22 +1,15 @@
-"""Dial-back transport: node agents connect to the master over TCP.
+"""Dial-back transport, the master's side: node agents connect to it over TCP.
 
 The master listens on 127.0.0.1 (port chosen by the OS) and creates a
-per-run secret (``secrets.token_hex``), handed to agents in a file readable
-only by the user (``TASKFLOW_DIALBACK_SECRET_FILE``) or in the environment
-(``TASKFLOW_DIALBACK_SECRET``). The handshake, before any pickle is read:
-
-    master -> agent   b"TFDB1" + 32-byte random challenge
-    agent  -> master  HMAC-SHA256(secret, challenge) (32 bytes)
-                      + 4-byte length + JSON meta (job id, node name, cpus)
-    master -> agent   b"OK" (or the connection is closed)
-
-Anything else (wrong secret, garbage, silence) is refused, logged and
-closed. Then the connection carries the one framed protocol (HELLO ->
-READY), over the socket fd for both directions, like every other transport.
+per-run secret (``secrets.token_hex``); the handshake, before any pickle is
+read, is :mod:`taskflow.wire.dialback` (the agent's side is
+:mod:`taskflow.agent.dialback`). Anything else (wrong secret, garbage,
+silence) is refused, logged and closed. Then the connection carries the one
+framed protocol (HELLO -> READY), over the socket fd for both directions,
+like every other transport.
 """
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
@@ -28,16 +21,14 @@ import sys
 import threading
 from typing import Any, Callable
 
-from .connection import NodeHandle, NodeStartError
+from ..errors import NodeStartError
+from ..wire.dialback import (AUTH_TIMEOUT, MAGIC, MAX_META, NONCE, SECRET_ENV, SECRET_FILE_ENV,
+                             answer, recv_exact)
+from .handle import NodeHandle
 
-log = logging.getLogger("taskflow.dialback")
+log = logging.getLogger(__name__)
 
-MAGIC = b"TFDB1"
-NONCE = 32
-MAX_META = 64 * 1024
-AUTH_TIMEOUT = 5.0
-SECRET_ENV = "TASKFLOW_DIALBACK_SECRET"
-SECRET_FILE_ENV = "TASKFLOW_DIALBACK_SECRET_FILE"
+__all__ = ["DialbackServer", "write_secret", "SECRET_ENV", "SECRET_FILE_ENV"]
 
 
 def write_secret(path: str, secret: str) -> str:
@@ -49,17 +40,6 @@ def write_secret(path: str, secret: str) -> str:
     finally:
         os.close(fd)
     return path
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    parts, left = [], n
-    while left:
-        b = sock.recv(left)
-        if not b:
-            raise EOFError("connection closed during the handshake")
-        parts.append(b)
-        left -= len(b)
-    return b"".join(parts)
 
 
 class DialbackServer:
@@ -75,7 +55,6 @@ class DialbackServer:
                  memory_gb: float = 1.0, provider: Any = None,
                  ready_timeout: float = 60.0) -> None:
         self.secret = secret or secrets.token_hex(32)
-        self._key = self.secret.encode()
         self.config = config
         self.on_node = on_node
         self.memory_gb = memory_gb
@@ -151,14 +130,14 @@ class DialbackServer:
         conn.settimeout(AUTH_TIMEOUT)
         nonce = secrets.token_bytes(NONCE)
         conn.sendall(MAGIC + nonce)
-        mac = _recv_exact(conn, 32)
-        want = hmac.new(self._key, nonce, hashlib.sha256).digest()
+        mac = recv_exact(conn, 32)
+        want = answer(self.secret, nonce)
         if not hmac.compare_digest(mac, want):
             raise PermissionError("wrong secret (HMAC mismatch)")
-        (size,) = struct.unpack(">I", _recv_exact(conn, 4))
+        (size,) = struct.unpack(">I", recv_exact(conn, 4))
         if size > MAX_META:
             raise ValueError(f"meta of {size} bytes")
-        meta = json.loads(_recv_exact(conn, size).decode())
+        meta = json.loads(recv_exact(conn, size).decode())
         if not isinstance(meta, dict):
             raise ValueError("meta is not an object")
         conn.sendall(b"OK")
@@ -172,61 +151,3 @@ class DialbackServer:
             pass
         self.sock.close()
         self._thread.join(2.0)
-
-
-# -- the agent's side --------------------------------------------------------
-def read_secret() -> str:
-    path = os.environ.get(SECRET_FILE_ENV)
-    if path:
-        with open(path) as f:
-            return f.read().strip()
-    s = os.environ.get(SECRET_ENV)
-    if not s:
-        raise SystemExit(f"taskflow.node --connect: set {SECRET_FILE_ENV} or {SECRET_ENV}")
-    return s
-
-
-def agent_meta() -> dict:
-    """What the agent tells the master about where it runs (Slurm job, node, CPUs)."""
-    env = os.environ
-    cpus = env.get("SLURM_CPUS_ON_NODE") or env.get("SLURM_CPUS_PER_TASK")
-    return {"job_id": env.get("SLURM_JOB_ID"), "slurm_node": env.get("SLURMD_NODENAME"),
-            "step_id": env.get("SLURM_STEP_ID"), "procid": env.get("SLURM_PROCID"),
-            "cpus": int(cpus) if cpus and cpus.isdigit() else os.cpu_count(),
-            "hostname": socket.gethostname(), "pid": os.getpid()}
-
-
-def connect(address: str, secret: str, meta: dict | None = None,
-            timeout: float = 30.0) -> socket.socket:
-    """Open the TCP connection and pass the handshake; return the socket."""
-    host, _, port = address.rpartition(":")
-    sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
-    head = _recv_exact(sock, len(MAGIC) + NONCE)
-    if head[:len(MAGIC)] != MAGIC:
-        raise ConnectionError(f"{address} is not a taskflow master")
-    mac = hmac.new(secret.encode(), head[len(MAGIC):], hashlib.sha256).digest()
-    body = json.dumps(meta if meta is not None else agent_meta()).encode()
-    sock.sendall(mac + struct.pack(">I", len(body)) + body)
-    if _recv_exact(sock, 2) != b"OK":
-        raise ConnectionError(f"{address} refused the handshake")
-    sock.settimeout(None)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def serve_connect(address: str) -> None:
-    """``python -m taskflow.node --connect HOST:PORT``: dial back, then be an agent."""
-    from .agent import Agent
-    try:
-        sock = connect(address, read_secret())
-    except (OSError, EOFError) as exc:
-        print(f"taskflow.node: cannot join the master at {address}: {exc}", file=sys.stderr)
-        raise SystemExit(3) from None
-    fd = sock.detach()
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdout = sys.stderr
-    agent = Agent(fd, os.dup(fd))   # two fds on one socket: the agent closes both in executors
-    agent.handshake()
-    agent.run()

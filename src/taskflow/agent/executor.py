@@ -29,8 +29,9 @@ from typing import Any
 
 import cloudpickle
 
-from ..argpath import get_path, set_path
-from . import protocol as P
+from ..context import enter_worker
+from ..wire import protocol as P
+from ..wire.argpath import get_path, set_path
 
 SHORT = 0.001              # s; results of faster tasks wait to travel in one frame
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
@@ -314,7 +315,7 @@ def run_task(funcs: dict, msg: tuple, cur: _Current, data: dict) -> tuple:
 def _invoke(kind: str, func: Any, args: list, kw: dict, options: dict, logs: list,
             tid: int) -> Any:
     """External programs, multi-node and GPU tasks (taskflow.invokers)."""
-    from .. import invokers
+    from . import invokers
     return invokers.run(kind, func, args, kw, options, logs, tid)
 
 
@@ -331,8 +332,7 @@ def _dumps(value: Any, name: str) -> bytes:
 
 def executor_main(rfd: int, wfd: int) -> None:
     """Loop of a forked executor; never returns."""
-    from ..api import task as _task_mod
-    _task_mod._IN_WORKER = True
+    enter_worker()
     funcs: dict = {}
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr

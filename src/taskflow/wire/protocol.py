@@ -39,6 +39,8 @@ import pickle
 import struct
 from typing import Any
 
+from ..errors import ProtocolError
+
 HELLO, FUNC, TASKS, DATA, FETCH, DROP, CANCEL, SHUTDOWN = range(8)
 READY, RESULTS, LOG, SAMPLE, FATAL, LEAVING = range(10, 16)
 
@@ -48,10 +50,6 @@ OK, ERROR, TIMEOUT, LOST, CANCELLED_ON_NODE = range(5)
 _LEN = struct.Struct(">I")
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 MAX_FRAME = 1 << 31
-
-
-class ProtocolError(RuntimeError):
-    """The byte stream did not carry a valid frame (peer crashed or garbage)."""
 
 
 def encode(msg: Any) -> bytes:

@@ -6,8 +6,9 @@ import signal
 import subprocess
 import sys
 
-from .connection import NodeHandle, NodeStartError
-from .hostinfo import total_memory_gb
+from ..context import total_memory_gb
+from ..errors import NodeStartError
+from .handle import NodeHandle
 
 
 class LocalProvider:

@@ -4,7 +4,7 @@ Like PyCOMPSs's ``enqueue_compss``: it writes a job script whose batch step
 is ``taskflow run --slurm allocation script.py``, submits it with ``sbatch``
 and prints the job id and where its output and its run directory go. Inside
 the job the master starts one node agent per allocated node with ``srun``
-(:mod:`taskflow.nodes.slurm_alloc`).
+(:mod:`taskflow.providers.slurm_alloc`).
 """
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import time
 
 import click
 
-from .cli import main
 
 
 def job_script(script: str, args: tuple, *, nodes: int, time_limit: str, job_name: str,
@@ -48,7 +47,7 @@ def job_script(script: str, args: tuple, *, nodes: int, time_limit: str, job_nam
     return "\n".join(lines) + "\n"
 
 
-@main.command(context_settings={"ignore_unknown_options": True,
+@click.command(context_settings={"ignore_unknown_options": True,
                                 "allow_interspersed_args": False})
 @click.option("--nodes", "-N", type=int, required=True, help="Nodes of the allocation.")
 @click.option("--time", "-t", "time_limit", required=True,
@@ -89,7 +88,8 @@ def submit(nodes, time_limit, partition, cpus, account, qos, memory, job_name, s
     path = os.path.join(out_dir, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.sh")
     with open(path, "w") as f:
         f.write(text)
-    from .nodes.slurm import SlurmError, _slurm
+    from ..errors import SlurmError
+    from ..providers.slurm import _slurm
     try:
         jid = _slurm(["sbatch", "--parsable", path]).strip().split(";")[0]
     except SlurmError as exc:

@@ -21,11 +21,14 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import __version__
-from ..cluster import NodeConfig
-from .connection import NodeHandle, NodeStartError, check_version
+from .._version import __version__
+from ..errors import HostKeyError, NodeStartError
+from .handle import NodeHandle, check_version
+
+if TYPE_CHECKING:
+    from .cluster import NodeConfig
 
 try:
     import paramiko
@@ -43,10 +46,6 @@ _PROBE = ("import sys, os\n"
 def _py(c: NodeConfig) -> str:
     """The node's interpreter as a shell word list (``python`` may carry options)."""
     return " ".join(shlex.quote(a) for a in shlex.split(c.python))
-
-
-class HostKeyError(NodeStartError):
-    """The host's key is unknown or differs from known_hosts."""
 
 
 class _Policy(paramiko.MissingHostKeyPolicy if paramiko else object):

@@ -1,0 +1,24 @@
+"""The ``taskflow`` command line (click): one module per command group.
+
+``run`` (:mod:`.run`), the commands that read a run's journal (:mod:`.observe`:
+status, logs, runs, graph, trace, report, monitor) and ``submit``
+(:mod:`.slurm`) are registered on :data:`main` here, explicitly.
+"""
+from __future__ import annotations
+
+import click
+
+from .._version import __version__
+from . import observe, run, slurm
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="taskflow")
+def main() -> None:
+    """taskflow: task-based workflows for clusters and HPC machines."""
+
+
+main.add_command(run.run)
+for _cmd in observe.COMMANDS:
+    main.add_command(_cmd)
+main.add_command(slurm.submit)

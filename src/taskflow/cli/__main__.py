@@ -1,0 +1,4 @@
+"""``python -m taskflow.cli``: the command line."""
+from . import main
+
+main()

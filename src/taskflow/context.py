@@ -1,0 +1,39 @@
+"""What a process knows about itself: whether it runs tasks, and its host.
+
+Both sides of the wire import this module (it depends on nothing else of
+taskflow), so process-wide facts live here instead of in module globals that
+one package writes into another's.
+"""
+from __future__ import annotations
+
+import os
+
+_in_worker = False
+
+
+def in_worker() -> bool:
+    """True in a process that runs tasks (an executor, an MPI rank of a Python task).
+
+    A task function called there runs inline: it is part of the task that
+    calls it, not a new task.
+    """
+    return _in_worker
+
+
+def enter_worker() -> None:
+    """Mark this process as one that runs tasks (executors and MPI ranks call it first)."""
+    global _in_worker
+    _in_worker = True
+
+
+def total_memory_gb() -> float:
+    """This host's memory in GiB: from the OS where it says (Linux, macOS), else psutil.
+
+    Neither the master nor a starting agent imports psutil (~20 ms here) just
+    to learn the memory size.
+    """
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        import psutil
+        return float(psutil.virtual_memory().total) / 2**30
