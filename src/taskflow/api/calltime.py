@@ -161,6 +161,12 @@ def gpus_wanted(processors: Any, where: str) -> int:
     return n
 
 
+def refresh(spec: Any) -> None:
+    """After a decorator changed ``spec``: its options and its call-time hook again."""
+    spec.refresh_options()
+    spec.prepare = build(spec)
+
+
 def build(spec: Any) -> Callable | None:
     """Return the call-time hook for ``spec`` or None when nothing is decided per call."""
     from . import external

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import UsageError
+from . import calltime
 from .task import TaskFunction
 
 _KNOWN = {"computing_units", "memory_size", "processors", "memory_type", "storage_size",
@@ -70,6 +71,7 @@ def constraint(computing_units: Any = None, memory_size: Any = None, **others: A
                   "processors": others.get("processors")}
         if isinstance(target, TaskFunction):
             target.spec.set_constraints(**values)
+            calltime.refresh(target.spec)
             return target
         if callable(target):
             target.__taskflow_constraint__ = values

@@ -74,7 +74,7 @@ def attach(target: Any, deco: str, cfg: dict) -> TaskFunction:
             cfg[key] = calltime.Expr(cfg[key], f"@{deco} on {spec.name}: {key}", names)
     spec.invoker = deco
     spec.invoker_cfg = cfg
-    spec._refresh_options()
+    calltime.refresh(spec)
     return target
 
 

@@ -7,7 +7,7 @@ normalised to the same :class:`Param` by :func:`parse_param`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 # Dictionary-form keys (PyCOMPSs spells them the same way).
@@ -25,41 +25,16 @@ STDOUT = "stdout"
 STDERR = "stderr"
 UNSPECIFIED = None
 
-# Content kinds.
-OBJECT_KIND = "object"
-FILE_KIND = "file"
-DIRECTORY_KIND = "directory"
-COLLECTION_KIND = "collection"
+from ..errors import ParameterError
+from ..graph.param import (COLLECTION_KIND, D_COMMUTATIVE, D_CONCURRENT, D_IN, D_IN_DELETE,
+                           D_INOUT, D_OUT, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, READS, WRITES,
+                           Param)
 
-# Direction names.
 _IN, _OUT, _INOUT, _CONCURRENT, _COMMUTATIVE, _IN_DELETE = (
-    "IN", "OUT", "INOUT", "CONCURRENT", "COMMUTATIVE", "IN_DELETE")
-READS = frozenset({_IN, _INOUT, _CONCURRENT, _COMMUTATIVE, _IN_DELETE})
-WRITES = frozenset({_OUT, _INOUT, _CONCURRENT, _COMMUTATIVE})
+    D_IN, D_OUT, D_INOUT, D_CONCURRENT, D_COMMUTATIVE, D_IN_DELETE)
 
-
-@dataclass(frozen=True)
-class Param:
-    """How a task accesses one parameter."""
-
-    kind: str = OBJECT_KIND
-    direction: str = _IN
-    stream: str | None = None
-    prefix: str | None = None
-    depth: int = 1
-    elem_kind: str = OBJECT_KIND  # for collections: kind of the leaves
-    name: str = ""
-
-    @property
-    def reads(self) -> bool:
-        return self.direction in READS
-
-    @property
-    def writes(self) -> bool:
-        return self.direction in WRITES
-
-    def __repr__(self) -> str:
-        return self.name or f"Param({self.kind}, {self.direction})"
+__all__ = ["Param", "ParameterError", "READS", "WRITES", "OBJECT_KIND", "FILE_KIND",
+           "DIRECTORY_KIND", "COLLECTION_KIND"]
 
 
 def _p(name: str, kind: str, direction: str, **kw: Any) -> Param:
@@ -112,10 +87,6 @@ _DICT_KEYS = {Type, Direction, StdIOStream, Prefix, Depth, Weight, Keep}
 _STREAMS = {STDIN, STDOUT, STDERR, None}
 
 PARAM_NAMES = sorted(_BY_NAME)
-
-
-class ParameterError(ValueError):
-    """A parameter declaration that does not make sense."""
 
 
 def parse_param(value: Any, where: str) -> Param:

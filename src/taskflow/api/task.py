@@ -13,154 +13,18 @@ import difflib
 import functools
 import inspect
 import sys
-import typing
 from typing import Any, Callable
 
 from ..context import in_worker
-from ..errors import UsageError
+from ..errors import ParameterError, UsageError
+from ..graph.param import Param
+from ..graph.spec import TaskSpec
 from ..runtime import current as _current
-from .parameter import IN, OBJECT_KIND, Param, ParameterError, parse_param
+from . import calltime
+from .parameter import IN, parse_param
 
-ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
 _RESERVED = {"returns", "priority", "time_out", "on_failure", "retries",
              "target_direction", "numba", "cache_returns"}
-
-
-
-class TaskSpec:
-    """What a decorated function declares; shared by all of its calls."""
-
-    def __init__(self, func: Callable, params: dict[str, Param], returns: Any,
-                 priority: Any, time_out: Any, on_failure: str, retries: int | None) -> None:
-        self.func = func
-        self.name = getattr(func, "__qualname__", getattr(func, "__name__", "task"))
-        self.module = getattr(func, "__module__", "")
-        sig = inspect.signature(func)
-        self.signature = sig
-        self.names: list[str] = []
-        self.defaults: dict[str, Any] = {}
-        self.varargs: str | None = None
-        self.varkw: str | None = None
-        for p in sig.parameters.values():
-            if p.kind is p.VAR_POSITIONAL:
-                self.varargs = p.name
-            elif p.kind is p.VAR_KEYWORD:
-                self.varkw = p.name
-            elif p.kind is not p.KEYWORD_ONLY:
-                self.names.append(p.name)
-            if p.default is not p.empty:
-                self.defaults[p.name] = p.default
-        self.kwonly = [p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY]
-        self.params = params
-        self.index = {n: i for i, n in enumerate(self.names)}
-        # (position or None, name, Param) of every parameter that is not a plain IN object
-        self.special = [(self.index.get(n), n, p) for n, p in params.items()
-                        if not (p.kind == OBJECT_KIND and p.direction == "IN")]
-        self.nout, self.returns_tuple = _parse_returns(func, returns, self.name)
-        # one output, no special parameter, no *args: calls with scalars take the fast path
-        # (graph.builder)
-        self.plain = not self.special and self.varargs is None and self.nout == 1
-        self.priority = _parse_priority(priority, self.name)
-        self.time_out = _parse_timeout(time_out, self.name)
-        if on_failure not in ON_FAILURE:
-            raise UsageError(f"@task on {self.name}: on_failure={on_failure!r} is not one of "
-                             f"{', '.join(ON_FAILURE)}.")
-        self.on_failure = on_failure
-        if retries is not None and (not isinstance(retries, int) or retries < 0):
-            raise UsageError(f"@task on {self.name}: retries must be an int >= 0, not {retries!r}.")
-        self.retries = retries
-        self.computing_units = 1
-        self.memory_size = 0.0
-        self.processors: list = []
-        self.invoker = "python"       # external-program decorators change this
-        self.invoker_cfg: dict = {}
-        self.prepare = None           # call-time hook (api.calltime.build), None = hot path
-        self.gang = False             # placed by runtime.gang (several nodes, GPUs)
-        self.options: dict | None = {"time_out": self.time_out} if self.time_out else None
-        self.digest: bytes | None = None
-        self.payload: bytes | None = None
-        self.stats_n = 0              # completed runs, for prefetch decisions
-        self.stats_mean = 0.0
-
-    def where(self, pname: str) -> str:
-        return f"task {self.name}, parameter '{pname}'"
-
-    def set_constraints(self, computing_units: Any = None, memory_size: Any = None,
-                        processors: Any = None) -> None:
-        if computing_units is not None:
-            self.computing_units = computing_units
-        if memory_size is not None:
-            self.memory_size = memory_size
-        if processors is not None:
-            self.processors = processors
-        self._refresh_options()
-
-    def _refresh_options(self) -> None:
-        opts: dict[str, Any] = {}
-        if self.time_out:
-            opts["time_out"] = self.time_out
-        if self.invoker != "python":
-            opts["invoker"] = self.invoker
-            opts["cfg"] = self.invoker_cfg
-        self.options = opts or None
-        from .calltime import build
-        self.prepare = build(self)
-
-    @property
-    def exclusive(self) -> bool:
-        """Tasks the node must start on an idle slot (timeouts, several units)."""
-        return bool(self.time_out) or not isinstance(self.computing_units, int) \
-            or self.computing_units != 1 or self.invoker != "python"
-
-
-def _parse_returns(func: Callable, returns: Any, name: str) -> tuple[int, bool]:
-    """Return (number of futures, whether the call returns a tuple of them)."""
-    if returns is None:
-        try:
-            hint = typing.get_type_hints(func).get("return")
-        except Exception:
-            hint = None
-        if hint is not None and typing.get_origin(hint) is tuple:
-            args = typing.get_args(hint)
-            if args and args[-1] is not Ellipsis and len(args) > 1:
-                return len(args), True
-        return 1, False
-    if isinstance(returns, bool):
-        raise UsageError(f"@task on {name}: returns={returns!r}: give a type, a count or a tuple of types.")
-    if isinstance(returns, int):
-        if returns < 0:
-            raise UsageError(f"@task on {name}: returns={returns} must be >= 0.")
-        return (returns, True) if returns > 1 else (1, False)
-    if isinstance(returns, (tuple, list)):
-        if len(returns) == 0:
-            return 1, False
-        return (len(returns), True) if len(returns) > 1 else (1, False)
-    if isinstance(returns, (type, str)) or typing.get_origin(returns) is not None:
-        if typing.get_origin(returns) is tuple:
-            args = typing.get_args(returns)
-            if len(args) > 1 and args[-1] is not Ellipsis:
-                return len(args), True
-        return 1, False
-    raise UsageError(f"@task on {name}: returns={returns!r}: give a type (returns=int), "
-                     f"a count (returns=2) or a tuple of types (returns=(int, str)).")
-
-
-def _parse_priority(priority: Any, name: str) -> int:
-    if priority is None or priority is False:
-        return 0
-    if priority is True:
-        return 1
-    if isinstance(priority, int):
-        return priority
-    raise UsageError(f"@task on {name}: priority must be a bool or an int, not {priority!r}.")
-
-
-def _parse_timeout(time_out: Any, name: str) -> float | None:
-    if time_out is None or time_out == 0:
-        return None
-    if isinstance(time_out, (int, float)) and not isinstance(time_out, bool) and time_out > 0:
-        return float(time_out)
-    raise UsageError(f"@task on {name}: time_out must be a number of seconds > 0, not {time_out!r}.")
 
 
 class TaskFunction:
@@ -246,6 +110,7 @@ def task(_func: Callable | None = None, *, returns: Any = None, priority: Any = 
         pending = getattr(func, "__taskflow_constraint__", None)
         if pending:
             spec.set_constraints(**pending)
+            calltime.refresh(spec)
         return TaskFunction(func, spec)
 
     if _func is not None and callable(_func) and not directions and returns is None:

@@ -18,7 +18,7 @@ from typing import Any
 import cloudpickle
 
 from ..wire.argpath import set_path
-from ..api.parameter import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
+from .param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..errors import UsageError
 from ..future import FINISHED, Future
 from .registry import DIR, FILE

@@ -1,7 +1,7 @@
 """How a batch of events travels to the journal's writer process: one pickle.
 
 The events hold references, not copies: a ``submitted`` event carries the
-task's :class:`~taskflow.api.task.TaskSpec` (with its function) and the
+task's :class:`~taskflow.graph.spec.TaskSpec` (with its function) and the
 futures of its resolved arguments; a ``failed`` event carries the error.
 Instead of rebuilding every event as plain tuples in Python (which cost the
 master's GIL about a microsecond per task), the pickler's dispatch table
@@ -24,7 +24,7 @@ import pickle
 from typing import Any
 
 from .. import errors
-from ..api.task import TaskSpec
+from ..graph.spec import TaskSpec
 from ..future import Future
 from .writer import _constraints, _exit_code
 

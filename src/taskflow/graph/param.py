@@ -1,0 +1,46 @@
+"""How a task accesses one parameter: the graph's model of a direction.
+
+A :class:`Param` is a content kind (object, file, directory, collection), a
+direction, and optionally a stream, a prefix and a depth. The constants users
+write (``FILE_IN``, ``INOUT``, ...) are built from it in
+:mod:`taskflow.api.parameter`; the graph builder reads only this module.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Content kinds.
+OBJECT_KIND = "object"
+FILE_KIND = "file"
+DIRECTORY_KIND = "directory"
+COLLECTION_KIND = "collection"
+
+# Direction names.
+D_IN, D_OUT, D_INOUT, D_CONCURRENT, D_COMMUTATIVE, D_IN_DELETE = (
+    "IN", "OUT", "INOUT", "CONCURRENT", "COMMUTATIVE", "IN_DELETE")
+READS = frozenset({D_IN, D_INOUT, D_CONCURRENT, D_COMMUTATIVE, D_IN_DELETE})
+WRITES = frozenset({D_OUT, D_INOUT, D_CONCURRENT, D_COMMUTATIVE})
+
+
+@dataclass(frozen=True)
+class Param:
+    """How a task accesses one parameter."""
+
+    kind: str = OBJECT_KIND
+    direction: str = D_IN
+    stream: str | None = None
+    prefix: str | None = None
+    depth: int = 1
+    elem_kind: str = OBJECT_KIND  # for collections: kind of the leaves
+    name: str = ""
+
+    @property
+    def reads(self) -> bool:
+        return self.direction in READS
+
+    @property
+    def writes(self) -> bool:
+        return self.direction in WRITES
+
+    def __repr__(self) -> str:
+        return self.name or f"Param({self.kind}, {self.direction})"
