@@ -14,6 +14,8 @@ import taskflow
 from taskflow import task, wait_on
 from taskflow.agent import agent as A
 from taskflow.agent import placement
+from taskflow.agent.pool import Executor
+from taskflow.wire import messages as M
 from taskflow.wire import protocol as P
 
 DIGEST = b"f" * 16
@@ -22,22 +24,27 @@ DIGEST = b"f" * 16
 def _agent(queue_lengths: list[int]) -> tuple[A.Agent, list]:
     r, w = os.pipe()
     ag = A.Agent(r, w)
-    ag.funcs[DIGEST] = b"payload"
-    ag.mean[DIGEST] = 0.0001            # a short function: queued deep
+    ag.state.funcs[DIGEST] = b"payload"
+    ag.state.mean[DIGEST] = 0.0001            # a short function: queued deep
     ends = []
     for i, n in enumerate(queue_lengths):
         er, ew = os.pipe()
         os.set_blocking(ew, False)
-        ex = A._Exec(0, ew, er)
+        ex = Executor(0, ew, er)
         ex.digests.add(DIGEST)
-        ex.queue = [_msg(-1 - i * 1000 - k) for k in range(n)]
-        ag.execs.append(ex)
+        ex.queue = M.tasks([_msg(-1 - i * 1000 - k) for k in range(n)])
+        ag.pool.execs.append(ex)
         ends.append(er)
     return ag, ends
 
 
-def _msg(tid: int) -> tuple:
+def _msg(tid: int) -> M.TaskWire:
     return (tid, DIGEST, (tid,), None, None, 1, None, None, 0, 1, False, [10**6 + tid])
+
+
+def _enqueue(ag: A.Agent, msgs: list) -> None:
+    """What the agent does with a TASKS frame from the master."""
+    ag.placement.enqueue(M.tasks(msgs))
 
 
 def _frames(fd: int) -> list:
@@ -51,39 +58,39 @@ def _frames(fd: int) -> list:
 def test_a_run_fills_the_shortest_queues_first_up_to_the_depth():
     depth = placement.DEEP
     ag, ends = _agent([depth - 2, 0, 3])
-    ag._enqueue([_msg(i) for i in range(40)])
-    assert len(ag.queue) == 1 and type(ag.queue[0][2]) is list    # one entry for the run
-    ag._schedule()
-    ag._send_exec_batches()
+    _enqueue(ag, [_msg(i) for i in range(40)])
+    assert len(ag.queue) == 1 and type(ag.queue.head()) is list    # one entry for the run
+    ag.placement.schedule()
+    ag.pool.send_batches()
     # water-filling: the empty queue rises to the short one, then both evenly; the
     # nearly full one gets nothing while the others are lower
-    assert [len(e.queue) for e in ag.execs] == [depth - 2, 22, 21]
+    assert [len(e.queue) for e in ag.pool.execs] == [depth - 2, 22, 21]
     assert not ag.queue
     # each executor got its slice as one TASKS frame, in submission order
     sent = {}
-    for i, (fd, ex) in enumerate(zip(ends, ag.execs)):
-        frames = [f for f in _frames(fd) if f[0] == P.TASKS]
-        sent[i] = [t[0] for f in frames for t in f[1]]
+    for i, (fd, ex) in enumerate(zip(ends, ag.pool.execs)):
+        frames = [body for op, body in _frames(fd) if op == M.TASKS]
+        sent[i] = [t.task_id for tasks, _ in frames for t in M.tasks(tasks)]
         assert len(frames) == (1 if sent[i] else 0)
-        assert [t[0] for t in ex.queue if t[0] >= 0] == sent[i]
+        assert [t.task_id for t in ex.queue if t.task_id >= 0] == sent[i]
     assert sent[1] == list(range(22)) and sent[2] == list(range(22, 40)) and sent[0] == []
 
     # more than the room: every queue ends at the depth, the rest waits in the run
     ag, _ = _agent([depth - 2, 0, 3])
-    ag._enqueue([_msg(i) for i in range(80)])
-    ag._schedule()
-    assert [len(e.queue) for e in ag.execs] == [depth] * 3
-    assert [t[0] for t in ag._queued()] == list(range(80 - 17, 80))
+    _enqueue(ag, [_msg(i) for i in range(80)])
+    ag.placement.schedule()
+    assert [len(e.queue) for e in ag.pool.execs] == [depth] * 3
+    assert [t.task_id for t in ag.queue.queued()] == list(range(80 - 17, 80))
 
 
 def test_long_or_unknown_functions_go_to_idle_executors_only():
     ag, ends = _agent([0, 0, 5])
-    del ag.mean[DIGEST]                   # never ran here: one per idle executor
-    ag._enqueue([_msg(i) for i in range(10)])
-    ag._schedule()
-    assert [len(e.queue) for e in ag.execs] == [1, 1, 5]
-    assert len(ag.queue[0][2]) == 8
-    assert [t[0] for t in ag._queued()] == list(range(2, 10))
+    del ag.state.mean[DIGEST]             # never ran here: one per idle executor
+    _enqueue(ag, [_msg(i) for i in range(10)])
+    ag.placement.schedule()
+    assert [len(e.queue) for e in ag.pool.execs] == [1, 1, 5]
+    assert len(ag.queue.head()) == 8
+    assert [t.task_id for t in ag.queue.queued()] == list(range(2, 10))
 
 
 @task(returns=1)
@@ -106,20 +113,20 @@ def test_a_long_tasks_successor_goes_to_its_executor_just_before_it_ends(monkeyp
     # a wide window, so a stalled test machine cannot move "now" out of it
     monkeypatch.setattr(placement, "LEAD", 0.5)
     ag, ends = _agent([1, 1, 1])
-    ag.mean[DIGEST] = 5.0                        # long: no deep queues
+    ag.state.mean[DIGEST] = 5.0                  # long: no deep queues
     now = time.time()
-    early, due, overdue = ag.execs
+    early, due, overdue = ag.pool.execs
     early.started = now - 2.0                    # 3 s to go
     due.started = now - 5.0 + 0.1                # ends within LEAD
     overdue.started = now - 20.0                 # far past its mean: nothing behind it
-    ag._enqueue([_msg(i) for i in range(5)])
-    ag._schedule()
-    assert [len(e.queue) for e in ag.execs] == [1, 2, 1]
-    assert [t[0] for t in due.queue[1:]] == [0]
-    assert [t[0] for t in ag._queued()] == [1, 2, 3, 4]
+    _enqueue(ag, [_msg(i) for i in range(5)])
+    ag.placement.schedule()
+    assert [len(e.queue) for e in ag.pool.execs] == [1, 2, 1]
+    assert [t.task_id for t in due.queue[1:]] == [0]
+    assert [t.task_id for t in ag.queue.queued()] == [1, 2, 3, 4]
     # the loop wakes when the early one gets near its end, not at its next sample
-    assert ag.lead_at is not None
-    assert abs(ag.lead_at - (early.started + 5.0 - 0.5)) < 1e-6
+    assert ag.placement.lead_at is not None
+    assert abs(ag.placement.lead_at - (early.started + 5.0 - 0.5)) < 1e-6
 
 
 def test_a_leaving_agent_does_not_wake_for_an_early_successor():
@@ -127,7 +134,7 @@ def test_a_leaving_agent_does_not_wake_for_an_early_successor():
     import time
     ag, _ = _agent([1])
     ag._sampler_at = time.time() + 10
-    ag.lead_at = time.time() - 1.0
+    ag.placement.lead_at = time.time() - 1.0
     assert ag._timeout() == 0.0              # due: place it now
     ag.leaving = "SIGTERM"
     assert ag._timeout() > 1.0

@@ -41,6 +41,8 @@ class Future(_cf.Future):
     _item = None                       # the DataItem this is a version of (INOUT objects, files)
     _path: str | None = None           # file versions: where this version lives
     _label = ""                        # repr only
+    _lineage: Any = None               # what recomputes a value lost with its node (lineage)
+    _cancel_successors = False         # its task was CANCEL_SUCCESSORS: readers are cancelled
 
     def __init__(self, rt: Any = None, producer: Any = None, did: int = 0) -> None:  # noqa: D401
         # Deliberately not calling super().__init__: see the module docstring.

@@ -1,95 +1,126 @@
 """Chained tasks on the node agent: tasks sent before their inputs exist.
 
-A mixin of :class:`taskflow.nodes.agent.Agent`. The master sends a
-consumer to its producer's node before the producer has finished (see
-``runtime.dispatch.Dispatcher._chain``); the agent holds it until its inputs
-are made here, or queues it right behind its producer on the same executor,
-which keeps its recent outputs, so a dependent chain runs without a round
-trip through the master.
-
-State (on the agent): ``blocked`` (task id -> [missing count, task message,
-missing data ids]), ``waiting_on`` (data id -> held task ids) and
-``producing`` (data id -> executor whose queue makes it).
+The master sends a consumer to its producer's node before the producer has
+finished (see ``runtime.dispatch.Dispatcher._chain``); the agent holds it
+until its inputs are made here, or queues it right behind its producer on
+the same executor, which keeps its recent outputs, so a dependent chain runs
+without a round trip through the master.
 """
 from __future__ import annotations
 
-import heapq
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
+
+from ..wire import messages as M
+from .state import NodeState
+from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
-    from .agent import _Exec
+    from .placement import Placement
+    from .pool import Executor
+
+
+class _Held:
+    """A task waiting for inputs made on this node."""
+
+    __slots__ = ("left", "task", "missing")
+
+    def __init__(self, task: M.TaskMsg, missing: list[int]) -> None:
+        self.left = len(missing)        # inputs not made yet
+        self.task = task
+        self.missing = missing          # their data ids
 
 
 class Chaining:
-    def _blocked_on_inputs(self, t: tuple, chain: bool = False) -> bool:
-        """Hold a task whose inputs are still being made on this node.
+    def __init__(self, state: NodeState, queue: WorkQueue, placement: Placement) -> None:
+        self.state = state
+        self.queue = queue
+        self.placement = placement
+        self.blocked: dict[int, _Held] = {}          # task id -> held task
+        self.waiting_on: dict[int, list[int]] = {}   # data id -> held task ids
 
-        When every missing input is made by tasks queued on one executor, the
-        task goes right behind them on that executor, which keeps its recent
-        outputs: a dependent chain then runs with no round trip at all.
+    def hold(self, t: M.TaskMsg, chain: bool = False) -> bool:
+        """Hold a task whose inputs are still being made on this node (True: held).
+
+        When every missing input is made by tasks queued on one executor (and
+        ``chain``), the task goes right behind them on that executor, which
+        keeps its recent outputs: a dependent chain then runs with no round
+        trip at all.
         """
-        store = self.store
-        missing = []
-        for _, kind, payload in t[3]:
-            if kind == "r":
+        store = self.state.store
+        missing: list[int] = []
+        for _, kind, payload in t.refs or ():
+            if kind == M.REF_VALUE:
                 if payload not in store:
                     missing.append(payload)
-            elif kind == "p":
-                missing.extend(d for d in payload[1] if d not in store)
+            elif kind == M.REF_PICKLED:
+                _, dids = payload
+                missing.extend(d for d in dids if d not in store)
         if not missing:
             return False
+        producing = self.state.producing
         if chain:
-            ex = self.producing.get(missing[0])
-            if ex is not None and ex in self.execs and not ex.reserved and \
-                    all(self.producing.get(d) is ex for d in missing):
-                self._start(ex, t)
+            ex = producing.get(missing[0])
+            if ex is not None and ex in self.placement.pool and not ex.reserved and \
+                    all(producing.get(d) is ex for d in missing):
+                self.placement.start(ex, t)
                 return True
-        self.blocked[t[0]] = [len(missing), t, missing]
+        self.blocked[t.task_id] = _Held(t, missing)
         for d in missing:
-            self.waiting_on.setdefault(d, []).append(t[0])
+            self.waiting_on.setdefault(d, []).append(t.task_id)
         return True
 
-    def _pull_chained(self, ex: _Exec, dids: list) -> None:
+    def pull_behind(self, ex: Executor, dids: list[int]) -> None:
         """Queue, right behind a task, the held tasks that wait only for its executor."""
         work = list(dids)
-        producing, store, waiting_on, blocked = self.producing, self.store, self.waiting_on, \
-            self.blocked
+        producing, store = self.state.producing, self.state.store
+        waiting_on, blocked = self.waiting_on, self.blocked
         while work:
             d = work.pop()
             cands = [blocked[tid] for tid in waiting_on.get(d, ()) if tid in blocked]
-            cands.sort(key=lambda e: -e[1][8])          # priority first, then arrival
-            for entry in cands:
-                tid = entry[1][0]
+            cands.sort(key=lambda h: -h.task.priority)      # priority first, then arrival
+            for held in cands:
+                tid = held.task.task_id
                 if tid not in blocked:
                     continue
-                if not all(producing.get(m) is ex or m in store for m in entry[2]):
+                if not all(producing.get(m) is ex or m in store for m in held.missing):
                     continue
                 del blocked[tid]
-                for m in entry[2]:
+                for m in held.missing:
                     lst = waiting_on.get(m)
                     if lst is not None:
                         if tid in lst:
                             lst.remove(tid)
                         if not lst:
                             del waiting_on[m]
-                t = entry[1]
-                self._queue_on(ex, t)
-                work.extend(t[11])
+                self.placement.queue_on(ex, held.task)
+                work.extend(held.task.outputs)
 
-    def _outputs_made(self, dids: list, outputs: list) -> None:
+    def outputs_made(self, dids: list[int], outputs: list[M.Output]) -> None:
+        """A task ended here: the held tasks waiting for its values may go."""
         for did, payload in zip(dids, outputs):
             if did in self.waiting_on and type(payload) is bytes:
-                self.store[did] = payload
-                self._unblock(did)
+                self.state.store[did] = payload
+                self.unblock(did)
 
-    def _unblock(self, did: int) -> None:
+    def unblock(self, did: int) -> None:
+        """Value ``did`` is here now."""
         for tid in self.waiting_on.pop(did, ()):
-            entry = self.blocked.get(tid)
-            if entry is None:
+            held = self.blocked.get(tid)
+            if held is None:
                 continue
-            entry[0] -= 1
-            if entry[0] <= 0:
+            held.left -= 1
+            if held.left <= 0:
                 del self.blocked[tid]
-                t = entry[1]
-                self.seq += 1
-                heapq.heappush(self.queue, (-t[8], self.seq, t))
+                self.queue.push(held.task)
+
+    def take_all(self) -> list[int]:
+        """Give up every held task (the agent leaves); return their ids."""
+        tids = list(self.blocked)
+        self.blocked.clear()
+        self.waiting_on.clear()
+        return tids
+
+    def drop(self, tids: Union[set[int], list[int]]) -> None:
+        """Forget held tasks (cancelled)."""
+        for tid in tids:
+            self.blocked.pop(tid, None)

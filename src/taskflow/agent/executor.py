@@ -5,14 +5,10 @@ rest of the system, over a pair of pipes. It reads every task already in its
 pipe, runs them in order and answers with one RESULTS frame per burst, so a
 stream of short tasks costs one wake-up per burst, not per task.
 
-Agent -> executor: (FUNC, digest, payload) | (TASKS, [ExecTask], data) | (SHUTDOWN,)
-Executor -> agent: (RESULTS, [(task_id, status, outputs, error, timing, logs)])
-
-ExecTask is the master's task tuple as the agent got it (protocol.TaskMsg:
-task_id, digest, argv, refs, kwargs, nout, inouts, options, priority,
-computing_units, exclusive, output_ids), so the agent relays it without
-building a new one; ``data`` maps the data ids the frame's refs name to the
-payloads the agent holds.
+Agent -> executor: FUNC (messages.Func), TASKS (messages.ExecBatch: the
+master's task tuples as the agent got them, and the stored values their refs
+name), SHUTDOWN. Executor -> agent: RESULTS (messages.ExecResults: result
+tuples and the output lines of the tasks).
 """
 from __future__ import annotations
 
@@ -30,10 +26,12 @@ from typing import Any
 import cloudpickle
 
 from ..context import enter_worker
+from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.argpath import get_path, set_path
+from ..wire.thresholds import EXEC_SHORT
 
-SHORT = 0.001              # s; results of faster tasks wait to travel in one frame
+SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
 
 
@@ -66,7 +64,7 @@ class _Capture(io.TextIOBase):
     Lines go to the current task's log list and travel with its result. Once
     a task has run for STREAM_AFTER seconds, lines written from the executor's
     thread are also sent on at once (at most every STREAM_EVERY s) as a
-    ``(RESULTS, [], [(task_id, lines)])`` frame, so a long task's output
+    RESULTS frame with no results, so a long task's output
     reaches the journal while it runs; short tasks pay nothing for this.
     A capture a task wrote to is reset by :meth:`end_task`.
     """
@@ -122,7 +120,7 @@ class _Capture(io.TextIOBase):
         if cur.logs:
             lines = list(cur.logs)
             del cur.logs[:]
-            P.write_all(self.wfd, P.encode((P.RESULTS, [], [(cur.tid, lines)])))
+            P.write_all(self.wfd, P.encode(M.RESULTS, ([], [(cur.tid, lines)])))
 
     def flush_partial(self) -> None:
         if self.partial:
@@ -198,7 +196,7 @@ class _Produced:
 PRODUCED = _Produced()
 
 
-def _resolve_refs(args: list, kwargs: dict, refs: list, data: dict) -> None:
+def _resolve_refs(args: list, kwargs: dict, refs: list[M.RefWire], data: dict) -> None:
     values: dict = {}
 
     def value_of(did: int) -> Any:
@@ -213,30 +211,30 @@ def _resolve_refs(args: list, kwargs: dict, refs: list, data: dict) -> None:
         return values[did]
 
     for path, kind, payload in refs:
-        if kind == "r":
+        if kind == M.REF_VALUE:
             v = value_of(payload)
-        elif kind == "p":
+        elif kind == M.REF_PICKLED:
             blob, dids = payload
             v = _PersistentUnpickler(blob, {d: value_of(d) for d in dids}).load() if dids \
                 else pickle.loads(blob)
-        elif kind == "f":                     # file or directory read in place
+        elif kind == M.REF_FILE:              # file or directory read in place
             v = payload
-        elif kind == "fo":                    # file written: a fresh version path
+        elif kind == M.REF_FILE_OUT:          # file written: a fresh version path
             os.makedirs(os.path.dirname(payload), exist_ok=True)
             if os.path.isdir(payload):
                 shutil.rmtree(payload)
             elif os.path.exists(payload):
                 os.unlink(payload)
             v = payload
-        elif kind == "do":                    # directory written
+        elif kind == M.REF_DIR_OUT:           # directory written
             if os.path.exists(payload):
                 shutil.rmtree(payload)
             os.makedirs(payload)
             v = payload
-        elif kind == "fio" or kind == "dio":  # updated: copy the previous version first
+        elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:   # copy the previous first
             src, dst = payload
             os.makedirs(os.path.dirname(dst), exist_ok=True)
-            if kind == "dio":
+            if kind == M.REF_DIR_INOUT:
                 if os.path.exists(dst):
                     shutil.rmtree(dst)
                 shutil.copytree(src, dst, symlinks=True)
@@ -248,17 +246,18 @@ def _resolve_refs(args: list, kwargs: dict, refs: list, data: dict) -> None:
         set_path(args, kwargs, path, v)
 
 
-def _error_tuple(exc: BaseException, name: str) -> tuple:
+def _error_info(exc: BaseException) -> M.ErrorInfo:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    blob: bytes | None
     try:
         blob = cloudpickle.dumps(exc)
         pickle.loads(blob)
     except Exception:
         blob = None
-    return (type(exc).__name__, str(exc), tb, blob)
+    return M.ErrorInfo(type(exc).__name__, str(exc), tb, blob)
 
 
-def run_task(funcs: dict, msg: tuple, cur: _Current, data: dict) -> tuple:
+def run_task(funcs: dict, msg: M.TaskWire, cur: _Current, data: dict) -> M.ResultWire:
     """Run one task message; return its ResultMsg (lines of programs go to ``cur``).
 
     Plain calls (positional values only, one output, no options) do not come
@@ -290,13 +289,13 @@ def run_task(funcs: dict, msg: tuple, cur: _Current, data: dict) -> tuple:
             outputs = [_dumps(result, name)]
         if inouts:
             for path, kind, pname in inouts:
-                if kind == "o":
+                if kind == M.OUT_OBJECT:
                     outputs.append(_dumps(get_path(args, kw, path), name))
                 else:
                     p = get_path(args, kw, path)
                     if not os.path.exists(p):
                         raise FileNotFoundError(
-                            f"task {name}: {'directory' if kind == 'd' else 'file'} parameter "
+                            f"task {name}: {'directory' if kind == M.OUT_DIR else 'file'} parameter "
                             f"'{pname}' was declared as an output but the task did not write it "
                             f"(expected at {p})")
                     outputs.append(None)
@@ -304,12 +303,11 @@ def run_task(funcs: dict, msg: tuple, cur: _Current, data: dict) -> tuple:
         for did, payload in zip(outdids, outputs):
             if payload is not None:
                 keep(did, payload)
-        return (tid, P.OK, outputs, None, (t0, t1))
+        return (tid, M.OK, outputs, None, (t0, t1))
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
             raise
-        return (tid, P.ERROR, None, _error_tuple(exc, getattr(func, "__qualname__", "?")),
-                (t0, time.time()))
+        return (tid, M.ERROR, None, _error_info(exc), (t0, time.time()))
 
 
 def _invoke(kind: str, func: Any, args: list, kw: dict, options: dict, logs: list,
@@ -358,29 +356,29 @@ def executor_main(rfd: int, wfd: int) -> None:
         results = []
         logs_out = []
         batch, pending = pending, []
-        for msg in batch:
-            op = msg[0]
-            if op == P.TASKS:
+        for op, body in batch:
+            if op == M.TASKS:
+                tasks, data = body
                 sys.stdout, sys.stderr = out, err
                 try:
-                    results, logs_out = _run_tasks(msg[1], msg[2], funcs, means, cur, out, err,
+                    results, logs_out = _run_tasks(tasks, data, funcs, means, cur, out, err,
                                                    wfd, results, logs_out)
                 finally:
                     sys.stdout, sys.stderr = real_out, real_err
-            elif op == P.FUNC:
+            elif op == M.FUNC:
                 try:
-                    funcs[msg[1]] = _load_function(msg[2])
+                    funcs[body.digest] = _load_function(body.payload)
                 except BaseException as exc:  # noqa: BLE001
-                    funcs[msg[1]] = _Unloadable(exc)
-            elif op == P.SHUTDOWN:
+                    funcs[body.digest] = _Unloadable(exc)
+            elif op == M.SHUTDOWN:
                 os._exit(0)
         if results or logs_out:
-            P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
+            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
 
 
-def _run_tasks(tasks: list, data: dict, funcs: dict, means: dict, cur: _Current,
-               out: _Capture, err: _Capture, wfd: int, results: list,
-               logs_out: list) -> tuple[list, list]:
+def _run_tasks(tasks: list[M.TaskWire], data: dict, funcs: dict, means: dict, cur: _Current,
+               out: _Capture, err: _Capture, wfd: int, results: list[M.ResultWire],
+               logs_out: list[M.TaskLines]) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
     """Run one TASKS frame's tasks in order; return (results, logs) not yet sent.
 
     The plain call (positional values, one output, no options: most calls)
@@ -393,13 +391,13 @@ def _run_tasks(tasks: list, data: dict, funcs: dict, means: dict, cur: _Current,
     dumps = pickle.dumps
     proto = P.PROTOCOL
     now = time.time
-    ok = P.OK
+    ok = M.OK
     for tmsg in tasks:
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
         m = means.get(digest)
         if results and (m is None or m > SHORT):
             # Answer now: this task may take a while, the ones done must not wait.
-            P.write_all(wfd, P.encode((P.RESULTS, results, logs_out)))
+            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
             results, logs_out = [], []
         cur.tid = tid
         func = funcs.get(digest)
@@ -417,20 +415,20 @@ def _run_tasks(tasks: list, data: dict, funcs: dict, means: dict, cur: _Current,
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 t1 = now()
-                res = (tid, P.ERROR, None, _error_tuple(exc, getattr(func, "__qualname__", "?")),
-                       (t0, t1))
+                res = (tid, M.ERROR, None, _error_info(exc), (t0, t1))
             else:
+                (did,) = outdids
                 if len(o) > small:
-                    produced.keep(outdids[0], o)
+                    produced.keep(did, o)
                     values = produced.values
                 else:
-                    values[outdids[0]] = o
+                    values[did] = o
                 res = (tid, ok, [o], None, (t0, t1))
         else:
             cur.t0 = now()
             res = run_task(funcs, tmsg, cur, data)
             values = produced.values
-            t0, t1 = res[4]
+            _, _, _, _, (t0, t1) = res
         results.append(res)
         d = t1 - t0
         means[digest] = d if m is None else 0.8 * m + 0.2 * d

@@ -1,142 +1,143 @@
-"""The node agent's own queue of work and its placement on executors.
+"""Which executor runs what: the agent's queue placed on its executors.
 
-A mixin of :class:`taskflow.nodes.agent.Agent` (it uses the agent's
-``queue``, ``execs``, ``mean``, ``funcs``, ``store``, ``producing`` and
-``deadlines``). Work waits in a heap of ``(-priority, seq, item)`` where an
-item is one task message or a *run*: a list of consecutive plain tasks of
-one function and priority, placed in slices. Each executor gets one TASKS
-frame per agent round (``batch``), sealed and written by the agent loop.
+Each agent round, :meth:`Placement.schedule` takes work from the
+:class:`~.workqueue.WorkQueue` and queues it on executors; each executor
+gets one TASKS frame per round (:meth:`~.pool.Pool.send_batches`).
 
-Short tasks (mean duration here under ``SHORT_TASK``) are queued up to
-``DEEP`` per executor, so an executor never waits for a round trip; longer
-ones go to idle executors, or to an executor whose task is due to end
+Short tasks (mean duration here under ``NODE_SHORT``) are queued up to
+``NODE_DEEP`` per executor, so an executor never waits for a round trip;
+longer ones go to idle executors, or to an executor whose task is due to end
 within ``LEAD`` (its function's mean duration here, when that is at least
 ``LEAD_MIN_MEAN``): the next task is then in its pipe when it finishes,
 instead of one agent round trip later (~0.3-1 ms on a busy 2-core host, per
 task). A task running past its mean gets no successor queued behind it.
+Thresholds: :mod:`taskflow.wire.thresholds`.
 """
 from __future__ import annotations
 
-import heapq
 import time
 from typing import TYPE_CHECKING
 
-from ..wire import protocol as P
+from ..wire import messages as M
+from ..wire.thresholds import LEAD, LEAD_MIN_MEAN, NODE_DEEP, NODE_SHORT
+from .pool import Executor, Pool
+from .state import NodeState
+from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
-    from .agent import _Exec
+    from .chained import Chaining
 
-SHORT_TASK = 0.002        # tasks faster than this are queued several deep per executor
-DEEP = 32
-LEAD = 0.002              # a long task's successor goes to its executor this early...
-LEAD_MIN_MEAN = 0.02      # ...when its function's mean here is at least this (LEAD <= 10 %)
+# Module globals, read at call time (a test widens LEAD so a slow machine's clock is
+# irrelevant).
+SHORT_TASK = NODE_SHORT
+DEEP = NODE_DEEP
 
 
 class Placement:
-    def _enqueue(self, tasks: list) -> None:
+    def __init__(self, state: NodeState, queue: WorkQueue, pool: Pool) -> None:
+        self.state = state
+        self.queue = queue
+        self.pool = pool
+        self.chaining: Chaining | None = None   # set by the agent (they call each other)
+        self.lead_at: float | None = None       # when to place a long task's successor early
+
+    def enqueue(self, tasks: list[M.TaskMsg]) -> None:
         """Put the master's tasks on the agent's queue.
 
         Consecutive plain tasks (no inputs to look up, no options, not
         exclusive) of one function and priority share one queue entry, a
-        *run* (a list), which :meth:`_place_run` splits over the executors in
-        slices: no per-task heap operation for the bulk of short tasks.
+        *run*, which :meth:`_place_run` splits over the executors in slices.
         """
         q = self.queue
-        run = None
+        chaining = self.chaining
+        run: list[M.TaskMsg] | None = None
         for t in tasks:
-            if t[3]:
+            if t.refs:
                 run = None
-                if self._blocked_on_inputs(t, chain=True):
+                if chaining is not None and chaining.hold(t, chain=True):
                     continue
-            elif not t[7] and not t[10]:
-                if run is not None and t[1] == run[0][1] and t[8] == run[0][8]:
+            elif not t.options and not t.exclusive:
+                if run is not None and t.digest == run[0].digest and t.priority == run[0].priority:
                     run.append(t)
                     continue
-                run = [t]
-                self.seq += 1
-                heapq.heappush(q, (-t[8], self.seq, run))
+                run = q.push_run(t)
                 continue
             else:
                 run = None
-            self.seq += 1
-            heapq.heappush(q, (-t[8], self.seq, t))
+            q.push(t)
 
-    def _queued(self) -> list:
-        """Every task message on the agent's queue (runs flattened)."""
-        out = []
-        for item in self.queue:
-            x = item[2]
-            if type(x) is list:
-                out.extend(x)
-            else:
-                out.append(x)
-        return out
-
-    def _expected_end(self, e: _Exec) -> float | None:
+    # -- when does an executor's long task end ------------------------------------------
+    def expected_end(self, e: Executor) -> float | None:
         """When ``e``'s only task, a long one, should end (None: no early successor)."""
         eq = e.queue
-        if len(eq) != 1 or e.reserved or eq[0][10]:
+        if len(eq) != 1 or e.reserved:
             return None
-        m = self.mean.get(eq[0][1])
+        head = eq[0]
+        if head.exclusive:
+            return None
+        m = self.state.mean.get(head.digest)
         if m is None or m < LEAD_MIN_MEAN:
             return None
         return e.started + m
 
-    def _ending_soon(self, e: _Exec, now: float) -> bool:
+    def _ending_soon(self, e: Executor, now: float) -> bool:
         """``e`` runs one long task, due to end within LEAD (and not overdue)."""
-        end = self._expected_end(e)
+        end = self.expected_end(e)
         return end is not None and end - LEAD <= now <= end + LEAD
 
     def _next_lead(self, now: float) -> float | None:
         """When an executor's long task will be LEAD from its expected end (for the loop)."""
-        due = [end - LEAD for end in map(self._expected_end, self.execs)
+        due = [end - LEAD for end in map(self.expected_end, self.pool.execs)
                if end is not None and end - LEAD > now]
         return min(due) if due else None
 
-    def _schedule(self) -> None:
+    # -- the round's placement ----------------------------------------------------------
+    def schedule(self) -> None:
         self.lead_at = None
         q = self.queue
         if not q:
             return
-        execs = self.execs
+        execs = self.pool.execs
         idle = [e for e in execs if not e.queue]
         nfree = len(idle) - sum(e.reserved for e in execs)
         skipped = []
-        means = self.mean
+        means = self.state.mean
+        deep = DEEP
         while q:
-            t = q[0][2]
+            t = q.head()
             if type(t) is list:         # a run of plain tasks
                 nfree = self._place_run(t, idle, nfree)
                 if t:
                     break               # no room for the rest of it
-                heapq.heappop(q)
+                q.pop()
                 continue
-            cus, exclusive = t[9], t[10]
+            assert isinstance(t, M.TaskMsg)
+            cus, exclusive = t.units, t.exclusive
             if nfree <= 0 and exclusive:
                 break
             if exclusive:
                 if nfree < cus:
                     if len(skipped) < 64:      # let smaller work pass a big task
-                        skipped.append(heapq.heappop(q))
+                        skipped.append(q.pop())
                         continue
                     break
-                heapq.heappop(q)
+                q.pop()
                 ex = idle.pop(0)
                 ex.reserved = cus - 1
                 nfree -= cus
-                self._start(ex, t)
+                self.start(ex, t)
                 continue
             if idle and nfree > 0:
-                best = idle.pop(0)
+                best: Executor | None = idle.pop(0)
                 nfree -= 1
             else:
-                mean = means.get(t[1])
-                depth = DEEP if (mean is not None and mean < SHORT_TASK) else 1
+                mean = means.get(t.digest)
+                depth = deep if (mean is not None and mean < SHORT_TASK) else 1
                 best = None
                 if depth > 1:
                     for e in execs:
                         eq = e.queue
-                        if e.reserved or not eq or eq[0][10] or len(eq) >= depth:
+                        if e.reserved or not eq or eq[0].exclusive or len(eq) >= depth:
                             continue
                         if best is None or len(eq) < len(best.queue):
                             best = e
@@ -145,14 +146,14 @@ class Placement:
                     best = next((e for e in execs if self._ending_soon(e, now)), None)
                 if best is None:
                     break
-            heapq.heappop(q)
-            self._start(best, t)
-        for item in skipped:
-            heapq.heappush(q, item)
+            q.pop()
+            self.start(best, t)
+        for entry in skipped:
+            q.put_back(entry)
         if q:       # work waits: wake the loop when a long task nears its end
             self.lead_at = self._next_lead(time.time())
 
-    def _place_run(self, run: list, idle: list, nfree: int) -> int:
+    def _place_run(self, run: list[M.TaskMsg], idle: list[Executor], nfree: int) -> int:
         """Spread the head of ``run`` over the executors with room; return ``nfree``.
 
         The same policy as for single tasks (an idle slot first, then the
@@ -160,19 +161,19 @@ class Placement:
         the shortest queues are raised level by level, so a run lands on the
         executors in even slices. Placed tasks leave ``run``.
         """
-        m = self.mean.get(run[0][1])
+        m = self.state.mean.get(run[0].digest)
         depth = DEEP if (m is not None and m < SHORT_TASK) else 1
         if depth == 1:
             return self._place_run_long(run, idle, nfree)
         cands = []
         nidle = 0
-        for e in self.execs:
+        for e in self.pool.execs:
             eq = e.queue
             if not eq:
                 if e.reserved or nidle >= nfree:
                     continue
                 nidle += 1
-            elif e.reserved or eq[0][10] or len(eq) >= depth:
+            elif e.reserved or eq[0].exclusive or len(eq) >= depth:
                 continue
             cands.append(e)
         if not cands:
@@ -209,7 +210,7 @@ class Placement:
         del run[:start]
         return nfree
 
-    def _place_run_long(self, run: list, idle: list, nfree: int) -> int:
+    def _place_run_long(self, run: list[M.TaskMsg], idle: list[Executor], nfree: int) -> int:
         """A run of long (or not yet timed) tasks: one each to the idle executors, then
         one each to those whose task ends within LEAD."""
         chosen = []
@@ -222,7 +223,7 @@ class Placement:
                 chosen.append(e)
         if len(chosen) < len(run):
             now = time.time()
-            for e in self.execs:
+            for e in self.pool.execs:
                 if self._ending_soon(e, now):
                     chosen.append(e)
                     if len(chosen) >= len(run):
@@ -232,74 +233,63 @@ class Placement:
         del run[:len(chosen)]
         return nfree
 
-    def _queue_run(self, ex: _Exec, chunk: list) -> None:
-        """:meth:`_queue_on` for a slice of a run (plain tasks of one function)."""
-        digest = chunk[0][1]
-        batch = ex.batch
-        if not batch:
-            self._dirty.append(ex)
+    # -- queueing on one executor -------------------------------------------------------
+    def _queue_run(self, ex: Executor, chunk: list[M.TaskMsg]) -> None:
+        """:meth:`queue_on` for a slice of a run (plain tasks of one function)."""
+        digest = chunk[0].digest
+        if not ex.batch:
+            self.pool.mark(ex)
         if digest not in ex.digests:
-            if batch:
-                self._seal(ex)
-                batch = ex.batch
-            ex.out += P.encode((P.FUNC, digest, self.funcs[digest]))
-            ex.digests.add(digest)
-        batch.extend(chunk)
-        producing = self.producing
+            self.pool.add_function(ex, digest, self.state.funcs[digest])
+        ex.batch.extend(chunk)
+        producing = self.state.producing
         for t in chunk:
-            for d in t[11]:
+            for d in t.outputs:
                 producing[d] = ex
         queue = ex.queue
         if not queue:
             ex.started = time.time()
         queue.extend(chunk)
-        if self.waiting_on:
+        chaining = self.chaining
+        if chaining is not None and chaining.waiting_on:
             for t in chunk:
-                self._pull_chained(ex, t[11])
+                chaining.pull_behind(ex, t.outputs)
 
-    def _start(self, ex: _Exec, t: tuple) -> None:
-        self._queue_on(ex, t)
-        if self.waiting_on:
-            self._pull_chained(ex, t[11])
+    def start(self, ex: Executor, t: M.TaskMsg) -> None:
+        """Queue ``t`` on ``ex``, and right behind it the held tasks waiting only for it."""
+        self.queue_on(ex, t)
+        chaining = self.chaining
+        if chaining is not None and chaining.waiting_on:
+            chaining.pull_behind(ex, t.outputs)
 
-    def _queue_on(self, ex: _Exec, t: tuple) -> None:
-        """Queue the master's task tuple itself on ``ex`` (see executor.ExecTask)."""
-        digest = t[1]
-        batch = ex.batch
-        if not batch:               # the first task for ex this round
-            self._dirty.append(ex)
-        if digest not in ex.digests:
-            if batch:                   # the function goes after the tasks queued before it
-                self._seal(ex)
-                batch = ex.batch
-            ex.out += P.encode((P.FUNC, digest, self.funcs[digest]))
-            ex.digests.add(digest)
-        refs = t[3]
+    def queue_on(self, ex: Executor, t: M.TaskMsg) -> None:
+        """Queue the task on ``ex`` (sent at the end of the round)."""
+        digest = t.digest
+        if not ex.batch:               # the first task for ex this round
+            self.pool.mark(ex)
+        state = self.state
+        if digest not in ex.digests:   # the function goes after the tasks queued before it
+            self.pool.add_function(ex, digest, state.funcs[digest])
+        refs = t.refs
         if refs:
-            store = self.store
+            store = state.store
             data = ex.bdata
             for _, kind, payload in refs:
-                if kind == "r":
+                if kind == M.REF_VALUE:
                     if payload in store:
                         data[payload] = store[payload]
-                elif kind == "p":
-                    for d in payload[1]:
+                elif kind == M.REF_PICKLED:
+                    _, dids = payload
+                    for d in dids:
                         if d in store:
                             data[d] = store[d]
-        batch.append(t)
-        producing = self.producing
-        for d in t[11]:
+        ex.batch.append(t)
+        producing = state.producing
+        for d in t.outputs:
             producing[d] = ex
         if not ex.queue:
             ex.started = time.time()
         ex.queue.append(t)
-        opts = t[7]
+        opts = t.options
         if opts and opts.get("time_out"):
-            self.deadlines[t[0]] = (time.time() + opts["time_out"], ex)
-
-    @staticmethod
-    def _seal(ex: _Exec) -> None:
-        """The tasks queued on ``ex`` so far become one TASKS frame."""
-        ex.out += P.encode((P.TASKS, ex.batch, ex.bdata))
-        ex.batch = []
-        ex.bdata = {}
+            state.deadlines[t.task_id] = (time.time() + opts["time_out"], ex)

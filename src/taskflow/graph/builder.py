@@ -17,12 +17,13 @@ from typing import Any
 
 import cloudpickle
 
+from ..wire import messages as M
 from ..wire.argpath import set_path
 from .param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..errors import UsageError
 from ..future import FINISHED, Future
 from .registry import DIR, FILE
-from .task import Task
+from .task import Inout, Task
 
 SCALARS = frozenset({int, float, str, bool, type(None), bytes, complex})
 
@@ -174,7 +175,7 @@ class Builder:
             item.readers_v0.append(task)
         if inouts:
             for entry in inouts:
-                entry[3]._producer = task
+                entry.version._producer = task
         value = tuple(outputs) if spec.returns_tuple else outputs[0]
         return task, deps, value
 
@@ -185,19 +186,19 @@ class Builder:
             item = objects.get(id(a)) if objects else None
             v = item.latest if item is not None and item.obj is a else a
             deps.append(v)
-            return (path, "r", v)
+            return (path, M.REF_VALUE, v)
         if objects:
             item = objects.get(id(a))
             if item is not None and item.obj is a:
                 v = item.latest
                 deps.append(v)
                 self._join_concurrent(item, deps)
-                return (path, "r", v)
+                return (path, M.REF_VALUE, v)
         if (t is tuple or t is frozenset) and all(type(x) in SCALARS for x in a):
             return None
         blob, found = snapshot(a, objects, self._where(spec, pname))
         deps.extend(found)
-        return (path, "p", (blob, found))
+        return (path, M.REF_PICKLED, (blob, found))
 
     @staticmethod
     def _join_concurrent(item: Any, deps: list) -> None:
@@ -271,17 +272,17 @@ class Builder:
             read = item.latest
         if direction == "OUT":
             blob, _ = snapshot(value, {}, where)
-            refs.append((path, "p", (blob, [])))
+            refs.append((path, M.REF_PICKLED, (blob, [])))
         else:
             deps.append(read)
-            refs.append((path, "r", read))
+            refs.append((path, M.REF_VALUE, read))
         set_path(argv, kw, path, None)
         new = Future(rt, None, rt.new_did())
         new._item = item
         item.latest = new
         if direction == "CONCURRENT":
             item.concurrent[1].append(new)
-        inouts.append((path, "o", pname, new))
+        inouts.append(Inout(path, M.OUT_OBJECT, pname, new))
 
     def _file(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
               refs: list, deps: list, inouts: list, argv: list, kw: dict) -> None:
@@ -315,15 +316,15 @@ class Builder:
             if read._path == upath:
                 self._v0.append(item)
         if direction == "IN":
-            refs.append((path, "f", read))
+            refs.append((path, M.REF_FILE, read))
         else:
             new = Future(self.rt, None, self.rt.new_did())
             reg.new_file_version(item, new)
             if direction == "OUT":
-                refs.append((path, "do" if is_dir else "fo", new))
+                refs.append((path, M.REF_DIR_OUT if is_dir else M.REF_FILE_OUT, new))
             else:
-                refs.append((path, "dio" if is_dir else "fio", (read, new)))
-            inouts.append((path, "d" if is_dir else "f", pname, new))
+                refs.append((path, M.REF_DIR_INOUT if is_dir else M.REF_FILE_INOUT, (read, new)))
+            inouts.append(Inout(path, M.OUT_DIR if is_dir else M.OUT_FILE, pname, new))
         set_path(argv, kw, path, None)
 
     def _collection(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,

@@ -1,7 +1,10 @@
 """One recorded task call: what it reads, what it writes, where it is."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from ..future import Future
 
 # Task states (the journal stores these names).
 SUBMITTED = "SUBMITTED"
@@ -12,6 +15,15 @@ DONE = "DONE"
 FAILED = "FAILED"
 CANCELLED = "CANCELLED"
 FINAL_STATES = frozenset({DONE, FAILED, CANCELLED})
+
+
+class Inout(NamedTuple):
+    """A value a task gives back besides its return values: an object or file it writes."""
+
+    path: tuple[Any, ...]       # where the argument is (see taskflow.wire.argpath)
+    kind: str                   # messages.OUT_OBJECT, OUT_FILE or OUT_DIR
+    pname: str                  # the parameter's name (error messages)
+    version: Future             # the new version it makes
 
 
 class Task:
@@ -65,7 +77,7 @@ class Task:
     def all_outputs(self) -> list:
         outs = list(self.outputs)
         if self.inouts:
-            outs.extend(e[3] for e in self.inouts)
+            outs.extend(e.version for e in self.inouts)
         return outs
 
     def __lt__(self, other: "Task") -> bool:  # heap order: priority first, then FIFO

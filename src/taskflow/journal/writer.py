@@ -43,6 +43,17 @@ _INSERT_OK = (f"INSERT INTO task_rows ({','.join(_COLS[:_NOERR])}) "
 _ENDED = frozenset({"DONE", "FAILED", "CANCELLED"})
 
 
+def _spec_names(info: tuple) -> Any:
+    """A task function's parameter names, from its summary (wire._spec_info)."""
+    _, _, names, _ = info
+    return names
+
+
+def _spec_name(info: tuple) -> str:
+    _, _, _, name = info
+    return str(name)
+
+
 def short(value: Any, limit: int = 60) -> str:
     """A value's repr cut to ``limit`` characters (never raises)."""
     try:
@@ -57,17 +68,20 @@ def ref_summary(refs: Any) -> list | None:
     if not refs:
         return None
     out = []
+    # kinds: taskflow.wire.messages.REF_* (this module loads without the package: literals)
     for path, kind, obj in refs:        # futures come as (data id, path): see wire.py
         if len(path) != 1:
             continue
+        (pos,) = path
         if kind == "r":
-            out.append((path[0], f"<data d{obj[0]}>"))
+            did, _ = obj
+            out.append((pos, f"<data d{did}>"))
         elif kind == "p":
-            out.append((path[0], "<data>"))
+            out.append((pos, "<data>"))
         else:
-            f = obj[1] if kind in ("fio", "dio") else obj
-            out.append((path[0], f"<{'dir' if kind[0] == 'd' else 'file'} "
-                                 f"{os.path.basename(f[1] or '')}>"))
+            _, fpath = obj[-1] if kind in ("fio", "dio") else obj    # (old, new): the new one
+            what = "dir" if kind.startswith("d") else "file"
+            out.append((pos, f"<{what} {os.path.basename(fpath or '')}>"))
     return out
 
 
@@ -135,7 +149,9 @@ class JournalDB:
 
     HOLD = 0.5   # s a new task's row waits in memory, so its end lands in the same INSERT
 
-    def write(self, evs: list, final: bool = False) -> None:
+    def write(self, batch: tuple, final: bool = False) -> None:
+        """One delivery of the bus (``runtime.events.RowBatch``) in one transaction."""
+        whole, sub, evs, done_rows = batch
         new: dict[int, list] = self._held
         changes: dict[int, dict] = {}
         deps: list = []
@@ -146,23 +162,11 @@ class JournalDB:
         states: list = []
         samples: list = []
         nlogs = self._nlogs
-        done_rows = None
-        if evs and evs[-1][0] == "task_rows_done":      # see runtime/events.py
-            done_rows = evs[-1][5]
-            evs = evs[:-1]
         ready: list = []     # whole rows of tasks submitted and done within this batch
-        whole = None
-        if evs and evs[0][0] == "task_rows_whole":        # submitted and done: one row each
-            whole = evs[0][5]
-            evs = evs[1:]
-        sub = None
-        if evs and evs[0][0] == "task_rows_submitted":
-            sub = evs[0][5]
-            evs = evs[1:]
         if whole or sub:
             # The common case for short tasks: a task's submit and successful end are in
             # the same batch and no other event names it. Its row is made whole at once.
-            touched = {ev[2] for ev in evs} if evs else ()
+            touched = {tid for _, _, tid, _, _, _ in evs} if evs else ()
             late = []       # ends of whole rows that other events of the batch name
             for tid, t, info, argv, kwargs, refs, dep_ids, t0, t1, tdisp, node, att, code \
                     in whole or ():
@@ -173,18 +177,21 @@ class JournalDB:
                     continue
                 new[tid] = [tid, sid, params, "", "SUBMITTED", t, None, None, None,
                             0, None, None, None, None]
-                late.append((tid, t0, t1, tdisp, node, att, info[3], code))
+                late.append((tid, t0, t1, tdisp, node, att, _spec_name(info), code))
             if late:
                 done_rows = late + (done_rows or [])
-            done_by = {r[0]: r for r in done_rows} if done_rows and sub else None
+            done_by = {r[0]: r for r in done_rows} if done_rows and sub else None  # by id
+
             for tid, t, info, argv, kwargs, refs, dep_ids in sub or ():
                 sid, params = self._row_start(tid, info, argv, kwargs, refs, dep_ids, deps)
                 d = done_by.get(tid) if done_by else None
-                if d is not None and d[7] is None and tid not in touched:
-                    del done_by[tid]        # (tid, t_start, t_end, t_dispatch, node, attempts,
-                    ready.append((tid, sid, params, d[4], "DONE", t, d[3] or None,  # name, code)
-                                  d[1] or None, d[2], d[5]))
-                    continue
+                if d is not None and tid not in touched:
+                    _, t0, t1, tdisp, node, att, _, code = d
+                    if code is None:
+                        del done_by[tid]
+                        ready.append((tid, sid, params, node, "DONE", t, tdisp or None,
+                                      t0 or None, t1, att))
+                        continue
                 new[tid] = [tid, sid, params, "", "SUBMITTED", t, None, None, None,
                             0, None, None, None, None]
             if done_by is not None:
@@ -195,11 +202,13 @@ class JournalDB:
                 n = nlogs.get(tid, 0) + 1
                 nlogs[tid] = n
                 if n <= LOG_CAP:
-                    logs.append((tid, t, extra[0], node, extra[1]))
+                    level, line = extra
+                    logs.append((tid, t, level, node, line))
                 continue
             if kind == "submitted":
                 dep_ids, argv, kwargs, refs, info = extra     # see wire.py
-                params = params_text(info[2], argv, kwargs, ref_summary(refs) if refs else None)
+                params = params_text(_spec_names(info), argv, kwargs,
+                                     ref_summary(refs) if refs else None)
                 row = [tid, self._spec_id(info, name), params, "", "SUBMITTED", t, None, None,
                        None, 0, None, None, None, None]
                 new[tid] = row
@@ -214,14 +223,14 @@ class JournalDB:
                     row[_T_DISPATCH] = t
                     continue
                 if kind == "done" and extra and not nlogs.get(tid, 0) > LOG_CAP:
+                    t0, t1, _, _, attempts, tdisp = extra      # outcomes._ended
                     row[_NODE] = node
                     row[_STATE] = "DONE"
-                    row[_T_START] = extra[0] or None
-                    row[_T_END] = extra[1] or t
-                    if len(extra) > 4:
-                        row[_ATTEMPTS] = extra[4]
-                    if len(extra) > 5 and extra[5]:
-                        row[_T_DISPATCH] = extra[5]
+                    row[_T_START] = t0 or None
+                    row[_T_END] = t1 or t
+                    row[_ATTEMPTS] = attempts
+                    if tdisp:
+                        row[_T_DISPATCH] = tdisp
                     nlogs.pop(tid, None)
                     continue
             if kind == "dispatched":
@@ -232,21 +241,20 @@ class JournalDB:
                 if node:
                     ch["node"] = node
                 if extra:
-                    t0, t1 = extra[0], extra[1]
+                    t0, t1, first_line, error, attempts, tdisp = extra   # outcomes._ended
                     if t0:
                         ch["t_start"] = t0
                     if t1:
                         ch["t_end"] = t1
-                    if len(extra) > 2 and extra[2]:
-                        ch["error"] = extra[2]
-                    if len(extra) > 3 and extra[3] is not None:
-                        ch["error_full"], ch["traceback"], code = extra[3]     # see wire.py
+                    if first_line:
+                        ch["error"] = first_line
+                    if error is not None:
+                        ch["error_full"], ch["traceback"], code = error     # see wire.py
                         if code is not None:
                             ch["exit_code"] = code
-                    if len(extra) > 4:
-                        ch["attempts"] = extra[4]
-                    if len(extra) > 5 and extra[5]:
-                        ch["t_dispatch"] = extra[5]
+                    ch["attempts"] = attempts
+                    if tdisp:
+                        ch["t_dispatch"] = tdisp
                 n = nlogs.pop(tid, 0)
                 if n > LOG_CAP:
                     logs.append((tid, t, "RAW", node, f"[taskflow] {n - LOG_CAP} more lines "
@@ -347,20 +355,22 @@ class JournalDB:
     def _row_start(self, tid: int, info: tuple, argv: Any, kwargs: Any, refs: Any,
                    dep_ids: Any, deps: list) -> tuple[int, str]:
         """A new task's spec row id and parameter text; its dependencies go to ``deps``."""
-        sid = self._specs.get(info[:2] + info[3:])
+        func, constraints, names, name = info             # wire._spec_info
+        sid = self._specs.get((func, constraints, name))
         if sid is None:
             sid = self._spec_id(info)
         if dep_ids:
             deps.extend([(tid, d) for d in dep_ids])
-        return sid, params_text(info[2], argv, kwargs, ref_summary(refs) if refs else None)
+        return sid, params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
 
     def _spec_id(self, info: tuple, name: str | None = None) -> int:
         """The ``specs`` row of a task function (func, constraints, names, name): wire.py."""
-        key = (info[0], info[1], name or info[3])
+        func, constraints, _, own_name = info
+        key = (func, constraints, name or own_name)
         sid = self._specs.get(key)
         if sid is None:
             sid = self._specs[key] = len(self._specs) + 1
-            self._new_specs.append((sid, key[2], key[0], key[1]))
+            self._new_specs.append((sid, key[2], func, constraints))
         return sid
 
     def _done_rows(self, rows: list, new: dict, changes: dict, logs: list) -> None:
@@ -400,7 +410,7 @@ class JournalDB:
 
     def close_run(self, t_end: float, state: str, counts: dict) -> None:
         """Mark the run finished or failed and close the database."""
-        self.write([], final=True)
+        self.write(([], [], [], []), final=True)
         c = counts
         try:
             self.db.execute(
@@ -438,12 +448,12 @@ class JournalWriter:
             self.db = JournalDB(self.path, self._row)
         rt.bus.subscribe(self.on_events, rows=True)
 
-    def on_events(self, evs: list) -> None:
-        """From the bus thread: one batch of events."""
+    def on_events(self, batch: tuple) -> None:
+        """From the bus thread: one delivery (``runtime.events.RowBatch``)."""
         with self._lock:
             if self.closed:
                 return
-            body = self._pickler.dumps(("events", evs))
+            body = self._pickler.dumps(("events", batch))
             if self.proc is not None:
                 from .child import send_body
                 try:
@@ -454,7 +464,8 @@ class JournalWriter:
                           file=sys.stderr)
                     self.proc = None
                     self.db = JournalDB(self.path, self._row)
-            self.db.write(pickle.loads(body)[1])
+            _, batch = pickle.loads(body)
+            self.db.write(batch)
 
     def close(self, rt: Any, t_end: float, state: str | None = None) -> None:
         """Mark the run finished or failed (after the bus delivered everything)."""

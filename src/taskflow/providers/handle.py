@@ -10,12 +10,19 @@ from __future__ import annotations
 import os
 import select
 import time
+import subprocess
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..errors import NodeStartError, VersionMismatch
+from ..errors import NodeStartError, ProtocolError, VersionMismatch
+from ..wire import messages as M
 from ..wire import protocol as P
+
+if TYPE_CHECKING:
+    from ..graph.task import Task
+    from .base import Provider
+    from .staging import Stager
 
 
 def check_version(where: str, theirs: str | None, python: str = "python",
@@ -30,21 +37,14 @@ def check_version(where: str, theirs: str | None, python: str = "python",
 
 
 class NodeHandle:
-    # Set by providers that need them (SSH): where the node is, for MPI hostfiles
-    # (``address`` reachable from the other nodes, ``slots`` per host), and the
-    # file stager of a node that does not share the master's filesystem.
-    address = "127.0.0.1"
-    stager = None
-    wreg = False       # the loop watches wfd for writability (bytes are waiting in out)
-    leaving: str | None = None   # the agent drains (SIGTERM, idle): no new work goes there
+    """One node agent as the master holds it: its stream, its capacity, its work.
 
-    @property
-    def hostname(self) -> str:
-        """The node's own hostname, as its agent reported it."""
-        return self.info.get("hostname", self.name)
+    Every field a provider or the runtime reads is declared here; providers
+    fill in what they know (an SSH host's address, a Slurm job's id and end).
+    """
 
     def __init__(self, name: str, rfd: int, wfd: int, *, slots: int, memory_gb: float,
-                 provider: Any = None, shared_fs: bool = True) -> None:
+                 provider: Provider | None = None, shared_fs: bool = True) -> None:
         self.name = name
         self.rfd = rfd
         self.wfd = wfd
@@ -56,20 +56,41 @@ class NodeHandle:
         self.memory_gb = memory_gb
         self.provider = provider
         self.shared_fs = shared_fs
-        self.info: dict = {}
-        self.funcs: set = set()
-        self.inflight: dict = {}
+        self.info: dict[str, Any] = {}           # the agent's READY, plus what providers add
+        self.funcs: set[bytes] = set()           # function digests the node has
+        self.inflight: dict[int, Task] = {}      # task id -> task sent there, not ended
         self.used = 0            # computing units of dispatched, unfinished tasks
         self.mem_used = 0.0
         self.alive = True
         self.lost_reason = ""
-        self.samples: deque = deque(maxlen=720)
+        self.leaving: str | None = None   # the agent drains (SIGTERM, idle): no new work there
+        self.samples: deque[dict[str, Any]] = deque(maxlen=720)
         self.joined = time.time()
-        self.batch: list = []    # frames queued this loop round
+        self.wreg = False        # the loop watches wfd for writability (bytes wait in out)
+        # Where the node is (SSH): ``address`` reachable from the other nodes; ``host`` the
+        # name MPI hostfiles use; a node without the master's filesystem has a ``stager``.
+        self.address = "127.0.0.1"
+        self.host: str | None = None
+        self.ssh_port: int | None = None
+        self.ssh_user: str | None = None
+        self.stager: Stager | None = None
+        self.gpus: int | None = None             # None: what the agent reported
+        self.proc: subprocess.Popen[bytes] | None = None   # a local agent's process
+        # Slurm: the job the agent runs in, and when that job ends.
+        self.meta: dict[str, Any] = {}           # what a dial-back agent said about itself
+        self.job_id: str | None = None
+        self.walltime_end: float | None = None
+        self.drain_margin = 0.0
+        self.slurm_state: str | None = None     # how that job ended, once Slurm says
+
+    @property
+    def hostname(self) -> str:
+        """The node's own hostname, as its agent reported it."""
+        return str(self.info.get("hostname", self.name))
 
     # -- start-up -----------------------------------------------------------
-    def handshake(self, config: dict, timeout: float, describe: str = "") -> dict:
-        P.write_all(self.wfd, P.encode((P.HELLO, config)))
+    def handshake(self, config: M.Hello, timeout: float, describe: str = "") -> dict[str, Any]:
+        P.write_all(self.wfd, P.encode(M.HELLO, config))
         deadline = time.time() + timeout
         while True:
             left = deadline - time.time()
@@ -83,15 +104,15 @@ class NodeHandle:
             if msgs is None:
                 raise NodeStartError(f"node {self.name}: the agent exited during start-up"
                                      f"{describe}")
-            for m in msgs:
-                if m[0] == P.READY:
-                    check_version(f"node {self.name}", m[1].get("version"),
+            for op, body in msgs:
+                if op == M.READY:
+                    check_version(f"node {self.name}", body.get("version"),
                                   describe=describe)
-                    self.info = m[1]
+                    self.info = dict(body)
                     os.set_blocking(self.wfd, False)
-                    return m[1]
-                if m[0] == P.FATAL:
-                    raise NodeStartError(f"node {self.name}: {m[1]}{describe}")
+                    return self.info
+                if op == M.FATAL:
+                    raise NodeStartError(f"node {self.name}: {body}{describe}")
 
     # -- I/O (loop thread only) ---------------------------------------------
     def queue(self, data: bytes) -> None:
@@ -112,10 +133,10 @@ class NodeHandle:
             out.clear()
         return True
 
-    def read(self) -> list | None:
+    def read(self) -> list[tuple[int, Any]] | None:
         try:
             return self.reader.feed()
-        except (OSError, P.ProtocolError) as exc:
+        except (OSError, ProtocolError) as exc:
             self.lost_reason = f"read failed: {exc}"
             return None
 

@@ -8,10 +8,11 @@ import sys
 
 from ..context import total_memory_gb
 from ..errors import NodeStartError
+from .base import Provider
 from .handle import NodeHandle
 
 
-class LocalProvider:
+class LocalProvider(Provider):
     """``nodes`` agents with ``slots`` executors each, talking over pipes."""
 
     name = "local"
@@ -57,7 +58,7 @@ class LocalProvider:
 
     def kill(self, handle: NodeHandle) -> None:
         """Kill a node's whole process group (used by tests of node loss)."""
-        proc = getattr(handle, "proc", None)
+        proc = handle.proc
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
 

@@ -43,6 +43,7 @@ from typing import Any
 
 from ..errors import NodeStartError, SlurmError, VersionMismatch
 from . import slurm_reaper
+from .base import NodeSink, Provider
 from .dialback import SECRET_FILE_ENV, DialbackServer, write_secret
 from .handle import NodeHandle
 
@@ -63,7 +64,7 @@ def _slurm(cmd: list[str], timeout: float = 30.0) -> str:
     return p.stdout
 
 
-class SlurmProvider:
+class SlurmProvider(Provider):
     """Nodes from Slurm: ``mode='batch'`` (one allocation) or ``'pilot'`` (many small jobs)."""
 
     name = "slurm"
@@ -97,7 +98,7 @@ class SlurmProvider:
         self.memory_gb = memory_gb
         self.poll = poll
         self.drain_margin = drain_margin    # no new task this close to the job's end
-        self.rt: Any = None
+        self.sink: NodeSink | None = None      # the running runtime (attach)
         self.server: DialbackServer | None = None
         self.jobs: dict[str, str] = {}         # job id -> last Slurm state seen
         self.handles: dict[str, list] = {}     # job id -> joined handles
@@ -141,17 +142,15 @@ class SlurmProvider:
             self.stop()
             raise
 
-    def attach(self, rt: Any) -> None:
+    def attach(self, sink: NodeSink) -> None:
         """Called by the runtime once running: later joins go straight to it."""
-        if getattr(self, "_walltimes", False):
-            rt.scheduler.walltimes = True
         with self._lock:
-            self.rt = rt
+            self.sink = sink
             early = []
             while not self._joined.empty():
                 early.append(self._joined.get_nowait())
         for h in early:
-            rt.add_node(h)
+            sink.add_node(h)
 
     def nodes_coming(self) -> bool:
         """Pilots replace lost ones: the run does not fail while the provider runs."""
@@ -183,11 +182,11 @@ class SlurmProvider:
         h.info["job_submitted"] = submitted
         self._job_times(h)
         with self._lock:
-            rt = self.rt
-            if rt is None:
+            sink = self.sink
+            if sink is None:
                 self._joined.put(h)
                 return
-        rt.add_node(h)
+        sink.add_node(h)
 
     def _job_times(self, h: NodeHandle) -> None:
         """The job's start and end time from Slurm; the scheduler respects the end."""
@@ -202,12 +201,9 @@ class SlurmProvider:
             return
         h.drain_margin = self.drain_margin
         h.info["walltime_end"] = h.walltime_end
-        if self.rt is not None:
-            self.rt.scheduler.walltimes = True
-        self._walltimes = True
 
     def draining(self, h: NodeHandle) -> bool:
-        end = getattr(h, "walltime_end", None)
+        end = h.walltime_end
         return end is not None and time.time() >= end - self.drain_margin
 
     def _wait_joins(self, n: int, timeout: float) -> list[NodeHandle]:
@@ -321,7 +317,7 @@ class SlurmProvider:
         jobs = self._refresh()
         if self._stopping:
             return
-        rt = self.rt
+        sink = self.sink
         for jid, hs in list(self.handles.items()):
             if jid not in self.idle_retired and any(
                     (h.leaving or "").startswith("idle") for h in hs):
@@ -329,7 +325,7 @@ class SlurmProvider:
         live = [j for j, s in jobs.items() if s not in ENDED and not (
             self.handles.get(j) and all(self.draining(h) for h in self.handles[j]))]
         pending = sum(1 for j in live if jobs[j] == "PENDING")
-        if self.idle_retired and not (rt is not None and rt.scheduler.ready):
+        if self.idle_retired and not (sink is not None and sink.work_waiting()):
             return          # pilots left for lack of work: replace them when work is ready
         while len(live) < self.target and pending < self.max_queued and not self._stopping:
             try:
@@ -369,10 +365,9 @@ class SlurmProvider:
             h.slurm_state = state
             print(f"taskflow: node {h.name}: slurm job {jid} ended in state {state}",
                   file=sys.stderr)
-            rt = self.rt
-            if rt is not None and rt.bus.active:
-                rt.bus.emit(("node_state", time.time(), 0, "", h.name,
-                             {"job_id": jid, "state": state}))
+            sink = self.sink
+            if sink is not None:
+                sink.node_event("node_state", h.name, {"job_id": jid, "state": state})
 
         threading.Thread(target=look, daemon=True, name=f"taskflow-slurm-{h.job_id}").start()
 

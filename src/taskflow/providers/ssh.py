@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..errors import HostKeyError, NodeStartError
+from .base import Provider
 from .handle import NodeHandle, check_version
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class _Node:
         self.workdir = ""
 
 
-class SSHProvider:
+class SSHProvider(Provider):
     """Node agents on SSH hosts (one :class:`NodeConfig` per host)."""
 
     name = "ssh"
@@ -250,7 +251,7 @@ class SSHProvider:
         h = NodeHandle(c.name, fd, fd, slots=c.computing_units or 1,
                        memory_gb=c.memory or 0.0, provider=self, shared_fs=c.shared_fs)
         h.address = c.host          # what other nodes and MPI hostfiles use for this node
-        h.host = h.mpi_host = c.host
+        h.host = c.host
         h.ssh_port = c.port
         h.ssh_user = c.user
         h.gpus = c.gpus

@@ -20,15 +20,39 @@ All transfers run on one thread per node, over the node's own SSH connection.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import logging
 import os
 import queue
 import stat
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from ..graph import task as T
-from ..wire import protocol as P
+from ..wire import messages as M
+
+if TYPE_CHECKING:
+    from ..future import Future
+    from ..graph.task import Task
+    from .handle import NodeHandle
+
+log = logging.getLogger(__name__)
+
+
+class StageHost(Protocol):
+    """The runtime's side of staging (the dispatcher): it owns the tasks' fate."""
+
+    def ensure(self, node: NodeHandle, fut: Future, push: list[M.DataItem],
+               task: Task) -> bool:
+        """Make sure ``node`` gets value ``fut`` (pushed along, or fetched first: False)."""
+
+    def staged_in(self, task: Task, node: NodeHandle, futs: list[Future],
+                  err: M.ErrorInfo | None) -> None:
+        """Inputs of ``task`` are on ``node`` now (or could not be put there: ``err``)."""
+
+    def brought_back(self, task: Task, node: NodeHandle, outputs: list[M.Output],
+                     files: list[Future], err: str | None) -> None:
+        """The files ``task`` wrote on ``node`` are on the master now (or lost: ``err``)."""
 
 
 class Stager:
@@ -37,11 +61,11 @@ class Stager:
         self.client = client
         self.local_root = local_root.rstrip("/")
         self.remote_root = remote_root.rstrip("/")
-        self.present: set = set()      # data ids of the versions the node has
-        self.rt: Any = None
+        self.present: set[int] = set()      # data ids of the versions the node has
+        self.host: StageHost | None = None
         self.sftp: Any = None
         self.dirs: set = set()
-        self.q: queue.Queue = queue.Queue()
+        self.q: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self.n_in = self.n_out = 0
         self.bytes_in = self.bytes_out = 0
         self.thread = threading.Thread(target=self._work, daemon=True,
@@ -56,40 +80,41 @@ class Stager:
         return f"{self.remote_root}/in/{h}/{os.path.basename(path.rstrip('/')) or 'data'}"
 
     # -- loop thread, runtime lock held ------------------------------------------
-    def wire_refs(self, disp: Any, node: Any, task: Any, refs: list, frames: list) -> list | None:
+    def wire_refs(self, host: StageHost, node: NodeHandle, task: Task, refs: list[Any],
+                  frames: list[Any]) -> list[M.RefWire] | None:
         """The dispatcher's ``_wire_refs`` for this node: paths translated, inputs staged."""
-        self.rt = disp.rt
+        self.host = host
         need: list = []
         out: list = []
         for path, kind, obj in refs:
-            if kind == "f":
-                out.append((path, "f", self._need(obj, need)))
-            elif kind == "fo" or kind == "do":
+            if kind == M.REF_FILE:
+                out.append((path, kind, self._need(obj, need)))
+            elif kind == M.REF_FILE_OUT or kind == M.REF_DIR_OUT:
                 out.append((path, kind, self.remote(obj._path)))
-            elif kind == "fio" or kind == "dio":
-                out.append((path, kind, (self._need(obj[0], need), self.remote(obj[1]._path))))
-            elif kind == "r" or kind == "p":
+            elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:
+                old, new = obj
+                out.append((path, kind, (self._need(old, need), self.remote(new._path))))
+            elif kind == M.REF_VALUE or kind == M.REF_PICKLED:
                 out.append(None)
             else:
                 out.append((path, kind, self.remote(obj._path)))
-        if need:
-            task.state = T.READY
-            self.q.put(("in", task, need))
+        if need:                # the task waits (the dispatcher keeps it ready) for the upload
+            self.q.put(functools.partial(self._stage_in, task, need))
             return None
         push: list = []
         for i, (path, kind, obj) in enumerate(refs):
-            if kind == "r":
-                if not disp._ensure(node, obj, push, task):
+            if kind == M.REF_VALUE:
+                if not host.ensure(node, obj, push, task):
                     return None
-                out[i] = (path, "r", obj._did)
-            elif kind == "p":
+                out[i] = (path, kind, obj._did)
+            elif kind == M.REF_PICKLED:
                 blob, futs = obj
                 for f in futs:
-                    if not disp._ensure(node, f, push, task):
+                    if not host.ensure(node, f, push, task):
                         return None
-                out[i] = (path, "p", (blob, [f._did for f in futs]))
+                out[i] = (path, kind, (blob, [f._did for f in futs]))
         if push:
-            frames.insert(len(frames) - 1, (P.DATA, push))
+            frames.insert(len(frames) - 1, (M.DATA, push))
         return out
 
     def _need(self, fut: Any, need: list) -> str:
@@ -100,10 +125,10 @@ class Stager:
 
     def defer(self, task: Any, outputs: list) -> bool:
         """A task ended OK here: bring its file outputs back first (True if it has any)."""
-        files = [e[3] for e in task.inouts if e[1] in ("f", "d")] if task.inouts else None
+        files = [e.version for e in task.inouts if e.kind != M.OUT_OBJECT] if task.inouts else None
         if not files:
             return False
-        self.q.put(("out", task, outputs, files))
+        self.q.put(functools.partial(self._bring_back, task, outputs, files))
         return True
 
     # -- the staging thread ------------------------------------------------------------
@@ -113,22 +138,16 @@ class Stager:
             if job is None:
                 return
             try:
-                if job[0] == "in":
-                    self._stage_in(*job[1:])
-                else:
-                    self._bring_back(*job[1:])
-            except Exception as exc:  # noqa: BLE001 - never kill the thread
-                import traceback
-                traceback.print_exc()
-                print(f"taskflow: staging on node {self.node.name} failed: {exc!r}")
+                job()
+            except Exception:  # noqa: BLE001 - never kill the thread
+                log.exception("staging on node %s failed", self.node.name)
 
     def _sftp(self) -> Any:
         if self.sftp is None:
             self.sftp = self.client.open_sftp()
         return self.sftp
 
-    def _stage_in(self, task: Any, need: list) -> None:
-        rt = self.rt
+    def _stage_in(self, task: Task, need: list[tuple[Future, str, str]]) -> None:
         err = None
         try:
             for fut, lp, rp in need:
@@ -141,28 +160,15 @@ class Stager:
                 self.present.add(fut._did)
                 self.n_in += 1
         except FileNotFoundError as exc:
-            err = ("StagingError", f"cannot stage a file to node {self.node.name}: {exc}")
+            err = M.ErrorInfo("StagingError",
+                              f"cannot stage a file to node {self.node.name}: {exc}", "", None)
         except Exception as exc:  # noqa: BLE001 - the node is probably gone
-            err = ("NodeLost", f"staging a file to node {self.node.name} failed: {exc!r}")
-        cbs: list = []
-        from ..runtime import outcomes
-        with rt.lock:
-            if task.state == T.READY:
-                if err is None:
-                    for fut, _, _ in need:
-                        fut._holders = (fut._holders or set()) | {self.node.name}
-                    rt.scheduler.push(task)
-                elif err[0] == "NodeLost" or not self.node.alive:
-                    task.excluded = (task.excluded or set()) | {self.node.name}
-                    rt.scheduler.push(task)
-                else:
-                    task.t_start = task.t_end = __import__("time").time()
-                    outcomes.task_failed(rt, task, P.ERROR, (err[0], err[1], "", None),
-                                         self.node, cbs)
-        self._after(cbs)
+            err = M.ErrorInfo("NodeLost", f"staging a file to node {self.node.name} failed: "
+                              f"{exc!r}", "", None)
+        assert self.host is not None
+        self.host.staged_in(task, self.node, [fut for fut, _, _ in need], err)
 
-    def _bring_back(self, task: Any, outputs: list, files: list) -> None:
-        rt = self.rt
+    def _bring_back(self, task: Task, outputs: list[M.Output], files: list[Future]) -> None:
         err = None
         try:
             for fut in files:
@@ -171,25 +177,8 @@ class Stager:
                 self.n_out += 1
         except Exception as exc:  # noqa: BLE001
             err = f"could not bring back {fut._path} from node {self.node.name}: {exc!r}"
-        cbs: list = []
-        from ..runtime import outcomes
-        with rt.lock:
-            if err is None:
-                for fut in files:
-                    fut._holders = (fut._holders or set()) | {self.node.name}
-                outcomes.task_done(rt, task, outputs, self.node, cbs)
-            else:
-                outcomes.task_failed(rt, task, P.LOST, ("NodeLost", err, "", None), self.node, cbs)
-        self._after(cbs)
-
-    def _after(self, cbs: list) -> None:
-        self.rt.dispatcher.wake()
-        for fn, fut in cbs:
-            try:
-                fn(fut)
-            except Exception:  # noqa: BLE001
-                import traceback
-                traceback.print_exc()
+        assert self.host is not None
+        self.host.brought_back(task, self.node, outputs, files, err)
 
     # -- SFTP ------------------------------------------------------------------------
     def _mkdirs(self, rdir: str) -> None:

@@ -56,7 +56,7 @@ def _start_embedded() -> None:
 
 def _stop_embedded() -> None:
     rt = _current
-    if rt is None or not getattr(rt, "embedded", False):
+    if rt is None or not rt.embedded:
         return
     try:
         rt.stop()

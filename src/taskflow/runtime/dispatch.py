@@ -15,19 +15,47 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
-from ..future import FINISHED
+from ..future import FINISHED, Future
 from ..graph import task as T
+from ..graph.spec import TaskSpec
+from ..graph.task import Task
+from ..providers.handle import NodeHandle
+from ..wire import messages as M
 from ..wire import protocol as P
+from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
 from . import gang, lineage, outcomes
 from .remote_values import RemoteValues
+from .state import Waiter
+
+if TYPE_CHECKING:
+    from .outcomes import Callbacks
+    from .runtime import Runtime
+
+Frames = list[Any]    # per node this round: (op, body) pairs, then the TASKS batch being built
+
+
+class _Fetch:
+    """A value being brought from a node to the master, and who waits for it."""
+
+    __slots__ = ("fut", "waiters")
+
+    def __init__(self, fut: Future, waiter: Waiter) -> None:
+        self.fut = fut
+        self.waiters: list[Waiter] = [waiter]
 
 
 class Dispatcher:
-    def __init__(self, rt: Any) -> None:
+    """The loop thread's half of the runtime: node I/O, results in, work out.
+
+    It is the runtime's :class:`~.state.Comm` (what the outcome rules ask of
+    the nodes) and every stager's :class:`~taskflow.providers.staging.StageHost`.
+    """
+
+    def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.sel = selectors.DefaultSelector()
         self._rfd, self._wfd = os.pipe()
@@ -37,22 +65,22 @@ class Dispatcher:
         self.ident: int | None = None          # the loop thread
         self.closing = False
         self.crashed: str | None = None
-        self.fetches: dict[int, list] = {}     # did -> [Event or Task waiting for the data]
-        self.fetch_queue: list = []           # (node, did) to request
-        self.data_out: dict = {}              # node -> [(did, payload)] for chained tasks
-        self.cancel_out: dict = {}            # node -> [task id] taken back
+        self.fetches: dict[int, _Fetch] = {}   # data id -> value being fetched
+        self.fetch_queue: list[tuple[NodeHandle, Future]] = []   # FETCH frames to send
+        self.data_out: dict[NodeHandle, list[M.DataItem]] = {}   # values for chained tasks
+        self.cancel_out: dict[NodeHandle, list[int]] = {}        # task ids taken back
         self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
-        self.nodes: list = []
-        self.joining: list = []               # nodes added while running (add_node)
+        self.nodes: list[NodeHandle] = []
+        self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
 
     # -- called from other threads -------------------------------------------
-    def open(self, nodes: list) -> None:
+    def open(self, nodes: list[NodeHandle]) -> None:
         self.nodes = nodes
         self.sel.register(self._rfd, selectors.EVENT_READ, None)
         for n in nodes:
             self.sel.register(n.rfd, selectors.EVENT_READ, n)
 
-    def add_node(self, node: Any) -> None:
+    def add_node(self, node: NodeHandle) -> None:
         """Any thread: a node joins the running loop (registered by the loop thread)."""
         with self.rt.lock:
             self.joining.append(node)
@@ -70,10 +98,12 @@ class Dispatcher:
             self.nodes.append(n)
             if rt.scheduler.nodes is not self.nodes:
                 rt.scheduler.nodes.append(n)
+            if n.walltime_end is not None:
+                rt.scheduler.walltimes = True      # check job ends before placing
             rt._max_cus, rt._max_mem = rt.scheduler.capacity()
             if rt.bus.active:
                 rt.bus.emit(("node_join", time.time(), 0, "", n.name,
-                             dict(n.info, slots=n.slots, job_id=getattr(n, "job_id", None))))
+                             dict(n.info, slots=n.slots, job_id=n.job_id)))
 
     def wake(self) -> None:
         if not self._wake_pending:
@@ -107,26 +137,42 @@ class Dispatcher:
         self._wake_pending = False
         self.wake()
 
-    def request_fetch(self, fut: Any, waiter: Any) -> None:
-        """Under the runtime lock: get ``fut``'s value from a node holding it."""
+    # -- Comm: what the outcome rules ask of the nodes (runtime lock held) ----------------
+    def request_fetch(self, fut: Future, waiter: Waiter) -> None:
+        """Get ``fut``'s value from a node holding it."""
         did = fut._did
-        waiting = self.fetches.get(did)
-        if waiting is None:
-            self.fetches[did] = [fut, waiter]
+        fetch = self.fetches.get(did)
+        if fetch is None:
             node = next((n for n in self.nodes if n.alive and n.name in (fut._holders or ())),
                         None)
             if node is None:
-                del self.fetches[did]
                 if lineage.recompute(self.rt, fut, waiter):   # lost with its node: rerun
                     self.wake()
                     return
-                if hasattr(waiter, "set"):
+                if isinstance(waiter, threading.Event):
                     waiter.set()
                 return
+            self.fetches[did] = _Fetch(fut, waiter)
             self.fetch_queue.append((node, fut))
         else:
-            waiting.append(waiter)
+            fetch.waiters.append(waiter)
         self.wake()
+
+    def drop_fetches(self) -> list[Waiter]:
+        waiters = [w for f in self.fetches.values() for w in f.waiters]
+        self.fetches.clear()
+        return waiters
+
+    def watch_remote(self, fut: Future) -> None:
+        self.remote.watch(fut)
+
+    def push_data(self, node: NodeHandle, fut: Future) -> None:
+        """Send a value to a node where a chained task waits for it."""
+        assert fut._payload is not None
+        self.data_out.setdefault(node, []).append((fut._did, fut._payload))
+
+    def cancel_on(self, node: NodeHandle, tid: int) -> None:
+        self.cancel_out.setdefault(node, []).append(tid)
 
     # -- the loop ------------------------------------------------------------
     def loop(self) -> None:
@@ -176,18 +222,18 @@ class Dispatcher:
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
             for node, fut in fetches:
-                node.queue(P.encode((P.FETCH, [fut._did])))
+                node.queue(P.encode(M.FETCH, [fut._did]))
                 sends.setdefault(node, [])
             dropped = self.remote.take()
             if dropped:
-                frame = P.encode((P.DROP, dropped))
+                frame = P.encode(M.DROP, dropped)
                 for node in self.nodes:
                     if node.alive:
                         node.queue(frame)
                         sends.setdefault(node, [])
             for node, frames in sends.items():
-                for f in frames:
-                    node.queue(P.encode(f) if type(f) is tuple else f)
+                for op, body in frames:
+                    node.queue(P.encode(op, body))
             for node in self.nodes:
                 if node.out or node.wreg:
                     self._flush(node)
@@ -198,16 +244,16 @@ class Dispatcher:
                 except Exception:
                     traceback.print_exc()
 
-    def _early_frames(self, sends: dict) -> None:
+    def _early_frames(self, sends: dict[NodeHandle, Frames]) -> None:
         """Data and cancellations for chained tasks go before this round's work."""
         for node, items in self.data_out.items():
-            sends.setdefault(node, []).insert(0, (P.DATA, items))
+            sends.setdefault(node, []).insert(0, (M.DATA, items))
         for node, tids in self.cancel_out.items():
-            sends.setdefault(node, []).insert(0, (P.CANCEL, tids))
+            sends.setdefault(node, []).insert(0, (M.CANCEL, tids))
         self.data_out = {}
         self.cancel_out = {}
 
-    def _flush(self, node: Any) -> None:
+    def _flush(self, node: NodeHandle) -> None:
         """Write what the node takes; watch for writability only while bytes are left."""
         want = not node.flush()
         if not node.alive or want == node.wreg:
@@ -225,50 +271,49 @@ class Dispatcher:
             pass
 
     # -- messages from nodes ----------------------------------------------------
-    def _handle(self, node: Any, msgs: list, cbs: list) -> None:
+    def _handle(self, node: NodeHandle, msgs: list[tuple[int, Any]], cbs: Callbacks) -> None:
         rt = self.rt
-        for msg in msgs:
-            op = msg[0]
-            if op == P.RESULTS:
+        for op, body in msgs:
+            if op == M.RESULTS:
                 inflight = node.inflight
-                for res in msg[1]:
-                    task = inflight.pop(res[0], None)
+                ok = M.OK
+                for tid, status, outputs, error, timing in body:
+                    task = inflight.pop(tid, None)
                     if task is None:
                         continue
                     node.used -= task.cus
                     node.mem_used -= task.mem
-                    task.t_start, task.t_end = res[4]
-                    if res[1] == P.OK:
+                    task.t_start, task.t_end = timing
+                    if status == ok:
                         st = node.stager    # shared_fs: false nodes bring files back first
-                        if st is None or not st.defer(task, res[2]):
-                            outcomes.task_done(rt, task, res[2], node, cbs)
+                        if st is None or not st.defer(task, outputs):
+                            outcomes.task_done(rt, task, outputs, node, cbs)
                     else:
-                        outcomes.task_failed(rt, task, res[1], res[3], node, cbs)
-            elif op == P.LOG:
-                self._logs(node, msg[1])
-            elif op == P.DATA:
-                for did, payload in msg[1]:
-                    waiting = self.fetches.pop(did, None)
-                    if not waiting:
+                        outcomes.task_failed(rt, task, status, error, node, cbs)
+            elif op == M.LOG:
+                self._logs(node, body)
+            elif op == M.DATA:
+                for did, payload in body:
+                    fetch = self.fetches.pop(did, None)
+                    if fetch is None:
                         continue
-                    fut = waiting[0]
                     if payload is not None:
-                        fut._payload = payload
-                    for w in waiting[1:]:
-                        if hasattr(w, "set"):
+                        fetch.fut._payload = payload
+                    for w in fetch.waiters:
+                        if isinstance(w, threading.Event):
                             w.set()
                         elif w.state == T.READY:
                             rt.scheduler.push(w)
-            elif op == P.SAMPLE:
-                node.samples.append(msg[1])
+            elif op == M.SAMPLE:
+                node.samples.append(body)
                 if rt.bus.active:
-                    rt.bus.emit(("sample", msg[1]["t"], 0, "", node.name, msg[1]))
-            elif op == P.LEAVING:
-                self._leaving(node, msg[1], msg[2])
-            elif op == P.FATAL:
-                self._lose(node, msg[1], cbs)
+                    rt.bus.emit(("sample", body["t"], 0, "", node.name, body))
+            elif op == M.LEAVING:
+                self._leaving(node, body.reason, body.task_ids)
+            elif op == M.FATAL:
+                self._lose(node, body, cbs)
 
-    def _leaving(self, node: Any, reason: str, tids: list) -> None:
+    def _leaving(self, node: NodeHandle, reason: str, tids: list[int]) -> None:
         """The node drains: no new work goes there; what it did not start runs elsewhere."""
         rt = self.rt
         if node.leaving is None:
@@ -283,7 +328,7 @@ class Dispatcher:
             if task is not None:
                 outcomes.hand_back(rt, task, node, reason)
 
-    def _logs(self, node: Any, entries: list) -> None:
+    def _logs(self, node: NodeHandle, entries: list[M.LogWire]) -> None:
         rt = self.rt
         if rt.echo_logs:
             for _, _, level, line in entries:
@@ -296,7 +341,7 @@ class Dispatcher:
             rt.bus.emit_many(("log", t, tid, "", node.name, (level, line))
                              for tid, t, level, line in entries)
 
-    def _lose(self, node: Any, reason: str, cbs: list) -> None:
+    def _lose(self, node: NodeHandle, reason: str, cbs: Callbacks) -> None:
         if not node.alive and not node.inflight:
             return
         try:
@@ -304,21 +349,20 @@ class Dispatcher:
         except (KeyError, ValueError):
             pass
         rt = self.rt
-        for did, waiting in list(self.fetches.items()):
-            fut = waiting[0]
+        for did, fetch in list(self.fetches.items()):
+            fut = fetch.fut
             if fut._holders and node.name in fut._holders:
                 fut._holders.discard(node.name)
                 del self.fetches[did]               # ask another holder, or recompute
-                for w in waiting[1:]:
+                for w in fetch.waiters:
                     self.request_fetch(fut, w)
         left = node.leaving is not None
         if left:
             reason = f"left: {node.leaving}"
-        if getattr(node, "job_id", None):
+        if node.job_id:
             reason = f"{reason} (slurm job {node.job_id})"
-            explain = getattr(node.provider, "explain_end", None)
-            if explain is not None:
-                explain(node)            # its Slurm state, once Slurm has it
+        if node.provider is not None:
+            node.provider.explain_end(node)     # e.g. its Slurm state, once Slurm has it
         if rt.bus.active:
             rt.bus.emit(("node_left" if left else "node_lost", time.time(), 0, "", node.name,
                          reason))
@@ -327,9 +371,10 @@ class Dispatcher:
         outcomes.node_lost(rt, node, reason, cbs)
 
     # -- work to nodes -------------------------------------------------------------
-    def _prepare(self, assignments: list, cbs: list) -> dict:
+    def _prepare(self, assignments: list[tuple[NodeHandle, Task]],
+                 cbs: Callbacks) -> dict[NodeHandle, Frames]:
         """Turn assignments into frames per node (under the runtime lock)."""
-        sends: dict = {}
+        sends: dict[NodeHandle, Frames] = {}
         now = time.time()
         emit = self.rt.bus.emit if self.rt.bus.active else None
         last_spec = last_node = batch = None
@@ -344,24 +389,31 @@ class Dispatcher:
                     frames = sends[node] = [[]]
                 if spec.digest not in node.funcs:
                     node.funcs.add(spec.digest)
-                    frames.insert(len(frames) - 1, (P.FUNC, spec.digest, spec.payload))
+                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(spec.digest, spec.payload)))
                 batch = frames[-1]          # this round's TASKS for the node: always last
             refs = task.refs
             wire_refs = None
             if refs:
                 wire_refs = self._wire_refs(node, task, refs, frames)
-                if wire_refs is None:       # waiting for data from another node
+                if wire_refs is None:       # waiting for data (from a node, or an upload)
+                    task.state = T.READY
                     node.used -= task.cus
                     node.mem_used -= task.mem
                     if self.rt.scheduler.gangs:
                         gang.release(self.rt.scheduler, task)
                     continue
             inouts = task.inouts
-            wire_inouts = [(e[0], e[1], e[2]) for e in inouts] if inouts else None
+            wire_inouts = [(e.path, e.kind, e.pname) for e in inouts] if inouts else None
             outs = task.outputs
             if inouts:
                 outs = task.all_outputs()
-            outdids = [outs[0]._did] if len(outs) == 1 else [f._did for f in outs]
+            if len(outs) == 1:
+                (out,) = outs
+                outdids = [out._did]
+                chained = out._consumers
+            else:
+                outdids = [f._did for f in outs]
+                chained = any(f._consumers for f in outs)
             batch.append((task.id, spec.digest, task.argv, wire_refs, task.kwargs, spec.nout,
                           wire_inouts, task.options, task.prio, task.cus, spec.exclusive,
                           outdids))
@@ -369,19 +421,20 @@ class Dispatcher:
             task.node = node
             task.t_dispatch = now
             node.inflight[task.id] = task
-            if outs[0]._consumers if len(outs) == 1 else any(f._consumers for f in outs):
+            if chained:
                 self._chain(task, node, assignments)
-            if emit is not None and not (spec.stats_n and spec.stats_mean < 0.005):
+            if emit is not None and not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
                 # Short tasks get no event of their own: their end event carries
                 # the dispatch time, and nobody could watch them run anyway.
                 emit(("dispatched", now, task.id, spec.name, node.name, None))
         for node, frames in sends.items():
             batch = frames.pop()
             if batch:
-                frames.append((P.TASKS, batch))
+                frames.append((M.TASKS, batch))
         return sends
 
-    def _chain(self, task: Any, node: Any, assignments: list) -> None:
+    def _chain(self, task: Task, node: NodeHandle,
+               assignments: list[tuple[NodeHandle, Task]]) -> None:
         """Send the consumers of ``task`` to its node before it finishes.
 
         A consumer whose only unfinished inputs are produced on the same node
@@ -404,12 +457,12 @@ class Dispatcher:
                     assignments.append((node, c))
 
     @staticmethod
-    def _chainable(c: Any, node: Any) -> bool:
+    def _chainable(c: Task, node: NodeHandle) -> bool:
         spec = c.spec
-        if spec.exclusive or getattr(spec, "gang", False) or c.lock_item is not None \
+        if spec.exclusive or spec.gang or c.lock_item is not None \
                 or node.stager is not None or not c.reads:
             return False
-        extra = 1 if not spec.stats_n or spec.stats_mean >= 0.005 else 256
+        extra = 1 if not spec.stats_n or spec.stats_mean >= MASTER_SHORT else MASTER_DEEP
         if node.used + c.cus > node.slots * (1 + extra) or node.mem_used + c.mem > node.memory_gb:
             return False
         if c.excluded and node.name in c.excluded:
@@ -427,38 +480,36 @@ class Dispatcher:
                 return False
         return True
 
-    def push_data(self, node: Any, fut: Any) -> None:
-        """Under the runtime lock: send a value to a node that waits for it."""
-        self.data_out.setdefault(node, []).append((fut._did, fut._payload))
-
-    def cancel_on(self, node: Any, tid: int) -> None:
-        self.cancel_out.setdefault(node, []).append(tid)
-
-    def _wire_refs(self, node: Any, task: Any, refs: list, frames: list) -> list | None:
+    def _wire_refs(self, node: NodeHandle, task: Task, refs: list[Any],
+                   frames: Frames) -> list[M.RefWire] | None:
         if node.stager is not None:     # no shared filesystem: translate paths, stage inputs
             return node.stager.wire_refs(self, node, task, refs, frames)
-        out = []
-        push = []
+        out: list[M.RefWire] = []
+        push: list[M.DataItem] = []
         for path, kind, obj in refs:
-            if kind == "r":
-                if not self._ensure(node, obj, push, task):
+            if kind == M.REF_VALUE:
+                if not self.ensure(node, obj, push, task):
                     return None
-                out.append((path, "r", obj._did))
-            elif kind == "p":
+                out.append((path, kind, obj._did))
+            elif kind == M.REF_PICKLED:
                 blob, futs = obj
                 for f in futs:
-                    if not self._ensure(node, f, push, task):
+                    if not self.ensure(node, f, push, task):
                         return None
-                out.append((path, "p", (blob, [f._did for f in futs])))
-            elif kind == "fio" or kind == "dio":
-                out.append((path, kind, (obj[0]._path, obj[1]._path)))
+                out.append((path, kind, (blob, [f._did for f in futs])))
+            elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:
+                old, new = obj
+                out.append((path, kind, (old._path, new._path)))
             else:
                 out.append((path, kind, obj._path))
         if push:
-            frames.insert(len(frames) - 1, (P.DATA, push))
+            frames.insert(len(frames) - 1, (M.DATA, push))
         return out
 
-    def _ensure(self, node: Any, fut: Any, push: list, task: Any) -> bool:
+    # -- StageHost: what a stager asks of the runtime ------------------------------------
+    def ensure(self, node: NodeHandle, fut: Future, push: list[M.DataItem], task: Task) -> bool:
+        """``node`` will have ``fut``'s value: pushed along in ``push``, made there (a
+        chained producer), or first fetched from another node (False: the task waits)."""
         holders = fut._holders
         name = node.name
         if holders is not None and name in holders:
@@ -479,12 +530,53 @@ class Dispatcher:
             raise RuntimeError(f"internal: task {task.id} reads a failed value")
         # The value lives on another node: fetch it through the master first.
         self.request_fetch(fut, task)
-        task.state = T.READY
         return False
 
+    def staged_in(self, task: Task, node: NodeHandle, futs: list[Future],
+                  err: M.ErrorInfo | None) -> None:
+        """A stager's thread: ``task``'s input files are on ``node`` (or failed to go)."""
+        rt = self.rt
+        cbs: Callbacks = []
+        with rt.lock:
+            if task.state == T.READY:
+                if err is None:
+                    for fut in futs:
+                        fut._holders = (fut._holders or set()) | {node.name}
+                    rt.scheduler.push(task)
+                elif err.type_name == "NodeLost" or not node.alive:
+                    task.excluded = (task.excluded or set()) | {node.name}
+                    rt.scheduler.push(task)
+                else:
+                    task.t_start = task.t_end = time.time()
+                    outcomes.task_failed(rt, task, M.ERROR, err, node, cbs)
+        self._after_staging(cbs)
 
-def _digest(spec: Any) -> None:
-    target = getattr(spec, "wrapper", None) or spec.func
+    def brought_back(self, task: Task, node: NodeHandle, outputs: list[M.Output],
+                     files: list[Future], err: str | None) -> None:
+        """A stager's thread: the files ``task`` wrote on ``node`` are here (or lost)."""
+        rt = self.rt
+        cbs: Callbacks = []
+        with rt.lock:
+            if err is None:
+                for fut in files:
+                    fut._holders = (fut._holders or set()) | {node.name}
+                outcomes.task_done(rt, task, outputs, node, cbs)
+            else:
+                outcomes.task_failed(rt, task, M.LOST, M.ErrorInfo("NodeLost", err, "", None),
+                                     node, cbs)
+        self._after_staging(cbs)
+
+    def _after_staging(self, cbs: Callbacks) -> None:
+        self.wake()
+        for fn, fut in cbs:
+            try:
+                fn(fut)
+            except Exception:  # noqa: BLE001 - a user's callback
+                traceback.print_exc()
+
+
+def _digest(spec: TaskSpec) -> None:
+    target = spec.wrapper or spec.func
     code = getattr(spec.func, "__code__", None)
     payload = cloudpickle.dumps((target, code.co_filename if code else None), P.PROTOCOL)
     spec.payload = payload

@@ -20,13 +20,12 @@ to :attr:`EventBus.sub_rows` when it is submitted (with its dependencies'
 ids when it has some) and to :attr:`EventBus.done_rows` when it ends well
 (the emitters hold the runtime lock, which the bus takes to swap the lists).
 The bus thread makes the rows from them at delivery. A subscriber that says
-``rows=True`` (the journal) gets them as two events per batch,
-``("task_rows_submitted", 0, 0, "", "", rows)`` first and
-``("task_rows_done", 0, 0, "", "", rows)`` last (row layouts below), and a
-task submitted and ended well since the last delivery comes as one row of
-``("task_rows_whole", 0, 0, "", "", rows)``, first (see :func:`_rows`);
-every other subscriber gets the same rows expanded into the ``submitted`` /
-``done`` tuples above, so its view does not change.
+``rows=True`` (the journal) gets each delivery as one :data:`RowBatch`
+``(whole, submitted, events, done)``: a task submitted and ended well since
+the last delivery is one *whole* row, the others a *submitted* row and later
+a *done* row (layouts in :func:`_rows`), and ``events`` are the other events
+in order; every other subscriber gets a list of events, the rows expanded
+into the ``submitted`` / ``done`` tuples above, so its view does not change.
 
 Delivery waits while a burst of short tasks goes on: when more than
 :attr:`EventBus.burst` task rows came in since the last tick, the bus lets
@@ -38,12 +37,21 @@ trickle, is delivered every ``interval`` as before.
 from __future__ import annotations
 
 import threading
-from collections import deque
 import time
-from typing import Any, Callable, Iterable
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-Event = tuple
-Subscriber = Callable[[list], None]
+if TYPE_CHECKING:
+    from ..graph.task import Task
+
+Event = tuple   # (kind, t, task_id, name, node, extra): module docstring
+# Rows, made by the bus thread from tasks (see _rows); plain tuples: they are pickled to
+# the journal's writer process, where the taskflow package is not loaded.
+SubmittedRow = tuple   # (tid, t_submit, spec, argv, kwargs, refs, dep ids or None)
+DoneRow = tuple        # (tid, t_start, t_end, t_dispatch, node, attempts, name, exit code)
+WholeRow = tuple       # a SubmittedRow + (t_start, t_end, t_dispatch, node, attempts, code)
+RowBatch = tuple       # (whole rows, submitted rows, other events, done rows)
+Subscriber = Callable[[Any], None]
 
 
 class EventBus:
@@ -56,11 +64,9 @@ class EventBus:
         self._subs: list[Subscriber] = []
         self._row_subs: set = set()
         self._buf: deque = deque()
-        # Tasks, made into rows at delivery: sub_rows -> (tid, t_submit, spec, argv, kwargs,
-        # refs, dep ids or None); done_rows -> (tid, t_start, t_end, t_dispatch, node,
-        # attempts, name, exit code of an external program or None)
-        self.sub_rows: list = []     # Task, or (Task, [dep task id, ...])
-        self.done_rows: list = []    # Task (state DONE)
+        # Tasks, made into rows at delivery (see _rows)
+        self.sub_rows: list[Any] = []     # Task, or (Task, [dep task id, ...])
+        self.done_rows: list[Task] = []   # tasks that ended well
         self.rows_lock: Any = None   # the runtime lock: held by whoever appends rows
         self._seen = 0               # rows pending at the last tick
         self._last = 0.0             # time of the last delivery
@@ -140,9 +146,7 @@ class EventBus:
         for fn in list(self._subs):
             try:
                 if fn in self._row_subs:
-                    fn(([("task_rows_whole", 0.0, 0, "", "", whole)] if whole else []) +
-                       ([("task_rows_submitted", 0.0, 0, "", "", sub)] if sub else []) + buf +
-                       ([("task_rows_done", 0.0, 0, "", "", done)] if done else []))
+                    fn((whole or [], sub or [], buf, done or []))
                     continue
                 if expanded is None:
                     expanded = (_expand_whole_submitted(whole) + _expand_submitted(sub) + buf
@@ -225,8 +229,9 @@ def _expand_whole_submitted(rows: list | None) -> list:
 
 
 def _expand_whole_done(rows: list | None) -> list:
-    return _expand_done([(r[0], r[7], r[8], r[9], r[10], r[11], r[2].name, r[12])
-                         for r in rows]) if rows else []
+    return _expand_done([(tid, t0, t1, tdisp, node, att, spec.name, code)
+                         for tid, _, spec, _, _, _, _, t0, t1, tdisp, node, att, code in rows]
+                        ) if rows else []
 
 
 def _expand_done(rows: list | None) -> list:

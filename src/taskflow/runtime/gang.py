@@ -18,11 +18,10 @@ from typing import Any
 
 def host_of(node: Any) -> str:
     """The host name a launcher should use for ``node`` ("localhost" for local agents)."""
-    explicit = getattr(node, "mpi_host", None) or getattr(node, "host", None)
-    if explicit:
-        return explicit
-    prov = getattr(node, "provider", None)
-    if prov is None or getattr(prov, "name", "") == "local":
+    if node.host:
+        return node.host
+    prov = node.provider
+    if prov is None or prov.name == "local":
         return "localhost"
     return node.info.get("hostname") or node.name
 
@@ -38,7 +37,7 @@ def slurm_node_of(node: Any) -> str | None:
 
 
 def gpus_of(node: Any) -> int:
-    g = getattr(node, "gpus", None)
+    g = node.gpus
     if g is None:
         g = node.info.get("gpus", 0) if isinstance(node.info, dict) else 0
     return int(g or 0)

@@ -11,12 +11,19 @@ the runtime lock held.
 from __future__ import annotations
 
 import threading
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
+from ..future import PENDING
 from ..graph import task as T
 
+if TYPE_CHECKING:
+    from ..future import Future
+    from ..graph.task import Task
+    from .state import RunState, Waiter
 
-def remember(task: Any) -> None:
+
+def remember(task: Task) -> None:
     """``task`` left a value on a node: keep what is needed to run it again."""
     lin = (task, task.argv, task.kwargs, task.refs, task.reads)
     for fut in task.all_outputs():
@@ -38,7 +45,7 @@ class _TaskWaiter:
     """A task that was about to be dispatched: back to the ready queue once recomputed."""
     __slots__ = ("rt", "task", "fut", "producer")
 
-    def __init__(self, rt: Any, task: Any, fut: Any, producer: Any) -> None:
+    def __init__(self, rt: RunState, task: Task, fut: Future, producer: Task) -> None:
         self.rt, self.task, self.fut, self.producer = rt, task, fut, producer
 
     def one_done(self) -> None:
@@ -57,9 +64,9 @@ class _TaskWaiter:
         self.rt.scheduler.push(self.task)
 
 
-def recompute(rt: Any, fut: Any, waiter: Any) -> bool:
+def recompute(rt: RunState, fut: Future, waiter: Waiter) -> bool:
     """No live node holds ``fut``: rerun its producer; ``waiter`` resumes after it."""
-    lin = getattr(fut, "_lineage", None)
+    lin = fut._lineage
     if lin is None:
         return False
     task = lin[0]
@@ -74,13 +81,12 @@ def recompute(rt: Any, fut: Any, waiter: Any) -> bool:
             f._holders = None
         rt.scheduler.push(task)
         if rt.bus.active:
-            import time
             rt.bus.emit(("retry", time.time(), task.id, task.spec.name, "",
                          "recomputing a value lost with its node"))
     elif task.state in (T.FAILED, T.CANCELLED):
         return False
-    w = _EventWaiter(waiter) if hasattr(waiter, "set") else _TaskWaiter(rt, waiter, fut, task)
+    w = _EventWaiter(waiter) if isinstance(waiter, threading.Event) else \
+        _TaskWaiter(rt, waiter, fut, task)
     fut._wev = (fut._wev or []) + [w]
-    from ..future import PENDING
     fut._state = PENDING
     return True

@@ -16,18 +16,25 @@ from __future__ import annotations
 
 import pickle
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from ..errors import NodeLost, TaskCancelled, TaskError, TaskTimeout
-from ..future import FINISHED, notify_done
+from ..future import FINISHED, Future, notify_done
 from ..graph import task as T
+from ..graph.task import Task
+from ..wire import messages as M
 from ..wire import protocol as P
 from . import gang, lineage
+from .state import RunState
+
+if TYPE_CHECKING:
+    from ..providers.handle import NodeHandle
 
 NONE_PAYLOAD = pickle.dumps(None, P.PROTOCOL)
+Callbacks = list[tuple[Callable[[Future], Any], Future]]   # run after the lock is released
 
 
-def finish_future(rt: Any, fut: Any, cbs: list) -> None:
+def finish_future(rt: RunState, fut: Future, cbs: Callbacks) -> None:
     """Mark ``fut`` finished and release the tasks that wait for it."""
     fut._state = FINISHED
     fut._producer = None
@@ -42,12 +49,13 @@ def finish_future(rt: Any, fut: Any, cbs: list) -> None:
                     t.state = T.READY
                     push(t)
             elif t.state == T.DISPATCHED and fut._payload is not None:
-                rt.dispatcher.push_data(t.node, fut)   # chained: make sure it gets there
+                rt.comm.push_data(t.node, fut)   # chained: make sure it gets there
     if fut._wev is not None or fut._cond is not None or fut._done_callbacks_:
         notify_done(fut, cbs)       # (most futures: nobody waits on them yet)
 
 
-def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
+def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandle,
+              cbs: Callbacks) -> None:
     task.state = T.DONE
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)
@@ -68,22 +76,21 @@ def task_done(rt: Any, task: Any, outputs: list, node: Any, cbs: list) -> None:
         i += 1
     if task.inouts:
         for entry in task.inouts:
-            fut = entry[3]
-            if entry[1] == "o":
+            fut = entry.version
+            if entry.kind == M.OUT_OBJECT:
                 _store(rt, fut, outputs[i], name)
             else:
                 fut._result = fut._path
             finish_future(rt, fut, cbs)
             i += 1
-    if (type(outputs[0]) is tuple if len(outputs) == 1 else
-            any(type(o) is tuple for o in outputs)):   # values left on the node: keep lineage
+    if any(type(o) is M.Held for o in outputs):   # values left on the node: keep lineage
         lineage.remember(task)
     _stats(task)
     rt.n_done += 1
     _ended(rt, task)
 
 
-def _stats(task: Any) -> None:
+def _stats(task: Task) -> None:
     """The running mean duration of the task's function (prefetch depth, walltime fit)."""
     spec = task.spec
     n = spec.stats_n
@@ -93,40 +100,42 @@ def _stats(task: Any) -> None:
     spec.stats_n = n + 1
 
 
-def _store(rt: Any, fut: Any, payload: Any, node_name: str) -> None:
-    if type(payload) is tuple:          # ("held", key, size): the value stayed on the node
+def _store(rt: RunState, fut: Future, payload: M.Output, node_name: str) -> None:
+    if type(payload) is M.Held:         # the value stayed on the node
         if fut._holders is None:
-            rt.dispatcher.remote.watch(fut)
+            rt.comm.watch_remote(fut)
         fut._holders = {node_name}
     else:
         fut._payload = payload
 
 
-def task_failed(rt: Any, task: Any, status: int, error: tuple, node: Any, cbs: list) -> None:
+def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None,
+                node: NodeHandle | None, cbs: Callbacks) -> None:
     spec = task.spec
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)
-    etype, emsg, tb, blob = error
-    if status != P.LOST:
+    etype, emsg, tb, blob = error or M.ErrorInfo("Error", "unknown", "", None)
+    if status != M.LOST:
         task.attempts += 1
     retries = spec.retries if spec.retries is not None else rt.retries
     node_name = node.name if node is not None else "-"
-    if spec.on_failure == "RETRY" and task.attempts <= retries and status != P.LOST:
+    if spec.on_failure == "RETRY" and task.attempts <= retries and status != M.LOST:
         _retry(rt, task, node_name, f"{etype}: {emsg}")
         return
-    if status == P.LOST and (rt.scheduler.fits_ever(task.cus, task.mem) or _nodes_coming(rt)) \
+    if status == M.LOST and (rt.scheduler.fits_ever(task.cus, task.mem) or rt.nodes_coming()) \
             and task.attempts < 100:
         _retry(rt, task, node_name, f"node {node_name} lost")
         return
-    cls = TaskTimeout if status == P.TIMEOUT else TaskError
+    cls = TaskTimeout if status == M.TIMEOUT else TaskError
     tries = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
     msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: {emsg}")
-    if getattr(rt, "journal", None) is not None:
-        msg += f"\nlogs: taskflow logs {rt.run_id} {task.id}" + _run_dir_opt(rt)
+    logs = rt.logs_command(task.id)
+    if logs:
+        msg += f"\nlogs: {logs}"
     if tb:
         msg += f"\n\nRemote traceback (task {spec.name} on {node_name}):\n{tb.rstrip()}"
     err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name, remote_traceback=tb,
-              kind="timeout" if status == P.TIMEOUT else "error")
+              kind="timeout" if status == M.TIMEOUT else "error")
     if blob is not None:
         try:
             import cloudpickle
@@ -159,14 +168,7 @@ def task_failed(rt: Any, task: Any, status: int, error: tuple, node: Any, cbs: l
     _ended(rt, task)
 
 
-def _run_dir_opt(rt: Any) -> str:
-    import os
-    root = os.path.dirname(rt.run_dir)
-    default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
-    return "" if root == default else f" --run-dir {root}"
-
-
-def _retry(rt: Any, task: Any, node_name: str, why: str) -> None:
+def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
     task.excluded = (task.excluded or set()) | {node_name}
     task.node = None
     take_back_chained(rt, task)
@@ -180,7 +182,7 @@ def _retry(rt: Any, task: Any, node_name: str, why: str) -> None:
         rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node_name, why))
 
 
-def cancel_successors(rt: Any, task: Any, err: Any, cbs: list) -> None:
+def cancel_successors(rt: RunState, task: Task, err: TaskError | None, cbs: Callbacks) -> None:
     """Cancel every task downstream of ``task`` (iteratively, graphs can be deep)."""
     stack = [task]
     while stack:
@@ -199,14 +201,14 @@ def cancel_successors(rt: Any, task: Any, err: Any, cbs: list) -> None:
                 stack.append(succ)
 
 
-def undispatch(rt: Any, task: Any) -> None:
+def undispatch(rt: RunState, task: Task) -> None:
     """Take back a chained task from its node (its producer failed or moved)."""
     node = task.node
     if node is not None and node.inflight.pop(task.id, None) is not None:
         node.used -= task.cus
         node.mem_used -= task.mem
         if node.alive:
-            rt.dispatcher.cancel_on(node, task.id)
+            rt.comm.cancel_on(node, task.id)
         for d in task.reads or ():   # the value it waited for will not be made there now
             if d._state is not FINISHED and d._holders:
                 d._holders.discard(node.name)
@@ -214,7 +216,7 @@ def undispatch(rt: Any, task: Any) -> None:
     task.state = T.SUBMITTED
 
 
-def hand_back(rt: Any, task: Any, node: Any, reason: str) -> None:
+def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
     """A draining node returns a task it never started: place it again (not a failure)."""
     node.inflight.pop(task.id, None)
     node.used -= task.cus
@@ -236,7 +238,7 @@ def hand_back(rt: Any, task: Any, node: Any, reason: str) -> None:
                      f"handed back by node {node.name}, which is leaving ({reason})"))
 
 
-def take_back_chained(rt: Any, task: Any) -> None:
+def take_back_chained(rt: RunState, task: Task) -> None:
     """Undispatch every chained task downstream of ``task`` (it is to run again)."""
     stack = [task]
     while stack:
@@ -248,7 +250,8 @@ def take_back_chained(rt: Any, task: Any) -> None:
                     stack.append(c)
 
 
-def cancel_task(rt: Any, task: Any, cause: Any, err: Any, cbs: list, cascade: bool = True) -> None:
+def cancel_task(rt: RunState, task: Task, cause: Union[Task, str], err: BaseException | None,
+                cbs: Callbacks, cascade: bool = True) -> None:
     """Cancel a task that never ran; ``err`` None means its values become None."""
     task.state = T.CANCELLED
     if err is not None:
@@ -278,7 +281,7 @@ def cancel_task(rt: Any, task: Any, cause: Any, err: Any, cbs: list, cascade: bo
     _ended(rt, task)
 
 
-def node_lost(rt: Any, node: Any, reason: str, cbs: list) -> list:
+def node_lost(rt: RunState, node: NodeHandle, reason: str, cbs: Callbacks) -> list[Task]:
     """A node is gone: hand its tasks back; return the tasks to resubmit."""
     node.alive = False
     node.lost_reason = reason
@@ -289,18 +292,17 @@ def node_lost(rt: Any, node: Any, reason: str, cbs: list) -> list:
     now = time.time()
     for t in tasks:
         t.t_end = now
-        task_failed(rt, t, P.LOST, ("NodeLost", f"node {node.name} was lost: {reason}", "", None),
-                    node, cbs)
-    if not rt.scheduler.fits_ever(1, 0) and not _nodes_coming(rt):
+        task_failed(rt, t, M.LOST, M.ErrorInfo("NodeLost", f"node {node.name} was lost: {reason}",
+                                               "", None), node, cbs)
+    if not rt.scheduler.fits_ever(1, 0) and not rt.nodes_coming():
         fail_everything(rt, NodeLost(f"no nodes left: node {node.name} was lost ({reason})"), cbs)
-    elif rt.scheduler.ready and not _nodes_coming(rt):
+    elif rt.scheduler.ready and not rt.nodes_coming():
         _fail_unplaceable_gangs(rt, node, cbs)
     return tasks
 
 
-def _fail_unplaceable_gangs(rt: Any, lost: Any, cbs: list) -> None:
+def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> None:
     """Multi-node tasks the remaining nodes can never hold fail instead of waiting."""
-    from . import gang
     sched = rt.scheduler
     alive = [n for n in sched.nodes if n.usable]
     keep, doomed = [], []
@@ -321,25 +323,18 @@ def _fail_unplaceable_gangs(rt: Any, lost: Any, cbs: list) -> None:
         _fail_unrun(rt, t, err, cbs)
 
 
-def _nodes_coming(rt: Any) -> bool:
-    """An elastic provider (Slurm pilots) will bring more nodes."""
-    return any(getattr(p, "nodes_coming", lambda: False)() for p in getattr(rt, "providers", ()))
-
-
-def fail_everything(rt: Any, exc: BaseException, cbs: list) -> None:
+def fail_everything(rt: RunState, exc: BaseException, cbs: Callbacks) -> None:
     """No node can run anything any more: every unfinished task fails."""
     err = TaskError(str(exc), kind="lost")
     err._reported = False
     rt.failures.append(err)
     stranded = rt.scheduler.tasks()
-    fetches = rt.dispatcher.fetches       # tasks and waiters for data no node can send now
-    for waiting in fetches.values():
-        for w in waiting[1:]:
-            if hasattr(w, "set"):
-                w.set()
-            elif w.state == T.READY:
+    for w in rt.comm.drop_fetches():     # who waited for data no node can send now
+        if isinstance(w, Task):
+            if w.state == T.READY:
                 stranded.append(w)
-    fetches.clear()
+        else:
+            w.set()
     for t in stranded:
         if t.state not in T.FINAL_STATES:
             _fail_unrun(rt, t, err, cbs)
@@ -347,7 +342,7 @@ def fail_everything(rt: Any, exc: BaseException, cbs: list) -> None:
     rt.dead = str(exc)
 
 
-def _fail_unrun(rt: Any, t: Any, err: Any, cbs: list) -> None:
+def _fail_unrun(rt: RunState, t: Task, err: TaskError, cbs: Callbacks) -> None:
     """Fail a task that cannot run at all; its successors are cancelled."""
     t.state = T.FAILED
     t.error = err
@@ -360,7 +355,7 @@ def _fail_unrun(rt: Any, t: Any, err: Any, cbs: list) -> None:
     _ended(rt, t)
 
 
-def _exit_code(task: Any) -> int | None:
+def _exit_code(task: Task) -> int | None:
     """The exit code an external program's task returned (its result), for the journal."""
     spec = task.spec
     if spec.invoker not in ("binary", "ompss", "mpi") or not task.outputs or (
@@ -374,7 +369,7 @@ def _exit_code(task: Any) -> int | None:
     return value if type(value) is int else None
 
 
-def _ended(rt: Any, task: Any) -> None:
+def _ended(rt: RunState, task: Task) -> None:
     rt.n_active -= 1
     task.reads = None       # free what the graph no longer needs (1M-task runs)
     bus = rt.bus

@@ -14,18 +14,24 @@ import secrets
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..errors import RuntimeNotStarted, UsageError
-from ..future import FINISHED
+from ..errors import RuntimeNotStarted, TaskError, UsageError
+from ..future import FINISHED, Future
 from ..graph import task as T
 from ..graph.builder import Builder
 from ..graph.registry import Registry
+from ..graph.spec import TaskSpec
+from ..graph.task import Task
+from ..providers.base import Provider
+from ..providers.handle import NodeHandle
 from ..providers.local import LocalProvider
 from . import gctune, outcomes
 from .dispatch import Dispatcher
-from .events import EventBus
-from .scheduler import Scheduler
+from .state import RunState
+
+if TYPE_CHECKING:
+    from ..journal.writer import JournalWriter
 
 YIELD_EVERY = 128   # calls between a submitter's yields to the loop thread (Dispatcher.let_run)
 
@@ -47,7 +53,7 @@ class _Waiter:
             self.event.set()
 
 
-class Runtime:
+class Runtime(RunState):
     """A running taskflow master.
 
     ``Runtime(workers=N)`` runs N executor slots on this machine; ``nodes=K``
@@ -57,40 +63,32 @@ class Runtime:
 
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
                  placement: str = "locality", run_dir: str | None = None,
-                 providers: list | None = None, echo_logs: bool = True,
+                 providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
                  journal: bool = True) -> None:
         self.workers = workers or os.cpu_count() or 1
-        self.retries = retries
+        super().__init__(retries=retries, placement=placement, providers=providers if
+                         providers is not None else [
+                             LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)])
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         root = run_dir or os.environ.get("TASKFLOW_RUN_DIR") or os.path.join(".taskflow", "runs")
         self.run_dir = os.path.abspath(os.path.join(root, self.run_id))
         self.data_dir = os.path.join(self.run_dir, "data")
-        self.providers = providers if providers is not None else [
-            LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)]
         self.start_timeout = start_timeout
         self.echo_logs = echo_logs
         self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
-        self.journal = None
-        self.lock = threading.Lock()
+        self.journal: JournalWriter | None = None
+        self.embedded = False       # started by the first task call (runtime.current)
         self.submit_lock = threading.Lock()
         self._since_yield = 0       # calls since the submitter last let the loop thread run
-        self.bus = EventBus()
-        self.bus.rows_lock = self.lock
-        self.scheduler = Scheduler(placement)
         self.registry = Registry(self.data_dir)
         self.builder = Builder(self)
         self.dispatcher = Dispatcher(self)
+        self.comm = self.dispatcher
         self._tids = itertools.count(1)
         self._dids = itertools.count(1)
-        self.failures: list = []
-        self.idle_waiters: list = []
-        self.groups: dict[str, list] = {}
+        self.groups: dict[str, list[Task]] = {}
         self.group_stack: list[str] = []
-        self.n_submitted = self.n_done = self.n_failed = self.n_cancelled = 0
-        self.n_ignored = self.n_retries = 0
-        self.n_active = 0
-        self.dead: str | None = None
         self.started = False
         self.stopped = False
         self.t_start = 0.0
@@ -119,6 +117,8 @@ class Runtime:
                 self.journal.close(self, time.time(), state="failed")
             raise
         self.scheduler.nodes = nodes
+        if any(n.walltime_end is not None for n in nodes):
+            self.scheduler.walltimes = True      # check job ends before placing (Slurm)
         self._max_cus, self._max_mem = self.scheduler.capacity()
         self.started = True
         gctune.tune()
@@ -130,8 +130,7 @@ class Runtime:
             for n in nodes:
                 self.bus.emit(("node_join", time.time(), 0, "", n.name, dict(n.info, slots=n.slots)))
         for p in self.providers:    # elastic providers (Slurm pilots) add nodes later
-            if hasattr(p, "attach"):
-                p.attach(self)
+            p.attach(self)
         from . import current
         current.set_current(self)
         return self
@@ -146,6 +145,11 @@ class Runtime:
                 self.journal = JournalWriter(self)
             except Exception as exc:  # noqa: BLE001 - no journal is better than no run
                 print(f"taskflow: no journal for this run ({exc})", file=sys.stderr)
+                return
+            root = os.path.dirname(self.run_dir)
+            default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
+            self.logs_hint = f"taskflow logs {self.run_id} {{task}}" + (
+                "" if root == default else f" --run-dir {root}")
 
     def stop(self, wait: bool = True) -> None:
         """Wait for every task (unless ``wait=False``), put files in place, shut down."""
@@ -170,12 +174,20 @@ class Runtime:
             from . import current
             current.clear_current(self)
 
-    def add_node(self, node: Any) -> None:
+    # -- what elastic providers see (providers.base.NodeSink) -------------------
+    def add_node(self, node: NodeHandle) -> None:
         """Join a started node (a handshaken NodeHandle) to the running runtime; any thread."""
         if not self.started or self.stopped:
             node.close()
             return
         self.dispatcher.add_node(node)
+
+    def work_waiting(self) -> bool:
+        return bool(self.scheduler.ready)
+
+    def node_event(self, kind: str, node: str, extra: Any) -> None:
+        if self.bus.active:
+            self.bus.emit((kind, time.time(), 0, "", node, extra))
 
     def __enter__(self) -> "Runtime":
         return self.start()
@@ -190,7 +202,7 @@ class Runtime:
     def new_did(self) -> int:
         return next(self._dids)
 
-    def submit(self, spec: Any, args: tuple, kwargs: dict) -> Any:
+    def submit(self, spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not self.started or self.stopped:
             raise RuntimeNotStarted(f"task {spec.name} was called but the taskflow runtime is "
                                     f"{'stopped' if self.stopped else 'not started'}")
@@ -222,7 +234,7 @@ class Runtime:
             self.dispatcher.let_run()
         return value
 
-    def _record(self, task: Any, deps: Any) -> None:
+    def _record(self, task: Task, deps: Iterable[Future]) -> None:
         """The new task joins the graph: its groups, its inputs' consumers, the ready queue."""
         if self.group_stack:
             for g in self.group_stack:
@@ -233,7 +245,7 @@ class Runtime:
             self.n_submitted += 1
             for d in deps:
                 if d._state is FINISHED:
-                    if d._exception is not None or getattr(d, "_cancel_successors", False):
+                    if d._exception is not None or d._cancel_successors:
                         cancel_by = d
                     continue
                 cs = d._consumers
@@ -256,7 +268,7 @@ class Runtime:
                 if not self.dispatcher._wake_pending:
                     self.dispatcher.wake()
 
-    def _cannot_fit(self, spec: Any, cus: Any, mem: Any) -> None:
+    def _cannot_fit(self, spec: TaskSpec, cus: int, mem: float) -> None:
         raise UsageError(
             f"task {spec.name} needs computing_units={cus}, memory_size={mem} GB, but the "
             f"largest node has {self._max_cus} computing units and {self._max_mem:.1f} GB: no "
@@ -264,7 +276,7 @@ class Runtime:
             f"(taskflow.start(workers=...) or the cluster file).")
 
     # -- waiting ---------------------------------------------------------------
-    def wait_futures(self, futs: Iterable[Any], timeout: float | None = None) -> bool:
+    def wait_futures(self, futs: Iterable[Future], timeout: float | None = None) -> bool:
         """Block until every future in ``futs`` is finished (False on timeout).
 
         Results come back roughly in submission order, so the first round
@@ -317,11 +329,11 @@ class Runtime:
             if deadline is not None and time.time() >= deadline:
                 return False
 
-    def fetch_payload(self, fut: Any) -> bytes:
+    def fetch_payload(self, fut: Future) -> bytes:
         """Bring a value that stayed on a node to the master."""
         if fut._payload is not None:
             return fut._payload
-        if not fut._holders and getattr(fut, "_lineage", None) is None:
+        if not fut._holders and fut._lineage is None:
             raise RuntimeError(f"the value of {fut!r} was lost with the node that held it")
         for _ in range(10):     # a lost holder makes lineage recompute it, then fetch again
             ev = threading.Event()
@@ -336,7 +348,7 @@ class Runtime:
             raise RuntimeError(f"the value of {fut!r} could not be fetched: its node was lost")
         return fut._payload
 
-    def add_done_callback(self, fut: Any, fn: Callable) -> bool:
+    def add_done_callback(self, fut: Future, fn: Callable[[Future], Any]) -> bool:
         with self.lock:
             if fut._state is FINISHED:
                 return False
@@ -344,7 +356,7 @@ class Runtime:
             return True
 
     # -- failures ----------------------------------------------------------------
-    def unreported_failures(self, tasks: Iterable[Any] | None = None) -> list:
+    def unreported_failures(self, tasks: Iterable[Task] | None = None) -> list[TaskError]:
         with self.lock:
             if tasks is None:
                 errs = [e for e in self.failures if not e._reported]
@@ -377,11 +389,7 @@ class Runtime:
             pass
 
     # -- information --------------------------------------------------------------
-    @property
-    def nodes(self) -> list:
-        return self.scheduler.nodes
-
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, int]:
         return {"submitted": self.n_submitted, "done": self.n_done, "failed": self.n_failed,
                 "cancelled": self.n_cancelled, "active": self.n_active,
                 "retries": self.n_retries, "running": sum(len(n.inflight) for n in self.nodes)}

@@ -1,36 +1,10 @@
 """The one framed protocol every transport speaks (pipes, SSH channels, TCP).
 
-A frame is a 4-byte big-endian length followed by a pickled message. A
-message is a tuple whose first item is one of the op codes below. Frames are
-written whole; readers buffer partial reads. The protocol is deliberately
-small: the master sends work and data, the node sends results, data, logs
-and samples.
-
-Master -> node
-    HELLO      (HELLO, config: dict)                       first frame
-    FUNC       (FUNC, digest: bytes, payload: bytes)        a function, once per node
-    TASKS      (TASKS, [TaskMsg, ...])                      a batch of work
-    DATA       (DATA, [(data_id, payload), ...])            data pushed to the node
-    FETCH      (FETCH, [data_id, ...])                      ask for data held there
-    DROP       (DROP, [data_id, ...])                       data no longer needed
-    CANCEL     (CANCEL, [task_id, ...])                     kill or drop tasks
-    SHUTDOWN   (SHUTDOWN,)
-
-Node -> master
-    READY      (READY, info: dict)                          answer to HELLO
-    RESULTS    (RESULTS, [ResultMsg, ...])
-    DATA       (DATA, [(data_id, payload), ...])            answer to FETCH
-    LOG        (LOG, [(task_id, t, level, line), ...])
-    SAMPLE     (SAMPLE, {cpu, mem, ...})
-    FATAL      (FATAL, message: str)                        the node cannot go on
-    LEAVING    (LEAVING, reason: str, [task_id, ...])       draining (SIGTERM, idle): takes
-               no new work; the listed tasks were not started and go back to the master.
-               Sent again for tasks that arrive later; the agent exits once its running
-               tasks have reported.
-
-TaskMsg   = (task_id, digest, argv, refs, kwargs, nout, inouts, options, priority,
-             computing_units, exclusive, output_data_ids)
-ResultMsg = (task_id, status, outputs, error, timing)
+A frame is a 4-byte big-endian length followed by a pickled ``(op, body)``
+pair; :mod:`.messages` names the ops and says what each body holds. Frames
+are written whole; readers buffer partial reads. Pickles are read only from
+peers that proved themselves (a pipe to a child, an SSH channel, a dial-back
+connection after its handshake).
 """
 from __future__ import annotations
 
@@ -41,21 +15,15 @@ from typing import Any
 
 from ..errors import ProtocolError
 
-HELLO, FUNC, TASKS, DATA, FETCH, DROP, CANCEL, SHUTDOWN = range(8)
-READY, RESULTS, LOG, SAMPLE, FATAL, LEAVING = range(10, 16)
-
-# Result statuses.
-OK, ERROR, TIMEOUT, LOST, CANCELLED_ON_NODE = range(5)
-
 _LEN = struct.Struct(">I")
 PROTOCOL = pickle.HIGHEST_PROTOCOL
 MAX_FRAME = 1 << 31
 
 
-def encode(msg: Any) -> bytes:
-    """One frame: length prefix plus pickled message."""
-    body = pickle.dumps(msg, PROTOCOL)
-    return _LEN.pack(len(body)) + body
+def encode(op: int, body: Any) -> bytes:
+    """One frame: length prefix plus the pickled ``(op, body)``."""
+    blob = pickle.dumps((op, body), PROTOCOL)
+    return _LEN.pack(len(blob)) + blob
 
 
 class FrameReader:
@@ -72,7 +40,7 @@ class FrameReader:
         self._buf = bytearray()
         self.chunk = chunk
 
-    def feed(self) -> list | None:
+    def feed(self) -> list[tuple[int, Any]] | None:
         # os.read allocates its whole size up front: asking for 1 MB per read cost
         # ~15 us each (vs ~1 us for 64 KB). Read big only to finish a big frame.
         want = self.chunk
@@ -86,10 +54,10 @@ class FrameReader:
             return None
         return self.feed_bytes(data)
 
-    def feed_bytes(self, data: bytes) -> list:
+    def feed_bytes(self, data: bytes) -> list[tuple[int, Any]]:
         buf = self._buf
         buf += data
-        out = []
+        out: list[tuple[int, Any]] = []
         pos = 0
         n = len(buf)
         while n - pos >= 4:
@@ -112,7 +80,7 @@ class FrameReader:
         return len(self._buf)
 
 
-def read_frame_blocking(fd: int) -> Any:
+def read_frame_blocking(fd: int) -> tuple[int, Any]:
     """Read exactly one frame (used for handshakes)."""
     head = _read_exact(fd, 4)
     (size,) = _LEN.unpack(head)

@@ -1,0 +1,190 @@
+"""The agent's executors: one forked process per slot, and the pipes to them.
+
+The pool forks executors (and replaces those that die or are killed), keeps
+each one's queue of tasks sent but not answered, and writes its work: the
+tasks queued on an executor during one agent round go as one TASKS frame in
+one write (:meth:`Pool.send_batches`), and writes never block (what a pipe
+does not take waits in ``out`` until the pipe has room).
+"""
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+from typing import Any
+
+from ..wire import messages as M
+from ..wire import protocol as P
+from .executor import executor_main
+
+
+class Executor:
+    """One executor process, as the agent sees it."""
+
+    __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
+                 "out", "wreg", "batch", "bdata")
+
+    def __init__(self, pid: int, wfd: int, rfd: int) -> None:
+        self.pid = pid
+        self.wfd = wfd
+        self.rfd = rfd
+        self.reader = P.FrameReader(rfd)
+        self.queue: list[M.TaskMsg] = []   # sent, in order, not yet answered (head: running)
+        self.digests: set[bytes] = set()    # functions it has
+        self.reserved = 0                   # extra slots held by a multi-unit task running here
+        self.started = 0.0                  # when its head task started (expected-end guesses)
+        self.out = bytearray()              # frames its pipe has not taken yet
+        self.wreg = False                   # the selector watches wfd for room
+        self.batch: list[M.TaskMsg] = []    # tasks for it this round: one TASKS frame
+        self.bdata: dict[int, bytes] = {}   # the stored values those tasks read
+
+
+class Pool:
+    """The executors of one agent.
+
+    ``keep_closed`` are the agent's own descriptors, which a forked executor
+    closes first; ``sel`` is the agent's selector (executors' pipes are
+    registered with the executor as data).
+    """
+
+    def __init__(self, sel: selectors.BaseSelector, keep_closed: list[int]) -> None:
+        self.sel = sel
+        self.keep_closed = keep_closed
+        self.execs: list[Executor] = []
+        self.by_fd: dict[int, Executor] = {}
+        self.dirty: list[Executor] = []     # executors with a batch to send this round
+
+    def spawn(self) -> Executor:
+        t_r, t_w = os.pipe()      # agent -> executor
+        r_r, r_w = os.pipe()      # executor -> agent
+        pid = os.fork()
+        if pid == 0:  # child
+            try:
+                os.close(t_w)
+                os.close(r_r)
+                for fd in self.keep_closed:
+                    os.close(fd)
+                # A signal sent to the whole job step must not kill a running task: the
+                # agent decides (a Python handler, so programs the task starts get the
+                # default disposition back at exec).
+                signal.signal(signal.SIGTERM, _ignore)
+                executor_main(t_r, r_w)
+            finally:
+                os._exit(1)
+        os.close(t_r)
+        os.close(r_w)
+        P.grow_pipe(t_w)
+        os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
+        os.set_blocking(r_r, False)     # nor wait on a read that a stale event announced
+        ex = Executor(pid, t_w, r_r)
+        self.execs.append(ex)
+        self.by_fd[r_r] = ex
+        self.sel.register(r_r, selectors.EVENT_READ, ex)
+        return ex
+
+    def __contains__(self, ex: Any) -> bool:
+        return ex in self.execs
+
+    def busy(self) -> bool:
+        """Some executor still has a task sent to it and not answered."""
+        return any(e.queue for e in self.execs)
+
+    # -- work to executors ------------------------------------------------------------
+    def add_function(self, ex: Executor, digest: bytes, payload: bytes) -> None:
+        """Send ``ex`` a function it does not have, after the tasks batched so far."""
+        if ex.batch:
+            self.seal(ex)
+        ex.out += P.encode(M.FUNC, M.Func(digest, payload))
+        ex.digests.add(digest)
+
+    def mark(self, ex: Executor) -> None:
+        """``ex`` gets its first task of this round: its batch goes out at the round's end."""
+        self.dirty.append(ex)
+
+    @staticmethod
+    def seal(ex: Executor) -> None:
+        """The tasks queued on ``ex`` so far become one TASKS frame."""
+        ex.out += P.encode(M.TASKS, (M.wire_tasks(ex.batch), ex.bdata))
+        ex.batch = []
+        ex.bdata = {}
+
+    def send_batches(self) -> None:
+        """End of a round: each executor's new tasks in one frame and one write."""
+        dirty, self.dirty = self.dirty, []
+        execs = self.execs
+        for ex in dirty:
+            if ex.batch:
+                self.seal(ex)
+            if ex in execs:
+                self.flush(ex)
+
+    def flush(self, ex: Executor) -> None:
+        out = ex.out
+        try:
+            while out:
+                n = os.write(ex.wfd, out)
+                del out[:n]
+        except BlockingIOError:
+            pass
+        except OSError:
+            out.clear()          # the executor died; the agent's read sees it and cleans up
+        if out and not ex.wreg:
+            self.sel.register(ex.wfd, selectors.EVENT_WRITE, ("w", ex))
+            ex.wreg = True
+        elif not out and ex.wreg:
+            self.sel.unregister(ex.wfd)
+            ex.wreg = False
+
+    # -- ends ------------------------------------------------------------------------
+    def forget(self, ex: Executor) -> list[M.TaskMsg]:
+        """Drop a dead or killed executor; return the tasks it was sent and had not run."""
+        if ex.wreg:
+            self.sel.unregister(ex.wfd)
+            ex.wreg = False
+        self.sel.unregister(ex.rfd)
+        os.close(ex.rfd)
+        os.close(ex.wfd)
+        self.execs.remove(ex)
+        del self.by_fd[ex.rfd]
+        if ex in self.dirty:
+            self.dirty.remove(ex)
+        rest = ex.queue[1:]
+        ex.queue = []
+        return rest
+
+    def kill(self, ex: Executor) -> tuple[str, list[M.TaskMsg]]:
+        """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run)."""
+        try:
+            os.kill(ex.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        how = reap(ex.pid)
+        return how, self.forget(ex)
+
+    def shutdown(self) -> None:
+        for ex in list(self.execs):
+            try:
+                os.kill(ex.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for ex in list(self.execs):
+            reap(ex.pid)
+
+
+def _ignore(signum: int, frame: Any) -> None:
+    pass
+
+
+def reap(pid: int) -> str:
+    """Wait for a child; say how it ended."""
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return "already reaped"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            return f"killed by {signal.Signals(sig).name}"
+        except ValueError:
+            return f"killed by signal {sig}"
+    return f"exit code {os.WEXITSTATUS(status)}"

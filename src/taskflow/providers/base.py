@@ -1,0 +1,51 @@
+"""What every provider offers the runtime: the :class:`Provider` base class.
+
+A provider obtains nodes from somewhere (child processes, SSH hosts, Slurm
+jobs) and gives the runtime handshaken :class:`~.handle.NodeHandle` objects.
+The base class holds the optional parts with their do-nothing defaults, so
+the runtime calls them on every provider instead of asking which ones exist.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .handle import NodeHandle
+
+
+class NodeSink(Protocol):
+    """The running runtime, as an elastic provider (Slurm pilots) sees it."""
+
+    def add_node(self, node: NodeHandle) -> None:
+        """A node joins the run (any thread)."""
+
+    def work_waiting(self) -> bool:
+        """Tasks are ready and waiting for a slot."""
+
+    def node_event(self, kind: str, node: str, extra: Any) -> None:
+        """Record something about a node in the run's journal (e.g. ``node_state``)."""
+
+
+class Provider:
+    name = "provider"
+
+    def start(self, config: Any, timeout: float) -> list[NodeHandle]:
+        """Start the first nodes and return them, handshaken (HELLO sent, READY read)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Stop every node this provider started (and anything it submitted)."""
+        raise NotImplementedError
+
+    def kill(self, handle: NodeHandle) -> None:
+        """Kill one node's agent at once (tests of node loss); the default can't."""
+
+    def attach(self, sink: NodeSink) -> None:
+        """The run has started: nodes that join later go to ``sink`` (elastic providers)."""
+
+    def nodes_coming(self) -> bool:
+        """True while more nodes will join (a pending pilot job): do not give up on a task."""
+        return False
+
+    def explain_end(self, node: NodeHandle) -> None:
+        """A node is gone: add what the provider knows about why (e.g. its job's state)."""

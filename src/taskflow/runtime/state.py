@@ -1,0 +1,97 @@
+"""The master's state of one run, and what its rules may ask of the node I/O.
+
+:class:`RunState` is what the outcome rules (:mod:`.outcomes`), lineage
+(:mod:`.lineage`) and the scheduler's users change: the ready queue and the
+nodes (:class:`~.scheduler.Scheduler`), the event bus, the counters, the
+failures. Everything that reaches a node goes through its :class:`Comm`,
+which the dispatcher implements; tests drive the rules with a fake one and no
+processes (as HyperQueue's scheduler core takes its ``Comm`` explicitly).
+:class:`~.runtime.Runtime` is a :class:`RunState` with a life cycle: nodes,
+the loop thread, the journal and the waiting API.
+"""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Protocol, Union
+
+from .events import EventBus
+from .scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from ..errors import TaskError
+    from ..future import Future
+    from ..graph.task import Task
+    from ..providers.base import Provider
+    from ..providers.handle import NodeHandle
+
+Waiter = Union[threading.Event, "Task"]    # who waits for a value being fetched
+
+
+class Comm(Protocol):
+    """What the rules ask of the node I/O (the dispatcher; a fake in unit tests).
+
+    Every method is called with the run's lock held; nothing is sent before
+    the loop's next round.
+    """
+
+    def push_data(self, node: NodeHandle, fut: Future) -> None:
+        """Send ``fut``'s value to ``node``, where a chained task waits for it."""
+
+    def cancel_on(self, node: NodeHandle, task_id: int) -> None:
+        """Take task ``task_id`` back from ``node`` (it is not to run there)."""
+
+    def watch_remote(self, fut: Future) -> None:
+        """``fut``'s value now lives on a node: drop it there once ``fut`` is garbage."""
+
+    def request_fetch(self, fut: Future, waiter: Waiter) -> None:
+        """Bring ``fut``'s value from a node holding it; ``waiter`` resumes after."""
+
+    def drop_fetches(self) -> list[Waiter]:
+        """Give up every fetch in flight (no node can answer); return who waited."""
+
+    def wake(self) -> None:
+        """Make the loop run a round soon."""
+
+
+class RunState:
+    """One run's state on the master, guarded by :attr:`lock`."""
+
+    def __init__(self, *, retries: int = 1, placement: str = "locality",
+                 comm: Comm | None = None, providers: list[Provider] | None = None) -> None:
+        self.lock = threading.Lock()
+        self.retries = retries
+        self.scheduler = Scheduler(placement)
+        self.bus = EventBus()
+        self.bus.rows_lock = self.lock
+        self.comm: Comm = comm if comm is not None else _NoComm()
+        self.providers: list[Provider] = providers or []
+        self.failures: list[TaskError] = []
+        self.idle_waiters: list[threading.Event] = []
+        self.n_submitted = self.n_done = self.n_failed = self.n_cancelled = 0
+        self.n_ignored = self.n_retries = 0
+        self.n_active = 0
+        self.dead: str | None = None       # why no task can run any more (no nodes left)
+        self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
+
+    def nodes_coming(self) -> bool:
+        """An elastic provider (Slurm pilots) will bring more nodes."""
+        return any(p.nodes_coming() for p in self.providers)
+
+    def logs_command(self, task_id: int) -> str | None:
+        """The command that shows a task's output (None without a journal)."""
+        return self.logs_hint.format(task=task_id) if self.logs_hint else None
+
+    @property
+    def nodes(self) -> list[NodeHandle]:
+        return self.scheduler.nodes
+
+
+class _NoComm:
+    """A run state without nodes (tests of the graph alone): every request is a no-op."""
+
+    def push_data(self, node: Any, fut: Any) -> None: ...
+    def cancel_on(self, node: Any, task_id: int) -> None: ...
+    def watch_remote(self, fut: Any) -> None: ...
+    def request_fetch(self, fut: Any, waiter: Any) -> None: ...
+    def drop_fetches(self) -> list[Waiter]: return []
+    def wake(self) -> None: ...

@@ -1,0 +1,30 @@
+"""The scheduling thresholds, in one place: how short is short, how deep is deep.
+
+Work flows through three queues, each of which decides on a task's mean
+duration so far (measured where the queue is): the master prefetches work to
+a node beyond its free slots, the node's agent queues work on an executor
+beyond its running task, and an executor holds finished results back to send
+them together. The deeper the queue, the shorter a task must be to be worth
+queueing there without a round trip: a wrong guess leaves a slot idle (too
+shallow) or strands tasks behind a long one (too deep). The values were
+measured on the no-op and chain benchmarks (benchmarks/); each pair below is
+read by exactly the module named in its comment.
+"""
+from __future__ import annotations
+
+from typing import Final
+
+# Master (runtime.scheduler, runtime.dispatch): extra tasks per slot sent to a node.
+MASTER_SHORT: Final = 0.005       # s: functions faster than this are prefetched deeply...
+MASTER_DEEP: Final = 256          # ...this many extra tasks per slot (else one extra)
+# A function faster than MASTER_SHORT gets no "dispatched" journal event of its own: its
+# end event carries the dispatch time, and nobody could watch it run anyway.
+
+# Node agent (agent.placement): tasks queued on one executor behind the running one.
+NODE_SHORT: Final = 0.002         # s: functions faster than this are queued...
+NODE_DEEP: Final = 32             # ...this deep per executor (else only on idle executors)
+LEAD: Final = 0.002               # s: a long task's successor goes to its executor this early...
+LEAD_MIN_MEAN: Final = 0.02       # ...when the function's mean is at least this (LEAD <= 10 %)
+
+# Executor (agent.executor): results of faster tasks wait to travel in one frame.
+EXEC_SHORT: Final = 0.001         # s
