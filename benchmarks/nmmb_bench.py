@@ -203,13 +203,13 @@ def main() -> int:
     print("| Step | BASH (s) | taskflow (s) | Speed-up |")
     print("|---|---:|---:|---:|")
     for st in STEPS + ("Total",):
-        b, t = med(lambda s: s["bash"][st]), med(lambda s: s["taskflow"][st])
+        b, t = med(lambda s, st=st: s["bash"][st]), med(lambda s, st=st: s["taskflow"][st])
         rows.append({"step": st, "bash": b, "taskflow": t})
         print(f"| {st} | {b:.2f} | {t:.2f} | {b / t if t else float('nan'):.2f}x |")
     mk = med(lambda s: s["makespan"])
     for label, cp_k, w_k in (("BASH-measured durations", "cp_bash", "work_bash"),
                              ("taskflow-measured durations", "cp_tf", "work_tf")):
-        cp, w = med(lambda s: s[cp_k]), med(lambda s: s[w_k])
+        cp, w = med(lambda s, k=cp_k: s[k]), med(lambda s, k=w_k: s[k])
         bound = max(cp, w / a.workers)
         print(f"\nDAG bound from {label}: critical path {cp:.2f} s, work / slots = "
               f"{w:.2f} / {a.workers} = {w / a.workers:.2f} s -> bound {bound:.2f} s; "

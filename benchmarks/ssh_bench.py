@@ -107,7 +107,7 @@ def skew(env: dict, n: int, seconds: float, run_dir: str) -> dict:
         time.sleep(1.0)
         for policy in ("fifo", "least-loaded"):
             with taskflow.Runtime(providers=[_provider(env, _nodes(env, 1, pin=True))],
-                                  placement=policy, run_dir=run_dir, echo_logs=False) as rt:
+                                  placement=policy, run_dir=run_dir, echo_logs=False):
                 time.sleep(1.0)                       # let both nodes report a few samples
                 wait_on([spin(seconds) for _ in range(4)])    # learn the task's duration
                 t0 = time.perf_counter()

@@ -76,7 +76,7 @@ def test_file_staging_both_ways(ssh_hosts, tmp_path, monkeypatch):
 
 def test_large_values_stay_on_their_node(ssh_hosts, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with _rt(ssh_hosts, tmp_path) as rt:
+    with _rt(ssh_hosts, tmp_path):
         bigs = [S.big(i, 0.05) for i in range(6)]
         sums = wait_on([S.checksum(b, 0.02) for b in bigs])
         holders = [set(b._holders or ()) for b in bigs]
@@ -255,7 +255,7 @@ def test_mpi_allreduce_over_both_hosts(ssh_hosts, tmp_path, monkeypatch):
         pytest.skip("mpirun (Open MPI) is not installed: bash runtime/testbed/install.sh openmpi-bin")
     pytest.importorskip("mpi4py")
     monkeypatch.chdir(tmp_path)
-    with _rt(ssh_hosts, tmp_path) as rt:
+    with _rt(ssh_hosts, tmp_path):
         total, hosts = wait_on(S.mpi_allreduce(10))
     assert total == 10 * (1 + 2 + 3 + 4)
     assert hosts == ["h1", "h1", "h2", "h2"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
+from ._version import __version__ as __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from .runtime.runtime import Runtime

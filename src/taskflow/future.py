@@ -16,7 +16,7 @@ from __future__ import annotations
 import concurrent.futures as _cf
 import pickle
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Protocol
 
 PENDING = "PENDING"
 RUNNING = "RUNNING"
@@ -28,7 +28,20 @@ _make_lock = threading.Lock()
 _NOVALUE = object()
 
 
-class Future(_cf.Future):
+class FutureHost(Protocol):
+    """The runtime, as a future sees it (for ``result()`` and callbacks)."""
+
+    def wait_futures(self, futs: Iterable[Future], timeout: float | None = None) -> bool:
+        """Block until every future is finished (False on timeout)."""
+
+    def fetch_payload(self, fut: Future) -> bytes:
+        """Bring a value that stayed on a node to the master."""
+
+    def add_done_callback(self, fut: Future, fn: Callable[[Future], Any]) -> bool:
+        """Register ``fn`` unless ``fut`` is finished already (then False)."""
+
+
+class Future(_cf.Future):  # type: ignore[type-arg]
     # What every future sets in its life is in slots: set in a varying order as
     # instance attributes they made CPython build a dict per future (one more
     # object for the cyclic GC to scan, for every task). The rest are
@@ -44,7 +57,8 @@ class Future(_cf.Future):
     _lineage: Any = None               # what recomputes a value lost with its node (lineage)
     _cancel_successors = False         # its task was CANCEL_SUCCESSORS: readers are cancelled
 
-    def __init__(self, rt: Any = None, producer: Any = None, did: int = 0) -> None:  # noqa: D401
+    def __init__(self, rt: FutureHost | None = None, producer: Any = None,
+                 did: int = 0) -> None:
         # Deliberately not calling super().__init__: see the module docstring.
         self._state = PENDING
         self._rt = rt

@@ -16,9 +16,12 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..runtime.runtime import Runtime
 
 _VAR = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 _CALLS = {"min": min, "max": max, "len": len, "int": int, "abs": abs, "round": round}
@@ -181,7 +184,7 @@ def build(spec: Any) -> Callable | None:
         return None
     needs_bind = bool(cu.names or mem.names) or ext
 
-    def prepare(rt: Any, args: tuple, kwargs: dict) -> tuple[int, float, dict | None]:
+    def prepare(rt: Runtime, args: tuple, kwargs: dict) -> tuple[int, float, dict | None]:
         bound = bind(spec, args, kwargs) if needs_bind else None
         cus = as_int(cu.value(bound), f"{where}: computing_units")
         m = mem.value(bound)

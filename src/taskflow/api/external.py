@@ -12,12 +12,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from . import calltime
 from .parameter import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND
 from .task import TaskFunction
+
+if TYPE_CHECKING:
+    from ..runtime.runtime import Runtime
 
 TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 RUNNERS = ("mpirun", "mpiexec", "srun")
@@ -133,7 +136,7 @@ def gang_request(cfg: dict, cus: int, gpus: int, where: str) -> dict | None:
     return None
 
 
-def call_options(rt: Any, spec: Any, bound: dict | None, cus: int, mem: float, gpus: int,
+def call_options(rt: Runtime, spec: Any, bound: dict | None, cus: int, mem: float, gpus: int,
                  opts: dict) -> None:
     """Fill the task's options at call time (see module docstring); raises UsageError."""
     from ..runtime import gang
@@ -146,7 +149,7 @@ def call_options(rt: Any, spec: Any, bound: dict | None, cus: int, mem: float, g
                              f"{', '.join(RUNNERS)}.")
         if cfg.get("binary"):
             _check_binary(cfg["binary"], cfg.get("working_dir"), where, rt.nodes)
-        for pname, (kind, _d, stream, _p) in cfg["params"].items():
+        for pname, (_kind, _d, stream, _p) in cfg["params"].items():
             if stream is not None and bound is not None and pname in bound \
                     and not isinstance(bound[pname], (str, os.PathLike)):
                 raise UsageError(f"{where}, parameter '{pname}': a {stream} stream parameter "

@@ -10,6 +10,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ..errors import ParameterError
+from ..graph.param import (COLLECTION_KIND, D_COMMUTATIVE, D_CONCURRENT, D_IN, D_IN_DELETE,
+                           D_INOUT, D_OUT, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, READS, WRITES,
+                           Param)
+
 # Dictionary-form keys (PyCOMPSs spells them the same way).
 Type = "type"
 Direction = "direction"
@@ -25,10 +30,6 @@ STDOUT = "stdout"
 STDERR = "stderr"
 UNSPECIFIED = None
 
-from ..errors import ParameterError
-from ..graph.param import (COLLECTION_KIND, D_COMMUTATIVE, D_CONCURRENT, D_IN, D_IN_DELETE,
-                           D_INOUT, D_OUT, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, READS, WRITES,
-                           Param)
 
 _IN, _OUT, _INOUT, _CONCURRENT, _COMMUTATIVE, _IN_DELETE = (
     D_IN, D_OUT, D_INOUT, D_CONCURRENT, D_COMMUTATIVE, D_IN_DELETE)

@@ -7,12 +7,15 @@ from __future__ import annotations
 import builtins
 import os
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..future import _NOVALUE, Future
 from ..graph.registry import materialize
 from ..runtime import current
+
+if TYPE_CHECKING:
+    from ..runtime.runtime import Runtime
 
 
 def _rt() -> Any:
@@ -22,7 +25,7 @@ def _rt() -> Any:
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 
 
-def _collect(obj: Any, rt: Any, futs: list, depth: int = 0) -> None:
+def _collect(obj: Any, rt: Runtime, futs: list, depth: int = 0) -> None:
     if depth > 100:
         return
     t = type(obj)
@@ -49,7 +52,7 @@ def _collect(obj: Any, rt: Any, futs: list, depth: int = 0) -> None:
             _collect(v, rt, futs, depth + 1)
 
 
-def _resolve(obj: Any, rt: Any, depth: int = 0) -> Any:
+def _resolve(obj: Any, rt: Runtime, depth: int = 0) -> Any:
     t = type(obj)
     if t is Future:
         item = rt.registry.object_item(obj)
@@ -149,7 +152,7 @@ def _file_item(path: Any, fn: str) -> tuple[Any, str]:
     return rt.registry.file_item(p), p
 
 
-def _wait_item(rt: Any, item: Any) -> None:
+def _wait_item(rt: Runtime, item: Any) -> None:
     futs = [item.latest]
     readers = [t for t in item.readers_v0 if t.state not in ("DONE", "FAILED", "CANCELLED")]
     item.readers_v0 = readers

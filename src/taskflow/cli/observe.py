@@ -6,13 +6,15 @@ RUN is a run id, a unique part of one, or omitted for the latest run.
 from __future__ import annotations
 
 import datetime
-import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run
+
+if TYPE_CHECKING:
+    from ..runtime.runtime import Runtime
 
 run_dir_option = click.option(
     "--run-dir", type=click.Path(file_okay=False), default=None,
@@ -227,7 +229,7 @@ def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: s
 
 
 # -- hooks for `taskflow run` -g / -t / --monitor --------------------------------
-def run_started(rt: Any, monitor_port: int | None) -> Any:
+def run_started(rt: Runtime, monitor_port: int | None) -> Any:
     """Start the monitor for a run that has just started (None: not asked)."""
     if monitor_port is None:
         return None
@@ -237,7 +239,7 @@ def run_started(rt: Any, monitor_port: int | None) -> Any:
     return _start_monitor(None, rt.run_dir, monitor_port, background=True)
 
 
-def run_finished(rt: Any, graph_: bool, trace_: bool, mon: Any) -> None:
+def run_finished(rt: Runtime, graph_: bool, trace_: bool, mon: Any) -> None:
     """Write the pictures asked for and stop the monitor."""
     if mon is not None:
         mon.stop()

@@ -6,7 +6,6 @@ script raised or a task failed.
 """
 from __future__ import annotations
 
-import logging
 import os
 import runpy
 import sys
@@ -15,6 +14,7 @@ import traceback
 
 import click
 
+from .. import diagnostics
 from ..observe.cliopts import OptionalValueCommand
 
 
@@ -63,8 +63,7 @@ from ..observe.cliopts import OptionalValueCommand
 def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_, trace_,
         monitor, script, script_args) -> None:
     """Run SCRIPT with the taskflow runtime started."""
-    logging.basicConfig(level=getattr(logging, log_level.upper()),
-                        format="taskflow %(levelname)s %(name)s: %(message)s")
+    diagnostics.setup(log_level)
     from ..runtime.console import Progress, summary
     from ..runtime.runtime import Runtime
     from ..providers.cluster import cli_runtime_options

@@ -22,7 +22,7 @@ from ..wire.argpath import set_path
 from .param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..errors import UsageError
 from ..future import FINISHED, Future
-from .registry import DIR, FILE
+from .registry import DIR, FILE, GraphHost
 from .task import Inout, Task
 
 SCALARS = frozenset({int, float, str, bool, type(None), bytes, complex})
@@ -77,7 +77,7 @@ def snapshot(value: Any, objects: dict, where: str) -> tuple[bytes, list]:
 class Builder:
     """Builds tasks for one runtime (holds no per-call state)."""
 
-    def __init__(self, rt: Any) -> None:
+    def __init__(self, rt: GraphHost) -> None:
         self.rt = rt
         self.registry = rt.registry
 
@@ -92,8 +92,8 @@ class Builder:
             if type(a) not in SCALARS:
                 return None
         rt = self.rt
-        out = Future(rt, None, next(rt._dids))
-        task = Task(next(rt._tids), spec, args, None, None, [out], None, None, time.time())
+        out = Future(rt, None, next(rt.dids))
+        task = Task(next(rt.tids), spec, args, None, None, [out], None, None, time.time())
         out._producer = task
         return task, ((out,) if spec.returns_tuple else out)
 
@@ -160,9 +160,9 @@ class Builder:
                 else:
                     continue
                 self._access(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
-        tid = next(rt._tids)
+        tid = next(rt.tids)
         nout = spec.nout
-        dids = rt._dids
+        dids = rt.dids
         if nout == 1:
             outputs = [Future(rt, None, next(dids))]
         else:

@@ -13,11 +13,22 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any
+from typing import Any, Iterator, Protocol
 
-from ..future import FINISHED, Future
+from ..future import FINISHED, Future, FutureHost
 
 OBJ, FILE, DIR = "object", "file", "directory"
+
+
+class GraphHost(FutureHost, Protocol):
+    """The runtime, as the graph builds on it: ids, and the registry of written data."""
+
+    tids: Iterator[int]         # task ids
+    dids: Iterator[int]         # data (version) ids
+    registry: Registry
+
+    def new_did(self) -> int:
+        """The next data id."""
 
 
 class DataItem:
@@ -60,7 +71,7 @@ class Registry:
     def file_item(self, path: str) -> DataItem | None:
         return self.files.get(path)
 
-    def track_file(self, path: str, kind: str, rt: Any) -> DataItem:
+    def track_file(self, path: str, kind: str, rt: GraphHost) -> DataItem:
         """Enter a user path; version 0 is the file as it is now (may not exist)."""
         item = DataItem(kind, path, path=path)
         v0 = Future(rt, None, rt.new_did())

@@ -13,6 +13,7 @@ per task and applied with ``executemany``. WAL mode lets ``taskflow status``,
 """
 from __future__ import annotations
 
+import logging
 import json
 import os
 import pickle
@@ -21,9 +22,14 @@ import sqlite3
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .schema import JOURNAL_NAME, SCHEMA
+
+if TYPE_CHECKING:
+    from ..runtime.events import EventBus
+
+log = logging.getLogger(__name__)
 
 LOG_CAP = 20000          # lines stored per task; the rest are counted, then stated in the log
 # A task's row as the writer holds it (the ``task_rows`` table; the ``tasks`` view
@@ -121,10 +127,10 @@ def _exit_code(err: Any) -> int | None:
     return None
 
 
-def run_row(rt: Any) -> tuple:
-    from .. import __version__
-    return (rt.run_id, rt.t_start, "running", json.dumps(sys.argv), os.getcwd(),
-            socket.gethostname(), os.getpid(), rt.workers, __version__)
+def run_row(run_id: str, t_start: float, workers: int, version: str) -> tuple:
+    """The ``run`` table's row of a run that starts now in this process."""
+    return (run_id, t_start, "running", json.dumps(sys.argv), os.getcwd(),
+            socket.gethostname(), os.getpid(), workers, version)
 
 
 class JournalDB:
@@ -376,7 +382,7 @@ class JournalDB:
     def _done_rows(self, rows: list, new: dict, changes: dict, logs: list) -> None:
         """Tasks that ended well, from the bus's rows (after this batch's other events)."""
         nlogs = self._nlogs
-        for tid, t0, t1, tdisp, node, att, name, code in rows:
+        for tid, t0, t1, tdisp, node, att, _name, code in rows:
             row = new.get(tid)
             n = nlogs.pop(tid, 0) if nlogs else 0
             if row is not None:
@@ -429,9 +435,9 @@ class JournalWriter:
     the bus thread; ``$TASKFLOW_JOURNAL`` sets the default.
     """
 
-    def __init__(self, rt: Any, mode: str | None = None) -> None:
-        os.makedirs(rt.run_dir, exist_ok=True)
-        self.path = os.path.join(rt.run_dir, JOURNAL_NAME)
+    def __init__(self, run_dir: str, row: tuple, bus: EventBus, mode: str | None = None) -> None:
+        os.makedirs(run_dir, exist_ok=True)
+        self.path = os.path.join(run_dir, JOURNAL_NAME)
         self.mode = mode or os.environ.get("TASKFLOW_JOURNAL", "process")
         self._lock = threading.Lock()
         from .wire import EventPickler
@@ -439,14 +445,14 @@ class JournalWriter:
         self.closed = False
         self.proc: Any = None
         self.db: JournalDB | None = None
-        self._row = run_row(rt)
+        self._row = row
         if self.mode == "process":
             from .child import spawn
             JournalDB(self.path, self._row).db.close()   # tables exist before anyone reads
             self.proc = spawn(self.path, self._row)
         else:
             self.db = JournalDB(self.path, self._row)
-        rt.bus.subscribe(self.on_events, rows=True)
+        bus.subscribe(self.on_events, rows=True)
 
     def on_events(self, batch: tuple) -> None:
         """From the bus thread: one delivery (``runtime.events.RowBatch``)."""
@@ -460,21 +466,18 @@ class JournalWriter:
                     send_body(self.proc, body)
                     return
                 except RuntimeError as exc:     # carry on in this process
-                    print(f"taskflow: {exc}; writing the journal from the master from now on",
-                          file=sys.stderr)
+                    log.warning("%s; writing the journal from the master from now on", exc)
                     self.proc = None
                     self.db = JournalDB(self.path, self._row)
             _, batch = pickle.loads(body)
             self.db.write(batch)
 
-    def close(self, rt: Any, t_end: float, state: str | None = None) -> None:
-        """Mark the run finished or failed (after the bus delivered everything)."""
+    def close(self, t_end: float, state: str, c: dict[str, int]) -> None:
+        """Mark the run ``state`` with its counts (after the bus delivered everything)."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
-            c = rt.counts()
-            state = state or ("failed" if rt.failed else "finished")
             if self.proc is not None:
                 from .child import finish
                 finish(self.proc, (t_end, state, c))

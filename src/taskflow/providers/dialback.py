@@ -17,7 +17,6 @@ import os
 import secrets
 import socket
 import struct
-import sys
 import threading
 from typing import Any, Callable
 
@@ -90,7 +89,6 @@ class DialbackServer:
         msg = f"dial-back connection from {peer[0]}:{peer[1]} refused: {why}"
         self.refused.append(msg)
         log.warning(msg)
-        print(f"taskflow: {msg}", file=sys.stderr)
         try:
             conn.close()
         except OSError:
@@ -120,7 +118,6 @@ class DialbackServer:
             self.failed.append(exc)
             msg = f"dial-back agent {cfg['name']} (job {meta.get('job_id')}) failed its start: {exc}"
             log.warning(msg)
-            print(f"taskflow: {msg}", file=sys.stderr)
             h.close()
             return
         h.info.update({k: v for k, v in meta.items() if k not in h.info})

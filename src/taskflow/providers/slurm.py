@@ -31,6 +31,7 @@ in a 0600 file; each node's ``job_id`` is its Slurm job id.
 """
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import shlex
@@ -39,13 +40,14 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any
 
 from ..errors import NodeStartError, SlurmError, VersionMismatch
 from . import slurm_reaper
 from .base import NodeSink, Provider
 from .dialback import SECRET_FILE_ENV, DialbackServer, write_secret
 from .handle import NodeHandle
+
+log = logging.getLogger(__name__)
 
 ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
          "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"}
@@ -279,7 +281,7 @@ class SlurmProvider(Provider):
         try:
             out = _slurm(["squeue", "-h", "-t", "all", "-n", self.job_name, "-o", "%i|%T"], 15)
         except SlurmError as exc:
-            print(f"taskflow: slurm: {exc}", file=sys.stderr)
+            log.warning(f"slurm: {exc}")
             return self.jobs
         seen = dict(ln.split("|", 1) for ln in out.split() if "|" in ln)
         with self._lock:
@@ -311,7 +313,7 @@ class SlurmProvider(Provider):
             try:
                 self._pilot_round()
             except Exception as exc:  # noqa: BLE001 - keep managing pilots
-                print(f"taskflow: slurm pilots: {exc}", file=sys.stderr)
+                log.warning(f"slurm pilots: {exc}")
 
     def _pilot_round(self) -> None:
         jobs = self._refresh()
@@ -331,7 +333,7 @@ class SlurmProvider(Provider):
             try:
                 live.append(self._submit(1))
             except SlurmError as exc:
-                print(f"taskflow: slurm: cannot submit a pilot: {exc}", file=sys.stderr)
+                log.warning(f"slurm: cannot submit a pilot: {exc}")
                 return
             pending += 1
         with self._lock:
@@ -363,8 +365,7 @@ class SlurmProvider(Provider):
             with self._lock:
                 self.jobs[jid] = state.split()[0]
             h.slurm_state = state
-            print(f"taskflow: node {h.name}: slurm job {jid} ended in state {state}",
-                  file=sys.stderr)
+            log.warning("node %s: slurm job %s ended in state %s", h.name, jid, state)
             sink = self.sink
             if sink is not None:
                 sink.node_event("node_state", h.name, {"job_id": jid, "state": state})
@@ -377,7 +378,7 @@ class SlurmProvider(Provider):
             try:
                 _slurm(["scancel", *jids], 15)
             except SlurmError as exc:
-                print(f"taskflow: slurm: {exc}", file=sys.stderr)
+                log.warning(f"slurm: {exc}")
 
     def kill(self, handle: NodeHandle) -> None:
         """scancel the job of a node (tests of node loss)."""
@@ -398,7 +399,7 @@ class SlurmProvider(Provider):
             try:
                 _slurm(["scancel", "-n", self.job_name], 15)
             except SlurmError as exc:
-                print(f"taskflow: slurm: {exc}", file=sys.stderr)
+                log.warning(f"slurm: {exc}")
         slurm_reaper.disarm(self._reaper)
         self._reaper = None
         try:

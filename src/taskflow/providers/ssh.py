@@ -15,10 +15,10 @@ error says how to install it there.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import socket
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,8 @@ from .._version import __version__
 from ..errors import HostKeyError, NodeStartError
 from .base import Provider
 from .handle import NodeHandle, check_version
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .cluster import NodeConfig
@@ -74,8 +76,8 @@ class _AcceptNew(_Policy):
                 f.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
         except OSError:
             pass
-        print(f"taskflow: trusting new host key of {hostname} ({key.get_name()}), recorded in "
-              f"{self.known_hosts}", file=sys.stderr)
+        log.warning("trusting new host key of %s (%s), recorded in %s", hostname, key.get_name(),
+                    self.known_hosts)
 
 
 class _Node:

@@ -201,7 +201,7 @@ class Stager:
     def _put(self, lp: str, rp: str) -> None:
         sftp = self._sftp()
         if os.path.isdir(lp):
-            for root, dirs, files in os.walk(lp):
+            for root, _dirs, files in os.walk(lp):
                 rel = os.path.relpath(root, lp)
                 rroot = rp if rel == "." else f"{rp}/{rel}"
                 self._mkdirs(rroot)

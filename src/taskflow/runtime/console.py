@@ -4,7 +4,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 
 class Progress:
@@ -15,7 +18,7 @@ class Progress:
     each refresh, so short tasks that get no ``dispatched`` event still show.
     """
 
-    def __init__(self, rt: Any, interval: float = 0.5, stream: Any = None) -> None:
+    def __init__(self, rt: Runtime, interval: float = 0.5, stream: Any = None) -> None:
         from rich.console import Console
         from rich.live import Live
         self.rt = rt
@@ -82,7 +85,7 @@ class Progress:
         self.rt.bus.unsubscribe(self._on_events)
 
 
-def summary(rt: Any, wall: float) -> str:
+def summary(rt: Runtime, wall: float) -> str:
     c = rt.counts()
     slots = sum(n.slots for n in rt.nodes)
     lines = [f"taskflow: run {rt.run_id} {'FAILED' if rt.failed else 'finished'} in {wall:.2f} s: "

@@ -10,19 +10,22 @@ import atexit
 import os
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 _current: Any = None
 _lock = threading.Lock()
 _embedded_registered = False
 
 
-def set_current(rt: Any) -> None:
+def set_current(rt: Runtime) -> None:
     global _current
     _current = rt
 
 
-def clear_current(rt: Any) -> None:
+def clear_current(rt: Runtime) -> None:
     global _current
     if _current is rt:
         _current = None

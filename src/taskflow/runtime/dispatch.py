@@ -8,6 +8,7 @@ per node.
 """
 from __future__ import annotations
 
+import logging
 import hashlib
 import os
 import selectors
@@ -30,6 +31,8 @@ from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
 from . import gang, lineage, outcomes
 from .remote_values import RemoteValues
 from .state import Waiter
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .outcomes import Callbacks
@@ -181,7 +184,7 @@ class Dispatcher:
             self._loop()
         except BaseException:  # report instead of hanging every waiter
             self.crashed = traceback.format_exc()
-            print(f"taskflow: internal error in the runtime loop:\n{self.crashed}", file=sys.stderr)
+            log.error("internal error in the runtime loop:\n%s", self.crashed)
 
     def _loop(self) -> None:
         rt = self.rt
@@ -318,8 +321,8 @@ class Dispatcher:
         rt = self.rt
         if node.leaving is None:
             node.leaving = reason
-            print(f"taskflow: node {node.name} is leaving ({reason}): its running tasks "
-                  f"finish there, the others go to other nodes", file=sys.stderr)
+            log.warning("node %s is leaving (%s): its running tasks finish there, the others "
+                        "go to other nodes", node.name, reason)
             if rt.bus.active:
                 rt.bus.emit(("node_leaving", time.time(), 0, "", node.name, reason))
             rt._max_cus, rt._max_mem = rt.scheduler.capacity()
@@ -367,7 +370,7 @@ class Dispatcher:
             rt.bus.emit(("node_left" if left else "node_lost", time.time(), 0, "", node.name,
                          reason))
         if not left or node.inflight:
-            print(f"taskflow: node {node.name} lost: {reason}", file=sys.stderr)
+            log.warning("node %s lost: %s", node.name, reason)
         outcomes.node_lost(rt, node, reason, cbs)
 
     # -- work to nodes -------------------------------------------------------------
@@ -427,7 +430,7 @@ class Dispatcher:
                 # Short tasks get no event of their own: their end event carries
                 # the dispatch time, and nobody could watch them run anyway.
                 emit(("dispatched", now, task.id, spec.name, node.name, None))
-        for node, frames in sends.items():
+        for frames in sends.values():
             batch = frames.pop()
             if batch:
                 frames.append((M.TASKS, batch))

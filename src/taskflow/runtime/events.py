@@ -36,10 +36,13 @@ trickle, is delivered every ``interval`` as before.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -153,8 +156,7 @@ class EventBus:
                                 + _expand_whole_done(whole) + _expand_done(done))
                 fn(expanded)
             except Exception as exc:  # an observer must not break the run
-                import sys
-                print(f"taskflow: event subscriber {fn!r} failed: {exc!r}", file=sys.stderr)
+                log.warning("event subscriber %r failed: %r", fn, exc)
 
     def flush(self) -> None:
         """Deliver everything emitted so far (from any thread but the bus's)."""

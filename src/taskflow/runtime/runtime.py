@@ -8,6 +8,7 @@ loop never holds it while writing to a node.
 """
 from __future__ import annotations
 
+import logging
 import itertools
 import os
 import secrets
@@ -26,9 +27,12 @@ from ..graph.task import Task
 from ..providers.base import Provider
 from ..providers.handle import NodeHandle
 from ..providers.local import LocalProvider
+from .. import diagnostics
 from . import gctune, outcomes
 from .dispatch import Dispatcher
 from .state import RunState
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..journal.writer import JournalWriter
@@ -85,8 +89,8 @@ class Runtime(RunState):
         self.builder = Builder(self)
         self.dispatcher = Dispatcher(self)
         self.comm = self.dispatcher
-        self._tids = itertools.count(1)
-        self._dids = itertools.count(1)
+        self.tids = itertools.count(1)      # task ids
+        self.dids = itertools.count(1)      # data (version) ids
         self.groups: dict[str, list[Task]] = {}
         self.group_stack: list[str] = []
         self.started = False
@@ -101,6 +105,7 @@ class Runtime(RunState):
         if self.started:
             return self
         os.makedirs(self.data_dir, exist_ok=True)
+        diagnostics.setup()
         self.t_start = time.time()
         config = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
                   "data_dir": self.data_dir, "run_id": self.run_id}
@@ -114,7 +119,7 @@ class Runtime(RunState):
                 p.stop()
             if self.journal is not None:    # the journal keeps the run that did not start
                 self.bus.close()
-                self.journal.close(self, time.time(), state="failed")
+                self.journal.close(time.time(), "failed", self.counts())
             raise
         self.scheduler.nodes = nodes
         if any(n.walltime_end is not None for n in nodes):
@@ -141,10 +146,13 @@ class Runtime(RunState):
         writer starting during a burst of no-op tasks cost ~10 % of its throughput)."""
         if self.journal_on and self.journal is None:
             try:
-                from ..journal.writer import JournalWriter
-                self.journal = JournalWriter(self)
+                from .._version import __version__
+                from ..journal.writer import JournalWriter, run_row
+                self.journal = JournalWriter(
+                    self.run_dir, run_row(self.run_id, self.t_start, self.workers, __version__),
+                    self.bus)
             except Exception as exc:  # noqa: BLE001 - no journal is better than no run
-                print(f"taskflow: no journal for this run ({exc})", file=sys.stderr)
+                log.warning("no journal for this run (%s)", exc)
                 return
             root = os.path.dirname(self.run_dir)
             default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
@@ -168,7 +176,8 @@ class Runtime(RunState):
                 p.stop()
             self.bus.close()
             if self.journal is not None:
-                self.journal.close(self, time.time())
+                self.journal.close(time.time(), "failed" if self.failed else "finished",
+                                   self.counts())
             self._cleanup_data()
             gctune.restore()
             from . import current
@@ -197,10 +206,10 @@ class Runtime(RunState):
 
     # -- recording tasks -------------------------------------------------------
     def new_tid(self) -> int:
-        return next(self._tids)
+        return next(self.tids)
 
     def new_did(self) -> int:
-        return next(self._dids)
+        return next(self.dids)
 
     def submit(self, spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not self.started or self.stopped:
@@ -378,7 +387,7 @@ class Runtime(RunState):
             try:
                 materialize(item)
             except OSError as exc:
-                print(f"taskflow: could not put {item.path} in place: {exc}", file=sys.stderr)
+                log.warning("could not put %s in place: %s", item.path, exc)
 
     def _cleanup_data(self) -> None:
         import shutil

@@ -15,8 +15,8 @@ gets ``--cpus-per-task`` = the task's computing units per process, and the
 agent step's ``SLURM_NTASKS_PER_NODE``/``SLURM_CPUS_PER_TASK``/... are
 dropped from the environment so they do not leak into the new step. User
 ``flags`` come last, so ``flags='--mpi=pmix'`` and the like override. An
-agent outside any Slurm job runs ``srun --ntasks=P``, and Slurm allocates. Open MPI refuses to run as root unless told;
-the invoker sets ``OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)`` when it runs as root
+agent outside any Slurm job runs ``srun --ntasks=P``, and Slurm allocates. Open MPI refuses
+to run as root unless told; the invoker sets ``OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)`` when it runs as root
 (override them in the environment to change that).
 """
 from __future__ import annotations
