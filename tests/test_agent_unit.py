@@ -1,0 +1,122 @@
+"""The agent's placement and chaining as objects, with no process and no pipe.
+
+Executors are records that are never connected; what placement decides is
+read off their queues and batches (what would be written to them).
+"""
+from __future__ import annotations
+
+import selectors
+
+from taskflow.agent.chained import Chaining
+from taskflow.agent.placement import Placement
+from taskflow.agent.pool import Executor, Pool
+from taskflow.agent.state import NodeState
+from taskflow.agent.workqueue import WorkQueue
+from taskflow.wire import messages as M
+from taskflow.wire.thresholds import NODE_DEEP
+
+F = b"f" * 16
+
+
+def _parts(executors: int, mean: float | None = 0.0001):
+    st = NodeState()
+    st.funcs[F] = b"payload"
+    if mean is not None:
+        st.mean[F] = mean
+    q = WorkQueue()
+    pool = Pool(selectors.DefaultSelector(), [])
+    for _ in range(executors):
+        pool.execs.append(Executor(0, -1, -1))
+    pl = Placement(st, q, pool)
+    ch = Chaining(st, q, pl)
+    pl.chaining = ch
+    return st, q, pool, pl, ch
+
+
+def _t(tid: int, *, reads: tuple[int, ...] = (), prio: int = 0, opts=None, units: int = 1,
+       exclusive: bool = False) -> M.TaskMsg:
+    refs = [((i,), M.REF_VALUE, d) for i, d in enumerate(reads)] or None
+    (t,) = M.tasks([(tid, F, (tid,), refs, None, 1, None, opts, prio, units, exclusive,
+                     [1000 + tid])])
+    return t
+
+
+def test_a_burst_becomes_one_run_split_evenly_up_to_the_depth():
+    _, q, pool, pl, _ = _parts(2)
+    pl.enqueue([_t(i) for i in range(100)])
+    assert len(q) == 1                                # one queue entry for the run
+    pl.schedule()
+    assert [len(e.queue) for e in pool.execs] == [NODE_DEEP, NODE_DEEP]
+    assert len(q.queued()) == 100 - 2 * NODE_DEEP
+    # the function goes once to each executor, before its first batch
+    assert all(F in e.digests for e in pool.execs)
+    assert all(e.batch and e.out for e in pool.execs)
+    assert pool.dirty == pool.execs
+
+
+def test_priority_passes_the_queue_and_exclusive_tasks_wait_for_an_idle_executor():
+    _, q, pool, pl, _ = _parts(2, mean=None)          # unknown: one task per idle executor
+    pl.enqueue([_t(1), _t(2), _t(3, prio=5)])
+    pl.schedule()
+    assert [e.queue[0].task_id for e in pool.execs] == [3, 1]
+    pl.enqueue([_t(4, exclusive=True, opts={"time_out": 9.0})])
+    pl.schedule()
+    assert [t.task_id for t in q.queued()] == [2, 4]  # nothing idle: both wait
+
+
+def test_a_time_out_is_armed_when_the_task_is_queued():
+    st, _, pool, pl, _ = _parts(1, mean=None)
+    pl.enqueue([_t(7, exclusive=True, opts={"time_out": 5.0})])
+    pl.schedule()
+    deadline, ex = st.deadlines[7]
+    assert ex is pool.execs[0] and deadline > 0
+
+
+def test_a_consumer_of_a_value_made_here_goes_right_behind_its_producer():
+    st, q, pool, pl, ch = _parts(2, mean=1.0)        # long tasks: no deep queues
+    pl.enqueue([_t(1)])
+    pl.schedule()
+    producer = next(e for e in pool.execs if e.queue)
+    assert st.producing[1001] is producer
+    pl.enqueue([_t(2, reads=(1001,))])                # chained: its input is being made
+    assert [t.task_id for t in producer.queue] == [1, 2] and not ch.blocked
+
+
+def test_a_task_waiting_for_values_from_two_executors_is_held_then_released():
+    st, q, pool, pl, ch = _parts(2, mean=1.0)
+    pl.enqueue([_t(1), _t(2)])
+    pl.schedule()
+    pl.enqueue([_t(3, reads=(1001, 1002))])
+    assert 3 in ch.blocked and not q
+    ch.outputs_made([1001], [b"one"])
+    assert 3 in ch.blocked                            # still one value missing
+    ch.outputs_made([1002], [b"two"])
+    assert 3 not in ch.blocked and [t.task_id for t in q.queued()] == [3]
+    assert st.store[1001] == b"one" and st.store[1002] == b"two"
+
+
+def test_values_pushed_by_the_master_release_held_tasks_and_travel_with_them():
+    st, q, pool, pl, ch = _parts(1, mean=None)
+    pl.enqueue([_t(5, reads=(77,))])
+    assert 5 in ch.blocked
+    st.store[77] = b"v"
+    ch.unblock(77)
+    pl.schedule()
+    (ex,) = pool.execs
+    assert [t.task_id for t in ex.queue] == [5] and ex.bdata == {77: b"v"}
+
+
+def test_leaving_hands_back_the_queue_and_the_held_tasks():
+    _, q, pool, pl, ch = _parts(1, mean=None)
+    pl.enqueue([_t(1), _t(2), _t(3, reads=(99,))])
+    pl.schedule()
+    back = [t.task_id for t in q.take_all()] + ch.take_all()
+    assert back == [2, 3] and not q and not ch.blocked and not ch.waiting_on
+
+
+def test_cancelled_tasks_leave_the_queue_and_the_held_set():
+    _, q, _, pl, ch = _parts(0)
+    pl.enqueue([_t(i) for i in range(5)] + [_t(9, reads=(5,))])
+    q.remove({1, 3})
+    ch.drop({9})
+    assert [t.task_id for t in q.queued()] == [0, 2, 4] and not ch.blocked
