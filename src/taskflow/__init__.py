@@ -55,7 +55,7 @@ def __dir__() -> list[str]:
 RETRY, FAIL, IGNORE, CANCEL_SUCCESSORS = "RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS"
 
 
-def start(workers: int | None = None, **kwargs) -> Runtime:
+def start(workers: int | None = None, **kwargs: Any) -> Runtime:
     """Start a runtime explicitly (notebooks, tests); ``stop()`` ends it."""
     from .runtime import current
     from .runtime.runtime import Runtime

@@ -16,7 +16,14 @@ from __future__ import annotations
 import concurrent.futures as _cf
 import pickle
 import threading
-from typing import Any, Callable, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NoReturn, Protocol
+
+if TYPE_CHECKING:
+    from concurrent.futures._base import _Waiter
+
+    from .errors import TaskError
+    from .graph.registry import DataItem
+    from .graph.task import Task
 
 PENDING = "PENDING"
 RUNNING = "RUNNING"
@@ -41,6 +48,16 @@ class FutureHost(Protocol):
         """Register ``fn`` unless ``fut`` is finished already (then False)."""
 
 
+class Waiter(Protocol):
+    """Somebody waiting through ``_wev`` (the runtime's waits, lineage)."""
+
+    def one_done(self) -> None:
+        """One of the futures waited for is finished."""
+
+
+DoneCallback = Callable[["Future"], Any]
+
+
 class Future(_cf.Future):  # type: ignore[type-arg]
     # What every future sets in its life is in slots: set in a varying order as
     # instance attributes they made CPython build a dict per future (one more
@@ -48,16 +65,16 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     # class-level defaults: an instance only stores what differs from them.
     __slots__ = ("_state", "_rt", "_producer", "_did", "_result", "_exception", "_payload",
                  "_holders", "_consumers", "_wev")
-    _cond = None
-    _cf_waiters = None
-    _done_callbacks_ = None
-    _item = None                       # the DataItem this is a version of (INOUT objects, files)
+    _cond: threading.Condition | None = None
+    _cf_waiters: list[_Waiter] | None = None
+    _done_callbacks_: list[DoneCallback] | None = None
+    _item: DataItem | None = None      # the DataItem this is a version of (INOUT objects, files)
     _path: str | None = None           # file versions: where this version lives
     _label = ""                        # repr only
     _lineage: Any = None               # what recomputes a value lost with its node (lineage)
     _cancel_successors = False         # its task was CANCEL_SUCCESSORS: readers are cancelled
 
-    def __init__(self, rt: FutureHost | None = None, producer: Any = None,
+    def __init__(self, rt: FutureHost | None = None, producer: Task | None = None,
                  did: int = 0) -> None:
         # Deliberately not calling super().__init__: see the module docstring.
         self._state = PENDING
@@ -65,11 +82,11 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._producer = producer
         self._did = did
         self._result = _NOVALUE
-        self._exception = None
-        self._payload = None       # pickled value held by the master
-        self._holders = None       # node names that hold the value
-        self._consumers = None     # tasks waiting for this version
-        self._wev = None           # runtime waiters
+        self._exception: TaskError | None = None   # the runtime's errors only
+        self._payload: bytes | None = None         # pickled value held by the master
+        self._holders: set[str] | None = None      # node names that hold the value
+        self._consumers: list[Task] | None = None  # tasks waiting for this version
+        self._wev: list[Waiter] | None = None      # runtime waiters
 
     # -- the concurrent.futures internals, made lazily -------------------
     @property
@@ -82,8 +99,13 @@ class Future(_cf.Future):  # type: ignore[type-arg]
                     c = self._cond = threading.Condition()
         return c
 
+    @_condition.setter
+    def _condition(self, c: threading.Condition) -> None:
+        # Never used here; the base class declares a writable attribute (typing).
+        self._cond = c
+
     @property
-    def _waiters(self) -> list:
+    def _waiters(self) -> list[_Waiter]:
         w = self._cf_waiters
         if w is None:
             with _make_lock:
@@ -92,8 +114,13 @@ class Future(_cf.Future):  # type: ignore[type-arg]
                     w = self._cf_waiters = []
         return w
 
+    @_waiters.setter
+    def _waiters(self, w: list[_Waiter]) -> None:
+        # Never used here; the base class declares a writable attribute (typing).
+        self._cf_waiters = w
+
     @property
-    def _done_callbacks(self) -> list:
+    def _done_callbacks(self) -> list[DoneCallback]:
         cb = self._done_callbacks_
         if cb is None:
             cb = self._done_callbacks_ = []
@@ -153,6 +180,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         if v is _NOVALUE:
             payload = self._payload
             if payload is None:
+                assert self._rt is not None     # a value left on a node: a runtime's future
                 payload = self._rt.fetch_payload(self)
             v = self._result = pickle.loads(payload)
         return v
@@ -161,16 +189,16 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         name = self._label or (self._producer.spec.name if self._producer is not None else "")
         return f"<taskflow.Future d{self._did} {name} {self._state.lower()}>"
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError(
             "a taskflow Future cannot be pickled; pass it directly as a task argument "
             "(it becomes a dependency) or call wait_on() first")
 
-    def __getstate__(self):  # pragma: no cover - guarded by __reduce__
+    def __getstate__(self) -> NoReturn:  # pragma: no cover - guarded by __reduce__
         raise TypeError("a taskflow Future cannot be pickled")
 
 
-def notify_done(fut: Future, callbacks_out: list) -> None:
+def notify_done(fut: Future, callbacks_out: list[tuple[DoneCallback, Future]]) -> None:
     """Wake everybody waiting on ``fut``; called by the runtime under its lock.
 
     Done callbacks are collected into ``callbacks_out`` so the runtime can run
@@ -186,11 +214,11 @@ def notify_done(fut: Future, callbacks_out: list) -> None:
         with cond:
             waiters = fut._cf_waiters
             if waiters:
-                for w in waiters:
+                for cw in waiters:
                     if fut._exception is not None:
-                        w.add_exception(fut)
+                        cw.add_exception(fut)
                     else:
-                        w.add_result(fut)
+                        cw.add_result(fut)
             cond.notify_all()
     cbs = fut._done_callbacks_
     if cbs:

@@ -11,6 +11,7 @@ import os
 import socket
 import struct
 import sys
+from typing import Any
 
 from ..wire.dialback import MAGIC, NONCE, SECRET_ENV, SECRET_FILE_ENV, answer, recv_exact
 
@@ -26,7 +27,7 @@ def read_secret() -> str:
     return s
 
 
-def agent_meta() -> dict:
+def agent_meta() -> dict[str, Any]:
     """What the agent tells the master about where it runs (Slurm job, node, CPUs)."""
     env = os.environ
     cpus = env.get("SLURM_CPUS_ON_NODE") or env.get("SLURM_CPUS_PER_TASK")
@@ -36,7 +37,7 @@ def agent_meta() -> dict:
             "hostname": socket.gethostname(), "pid": os.getpid()}
 
 
-def connect(address: str, secret: str, meta: dict | None = None,
+def connect(address: str, secret: str, meta: dict[str, Any] | None = None,
             timeout: float = 30.0) -> socket.socket:
     """Open the TCP connection and pass the handshake; return the socket."""
     host, _, port = address.rpartition(":")

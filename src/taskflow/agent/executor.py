@@ -48,10 +48,10 @@ class _Current:
     def __init__(self) -> None:
         self.tid = 0
         self.t0 = 0.0
-        self.logs: list | None = None
+        self.logs: list[M.LineWire] | None = None
         self.wrote = False       # a capture was written to since the last end_task
 
-    def lines(self) -> list:
+    def lines(self) -> list[M.LineWire]:
         logs = self.logs
         if logs is None:
             logs = self.logs = []
@@ -116,6 +116,7 @@ class _Capture(io.TextIOBase):
         if threading.get_ident() != self.thread:
             return   # another thread of the task: its lines go with the result
         self.t_sent = t
+        assert self.wfd is not None   # write() checks it before calling
         cur = self.cur
         if cur.logs:
             lines = list(cur.logs)
@@ -138,7 +139,7 @@ class _Capture(io.TextIOBase):
 
 
 class _PersistentUnpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, values: dict) -> None:
+    def __init__(self, data: bytes, values: dict[int, Any]) -> None:
         super().__init__(io.BytesIO(data))
         self.values = values
 
@@ -180,7 +181,8 @@ class _Produced:
             self.values = dict(list(self.values.items())[-(self.limit // 2):])
             self.get = self.values.get
             return
-        keep, big = [], 0
+        keep: list[tuple[int, bytes]] = []
+        big = 0
         for did, payload in reversed(list(self.values.items())):
             n = len(payload)
             if len(keep) >= self.limit // 2 or (n > self.small and big + n > self.budget // 2):
@@ -196,8 +198,9 @@ class _Produced:
 PRODUCED = _Produced()
 
 
-def _resolve_refs(args: list, kwargs: dict, refs: list[M.RefWire], data: dict) -> None:
-    values: dict = {}
+def _resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire],
+                  data: dict[int, bytes]) -> None:
+    values: dict[int, Any] = {}
 
     def value_of(did: int) -> Any:
         if did not in values:
@@ -257,7 +260,8 @@ def _error_info(exc: BaseException) -> M.ErrorInfo:
     return M.ErrorInfo(type(exc).__name__, str(exc), tb, blob)
 
 
-def run_task(funcs: dict, msg: M.TaskWire, cur: _Current, data: dict) -> M.ResultWire:
+def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
+             data: dict[int, bytes]) -> M.ResultWire:
     """Run one task message; return its ResultMsg (lines of programs go to ``cur``).
 
     Plain calls (positional values only, one output, no options) do not come
@@ -277,6 +281,7 @@ def run_task(funcs: dict, msg: M.TaskWire, cur: _Current, data: dict) -> M.Resul
         result = func(*args, **kw) if inv is None else \
             _invoke(inv, func, args, kw, options, cur.lines(), tid)
         t1 = time.time()
+        outputs: list[M.Output]
         if nout > 1:
             if not isinstance(result, (tuple, list)) or len(result) != nout:
                 got = f"a value of type {type(result).__name__}" \
@@ -302,7 +307,7 @@ def run_task(funcs: dict, msg: M.TaskWire, cur: _Current, data: dict) -> M.Resul
         keep = PRODUCED.keep
         for did, payload in zip(outdids, outputs):
             if payload is not None:
-                keep(did, payload)
+                keep(did, payload)  # type: ignore[arg-type]  # made here: bytes (Held: by the agent)
         return (tid, M.OK, outputs, None, (t0, t1))
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
@@ -310,9 +315,10 @@ def run_task(funcs: dict, msg: M.TaskWire, cur: _Current, data: dict) -> M.Resul
         return (tid, M.ERROR, None, _error_info(exc), (t0, time.time()))
 
 
-def _invoke(kind: str, func: Any, args: list, kw: dict, options: dict, logs: list,
-            tid: int) -> Any:
+def _invoke(kind: str, func: Any, args: list[Any], kw: dict[str, Any],
+            options: dict[str, Any] | None, logs: list[M.LineWire], tid: int) -> Any:
     """External programs, multi-node and GPU tasks (taskflow.invokers)."""
+    assert options is not None     # the invoker is one of the options
     from . import invokers
     return invokers.run(kind, func, args, kw, options, logs, tid)
 
@@ -322,7 +328,8 @@ def _dumps(value: Any, name: str) -> bytes:
         return pickle.dumps(value, P.PROTOCOL)
     except Exception:
         try:
-            return cloudpickle.dumps(value, P.PROTOCOL)
+            blob: bytes = cloudpickle.dumps(value, P.PROTOCOL)
+            return blob
         except Exception as exc:
             raise TypeError(f"task {name} produced a value of type {type(value).__name__} "
                             f"that cannot be pickled: {exc}") from exc
@@ -331,11 +338,11 @@ def _dumps(value: Any, name: str) -> bytes:
 def executor_main(rfd: int, wfd: int) -> None:
     """Loop of a forked executor; never returns."""
     enter_worker()
-    funcs: dict = {}
+    funcs: dict[bytes, Any] = {}
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr
-    pending: list = []
-    means: dict = {}          # function digest -> mean duration here
+    pending: list[tuple[int, Any]] = []
+    means: dict[bytes, float] = {}          # function digest -> mean duration here
     cur = _Current()
     out, err = _Capture("STDOUT", cur, wfd), _Capture("STDERR", cur, wfd)
     while True:
@@ -353,8 +360,8 @@ def executor_main(rfd: int, wfd: int) -> None:
             pending.extend(more)
             if len(pending) > 4096:
                 break
-        results = []
-        logs_out = []
+        results: list[M.ResultWire] = []
+        logs_out: list[M.TaskLines] = []
         batch, pending = pending, []
         for op, body in batch:
             if op == M.TASKS:
@@ -376,7 +383,8 @@ def executor_main(rfd: int, wfd: int) -> None:
             P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
 
 
-def _run_tasks(tasks: list[M.TaskWire], data: dict, funcs: dict, means: dict, cur: _Current,
+def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[bytes, Any],
+               means: dict[bytes, float], cur: _Current,
                out: _Capture, err: _Capture, wfd: int, results: list[M.ResultWire],
                logs_out: list[M.TaskLines]) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
     """Run one TASKS frame's tasks in order; return (results, logs) not yet sent.
@@ -392,6 +400,7 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict, funcs: dict, means: dict, cu
     proto = P.PROTOCOL
     now = time.time
     ok = M.OK
+    res: M.ResultWire
     for tmsg in tasks:
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
         m = means.get(digest)

@@ -26,6 +26,7 @@ from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from .chained import Chaining
+    from .workqueue import Item
 
 # Module globals, read at call time (a test widens LEAD so a slow machine's clock is
 # irrelevant).
@@ -100,9 +101,10 @@ class Placement:
         execs = self.pool.execs
         idle = [e for e in execs if not e.queue]
         nfree = len(idle) - sum(e.reserved for e in execs)
-        skipped = []
+        skipped: list[tuple[int, int, Item]] = []
         means = self.state.mean
         deep = DEEP
+        best: Executor | None
         while q:
             t = q.head()
             if type(t) is list:         # a run of plain tasks
@@ -128,7 +130,7 @@ class Placement:
                 self.start(ex, t)
                 continue
             if idle and nfree > 0:
-                best: Executor | None = idle.pop(0)
+                best = idle.pop(0)
                 nfree -= 1
             else:
                 mean = means.get(t.digest)
@@ -213,7 +215,7 @@ class Placement:
     def _place_run_long(self, run: list[M.TaskMsg], idle: list[Executor], nfree: int) -> int:
         """A run of long (or not yet timed) tasks: one each to the idle executors, then
         one each to those whose task ends within LEAD."""
-        chosen = []
+        chosen: list[Executor] = []
         for e in list(idle):
             if len(chosen) >= len(run) or nfree <= 0:
                 break

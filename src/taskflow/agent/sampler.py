@@ -23,7 +23,7 @@ class Sampler:
         self._cores = aff if aff and len(aff) < (psutil.cpu_count() or 1) else None
         if self._cores:
             psutil.cpu_percent(None, percpu=True)
-        self._procs: dict = {}
+        self._procs: dict[int, Any] = {}    # pid -> psutil.Process
 
     def next_due(self) -> float:
         return self._due
@@ -37,7 +37,7 @@ class Sampler:
         except psutil.Error:
             return 0.0
         total = 0.0
-        seen = {}
+        seen: dict[int, Any] = {}
         for p in procs:
             known = self._procs.get(p.pid)
             if known is None:
@@ -58,8 +58,9 @@ class Sampler:
 
     def _cpu(self) -> float:
         if not self._cores:
-            return psutil.cpu_percent(None)
-        per = psutil.cpu_percent(None, percpu=True)
+            cpu: float = psutil.cpu_percent(None)
+            return cpu
+        per: list[float] = psutil.cpu_percent(None, percpu=True)
         return sum(per[i] for i in self._cores if i < len(per)) / len(self._cores)
 
     def sample(self) -> dict[str, Any]:

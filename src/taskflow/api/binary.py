@@ -25,7 +25,7 @@ FAIL_BY_EXIT_VALUE = True
 
 
 def binary(binary: str | None = None, args: str | None = None, working_dir: str | None = None,
-           fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, **others: Any) -> Callable:
+           fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, **others: Any) -> Callable[..., Any]:
     """Declare that the task below runs ``binary`` (on PATH, absolute, or in working_dir)."""
     check_arguments("binary", dict(others, binary=binary), MANDATORY, SUPPORTED)
     cfg = {"binary": binary, "args": args, "working_dir": working_dir,

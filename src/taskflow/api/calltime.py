@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..errors import UsageError
 
@@ -31,11 +31,11 @@ _NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Lo
           ast.Eq, ast.NotEq, ast.BoolOp, ast.And, ast.Or, ast.Subscript)
 
 
-def expand_env(value: str, where: str, env: dict | None = None) -> str:
+def expand_env(value: str, where: str, env: Mapping[str, str] | None = None) -> str:
     """Replace ``$VAR`` / ``${VAR}``; an unset variable is an error (not silently kept)."""
     env = os.environ if env is None else env
 
-    def sub(m: re.Match) -> str:
+    def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(2)
         if name not in env:
             raise UsageError(f"{where}: ${name} is not set in the environment when the task "
@@ -65,7 +65,7 @@ class Expr:
         self.raw = raw
         self.where = where
         self.code = None
-        self.names: tuple = ()
+        self.names: tuple[str, ...] = ()
         self.const = None
         if not isinstance(raw, str):
             self.const = raw
@@ -95,7 +95,7 @@ class Expr:
     def dynamic(self) -> bool:
         return self.code is not None
 
-    def value(self, bound: dict | None) -> Any:
+    def value(self, bound: dict[str, Any] | None) -> Any:
         if self.code is None:
             return self.const
         ns: dict[str, Any] = dict(_CALLS)
@@ -140,7 +140,7 @@ def as_int(v: Any, where: str, minimum: int = 1) -> int:
     return v
 
 
-def bind(spec: Any, args: tuple, kwargs: dict) -> dict:
+def bind(spec: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     try:
         b = spec.signature.bind_partial(*args, **kwargs)
     except TypeError as exc:
@@ -170,7 +170,7 @@ def refresh(spec: Any) -> None:
     spec.prepare = build(spec)
 
 
-def build(spec: Any) -> Callable | None:
+def build(spec: Any) -> Callable[..., tuple[int, float, dict[str, Any] | None]] | None:
     """Return the call-time hook for ``spec`` or None when nothing is decided per call."""
     from . import external
     params = list(spec.signature.parameters)
@@ -184,7 +184,8 @@ def build(spec: Any) -> Callable | None:
         return None
     needs_bind = bool(cu.names or mem.names) or ext
 
-    def prepare(rt: Runtime, args: tuple, kwargs: dict) -> tuple[int, float, dict | None]:
+    def prepare(rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> tuple[int, float, dict[str, Any] | None]:
         bound = bind(spec, args, kwargs) if needs_bind else None
         cus = as_int(cu.value(bound), f"{where}: computing_units")
         m = mem.value(bound)

@@ -56,7 +56,7 @@ def _check_expressions(name: str, target: Any, **values: Any) -> None:
                                  f"string or an expression of the parameters; {exc}") from None
 
 
-def constraint(computing_units: Any = None, memory_size: Any = None, **others: Any) -> Callable:
+def constraint(computing_units: Any = None, memory_size: Any = None, **others: Any) -> Callable[..., Any]:
     unknown = set(others) - _KNOWN
     if unknown:
         raise UsageError(f"@constraint: unknown argument(s) {sorted(unknown)}; known: "

@@ -20,13 +20,15 @@ from .parameter import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND
 from .task import TaskFunction
 
 if TYPE_CHECKING:
+    from ..providers.handle import NodeHandle
     from ..runtime.runtime import Runtime
 
 TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 RUNNERS = ("mpirun", "mpiexec", "srun")
 
 
-def check_arguments(deco: str, given: dict, mandatory: tuple, supported: tuple) -> None:
+def check_arguments(deco: str, given: dict[str, Any], mandatory: tuple[str, ...],
+                    supported: tuple[str, ...]) -> None:
     missing = [a for a in mandatory if given.get(a) is None]
     if missing:
         raise UsageError(f"@{deco}: missing mandatory argument(s) {', '.join(missing)}.")
@@ -36,7 +38,7 @@ def check_arguments(deco: str, given: dict, mandatory: tuple, supported: tuple) 
                          f"{', '.join(mandatory + supported)}.")
 
 
-def attach(target: Any, deco: str, cfg: dict) -> TaskFunction:
+def attach(target: Any, deco: str, cfg: dict[str, Any]) -> TaskFunction:
     """Make the task ``target`` run through the ``deco`` invoker with ``cfg``."""
     if not isinstance(target, TaskFunction):
         raise UsageError(f"@{deco} must be placed above @task (order: @constraint -> @{deco} "
@@ -81,8 +83,8 @@ def attach(target: Any, deco: str, cfg: dict) -> TaskFunction:
     return target
 
 
-def _wire_cfg(cfg: dict, bound: dict | None, where: str) -> dict:
-    out = {}
+def _wire_cfg(cfg: dict[str, Any], bound: dict[str, Any] | None, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for k, v in cfg.items():
         if isinstance(v, calltime.Expr):
             out[k] = calltime.as_int(calltime.expand_all(v.value(bound), where),
@@ -94,7 +96,7 @@ def _wire_cfg(cfg: dict, bound: dict | None, where: str) -> dict:
     return out
 
 
-def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list) -> None:
+def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list[NodeHandle]) -> None:
     if any(not getattr(n, "shared_fs", True) for n in nodes):
         return                      # only the node can tell; it reports the same way
     if os.sep in binary:
@@ -112,7 +114,7 @@ def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list)
                          f"({os.environ.get('PATH', '')}); give an absolute path or install it.")
 
 
-def gang_request(cfg: dict, cus: int, gpus: int, where: str) -> dict | None:
+def gang_request(cfg: dict[str, Any], cus: int, gpus: int, where: str) -> dict[str, Any] | None:
     """How many slots on how many nodes; None when an ordinary placement does."""
     kind = cfg["kind"]
     if kind == "mpi":
@@ -136,8 +138,8 @@ def gang_request(cfg: dict, cus: int, gpus: int, where: str) -> dict | None:
     return None
 
 
-def call_options(rt: Runtime, spec: Any, bound: dict | None, cus: int, mem: float, gpus: int,
-                 opts: dict) -> None:
+def call_options(rt: Runtime, spec: Any, bound: dict[str, Any] | None, cus: int, mem: float,
+                 gpus: int, opts: dict[str, Any]) -> None:
     """Fill the task's options at call time (see module docstring); raises UsageError."""
     from ..runtime import gang
     where = f"@{spec.invoker} on {spec.name}" if spec.invoker != "python" else \

@@ -30,7 +30,7 @@ DEPRECATED = ("scale_by_cu", "workingDir", "computingNodes")
 def mpi(runner: str | None = None, binary: str | None = None, processes: Any = 1,
         processes_per_node: Any = None, computing_nodes: Any = None, flags: str | None = None,
         args: str | None = None, working_dir: str | None = None,
-        fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, **others: Any) -> Callable:
+        fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, **others: Any) -> Callable[..., Any]:
     """Declare an MPI task (see the module docstring)."""
     check_arguments("mpi", dict(others, runner=runner), MANDATORY, SUPPORTED)
     if isinstance(runner, str) and "$" not in runner and runner not in RUNNERS:

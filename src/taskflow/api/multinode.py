@@ -18,7 +18,7 @@ SUPPORTED = ()
 DEPRECATED = ("computingNodes",)
 
 
-def multinode(computing_nodes: Any = None, **others: Any) -> Callable:
+def multinode(computing_nodes: Any = None, **others: Any) -> Callable[..., Any]:
     """Declare a task that needs ``computing_nodes`` nodes."""
     check_arguments("multinode", dict(others, computing_nodes=computing_nodes), MANDATORY,
                     SUPPORTED)

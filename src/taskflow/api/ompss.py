@@ -20,7 +20,7 @@ DEPRECATED = ("workingDir", "computingNodes")
 
 def ompss(binary: str | None = None, computing_nodes: Any = 1, args: str | None = None,
           working_dir: str | None = None, fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE,
-          **others: Any) -> Callable:
+          **others: Any) -> Callable[..., Any]:
     """Declare an OmpSs/OpenMP binary task."""
     check_arguments("ompss", dict(others, binary=binary), MANDATORY, SUPPORTED)
     cfg = {"binary": binary, "computing_nodes": computing_nodes, "args": args,

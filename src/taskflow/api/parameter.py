@@ -113,7 +113,7 @@ def parse_param(value: Any, where: str) -> Param:
         f"COLLECTION_IN, ...) or the dictionary form {{Type: FILE_IN, StdIOStream: STDIN}}.")
 
 
-def _parse_dict(d: dict, where: str) -> Param:
+def _parse_dict(d: dict[Any, Any], where: str) -> Param:
     unknown = set(d) - _DICT_KEYS
     if unknown:
         raise ParameterError(

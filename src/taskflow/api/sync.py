@@ -25,7 +25,7 @@ def _rt() -> Any:
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 
 
-def _collect(obj: Any, rt: Runtime, futs: list, depth: int = 0) -> None:
+def _collect(obj: Any, rt: Runtime, futs: list[Future], depth: int = 0) -> None:
     if depth > 100:
         return
     t = type(obj)
@@ -132,7 +132,7 @@ def wait_on(*objs: Any, timeout: float | None = None) -> Any:
         if any(isinstance(o, Future) for o in objs):
             raise UsageError("wait_on: these futures belong to a runtime that has stopped")
         return objs[0] if len(objs) == 1 else objs
-    futs: list = []
+    futs: list[Future] = []
     for o in objs:
         _collect(o, rt, futs)
     if futs and not rt.wait_futures(futs, timeout):

@@ -30,7 +30,7 @@ _RESERVED = {"returns", "priority", "time_out", "on_failure", "retries",
 class TaskFunction:
     """The callable a ``@task`` decoration returns."""
 
-    def __init__(self, func: Callable, spec: TaskSpec) -> None:
+    def __init__(self, func: Callable[..., Any], spec: TaskSpec) -> None:
         self.__wrapped__ = func
         self.spec = spec
         spec.wrapper = self
@@ -49,13 +49,13 @@ class TaskFunction:
             return self
         return functools.partial(self.__call__, obj)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # Inside a worker a task function is just its function: by reference
         # when its module can be imported there, else by value (cloudpickle).
         spec = self.spec
         mod = sys.modules.get(spec.module)
         if spec.module != "__main__" and mod is not None and "<locals>" not in spec.name:
-            obj = mod
+            obj: Any = mod
             for part in spec.name.split("."):
                 obj = getattr(obj, part, None)
             if obj is self:
@@ -66,11 +66,11 @@ class TaskFunction:
         return f"<taskflow task {self.spec.name}>"
 
 
-def _plain_function(func: Callable) -> Callable:
+def _plain_function(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _load_task_function(module: str, qualname: str) -> Callable:
+def _load_task_function(module: str, qualname: str) -> Callable[..., Any]:
     import importlib
     obj: Any = importlib.import_module(module)
     for part in qualname.split("."):
@@ -78,12 +78,12 @@ def _load_task_function(module: str, qualname: str) -> Callable:
     return obj.__wrapped__ if isinstance(obj, TaskFunction) else obj
 
 
-def task(_func: Callable | None = None, *, returns: Any = None, priority: Any = False,
+def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priority: Any = False,
          time_out: Any = None, on_failure: str = "RETRY", retries: int | None = None,
          **directions: Any) -> Any:
     """Declare a task. ``@task`` or ``@task(returns=int, x=INOUT, f=FILE_IN, ...)``."""
 
-    def decorate(func: Callable) -> TaskFunction:
+    def decorate(func: Callable[..., Any]) -> TaskFunction:
         if isinstance(func, TaskFunction):
             raise UsageError(f"@task applied twice to {func.spec.name}.")
         if not callable(func):

@@ -38,7 +38,7 @@ def _clock(t: float) -> str:
     return datetime.datetime.fromtimestamp(t).strftime("%H:%M:%S.%f")[:-3]
 
 
-def _duration(r: dict) -> str:
+def _duration(r: dict[str, Any]) -> str:
     t0, t1 = r.get("t_start"), r.get("t_end") or (time.time() if r["state"] == "running" else None)
     return f"{t1 - t0:.2f} s" if t0 and t1 else "-"
 
@@ -86,13 +86,14 @@ def status(run: str | None, run_dir: str | None) -> None:
 @click.option("--level", "-l", multiple=True,
               help="Only these levels (STDOUT, STDERR, RAW); repeat or comma-separate.")
 @run_dir_option
-def logs(run: str | None, task: int | None, follow: bool, level: tuple, run_dir: str | None) -> None:
+def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...],
+         run_dir: str | None) -> None:
     """Output lines of TASK in RUN (all tasks when TASK is omitted).
 
     A lone number short enough to be a task id means that task of the latest run.
     """
     if run is not None and task is None and run.isdigit() and len(run) < 8:
-        run, task = None, int(run)
+        task, run = int(run), None
     levels = [x.strip().upper() for v in level for x in v.split(",") if x.strip()] or None
     with _open(run, run_dir) as j:
         if task is not None and j.task(task) is None:
@@ -107,8 +108,8 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple, run_dir:
             click.echo(t["traceback"] or t["error_full"] or t["error"] or "")
 
 
-def _follow(j: Journal, task: int | None, levels: list | None, follow: bool, names: dict,
-            last: int) -> None:
+def _follow(j: Journal, task: int | None, levels: list[str] | None, follow: bool,
+            names: dict[int, str], last: int) -> None:
     if True:
         while True:
             lines = j.logs(task=task, levels=levels, after=last, limit=5000)
@@ -174,7 +175,7 @@ def trace(run: str | None, out: str | None, run_dir: str | None) -> None:
     _echo_paths(paths)
 
 
-def _echo_paths(paths: dict) -> None:
+def _echo_paths(paths: dict[str, Any]) -> None:
     for k, v in paths.items():
         if k.endswith("_error"):
             click.echo(f"taskflow: no {k[:-6]}: {v}", err=True)

@@ -60,8 +60,9 @@ from ..observe.cliopts import OptionalValueCommand
                    "sbatch=--exclusive, worker_init='module load python'.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def run(workers, nodes, retries, placement, run_dir, log_level, progress, graph_, trace_,
-        monitor, script, script_args) -> None:
+def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: str | None,
+        log_level: str, progress: bool | None, graph_: bool, trace_: bool, monitor: int | None,
+        script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
     diagnostics.setup(log_level)
     from ..runtime.console import Progress, summary

@@ -17,10 +17,11 @@ import click
 
 
 
-def job_script(script: str, args: tuple, *, nodes: int, time_limit: str, job_name: str,
+def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: str, job_name: str,
                out_dir: str, run_dir: str, partition: str | None = None,
                cpus: int | None = None, account: str | None = None, qos: str | None = None,
-               memory: str | None = None, sbatch: tuple = (), worker_init: tuple = (),
+               memory: str | None = None, sbatch: tuple[str, ...] = (),
+               worker_init: tuple[str, ...] = (),
                python: str = sys.executable) -> str:
     """The text of the job script (also what ``--dry-run`` prints)."""
     lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}", f"#SBATCH --nodes={nodes}",
@@ -68,8 +69,10 @@ def job_script(script: str, args: tuple, *, nodes: int, time_limit: str, job_nam
 @click.option("--dry-run", is_flag=True, help="Print the job script; submit nothing.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def submit(nodes, time_limit, partition, cpus, account, qos, memory, job_name, sbatch_lines,
-           worker_init, run_dir, dry_run, script, script_args) -> None:
+def submit(nodes: int, time_limit: str, partition: str | None, cpus: int | None,
+           account: str | None, qos: str | None, memory: str | None, job_name: str | None,
+           sbatch_lines: tuple[str, ...], worker_init: tuple[str, ...], run_dir: str | None,
+           dry_run: bool, script: str, script_args: tuple[str, ...]) -> None:
     """Submit SCRIPT to Slurm: its master and its workers run in one allocation."""
     if nodes < 1:
         raise click.BadParameter("must be >= 1", param_hint="--nodes")

@@ -13,7 +13,7 @@ import io
 import os
 import pickle
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
@@ -25,11 +25,17 @@ from ..future import FINISHED, Future
 from .registry import DIR, FILE, GraphHost
 from .task import Inout, Task
 
+if TYPE_CHECKING:
+    from ..wire.messages import ArgPath
+    from .registry import DataItem
+    from .spec import TaskSpec
+    from .task import TaskRef
+
 SCALARS = frozenset({int, float, str, bool, type(None), bytes, complex})
 
 
 class _SnapshotPickler(pickle.Pickler):
-    def __init__(self, buf: io.BytesIO, found: list, objects: dict) -> None:
+    def __init__(self, buf: io.BytesIO, found: list[Future], objects: dict[int, DataItem]) -> None:
         super().__init__(buf, pickle.HIGHEST_PROTOCOL)
         self.found = found
         self.objects = objects
@@ -46,8 +52,8 @@ class _SnapshotPickler(pickle.Pickler):
         return None
 
 
-class _CloudSnapshotPickler(cloudpickle.Pickler):
-    def __init__(self, buf: io.BytesIO, found: list, objects: dict) -> None:
+class _CloudSnapshotPickler(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle: no types
+    def __init__(self, buf: io.BytesIO, found: list[Future], objects: dict[int, DataItem]) -> None:
         super().__init__(buf, pickle.HIGHEST_PROTOCOL)
         self.found = found
         self.objects = objects
@@ -55,9 +61,9 @@ class _CloudSnapshotPickler(cloudpickle.Pickler):
     persistent_id = _SnapshotPickler.persistent_id
 
 
-def snapshot(value: Any, objects: dict, where: str) -> tuple[bytes, list]:
+def snapshot(value: Any, objects: dict[int, DataItem], where: str) -> tuple[bytes, list[Future]]:
     """Pickle ``value`` now; return the bytes and the futures found inside."""
-    found: list = []
+    found: list[Future] = []
     buf = io.BytesIO()
     try:
         _SnapshotPickler(buf, found, objects).dump(value)
@@ -81,7 +87,7 @@ class Builder:
         self.rt = rt
         self.registry = rt.registry
 
-    def plain(self, spec: Any, args: tuple) -> tuple[Task, Any] | None:
+    def plain(self, spec: TaskSpec, args: tuple[Any, ...]) -> tuple[Task, Any] | None:
         """The most common call, scalars only, nothing to track: (task, value), else None.
 
         Touches no state of the builder, so callers need not hold the submit lock.
@@ -97,7 +103,8 @@ class Builder:
         out._producer = task
         return task, ((out,) if spec.returns_tuple else out)
 
-    def build(self, spec: Any, args: tuple, kwargs: dict) -> tuple[Task, list, Any]:
+    def build(self, spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
+              ) -> tuple[Task, list[Future], Any]:
         """Return (task, dependencies, value to give back to the caller).
 
         The caller has tried :meth:`plain` first (the runtime does, outside the
@@ -106,12 +113,12 @@ class Builder:
         rt = self.rt
         names = spec.names
         nargs = len(args)
-        self._v0: list = []
+        self._v0: list[DataItem] = []
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)
-        refs: list | None = None
-        deps: list = []
-        inouts: list | None = None
+        refs: list[TaskRef] | None = None
+        deps: list[Future] = []
+        inouts: list[Inout] | None = None
         objects = self.registry.objects
         special = spec.special
         skip = {pos for pos, _, _ in special if pos is not None} if special else ()
@@ -149,6 +156,7 @@ class Builder:
             if refs is None:
                 refs = []
             inouts = []
+            path: ArgPath
             for pos, pname, param in special:
                 if pos is not None and pos < nargs:
                     value, path = args[pos], (pos,)
@@ -180,8 +188,8 @@ class Builder:
         return task, deps, value
 
     # -- plain IN values ----------------------------------------------------------
-    def _in_value(self, a: Any, t: type, path: tuple, spec: Any, objects: dict, deps: list,
-                  pname: Any) -> tuple | None:
+    def _in_value(self, a: Any, t: type, path: ArgPath, spec: TaskSpec, objects: dict[int, DataItem],
+                  deps: list[Future], pname: Any) -> TaskRef | None:
         if t is Future:
             item = objects.get(id(a)) if objects else None
             v = item.latest if item is not None and item.obj is a else a
@@ -201,19 +209,19 @@ class Builder:
         return (path, M.REF_PICKLED, (blob, found))
 
     @staticmethod
-    def _join_concurrent(item: Any, deps: list) -> None:
+    def _join_concurrent(item: DataItem, deps: list[Future]) -> None:
         if item.concurrent is not None:
             deps.extend(item.concurrent[1])
             item.concurrent = None
 
     @staticmethod
-    def _where(spec: Any, pname: Any) -> str:
+    def _where(spec: TaskSpec, pname: Any) -> str:
         if isinstance(pname, int):
             pname = spec.names[pname] if pname < len(spec.names) else f"*{spec.varargs}[{pname}]"
         return f"task {spec.name}, parameter '{pname}'"
 
     @staticmethod
-    def _check_binding(spec: Any, args: tuple, kwargs: dict) -> None:
+    def _check_binding(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         try:
             spec.signature.bind(*args, **kwargs)
         except TypeError as exc:
@@ -221,8 +229,9 @@ class Builder:
                 from None
 
     # -- declared parameters ---------------------------------------------------
-    def _access(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
-                refs: list, deps: list, inouts: list, argv: list, kw: dict) -> None:
+    def _access(self, value: Any, param: Param, path: ArgPath, spec: TaskSpec,
+                pname: str, refs: list[TaskRef], deps: list[Future], inouts: list[Inout],
+                argv: list[Any], kw: dict[str, Any]) -> None:
         kind = param.kind
         if kind == OBJECT_KIND:
             if param.direction == "IN" or param.direction == "IN_DELETE":
@@ -239,8 +248,9 @@ class Builder:
             self._collection(value, param, path, spec, pname, refs, deps, inouts, argv, kw,
                              param.depth)
 
-    def _object_write(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
-                      refs: list, deps: list, inouts: list, argv: list, kw: dict) -> None:
+    def _object_write(self, value: Any, param: Param, path: ArgPath, spec: TaskSpec,
+                      pname: str, refs: list[TaskRef], deps: list[Future], inouts: list[Inout],
+                      argv: list[Any], kw: dict[str, Any]) -> None:
         where = f"task {spec.name}, parameter '{pname}'"
         if type(value) in SCALARS or isinstance(value, (tuple, frozenset)):
             raise UsageError(
@@ -281,11 +291,13 @@ class Builder:
         new._item = item
         item.latest = new
         if direction == "CONCURRENT":
+            assert item.concurrent is not None      # set above
             item.concurrent[1].append(new)
         inouts.append(Inout(path, M.OUT_OBJECT, pname, new))
 
-    def _file(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
-              refs: list, deps: list, inouts: list, argv: list, kw: dict) -> None:
+    def _file(self, value: Any, param: Param, path: ArgPath, spec: TaskSpec,
+              pname: str, refs: list[TaskRef], deps: list[Future], inouts: list[Inout],
+              argv: list[Any], kw: dict[str, Any]) -> None:
         is_dir = param.kind == DIRECTORY_KIND
         what = "directory" if is_dir else "file"
         where = f"task {spec.name}, parameter '{pname}'"
@@ -327,8 +339,9 @@ class Builder:
             inouts.append(Inout(path, M.OUT_DIR if is_dir else M.OUT_FILE, pname, new))
         set_path(argv, kw, path, None)
 
-    def _collection(self, value: Any, param: Param, path: tuple, spec: Any, pname: str,
-                    refs: list, deps: list, inouts: list, argv: list, kw: dict,
+    def _collection(self, value: Any, param: Param, path: ArgPath, spec: TaskSpec,
+                    pname: str, refs: list[TaskRef], deps: list[Future], inouts: list[Inout],
+                    argv: list[Any], kw: dict[str, Any],
                     depth: int) -> None:
         where = f"task {spec.name}, parameter '{pname}'"
         if not isinstance(value, (list, tuple)):

@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from ..future import FINISHED, Future, FutureHost
+
+if TYPE_CHECKING:
+    from .task import Task
 
 OBJ, FILE, DIR = "object", "file", "directory"
 
@@ -35,15 +38,17 @@ class DataItem:
     __slots__ = ("kind", "key", "obj", "path", "latest", "nversions", "readers_v0",
                  "concurrent", "materialized")
 
-    def __init__(self, kind: str, key: Any, obj: Any = None, path: str | None = None) -> None:
+    def __init__(self, kind: str, key: Any, latest: Future, obj: Any = None,
+                 path: str | None = None) -> None:
         self.kind = kind
         self.key = key
         self.obj = obj              # objects: keeps the user's object alive (stable id)
         self.path = path            # files/dirs: the user's absolute path
-        self.latest: Future | None = None
+        self.latest = latest        # the newest version
         self.nversions = 0
-        self.readers_v0: list = []  # tasks reading the user's own file in place
-        self.concurrent: list | None = None  # (base version, [futures]) of a CONCURRENT run
+        self.readers_v0: list[Task] = []  # tasks reading the user's own file in place
+        # (base version, [futures]) of a CONCURRENT run
+        self.concurrent: tuple[Future, list[Future]] | None = None
         self.materialized: Future | None = None
 
 
@@ -58,8 +63,7 @@ class Registry:
         return self.objects.get(id(obj)) if self.objects else None
 
     def track_object(self, obj: Any, first: Future) -> DataItem:
-        item = DataItem(OBJ, id(obj), obj=obj)
-        item.latest = first
+        item = DataItem(OBJ, id(obj), first, obj=obj)
         first._item = item
         self.objects[id(obj)] = item
         return item
@@ -73,26 +77,26 @@ class Registry:
 
     def track_file(self, path: str, kind: str, rt: GraphHost) -> DataItem:
         """Enter a user path; version 0 is the file as it is now (may not exist)."""
-        item = DataItem(kind, path, path=path)
         v0 = Future(rt, None, rt.new_did())
+        item = DataItem(kind, path, v0, path=path)
         v0._path = path
         v0._item = item
         v0._state = FINISHED
         v0._result = path
         v0._label = os.path.basename(path)
-        item.latest = v0
         item.materialized = v0
         self.files[path] = item
         return item
 
     def new_file_version(self, item: DataItem, fut: Future) -> str:
+        assert item.path is not None        # a file's or directory's item
         item.nversions += 1
         d = os.path.join(self.data_dir, f"d{fut._did}v{item.nversions}")
-        fut._path = os.path.join(d, os.path.basename(item.path) or "data")
+        fut._path = path = os.path.join(d, os.path.basename(item.path) or "data")
         fut._item = item
         fut._label = os.path.basename(item.path)
         item.latest = fut
-        return fut._path
+        return path
 
     def forget_file(self, path: str) -> DataItem | None:
         return self.files.pop(path, None)
@@ -106,6 +110,7 @@ def materialize(item: DataItem) -> None:
     if v._exception is not None or not os.path.exists(v._path):
         return  # a failed or ignored writer: leave the user's file as it was
     target = item.path
+    assert target is not None           # a file's or directory's item
     parent = os.path.dirname(target) or "."
     os.makedirs(parent, exist_ok=True)
     if item.kind == DIR:

@@ -21,7 +21,7 @@ ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
 class TaskSpec:
     """What a decorated function declares; shared by all of its calls."""
 
-    def __init__(self, func: Callable, params: dict[str, Param], returns: Any,
+    def __init__(self, func: Callable[..., Any], params: dict[str, Param], returns: Any,
                  priority: Any, time_out: Any, on_failure: str, retries: int | None) -> None:
         self.func = func
         self.name = getattr(func, "__qualname__", getattr(func, "__name__", "task"))
@@ -62,14 +62,14 @@ class TaskSpec:
         self.retries = retries
         self.computing_units = 1
         self.memory_size = 0.0
-        self.processors: list = []
+        self.processors: list[Any] = []
         self.invoker = "python"       # external-program decorators change this
-        self.invoker_cfg: dict = {}
+        self.invoker_cfg: dict[str, Any] = {}
         # call-time hook (api.calltime.build), None = hot path
-        self.prepare: Callable[..., tuple[int, float, dict | None]] | None = None
+        self.prepare: Callable[..., tuple[int, float, dict[str, Any] | None]] | None = None
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
         self.gang = False             # placed by runtime.gang (several nodes, GPUs)
-        self.options: dict | None = {"time_out": self.time_out} if self.time_out else None
+        self.options: dict[str, Any] | None = {"time_out": self.time_out} if self.time_out else None
         self.digest: bytes | None = None
         self.payload: bytes | None = None
         self.stats_n = 0              # completed runs, for prefetch decisions
@@ -106,7 +106,7 @@ class TaskSpec:
             or self.computing_units != 1 or self.invoker != "python"
 
 
-def _parse_returns(func: Callable, returns: Any, name: str) -> tuple[int, bool]:
+def _parse_returns(func: Callable[..., Any], returns: Any, name: str) -> tuple[int, bool]:
     """Return (number of futures, whether the call returns a tuple of them)."""
     if returns is None:
         try:

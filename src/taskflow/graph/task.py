@@ -4,7 +4,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from ..errors import TaskError
     from ..future import Future
+    from ..providers.handle import NodeHandle
+    from ..wire.messages import ArgPath, OutKind, RefKind
+    from .spec import TaskSpec
+
+    # An argument resolved at dispatch: (argument path, messages.REF_* kind, what it reads:
+    # a Future, (pickle bytes, [Future]) or the (previous, new) versions of a file).
+    TaskRef = tuple[ArgPath, RefKind, Any]
 
 # Task states (the journal stores these names).
 SUBMITTED = "SUBMITTED"
@@ -20,8 +28,8 @@ FINAL_STATES = frozenset({DONE, FAILED, CANCELLED})
 class Inout(NamedTuple):
     """A value a task gives back besides its return values: an object or file it writes."""
 
-    path: tuple[Any, ...]       # where the argument is (see taskflow.wire.argpath)
-    kind: str                   # messages.OUT_OBJECT, OUT_FILE or OUT_DIR
+    path: ArgPath               # where the argument is (see taskflow.wire.argpath)
+    kind: OutKind               # messages.OUT_OBJECT, OUT_FILE or OUT_DIR
     pname: str                  # the parameter's name (error messages)
     version: Future             # the new version it makes
 
@@ -41,8 +49,9 @@ class Task:
         "t_end", "error", "reads", "prio", "seq", "cus", "mem", "options", "excluded",
         "lock_item", "__weakref__")
 
-    def __init__(self, tid: int, spec: Any, argv: tuple, kwargs: dict | None,
-                 refs: list | None, outputs: list, inouts: list | None, reads: list | None,
+    def __init__(self, tid: int, spec: TaskSpec, argv: tuple[Any, ...] | list[Any] | None,
+                 kwargs: dict[str, Any] | None, refs: list[TaskRef] | None,
+                 outputs: list[Future], inouts: list[Inout] | None, reads: list[Future] | None,
                  t_submit: float) -> None:
         self.id = tid
         self.spec = spec
@@ -54,27 +63,27 @@ class Task:
         self.inouts = inouts
         self.reads = reads          # data versions read (for lineage and GC)
         self.state = SUBMITTED
-        self.node = None
+        self.node: NodeHandle | None = None
         self.attempts = 0
         self.group = None
         self.t_submit = t_submit
         self.t_dispatch = 0.0
         self.t_start = 0.0
         self.t_end = 0.0
-        self.error = None
+        self.error: TaskError | None = None
         self.prio = spec.priority
         self.seq = tid
         self.cus = spec.computing_units
         self.mem = spec.memory_size
         self.options = spec.options
-        self.excluded = None        # node names not to use again (retries)
+        self.excluded: set[str] | None = None   # node names not to use again (retries)
         self.lock_item = None       # commutative group this task must lock
 
     @property
     def name(self) -> str:
         return self.spec.name
 
-    def all_outputs(self) -> list:
+    def all_outputs(self) -> list[Future]:
         outs = list(self.outputs)
         if self.inouts:
             outs.extend(e.version for e in self.inouts)

@@ -17,13 +17,14 @@ from typing import Any
 _LEN = struct.Struct(">I")
 
 
-def spawn(path: str, row: tuple) -> subprocess.Popen:
+def spawn(path: str, row: tuple[Any, ...]) -> subprocess.Popen[bytes]:
     """Start the writer for ``path``; the run's row goes first."""
     # Run this file as a script in isolated mode: the child loads only this folder (stdlib
     # imports), not the taskflow package, so it starts in a few tens of milliseconds.
     proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__)],
                             stdin=subprocess.PIPE, close_fds=True, start_new_session=True,
                             preexec_fn=_lower_priority)
+    assert proc.stdin is not None       # stdin=PIPE
     try:                  # a 1 MiB pipe: a batch goes in one write, not in 64 KiB hand-offs
         import fcntl
         fcntl.fcntl(proc.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
@@ -44,12 +45,13 @@ def _lower_priority() -> None:  # pragma: no cover - runs in the child before ex
         pass
 
 
-def send(proc: subprocess.Popen, msg: Any) -> None:
+def send(proc: subprocess.Popen[bytes], msg: Any) -> None:
     send_body(proc, pickle.dumps(msg, pickle.HIGHEST_PROTOCOL))
 
 
-def send_body(proc: subprocess.Popen, body: bytes) -> None:
+def send_body(proc: subprocess.Popen[bytes], body: bytes) -> None:
     """One frame whose pickle is made already (:mod:`taskflow.journal.wire`)."""
+    assert proc.stdin is not None       # made by spawn(), with stdin=PIPE
     try:
         proc.stdin.write(_LEN.pack(len(body)))
         proc.stdin.write(body)
@@ -59,7 +61,8 @@ def send_body(proc: subprocess.Popen, body: bytes) -> None:
             from exc
 
 
-def finish(proc: subprocess.Popen, end: tuple, timeout: float = 60.0) -> None:
+def finish(proc: subprocess.Popen[bytes], end: tuple[Any, ...], timeout: float = 60.0) -> None:
+    assert proc.stdin is not None       # made by spawn(), with stdin=PIPE
     try:
         send(proc, ("close", end))
         proc.stdin.close()
@@ -85,6 +88,7 @@ def _load_writer() -> Any:
     spec = importlib.util.spec_from_file_location("_taskflow_journal",
                                                   os.path.join(here, "__init__.py"),
                                                   submodule_search_locations=[here])
+    assert spec is not None and spec.loader is not None     # a file that exists
     pkg = importlib.util.module_from_spec(spec)
     sys.modules["_taskflow_journal"] = pkg
     spec.loader.exec_module(pkg)

@@ -87,7 +87,7 @@ class Journal:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _rows(self, sql: str, args: tuple = ()) -> list:
+    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         """Rows of ``sql``; none while the writer has not made the tables yet."""
         try:
             return self.db.execute(sql, args).fetchall()
@@ -96,11 +96,11 @@ class Journal:
                 return []
             raise
 
-    def _all(self, sql: str, args: tuple = ()) -> list[dict]:
+    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         return [dict(r) for r in self._rows(sql, args)]
 
     # -- the run ----------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self) -> dict[str, Any]:
         rows = self._all("SELECT * FROM run")
         if not rows:
             return {"run_id": os.path.basename(self.run_dir), "state": "unknown"}
@@ -128,10 +128,10 @@ class Journal:
         return out
 
     # -- tasks --------------------------------------------------------------------
-    def tasks(self, state: str | None = None, limit: int | None = None) -> list[dict]:
+    def tasks(self, state: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         sql = "SELECT id, name, func, params, constraints, node, state, t_submit, t_dispatch, " \
               "t_start, t_end, attempts, exit_code, error FROM tasks"
-        args: tuple = ()
+        args: tuple[Any, ...] = ()
         if state:
             sql += " WHERE state=?"
             args = (state.upper(),)
@@ -140,7 +140,7 @@ class Journal:
             sql += f" LIMIT {int(limit)}"
         return self._all(sql, args)
 
-    def task(self, tid: int) -> dict | None:
+    def task(self, tid: int) -> dict[str, Any] | None:
         rows = self._all("SELECT * FROM tasks WHERE id=?", (tid,))
         if not rows:
             return None
@@ -162,16 +162,16 @@ class Journal:
         """(producer, consumer) pairs."""
         return [(d, t) for t, d in self._rows("SELECT task_id, dep_id FROM deps")]
 
-    def failed(self) -> list[dict]:
+    def failed(self) -> list[dict[str, Any]]:
         return self._all("SELECT id, name, node, attempts, error FROM tasks "
                          "WHERE state='FAILED' ORDER BY id")
 
     # -- logs -----------------------------------------------------------------------
     def logs(self, task: int | None = None, levels: list[str] | None = None,
-             after: int = 0, limit: int | None = None) -> list[dict]:
+             after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:
         """Log lines (``id`` increases; pass the last one as ``after`` to follow)."""
         sql = "SELECT id, task_id, t, level, node, line FROM logs WHERE id>?"
-        args: list = [after]
+        args: list[Any] = [after]
         if task is not None:
             sql += " AND task_id=?"
             args.append(task)
@@ -184,7 +184,7 @@ class Journal:
         return self._all(sql, tuple(args))
 
     # -- nodes ------------------------------------------------------------------------
-    def nodes(self) -> list[dict]:
+    def nodes(self) -> list[dict[str, Any]]:
         out = self._all("SELECT name, t_join, t_lost, slots, info, reason FROM nodes ORDER BY rowid")
         for n in out:
             try:
@@ -193,16 +193,16 @@ class Journal:
                 n["info"] = {}
         return out
 
-    def samples(self, node: str | None = None, after: float = 0.0) -> list[dict]:
+    def samples(self, node: str | None = None, after: float = 0.0) -> list[dict[str, Any]]:
         sql = "SELECT node, t, cpu, mem, load1 FROM samples WHERE t>?"
-        args: tuple = (after,)
+        args: tuple[Any, ...] = (after,)
         if node:
             sql += " AND node=?"
             args = (after, node)
         return self._all(sql + " ORDER BY t", args)
 
 
-def list_runs(root: str | None = None) -> list[dict]:
+def list_runs(root: str | None = None) -> list[dict[str, Any]]:
     """Every run under ``root`` with its state and task counts, oldest first."""
     out = []
     where = runs_root(root)

@@ -29,7 +29,7 @@ from ..future import Future
 from .writer import _constraints, _exit_code
 
 
-def _spec_info(spec: Any) -> tuple:
+def _spec_info(spec: Any) -> tuple[str, str, tuple[str, ...], str]:
     f = getattr(spec, "func", None)
     return (f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}",
             _constraints(spec), tuple(getattr(spec, "names", ()) or ()),
@@ -42,7 +42,7 @@ class EventPickler(pickle.Pickler):
     def __init__(self) -> None:
         self._buf = io.BytesIO()
         super().__init__(self._buf, pickle.HIGHEST_PROTOCOL)
-        self._specs: dict[int, tuple] = {}
+        self._specs: dict[int, tuple[tuple[str, str, tuple[str, ...], str], Any]] = {}
         table = copyreg.dispatch_table.copy()
         table[TaskSpec] = self._reduce_spec
         table[Future] = _reduce_future
@@ -51,7 +51,7 @@ class EventPickler(pickle.Pickler):
                 table[obj] = _reduce_error
         self.dispatch_table = table
 
-    def _reduce_spec(self, spec: Any) -> tuple:
+    def _reduce_spec(self, spec: Any) -> tuple[Any, ...]:
         info = self._specs.get(id(spec))
         if info is None:
             info = self._specs[id(spec)] = (_spec_info(spec), spec)   # (keeps id() valid)
@@ -67,9 +67,9 @@ class EventPickler(pickle.Pickler):
         return buf.getvalue()
 
 
-def _reduce_future(fut: Any) -> tuple:
+def _reduce_future(fut: Any) -> tuple[Any, ...]:
     return tuple, ((fut._did, fut._path),)
 
 
-def _reduce_error(err: Any) -> tuple:
+def _reduce_error(err: Any) -> tuple[Any, ...]:
     return tuple, ((str(err), getattr(err, "remote_traceback", "") or None, _exit_code(err)),)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .schema import JOURNAL_NAME, SCHEMA
 
 if TYPE_CHECKING:
-    from ..runtime.events import EventBus
+    from ..runtime.events import EventBus, RowBatch
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +49,13 @@ _INSERT_OK = (f"INSERT INTO task_rows ({','.join(_COLS[:_NOERR])}) "
 _ENDED = frozenset({"DONE", "FAILED", "CANCELLED"})
 
 
-def _spec_names(info: tuple) -> Any:
+def _spec_names(info: tuple[Any, ...]) -> Any:
     """A task function's parameter names, from its summary (wire._spec_info)."""
     _, _, names, _ = info
     return names
 
 
-def _spec_name(info: tuple) -> str:
+def _spec_name(info: tuple[Any, ...]) -> str:
     _, _, _, name = info
     return str(name)
 
@@ -69,11 +69,11 @@ def short(value: Any, limit: int = 60) -> str:
     return r if len(r) <= limit else r[:limit - 3] + "..."
 
 
-def ref_summary(refs: Any) -> list | None:
+def ref_summary(refs: Any) -> list[tuple[Any, str]] | None:
     """What the journal shows of a call's resolved arguments: (position, label) pairs."""
     if not refs:
         return None
-    out = []
+    out: list[tuple[Any, str]] = []
     # kinds: taskflow.wire.messages.REF_* (this module loads without the package: literals)
     for path, kind, obj in refs:        # futures come as (data id, path): see wire.py
         if len(path) != 1:
@@ -107,7 +107,7 @@ def params_text(names: Any, argv: Any, kwargs: Any, shown: Any) -> str:
 
 
 def _constraints(spec: Any) -> str:
-    c: dict = {"computing_units": getattr(spec, "computing_units", 1)}
+    c: dict[str, Any] = {"computing_units": getattr(spec, "computing_units", 1)}
     if getattr(spec, "memory_size", 0):
         c["memory_size"] = spec.memory_size
     for k in ("processors", "time_out", "on_failure", "priority", "invoker"):
@@ -127,7 +127,7 @@ def _exit_code(err: Any) -> int | None:
     return None
 
 
-def run_row(run_id: str, t_start: float, workers: int, version: str) -> tuple:
+def run_row(run_id: str, t_start: float, workers: int, version: str) -> tuple[Any, ...]:
     """The ``run`` table's row of a run that starts now in this process."""
     return (run_id, t_start, "running", json.dumps(sys.argv), os.getcwd(),
             socket.gethostname(), os.getpid(), workers, version)
@@ -136,18 +136,18 @@ def run_row(run_id: str, t_start: float, workers: int, version: str) -> tuple:
 class JournalDB:
     """The SQLite side: owns ``journal.db`` while the run goes on."""
 
-    def __init__(self, path: str, row: tuple) -> None:
+    def __init__(self, path: str, row: tuple[Any, ...]) -> None:
         self.path = path
         self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
         self._nlogs: dict[int, int] = {}
-        self._held: dict[int, list] = {}    # task rows not inserted yet (see write)
-        self._specs: dict[tuple, int] = {
+        self._held: dict[int, list[Any]] = {}    # task rows not inserted yet (see write)
+        self._specs: dict[tuple[Any, ...], int] = {
             (f, c, n): i for i, n, f, c in
             self.db.execute("SELECT id, name, func, constraints FROM specs")}
-        self._new_specs: list = []
+        self._new_specs: list[tuple[int, str, str, str]] = []
         self.db.execute(
             "INSERT OR REPLACE INTO run (run_id, t_start, state, argv, cwd, hostname, pid, "
             "workers, version) VALUES (?,?,?,?,?,?,?,?,?)", row)
@@ -155,20 +155,21 @@ class JournalDB:
 
     HOLD = 0.5   # s a new task's row waits in memory, so its end lands in the same INSERT
 
-    def write(self, batch: tuple, final: bool = False) -> None:
+    def write(self, batch: tuple[Any, ...], final: bool = False) -> None:
         """One delivery of the bus (``runtime.events.RowBatch``) in one transaction."""
+        # (the rows as wire.py reduced them: a spec is its summary, a future (id, path))
         whole, sub, evs, done_rows = batch
-        new: dict[int, list] = self._held
-        changes: dict[int, dict] = {}
-        deps: list = []
-        trans: list = []
-        logs: list = []
-        nodes: list = []
-        lost: list = []
-        states: list = []
-        samples: list = []
+        new: dict[int, list[Any]] = self._held
+        changes: dict[int, dict[str, Any]] = {}
+        deps: list[tuple[int, int]] = []
+        trans: list[tuple[Any, ...]] = []
+        logs: list[tuple[Any, ...]] = []
+        nodes: list[tuple[Any, ...]] = []
+        lost: list[tuple[Any, ...]] = []
+        states: list[tuple[str, str]] = []
+        samples: list[tuple[Any, ...]] = []
         nlogs = self._nlogs
-        ready: list = []     # whole rows of tasks submitted and done within this batch
+        ready: list[tuple[Any, ...]] = []     # whole rows of tasks submitted and done within this batch
         if whole or sub:
             # The common case for short tasks: a task's submit and successful end are in
             # the same batch and no other event names it. Its row is made whole at once.
@@ -194,7 +195,7 @@ class JournalDB:
                 if d is not None and tid not in touched:
                     _, t0, t1, tdisp, node, att, _, code = d
                     if code is None:
-                        del done_by[tid]
+                        del done_by[tid]  # type: ignore[union-attr]  # d came from it
                         ready.append((tid, sid, params, node, "DONE", t, tdisp or None,
                                       t0 or None, t1, att))
                         continue
@@ -202,6 +203,7 @@ class JournalDB:
                             0, None, None, None, None]
             if done_by is not None:
                 done_rows = list(done_by.values())
+        row: list[Any] | None
         for ev in evs:
             kind, t, tid, name, node, extra = ev
             if kind == "log":
@@ -326,7 +328,7 @@ class JournalDB:
                         db.executemany(_INSERT, [r for r in rows if r[_EXIT] is not None
                                                  or r[_ERROR] is not None])
             if changes:
-                groups: dict[tuple, list] = {}
+                groups: dict[tuple[str, ...], list[Any]] = {}
                 for tid, ch in changes.items():
                     keys = tuple(ch)
                     groups.setdefault(keys, []).append((*ch.values(), tid))
@@ -358,8 +360,8 @@ class JournalDB:
             db.execute("ROLLBACK")
             raise
 
-    def _row_start(self, tid: int, info: tuple, argv: Any, kwargs: Any, refs: Any,
-                   dep_ids: Any, deps: list) -> tuple[int, str]:
+    def _row_start(self, tid: int, info: tuple[Any, ...], argv: Any, kwargs: Any, refs: Any,
+                   dep_ids: Any, deps: list[tuple[int, int]]) -> tuple[int, str]:
         """A new task's spec row id and parameter text; its dependencies go to ``deps``."""
         func, constraints, names, name = info             # wire._spec_info
         sid = self._specs.get((func, constraints, name))
@@ -369,7 +371,7 @@ class JournalDB:
             deps.extend([(tid, d) for d in dep_ids])
         return sid, params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
 
-    def _spec_id(self, info: tuple, name: str | None = None) -> int:
+    def _spec_id(self, info: tuple[Any, ...], name: str | None = None) -> int:
         """The ``specs`` row of a task function (func, constraints, names, name): wire.py."""
         func, constraints, _, own_name = info
         key = (func, constraints, name or own_name)
@@ -379,7 +381,8 @@ class JournalDB:
             self._new_specs.append((sid, key[2], func, constraints))
         return sid
 
-    def _done_rows(self, rows: list, new: dict, changes: dict, logs: list) -> None:
+    def _done_rows(self, rows: list[Any], new: dict[int, list[Any]], changes: dict[int, dict[str, Any]],
+                   logs: list[tuple[Any, ...]]) -> None:
         """Tasks that ended well, from the bus's rows (after this batch's other events)."""
         nlogs = self._nlogs
         for tid, t0, t1, tdisp, node, att, _name, code in rows:
@@ -414,7 +417,7 @@ class JournalDB:
                 logs.append((tid, t1, "RAW", node, f"[taskflow] {n - LOG_CAP} more lines "
                              f"not stored (journal cap {LOG_CAP} lines per task)"))
 
-    def close_run(self, t_end: float, state: str, counts: dict) -> None:
+    def close_run(self, t_end: float, state: str, counts: dict[str, int]) -> None:
         """Mark the run finished or failed and close the database."""
         self.write(([], [], [], []), final=True)
         c = counts
@@ -435,7 +438,8 @@ class JournalWriter:
     the bus thread; ``$TASKFLOW_JOURNAL`` sets the default.
     """
 
-    def __init__(self, run_dir: str, row: tuple, bus: EventBus, mode: str | None = None) -> None:
+    def __init__(self, run_dir: str, row: tuple[Any, ...], bus: EventBus, mode: str | None = None
+                 ) -> None:
         os.makedirs(run_dir, exist_ok=True)
         self.path = os.path.join(run_dir, JOURNAL_NAME)
         self.mode = mode or os.environ.get("TASKFLOW_JOURNAL", "process")
@@ -454,7 +458,7 @@ class JournalWriter:
             self.db = JournalDB(self.path, self._row)
         bus.subscribe(self.on_events, rows=True)
 
-    def on_events(self, batch: tuple) -> None:
+    def on_events(self, batch: RowBatch) -> None:
         """From the bus thread: one delivery (``runtime.events.RowBatch``)."""
         with self._lock:
             if self.closed:
@@ -469,6 +473,7 @@ class JournalWriter:
                     log.warning("%s; writing the journal from the master from now on", exc)
                     self.proc = None
                     self.db = JournalDB(self.path, self._row)
+            assert self.db is not None      # thread mode, or the fallback above
             _, batch = pickle.loads(body)
             self.db.write(batch)
 
@@ -482,4 +487,5 @@ class JournalWriter:
                 from .child import finish
                 finish(self.proc, (t_end, state, c))
             else:
+                assert self.db is not None      # thread mode, or on_events' fallback
                 self.db.close_run(t_end, state, c)

@@ -86,7 +86,7 @@ def create_app(root: str, token: str, default_run: str | None = None) -> Flask:
         return jsonify(tasks=ts, edges=edges, total=total, truncated=total > len(ts))
 
     @app.get("/api/runs/<run>/tasks/<int:tid>")
-    def task(run: str, tid: int) -> Response:
+    def task(run: str, tid: int) -> Response | tuple[Response, int]:
         with journal(run) as j:
             t = j.task(tid)
         if t is None:

@@ -13,7 +13,7 @@ from typing import Any
 from ..journal.reader import Journal
 
 
-def slot_intervals(j: Journal) -> tuple[list[dict], dict[str, int]]:
+def slot_intervals(j: Journal) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Tasks that ran, each with ``slot`` set; and slots per node."""
     slots = {n["name"]: int(n["slots"] or 1) for n in j.nodes()}
     ran = [t for t in j.tasks() if t["t_start"] and t["t_end"]]
@@ -32,7 +32,7 @@ def slot_intervals(j: Journal) -> tuple[list[dict], dict[str, int]]:
     return ran, slots
 
 
-def chrome_trace(j: Journal) -> dict:
+def chrome_trace(j: Journal) -> dict[str, Any]:
     ran, slots = slot_intervals(j)
     t0 = min((t["t_submit"] for t in j.tasks() if t["t_submit"]), default=0.0)
     pids = {n: i + 1 for i, n in enumerate(sorted(slots))}

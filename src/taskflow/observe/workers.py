@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def held_curve(nodes: list[dict], lo: float, hi: float) -> list[tuple[float, int]]:
+def held_curve(nodes: list[dict[str, Any]], lo: float, hi: float) -> list[tuple[float, int]]:
     """[(t, w)] steps of the slots held, from ``lo`` to ``hi`` (w holds until the next t)."""
     deltas: list[tuple[float, int]] = []
     for n in nodes:
@@ -66,7 +66,7 @@ def _time(v: Any) -> float | None:
     return v if v > 0 else None
 
 
-def jobs(nodes: list[dict]) -> list[dict[str, Any]]:
+def jobs(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per Slurm job (nodes without a job id are left out), in join order.
 
     ``submitted`` and ``started`` come from the node's info (``job_submitted``,

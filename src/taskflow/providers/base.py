@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..wire.messages import Hello
     from .handle import NodeHandle
 
 
@@ -29,7 +30,7 @@ class NodeSink(Protocol):
 class Provider:
     name = "provider"
 
-    def start(self, config: Any, timeout: float) -> list[NodeHandle]:
+    def start(self, config: Hello, timeout: float) -> list[NodeHandle]:
         """Start the first nodes and return them, handshaken (HELLO sent, READY read)."""
         raise NotImplementedError
 

@@ -50,11 +50,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ..errors import ClusterConfigError
+
+if TYPE_CHECKING:
+    from .base import Provider
 
 PLACEMENTS = ("locality", "least-loaded", "fifo")
 
@@ -74,8 +77,8 @@ class NodeConfig:
     python: str = "python3"
     working_dir: str = "~/.taskflow"
     shared_fs: bool = False
-    env: dict = field(default_factory=dict)
-    setup: list = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    setup: list[str] = field(default_factory=list)
     local: bool = False
 
     @property
@@ -86,7 +89,7 @@ class NodeConfig:
 
 @dataclass
 class ClusterConfig:
-    nodes: list
+    nodes: list[NodeConfig]
     placement: str = "locality"
     known_hosts: str | None = None
     accept_new_host_keys: bool = False
@@ -94,11 +97,11 @@ class ClusterConfig:
     heartbeat_timeout: float = 15.0
     sample_interval: float = 2.0
     path: str = ""
-    slurm: dict | None = None       # SlurmProvider keywords (the ``slurm`` section)
+    slurm: dict[str, Any] | None = None       # SlurmProvider keywords (the ``slurm`` section)
 
-    def providers(self) -> list:
+    def providers(self) -> list[Provider]:
         """The providers that start these nodes (SSH ones need paramiko)."""
-        out: list = []
+        out: list[Provider] = []
         remote = [n for n in self.nodes if not n.local]
         for n in self.nodes:
             if n.local:
@@ -164,7 +167,7 @@ def parse_cluster(text: str, path: str = "<cluster>") -> ClusterConfig:
                                  f"(a list of nodes) or a 'slurm' section")
     nodes_node = top.pop("nodes")[0] if "nodes" in top else yaml.SequenceNode("", [])
     nodes = []
-    names: set = set()
+    names: set[str] = set()
     for i, item in enumerate(nodes_node.value):
         if not isinstance(item, yaml.MappingNode):
             raise ClusterConfigError(f"{path}:{item.start_mark.line + 1}: nodes[{i}] must be a "
@@ -202,7 +205,7 @@ def parse_cluster(text: str, path: str = "<cluster>") -> ClusterConfig:
     return ClusterConfig(nodes=nodes, path=path, slurm=slurm, **vals)
 
 
-def _slurm_section(entry: tuple, path: str) -> dict:
+def _slurm_section(entry: tuple[Any, Any], path: str) -> dict[str, Any]:
     """The ``slurm`` section as SlurmProvider keywords, checked like the rest."""
     node, _ = entry
     if not isinstance(node, yaml.MappingNode):
@@ -223,7 +226,7 @@ def _slurm_section(entry: tuple, path: str) -> dict:
     return out
 
 
-def _mapping(node: Any, schema: dict, path: str, what: str) -> dict:
+def _mapping(node: Any, schema: dict[str, Any], path: str, what: str) -> dict[str, tuple[Any, Any]]:
     """Check a mapping's keys and value types; return {key: (yaml node, python value)}."""
     out = {}
     for knode, vnode in node.value:
@@ -246,7 +249,7 @@ def _mapping(node: Any, schema: dict, path: str, what: str) -> dict:
     return out
 
 
-def cli_runtime_options(path: str | None, placement: str) -> dict:
+def cli_runtime_options(path: str | None, placement: str) -> dict[str, Any]:
     """Runtime keywords for ``taskflow run [--cluster FILE]`` (exits 2 on a bad file)."""
     if not path:
         return {"placement": placement}
@@ -262,7 +265,7 @@ def cli_runtime_options(path: str | None, placement: str) -> dict:
             "providers": providers}
 
 
-def slurm_cli_provider(mode: str, nodes: int, opts: tuple) -> Any:
+def slurm_cli_provider(mode: str, nodes: int, opts: tuple[str, ...]) -> Any:
     """The SlurmProvider of ``taskflow run --slurm MODE --slurm-nodes N --slurm-opt K=V ...``.
 
     The keys and their checks are the cluster file's ``slurm`` section's; a

@@ -18,12 +18,15 @@ import secrets
 import socket
 import struct
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import NodeStartError
 from ..wire.dialback import (AUTH_TIMEOUT, MAGIC, MAX_META, NONCE, SECRET_ENV, SECRET_FILE_ENV,
                              answer, recv_exact)
 from .handle import NodeHandle
+
+if TYPE_CHECKING:
+    from ..wire.messages import Hello
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ class DialbackServer:
     the HELLO config for a connecting agent (its name and slots).
     """
 
-    def __init__(self, config: Callable[[dict], dict], on_node: Callable[[NodeHandle], None],
+    def __init__(self, config: Callable[[dict[str, Any]], Hello], on_node: Callable[[NodeHandle], None],
                  *, host: str = "127.0.0.1", secret: str | None = None,
                  memory_gb: float = 1.0, provider: Any = None,
                  ready_timeout: float = 60.0) -> None:
@@ -107,7 +110,9 @@ class DialbackServer:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         fd = conn.detach()
         cfg = self.config(meta)
-        h = NodeHandle(cfg["name"], fd, fd, slots=int(cfg["slots"]),
+        slots = cfg["slots"]
+        assert slots is not None        # config() names the slots of a dial-back node
+        h = NodeHandle(cfg["name"], fd, fd, slots=int(slots),
                        memory_gb=float(meta.get("memory_gb") or self.memory_gb),
                        provider=self.provider)
         h.meta = meta
@@ -123,7 +128,7 @@ class DialbackServer:
         h.info.update({k: v for k, v in meta.items() if k not in h.info})
         self.on_node(h)
 
-    def _authenticate(self, conn: socket.socket) -> dict:
+    def _authenticate(self, conn: socket.socket) -> dict[str, Any]:
         conn.settimeout(AUTH_TIMEOUT)
         nonce = secrets.token_bytes(NONCE)
         conn.sendall(MAGIC + nonce)

@@ -5,11 +5,15 @@ import os
 import signal
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 from ..context import total_memory_gb
 from ..errors import NodeStartError
 from .base import Provider
 from .handle import NodeHandle
+
+if TYPE_CHECKING:
+    from ..wire.messages import Hello
 
 
 class LocalProvider(Provider):
@@ -25,11 +29,11 @@ class LocalProvider(Provider):
         self.nodes = nodes
         total = total_memory_gb()
         self.memory_gb = memory_gb if memory_gb is not None else total / nodes
-        self.procs: list[subprocess.Popen] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
         self.node_name = name
         self.gpus = gpus            # GPUs each node declares (GPU @constraint placement)
 
-    def start(self, config: dict, timeout: float = 30.0) -> list[NodeHandle]:
+    def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
         handles = []
         procs = []
         for i in range(self.nodes):
@@ -43,11 +47,12 @@ class LocalProvider(Provider):
             self.procs.append(proc)
             procs.append((name, proc))
         for name, proc in procs:
+            assert proc.stdout is not None and proc.stdin is not None     # PIPEs
             h = NodeHandle(name, proc.stdout.fileno(), proc.stdin.fileno(), slots=self.slots,
                            memory_gb=self.memory_gb, provider=self)
             h.proc = proc
             h.gpus = self.gpus
-            cfg = dict(config, name=name, slots=self.slots)
+            cfg: Hello = {**config, "name": name, "slots": self.slots}
             try:
                 h.handshake(cfg, timeout, describe=f" (command: {' '.join(cmd)})")
             except NodeStartError:
@@ -80,7 +85,8 @@ class LocalProvider(Provider):
                 proc.wait()
             for f in (proc.stdout,):
                 try:
-                    f.close()
+                    if f is not None:
+                        f.close()
                 except (OSError, AttributeError):
                     pass
         self.procs = []

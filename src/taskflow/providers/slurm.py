@@ -40,12 +40,16 @@ import sys
 import tempfile
 import threading
 import time
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NodeStartError, SlurmError, VersionMismatch
 from . import slurm_reaper
 from .base import NodeSink, Provider
 from .dialback import SECRET_FILE_ENV, DialbackServer, write_secret
 from .handle import NodeHandle
+
+if TYPE_CHECKING:
+    from ..wire.messages import Hello
 
 log = logging.getLogger(__name__)
 
@@ -103,11 +107,11 @@ class SlurmProvider(Provider):
         self.sink: NodeSink | None = None      # the running runtime (attach)
         self.server: DialbackServer | None = None
         self.jobs: dict[str, str] = {}         # job id -> last Slurm state seen
-        self.handles: dict[str, list] = {}     # job id -> joined handles
+        self.handles: dict[str, list[NodeHandle]] = {}     # job id -> joined handles
         self.submitted: list[tuple[float, str]] = []   # (time, job id)
         self.max_pending_seen = 0
         self.idle_retired: list[str] = []
-        self._joined: queue.Queue = queue.Queue()
+        self._joined: queue.Queue[NodeHandle] = queue.Queue()
         self._lock = threading.Lock()
         self._stopping = False
         self._monitor: threading.Thread | None = None
@@ -115,7 +119,7 @@ class SlurmProvider(Provider):
         self._reaper: int | None = None
 
     # -- start ----------------------------------------------------------------
-    def start(self, config: dict, timeout: float = 60.0) -> list[NodeHandle]:
+    def start(self, config: Hello, timeout: float = 60.0) -> list[NodeHandle]:
         self._config = config
         self.dir = self.work_dir or os.path.join(config.get("data_dir") or tempfile.mkdtemp(),
                                                  "..", "slurm")
@@ -158,7 +162,7 @@ class SlurmProvider(Provider):
         """Pilots replace lost ones: the run does not fail while the provider runs."""
         return self.mode == "pilot" and not self._stopping
 
-    def _hello(self, meta: dict) -> dict:
+    def _hello(self, meta: dict[str, Any]) -> Hello:
         jid = str(meta.get("job_id") or "nojob")
         with self._lock:
             self._seq += 1
@@ -168,7 +172,7 @@ class SlurmProvider(Provider):
         if self.mode == "pilot" and jid in self.handles:
             name += f"-{seq}"
         slots = self.cpus or meta.get("cpus") or 1
-        cfg = dict(self._config, name=name, slots=int(slots))
+        cfg: Hello = {**self._config, "name": name, "slots": int(slots)}
         if self.mode == "pilot" and self.idle_timeout is not None:
             cfg["idle_exit"] = self.idle_timeout     # the agent leaves by itself when idle
         return cfg
@@ -257,6 +261,7 @@ class SlurmProvider(Provider):
         pypath = os.pathsep.join(p for p in sys.path if p)
         lines += [f"export {SECRET_FILE_ENV}={shlex.quote(self.secret_file)}",
                   f"export PYTHONPATH={shlex.quote(pypath)}${{PYTHONPATH:+:$PYTHONPATH}}"]
+        assert self.server is not None      # start() made it
         agent = (f"{shlex.quote(self.python)} -m taskflow.node --connect "
                  f"{self.server.address}")
         if self.mode == "batch":

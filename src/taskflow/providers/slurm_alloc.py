@@ -54,11 +54,12 @@ class AllocationProvider(SlurmProvider):
         kw.pop("time_limit", None)          # the allocation has its walltime already
         super().__init__("batch", n, host=host, **kw)     # batch semantics, no sbatch
         self.alloc_job = jid
-        self.step: subprocess.Popen | None = None
+        self.step: subprocess.Popen[bytes] | None = None
         self.step_log = ""
 
     def _submit(self, nodes: int) -> str:
         cpus = self.cpus or int(os.environ.get("SLURM_CPUS_ON_NODE") or 1)
+        assert self.server is not None      # start() made it
         argv = ["srun", "--overlap", f"--nodes={nodes}", f"--ntasks={nodes}",
                 "--ntasks-per-node=1", f"--cpus-per-task={cpus}", "--kill-on-bad-exit=0",
                 self.python, "-m", "taskflow.node", "--connect",

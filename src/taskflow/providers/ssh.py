@@ -31,12 +31,13 @@ from .handle import NodeHandle, check_version
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from ..wire.messages import Hello
     from .cluster import NodeConfig
 
 try:
     import paramiko
 except ImportError:  # pragma: no cover - optional dependency
-    paramiko = None
+    paramiko = None  # type: ignore[assignment]  # a module or None: not expressible
 
 _PROBE = ("import sys, os\n"
           "try:\n"
@@ -51,7 +52,13 @@ def _py(c: NodeConfig) -> str:
     return " ".join(shlex.quote(a) for a in shlex.split(c.python))
 
 
-class _Policy(paramiko.MissingHostKeyPolicy if paramiko else object):
+if TYPE_CHECKING:
+    _PolicyBase = paramiko.MissingHostKeyPolicy
+else:   # without paramiko the policies are never used, but the module must import
+    _PolicyBase = paramiko.MissingHostKeyPolicy if paramiko else object
+
+
+class _Policy(_PolicyBase):
     def __init__(self, known_hosts: str) -> None:
         self.known_hosts = known_hosts
 
@@ -83,6 +90,8 @@ class _AcceptNew(_Policy):
 class _Node:
     """Everything the provider keeps for one remote node."""
 
+    where: str                  # "node NAME (user@host:port)", set once connected
+
     def __init__(self, cfg: NodeConfig) -> None:
         self.cfg = cfg
         self.client: Any = None
@@ -93,7 +102,7 @@ class _Node:
         self.last_rx = time.time()
         self.watch = False
         self.closing = False
-        self.threads: list = []
+        self.threads: list[threading.Thread] = []
         self.command = ""
         self.workdir = ""
 
@@ -103,7 +112,7 @@ class SSHProvider(Provider):
 
     name = "ssh"
 
-    def __init__(self, nodes: list, *, known_hosts: str | None = None,
+    def __init__(self, nodes: list[NodeConfig], *, known_hosts: str | None = None,
                  accept_new_host_keys: bool = False, connect_timeout: float = 10.0,
                  heartbeat_timeout: float = 15.0, sample_interval: float = 2.0) -> None:
         if paramiko is None:
@@ -116,9 +125,9 @@ class SSHProvider(Provider):
         self.sample_interval = sample_interval
 
     # -- start-up ------------------------------------------------------------
-    def start(self, config: dict, timeout: float = 30.0) -> list[NodeHandle]:
-        handles: list = []
-        errors: list = []
+    def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
+        handles: list[NodeHandle] = []
+        errors: list[Exception] = []
         threads = [threading.Thread(target=self._start_one, args=(n, config, timeout, errors),
                                     daemon=True) for n in self.nodes]
         for t in threads:
@@ -130,10 +139,11 @@ class SSHProvider(Provider):
             raise errors[0] if len(errors) == 1 else NodeStartError(
                 "; ".join(str(e) for e in errors))
         for n in self.nodes:
+            assert n.handle is not None     # started (no errors)
             handles.append(n.handle)
         return handles
 
-    def _start_one(self, n: _Node, config: dict, timeout: float, errors: list) -> None:
+    def _start_one(self, n: _Node, config: Hello, timeout: float, errors: list[Exception]) -> None:
         try:
             self._connect(n)
             self._probe(n)
@@ -177,6 +187,7 @@ class SSHProvider(Provider):
         n.client = client
         n.where = where
         tr = client.get_transport()
+        assert tr is not None           # connected
         tr.set_keepalive(max(1, int(self.heartbeat_timeout // 3)))
 
     def _prefix(self, c: NodeConfig) -> str:
@@ -239,7 +250,7 @@ class SSHProvider(Provider):
             why = f"the probe exited with code {rc}"
         raise NodeStartError(f"{n.where}: {why}.\n  command: {shown}\n  remote stderr: {stderr}")
 
-    def _launch(self, n: _Node, config: dict, timeout: float) -> None:
+    def _launch(self, n: _Node, config: Hello, timeout: float) -> None:
         c = n.cfg
         n.command = f"{c.python} -m taskflow.node --stdio"
         cmd = self._prefix(c) + f"exec {_py(c)} -m taskflow.node --stdio"
@@ -264,11 +275,11 @@ class SSHProvider(Provider):
             t.start()
             n.threads.append(t)
         data_dir = config.get("data_dir", "")
-        cfg = dict(config, name=c.name, slots=c.computing_units, env=dict(c.env),
-                   sample_interval=self.sample_interval)
+        cfg: Hello = {**config, "name": c.name, "slots": c.computing_units, "env": dict(c.env),
+                      "sample_interval": self.sample_interval}
         if not c.shared_fs:     # else: the master's directory and data dir, seen via the shared fs
             data_dir = f"{n.workdir}/taskflow-data/{config.get('run_id', 'run')}"
-            cfg.update(cwd=n.workdir, data_dir=data_dir)
+            cfg.update({"cwd": n.workdir, "data_dir": data_dir})
         describe = f"\n  command: {n.command}"
         try:
             info = h.handshake(cfg, timeout, describe=describe)
@@ -298,6 +309,7 @@ class SSHProvider(Provider):
     def _pump_in(self, n: _Node) -> None:
         """Channel -> socketpair; also keeps the remote stderr and watches liveness."""
         chan, sock = n.chan, n.sock
+        assert sock is not None         # _launch made it before starting the pumps
         reason = "the SSH channel closed (agent exited or host went down)"
         try:
             while not n.closing:
@@ -339,6 +351,7 @@ class SSHProvider(Provider):
     def _pump_out(self, n: _Node) -> None:
         """Socketpair -> channel."""
         chan, sock = n.chan, n.sock
+        assert sock is not None         # _launch made it before starting the pumps
         try:
             while True:
                 data = sock.recv(1 << 20)
@@ -363,6 +376,7 @@ class SSHProvider(Provider):
             pass
 
     def _drop(self, n: _Node) -> None:
+        assert n.sock is not None       # called by a pump
         try:
             n.sock.shutdown(socket.SHUT_RDWR)
         except OSError:

@@ -33,7 +33,7 @@ from ..wire import messages as M
 
 if TYPE_CHECKING:
     from ..future import Future
-    from ..graph.task import Task
+    from ..graph.task import Task, TaskRef
     from .handle import NodeHandle
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class StageHost(Protocol):
 
 
 class Stager:
-    def __init__(self, node: Any, client: Any, local_root: str, remote_root: str) -> None:
+    def __init__(self, node: NodeHandle, client: Any, local_root: str, remote_root: str) -> None:
         self.node = node
         self.client = client
         self.local_root = local_root.rstrip("/")
@@ -64,7 +64,7 @@ class Stager:
         self.present: set[int] = set()      # data ids of the versions the node has
         self.host: StageHost | None = None
         self.sftp: Any = None
-        self.dirs: set = set()
+        self.dirs: set[str] = set()
         self.q: queue.Queue[Callable[[], None] | None] = queue.Queue()
         self.n_in = self.n_out = 0
         self.bytes_in = self.bytes_out = 0
@@ -80,12 +80,12 @@ class Stager:
         return f"{self.remote_root}/in/{h}/{os.path.basename(path.rstrip('/')) or 'data'}"
 
     # -- loop thread, runtime lock held ------------------------------------------
-    def wire_refs(self, host: StageHost, node: NodeHandle, task: Task, refs: list[Any],
+    def wire_refs(self, host: StageHost, node: NodeHandle, task: Task, refs: list[TaskRef],
                   frames: list[Any]) -> list[M.RefWire] | None:
         """The dispatcher's ``_wire_refs`` for this node: paths translated, inputs staged."""
         self.host = host
-        need: list = []
-        out: list = []
+        need: list[tuple[Future, str, str]] = []
+        out: list[Any] = []     # RefWire, or None where a value goes (filled in below)
         for path, kind, obj in refs:
             if kind == M.REF_FILE:
                 out.append((path, kind, self._need(obj, need)))
@@ -101,7 +101,7 @@ class Stager:
         if need:                # the task waits (the dispatcher keeps it ready) for the upload
             self.q.put(functools.partial(self._stage_in, task, need))
             return None
-        push: list = []
+        push: list[M.DataItem] = []
         for i, (path, kind, obj) in enumerate(refs):
             if kind == M.REF_VALUE:
                 if not host.ensure(node, obj, push, task):
@@ -117,13 +117,15 @@ class Stager:
             frames.insert(len(frames) - 1, (M.DATA, push))
         return out
 
-    def _need(self, fut: Any, need: list) -> str:
-        rp = self.remote(fut._path)
+    def _need(self, fut: Future, need: list[tuple[Future, str, str]]) -> str:
+        lp = fut._path
+        assert lp is not None           # a file version
+        rp = self.remote(lp)
         if fut._did not in self.present:
-            need.append((fut, fut._path, rp))
+            need.append((fut, lp, rp))
         return rp
 
-    def defer(self, task: Any, outputs: list) -> bool:
+    def defer(self, task: Task, outputs: list[M.Output]) -> bool:
         """A task ended OK here: bring its file outputs back first (True if it has any)."""
         files = [e.version for e in task.inouts if e.kind != M.OUT_OBJECT] if task.inouts else None
         if not files:
@@ -172,6 +174,7 @@ class Stager:
         err = None
         try:
             for fut in files:
+                assert fut._path is not None    # a file version
                 self._get(self.remote(fut._path), fut._path)
                 self.present.add(fut._did)
                 self.n_out += 1

@@ -7,6 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .events import Event
     from .runtime import Runtime
 
 
@@ -33,7 +34,7 @@ class Progress:
 
     _INDEX = {"submitted": 0, "done": 1, "failed": 2, "cancelled": 3}
 
-    def _on_events(self, evs: list) -> None:
+    def _on_events(self, evs: list[Event]) -> None:
         index = self._INDEX
         with self._lock:
             per = self.per_name

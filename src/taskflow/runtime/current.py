@@ -10,12 +10,12 @@ import atexit
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .runtime import Runtime
 
-_current: Any = None
+_current: Runtime | None = None
 _lock = threading.Lock()
 _embedded_registered = False
 
@@ -31,17 +31,18 @@ def clear_current(rt: Runtime) -> None:
         _current = None
 
 
-def get() -> Any:
+def get() -> Runtime | None:
     return _current
 
 
-def get_or_start() -> Any:
+def get_or_start() -> Runtime:
     rt = _current
     if rt is not None:
         return rt
     with _lock:
         if _current is None:
             _start_embedded()
+    assert _current is not None     # _start_embedded() set it
     return _current
 
 

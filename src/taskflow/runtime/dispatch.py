@@ -35,6 +35,7 @@ from .state import Waiter
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from ..graph.task import TaskRef
     from .outcomes import Callbacks
     from .runtime import Runtime
 
@@ -211,7 +212,7 @@ class Dispatcher:
                         arrived.append((node, msgs))
                 if mask & selectors.EVENT_WRITE:
                     self._flush(node)
-            cbs: list = []
+            cbs: Callbacks = []
             with lock:
                 self._wake_pending = False
                 if self.joining:
@@ -380,19 +381,25 @@ class Dispatcher:
         sends: dict[NodeHandle, Frames] = {}
         now = time.time()
         emit = self.rt.bus.emit if self.rt.bus.active else None
-        last_spec = last_node = batch = None
+        last_spec: TaskSpec | None = None
+        last_node: NodeHandle | None = None
+        frames: Frames          # frames, batch and digest: set with last_spec (the first task)
+        batch: list[M.TaskWire]
+        digest: bytes
+        chained: object         # its consumers (a list or None), or whether any output has some
         for node, task in assignments:
             spec = task.spec
             if spec is not last_spec or node is not last_node:
                 last_spec, last_node = spec, node
-                if spec.digest is None:
-                    _digest(spec)
-                frames = sends.get(node)
-                if frames is None:
-                    frames = sends[node] = [[]]
-                if spec.digest not in node.funcs:
-                    node.funcs.add(spec.digest)
-                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(spec.digest, spec.payload)))
+                digest = spec.digest if spec.digest is not None else _digest(spec)
+                known = sends.get(node)
+                if known is None:
+                    known = sends[node] = [[]]
+                frames = known
+                if digest not in node.funcs:
+                    node.funcs.add(digest)
+                    assert spec.payload is not None     # made with the digest
+                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(digest, spec.payload)))
                 batch = frames[-1]          # this round's TASKS for the node: always last
             refs = task.refs
             wire_refs = None
@@ -417,7 +424,7 @@ class Dispatcher:
             else:
                 outdids = [f._did for f in outs]
                 chained = any(f._consumers for f in outs)
-            batch.append((task.id, spec.digest, task.argv, wire_refs, task.kwargs, spec.nout,
+            batch.append((task.id, digest, task.argv, wire_refs, task.kwargs, spec.nout,
                           wire_inouts, task.options, task.prio, task.cus, spec.exclusive,
                           outdids))
             task.state = T.DISPATCHED
@@ -483,7 +490,7 @@ class Dispatcher:
                 return False
         return True
 
-    def _wire_refs(self, node: NodeHandle, task: Task, refs: list[Any],
+    def _wire_refs(self, node: NodeHandle, task: Task, refs: list[TaskRef],
                    frames: Frames) -> list[M.RefWire] | None:
         if node.stager is not None:     # no shared filesystem: translate paths, stage inputs
             return node.stager.wire_refs(self, node, task, refs, frames)
@@ -578,9 +585,10 @@ class Dispatcher:
                 traceback.print_exc()
 
 
-def _digest(spec: TaskSpec) -> None:
+def _digest(spec: TaskSpec) -> bytes:
     target = spec.wrapper or spec.func
     code = getattr(spec.func, "__code__", None)
-    payload = cloudpickle.dumps((target, code.co_filename if code else None), P.PROTOCOL)
+    payload: bytes = cloudpickle.dumps((target, code.co_filename if code else None), P.PROTOCOL)
     spec.payload = payload
-    spec.digest = hashlib.blake2b(payload, digest_size=16).digest()
+    spec.digest = digest = hashlib.blake2b(payload, digest_size=16).digest()
+    return digest

@@ -45,16 +45,22 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from ..graph.spec import TaskSpec
     from ..graph.task import Task
 
-Event = tuple   # (kind, t, task_id, name, node, extra): module docstring
+Event = tuple[str, float, int, str, str, Any]   # (kind, t, task_id, name, node, extra): module doc
 # Rows, made by the bus thread from tasks (see _rows); plain tuples: they are pickled to
 # the journal's writer process, where the taskflow package is not loaded.
-SubmittedRow = tuple   # (tid, t_submit, spec, argv, kwargs, refs, dep ids or None)
-DoneRow = tuple        # (tid, t_start, t_end, t_dispatch, node, attempts, name, exit code)
-WholeRow = tuple       # a SubmittedRow + (t_start, t_end, t_dispatch, node, attempts, code)
-RowBatch = tuple       # (whole rows, submitted rows, other events, done rows)
-Subscriber = Callable[[Any], None]
+# (tid, t_submit, spec, argv, kwargs, refs, dep ids or None)
+SubmittedRow = tuple[int, float, "TaskSpec", Any, Any, Any, "list[int] | None"]
+# (tid, t_start, t_end, t_dispatch, node, attempts, name, exit code)
+DoneRow = tuple[int, float, float, float, str, int, str, "int | None"]
+# a SubmittedRow + (t_start, t_end, t_dispatch, node, attempts, code)
+WholeRow = tuple[int, float, "TaskSpec", Any, Any, Any, "list[int] | None", float, float, float, str,
+                 int, "int | None"]
+# (whole rows, submitted rows, other events, done rows)
+RowBatch = tuple[list[WholeRow], list[SubmittedRow], list[Event], list[DoneRow]]
+Subscriber = Callable[[Any], None]     # gets a list[Event], or a RowBatch (rows=True)
 
 
 class EventBus:
@@ -65,8 +71,8 @@ class EventBus:
         self.interval = interval
         self.active = False
         self._subs: list[Subscriber] = []
-        self._row_subs: set = set()
-        self._buf: deque = deque()
+        self._row_subs: set[Subscriber] = set()
+        self._buf: deque[Event] = deque()
         # Tasks, made into rows at delivery (see _rows)
         self.sub_rows: list[Any] = []     # Task, or (Task, [dep task id, ...])
         self.done_rows: list[Task] = []   # tasks that ended well
@@ -128,7 +134,9 @@ class EventBus:
         n = len(q)
         pop = q.popleft
         buf = [pop() for _ in range(n)]      # first: a row must not trail its task's events
-        sub = done = None
+        # tasks, then the rows made from them (see _rows)
+        sub: list[Any] | None = None
+        done: list[Any] | None = None
         if self.sub_rows or self.done_rows:
             lock = self.rows_lock
             if lock is not None:
@@ -145,7 +153,7 @@ class EventBus:
         whole = None
         if sub or done:
             sub, whole, done = _rows(sub or [], done or [])
-        expanded = None
+        expanded: list[Event] | None = None
         for fn in list(self._subs):
             try:
                 if fn in self._row_subs:
@@ -175,7 +183,8 @@ class EventBus:
         self._thread = None
 
 
-def _rows(entries: list, done: list) -> tuple[list, list, list]:
+def _rows(entries: list[Any], done: list[Task]
+          ) -> tuple[list[SubmittedRow], list[WholeRow], list[DoneRow]]:
     """(submitted rows, whole rows, done rows) for one delivery.
 
     A task submitted and ended well since the last delivery (nearly every
@@ -185,8 +194,8 @@ def _rows(entries: list, done: list) -> tuple[list, list, list]:
     pickle instead of two.
     """
     ended = set(done)
-    sub = []
-    whole = []
+    sub: list[SubmittedRow] = []
+    whole: list[WholeRow] = []
     for e in entries:
         if type(e) is tuple:
             t, deps = e
@@ -204,7 +213,7 @@ def _rows(entries: list, done: list) -> tuple[list, list, list]:
     return sub, whole, rest
 
 
-def _code(task: Any) -> int | None:
+def _code(task: Task) -> int | None:
     """An external program's exit code (None for Python tasks)."""
     if task.spec.invoker == "python":
         return None
@@ -212,8 +221,8 @@ def _code(task: Any) -> int | None:
     return _exit_code(task)
 
 
-def _done_rows(tasks: list) -> list:
-    out = []
+def _done_rows(tasks: list[Task]) -> list[DoneRow]:
+    out: list[DoneRow] = []
     for t in tasks:
         node = t.node
         out.append((t.id, t.t_start, t.t_end, t.t_dispatch, node.name if node is not None
@@ -221,21 +230,21 @@ def _done_rows(tasks: list) -> list:
     return out
 
 
-def _expand_submitted(rows: list | None) -> list:
+def _expand_submitted(rows: list[SubmittedRow] | None) -> list[Event]:
     return [("submitted", t, tid, spec.name, "", (deps or [], argv, kw, refs, spec))
             for tid, t, spec, argv, kw, refs, deps in rows] if rows else []
 
 
-def _expand_whole_submitted(rows: list | None) -> list:
+def _expand_whole_submitted(rows: list[WholeRow] | None) -> list[Event]:
     return _expand_submitted([r[:7] for r in rows]) if rows else []
 
 
-def _expand_whole_done(rows: list | None) -> list:
+def _expand_whole_done(rows: list[WholeRow] | None) -> list[Event]:
     return _expand_done([(tid, t0, t1, tdisp, node, att, spec.name, code)
                          for tid, _, spec, _, _, _, _, t0, t1, tdisp, node, att, code in rows]
                         ) if rows else []
 
 
-def _expand_done(rows: list | None) -> list:
+def _expand_done(rows: list[DoneRow] | None) -> list[Event]:
     return [("done", t1, tid, name, node, (t0, t1, None, None, att, tdisp))
             for tid, t0, t1, tdisp, node, att, name, _ in rows] if rows else []

@@ -13,20 +13,28 @@ backfill): nodes drain until it fits, so it cannot starve.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from ..graph.task import Task
+    from ..providers.handle import NodeHandle
+    from .scheduler import Scheduler
+
+Placement = list[tuple["NodeHandle", int]]    # [(node, processes)]
 
 
-def host_of(node: Any) -> str:
+def host_of(node: NodeHandle) -> str:
     """The host name a launcher should use for ``node`` ("localhost" for local agents)."""
     if node.host:
         return node.host
     prov = node.provider
     if prov is None or prov.name == "local":
         return "localhost"
-    return node.info.get("hostname") or node.name
+    hostname: str | None = node.info.get("hostname")
+    return hostname or node.name
 
 
-def slurm_node_of(node: Any) -> str | None:
+def slurm_node_of(node: NodeHandle) -> str | None:
     """Slurm's name for the node an agent runs on (SLURMD_NODENAME), if it runs in a job.
 
     It can differ from the host name (several slurmd per host, or NodeHostname
@@ -36,18 +44,19 @@ def slurm_node_of(node: Any) -> str | None:
     return info.get("slurm_node") if isinstance(info, dict) else None
 
 
-def gpus_of(node: Any) -> int:
+def gpus_of(node: NodeHandle) -> int:
     g = node.gpus
     if g is None:
         g = node.info.get("gpus", 0) if isinstance(node.info, dict) else 0
     return int(g or 0)
 
 
-def place(nodes: list, req: dict, free: bool = True, gpu_used: dict | None = None) -> list | None:
+def place(nodes: list[NodeHandle], req: dict[str, Any], free: bool = True,
+          gpu_used: dict[str, set[int]] | None = None) -> Placement | None:
     """Choose [(node, processes)] for ``req``; ``free=False`` asks "could it ever fit"."""
     unit, ppn, procs, gpus = req["unit"], req.get("ppn"), req["procs"], req.get("gpus", 0)
     gpu_used = gpu_used or {}
-    cands = []
+    cands: list[tuple[int, NodeHandle]] = []
     for n in nodes:
         if not n.usable:
             continue
@@ -65,7 +74,8 @@ def place(nodes: list, req: dict, free: bool = True, gpu_used: dict | None = Non
         if len(fit) < need:
             return None
         fit.sort(key=lambda n: n.used)
-        left, out = procs, []
+        left = procs
+        out: Placement = []
         for n in fit[:need]:
             k = min(ppn, left)
             out.append((n, k))
@@ -85,9 +95,10 @@ def place(nodes: list, req: dict, free: bool = True, gpu_used: dict | None = Non
     return None
 
 
-def reserve(sched: Any, task: Any, nodes: list) -> Any:
+def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle | None:
     """Under the runtime lock: place ``task`` now or return None (it waits)."""
     opts = task.options
+    assert opts is not None         # a gang task's options hold its request
     req = opts["gang"]
     chosen = place(nodes, req, True, sched.gpu_used)
     if chosen is None:
@@ -101,7 +112,7 @@ def reserve(sched: Any, task: Any, nodes: list) -> Any:
     slurm = [slurm_node_of(n) for n, _ in chosen]
     if all(slurm):      # agents inside a Slurm job: srun wants Slurm's node names
         opts["slurm_nodes"] = _merge([(s, k) for s, (_, k) in zip(slurm, chosen)])
-    held = []
+    held: list[tuple[NodeHandle, int]] = []
     for n, k in chosen[1:]:
         n.used += k * unit
         held.append((n, k * unit))
@@ -109,7 +120,7 @@ def reserve(sched: Any, task: Any, nodes: list) -> Any:
     if len(chosen) > 1:
         sched.held[head.name] = sched.held.get(head.name, 0) + 1
     gpus = req.get("gpus", 0)
-    ids: list = []
+    ids: list[int] = []
     if gpus:
         used = sched.gpu_used.setdefault(head.name, set())
         ids = [i for i in range(gpus_of(head)) if i not in used][:gpus]
@@ -121,7 +132,7 @@ def reserve(sched: Any, task: Any, nodes: list) -> Any:
     return head
 
 
-def release(sched: Any, task: Any) -> None:
+def release(sched: Scheduler, task: Task) -> None:
     """Give back what :func:`reserve` took beyond the head node's share (idempotent)."""
     entry = sched.gangs.pop(task.id, None)
     if entry is None:
@@ -137,7 +148,7 @@ def release(sched: Any, task: Any) -> None:
         sched.gpu_used.get(head.name, set()).difference_update(ids)
 
 
-def _unhold(sched: Any, name: str) -> None:
+def _unhold(sched: Scheduler, name: str) -> None:
     c = sched.held.get(name, 0) - 1
     if c > 0:
         sched.held[name] = c
@@ -145,15 +156,15 @@ def _unhold(sched: Any, name: str) -> None:
         sched.held.pop(name, None)
 
 
-def _merge(hosts: list) -> list:
+def _merge(hosts: Iterable[tuple[str | None, int]]) -> list[list[Any]]:
     """One entry per host name (Open MPI rejects a host listed twice with slots=)."""
-    out: dict = {}
+    out: dict[str | None, int] = {}
     for h, k in hosts:
         out[h] = out.get(h, 0) + k
     return [[h, k] for h, k in out.items()]
 
 
-def describe(req: dict) -> str:
+def describe(req: dict[str, Any]) -> str:
     s = f"{req['procs']} process{'es' if req['procs'] != 1 else ''}"
     if req.get("ppn"):
         s += f" ({req['ppn']} per node)"
@@ -164,7 +175,7 @@ def describe(req: dict) -> str:
     return s
 
 
-def describe_nodes(nodes: list) -> str:
+def describe_nodes(nodes: list[NodeHandle]) -> str:
     alive = [n for n in nodes if n.usable]
     parts = [f"{n.name}: {n.slots} slots" + (f", {gpus_of(n)} GPUs" if gpus_of(n) else "")
              for n in alive[:8]]

@@ -20,6 +20,7 @@ from ..graph import task as T
 if TYPE_CHECKING:
     from ..future import Future
     from ..graph.task import Task
+    from .outcomes import Callbacks
     from .state import RunState, Waiter
 
 
@@ -53,7 +54,7 @@ class _TaskWaiter:
             return
         if self.fut._exception is not None:
             from . import outcomes
-            cbs: list = []
+            cbs: Callbacks = []
             outcomes.cancel_task(self.rt, self.task, self.producer, self.fut._exception, cbs)
             for fn, f in cbs:
                 try:

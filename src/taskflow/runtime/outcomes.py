@@ -49,7 +49,8 @@ def finish_future(rt: RunState, fut: Future, cbs: Callbacks) -> None:
                     t.state = T.READY
                     push(t)
             elif t.state == T.DISPATCHED and fut._payload is not None:
-                rt.comm.push_data(t.node, fut)   # chained: make sure it gets there
+                # chained: make sure it gets there (DISPATCHED: its node is set)
+                rt.comm.push_data(t.node, fut)  # type: ignore[arg-type]
     if fut._wev is not None or fut._cond is not None or fut._done_callbacks_:
         notify_done(fut, cbs)       # (most futures: nobody waits on them yet)
 
@@ -182,7 +183,8 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
         rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node_name, why))
 
 
-def cancel_successors(rt: RunState, task: Task, err: TaskError | None, cbs: Callbacks) -> None:
+def cancel_successors(rt: RunState, task: Task, err: BaseException | None,
+                      cbs: Callbacks) -> None:
     """Cancel every task downstream of ``task`` (iteratively, graphs can be deep)."""
     stack = [task]
     while stack:
@@ -305,7 +307,8 @@ def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> N
     """Multi-node tasks the remaining nodes can never hold fail instead of waiting."""
     sched = rt.scheduler
     alive = [n for n in sched.nodes if n.usable]
-    keep, doomed = [], []
+    keep: list[Task] = []
+    doomed: list[Task] = []
     for t in sched.ready:
         req = (t.options or {}).get("gang")
         (doomed if req and gang.place(alive, req, False) is None else keep).append(t)
@@ -314,6 +317,7 @@ def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> N
     sched.ready.replace(keep)
     for t in doomed:
         spec = t.spec
+        assert t.options is not None    # its gang request put it here
         err = TaskError(f"task {spec.name} (id {t.id}) needs {t.options['gang']['procs']} "
                         f"processes, which the remaining nodes can never give after node "
                         f"{lost.name} was lost ({lost.lost_reason})", task_name=spec.name,

@@ -10,40 +10,44 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from ..graph.spec import TaskSpec
+    from ..graph.task import Task
 
 
 class ReadyQueue:
     __slots__ = ("_queues", "_prios", "_n")
 
     def __init__(self) -> None:
-        self._queues: dict[int, deque] = {}
+        self._queues: dict[int, deque[Task]] = {}
         self._prios: list[int] = []       # negated priorities, ascending: best first
         self._n = 0
 
-    def _queue(self, prio: int) -> deque:
+    def _queue(self, prio: int) -> deque[Task]:
         q = self._queues.get(prio)
         if q is None:
             q = self._queues[prio] = deque()
             bisect.insort(self._prios, -prio)
         return q
 
-    def push(self, task: Any) -> None:
+    def push(self, task: Task) -> None:
         q = self._queues.get(task.prio)
         if q is None:
             q = self._queue(task.prio)
         q.append(task)
         self._n += 1
 
-    def push_front(self, task: Any) -> None:
+    def push_front(self, task: Task) -> None:
         self._queue(task.prio).appendleft(task)
         self._n += 1
 
-    def peek(self) -> Any:
+    def peek(self) -> Task:
         """The next task (the queue must not be empty)."""
         return self._queues[-self._prios[0]][0]
 
-    def pop(self) -> Any:
+    def pop(self) -> Task:
         prio = -self._prios[0]
         q = self._queues[prio]
         task = q.popleft()
@@ -53,7 +57,7 @@ class ReadyQueue:
             self._prios.pop(0)
         return task
 
-    def pop_run(self, spec: Any, limit: int) -> list:
+    def pop_run(self, spec: TaskSpec, limit: int) -> list[Task]:
         """Pop up to ``limit`` tasks of ``spec`` from the head (the next task first).
 
         Stops at the first task of another function or at the end of the
@@ -74,7 +78,7 @@ class ReadyQueue:
             self._prios.pop(0)
         return out
 
-    def replace(self, tasks: Iterable[Any]) -> None:
+    def replace(self, tasks: Iterable[Task]) -> None:
         """Keep only ``tasks`` (in the order given, per priority)."""
         self.clear()
         for t in tasks:
@@ -91,6 +95,6 @@ class ReadyQueue:
     def __bool__(self) -> bool:
         return self._n > 0
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[Task]:
         for p in list(self._prios):
             yield from list(self._queues.get(-p, ()))

@@ -21,20 +21,24 @@ from __future__ import annotations
 
 import collections
 import weakref
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from ..future import Future
 
 
-class _Watch(weakref.ref):
+class _Watch(weakref.ref["Future"]):
     __slots__ = ("did",)
+    did: int
 
 
 class RemoteValues:
     def __init__(self, wake: Callable[[], None]) -> None:
         self._watched: dict[int, _Watch] = {}
-        self._gone: collections.deque = collections.deque()
+        self._gone: collections.deque[int] = collections.deque()
         self._wake = wake
 
-    def watch(self, fut: Any) -> None:
+    def watch(self, fut: Future) -> None:
         """``fut``'s value now lives on a node (call when its first holder is set)."""
         did = fut._did
         if did in self._watched:

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..journal.writer import JournalWriter
+    from ..wire.messages import Hello
+    from .outcomes import Callbacks
 
 YIELD_EVERY = 128   # calls between a submitter's yields to the loop thread (Dispatcher.let_run)
 
@@ -107,8 +109,8 @@ class Runtime(RunState):
         os.makedirs(self.data_dir, exist_ok=True)
         diagnostics.setup()
         self.t_start = time.time()
-        config = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
-                  "data_dir": self.data_dir, "run_id": self.run_id}
+        config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
+                         "data_dir": self.data_dir, "run_id": self.run_id}
         self._open_journal()   # first: its writer process starts while the nodes do
         nodes = []
         try:
@@ -268,7 +270,7 @@ class Runtime(RunState):
                     (task, [d._producer.id for d in deps if d._producer is not None])
                     if deps else task)
             if cancel_by is not None:
-                cbs: list = []
+                cbs: Callbacks = []
                 err = cancel_by._exception
                 outcomes.cancel_task(self, task, cancel_by._producer or task, err, cbs)
             elif task.npending == 0:

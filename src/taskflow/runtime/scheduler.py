@@ -17,10 +17,14 @@ Placement policies (``placement=``):
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from . import gang
 from .readyqueue import ReadyQueue
+
+if TYPE_CHECKING:
+    from ..graph.task import Task
+    from ..providers.handle import NodeHandle
 
 SHORT = 0.005      # seconds; tasks faster than this are prefetched deeply
 DEEP = 256         # extra tasks per slot for short tasks
@@ -33,22 +37,24 @@ class Scheduler:
                              f"least-loaded or fifo")
         self.placement = placement
         self.ready = ReadyQueue()
-        self.nodes: list = []
+        self.nodes: list[NodeHandle] = []
         self._rr = 0
-        self.gangs: dict = {}     # task id -> what runtime.gang reserved beyond its node
-        self.held: dict = {}      # node name -> gang shares held there (no prefetch)
-        self.gpu_used: dict = {}  # node name -> GPU ids in use
+        # task id -> what runtime.gang reserved beyond its node: (head node, [(node, units)],
+        # GPU ids, several nodes?)
+        self.gangs: dict[int, tuple[NodeHandle, list[tuple[NodeHandle, int]], list[int], bool]] = {}
+        self.held: dict[str, int] = {}         # node name -> gang shares held there (no prefetch)
+        self.gpu_used: dict[str, set[int]] = {}   # node name -> GPU ids in use
         self.walltimes = False    # some node has a job end time (Slurm): check before placing
 
-    def push(self, task: Any) -> None:
+    def push(self, task: Task) -> None:
         self.ready.push(task)
 
-    def push_many(self, tasks: Iterable[Any]) -> None:
+    def push_many(self, tasks: Iterable[Task]) -> None:
         push = self.ready.push
         for t in tasks:
             push(t)
 
-    def tasks(self) -> list:
+    def tasks(self) -> list[Task]:
         """The ready tasks (any order)."""
         return list(self.ready)
 
@@ -63,14 +69,14 @@ class Scheduler:
         return (max((n.slots for n in alive), default=0),
                 max((n.memory_gb for n in alive), default=0.0))
 
-    def assign(self) -> list:
+    def assign(self) -> list[tuple[NodeHandle, Task]]:
         """Pop the ready tasks that can go somewhere now; return [(node, task)]."""
         ready = self.ready
         if not ready:
             return []
         nodes = [n for n in self.nodes if n.usable]
-        out = []
-        deferred = []
+        out: list[tuple[NodeHandle, Task]] = []
+        deferred: list[Task] = []
         single = nodes[0] if len(nodes) == 1 else None
         held = self.held
         peek, pop = ready.peek, ready.pop
@@ -121,7 +127,7 @@ class Scheduler:
             ready.push_front(t)
         return out
 
-    def _choose(self, task: Any, nodes: list, cus: int, extra: int) -> Any:
+    def _choose(self, task: Task, nodes: list[NodeHandle], cus: int, extra: int) -> NodeHandle | None:
         held = self.held
         fit = [n for n in nodes
                if n.used + cus <= n.slots * (1 + (0 if held and n.name in held else extra))
@@ -146,7 +152,7 @@ class Scheduler:
             return min(roomy, key=_reported_load) if roomy else None
         # locality: bytes of inputs already on the node, then least loaded
         if task.reads:
-            best, best_score = None, -1
+            best, best_score = fit[0], -1      # the first node scores >= 0 and replaces it
             for n in fit:
                 score = sum(1 for v in task.reads if v._holders and n.name in v._holders)
                 if score > best_score or (score == best_score and n.load < best.load):
@@ -156,14 +162,14 @@ class Scheduler:
         return min(fit, key=lambda n: n.load)
 
 
-def _before_end(node: Any, task: Any) -> bool:
+def _before_end(node: NodeHandle, task: Task) -> bool:
     """The task is expected to end before the node's job does (walltime, issue 7).
 
     The expected duration is the task's ``time_out``, else the mean of its
     earlier runs; a node past its drain point (end - ``drain_margin``) gets
     nothing new.
     """
-    end = getattr(node, "walltime_end", None)
+    end: float | None = getattr(node, "walltime_end", None)
     if end is None:
         return True
     left = end - time.time() - getattr(node, "drain_margin", 0.0)
@@ -171,19 +177,20 @@ def _before_end(node: Any, task: Any) -> bool:
         return False
     opts = task.options
     spec = task.spec
-    expect = (opts.get("time_out") if opts else None) or (spec.stats_mean if spec.stats_n else 0)
+    expect: float = (opts.get("time_out") if opts else None) or (spec.stats_mean if spec.stats_n else 0)
     return expect <= left
 
 
-def _outside_load(node: Any) -> float:
+def _outside_load(node: NodeHandle) -> float:
     """Share of the node's cores busy with work that is not taskflow's (last sample)."""
     s = node.samples[-1] if node.samples else None
     if not s or s.get("cpu") is None:
         return 0.0
-    return max(0.0, s["cpu"] - s.get("cpu_own", 0.0)) / 100.0
+    share: float = max(0.0, s["cpu"] - s.get("cpu_own", 0.0)) / 100.0
+    return share
 
 
-def _reported_load(node: Any) -> tuple:
+def _reported_load(node: NodeHandle) -> tuple[float, float]:
     """Expected wait on the node for one more task: its queue, slowed by outside load."""
     s = node.samples[-1] if node.samples else None
     if not s or s.get("cpu") is None:

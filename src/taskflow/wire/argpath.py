@@ -5,10 +5,13 @@ resolved values there, so both sides share these two helpers.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .messages import ArgPath
 
 
-def set_path(args: list, kwargs: dict, path: tuple, v: Any) -> None:
+def set_path(args: list[Any], kwargs: dict[str, Any], path: ArgPath, v: Any) -> None:
     head = path[0]
     if len(path) == 1:
         if isinstance(head, str):
@@ -22,7 +25,7 @@ def set_path(args: list, kwargs: dict, path: tuple, v: Any) -> None:
     container[path[-1]] = v
 
 
-def get_path(args: list, kwargs: dict, path: tuple) -> Any:
+def get_path(args: list[Any], kwargs: dict[str, Any], path: ArgPath) -> Any:
     head = path[0]
     v = kwargs[head] if isinstance(head, str) else args[head]
     for i in path[1:]:

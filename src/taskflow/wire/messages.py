@@ -37,7 +37,7 @@ looks at it through the named tuple with :func:`tasks` (a C-level cast,
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, Union, final
 
 # -- op codes (plain ints on the wire) ------------------------------------------
 HELLO: Final = 0
@@ -105,6 +105,7 @@ class ErrorInfo(NamedTuple):
     pickled: bytes | None         # the exception itself (cloudpickle), when it pickles
 
 
+@final       # receivers test ``type(x) is Held``: no subclass may stand in for it
 class Held(NamedTuple):
     """In a result's outputs: a value too large to travel inline, kept on the node."""
 
@@ -164,7 +165,7 @@ class Hello(TypedDict, total=False):
     """The master's first frame: how the agent sets itself up."""
 
     name: str
-    slots: int
+    slots: int | None             # None: as many as the node has cores
     sys_path: list[str]
     cwd: str
     env: dict[str, str]
@@ -199,7 +200,7 @@ def tasks(batch: list[TaskWire]) -> list[TaskMsg]:
 
 def wire_tasks(views: list[TaskMsg]) -> list[TaskWire]:
     """Plain tuples again, to pickle at plain-tuple speed (see the module docstring)."""
-    return list(map(tuple, views))  # type: ignore[arg-type]
+    return list(map(tuple, views))
 
 
 if TYPE_CHECKING:   # mypy checks that each wire tuple and its named tuple agree

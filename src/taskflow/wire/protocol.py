@@ -86,7 +86,8 @@ def read_frame_blocking(fd: int) -> tuple[int, Any]:
     (size,) = _LEN.unpack(head)
     if size > MAX_FRAME:
         raise ProtocolError(f"frame of {size} bytes: not a taskflow peer")
-    return pickle.loads(_read_exact(fd, size))
+    frame: tuple[int, Any] = pickle.loads(_read_exact(fd, size))
+    return frame
 
 
 def _read_exact(fd: int, n: int) -> bytes:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import command, process
 
+if TYPE_CHECKING:
+    from ...wire.messages import LineWire
 
-def node_env(options: dict) -> dict:
+
+def node_env(options: dict[str, Any]) -> dict[str, str]:
     """What every external task sees about the resources it holds."""
     hosts = options.get("node_hosts") or ["localhost"]
     threads = str(options.get("threads") or 1)
@@ -34,8 +37,8 @@ def node_env(options: dict) -> dict:
     return env
 
 
-def run(kind: str, func: Any, args: list, kw: dict, options: dict, logs: list,
-        tid: int) -> Any:
+def run(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict[str, Any],
+        logs: list[LineWire], tid: int) -> Any:
     """Run task ``tid`` through invoker ``kind``; return the task's value."""
     if kind in ("multinode", "pyenv"):
         return _with_env(node_env(options), func, args, kw)
@@ -63,7 +66,7 @@ def run(kind: str, func: Any, args: list, kw: dict, options: dict, logs: list,
     return process.run(argv, cwd, env, streams, logs, log_base, fail)
 
 
-def _with_env(extra: dict, func: Any, args: list, kw: dict) -> Any:
+def _with_env(extra: dict[str, str], func: Any, args: list[Any], kw: dict[str, Any]) -> Any:
     saved = {k: os.environ.get(k) for k in extra}
     os.environ.update(extra)
     try:

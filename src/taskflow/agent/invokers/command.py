@@ -18,7 +18,7 @@ TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 FILE_KINDS = ("file", "directory")
 
 
-def bind(func: Any, args: list, kw: dict, cfg: dict) -> dict:
+def bind(func: Any, args: list[Any], kw: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
     """Parameter name -> value as the task sees it (files are version paths by now)."""
     try:
         b = inspect.signature(func).bind(*args, **kw)
@@ -47,10 +47,11 @@ def _entries(v: Any, prefix: str | None) -> list[str]:
     return [_text(v, prefix)]
 
 
-def build_args(cfg: dict, values: dict) -> tuple[list[str], dict]:
+def build_args(cfg: dict[str, Any], values: dict[str, Any]
+               ) -> tuple[list[str], dict[str, tuple[str, str]]]:
     """Return (argv after the program, {stream: (path, direction)})."""
     params = cfg.get("params") or {}
-    streams: dict = {}
+    streams: dict[str, tuple[str, str]] = {}
     for pname, (_kind, direction, stream, _prefix) in params.items():
         if stream is not None and values.get(pname) is not None:
             streams[stream] = (os.fspath(values[pname]), direction)
@@ -79,7 +80,7 @@ def build_args(cfg: dict, values: dict) -> tuple[list[str], dict]:
     return out, streams
 
 
-def resolve_binary(binary: str, cwd: str, env: dict) -> str:
+def resolve_binary(binary: str, cwd: str, env: dict[str, str]) -> str:
     """The program to run: absolute, relative to the working directory, or on PATH."""
     if os.sep in binary:
         path = binary if os.path.isabs(binary) else os.path.abspath(os.path.join(cwd, binary))
@@ -96,8 +97,8 @@ def resolve_binary(binary: str, cwd: str, env: dict) -> str:
     return found
 
 
-def working_dir(cfg: dict) -> str:
-    wd = cfg.get("working_dir")
+def working_dir(cfg: dict[str, Any]) -> str:
+    wd: str | None = cfg.get("working_dir")
     if not wd:
         return os.getcwd()
     wd = os.path.abspath(wd)

@@ -27,16 +27,20 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
+from ...errors import ProgramFailed
 from . import command, process
 
-_FLAVOR: dict = {}
+if TYPE_CHECKING:
+    from ...wire.messages import LineWire
+
+_FLAVOR: dict[str, str] = {}
 
 
-def flavor(runner: str, env: dict) -> str:
+def flavor(runner: str, env: dict[str, str]) -> str:
     """"openmpi", "mpich" or "slurm" (cached per runner path)."""
     if runner == "srun":
         return "slurm"
@@ -58,7 +62,8 @@ _STEP_ENV = ("SLURM_NTASKS", "SLURM_NPROCS", "SLURM_NTASKS_PER_NODE", "SLURM_TAS
              "SLURM_STEP_TASKS_PER_NODE", "SLURM_HOSTFILE", "SLURM_ARBITRARY_NODELIST")
 
 
-def srun_args(hosts: list, procs: int, unit: int, hostfile: str, env: dict) -> list[str]:
+def srun_args(hosts: list[Any], procs: int, unit: int, hostfile: str,
+              env: dict[str, str]) -> list[str]:
     """Options of an ``srun`` step over ``hosts`` [(slurm node, ranks)] (sets ``env``)."""
     with open(hostfile, "w") as f:
         for h, k in hosts:
@@ -70,15 +75,16 @@ def srun_args(hosts: list, procs: int, unit: int, hostfile: str, env: dict) -> l
             "--nodelist=" + ",".join(h for h, k in hosts for _ in range(k))]
 
 
-def host_args(kind: str, hosts: list, hostfile: str) -> list[str]:
+def host_args(kind: str, hosts: list[Any], hostfile: str) -> list[str]:
     with open(hostfile, "w") as f:
         for h, k in hosts:
             f.write(f"{h} slots={k}\n" if kind == "openmpi" else f"{h}:{k}\n")
     return ["--hostfile" if kind == "openmpi" else "-f", hostfile]
 
 
-def run(cfg: dict, options: dict, func: Any, args: list, kw: dict, tail: list, streams: dict,
-        cwd: str, env: dict, logs: list, log_base: str | None, fail: bool) -> Any:
+def run(cfg: dict[str, Any], options: dict[str, Any], func: Any, args: list[Any],
+        kw: dict[str, Any], tail: list[str], streams: dict[str, tuple[str, str]], cwd: str,
+        env: dict[str, str], logs: list[LineWire], log_base: str | None, fail: bool) -> Any:
     runner = cfg["runner"]
     kind = flavor(runner, env)
     procs = cfg.get("processes") or 1
@@ -123,7 +129,7 @@ def run(cfg: dict, options: dict, func: Any, args: list, kw: dict, tail: list, s
         raise outcome[1]
     if code != 0 or outcome is None:
         lines = [line for _, lvl, line in logs if lvl != "STDOUT"][-process.TAIL:]
-        raise process.ProgramFailed(
+        raise ProgramFailed(
             f"command {shlex.join(argv)} failed with exit code {code} (in {cwd}) before rank 0 "
             f"returned a value\nlast stderr lines:\n  " + "\n  ".join(lines) +
             (f"\nlogs: {log_base}.out, {log_base}.err" if log_base else ""), code, argv)

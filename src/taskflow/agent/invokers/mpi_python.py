@@ -36,7 +36,7 @@ def main(path: str) -> int:
     return 0
 
 
-def _write(path: str, outcome: tuple) -> None:
+def _write(path: str, outcome: tuple[str, object]) -> None:
     try:
         blob = cloudpickle.dumps(outcome)
         pickle.loads(blob)

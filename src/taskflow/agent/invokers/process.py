@@ -16,8 +16,12 @@ import signal
 import subprocess
 import time
 from collections import deque
+from typing import IO, TYPE_CHECKING
 
 from ...errors import ProgramFailed
+
+if TYPE_CHECKING:
+    from ...wire.messages import LineWire
 
 LOG_CAP = 10000       # lines kept in the task's log list (as the executor's cap)
 TAIL = 20             # stderr lines quoted in a failure
@@ -31,16 +35,16 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         pass
 
 
-def run(argv: list[str], cwd: str, env: dict, streams: dict, logs: list, log_base: str | None,
-        fail: bool) -> int:
+def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple[str, str]],
+        logs: list[LineWire], log_base: str | None, fail: bool) -> int:
     """Run ``argv``; return its exit code (raise :class:`ProgramFailed` when ``fail``)."""
-    opened = []
+    opened: list[IO[bytes]] = []
     try:
-        stdin = subprocess.DEVNULL
+        stdin: int | IO[bytes] = subprocess.DEVNULL
         if "stdin" in streams:
             stdin = open(streams["stdin"][0], "rb")
             opened.append(stdin)
-        targets = {}
+        targets: dict[str, IO[bytes]] = {}
         for name in ("stdout", "stderr"):
             if name in streams:
                 path, direction = streams[name]
@@ -48,7 +52,7 @@ def run(argv: list[str], cwd: str, env: dict, streams: dict, logs: list, log_bas
                 f = open(path, "ab" if direction == "INOUT" else "wb")
                 opened.append(f)
                 targets[name] = f
-        files = {}
+        files: dict[str, IO[bytes]] = {}
         if log_base:
             os.makedirs(os.path.dirname(log_base), exist_ok=True)
             for name, ext in (("stdout", ".out"), ("stderr", ".err")):
@@ -63,12 +67,12 @@ def run(argv: list[str], cwd: str, env: dict, streams: dict, logs: list, log_bas
         except OSError as exc:
             raise ProgramFailed(f"could not start {shlex.join(argv)}: {exc}", 127, argv) \
                 from None
-        tail: deque = deque(maxlen=TAIL)
+        tail: deque[str] = deque(maxlen=TAIL)
         _pump(proc, files, logs, tail)
         code = proc.wait()
     finally:
-        for f in opened:
-            f.close()
+        for fh in opened:
+            fh.close()
     if code != 0 and fail:
         paths = tuple(f.name for f in files.values()) + \
             tuple(streams[s][0] for s in ("stdout", "stderr") if s in streams)
@@ -84,9 +88,10 @@ def run(argv: list[str], cwd: str, env: dict, streams: dict, logs: list, log_bas
     return code
 
 
-def _pump(proc: subprocess.Popen, files: dict, logs: list, tail: deque) -> None:
+def _pump(proc: subprocess.Popen[bytes], files: dict[str, IO[bytes]], logs: list[LineWire],
+          tail: deque[str]) -> None:
     sel = selectors.DefaultSelector()
-    partial = {}
+    partial: dict[str, bytes] = {}
     for name, level in (("stdout", "STDOUT"), ("stderr", "STDERR")):
         pipe = getattr(proc, name)
         if pipe is not None:
