@@ -1,7 +1,7 @@
 # The two commands README.md promises: `make demo` (the main job) and `make test`.
 PYTHON ?= python3
 
-.PHONY: install demo test bench
+.PHONY: install demo test lint bench
 
 install:
 	$(PYTHON) -m pip install -q -e '.[test]'
@@ -17,8 +17,14 @@ demo: install
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  taskflow run --progress $(NMMB)/workflow.py $(NMMB)/config/default.nml $(NMMB)/run
 
-test: install
+test: install lint
 	$(PYTHON) -m pytest -q tests
+
+# Static checks (configured in pyproject.toml): ruff everywhere, mypy on the package
+# (strict on the wire, the agent and the providers' interface).
+lint: install
+	$(PYTHON) -m ruff check src tests benchmarks
+	$(PYTHON) -m mypy
 
 bench: install
 	$(PYTHON) -m pip install -q -e '.[bench]'
