@@ -89,7 +89,8 @@ class DialbackServer:
                              name="taskflow-dialback-auth").start()
 
     def _refuse(self, conn: socket.socket, peer: Any, why: str) -> None:
-        msg = f"dial-back connection from {peer[0]}:{peer[1]} refused: {why}"
+        host, port = peer[:2]
+        msg = f"dial-back connection from {host}:{port} refused: {why}"
         self.refused.append(msg)
         log.warning(msg)
         try:
@@ -118,7 +119,8 @@ class DialbackServer:
         h.meta = meta
         h.job_id = meta.get("job_id")
         try:
-            h.handshake(cfg, self.ready_timeout, describe=f" (dial-back from {peer[0]})")
+            peer_host, *_ = peer
+            h.handshake(cfg, self.ready_timeout, describe=f" (dial-back from {peer_host})")
         except (NodeStartError, OSError, EOFError) as exc:
             self.failed.append(exc)
             msg = f"dial-back agent {cfg['name']} (job {meta.get('job_id')}) failed its start: {exc}"

@@ -360,11 +360,10 @@ class SlurmProvider(Provider):
                     out = _slurm(["squeue", "-h", "-t", "all", "-j", jid, "-o", "%T|%r"], 10)
                 except SlurmError:
                     break
-                got = out.strip().split("|")
-                if got and got[0]:
-                    state = got[0] if len(got) < 2 or got[1] in ("None", "") else \
-                        f"{got[0]} ({got[1]})"
-                    if got[0] in ENDED:
+                job_state, _, reason = out.strip().partition("|")
+                if job_state:
+                    state = job_state if reason in ("None", "") else f"{job_state} ({reason})"
+                    if job_state in ENDED:
                         break
                 time.sleep(0.5)
             with self._lock:

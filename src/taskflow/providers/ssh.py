@@ -229,8 +229,8 @@ class SSHProvider(Provider):
         rc, out, err = self._run(n, cmd, self.connect_timeout + 20)
         shown = f"{c.python} -c <version probe>"
         if rc == 0:
-            lines = out.split("\n")
-            version, n.workdir = lines[0].strip(), lines[2].strip()
+            version, _, workdir = (line.strip() for line in out.split("\n")[:3])
+            n.workdir = workdir
             check_version(n.where, version, c.python)
             return
         stderr = err.strip() or "(empty)"

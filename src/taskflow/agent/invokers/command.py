@@ -55,8 +55,8 @@ def build_args(cfg: dict[str, Any], values: dict[str, Any]
     for pname, (_kind, direction, stream, _prefix) in params.items():
         if stream is not None and values.get(pname) is not None:
             streams[stream] = (os.fspath(values[pname]), direction)
-    skip = {p for p, spec in params.items() if spec[2] is not None}
-    prefix = {p: spec[3] for p, spec in params.items() if spec[3]}
+    skip = {p for p, (_, _, stream, _) in params.items() if stream is not None}
+    prefix = {p: pre for p, (_, _, _, pre) in params.items() if pre}
     tmpl = cfg.get("args")
     out: list[str] = []
     if tmpl is None:

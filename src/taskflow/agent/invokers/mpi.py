@@ -125,12 +125,13 @@ def run(cfg: dict[str, Any], options: dict[str, Any], func: Any, args: list[Any]
         for p in (payload, result):
             if os.path.exists(p):
                 os.unlink(p)
-    if outcome is not None and outcome[0] == "error":
-        raise outcome[1]
-    if code != 0 or outcome is None:
+    status, value = outcome if outcome is not None else (None, None)    # mpi_python._write
+    if status == "error" and isinstance(value, BaseException):
+        raise value
+    if code != 0 or status is None:
         lines = [line for _, lvl, line in logs if lvl != "STDOUT"][-process.TAIL:]
         raise ProgramFailed(
             f"command {shlex.join(argv)} failed with exit code {code} (in {cwd}) before rank 0 "
             f"returned a value\nlast stderr lines:\n  " + "\n  ".join(lines) +
             (f"\nlogs: {log_base}.out, {log_base}.err" if log_base else ""), code, argv)
-    return outcome[1]
+    return value
