@@ -1,31 +1,45 @@
 # The two commands README.md promises: `make demo` (the main job) and `make test`.
+#
+# Both work in a virtual environment of their own (.venv, made with $(PYTHON)), so
+# they run on a Debian or Ubuntu machine whose system Python refuses `pip install`
+# (PEP 668) as well as with any user-installed Python >= 3.10. Where the venv module
+# is missing (Debian's python3-venv), it is installed as gfortran is.
 PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
 
-.PHONY: install demo test lint bench
+.PHONY: venv demo test lint bench
 
-install:
-	$(PYTHON) -m pip install -q -e '.[test]'
+venv: $(PY)
+
+$(PY):
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null \
+	  || bash runtime/testbed/install.sh python3-venv
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
 
 # The main job: build the NMMB-MONARCH example (Debian gfortran + Open MPI when
 # missing) and run its taskflow port; it prints where the figures, the
-# animation and the model logs are.
+# animation and the model logs are. Installs only what the demo needs.
 NMMB := examples/nmmb_monarch
-demo: install
+demo: venv
+	$(PY) -m pip install -q -e '.[examples]'
 	@command -v gfortran >/dev/null && command -v mpif90 >/dev/null && command -v mpirun >/dev/null \
 	  || bash runtime/testbed/install.sh openmpi-bin libopenmpi-dev gfortran
 	$(MAKE) -s -C $(NMMB)
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-	  taskflow run --progress $(NMMB)/workflow.py $(NMMB)/config/default.nml $(NMMB)/run
+	  $(VENV)/bin/taskflow run --progress $(NMMB)/workflow.py $(NMMB)/config/default.nml $(NMMB)/run
 
-test: install lint
-	$(PYTHON) -m pytest -q tests
+test: lint
+	$(PY) -m pytest -q tests
 
 # Static checks (configured in pyproject.toml): ruff everywhere, mypy on the package
 # (strict on the wire, the agent and the providers' interface).
-lint: install
-	$(PYTHON) -m ruff check src tests benchmarks
-	$(PYTHON) -m mypy
+lint: venv
+	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m mypy
 
-bench: install
-	$(PYTHON) -m pip install -q -e '.[bench]'
-	$(PYTHON) benchmarks/run.py
+bench: venv
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) benchmarks/run.py
