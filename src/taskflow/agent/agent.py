@@ -22,6 +22,7 @@ from ..context import total_memory_gb
 from ..errors import ProtocolError
 from ..wire import messages as M
 from ..wire import protocol as P
+from ..wire.thresholds import RUNNING_SIGNAL_MIN
 from .chained import Chaining
 from .placement import Placement
 from .pool import Executor, Pool, reap
@@ -283,6 +284,10 @@ class Agent:
             ex.started = 0.0
         elif rs_end:
             ex.started = rs_end       # the next task started when the last one ended
+            nxt = ex.queue[0]
+            mean_next = mean.get(nxt.digest)
+            if mean_next is None or mean_next >= RUNNING_SIGNAL_MIN:
+                self.state.started.append((nxt.task_id, rs_end))
 
     def _keep_large(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire:
         """Results above INLINE_MAX stay here; the master gets a :class:`Held` marker."""
@@ -381,6 +386,10 @@ class Agent:
         if self.results:
             self._send(M.RESULTS, self.results)
             self.results = []
+        started = self.state.started
+        if started:         # after the results: a task queued behind its producer starts
+            self._send(M.STARTED, started)     # once the producer's result is in
+            self.state.started = []
 
     def _send(self, op: int, body: Any) -> None:
         self.out += P.encode(op, body)

@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..wire import messages as M
-from ..wire.thresholds import LEAD, LEAD_MIN_MEAN, NODE_DEEP, NODE_SHORT
+from ..wire.thresholds import LEAD, LEAD_MIN_MEAN, NODE_DEEP, NODE_SHORT, RUNNING_SIGNAL_MIN
 from .pool import Executor, Pool
 from .state import NodeState
 from .workqueue import WorkQueue
@@ -251,11 +251,19 @@ class Placement:
         queue = ex.queue
         if not queue:
             ex.started = time.time()
+            self._running(chunk[0], ex.started)
         queue.extend(chunk)
         chaining = self.chaining
         if chaining is not None and chaining.waiting_on:
             for t in chunk:
                 chaining.pull_behind(ex, t.outputs)
+
+    def _running(self, t: M.TaskMsg, when: float) -> None:
+        """``t`` begins now on an idle executor: say so, unless it is known to be short."""
+        state = self.state
+        m = state.mean.get(t.digest)
+        if m is None or m >= RUNNING_SIGNAL_MIN:
+            state.started.append((t.task_id, when))
 
     def start(self, ex: Executor, t: M.TaskMsg) -> None:
         """Queue ``t`` on ``ex``, and right behind it the held tasks waiting only for it."""
@@ -291,6 +299,7 @@ class Placement:
             producing[d] = ex
         if not ex.queue:
             ex.started = time.time()
+            self._running(t, ex.started)
         ex.queue.append(t)
         opts = t.options
         if opts and opts.get("time_out"):

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 class NodeState:
-    __slots__ = ("funcs", "store", "mean", "producing", "deadlines")
+    __slots__ = ("funcs", "store", "mean", "producing", "deadlines", "started")
 
     def __init__(self) -> None:
         self.funcs: dict[bytes, bytes] = {}        # digest -> pickled function (FUNC frames)
@@ -20,3 +20,4 @@ class NodeState:
         self.mean: dict[bytes, float] = {}         # digest -> mean duration here
         self.producing: dict[int, Executor] = {}   # data id -> executor whose queue makes it
         self.deadlines: dict[int, tuple[float, Executor]] = {}   # task id -> (end, executor)
+        self.started: list[tuple[int, float]] = []   # (task id, time) for STARTED, this round

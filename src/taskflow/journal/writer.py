@@ -230,6 +230,11 @@ class JournalDB:
                     row[_STATE] = "DISPATCHED"
                     row[_T_DISPATCH] = t
                     continue
+                if kind == "running":
+                    row[_NODE] = node
+                    row[_STATE] = "RUNNING"
+                    row[_T_START] = t
+                    continue
                 if kind == "done" and extra and not nlogs.get(tid, 0) > LOG_CAP:
                     t0, t1, _, _, attempts, tdisp = extra      # outcomes._ended
                     row[_NODE] = node
@@ -243,6 +248,8 @@ class JournalDB:
                     continue
             if kind == "dispatched":
                 ch = {"state": "DISPATCHED", "node": node, "t_dispatch": t}
+            elif kind == "running":
+                ch = {"state": "RUNNING", "node": node, "t_start": t}
             elif kind in ("done", "failed", "cancelled"):
                 state = kind.upper()
                 ch = {"state": state, "t_end": t}

@@ -42,9 +42,11 @@ log = logging.getLogger(__name__)
 class StageHost(Protocol):
     """The runtime's side of staging (the dispatcher): it owns the tasks' fate."""
 
-    def ensure(self, node: NodeHandle, fut: Future, push: list[M.DataItem],
-               task: Task) -> bool:
+    def ensure(self, node: NodeHandle, fut: Future, push: list[Future], task: Task) -> bool:
         """Make sure ``node`` gets value ``fut`` (pushed along, or fetched first: False)."""
+
+    def send_values(self, node: NodeHandle, push: list[Future], frames: list[Any]) -> None:
+        """Send ``push`` with this round's work (the node holds them from then on)."""
 
     def staged_in(self, task: Task, node: NodeHandle, futs: list[Future],
                   err: M.ErrorInfo | None) -> None:
@@ -101,7 +103,7 @@ class Stager:
         if need:                # the task waits (the dispatcher keeps it ready) for the upload
             self.q.put(functools.partial(self._stage_in, task, need))
             return None
-        push: list[M.DataItem] = []
+        push: list[Future] = []
         for i, (path, kind, obj) in enumerate(refs):
             if kind == M.REF_VALUE:
                 if not host.ensure(node, obj, push, task):
@@ -114,7 +116,7 @@ class Stager:
                         return None
                 out[i] = (path, kind, (blob, [f._did for f in futs]))
         if push:
-            frames.insert(len(frames) - 1, (M.DATA, push))
+            host.send_values(node, push, frames)
         return out
 
     def _need(self, fut: Future, need: list[tuple[Future, str, str]]) -> str:

@@ -9,7 +9,6 @@ per node.
 from __future__ import annotations
 
 import logging
-import hashlib
 import os
 import selectors
 import sys
@@ -18,29 +17,22 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
-import cloudpickle
 
-from ..future import FINISHED, Future
+from ..future import Future
 from ..graph import task as T
-from ..graph.spec import TaskSpec
-from ..graph.task import Task
 from ..providers.handle import NodeHandle
 from ..wire import messages as M
 from ..wire import protocol as P
-from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
-from . import gang, lineage, outcomes
+from . import lineage, outcomes
+from .outbox import Frames, Outbox
 from .remote_values import RemoteValues
 from .state import Waiter
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from ..graph.task import TaskRef
     from .outcomes import Callbacks
     from .runtime import Runtime
-
-Frames = list[Any]    # per node this round: (op, body) pairs, then the TASKS batch being built
-
 
 class _Fetch:
     """A value being brought from a node to the master, and who waits for it."""
@@ -56,7 +48,7 @@ class Dispatcher:
     """The loop thread's half of the runtime: node I/O, results in, work out.
 
     It is the runtime's :class:`~.state.Comm` (what the outcome rules ask of
-    the nodes) and every stager's :class:`~taskflow.providers.staging.StageHost`.
+    the nodes); what a round sends is made by its :class:`~.outbox.Outbox`.
     """
 
     def __init__(self, rt: Runtime) -> None:
@@ -74,6 +66,7 @@ class Dispatcher:
         self.data_out: dict[NodeHandle, list[M.DataItem]] = {}   # values for chained tasks
         self.cancel_out: dict[NodeHandle, list[int]] = {}        # task ids taken back
         self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
+        self.outbox = Outbox(rt, self)         # what each round sends: TASKS, FUNC, DATA
         self.nodes: list[NodeHandle] = []
         self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
 
@@ -221,7 +214,8 @@ class Dispatcher:
                     self._handle(node, msgs, cbs)
                 for node in lost:
                     self._lose(node, node.lost_reason or "its connection closed", cbs)
-                sends = self._prepare(rt.scheduler.assign(), cbs) if rt.scheduler.ready else {}
+                sends = self.outbox.prepare(rt.scheduler.assign(), cbs) if rt.scheduler.ready \
+                    else {}
                 fetches, self.fetch_queue = self.fetch_queue, []
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
@@ -294,6 +288,8 @@ class Dispatcher:
                             outcomes.task_done(rt, task, outputs, node, cbs)
                     else:
                         outcomes.task_failed(rt, task, status, error, node, cbs)
+            elif op == M.STARTED:     # after RESULTS: a chained task starts once its
+                self._started(node, body)   # producer's result is in (npending 0)
             elif op == M.LOG:
                 self._logs(node, body)
             elif op == M.DATA:
@@ -331,6 +327,19 @@ class Dispatcher:
             task = node.inflight.get(tid)
             if task is not None:
                 outcomes.hand_back(rt, task, node, reason)
+
+    def _started(self, node: NodeHandle, entries: list[tuple[int, float]]) -> None:
+        """Tasks that began to run on ``node`` (not sent for known-short functions)."""
+        bus = self.rt.bus
+        inflight = node.inflight
+        running = T.RUNNING
+        for tid, t in entries:
+            task = inflight.get(tid)
+            if task is not None and task.state is T.DISPATCHED and task.npending == 0:
+                task.state = running
+                task.t_start = t
+                if bus.active:
+                    bus.emit(("running", t, tid, task.spec.name, node.name, None))
 
     def _logs(self, node: NodeHandle, entries: list[M.LogWire]) -> None:
         rt = self.rt
@@ -373,222 +382,3 @@ class Dispatcher:
         if not left or node.inflight:
             log.warning("node %s lost: %s", node.name, reason)
         outcomes.node_lost(rt, node, reason, cbs)
-
-    # -- work to nodes -------------------------------------------------------------
-    def _prepare(self, assignments: list[tuple[NodeHandle, Task]],
-                 cbs: Callbacks) -> dict[NodeHandle, Frames]:
-        """Turn assignments into frames per node (under the runtime lock)."""
-        sends: dict[NodeHandle, Frames] = {}
-        now = time.time()
-        emit = self.rt.bus.emit if self.rt.bus.active else None
-        last_spec: TaskSpec | None = None
-        last_node: NodeHandle | None = None
-        frames: Frames          # frames, batch and digest: set with last_spec (the first task)
-        batch: list[M.TaskWire]
-        digest: bytes
-        chained: object         # its consumers (a list or None), or whether any output has some
-        for node, task in assignments:
-            spec = task.spec
-            if spec is not last_spec or node is not last_node:
-                last_spec, last_node = spec, node
-                digest = spec.digest if spec.digest is not None else _digest(spec)
-                known = sends.get(node)
-                if known is None:
-                    known = sends[node] = [[]]
-                frames = known
-                if digest not in node.funcs:
-                    node.funcs.add(digest)
-                    assert spec.payload is not None     # made with the digest
-                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(digest, spec.payload)))
-                batch = frames[-1]          # this round's TASKS for the node: always last
-            refs = task.refs
-            wire_refs = None
-            if refs:
-                wire_refs = self._wire_refs(node, task, refs, frames)
-                if wire_refs is None:       # waiting for data (from a node, or an upload)
-                    task.state = T.READY
-                    node.used -= task.cus
-                    node.mem_used -= task.mem
-                    if self.rt.scheduler.gangs:
-                        gang.release(self.rt.scheduler, task)
-                    continue
-            inouts = task.inouts
-            wire_inouts = [(e.path, e.kind, e.pname) for e in inouts] if inouts else None
-            outs = task.outputs
-            if inouts:
-                outs = task.all_outputs()
-            if len(outs) == 1:
-                (out,) = outs
-                outdids = [out._did]
-                chained = out._consumers
-            else:
-                outdids = [f._did for f in outs]
-                chained = any(f._consumers for f in outs)
-            batch.append((task.id, digest, task.argv, wire_refs, task.kwargs, spec.nout,
-                          wire_inouts, task.options, task.prio, task.cus, spec.exclusive,
-                          outdids))
-            task.state = T.DISPATCHED
-            task.node = node
-            task.t_dispatch = now
-            node.inflight[task.id] = task
-            if chained:
-                self._chain(task, node, assignments)
-            if emit is not None and not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
-                # Short tasks get no event of their own: their end event carries
-                # the dispatch time, and nobody could watch them run anyway.
-                emit(("dispatched", now, task.id, spec.name, node.name, None))
-        for frames in sends.values():
-            batch = frames.pop()
-            if batch:
-                frames.append((M.TASKS, batch))
-        return sends
-
-    def _chain(self, task: Task, node: NodeHandle,
-               assignments: list[tuple[NodeHandle, Task]]) -> None:
-        """Send the consumers of ``task`` to its node before it finishes.
-
-        A consumer whose only unfinished inputs are produced on the same node
-        can wait there: the agent starts it the moment the value is made,
-        without a round trip through the master (a dependent chain then costs
-        one hop per task). Only plain Python tasks whose pending inputs are
-        objects qualify; a failure or retry of the producer takes them back
-        (:func:`outcomes.undispatch`).
-        """
-        outs = task.outputs if not task.inouts else task.all_outputs()
-        for fut in outs:
-            cs = fut._consumers
-            if not cs:
-                continue
-            for c in cs:
-                if c.state is T.SUBMITTED and self._chainable(c, node):
-                    c.state = T.READY
-                    node.used += c.cus
-                    node.mem_used += c.mem
-                    assignments.append((node, c))
-
-    @staticmethod
-    def _chainable(c: Task, node: NodeHandle) -> bool:
-        spec = c.spec
-        if spec.exclusive or spec.gang or c.lock_item is not None \
-                or node.stager is not None or not c.reads:
-            return False
-        extra = 1 if not spec.stats_n or spec.stats_mean >= MASTER_SHORT else MASTER_DEEP
-        if node.used + c.cus > node.slots * (1 + extra) or node.mem_used + c.mem > node.memory_gb:
-            return False
-        if c.excluded and node.name in c.excluded:
-            return False
-        name = node.name
-        for d in c.reads:
-            if d._state is FINISHED:
-                if d._exception is not None or (d._payload is None and not (
-                        d._holders and name in d._holders)):
-                    return False
-                continue
-            p = d._producer
-            if p is None or d._path is not None or p.node is not node \
-                    or p.state is not T.DISPATCHED:
-                return False
-        return True
-
-    def _wire_refs(self, node: NodeHandle, task: Task, refs: list[TaskRef],
-                   frames: Frames) -> list[M.RefWire] | None:
-        if node.stager is not None:     # no shared filesystem: translate paths, stage inputs
-            return node.stager.wire_refs(self, node, task, refs, frames)
-        out: list[M.RefWire] = []
-        push: list[M.DataItem] = []
-        for path, kind, obj in refs:
-            if kind == M.REF_VALUE:
-                if not self.ensure(node, obj, push, task):
-                    return None
-                out.append((path, kind, obj._did))
-            elif kind == M.REF_PICKLED:
-                blob, futs = obj
-                for f in futs:
-                    if not self.ensure(node, f, push, task):
-                        return None
-                out.append((path, kind, (blob, [f._did for f in futs])))
-            elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:
-                old, new = obj
-                out.append((path, kind, (old._path, new._path)))
-            else:
-                out.append((path, kind, obj._path))
-        if push:
-            frames.insert(len(frames) - 1, (M.DATA, push))
-        return out
-
-    # -- StageHost: what a stager asks of the runtime ------------------------------------
-    def ensure(self, node: NodeHandle, fut: Future, push: list[M.DataItem], task: Task) -> bool:
-        """``node`` will have ``fut``'s value: pushed along in ``push``, made there (a
-        chained producer), or first fetched from another node (False: the task waits)."""
-        holders = fut._holders
-        name = node.name
-        if holders is not None and name in holders:
-            return True
-        if holders is None:
-            self.remote.watch(fut)
-        if fut._state is not FINISHED:        # chained: produced on this node
-            fut._holders = {name} if holders is None else holders | {name}
-            return True
-        if fut._payload is not None:
-            push.append((fut._did, fut._payload))
-            if holders is None:
-                fut._holders = {name}
-            else:
-                holders.add(name)
-            return True
-        if fut._exception is not None:
-            raise RuntimeError(f"internal: task {task.id} reads a failed value")
-        # The value lives on another node: fetch it through the master first.
-        self.request_fetch(fut, task)
-        return False
-
-    def staged_in(self, task: Task, node: NodeHandle, futs: list[Future],
-                  err: M.ErrorInfo | None) -> None:
-        """A stager's thread: ``task``'s input files are on ``node`` (or failed to go)."""
-        rt = self.rt
-        cbs: Callbacks = []
-        with rt.lock:
-            if task.state == T.READY:
-                if err is None:
-                    for fut in futs:
-                        fut._holders = (fut._holders or set()) | {node.name}
-                    rt.scheduler.push(task)
-                elif err.type_name == "NodeLost" or not node.alive:
-                    task.excluded = (task.excluded or set()) | {node.name}
-                    rt.scheduler.push(task)
-                else:
-                    task.t_start = task.t_end = time.time()
-                    outcomes.task_failed(rt, task, M.ERROR, err, node, cbs)
-        self._after_staging(cbs)
-
-    def brought_back(self, task: Task, node: NodeHandle, outputs: list[M.Output],
-                     files: list[Future], err: str | None) -> None:
-        """A stager's thread: the files ``task`` wrote on ``node`` are here (or lost)."""
-        rt = self.rt
-        cbs: Callbacks = []
-        with rt.lock:
-            if err is None:
-                for fut in files:
-                    fut._holders = (fut._holders or set()) | {node.name}
-                outcomes.task_done(rt, task, outputs, node, cbs)
-            else:
-                outcomes.task_failed(rt, task, M.LOST, M.ErrorInfo("NodeLost", err, "", None),
-                                     node, cbs)
-        self._after_staging(cbs)
-
-    def _after_staging(self, cbs: Callbacks) -> None:
-        self.wake()
-        for fn, fut in cbs:
-            try:
-                fn(fut)
-            except Exception:  # noqa: BLE001 - a user's callback
-                traceback.print_exc()
-
-
-def _digest(spec: TaskSpec) -> bytes:
-    target = spec.wrapper or spec.func
-    code = getattr(spec.func, "__code__", None)
-    payload: bytes = cloudpickle.dumps((target, code.co_filename if code else None), P.PROTOCOL)
-    spec.payload = payload
-    spec.digest = digest = hashlib.blake2b(payload, digest_size=16).digest()
-    return digest

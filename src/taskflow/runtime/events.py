@@ -63,6 +63,9 @@ RowBatch = tuple[list[WholeRow], list[SubmittedRow], list[Event], list[DoneRow]]
 Subscriber = Callable[[Any], None]     # gets a list[Event], or a RowBatch (rows=True)
 
 
+QUIET = 0.6     # s without events after which row subscribers get an empty batch
+
+
 class EventBus:
     burst = 2000        # task rows per tick above which delivery waits (see module doc)
     max_delay = 1.0     # s: the longest a row waits for delivery
@@ -79,6 +82,7 @@ class EventBus:
         self.rows_lock: Any = None   # the runtime lock: held by whoever appends rows
         self._seen = 0               # rows pending at the last tick
         self._last = 0.0             # time of the last delivery
+        self._quiet_at = 0.0         # when row subscribers get an empty batch (see _deliver)
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
@@ -147,9 +151,20 @@ class EventBus:
                 sub, self.sub_rows = self.sub_rows, []
                 done, self.done_rows = self.done_rows, []
         self._seen = 0
-        self._last = time.monotonic()
+        now = self._last = time.monotonic()
         if not buf and not sub and not done:
+            # Nothing new, but a row subscriber may hold rows back (the journal does, for
+            # up to half a second): give it one empty batch after a quiet spell, so the
+            # row of a task that runs long shows before the task's next event.
+            if self._quiet_at and now >= self._quiet_at:
+                self._quiet_at = 0.0
+                for fn in list(self._row_subs):
+                    try:
+                        fn(([], [], [], []))
+                    except Exception as exc:  # an observer must not break the run
+                        log.warning("event subscriber %r failed: %r", fn, exc)
             return
+        self._quiet_at = now + QUIET
         whole = None
         if sub or done:
             sub, whole, done = _rows(sub or [], done or [])

@@ -22,6 +22,8 @@ Node -> master::
     SAMPLE    dict[str, Any]             the host's load (agent.sampler)
     FATAL     str                        the node cannot go on
     LEAVING   Leaving                    draining: the listed tasks were not started
+    STARTED   list[tuple[int, float]]    (task id, time) of tasks that began to run; sent
+                                         for tasks not known to be short (MASTER_SHORT)
 
 The hot messages (a task, a result, a log line) travel as *plain tuples*
 whose fields are those of the named tuple of the same name: pickling a tuple
@@ -54,6 +56,7 @@ LOG: Final = 12
 SAMPLE: Final = 13
 FATAL: Final = 14
 LEAVING: Final = 15
+STARTED: Final = 16
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0

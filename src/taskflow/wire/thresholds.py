@@ -26,5 +26,9 @@ NODE_DEEP: Final = 32             # ...this deep per executor (else only on idle
 LEAD: Final = 0.002               # s: a long task's successor goes to its executor this early...
 LEAD_MIN_MEAN: Final = 0.02       # ...when the function's mean is at least this (LEAD <= 10 %)
 
+# Node agent (agent.agent): tasks whose function's mean here is below this get no STARTED
+# message (the master shows them running only through their end).
+RUNNING_SIGNAL_MIN: Final = MASTER_SHORT
+
 # Executor (agent.executor): results of faster tasks wait to travel in one frame.
 EXEC_SHORT: Final = 0.001         # s

@@ -1,0 +1,267 @@
+"""What one round of the loop sends: assignments turned into frames per node.
+
+Under the runtime lock, :meth:`Outbox.prepare` turns the scheduler's
+assignments into each node's frames: a FUNC for a function the node does not
+have yet, DATA for values a task needs there, and one TASKS batch. It also
+chains consumers to their producer's node before the producer has finished
+(:meth:`Outbox._chain`). It is every stager's
+:class:`~taskflow.providers.staging.StageHost`.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import cloudpickle
+
+from ..future import FINISHED, Future
+from ..graph import task as T
+from ..graph.spec import TaskSpec
+from ..graph.task import Task
+from ..providers.handle import NodeHandle
+from ..wire import messages as M
+from ..wire import protocol as P
+from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
+from . import gang, outcomes
+
+if TYPE_CHECKING:
+    from ..graph.task import TaskRef
+    from .dispatch import Dispatcher
+    from .outcomes import Callbacks
+    from .runtime import Runtime
+
+Frames = list[Any]    # per node this round: (op, body) pairs, then the TASKS batch being built
+
+
+class Outbox:
+    def __init__(self, rt: Runtime, disp: Dispatcher) -> None:
+        self.rt = rt
+        self.disp = disp
+        self.remote = disp.remote
+
+    def prepare(self, assignments: list[tuple[NodeHandle, Task]],
+                 cbs: Callbacks) -> dict[NodeHandle, Frames]:
+        """Turn assignments into frames per node (under the runtime lock)."""
+        sends: dict[NodeHandle, Frames] = {}
+        now = time.time()
+        emit = self.rt.bus.emit if self.rt.bus.active else None
+        last_spec: TaskSpec | None = None
+        last_node: NodeHandle | None = None
+        frames: Frames          # frames, batch and digest: set with last_spec (the first task)
+        batch: list[M.TaskWire]
+        digest: bytes
+        chained: object         # its consumers (a list or None), or whether any output has some
+        for node, task in assignments:
+            spec = task.spec
+            if spec is not last_spec or node is not last_node:
+                last_spec, last_node = spec, node
+                digest = spec.digest if spec.digest is not None else _digest(spec)
+                known = sends.get(node)
+                if known is None:
+                    known = sends[node] = [[]]
+                frames = known
+                if digest not in node.funcs:
+                    node.funcs.add(digest)
+                    assert spec.payload is not None     # made with the digest
+                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(digest, spec.payload)))
+                batch = frames[-1]          # this round's TASKS for the node: always last
+            refs = task.refs
+            wire_refs = None
+            if refs:
+                wire_refs = self._wire_refs(node, task, refs, frames)
+                if wire_refs is None:       # waiting for data (from a node, or an upload)
+                    task.state = T.READY
+                    node.used -= task.cus
+                    node.mem_used -= task.mem
+                    if self.rt.scheduler.gangs:
+                        gang.release(self.rt.scheduler, task)
+                    continue
+            inouts = task.inouts
+            wire_inouts = [(e.path, e.kind, e.pname) for e in inouts] if inouts else None
+            outs = task.outputs
+            if inouts:
+                outs = task.all_outputs()
+            if len(outs) == 1:
+                (out,) = outs
+                outdids = [out._did]
+                chained = out._consumers
+            else:
+                outdids = [f._did for f in outs]
+                chained = any(f._consumers for f in outs)
+            batch.append((task.id, digest, task.argv, wire_refs, task.kwargs, spec.nout,
+                          wire_inouts, task.options, task.prio, task.cus, spec.exclusive,
+                          outdids))
+            task.state = T.DISPATCHED
+            task.node = node
+            task.t_dispatch = now
+            node.inflight[task.id] = task
+            if chained:
+                self._chain(task, node, assignments)
+            if emit is not None and not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
+                # Short tasks get no event of their own: their end event carries
+                # the dispatch time, and nobody could watch them run anyway.
+                emit(("dispatched", now, task.id, spec.name, node.name, None))
+        for frames in sends.values():
+            batch = frames.pop()
+            if batch:
+                frames.append((M.TASKS, batch))
+        return sends
+
+    def _chain(self, task: Task, node: NodeHandle,
+               assignments: list[tuple[NodeHandle, Task]]) -> None:
+        """Send the consumers of ``task`` to its node before it finishes.
+
+        A consumer whose only unfinished inputs are produced on the same node
+        can wait there: the agent starts it the moment the value is made,
+        without a round trip through the master (a dependent chain then costs
+        one hop per task). Only plain Python tasks whose pending inputs are
+        objects qualify; a failure or retry of the producer takes them back
+        (:func:`outcomes.undispatch`).
+        """
+        outs = task.outputs if not task.inouts else task.all_outputs()
+        for fut in outs:
+            cs = fut._consumers
+            if not cs:
+                continue
+            for c in cs:
+                if c.state is T.SUBMITTED and self._chainable(c, node):
+                    c.state = T.READY
+                    node.used += c.cus
+                    node.mem_used += c.mem
+                    assignments.append((node, c))
+
+    @staticmethod
+    def _chainable(c: Task, node: NodeHandle) -> bool:
+        spec = c.spec
+        if spec.exclusive or spec.gang or c.lock_item is not None \
+                or node.stager is not None or not c.reads:
+            return False
+        extra = 1 if not spec.stats_n or spec.stats_mean >= MASTER_SHORT else MASTER_DEEP
+        if node.used + c.cus > node.slots * (1 + extra) or node.mem_used + c.mem > node.memory_gb:
+            return False
+        if c.excluded and node.name in c.excluded:
+            return False
+        name = node.name
+        for d in c.reads:
+            if d._state is FINISHED:
+                if d._exception is not None or (d._payload is None and not (
+                        d._holders and name in d._holders)):
+                    return False
+                continue
+            p = d._producer
+            if p is None or d._path is not None or p.node is not node \
+                    or (p.state is not T.DISPATCHED and p.state is not T.RUNNING):
+                return False
+        return True
+
+    def _wire_refs(self, node: NodeHandle, task: Task, refs: list[TaskRef],
+                   frames: Frames) -> list[M.RefWire] | None:
+        if node.stager is not None:     # no shared filesystem: translate paths, stage inputs
+            return node.stager.wire_refs(self, node, task, refs, frames)
+        out: list[M.RefWire] = []
+        push: list[Future] = []
+        for path, kind, obj in refs:
+            if kind == M.REF_VALUE:
+                if not self.ensure(node, obj, push, task):
+                    return None
+                out.append((path, kind, obj._did))
+            elif kind == M.REF_PICKLED:
+                blob, futs = obj
+                for f in futs:
+                    if not self.ensure(node, f, push, task):
+                        return None
+                out.append((path, kind, (blob, [f._did for f in futs])))
+            elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:
+                old, new = obj
+                out.append((path, kind, (old._path, new._path)))
+            else:
+                out.append((path, kind, obj._path))
+        if push:
+            self.send_values(node, push, frames)
+        return out
+
+    # -- StageHost: what a stager asks of the runtime ------------------------------------
+    def ensure(self, node: NodeHandle, fut: Future, push: list[Future], task: Task) -> bool:
+        """``node`` will have ``fut``'s value: it holds it, it is made there (a chained
+        producer), it goes along (added to ``push``: see :meth:`send_values`), or it is
+        first fetched from another node (False: the task waits)."""
+        holders = fut._holders
+        if holders is not None and node.name in holders:
+            return True
+        if fut._state is not FINISHED:        # chained: made on this node, where the agent
+            if holders is None:               # may keep it for the tasks waiting for it
+                self.remote.watch(fut)
+            return True
+        if fut._payload is not None:
+            push.append(fut)
+            return True
+        if fut._exception is not None:
+            raise RuntimeError(f"internal: task {task.id} reads a failed value")
+        # The value lives on another node: fetch it through the master first.
+        self.disp.request_fetch(fut, task)
+        return False
+
+    def send_values(self, node: NodeHandle, push: list[Future], frames: Frames) -> None:
+        """The values ``push`` go to ``node`` with this round's work, before it: the node
+        holds them from now on (recorded only now, when the frame is certain to go)."""
+        name = node.name
+        for fut in push:
+            if fut._holders is None:
+                self.remote.watch(fut)
+                fut._holders = {name}
+            else:
+                fut._holders.add(name)
+        frames.insert(len(frames) - 1, (M.DATA, [(f._did, f._payload) for f in push]))
+
+    def staged_in(self, task: Task, node: NodeHandle, futs: list[Future],
+                  err: M.ErrorInfo | None) -> None:
+        """A stager's thread: ``task``'s input files are on ``node`` (or failed to go)."""
+        rt = self.rt
+        cbs: Callbacks = []
+        with rt.lock:
+            if task.state == T.READY:
+                if err is None:
+                    for fut in futs:
+                        fut._holders = (fut._holders or set()) | {node.name}
+                    rt.scheduler.push(task)
+                elif err.type_name == "NodeLost" or not node.alive:
+                    task.excluded = (task.excluded or set()) | {node.name}
+                    rt.scheduler.push(task)
+                else:
+                    task.t_start = task.t_end = time.time()
+                    outcomes.task_failed(rt, task, M.ERROR, err, node, cbs)
+        self._after_staging(cbs)
+
+    def brought_back(self, task: Task, node: NodeHandle, outputs: list[M.Output],
+                     files: list[Future], err: str | None) -> None:
+        """A stager's thread: the files ``task`` wrote on ``node`` are here (or lost)."""
+        rt = self.rt
+        cbs: Callbacks = []
+        with rt.lock:
+            if err is None:
+                for fut in files:
+                    fut._holders = (fut._holders or set()) | {node.name}
+                outcomes.task_done(rt, task, outputs, node, cbs)
+            else:
+                outcomes.task_failed(rt, task, M.LOST, M.ErrorInfo("NodeLost", err, "", None),
+                                     node, cbs)
+        self._after_staging(cbs)
+
+    def _after_staging(self, cbs: Callbacks) -> None:
+        self.disp.wake()
+        for fn, fut in cbs:
+            try:
+                fn(fut)
+            except Exception:  # noqa: BLE001 - a user's callback
+                traceback.print_exc()
+
+
+def _digest(spec: TaskSpec) -> bytes:
+    target = spec.wrapper or spec.func
+    code = getattr(spec.func, "__code__", None)
+    payload: bytes = cloudpickle.dumps((target, code.co_filename if code else None), P.PROTOCOL)
+    spec.payload = payload
+    spec.digest = digest = hashlib.blake2b(payload, digest_size=16).digest()
+    return digest
