@@ -242,7 +242,7 @@ class Agent:
             rs, lines = body
             n = len(rs)
             # An executor answers in the order it was sent work: the head of its queue.
-            head: list[M.TaskMsg | None] = list(queue[:n])
+            head: list[M.TaskMsg | None] = queue[:n]     # type: ignore[assignment]
             del queue[:n]
             if len(head) < n:
                 head += [None] * (n - len(head))

@@ -52,16 +52,20 @@ class Placement:
         q = self.queue
         chaining = self.chaining
         run: list[M.TaskMsg] | None = None
+        run_digest = b""
+        run_prio = 0
         for t in tasks:
             if t.refs:
                 run = None
                 if chaining is not None and chaining.hold(t, chain=True):
                     continue
             elif not t.options and not t.exclusive:
-                if run is not None and t.digest == run[0].digest and t.priority == run[0].priority:
+                digest = t.digest
+                if run is not None and digest == run_digest and t.priority == run_prio:
                     run.append(t)
                     continue
                 run = q.push_run(t)
+                run_digest, run_prio = digest, t.priority
                 continue
             else:
                 run = None
