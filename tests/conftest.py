@@ -31,5 +31,5 @@ def rt(tmp_path, monkeypatch):
 def rt4(tmp_path, monkeypatch):
     """Four slots on two local node agents."""
     monkeypatch.chdir(tmp_path)
-    with taskflow.Runtime(workers=2, nodes=2, run_dir=str(tmp_path / "runs")) as r:
+    with taskflow.Runtime(workers=4, nodes=2, run_dir=str(tmp_path / "runs")) as r:
         yield r

@@ -49,6 +49,11 @@ def checksum(b, delay=0.0):
 
 
 @task(returns=int)
+def first_bytes(a, b, c):
+    return a[0] + b[0] + c[0]
+
+
+@task(returns=int)
 def slow_square(x, delay):
     time.sleep(delay)
     return x * x

@@ -120,3 +120,17 @@ def test_cancelled_tasks_leave_the_queue_and_the_held_set():
     q.remove({1, 3})
     ch.drop({9})
     assert [t.task_id for t in q.queued()] == [0, 2, 4] and not ch.blocked
+
+
+def test_a_task_held_for_a_value_nothing_here_makes_is_given_up_after_the_wait():
+    st, q, pool, pl, ch = _parts(1, mean=1.0)
+    pl.enqueue([_t(1)])
+    pl.schedule()                                     # task 1 makes d1001 on the executor
+    pl.enqueue([_t(2, reads=(1001, 555)), _t(3, reads=(777,))])
+    assert set(ch.blocked) == {2, 3}
+    assert ch.overdue(ch.oldest() + 1.0, wait=60.0) == []          # not yet
+    late = ch.overdue(ch.oldest() + 61.0, wait=60.0)
+    # task 3 waits for d777 that nothing here makes: given up, naming it; task 2 still
+    # waits for d1001, which its executor is making
+    assert [(t.task_id, lacking) for t, lacking in late] == [(3, [777])]
+    assert set(ch.blocked) == {2} and 777 not in ch.waiting_on

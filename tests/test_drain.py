@@ -28,7 +28,7 @@ def test_sigterm_drains_a_node(tmp_path, monkeypatch):
     marks = tmp_path / "marks"
     marks.mkdir()
     events: list = []
-    with taskflow.Runtime(workers=4, nodes=2, run_dir=str(tmp_path / "runs"),
+    with taskflow.Runtime(workers=8, nodes=2, run_dir=str(tmp_path / "runs"),
                           journal=False, echo_logs=False) as rt:
         rt.bus.subscribe(events.extend)
         victim = rt.nodes[0]

@@ -162,7 +162,7 @@ def test_status_logs_runs_cli(tmp_path, monkeypatch):
     root = str(tmp_path / "runs")
     cli = CliRunner()
     r = cli.invoke(main, ["status", "--run-dir", root])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output            # a failed run: non-zero, as `taskflow run`
     assert f"run {rt.run_id}: failed" in r.output
     assert "done 1" in r.output and "failed 1" in r.output
     assert "task 2 boom on" in r.output and "ValueError: boom 7" in r.output
@@ -208,7 +208,7 @@ def test_taskflow_run_and_follow_subprocess(tmp_path):
     assert sorted(x.split()[-1] for x in lines) == ["0", "1", "2", "3"]
     st = subprocess.run([sys.executable, "-m", "taskflow", "status"], cwd=tmp_path, env=env,
                         capture_output=True, text=True)
-    assert ": finished" in st.stdout and "done 4" in st.stdout
+    assert ": finished" in st.stdout and "done 4" in st.stdout and st.returncode == 0
 
 
 def test_thread_mode_and_writer_process_loss(tmp_path, monkeypatch):

@@ -80,7 +80,7 @@ def fortran_bin(tmp_path_factory):
 def rt4(tmp_path, monkeypatch):
     """Two local node agents with two slots each."""
     monkeypatch.chdir(tmp_path)
-    with taskflow.Runtime(workers=2, nodes=2, run_dir=str(tmp_path / "runs")) as r:
+    with taskflow.Runtime(workers=4, nodes=2, run_dir=str(tmp_path / "runs")) as r:
         yield r
 
 

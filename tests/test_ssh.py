@@ -40,6 +40,23 @@ def test_workflow_spread_over_both_hosts(ssh_hosts, tmp_path, monkeypatch):
     assert squares == [i * i for i in range(50)]
 
 
+def test_a_task_whose_large_inputs_live_on_several_hosts_runs(ssh_hosts, tmp_path,
+                                                                 monkeypatch):
+    """Values above the inline size stay where they were made; a task reading values held
+    on both hosts gets every one of them (it used to wait forever for one it was never sent)."""
+    monkeypatch.chdir(tmp_path)
+    with _rt(ssh_hosts, tmp_path) as rt:
+        bigs = [S.big(i, 0.2) for i in range(1, 7)]
+        taskflow.barrier()
+        holders = [next(iter(b._holders or {"master"})) for b in bigs]
+        assert {"h1", "h2"} <= set(holders), holders
+        on = {h: [b for b, hh in zip(bigs, holders) if hh == h] for h in ("h1", "h2")}
+        trio = [on["h1"][0], on["h2"][0], (on["h1"] + on["h2"])[-1]]
+        got = wait_on(S.first_bytes(*trio))
+        assert len(rt.nodes) == 2
+    assert got == sum(bigs.index(b) + 1 for b in trio)
+
+
 def test_file_staging_both_ways(ssh_hosts, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     srcs = []

@@ -22,7 +22,7 @@ from ..context import total_memory_gb
 from ..errors import ProtocolError
 from ..wire import messages as M
 from ..wire import protocol as P
-from ..wire.thresholds import RUNNING_SIGNAL_MIN
+from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from .chained import Chaining
 from .placement import Placement
 from .pool import Executor, Pool, reap
@@ -61,6 +61,7 @@ class Agent:
         self.leaving: str | None = None   # why the agent drains (SIGTERM, idle): no new work
         self.idle_exit: float | None = None
         self.last_busy = time.time()
+        self._held_next = 0.0             # when to look for held tasks waiting in vain
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -119,6 +120,8 @@ class Agent:
                     # event whose fd number now belongs to its successor: skip it)
                     self._from_exec(data)
             self._check_deadlines()
+            if self.chaining.blocked and time.time() >= self._held_next:
+                self._check_held()
             if self.leaving is None:
                 placement.schedule()
                 if self.idle_exit is not None:
@@ -141,6 +144,8 @@ class Agent:
             t = min(t, min(d for d, _ in deadlines.values()) - time.time())
         if self.idle_exit is not None and self.leaving is None:
             t = min(t, self.last_busy + self.idle_exit - time.time())
+        if self.chaining.blocked:
+            t = min(t, self._held_next - time.time())
         lead_at = self.placement.lead_at
         if lead_at is not None and self.leaving is None:   # a long task's successor is
             # due (placement.py); a leaving agent places nothing, so it must not wake
@@ -317,6 +322,19 @@ class Agent:
                 self.results.append((tid, M.TIMEOUT, None, M.ErrorInfo(
                     "TimeoutError", f"ran longer than time_out={timeout:g} s", "", None),
                     (deadline - timeout, now)))
+
+    def _check_held(self) -> None:
+        """A task held for inputs that never come fails, naming them (never a silent wait)."""
+        now = time.time()
+        for t, lacking in self.chaining.overdue(now, HELD_INPUT_WAIT):
+            ids = ", ".join(f"d{d}" for d in lacking)
+            self.results.append((t.task_id, M.ERROR, None, M.ErrorInfo(
+                "InputsMissing", f"waited {HELD_INPUT_WAIT:g} s on node {self.name} for input "
+                f"value(s) {ids} that nothing there makes and the master never sent; it will "
+                f"be retried (report this: it is a taskflow bug)", "", None), (now, now)))
+        oldest = self.chaining.oldest()      # next look: when the oldest one is due, or in
+        self._held_next = now + 1.0 if oldest is None else \
+            max(now + 1.0, oldest + HELD_INPUT_WAIT)     # a second if one waits legitimately
 
     def _exec_died(self, ex: Executor) -> None:
         status = reap(ex.pid)

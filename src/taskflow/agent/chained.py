@@ -8,6 +8,7 @@ without a round trip through the master.
 """
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Union
 
 from ..wire import messages as M
@@ -22,12 +23,13 @@ if TYPE_CHECKING:
 class _Held:
     """A task waiting for inputs made on this node."""
 
-    __slots__ = ("left", "task", "missing")
+    __slots__ = ("left", "task", "missing", "since")
 
     def __init__(self, task: M.TaskMsg, missing: list[int]) -> None:
         self.left = len(missing)        # inputs not made yet
         self.task = task
         self.missing = missing          # their data ids
+        self.since = time.time()
 
 
 class Chaining:
@@ -112,6 +114,42 @@ class Chaining:
             if held.left <= 0:
                 del self.blocked[tid]
                 self.queue.push(held.task)
+
+    def overdue(self, now: float, wait: float) -> list[tuple[M.TaskMsg, list[int]]]:
+        """Held tasks that waited ``wait`` seconds for inputs nothing here is making.
+
+        An input is being made here when a task queued on an executor, on the
+        agent's queue or held itself produces it; anything else was to come
+        from the master, which sends it before the task. They are dropped from
+        the held set; returns each with the data ids it still lacks.
+        """
+        old = [h for h in self.blocked.values() if now - h.since >= wait]
+        if not old:
+            return []
+        store = self.state.store
+        made = set(self.state.producing)
+        for t in self.queue.queued():
+            made.update(t.outputs)
+        for h in self.blocked.values():
+            made.update(h.task.outputs)
+        out = []
+        for h in old:
+            lacking = [d for d in h.missing if d not in store]
+            if lacking and not any(d in made for d in lacking):
+                tid = h.task.task_id
+                del self.blocked[tid]
+                for d in h.missing:
+                    lst = self.waiting_on.get(d)
+                    if lst is not None and tid in lst:
+                        lst.remove(tid)
+                        if not lst:
+                            del self.waiting_on[d]
+                out.append((h.task, lacking))
+        return out
+
+    def oldest(self) -> float | None:
+        """When the longest-held task was held (for the loop's wake-up)."""
+        return min((h.since for h in self.blocked.values()), default=None)
 
     def take_all(self) -> list[int]:
         """Give up every held task (the agent leaves); return their ids."""

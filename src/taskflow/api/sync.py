@@ -166,7 +166,11 @@ def _wait_item(rt: Runtime, item: Any) -> None:
 
 
 def wait_on_file(*paths: Any) -> Any:
-    """Wait until the last task writing each file ended and put it at its path."""
+    """Wait until the last task writing each file ended and put it at its path.
+
+    From then on the file belongs to the program: a task given the path later
+    reads it as it is then, with whatever the program wrote to it meanwhile.
+    """
     rt = _rt()
     out = []
     for path in paths:
@@ -174,8 +178,18 @@ def wait_on_file(*paths: Any) -> Any:
         if item is not None:
             _wait_item(rt, item)
             materialize(item)
+            rt.registry.forget_file(p)      # the program's file again (see the docstring)
+        elif rt is not None and not os.path.exists(p):
+            raise UsageError(f"wait_on_file: no task reads or writes {p} and it does not "
+                             f"exist{_close_path(rt, p)}; pass the path the tasks use")
         out.append(os.fspath(path))
     return out[0] if len(out) == 1 else out
+
+
+def _close_path(rt: Runtime, p: str) -> str:
+    import difflib
+    close = difflib.get_close_matches(p, list(rt.registry.files), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def wait_on_directory(*paths: Any) -> Any:
@@ -189,8 +203,7 @@ def open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:  # noqa:
         rt = _rt()
         _wait_item(rt, item)
         materialize(item)
-        if any(c in mode for c in "wax+"):
-            rt.registry.forget_file(p)
+        rt.registry.forget_file(p)          # the program's file from now on (wait_on_file)
     return builtins.open(p, mode, *args, **kwargs)
 
 
@@ -201,6 +214,11 @@ def barrier(no_more_tasks: bool = False) -> None:
         return
     rt._wait_idle(None)
     rt._materialize_all()
+    files = rt.registry.files               # every file is the program's again (wait_on_file),
+    for p, item in list(files.items()):     # but a failed version stays: its readers are
+        if item.latest is None or item.latest._exception is None:    # cancelled, not fed
+            del files[p]                    # the stale file
+
     errs = rt.unreported_failures()
     if errs:
         raise errs[0]

@@ -89,6 +89,13 @@ def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priori
         if not callable(func):
             raise UsageError(f"@task must decorate a function, not {func!r}.")
         name = getattr(func, "__qualname__", repr(func))
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            raise UsageError(f"@task on {name}: a generator function cannot be a task (its "
+                             f"values would be produced lazily, on the node); return a list "
+                             f"instead, or make each item a task.")
+        if inspect.iscoroutinefunction(func):
+            raise UsageError(f"@task on {name}: an async function cannot be a task; make it "
+                             f"a plain function (asyncio.run inside it if it must await).")
         sig = inspect.signature(func)
         pnames = [p for p in sig.parameters]
         params: dict[str, Param] = {}

@@ -6,6 +6,7 @@ RUN is a run id, a unique part of one, or omitted for the latest run.
 from __future__ import annotations
 
 import datetime
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,11 @@ def _duration(r: dict[str, Any]) -> str:
 @click.argument("run", required=False)
 @run_dir_option
 def status(run: str | None, run_dir: str | None) -> None:
-    """State of RUN: counts per state, per task name, and the failed tasks."""
+    """State of RUN: counts per state, per task name, and the failed tasks.
+
+    Exits 1 when the run failed or was interrupted (as `taskflow run` does), 0 when it
+    finished or is still running.
+    """
     with _open(run, run_dir) as j:
         r = j.run()
         c = j.counts()
@@ -77,6 +82,10 @@ def status(run: str | None, run_dir: str | None) -> None:
                            + (f" --run-dir {run_dir}" if run_dir else ""))
             if len(failed) > 20:
                 click.echo(f"  ... and {len(failed) - 20} more")
+        state = r["state"]
+    # as `taskflow run` does: non-zero for a run that failed or did not finish
+    if state in ("failed", "interrupted"):
+        sys.exit(1)
 
 
 @click.command()

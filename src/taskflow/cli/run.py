@@ -15,14 +15,15 @@ import traceback
 import click
 
 from .. import diagnostics
+from ..errors import UsageError
 from ..observe.cliopts import OptionalValueCommand
 
 
 @click.command(cls=OptionalValueCommand,
               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--workers", "-w", type=int, default=None,
+@click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help="Executor slots on this machine (default: number of cores).")
-@click.option("--nodes", type=int, default=1, show_default=True,
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
               help="Split the local slots over this many node agents.")
 @click.option("--retries", type=int, default=1, show_default=True,
               help="Times a failed task with on_failure=RETRY is run again.")
@@ -74,7 +75,10 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
         from ..providers.cluster import slurm_cli_provider
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
                                                    meta.get("tf_slurm_opts") or ())]
-    rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
+    try:
+        rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
     t0 = time.time()
     try:
         rt.start()

@@ -67,6 +67,12 @@ def snapshot(value: Any, objects: dict[int, DataItem], where: str) -> tuple[byte
     buf = io.BytesIO()
     try:
         _SnapshotPickler(buf, found, objects).dump(value)
+        # A class, function or other object of the main script pickles by reference to
+        # ``__main__``, which on a node is taskflow's agent, not the script: such values
+        # travel by value (cloudpickle), like the script's task functions. (A string
+        # "__main__" in the data only costs the slower pickler.)
+        if buf.getvalue().find(b"__main__") >= 0:
+            raise pickle.PicklingError("refers to __main__")
     except Exception:
         found.clear()
         buf = io.BytesIO()

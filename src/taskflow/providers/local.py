@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ..context import total_memory_gb
-from ..errors import NodeStartError
+from ..errors import NodeStartError, UsageError
 from .base import Provider
 from .handle import NodeHandle
 
@@ -17,16 +17,25 @@ if TYPE_CHECKING:
 
 
 class LocalProvider(Provider):
-    """``nodes`` agents with ``slots`` executors each, talking over pipes."""
+    """``slots`` executors split over ``nodes`` agents (the first ones get the remainder),
+    talking over pipes."""
 
     name = "local"
 
     def __init__(self, slots: int, nodes: int = 1, memory_gb: float | None = None,
                  name: str = "local", gpus: int = 0) -> None:
-        if slots < 1 or nodes < 1:
-            raise ValueError("workers and nodes must be >= 1")
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            raise UsageError(f"workers={slots!r}: give a number of executor slots >= 1 (or "
+                             f"leave it out for one per core)")
+        if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+            raise UsageError(f"nodes={nodes!r}: give a number of local node agents >= 1")
+        if slots < nodes:
+            raise UsageError(f"workers={slots} cannot be split over nodes={nodes}: each node "
+                             f"needs at least one slot; give workers >= nodes")
         self.slots = slots
         self.nodes = nodes
+        # slots of node i: an even split, the first ones take the remainder
+        self.per_node = [slots // nodes + (1 if i < slots % nodes else 0) for i in range(nodes)]
         total = total_memory_gb()
         self.memory_gb = memory_gb if memory_gb is not None else total / nodes
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -46,13 +55,13 @@ class LocalProvider(Provider):
                                     env=env, close_fds=True, start_new_session=True)
             self.procs.append(proc)
             procs.append((name, proc))
-        for name, proc in procs:
+        for (name, proc), slots in zip(procs, self.per_node):
             assert proc.stdout is not None and proc.stdin is not None     # PIPEs
-            h = NodeHandle(name, proc.stdout.fileno(), proc.stdin.fileno(), slots=self.slots,
+            h = NodeHandle(name, proc.stdout.fileno(), proc.stdin.fileno(), slots=slots,
                            memory_gb=self.memory_gb, provider=self)
             h.proc = proc
             h.gpus = self.gpus
-            cfg: Hello = {**config, "name": name, "slots": self.slots}
+            cfg: Hello = {**config, "name": name, "slots": slots}
             try:
                 h.handshake(cfg, timeout, describe=f" (command: {' '.join(cmd)})")
             except NodeStartError:

@@ -62,8 +62,9 @@ class _Waiter:
 class Runtime(RunState):
     """A running taskflow master.
 
-    ``Runtime(workers=N)`` runs N executor slots on this machine; ``nodes=K``
-    splits them over K local node agents (useful to exercise placement).
+    ``Runtime(workers=N)`` runs N executor slots on this machine (default: one
+    per core); ``nodes=K`` splits them over K local node agents (N >= K; the
+    first agents take the remainder), which exercises placement.
     ``providers=[...]`` replaces the local default (SSH, Slurm issues).
     """
 
@@ -72,7 +73,7 @@ class Runtime(RunState):
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
                  journal: bool = True) -> None:
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = (os.cpu_count() or 1) if workers is None else workers
         super().__init__(retries=retries, placement=placement, providers=providers if
                          providers is not None else [
                              LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)])

@@ -30,5 +30,10 @@ LEAD_MIN_MEAN: Final = 0.02       # ...when the function's mean is at least this
 # message (the master shows them running only through their end).
 RUNNING_SIGNAL_MIN: Final = MASTER_SHORT
 
+# Node agent (agent.chained): a task held for inputs that nothing on the node makes (they
+# are to come from the master) fails after this long, naming what it waited for, instead
+# of waiting silently (the master sends such values in the frame before the task's).
+HELD_INPUT_WAIT: Final = 60.0
+
 # Executor (agent.executor): results of faster tasks wait to travel in one frame.
 EXEC_SHORT: Final = 0.001         # s
