@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -51,6 +52,18 @@ def served(tmp_path_factory):
     mon = Monitor(str(tmp / "runs"), rt.run_id).start()
     yield rt, mon
     mon.stop()
+
+
+def test_the_page_escapes_what_it_is_given(served):
+    """A run name from the URL is a value in the page's script, never script itself."""
+    _, mon = served
+    evil = '";alert(1);//</script><script>alert(2)</script>'
+    code, html = _get(f"http://127.0.0.1:{mon.port}/?run={urllib.parse.quote(evil)}", mon.token)
+    assert code == 200
+    assert evil not in html and "</script><script>alert(2)" not in html
+    line = next(ln for ln in html.splitlines() if ln.startswith("const RUN = "))
+    literal = line[len("const RUN = "):line.index(", TOKEN = ")]
+    assert json.loads(literal) == evil              # the same text, as a string literal
 
 
 def test_binds_localhost_and_needs_token(served):

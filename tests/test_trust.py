@@ -227,3 +227,29 @@ def test_a_task_whose_large_inputs_sit_on_three_nodes_runs(tmp_path):
         assert len({next(iter(f._holders)) for f in (a, b, c)}) == 3, "one value per node"
         assert wait_on(add3(a, b, c)) == 6
         assert not rt.failed
+
+
+def test_run_directories_and_journals_are_user_only_whatever_the_umask(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TASKFLOW_RUN_DIR", raising=False)
+    old = os.umask(0)                 # the most permissive umask: nothing may depend on it
+    try:
+        with taskflow.Runtime(workers=1, echo_logs=False) as rt:      # .taskflow/runs/<id>
+            wait_on(read(__file__))
+            data_dir = rt.data_dir
+            assert os.stat(data_dir).st_mode & 0o777 == 0o700
+            rt.bus.flush()
+            time.sleep(0.7)           # the writer has written (and made its -wal) by now
+            live = [f for f in os.listdir(rt.run_dir) if f.startswith("journal.db")]
+            assert any(f.endswith("-wal") for f in live), live
+            for f in live:
+                assert os.stat(os.path.join(rt.run_dir, f)).st_mode & 0o777 == 0o600, f
+        run_dir = rt.run_dir
+    finally:
+        os.umask(old)
+    for d in (tmp_path / ".taskflow", tmp_path / ".taskflow" / "runs", run_dir):
+        assert os.stat(d).st_mode & 0o777 == 0o700, d
+    files = [f for f in os.listdir(run_dir) if f.startswith("journal.db")]
+    assert "journal.db" in files
+    for f in files:                   # the database and any -wal/-shm beside it
+        assert os.stat(os.path.join(run_dir, f)).st_mode & 0o777 == 0o600, f

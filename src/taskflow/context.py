@@ -37,3 +37,38 @@ def total_memory_gb() -> float:
     except (ValueError, OSError, AttributeError):
         import psutil
         return float(psutil.virtual_memory().total) / 2**30
+
+
+def private_dir(path: str) -> str:
+    """Make ``path`` and its missing parents readable by this user only (0700).
+
+    Run directories hold argv, parameters, task output and tracebacks: on a
+    shared login node nobody else may read them, whatever the umask. Existing
+    directories are left as they are (a ``--run-dir`` the user chose).
+    """
+    path = os.path.abspath(path)
+    missing = []
+    p = path
+    while not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(d, 0o700)          # mkdir's mode is masked by the umask
+    return path
+
+
+def private_file(path: str) -> str:
+    """Create ``path`` (if missing) readable by this user only (0600), whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return path

@@ -18,10 +18,11 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..context import total_memory_gb
+from ..context import private_dir, total_memory_gb
 from ..errors import ProtocolError
 from ..wire import messages as M
 from ..wire import protocol as P
+from ..wire.channel import Channel, FdChannel
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from .chained import Chaining
 from .placement import Placement
@@ -36,10 +37,11 @@ INLINE_MAX = 256 * 1024   # larger results stay on the node until fetched
 
 
 class Agent:
-    def __init__(self, rfd: int, wfd: int) -> None:
+    def __init__(self, rfd: int, wfd: int, channel: Channel | None = None) -> None:
         self.rfd = rfd
         self.wfd = wfd
-        self.reader = P.FrameReader(rfd)
+        self.chan: Channel = channel if channel is not None else FdChannel(rfd, wfd)
+        self.reader = P.FrameReader(self.chan)
         self.sel = selectors.DefaultSelector()
         self.out = bytearray()
         self._term_r, self._term_w = os.pipe()
@@ -65,7 +67,7 @@ class Agent:
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
-        op, cfg = P.read_frame_blocking(self.rfd)
+        op, cfg = P.read_frame_blocking(self.chan)
         if op != M.HELLO:
             raise ProtocolError("expected HELLO")
         for p in reversed(cfg.get("sys_path", [])):
@@ -73,6 +75,8 @@ class Agent:
                 sys.path.insert(0, p)
         if cfg.get("cwd") and os.path.isdir(cfg["cwd"]):
             os.chdir(cfg["cwd"])
+        if cfg.get("data_dir"):         # file versions of the run: user-only on this node too
+            private_dir(cfg["data_dir"])
         os.environ.update(cfg.get("env", {}))
         self.name = cfg.get("name", self.name)
         self.slots = int(cfg.get("slots") or os.cpu_count() or 1)
@@ -86,8 +90,8 @@ class Agent:
                          "slots": self.slots, "cpus": os.cpu_count(),
                          "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
                          "version": _version()}
-        P.write_all(self.wfd, P.encode(M.READY, info))
-        os.set_blocking(self.wfd, False)
+        P.write_all(self.chan, P.encode(M.READY, info))
+        self.chan.set_blocking(False)
         self.sel.register(self.rfd, selectors.EVENT_READ, None)
         # SIGTERM (Slurm's walltime warning, scancel, a user's kill) drains the node:
         # running tasks finish, the rest goes back to the master (see _leave).
@@ -414,15 +418,23 @@ class Agent:
         self._flush()
 
     def _flush(self) -> None:
-        try:
-            while self.out:
-                n = os.write(self.wfd, self.out)
-                del self.out[:n]
-        except BlockingIOError:
-            pass
-        except OSError:
-            self.running = False
-            return
+        out = self.out
+        if out:
+            send = self.chan.send
+            done = 0
+            with memoryview(out) as view:    # a TLS send takes one 16 KiB record at a
+                try:                         # time: cut the buffer once, after
+                    while done < len(view):
+                        done += send(view[done:])
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    self.running = False
+                    done = -1
+            if done < 0:
+                return
+            if done:
+                del out[:done]
         want = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.out else 0)
         if self.wfd == self.rfd:
             self.sel.modify(self.rfd, want, None)
@@ -440,9 +452,9 @@ class Agent:
     def _shutdown(self) -> None:
         self.pool.shutdown()
         try:
-            os.set_blocking(self.wfd, True)
+            self.chan.set_blocking(True)
             if self.out:
-                P.write_all(self.wfd, bytes(self.out))
+                P.write_all(self.chan, bytes(self.out))
         except OSError:
             pass
 

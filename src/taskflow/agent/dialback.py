@@ -6,14 +6,19 @@ runs an ordinary agent over the socket.
 """
 from __future__ import annotations
 
+import hmac
 import json
 import os
+import secrets
 import socket
+import ssl
 import struct
 import sys
 from typing import Any
 
-from ..wire.dialback import MAGIC, NONCE, SECRET_ENV, SECRET_FILE_ENV, answer, recv_exact
+from ..wire.channel import TlsChannel
+from ..wire.dialback import (MAGIC, NONCE, PROOF, SECRET_ENV, SECRET_FILE_ENV,
+                             certificate_binding, client_context, proof, recv_exact)
 
 
 def read_secret() -> str:
@@ -38,18 +43,45 @@ def agent_meta() -> dict[str, Any]:
 
 
 def connect(address: str, secret: str, meta: dict[str, Any] | None = None,
-            timeout: float = 30.0) -> socket.socket:
-    """Open the TCP connection and pass the handshake; return the socket."""
+            timeout: float = 30.0) -> ssl.SSLSocket:
+    """Open the TLS connection and pass the mutual handshake; return the socket.
+
+    Nothing is unpickled before the master proved it holds ``secret`` for
+    this very connection (:mod:`taskflow.wire.dialback`).
+    """
     host, _, port = address.rpartition(":")
-    sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
-    head = recv_exact(sock, len(MAGIC) + NONCE)
-    if head[:len(MAGIC)] != MAGIC:
-        raise ConnectionError(f"{address} is not a taskflow master")
-    mac = answer(secret, head[len(MAGIC):])
-    body = json.dumps(meta if meta is not None else agent_meta()).encode()
-    sock.sendall(mac + struct.pack(">I", len(body)) + body)
-    if recv_exact(sock, 2) != b"OK":
-        raise ConnectionError(f"{address} refused the handshake")
+    raw = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
+    try:
+        sock = client_context().wrap_socket(raw)
+    except (ssl.SSLError, OSError) as exc:
+        raw.close()
+        raise ConnectionError(f"{address}: no TLS connection ({exc}): not a taskflow master "
+                              f"of this version") from None
+    try:
+        der = sock.getpeercert(binary_form=True)
+        if not der:
+            raise ConnectionError(f"{address} showed no certificate")
+        binding = certificate_binding(der)
+        head = recv_exact(sock, len(MAGIC) + NONCE)
+        if head[:len(MAGIC)] != MAGIC:
+            raise ConnectionError(f"{address} is not a taskflow master (of this version)")
+        nonce_m = head[len(MAGIC):]
+        nonce_a = secrets.token_bytes(NONCE)
+        body = json.dumps(meta if meta is not None else agent_meta()).encode()
+        sock.sendall(nonce_a + proof(secret, b"agent", nonce_m, nonce_a, binding)
+                     + struct.pack(">I", len(body)) + body)
+        reply = recv_exact(sock, 2 + PROOF)
+        if reply[:2] != b"OK" or not hmac.compare_digest(
+                reply[2:], proof(secret, b"master", nonce_a, nonce_m, binding)):
+            raise ConnectionError(f"{address} did not prove it holds the run's secret: "
+                                  f"refusing it")
+    except EOFError:
+        sock.close()
+        raise ConnectionError(f"{address} closed the connection during the handshake: it "
+                              f"refused this agent (is the secret this run's?)") from None
+    except BaseException:
+        sock.close()
+        raise
     sock.settimeout(None)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
@@ -63,11 +95,11 @@ def serve_connect(address: str) -> None:
     except (OSError, EOFError) as exc:
         print(f"taskflow.node: cannot join the master at {address}: {exc}", file=sys.stderr)
         raise SystemExit(3) from None
-    fd = sock.detach()
+    chan = TlsChannel(sock)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
     sys.stdout = sys.stderr
-    agent = Agent(fd, os.dup(fd))   # two fds on one socket: the agent closes both in executors
+    agent = Agent(chan.rfd, chan.wfd, channel=chan)    # executors close the socket's fd
     agent.handshake()
     agent.run()

@@ -62,7 +62,7 @@ class Pool:
             try:
                 os.close(t_w)
                 os.close(r_r)
-                for fd in self.keep_closed:
+                for fd in set(self.keep_closed):     # (a socket is both rfd and wfd)
                     os.close(fd)
                 # A signal sent to the whole job step must not kill a running task: the
                 # agent decides (a Python handler, so programs the task starts get the

@@ -15,6 +15,8 @@ import time
 
 import click
 
+from ..context import private_dir
+
 
 
 def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: str, job_name: str,
@@ -87,7 +89,7 @@ def submit(nodes: int, time_limit: str, partition: str | None, cpus: int | None,
     if dry_run:
         click.echo(text, nl=False)
         return
-    os.makedirs(out_dir, exist_ok=True)
+    private_dir(out_dir)
     path = os.path.join(out_dir, f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.sh")
     with open(path, "w") as f:
         f.write(text)

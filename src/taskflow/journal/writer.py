@@ -127,6 +127,14 @@ def _exit_code(err: Any) -> int | None:
     return None
 
 
+def _private(run_dir: str, path: str) -> None:
+    """The run directory (0700) and the journal file (0600) before SQLite opens it: its
+    -wal and -shm files get the database file's permissions."""
+    from ..context import private_dir, private_file
+    private_dir(run_dir)
+    private_file(path)
+
+
 def run_row(run_id: str, t_start: float, workers: int, version: str) -> tuple[Any, ...]:
     """The ``run`` table's row of a run that starts now in this process."""
     return (run_id, t_start, "running", json.dumps(sys.argv), os.getcwd(),
@@ -447,7 +455,7 @@ class JournalWriter:
 
     def __init__(self, run_dir: str, row: tuple[Any, ...], bus: EventBus, mode: str | None = None
                  ) -> None:
-        os.makedirs(run_dir, exist_ok=True)
+        _private(run_dir, os.path.join(run_dir, JOURNAL_NAME))
         self.path = os.path.join(run_dir, JOURNAL_NAME)
         self.mode = mode or os.environ.get("TASKFLOW_JOURNAL", "process")
         self._lock = threading.Lock()

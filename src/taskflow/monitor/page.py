@@ -38,7 +38,7 @@ h2{font-size:14px;margin:6px 0}
 <h2 id="logs-title">Logs: click a task</h2><div id="taskinfo"></div><div id="logs"></div>
 </aside></main>
 <script>
-const RUN = "__RUN__", TOKEN = "__TOKEN__";
+const RUN = __RUN__, TOKEN = __TOKEN__;
 const HDR = {headers: {"Authorization": "Bearer " + TOKEN}};
 const COLORS = {SUBMITTED: "#eeeeee", READY: "#dddddd", DISPATCHED: "#6baed6",
   RUNNING: "#3182bd", DONE: "#74c476", FAILED: "#de2d26", CANCELLED: "#bdbdbd"};

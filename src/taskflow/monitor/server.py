@@ -34,6 +34,12 @@ COOKIE = "taskflow_token"
 MAX_TASKS = 5000
 
 
+def js_string(value: str) -> str:
+    """``value`` as a JavaScript string literal that is safe inside a <script> element."""
+    return (json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
 def create_app(root: str, token: str, default_run: str | None = None) -> Flask:
     """The Flask application for the runs under ``root``."""
     app = Flask("taskflow.monitor")
@@ -61,7 +67,7 @@ def create_app(root: str, token: str, default_run: str | None = None) -> Flask:
     @app.get("/")
     def page() -> Response:
         run = request.args.get("run") or default_run or "latest"
-        html = PAGE.replace("__RUN__", run).replace("__TOKEN__", token)
+        html = PAGE.replace("__RUN__", js_string(run)).replace("__TOKEN__", js_string(token))
         resp = Response(html, mimetype="text/html")
         resp.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
         return resp

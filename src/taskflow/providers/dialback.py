@@ -16,14 +16,19 @@ import logging
 import os
 import secrets
 import socket
+import ssl
 import struct
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import NodeStartError
-from ..wire.dialback import (AUTH_TIMEOUT, MAGIC, MAX_META, NONCE, SECRET_ENV, SECRET_FILE_ENV,
-                             answer, recv_exact)
+from ..wire.channel import TlsChannel
+from ..wire.dialback import (AUTH_TIMEOUT, MAGIC, MAX_META, NONCE, PROOF, SECRET_ENV,
+                             SECRET_FILE_ENV, certificate_binding, proof, recv_exact)
 from .handle import NodeHandle
+from .tls import server_context
+
+MAX_HANDSHAKES = 32      # connections authenticating at once; more are refused at once
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
@@ -65,6 +70,9 @@ class DialbackServer:
         self.refused: list[str] = []    # reasons, for tests and reports
         self.failed: list[NodeStartError | OSError | EOFError] = []   # agents that
         #                                 authenticated but failed their start
+        self.tls, cert = server_context()
+        self.binding = certificate_binding(cert)
+        self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, 0))
@@ -85,10 +93,14 @@ class DialbackServer:
                 conn, peer = self.sock.accept()
             except OSError:
                 return
+            if not self._handshakes.acquire(blocking=False):
+                self._refuse(conn, peer, f"{MAX_HANDSHAKES} connections are in their handshake "
+                                         f"already")
+                continue
             threading.Thread(target=self._serve, args=(conn, peer), daemon=True,
                              name="taskflow-dialback-auth").start()
 
-    def _refuse(self, conn: socket.socket, peer: Any, why: str) -> None:
+    def _refuse(self, conn: socket.socket | ssl.SSLSocket, peer: Any, why: str) -> None:
         host, port = peer[:2]
         msg = f"dial-back connection from {host}:{port} refused: {why}"
         self.refused.append(msg)
@@ -98,8 +110,17 @@ class DialbackServer:
         except OSError:
             pass
 
-    def _serve(self, conn: socket.socket, peer: Any) -> None:
+    def _serve(self, raw: socket.socket, peer: Any) -> None:
         try:
+            self._serve_one(raw, peer)
+        finally:
+            self._handshakes.release()
+
+    def _serve_one(self, raw: socket.socket, peer: Any) -> None:
+        conn: socket.socket | ssl.SSLSocket = raw
+        try:
+            raw.settimeout(AUTH_TIMEOUT)
+            conn = self.tls.wrap_socket(raw, server_side=True)
             meta = self._authenticate(conn)
         except Exception as exc:  # noqa: BLE001 - any failure is a refusal
             self._refuse(conn, peer, str(exc) or type(exc).__name__)
@@ -107,15 +128,16 @@ class DialbackServer:
         if self.closed:
             conn.close()
             return
+        assert isinstance(conn, ssl.SSLSocket)
         conn.settimeout(None)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        fd = conn.detach()
+        chan = TlsChannel(conn)
         cfg = self.config(meta)
         slots = cfg["slots"]
         assert slots is not None        # config() names the slots of a dial-back node
-        h = NodeHandle(cfg["name"], fd, fd, slots=int(slots),
+        h = NodeHandle(cfg["name"], chan.rfd, chan.wfd, slots=int(slots),
                        memory_gb=float(meta.get("memory_gb") or self.memory_gb),
-                       provider=self.provider)
+                       provider=self.provider, channel=chan)
         h.meta = meta
         h.job_id = meta.get("job_id")
         try:
@@ -130,13 +152,14 @@ class DialbackServer:
         h.info.update({k: v for k, v in meta.items() if k not in h.info})
         self.on_node(h)
 
-    def _authenticate(self, conn: socket.socket) -> dict[str, Any]:
-        conn.settimeout(AUTH_TIMEOUT)
-        nonce = secrets.token_bytes(NONCE)
-        conn.sendall(MAGIC + nonce)
-        mac = recv_exact(conn, 32)
-        want = answer(self.secret, nonce)
-        if not hmac.compare_digest(mac, want):
+    def _authenticate(self, conn: ssl.SSLSocket) -> dict[str, Any]:
+        """The agent proves the secret first; then the master proves it (see wire.dialback)."""
+        nonce_m = secrets.token_bytes(NONCE)
+        conn.sendall(MAGIC + nonce_m)
+        nonce_a = recv_exact(conn, NONCE)
+        mac = recv_exact(conn, PROOF)
+        if not hmac.compare_digest(mac, proof(self.secret, b"agent", nonce_m, nonce_a,
+                                              self.binding)):
             raise PermissionError("wrong secret (HMAC mismatch)")
         (size,) = struct.unpack(">I", recv_exact(conn, 4))
         if size > MAX_META:
@@ -144,7 +167,7 @@ class DialbackServer:
         meta = json.loads(recv_exact(conn, size).decode())
         if not isinstance(meta, dict):
             raise ValueError("meta is not an object")
-        conn.sendall(b"OK")
+        conn.sendall(b"OK" + proof(self.secret, b"master", nonce_a, nonce_m, self.binding))
         return meta
 
     def close(self) -> None:

@@ -7,7 +7,6 @@ slow node can never stall the master.
 """
 from __future__ import annotations
 
-import os
 import select
 import time
 import subprocess
@@ -18,6 +17,7 @@ from .._version import __version__
 from ..errors import NodeStartError, ProtocolError, VersionMismatch
 from ..wire import messages as M
 from ..wire import protocol as P
+from ..wire.channel import Channel, FdChannel
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -44,11 +44,13 @@ class NodeHandle:
     """
 
     def __init__(self, name: str, rfd: int, wfd: int, *, slots: int, memory_gb: float,
-                 provider: Provider | None = None, shared_fs: bool = True) -> None:
+                 provider: Provider | None = None, shared_fs: bool = True,
+                 channel: Channel | None = None) -> None:
         self.name = name
         self.rfd = rfd
         self.wfd = wfd
-        self.reader = P.FrameReader(rfd)
+        self.channel: Channel = channel if channel is not None else FdChannel(rfd, wfd)
+        self.reader = P.FrameReader(self.channel)
         self.out = bytearray()
         P.grow_pipe(rfd)
         P.grow_pipe(wfd)
@@ -90,7 +92,7 @@ class NodeHandle:
 
     # -- start-up -----------------------------------------------------------
     def handshake(self, config: M.Hello, timeout: float, describe: str = "") -> dict[str, Any]:
-        P.write_all(self.wfd, P.encode(M.HELLO, config))
+        P.write_all(self.channel, P.encode(M.HELLO, config))
         deadline = time.time() + timeout
         while True:
             left = deadline - time.time()
@@ -109,7 +111,7 @@ class NodeHandle:
                     check_version(f"node {self.name}", body.get("version"),
                                   describe=describe)
                     self.info = dict(body)
-                    os.set_blocking(self.wfd, False)
+                    self.channel.set_blocking(False)
                     return self.info
                 if op == M.FATAL:
                     raise NodeStartError(f"node {self.name}: {body}{describe}")
@@ -121,17 +123,27 @@ class NodeHandle:
     def flush(self) -> bool:
         """Write what the descriptor takes; True when nothing is left."""
         out = self.out
-        try:
-            while out:
-                n = os.write(self.wfd, out)
-                del out[:n]
-        except BlockingIOError:
-            return False
-        except OSError as exc:
+        if not out:
+            return True
+        send = self.channel.send
+        done = 0
+        err: OSError | None = None
+        with memoryview(out) as view:    # a TLS send takes one 16 KiB record at a time:
+            try:                         # cut the buffer once, after, not per send
+                while done < len(view):
+                    done += send(view[done:])
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                err = exc
+        if err is not None:
             self.alive = False
-            self.lost_reason = f"write failed: {exc}"
+            self.lost_reason = f"write failed: {err}"
             out.clear()
-        return True
+            return True
+        if done:
+            del out[:done]
+        return not out
 
     def read(self) -> list[tuple[int, Any]] | None:
         try:
@@ -141,11 +153,7 @@ class NodeHandle:
             return None
 
     def close(self) -> None:
-        for fd in {self.rfd, self.wfd}:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self.channel.close()
 
     @property
     def usable(self) -> bool:

@@ -42,6 +42,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..context import private_dir
 from ..errors import NodeStartError, SlurmError, VersionMismatch
 from . import slurm_reaper
 from .base import NodeSink, Provider
@@ -124,7 +125,7 @@ class SlurmProvider(Provider):
         self.dir = self.work_dir or os.path.join(config.get("data_dir") or tempfile.mkdtemp(),
                                                  "..", "slurm")
         self.dir = os.path.abspath(self.dir)
-        os.makedirs(self.dir, exist_ok=True)
+        private_dir(self.dir)
         self.job_name = f"tf-{config.get('run_id', 'run')}"
         self.server = DialbackServer(self._hello, self._on_node, host=self.host,
                                      memory_gb=self.memory_gb, provider=self,

@@ -198,7 +198,8 @@ class Stager:
                 sftp.stat(cur)
             except OSError:
                 try:
-                    sftp.mkdir(cur)
+                    sftp.mkdir(cur, 0o700)
+                    sftp.chmod(cur, 0o700)      # user-only, whatever the remote umask
                 except OSError:
                     sftp.stat(cur)   # made concurrently: fine; else raise
             self.dirs.add(cur)

@@ -28,6 +28,7 @@ from ..providers.base import Provider
 from ..providers.handle import NodeHandle
 from ..providers.local import LocalProvider
 from .. import diagnostics
+from ..context import private_dir
 from . import gctune, outcomes
 from .dispatch import Dispatcher
 from .state import RunState
@@ -107,7 +108,7 @@ class Runtime(RunState):
     def start(self) -> "Runtime":
         if self.started:
             return self
-        os.makedirs(self.data_dir, exist_ok=True)
+        private_dir(self.data_dir)      # and the run directory: user-only (context.py)
         diagnostics.setup()
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),

@@ -1,33 +1,59 @@
 """The dial-back handshake, shared by the master's server and the agent's connect.
 
 A node agent that dials back (``python -m taskflow.node --connect HOST:PORT``)
-proves it holds the run's secret before anything is unpickled:
+and the master prove to each other that they hold the run's secret before
+anything is unpickled, over TLS (the master's certificate is made for the
+run; the agent does not need to know it in advance):
 
-    master -> agent   MAGIC + NONCE random bytes (the challenge)
-    agent  -> master  HMAC-SHA256(secret, challenge) (32 bytes)
+    TLS 1.3 handshake; each side takes F = SHA-256 of the master's certificate
+    master -> agent   MAGIC + nonce_m (32 random bytes)
+    agent  -> master  nonce_a (32 bytes) + proof("agent", nonce_m, nonce_a, F)
                       + 4-byte length + JSON meta (job id, node name, cpus)
-    master -> agent   b"OK" (or the connection is closed)
+    master -> agent   b"OK" + proof("master", nonce_a, nonce_m, F)
+                      (or the connection is closed: wrong secret)
 
-The secret is handed to agents in a file readable only by the user
-(``SECRET_FILE_ENV``) or in the environment (``SECRET_ENV``).
+``proof`` is HMAC-SHA256 keyed by the secret. Binding F into both proofs
+means a listener in the middle, which must show its own certificate, can
+neither use an agent's proof with the real master nor answer the agent
+itself; neither side unpickles a frame before the other's proof checked out,
+and every frame then travels inside TLS. The secret reaches agents in a file
+readable only by the user (``SECRET_FILE_ENV``) or in the environment
+(``SECRET_ENV``).
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import socket
+import ssl
 
-MAGIC = b"TFDB1"
+MAGIC = b"TFDB2"
 NONCE = 32
+PROOF = 32
 MAX_META = 64 * 1024
 AUTH_TIMEOUT = 5.0
 SECRET_ENV = "TASKFLOW_DIALBACK_SECRET"
 SECRET_FILE_ENV = "TASKFLOW_DIALBACK_SECRET_FILE"
 
 
-def answer(secret: str, nonce: bytes) -> bytes:
-    """What a holder of ``secret`` answers to the challenge ``nonce``."""
-    return hmac.new(secret.encode(), nonce, hashlib.sha256).digest()
+def proof(secret: str, role: bytes, first: bytes, second: bytes, binding: bytes) -> bytes:
+    """What the holder of ``secret`` sends as ``role`` for these nonces and certificate."""
+    return hmac.new(secret.encode(), role + b"\0" + first + second + binding,
+                    hashlib.sha256).digest()
+
+
+def certificate_binding(der: bytes) -> bytes:
+    """F: the SHA-256 of the master's certificate as seen on this connection."""
+    return hashlib.sha256(der).digest()
+
+
+def client_context() -> ssl.SSLContext:
+    """The agent's TLS: any certificate (the run's is new); the proofs authenticate it."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:

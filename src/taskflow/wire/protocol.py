@@ -8,12 +8,16 @@ connection after its handshake).
 """
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ProtocolError
+
+if TYPE_CHECKING:
+    from .channel import Channel
 
 _LEN = struct.Struct(">I")
 PROTOCOL = pickle.HIGHEST_PROTOCOL
@@ -27,18 +31,26 @@ def encode(op: int, body: Any) -> bytes:
 
 
 class FrameReader:
-    """Incremental frame decoder over a file descriptor.
+    """Incremental frame decoder over a file descriptor or a :class:`~.channel.Channel`.
 
-    ``feed`` reads what is available (one ``os.read``) and returns the
-    complete messages; it returns ``None`` at end of stream.
+    ``feed`` reads what is available (one read, plus what a TLS channel has
+    decoded already) and returns the complete messages; it returns ``None``
+    at end of stream.
     """
 
-    __slots__ = ("fd", "_buf", "chunk")
+    __slots__ = ("fd", "_buf", "chunk", "_recv", "_pending")
 
-    def __init__(self, fd: int, chunk: int = 1 << 16) -> None:
-        self.fd = fd
+    def __init__(self, source: int | Channel, chunk: int = 1 << 16) -> None:
         self._buf = bytearray()
         self.chunk = chunk
+        if isinstance(source, int):
+            self.fd = source
+            self._recv: Callable[[int], bytes] = functools.partial(os.read, source)
+            self._pending: Callable[[], int] | None = None
+        else:
+            self.fd = source.rfd
+            self._recv = source.recv
+            self._pending = source.pending
 
     def feed(self) -> list[tuple[int, Any]] | None:
         # os.read allocates its whole size up front: asking for 1 MB per read cost
@@ -49,9 +61,18 @@ class FrameReader:
             need = _LEN.unpack_from(buf, 0)[0] + 4 - len(buf)
             if need > want:
                 want = min(need, 1 << 26)
-        data = os.read(self.fd, want)
+        data = self._recv(want)
         if not data:
             return None
+        pending = self._pending
+        if pending is not None:          # TLS: decoded bytes the descriptor will not announce
+            left = pending()
+            if left:
+                parts = [data]
+                while left:
+                    parts.append(self._recv(left))
+                    left = pending()
+                data = b"".join(parts)
         return self.feed_bytes(data)
 
     def feed_bytes(self, data: bytes) -> list[tuple[int, Any]]:
@@ -80,20 +101,21 @@ class FrameReader:
         return len(self._buf)
 
 
-def read_frame_blocking(fd: int) -> tuple[int, Any]:
+def read_frame_blocking(source: int | Channel) -> tuple[int, Any]:
     """Read exactly one frame (used for handshakes)."""
-    head = _read_exact(fd, 4)
+    recv = functools.partial(os.read, source) if isinstance(source, int) else source.recv
+    head = _read_exact(recv, 4)
     (size,) = _LEN.unpack(head)
     if size > MAX_FRAME:
         raise ProtocolError(f"frame of {size} bytes: not a taskflow peer")
-    frame: tuple[int, Any] = pickle.loads(_read_exact(fd, size))
+    frame: tuple[int, Any] = pickle.loads(_read_exact(recv, size))
     return frame
 
 
-def _read_exact(fd: int, n: int) -> bytes:
+def _read_exact(recv: Callable[[int], bytes], n: int) -> bytes:
     parts = []
     while n:
-        b = os.read(fd, n)
+        b = recv(n)
         if not b:
             raise EOFError("stream closed")
         parts.append(b)
@@ -110,9 +132,10 @@ def grow_pipe(fd: int, size: int = 1 << 20) -> None:
         pass
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(sink: int | Channel, data: bytes) -> None:
     """Blocking write of a whole buffer."""
+    send = functools.partial(os.write, sink) if isinstance(sink, int) else sink.send
     view = memoryview(data)
     while view:
-        n = os.write(fd, view)
+        n = send(view)
         view = view[n:]

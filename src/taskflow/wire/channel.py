@@ -1,0 +1,97 @@
+"""The byte stream under the frames: a pair of descriptors, or a TLS connection.
+
+The loops (the master's dispatcher, the node's agent) wait on a descriptor
+with ``selectors`` and then read and write what is there without blocking.
+:class:`FdChannel` is a pipe pair or a socket (local agents, SSH channels
+bridged to a socketpair); :class:`TlsChannel` is a dial-back connection
+protected by TLS. Both raise :class:`BlockingIOError` when nothing can move
+now and give ``b""`` at the end of the stream, like ``os.read``.
+"""
+from __future__ import annotations
+
+import os
+import ssl
+from typing import Protocol
+
+
+class Channel(Protocol):
+    rfd: int                  # watched for reading
+    wfd: int                  # watched for writing (the same descriptor for a socket)
+
+    def recv(self, n: int) -> bytes:
+        """Up to ``n`` bytes; b"" at the end; BlockingIOError when none is there yet."""
+
+    def send(self, data: bytes | bytearray | memoryview) -> int:
+        """Bytes taken (BlockingIOError when none can be now)."""
+
+    def pending(self) -> int:
+        """Bytes already received and decoded, waiting beyond the descriptor's readiness."""
+
+    def set_blocking(self, blocking: bool) -> None:
+        """Blocking for handshakes, non-blocking in the loops."""
+
+    def close(self) -> None:
+        """Close the descriptors."""
+
+
+class FdChannel:
+    __slots__ = ("rfd", "wfd")
+
+    def __init__(self, rfd: int, wfd: int) -> None:
+        self.rfd = rfd
+        self.wfd = wfd
+
+    def recv(self, n: int) -> bytes:
+        return os.read(self.rfd, n)
+
+    def send(self, data: bytes | bytearray | memoryview) -> int:
+        return os.write(self.wfd, data)
+
+    def pending(self) -> int:
+        return 0
+
+    def set_blocking(self, blocking: bool) -> None:
+        os.set_blocking(self.wfd, blocking)
+
+    def close(self) -> None:
+        for fd in {self.rfd, self.wfd}:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class TlsChannel:
+    """A TLS socket; its descriptor serves both directions."""
+
+    __slots__ = ("sock", "rfd", "wfd")
+
+    def __init__(self, sock: ssl.SSLSocket) -> None:
+        self.sock = sock
+        self.rfd = self.wfd = sock.fileno()
+
+    def recv(self, n: int) -> bytes:
+        try:
+            return self.sock.recv(n)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise BlockingIOError from None
+        except ssl.SSLZeroReturnError:
+            return b""
+
+    def send(self, data: bytes | bytearray | memoryview) -> int:
+        try:
+            return self.sock.send(data)
+        except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            raise BlockingIOError from None
+
+    def pending(self) -> int:
+        return self.sock.pending()
+
+    def set_blocking(self, blocking: bool) -> None:
+        self.sock.setblocking(blocking)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
