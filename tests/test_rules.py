@@ -161,3 +161,23 @@ def test_task_errors_pickle_back_as_their_own_class():
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is TaskTimeout and back.task_id == 3 and back.node == "n1"
     assert str(back) == "too slow"
+
+
+def test_a_dead_worker_counts_against_the_crash_limit_not_the_retries():
+    n1, n2 = node("n1"), node("n2")
+    st, _ = state(n1, n2, retries=0)
+    st.crash_limit = 2
+    a = task(spec(on_failure="FAIL"), st=st)
+    died = M.ErrorInfo("WorkerDied", "the executor process running the task died", "", None)
+    for n in (n1, n2):
+        st.scheduler.ready.pop()
+        dispatch(a, n)
+        outcomes.task_failed(st, a, M.CRASHED, died, n, [])
+        assert a.state == "READY" and a.attempts == 0 and not st.failures   # retried anyway
+    st.scheduler.ready.pop()
+    dispatch(a, n1)
+    a.state = "RUNNING"                            # started (the node said so), then lost
+    outcomes.node_lost(st, n1, "host down", [])
+    (err,) = st.failures
+    assert a.state == "FAILED" and a.crashes == 3
+    assert "worker died 3 times, the crash limit is 2" in str(err)

@@ -352,7 +352,7 @@ class Agent:
             if tid in self.cancelled:
                 self.cancelled.discard(tid)
             else:
-                self.results.append((tid, M.ERROR, None, M.ErrorInfo(
+                self.results.append((tid, M.CRASHED, None, M.ErrorInfo(
                     "WorkerDied", f"the executor process running the task died ({status}) on "
                     f"node {self.name}", "", None), (ex.started, time.time())))
         self.pool.spawn()

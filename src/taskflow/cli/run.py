@@ -27,6 +27,9 @@ from ..observe.cliopts import OptionalValueCommand
               help="Split the local slots over this many node agents.")
 @click.option("--retries", type=int, default=1, show_default=True,
               help="Times a failed task with on_failure=RETRY is run again.")
+@click.option("--crash-limit", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Workers (executors, nodes) that may die running one task before it "
+                   "fails; not counted against --retries.")
 @click.option("--placement", type=click.Choice(["locality", "least-loaded", "fifo"]),
               default="locality", show_default=True, help="How a node is chosen for a task.")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
@@ -61,8 +64,8 @@ from ..observe.cliopts import OptionalValueCommand
                    "sbatch=--exclusive, worker_init='module load python'.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: str | None,
-        log_level: str, progress: bool | None, graph_: bool, trace_: bool, monitor: int | None,
+def run(workers: int | None, nodes: int, retries: int, crash_limit: int, placement: str,
+        run_dir: str | None, log_level: str, progress: bool | None, graph_: bool, trace_: bool, monitor: int | None,
         script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
     diagnostics.setup(log_level)
@@ -76,7 +79,8 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
                                                    meta.get("tf_slurm_opts") or ())]
     try:
-        rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
+        rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir,
+                     crash_limit=crash_limit, **rt_opts)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     t0 = time.time()

@@ -45,7 +45,7 @@ class Task:
 
     __slots__ = (
         "id", "spec", "argv", "kwargs", "refs", "npending", "outputs", "inouts",
-        "state", "node", "attempts", "group", "t_submit", "t_dispatch", "t_start",
+        "state", "node", "attempts", "crashes", "group", "t_submit", "t_dispatch", "t_start",
         "t_end", "error", "reads", "prio", "seq", "cus", "mem", "options", "excluded",
         "lock_item", "__weakref__")
 
@@ -65,6 +65,7 @@ class Task:
         self.state = SUBMITTED
         self.node: NodeHandle | None = None
         self.attempts = 0
+        self.crashes = 0            # workers (executors, nodes) that died running it
         self.group = None
         self.t_submit = t_submit
         self.t_dispatch = 0.0

@@ -116,20 +116,35 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)
     etype, emsg, tb, blob = error or M.ErrorInfo("Error", "unknown", "", None)
-    if status != M.LOST:
-        task.attempts += 1
-    retries = spec.retries if spec.retries is not None else rt.retries
     node_name = node.name if node is not None else "-"
-    if spec.on_failure == "RETRY" and task.attempts <= retries and status != M.LOST:
-        _retry(rt, task, node_name, f"{etype}: {emsg}")
-        return
-    if status == M.LOST and (rt.scheduler.fits_ever(task.cus, task.mem) or rt.nodes_coming()) \
-            and task.attempts < 100:
-        _retry(rt, task, node_name, f"node {node_name} lost")
-        return
+    crash = ""
+    if status == M.CRASHED or (status == M.LOST and task.state == T.RUNNING):
+        # Its worker died under it: not the task's failure, up to the crash limit.
+        task.crashes += 1
+        if task.crashes <= rt.crash_limit and (status == M.CRASHED or rt.scheduler.fits_ever(
+                task.cus, task.mem) or rt.nodes_coming()):
+            _retry(rt, task, node_name, f"{etype}: {emsg} (worker death {task.crashes} of at "
+                                        f"most {rt.crash_limit})")
+            return
+        crash = (f" (its worker died {task.crashes} times, the crash limit is "
+                 f"{rt.crash_limit}: if the task kills its worker, e.g. by its memory use or a "
+                 f"crash in native code, fix that; else raise --crash-limit)")
+    elif status == M.LOST:              # sent there, not started: placed again elsewhere
+        if (rt.scheduler.fits_ever(task.cus, task.mem) or rt.nodes_coming()) \
+                and task.attempts < 100:
+            _retry(rt, task, node_name, f"node {node_name} lost")
+            return
+    else:
+        task.attempts += 1
+        retries = spec.retries if spec.retries is not None else rt.retries
+        if spec.on_failure == "RETRY" and task.attempts <= retries:
+            _retry(rt, task, node_name, f"{etype}: {emsg}")
+            return
     cls = TaskTimeout if status == M.TIMEOUT else TaskError
-    tries = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
-    msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: {emsg}")
+    runs = task.attempts + task.crashes
+    tries = f" after {runs} attempt{'s' if runs != 1 else ''}"
+    msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: "
+           f"{emsg}{crash}")
     logs = rt.logs_command(task.id)
     if logs:
         msg += f"\nlogs: {logs}"

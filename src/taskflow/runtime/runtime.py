@@ -73,9 +73,13 @@ class Runtime(RunState):
                  placement: str = "locality", run_dir: str | None = None,
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
-                 journal: bool = True) -> None:
+                 journal: bool = True, crash_limit: int = 3) -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
-        super().__init__(retries=retries, placement=placement, providers=providers if
+        if isinstance(crash_limit, bool) or not isinstance(crash_limit, int) or crash_limit < 0:
+            raise UsageError(f"crash_limit={crash_limit!r}: give how many workers may die "
+                             f"running one task (an int >= 0)")
+        super().__init__(retries=retries, placement=placement, crash_limit=crash_limit,
+                         providers=providers if
                          providers is not None else [
                              LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)])
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)

@@ -57,9 +57,14 @@ class RunState:
     """One run's state on the master, guarded by :attr:`lock`."""
 
     def __init__(self, *, retries: int = 1, placement: str = "locality",
-                 comm: Comm | None = None, providers: list[Provider] | None = None) -> None:
+                 comm: Comm | None = None, providers: list[Provider] | None = None,
+                 crash_limit: int = 3) -> None:
         self.lock = threading.Lock()
         self.retries = retries
+        # workers that may die running one task (its executor, its node) before the task is
+        # failed; not counted against its retries (Dask's allowed-failures, HyperQueue's
+        # --crash-limit)
+        self.crash_limit = crash_limit
         self.scheduler = Scheduler(placement)
         self.bus = EventBus()
         self.bus.rows_lock = self.lock

@@ -64,6 +64,7 @@ ERROR: Final = 1
 TIMEOUT: Final = 2
 LOST: Final = 3                   # the node was lost (never sent by a node)
 CANCELLED_ON_NODE: Final = 4
+CRASHED: Final = 5                # the executor running it died (not the task's own failure)
 
 # -- how a task's argument is resolved on the node (Ref.kind) ----------------------
 RefKind = Literal["r", "p", "f", "fo", "do", "fio", "dio"]
