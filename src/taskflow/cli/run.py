@@ -65,8 +65,8 @@ from ..observe.cliopts import OptionalValueCommand
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers: int | None, nodes: int, retries: int, crash_limit: int, placement: str,
-        run_dir: str | None, log_level: str, progress: bool | None, graph_: bool, trace_: bool, monitor: int | None,
-        script: str, script_args: tuple[str, ...]) -> None:
+        run_dir: str | None, log_level: str, progress: bool | None, graph_: bool,
+        trace_: bool, monitor: int | None, script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
     diagnostics.setup(log_level)
     from ..runtime.console import Progress, summary
