@@ -353,3 +353,19 @@ def test_nodes_show_the_load_of_running_runs(service, tmp_path):
     assert nodes and {"cpu", "mem", "load1", "disk", "net_sent"} <= set(nodes[0]["sample"])
     assert nodes[0]["slots"] >= 1 and "cpu" in got["host"]
     svc.wait_state(rid, "finished")
+
+
+def test_a_stopped_service_interrupts_its_runs_and_keeps_the_queue(service, tmp_path):
+    workdir = tmp_path / "svc"
+    svc = service("--max-runs", "1", workdir=workdir)
+    gate = tmp_path / "gate"
+    busy = svc.submit(GATED, gate)["id"]
+    svc.events(busy, until=lambda e: e[0] == "task" and e[1]["state"] == "RUNNING")
+    queued = svc.submit(GATED, gate)["id"]
+    svc.stop(signal.SIGTERM)                    # a clean stop: uvicorn, then the runs
+    assert svc.proc.returncode == 0
+    gate.write_text("go")
+    again = service("--max-runs", "1", workdir=workdir)
+    r = again.run(busy)
+    assert r["state"] == "interrupted" and r["reason"] == "the service was stopped"
+    assert again.wait_state(queued, "finished")["exit_code"] == 0

@@ -8,14 +8,16 @@ so the URL printed is one that answers; port 0 takes any free port.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import logging
 import os
 import secrets
+import signal
 import socket
 import sys
-from typing import IO
+from typing import IO, Any, Iterator
 
 from .app import Service, create_app
 from .runs import RunManager
@@ -59,6 +61,26 @@ def lock_workdir(workdir: str) -> IO[str]:
     return f
 
 
+def _server_class() -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, whose SIGINT / SIGTERM end ``serve()`` normally: uvicorn re-raises
+        the signal after its shutdown, which would kill the process before the runs are
+        interrupted and recorded (``RunManager.stop``)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            old = {s: signal.signal(s, self.handle_exit) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+
+    return Server
+
+
 def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, max_body: int,
           max_streams: int, new_token: bool = False) -> None:
     """Run the service until SIGINT / SIGTERM (blocks)."""
@@ -98,7 +120,7 @@ def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, ma
     config = uvicorn.Config(app, log_level="warning", access_log=False,
                             limit_concurrency=max(64, 4 * max_streams), timeout_keep_alive=5,
                             timeout_graceful_shutdown=3)
-    server = uvicorn.Server(config)
+    server = _server_class()(config)
     try:
         server.run(sockets=[sock])
     finally:

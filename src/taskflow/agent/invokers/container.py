@@ -112,6 +112,7 @@ def _shared_check(engine: str, image: str, python: bool) -> Probe | ContainerUna
         except (OSError, ValueError):
             saved = None
         if saved is None:
+            _prune(os.path.dirname(path))
             try:
                 probe = _probe(engine, image, python)
                 saved = {"exe": probe.exe, "mount_lib": probe.mount_lib}
@@ -124,6 +125,18 @@ def _shared_check(engine: str, image: str, python: bool) -> Probe | ContainerUna
     if "error" in saved:
         return ContainerUnavailable(saved["error"])
     return Probe(saved["exe"], saved["mount_lib"])
+
+
+def _prune(d: str) -> None:
+    """Forget the checks of agents that have ended (their files would pile up)."""
+    for name in os.listdir(d):
+        agent = name.partition("-")[0]
+        if not agent.isdigit() or os.path.exists(f"/proc/{agent}"):
+            continue
+        try:
+            os.unlink(os.path.join(d, name))
+        except OSError:
+            pass
 
 
 def _probe(engine: str, image: str, python: bool) -> Probe:
