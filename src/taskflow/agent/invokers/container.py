@@ -171,9 +171,13 @@ def _probe(engine: str, image: str, python: bool) -> Probe:
                               f"({engine} info).")
     if not python:
         return Probe(exe, False)
-    argv = base_argv(engine, exe, {"image": image}, f"taskflow-probe-{os.getpid()}", [], "/", {},
-                     False) + [image, "python3", "-c", _PY_PROBE]
-    r = _quiet(argv, engine, image)
+    name = f"taskflow-probe-{os.getpid()}-{os.urandom(3).hex()}"
+    argv = base_argv(engine, exe, {"image": image}, name, [], "/", {}, False) + \
+        [image, "python3", "-c", _PY_PROBE]
+    try:
+        r = _quiet(argv, engine, image)
+    finally:
+        remove({"engine": engine}, Probe(exe, False), name)
     mine = list(sys.version_info[:2])
     try:
         found = json.loads(r.stdout.strip().splitlines()[-1])
