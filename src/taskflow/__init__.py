@@ -32,7 +32,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(_PARAMETERS, ".api.parameter"),
     **dict.fromkeys(_SYNC, ".api.sync"),
     **dict.fromkeys(_ERRORS, ".errors"),
-    "binary": ".api.binary", "constraint": ".api.constraint", "mpi": ".api.mpi",
+    "binary": ".api.binary", "constraint": ".api.constraint", "container": ".api.container",
+    "mpi": ".api.mpi",
     "multinode": ".api.multinode", "ompss": ".api.ompss", "task": ".api.task",
     "Future": ".future", "ProgramFailed": ".errors", "Runtime": ".runtime.runtime",
 }

@@ -105,3 +105,11 @@ class ProgramFailed(TaskflowError, RuntimeError):
         self.returncode = returncode
         self.argv = argv or []
         self.log_paths = logs
+
+
+class ContainerUnavailable(TaskflowError, RuntimeError):
+    """A task's container engine or image is missing or unusable on the node that got it.
+
+    Raised on the node before the task runs (checked once per node and image);
+    the message names the node, the engine, the image and the fix.
+    """

@@ -178,7 +178,7 @@ def build(spec: Any) -> Callable[..., tuple[int, float, dict[str, Any] | None]] 
     cu = Expr(spec.computing_units, f"{where}: computing_units", params)
     mem = Expr(spec.memory_size, f"{where}: memory_size", params)
     gpus = gpus_wanted(spec.processors, where)
-    ext = spec.invoker != "python"
+    ext = spec.invoker != "python" or spec.container is not None
     spec.gang = external.is_gang(spec)
     if not (cu.dynamic or mem.dynamic or ext or gpus):
         return None

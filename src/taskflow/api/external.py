@@ -47,6 +47,9 @@ def attach(target: Any, deco: str, cfg: dict[str, Any]) -> TaskFunction:
     if spec.invoker != "python":
         raise UsageError(f"@{deco} on {spec.name}: the task already runs as @{spec.invoker}; "
                          f"use one external-program decorator per task.")
+    if spec.container is not None and (deco == "multinode" or (deco == "mpi" and not cfg.get("binary"))):
+        raise UsageError(f"@{deco} on {spec.name}: this task cannot run in the @container put below "
+                         f"it; @container goes above @{deco} (and @mpi needs binary= there).")
     if spec.nout > 1:
         raise UsageError(f"@{deco} on {spec.name}: an external program gives one value (its "
                          f"exit code); use returns=int or no returns.")
@@ -149,7 +152,7 @@ def call_options(rt: Runtime, spec: Any, bound: dict[str, Any] | None, cus: int,
         if cfg.get("runner") is not None and cfg["runner"] not in RUNNERS:
             raise UsageError(f"{where}: unknown runner {cfg['runner']!r}; use one of "
                              f"{', '.join(RUNNERS)}.")
-        if cfg.get("binary"):
+        if cfg.get("binary") and spec.container is None:   # in a container: the image's
             _check_binary(cfg["binary"], cfg.get("working_dir"), where, rt.nodes)
         for pname, (_kind, _d, stream, _p) in cfg["params"].items():
             if stream is not None and bound is not None and pname in bound \
@@ -162,6 +165,11 @@ def call_options(rt: Runtime, spec: Any, bound: dict[str, Any] | None, cus: int,
     else:
         cfg = {"kind": "python"}
         opts["invoker"] = "pyenv"
+    if spec.container is not None:
+        opts["container"] = container_options(spec, cus, mem)
+        opts["log_dir"] = os.path.join(rt.run_dir, "jobs")
+        if spec.invoker == "python":
+            opts["invoker"] = "container"
     opts["threads"] = cus
     req = gang_request(cfg, cus, gpus, where) if cfg["kind"] != "python" else \
         {"procs": 1, "ppn": 1, "unit": cus, "gpus": gpus}
@@ -174,6 +182,17 @@ def call_options(rt: Runtime, spec: Any, bound: dict[str, Any] | None, cus: int,
         opts["gang"] = req
         if mem:
             opts["mem"] = mem
+
+
+def container_options(spec: Any, cus: int, mem: float) -> dict[str, Any]:
+    """What the node's container invoker reads: the @container values and the limits."""
+    where = f"@container on {spec.name}"
+    c = spec.container
+    image = calltime.expand_env(c["image"], f"{where}: image")
+    if not image.strip():
+        raise UsageError(f"{where}: image is empty after expanding $VAR; set it.")
+    return dict(c, image=image, options=[calltime.expand_env(o, f"{where}: options")
+                                         for o in c["options"]], cpus=cus, memory_gb=mem)
 
 
 def is_gang(spec: Any) -> bool:

@@ -1,15 +1,16 @@
 """The ``taskflow`` command line (click): one module per command group.
 
 ``run`` (:mod:`.run`), the commands that read a run's journal (:mod:`.observe`:
-status, logs, runs, graph, trace, report, monitor) and ``submit``
-(:mod:`.slurm`) are registered on :data:`main` here, explicitly.
+status, logs, runs, graph, trace, report, monitor), ``submit``
+(:mod:`.slurm`) and ``serve`` (:mod:`.serve`) are registered on :data:`main`
+here, explicitly.
 """
 from __future__ import annotations
 
 import click
 
 from .._version import __version__
-from . import observe, run, slurm
+from . import observe, run, serve, slurm
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,3 +23,4 @@ main.add_command(run.run)
 for _cmd in observe.COMMANDS:
     main.add_command(_cmd)
 main.add_command(slurm.submit)
+main.add_command(serve.serve)

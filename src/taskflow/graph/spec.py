@@ -65,6 +65,7 @@ class TaskSpec:
         self.processors: list[Any] = []
         self.invoker = "python"       # external-program decorators change this
         self.invoker_cfg: dict[str, Any] = {}
+        self.container: dict[str, Any] | None = None   # @container: engine, image, options
         # call-time hook (api.calltime.build), None = hot path
         self.prepare: Callable[..., tuple[int, float, dict[str, Any] | None]] | None = None
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
@@ -97,13 +98,17 @@ class TaskSpec:
         if self.invoker != "python":
             opts["invoker"] = self.invoker
             opts["cfg"] = self.invoker_cfg
+        if self.container is not None:
+            opts["container"] = self.container
+            opts.setdefault("invoker", "container")
         self.options = opts or None
 
     @property
     def exclusive(self) -> bool:
         """Tasks the node must start on an idle slot (timeouts, several units)."""
         return bool(self.time_out) or not isinstance(self.computing_units, int) \
-            or self.computing_units != 1 or self.invoker != "python"
+            or self.computing_units != 1 or self.invoker != "python" \
+            or self.container is not None
 
 
 def _parse_returns(func: Callable[..., Any], returns: Any, name: str) -> tuple[int, bool]:

@@ -140,6 +140,23 @@ class Journal:
             sql += f" LIMIT {int(limit)}"
         return self._all(sql, args)
 
+    def tasks_page(self, state: str | None = None, name: str | None = None, limit: int = 100,
+                   offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """(tasks ordered by id, filtered by state and exact name; the number that match)."""
+        where, args = [], []
+        if state:
+            where.append("state=?")
+            args.append(state.upper())
+        if name:
+            where.append("name=?")
+            args.append(name)
+        cond = (" WHERE " + " AND ".join(where)) if where else ""
+        total = sum(r[0] for r in self._rows(f"SELECT COUNT(*) FROM tasks{cond}", tuple(args)))
+        rows = self._all("SELECT id, name, node, state, t_submit, t_dispatch, t_start, t_end, "
+                         f"attempts, exit_code, error FROM tasks{cond} ORDER BY id LIMIT ? "
+                         f"OFFSET ?", (*args, int(limit), int(offset)))
+        return rows, total
+
     def task(self, tid: int) -> dict[str, Any] | None:
         rows = self._all("SELECT * FROM tasks WHERE id=?", (tid,))
         if not rows:
@@ -200,6 +217,19 @@ class Journal:
             sql += " AND node=?"
             args = (after, node)
         return self._all(sql + " ORDER BY t", args)
+
+
+    def latest_samples(self) -> dict[str, dict[str, Any]]:
+        """Each node's last load sample (cpu, mem, load1 and the rest: disk, net, gpu)."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self._all("SELECT node, t, cpu, mem, load1, data FROM samples WHERE rowid IN "
+                           "(SELECT MAX(rowid) FROM samples GROUP BY node)"):
+            try:
+                extra = json.loads(r.pop("data") or "{}")
+            except ValueError:
+                extra = {}
+            out[r["node"]] = {**(extra if isinstance(extra, dict) else {}), **r}
+        return out
 
 
 def list_runs(root: str | None = None) -> list[dict[str, Any]]:

@@ -9,6 +9,10 @@ the plain Python path never comes here.
   mpi        ``runner`` over a hostfile of the nodes the scheduler chose
   multinode  the Python function, with TASKFLOW_* / COMPSS_* describing its nodes
   pyenv      the Python function with extra environment (CUDA_VISIBLE_DEVICES)
+  container  the Python function in a container (@container above @task)
+
+A task whose options hold ``container`` (@container) runs its program, or
+each MPI rank, in a fresh container (:mod:`.container`).
 """
 from __future__ import annotations
 
@@ -42,6 +46,9 @@ def run(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict
     """Run task ``tid`` through invoker ``kind``; return the task's value."""
     if kind in ("multinode", "pyenv"):
         return _with_env(node_env(options), func, args, kw)
+    if kind == "container":
+        from . import container
+        return container.run_python(func, args, kw, options, logs, tid)
     cfg = options["cfg"]
     values = command.bind(func, args, kw, cfg)
     tail, streams = command.build_args(cfg, values)
@@ -62,6 +69,10 @@ def run(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict
                           f" --smp-workers={env['TASKFLOW_NUM_THREADS']}").strip()
     elif kind != "binary":
         raise ValueError(f"unknown invoker {kind!r}")
+    if options.get("container"):
+        from . import container
+        return container.run_program(kind, cfg, options, func, args, kw, tail, streams, cwd, env,
+                                     logs, log_base, fail, tid)
     argv = [command.resolve_binary(cfg["binary"], cwd, env)] + tail
     return process.run(argv, cwd, env, streams, logs, log_base, fail)
 

@@ -105,6 +105,11 @@ def run(cfg: dict[str, Any], options: dict[str, Any], func: Any, args: list[Any]
     if kind == "openmpi" and os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    if cfg.get("binary") and options.get("container"):     # every rank in a container
+        from . import container
+        argv += container.rank_command(options, func, args, kw, cfg, tail, cwd, env,
+                                       options.get("tid", 0))
+        return process.run(argv, cwd, env, streams, logs, log_base, fail)
     if cfg.get("binary"):
         argv += [command.resolve_binary(cfg["binary"], cwd, env)] + tail
         return process.run(argv, cwd, env, streams, logs, log_base, fail)

@@ -1,0 +1,420 @@
+"""The JSON API under ``/api/v1`` (FastAPI): runs, their tasks, logs and events, nodes.
+
+Every route but the OpenAPI document (``/api/v1/openapi.json``) needs
+``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one.
+Every error is JSON, ``{"error": "<what went wrong and what to do>"}`` (422
+and 400 add ``details``); none stops the service. Bounds: a request body of
+at most ``max_body`` bytes (413), at most ``max_queued`` waiting runs (429),
+at most ``max_streams`` open event or log streams (503), pages of at most
+``MAX_PAGE`` items.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import threading
+import time
+from typing import Any, Callable
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .._version import __version__
+from ..journal.reader import STATES as TASK_STATES
+from ..journal.reader import Journal, run_ids
+from . import store as S
+from . import streams
+from .runs import NotCancellable, QueueFull, RunManager, console_tail
+
+PREFIX = "/api/v1"
+MAX_PAGE = 1000
+RUN_ID = re.compile(r"^[a-z0-9]{6,40}$")
+
+
+class FileIn(BaseModel):
+    """A file given to a run: ``path`` under the service's workdir, or its ``content``."""
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = Field(None, description="A path under the service's workdir "
+                                                "(relative to it, or absolute inside it).")
+    name: str | None = Field(None, description="File name for uploaded content.",
+                             pattern=r"^[A-Za-z0-9_.-]{1,100}$")
+    content: str | None = Field(None, description="The file's text (an upload).")
+
+
+class RunIn(BaseModel):
+    """A run to start: a workflow script, its arguments and options."""
+    model_config = ConfigDict(extra="forbid")
+    script: FileIn | str = Field(..., description="The workflow script: a path under the "
+                                                  "workdir, or {path} or {name, content}.")
+    args: list[str] = Field(default_factory=list, max_length=1000,
+                            description="Arguments after the script.")
+    cluster: FileIn | str | None = Field(None, description="A cluster file (YAML) for "
+                                                           "`taskflow run --cluster`.")
+    workers: int | None = Field(None, ge=1, le=4096, description="Executor slots (--workers).")
+    nodes: int | None = Field(None, ge=1, le=256, description="Local node agents (--nodes).")
+    retries: int | None = Field(None, ge=0, le=100, description="--retries")
+    priority: int = Field(0, ge=-1000, le=1000, description="Higher starts first when runs "
+                                                            "wait; equal ones by age.")
+
+
+class Service:
+    """What the routes share: the workdir, the store, the run manager, the limits."""
+
+    def __init__(self, workdir: str, store: S.Store, manager: RunManager, token: str,
+                 max_body: int, max_streams: int) -> None:
+        self.workdir = workdir
+        self.store = store
+        self.manager = manager
+        self.token = token
+        self.max_body = max_body
+        self.max_streams = max_streams
+        self.streams = 0
+        self.lock = threading.Lock()
+
+
+def error(status: int, message: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status,
+                        headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+
+
+class BodyLimit:
+    """Answer 413 to a request whose body is larger than ``limit`` bytes (ASGI middleware).
+
+    Content-Length is checked first; a body sent without one is counted as it
+    arrives, so nothing larger than the limit is ever held.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_big = error(413, f"the request body is larger than the service's limit of "
+                             f"{self.limit} bytes (--max-body); put a large script under the "
+                             f"workdir and send its path instead")
+        for k, v in scope.get("headers") or []:
+            if k == b"content-length" and v.isdigit() and int(v) > self.limit:
+                await too_big(scope, receive, send)
+                return
+        seen = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:
+                    raise _TooBig()
+            return msg
+
+        async def tracked(msg: Message) -> None:
+            nonlocal started
+            if msg["type"] == "http.response.start":
+                started = True
+            await send(msg)
+
+        try:
+            await self.app(scope, counted, tracked)
+        except _TooBig:
+            if not started:
+                await too_big(scope, receive, send)
+
+
+class _TooBig(Exception):
+    pass
+
+
+def create_app(svc: Service) -> FastAPI:
+    app = FastAPI(title="taskflow service", version=__version__,
+                  openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
+                  description="Submit taskflow workflow runs, follow their tasks, logs and "
+                              "events. Every route needs `Authorization: Bearer <token>` (the "
+                              "token `taskflow serve` printed and keeps in service.token).")
+    _handlers(app)
+    api = APIRouter(prefix=PREFIX, dependencies=[Depends(_auth(svc))])
+    _routes(api, svc)
+    app.include_router(api)
+    app.add_middleware(BodyLimit, limit=svc.max_body)
+    return app
+
+
+def _auth(svc: Service) -> Callable[[Request], None]:
+    def check(request: Request) -> None:
+        auth = request.headers.get("authorization", "")
+        if not auth:
+            raise HTTPException(401, "a token is required: send 'Authorization: Bearer <token>' "
+                                     "with the token `taskflow serve` printed (also in "
+                                     f"{os.path.join(svc.workdir, 'service.token')})")
+        scheme, _, given = auth.partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(),
+                                                                    svc.token.encode()):
+            raise HTTPException(403, "wrong token: use the one in "
+                                     f"{os.path.join(svc.workdir, 'service.token')}")
+    return check
+
+
+def _handlers(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_r: Request, exc: StarletteHTTPException) -> JSONResponse:
+        msg = exc.detail
+        if exc.status_code == 404 and msg == "Not Found":
+            msg = f"no such endpoint; the API is described at {PREFIX}/openapi.json"
+        elif exc.status_code == 405:
+            msg = f"method not allowed here; see {PREFIX}/openapi.json"
+        return error(exc.status_code, str(msg))
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_r: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = exc.errors()
+        if any(e.get("type") == "json_invalid" or (e.get("type") == "model_attributes_type"
+                                                   and tuple(e.get("loc", ())) == ("body",))
+               for e in errs):
+            return error(400, "the body is not a JSON object; send one like "
+                              '{"script": "flows/wf.py", "args": ["10"]}',
+                         details=_plain(errs))
+        where = "; ".join(f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg')}"
+                          for e in errs[:5])
+        return error(422, f"invalid request ({where}); see {PREFIX}/openapi.json for the "
+                          f"fields", details=_plain(errs))
+
+    @app.exception_handler(Exception)
+    async def crashed(_r: Request, exc: Exception) -> JSONResponse:
+        return error(500, f"internal error: {type(exc).__name__}: {exc}; the service goes on, "
+                          f"please report this with the request")
+
+
+def _plain(errs: Any) -> list[dict[str, Any]]:
+    return [{k: (list(v) if isinstance(v, tuple) else v
+                 if isinstance(v, (str, int, float, list, type(None))) else str(v))
+             for k, v in e.items() if k != "ctx"} for e in errs]
+
+
+# -- helpers over the store and the journals ----------------------------------------------
+def journal_dir(run_dir: str) -> str | None:
+    root = os.path.join(run_dir, "journal")
+    ids = run_ids(root)
+    return os.path.join(root, ids[-1]) if ids else None
+
+
+def open_journal(run_dir: str) -> Journal | None:
+    d = journal_dir(run_dir)
+    return Journal(d) if d else None
+
+
+def view(svc: Service, r: dict[str, Any], detail: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": r["id"], "state": r["state"], "priority": r["priority"],
+        "submitted": r["t_submit"], "started": r["t_start"], "ended": r["t_end"],
+        "exit_code": r["exit_code"], "reason": r["reason"], "script": r["script"],
+        "args": r["args"], "options": r["options"], "dir": r["dir"]}
+    if r["state"] == S.QUEUED:
+        out["queue_position"] = svc.manager.position(r["id"])
+    jd = journal_dir(r["dir"])
+    out["journal"] = jd
+    out["journal_run_id"] = os.path.basename(jd) if jd else None
+    if jd:
+        with Journal(jd) as j:
+            out["counts"] = j.counts()
+            if detail:
+                out["counts_by_name"] = j.counts_by_name()
+    else:
+        out["counts"] = {s: 0 for s in TASK_STATES} | {"total": 0, "retries": 0}
+    if detail and r["state"] in (S.FAILED, S.INTERRUPTED, S.CANCELLED):
+        out["console_tail"] = console_tail(r["dir"])
+    return out
+
+
+def _file(svc: Service, given: FileIn | str, what: str, run_dir: str, default_name: str) -> str:
+    """The absolute path of a file given by path (checked) or content (written)."""
+    if isinstance(given, str):
+        given = FileIn(path=given, name=None, content=None)
+    if (given.path is None) == (given.content is None):
+        raise HTTPException(422, f"{what}: give either path (under the workdir) or content")
+    if given.content is not None:
+        path = os.path.join(run_dir, given.name or default_name)
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(given.content)
+        return path
+    assert given.path is not None
+    path = os.path.realpath(os.path.join(svc.workdir, given.path))
+    if not path.startswith(os.path.realpath(svc.workdir) + os.sep):
+        raise HTTPException(422, f"{what}: {given.path} is outside the service's workdir "
+                                 f"{svc.workdir}; put it there or upload its content")
+    if not os.path.isfile(path):
+        raise HTTPException(422, f"{what}: {given.path} does not exist under the workdir "
+                                 f"{svc.workdir}; put it there or upload its content")
+    return path
+
+
+def _run(svc: Service, rid: str) -> dict[str, Any]:
+    r = svc.store.get(rid) if RUN_ID.match(rid) else None
+    if r is None:
+        raise HTTPException(404, f"no run {rid!r}; GET {PREFIX}/runs lists the runs")
+    return r
+
+
+def _stream(svc: Service, body: Any) -> StreamingResponse:
+    with svc.lock:
+        if svc.streams >= svc.max_streams:
+            raise HTTPException(503, f"{svc.max_streams} event/log streams are open already "
+                                     f"(--max-streams); close one or poll instead")
+        svc.streams += 1
+
+    async def counted() -> Any:
+        try:
+            async for chunk in body:
+                yield chunk
+        finally:
+            with svc.lock:
+                svc.streams -= 1
+
+    return StreamingResponse(counted(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+def _levels(level: str | None) -> list[str] | None:
+    out = [x.strip().upper() for x in (level or "").split(",") if x.strip()]
+    bad = [x for x in out if x not in ("STDOUT", "STDERR", "RAW")]
+    if bad:
+        raise HTTPException(422, f"level {', '.join(bad)} is not one of STDOUT, STDERR, RAW")
+    return out or None
+
+
+def _routes(api: APIRouter, svc: Service) -> None:
+    @api.post("/runs", status_code=201, summary="Submit a run")
+    def submit(body: RunIn) -> dict[str, Any]:
+        rid = secrets.token_hex(6)
+        run_dir = os.path.join(svc.workdir, "runs", rid)
+        os.makedirs(run_dir, mode=0o700)
+        try:
+            script = _file(svc, body.script, "script", run_dir, "workflow.py")
+            opts: dict[str, Any] = {"workers": body.workers, "nodes": body.nodes,
+                                    "retries": body.retries}
+            if body.cluster is not None:
+                opts["cluster"] = _file(svc, body.cluster, "cluster", run_dir, "cluster.yaml")
+            row = svc.manager.submit(rid, body.priority, script, body.args, opts, run_dir)
+        except QueueFull as exc:
+            _drop(run_dir)
+            raise HTTPException(429, f"{exc}; retry when one has started") from None
+        except HTTPException:
+            _drop(run_dir)
+            raise
+        return view(svc, row, detail=False)
+
+    @api.get("/runs", summary="List runs, oldest first")
+    def runs(state: str | None = Query(None, description="Only runs in this state."),
+             limit: int = Query(100, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0)
+             ) -> dict[str, Any]:
+        if state is not None and state not in S.STATES:
+            raise HTTPException(422, f"state {state!r} is not one of {', '.join(S.STATES)}")
+        rows, total = svc.store.runs(state, limit, offset)
+        return {"runs": [view(svc, r, detail=False) for r in rows], "total": total,
+                "limit": limit, "offset": offset}
+
+    @api.get("/runs/{rid}", summary="One run: state, counts, times, exit status")
+    def run(rid: str) -> dict[str, Any]:
+        return view(svc, _run(svc, rid))
+
+    @api.post("/runs/{rid}/cancel", summary="Cancel a queued or running run")
+    def cancel(rid: str) -> dict[str, Any]:
+        _run(svc, rid)
+        try:
+            row = svc.manager.cancel(rid)
+        except NotCancellable as exc:
+            raise HTTPException(409, f"{exc}; nothing to cancel") from None
+        out = view(svc, row, detail=False)
+        out["cancelling"] = row["state"] == S.RUNNING
+        return out
+
+    @api.get("/runs/{rid}/tasks", summary="A run's tasks (filter by state and name, paged)")
+    def tasks(rid: str, state: str | None = None, name: str | None = None,
+              limit: int = Query(100, ge=1, le=MAX_PAGE), offset: int = Query(0, ge=0)
+              ) -> dict[str, Any]:
+        r = _run(svc, rid)
+        if state is not None and state.upper() not in TASK_STATES:
+            raise HTTPException(422, f"state {state!r} is not one of {', '.join(TASK_STATES)}")
+        j = open_journal(r["dir"])
+        if j is None:
+            return {"tasks": [], "total": 0, "limit": limit, "offset": offset}
+        with j:
+            ts, total = j.tasks_page(state=state, name=name, limit=limit, offset=offset)
+        return {"tasks": ts, "total": total, "limit": limit, "offset": offset}
+
+    @api.get("/runs/{rid}/tasks/{tid}", summary="One task: states with times, node, exit, error")
+    def task(rid: str, tid: int) -> dict[str, Any]:
+        r = _run(svc, rid)
+        j = open_journal(r["dir"])
+        t = None
+        if j is not None:
+            with j:
+                t = j.task(tid)
+        if t is None:
+            raise HTTPException(404, f"run {rid} has no task {tid} (yet); GET "
+                                     f"{PREFIX}/runs/{rid}/tasks lists them")
+        return {"task": t}
+
+    @api.get("/runs/{rid}/tasks/{tid}/logs", summary="A task's output lines (follow=1: SSE)")
+    def logs(rid: str, tid: int, request: Request, level: str | None = None,
+             after: int = Query(0, ge=0), limit: int = Query(MAX_PAGE, ge=1, le=10 * MAX_PAGE),
+             follow: bool = False) -> Any:
+        r = _run(svc, rid)
+        levels = _levels(level)
+        if follow:
+            return _stream(svc, streams.task_logs(
+                lambda: svc.store.get(rid), lambda: open_journal(r["dir"]),
+                request.is_disconnected, tid, levels, after))
+        j = open_journal(r["dir"])
+        if j is None:
+            return {"logs": [], "last_id": after}
+        with j:
+            if j.task(tid) is None:
+                raise HTTPException(404, f"run {rid} has no task {tid} (yet)")
+            lines = j.logs(task=tid, levels=levels, after=after, limit=limit)
+        return {"logs": lines, "last_id": lines[-1]["id"] if lines else after}
+
+    @api.get("/runs/{rid}/events", summary="Run and task state changes (server-sent events)")
+    def events(rid: str, request: Request) -> Any:
+        r = _run(svc, rid)
+        return _stream(svc, streams.run_events(lambda: svc.store.get(rid),
+                                               lambda: open_journal(r["dir"]),
+                                               request.is_disconnected))
+
+    @api.get("/nodes", summary="Load samples of the nodes of running runs, and this host")
+    def nodes() -> dict[str, Any]:
+        out = []
+        for r in svc.store.runs(S.RUNNING, limit=MAX_PAGE)[0]:
+            j = open_journal(r["dir"])
+            if j is None:
+                continue
+            with j:
+                latest = j.latest_samples()
+                for n in j.nodes():
+                    out.append({"run": r["id"], **n, "sample": latest.get(n["name"])})
+        return {"nodes": out, "host": _host_sample(), "t": time.time()}
+
+
+def _drop(run_dir: str) -> None:
+    import shutil
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _host_sample() -> dict[str, Any]:
+    import psutil
+    vm = psutil.virtual_memory()
+    net = psutil.net_io_counters()
+    try:
+        disk: float | None = psutil.disk_usage("/").percent
+    except OSError:
+        disk = None
+    return {"cpu": psutil.cpu_percent(None), "load1": os.getloadavg()[0], "mem": vm.percent,
+            "mem_avail_gb": vm.available / 2**30, "disk": disk,
+            "net_sent": net.bytes_sent if net else 0, "net_recv": net.bytes_recv if net else 0}

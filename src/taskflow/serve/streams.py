@@ -1,0 +1,152 @@
+"""Server-sent event streams over a run's journal: its events, and a task's followed logs.
+
+Both read the journal the run's own process writes (SQLite, WAL) every
+``POLL`` seconds; no run process talks to the service. A stream ends with an
+``end`` event once the run has ended and the journal has nothing more, and
+sends a comment every ``KEEPALIVE`` seconds so a proxy keeps it open and a
+client that went away is noticed.
+
+Memory per stream: the log stream keeps one cursor (log ids only grow); the
+event stream keeps the last state of the tasks above the highest id below
+which every task has ended, so a long run's finished tasks are forgotten.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import anyio
+
+from ..journal.reader import Journal
+from . import store as S
+
+POLL = 0.25           # s between looks at the journal
+KEEPALIVE = 15.0      # s between comments on a quiet stream
+BATCH = 2000          # rows read per look
+TERMINAL = frozenset({"DONE", "FAILED", "CANCELLED"})
+_TIME_OF = {"SUBMITTED": "t_submit", "READY": "t_submit", "DISPATCHED": "t_dispatch",
+            "RUNNING": "t_start", "DONE": "t_end", "FAILED": "t_end", "CANCELLED": "t_end"}
+
+
+def sse(event: str, data: Any, eid: int | str | None = None) -> bytes:
+    head = f"id: {eid}\n" if eid is not None else ""
+    return f"{head}event: {event}\ndata: {json.dumps(data, default=str)}\n\n".encode()
+
+
+class TaskTracker:
+    """Which task states a stream has already sent (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.floor = 0                      # every task with id <= floor has ended and been sent
+        self.seen: dict[int, str] = {}
+
+    def poll(self, j: Journal) -> list[dict[str, Any]]:
+        rows = j._all("SELECT id, name, state, node, t_submit, t_dispatch, t_start, t_end, "
+                      "attempts, exit_code, error FROM tasks WHERE id > ? ORDER BY id",
+                      (self.floor,))
+        out = []
+        for r in rows:
+            tid, state = r["id"], r["state"]
+            if self.seen.get(tid) != state:
+                self.seen[tid] = state
+                out.append({"task": tid, "name": r["name"], "state": state, "node": r["node"],
+                            "t": r.get(_TIME_OF.get(state, "t_submit")),
+                            "attempts": r["attempts"], "exit_code": r["exit_code"],
+                            "error": r["error"]})
+        while self.seen.get(self.floor + 1) in TERMINAL:
+            del self.seen[self.floor + 1]
+            self.floor += 1
+        return out
+
+
+Disconnected = Callable[[], Awaitable[bool]]
+RunInfo = Callable[[], dict[str, Any] | None]
+OpenJournal = Callable[[], Journal | None]
+
+
+async def run_events(run_info: RunInfo, open_journal: OpenJournal,
+                     disconnected: Disconnected) -> AsyncIterator[bytes]:
+    """``run`` events (state and counts) and ``task`` events (state changes) until the end."""
+    tracker = TaskTracker()
+    journal: Journal | None = None
+    last_state = None
+    last_beat = time.monotonic()
+    ended_seen = False
+    try:
+        while not await disconnected():
+            row = await anyio.to_thread.run_sync(run_info)
+            if row is None:
+                yield sse("end", {"reason": "the run is gone"})
+                return
+            if journal is None:
+                journal = await anyio.to_thread.run_sync(open_journal)
+            events: list[dict[str, Any]] = []
+            if journal is not None:
+                events = await anyio.to_thread.run_sync(tracker.poll, journal)
+            for ev in events:
+                yield sse("task", ev)
+            if row["state"] != last_state:
+                last_state = row["state"]
+                counts = await anyio.to_thread.run_sync(journal.counts) if journal else {}
+                yield sse("run", {"id": row["id"], "state": row["state"], "counts": counts,
+                                  "exit_code": row["exit_code"], "reason": row["reason"]})
+            if row["state"] in S.ENDED:
+                if ended_seen:             # one more look after the end: then nothing is left
+                    counts = await anyio.to_thread.run_sync(journal.counts) if journal else {}
+                    yield sse("end", {"id": row["id"], "state": row["state"], "counts": counts})
+                    return
+                ended_seen = True
+            if time.monotonic() - last_beat > KEEPALIVE:
+                last_beat = time.monotonic()
+                yield b": keepalive\n\n"
+            await asyncio.sleep(POLL)
+    finally:
+        if journal is not None:
+            journal.close()
+
+
+async def task_logs(run_info: RunInfo, open_journal: OpenJournal, disconnected: Disconnected,
+                    tid: int, levels: list[str] | None, after: int) -> AsyncIterator[bytes]:
+    """``log`` events (one per line, id = the line's id) until the task and the run ended."""
+    journal: Journal | None = None
+    cursor = after
+    last_beat = time.monotonic()
+    done_looks = 0
+    try:
+        while not await disconnected():
+            row = await anyio.to_thread.run_sync(run_info)
+            if row is None:
+                yield sse("end", {"reason": "the run is gone"})
+                return
+            if journal is None:
+                journal = await anyio.to_thread.run_sync(open_journal)
+            lines: list[dict[str, Any]] = []
+            task = None
+            if journal is not None:
+                lines = await anyio.to_thread.run_sync(_lines, journal, tid, levels, cursor)
+                task = await anyio.to_thread.run_sync(journal.task, tid)
+            for ln in lines:
+                cursor = ln["id"]
+                yield sse("log", {"id": ln["id"], "t": ln["t"], "level": ln["level"],
+                                  "node": ln["node"], "line": ln["line"]}, ln["id"])
+            if len(lines) == BATCH:
+                continue
+            over = row["state"] in S.ENDED or (task is not None and task["state"] in TERMINAL)
+            done_looks = done_looks + 1 if over and not lines else 0
+            if done_looks >= 2:           # lines of an ended task may follow its end by a batch
+                yield sse("end", {"task": tid, "state": task["state"] if task else None,
+                                  "last_id": cursor})
+                return
+            if time.monotonic() - last_beat > KEEPALIVE:
+                last_beat = time.monotonic()
+                yield b": keepalive\n\n"
+            await asyncio.sleep(POLL if done_looks == 0 else 4 * POLL)
+    finally:
+        if journal is not None:
+            journal.close()
+
+
+def _lines(j: Journal, tid: int, levels: list[str] | None, after: int) -> list[dict[str, Any]]:
+    return j.logs(task=tid, levels=levels, after=after, limit=BATCH)
