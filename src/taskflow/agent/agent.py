@@ -64,6 +64,7 @@ class Agent:
         self.idle_exit: float | None = None
         self.last_busy = time.time()
         self._held_next = 0.0             # when to look for held tasks waiting in vain
+        self.interrupt_at: float | None = None    # the run is interrupted: kill at this time
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -124,6 +125,8 @@ class Agent:
                     # event whose fd number now belongs to its successor: skip it)
                     self._from_exec(data)
             self._check_deadlines()
+            if self.interrupt_at is not None and time.time() >= self.interrupt_at:
+                self._kill_the_rest()
             if self.chaining.blocked and time.time() >= self._held_next:
                 self._check_held()
             if self.leaving is None:
@@ -150,6 +153,8 @@ class Agent:
             t = min(t, self.last_busy + self.idle_exit - time.time())
         if self.chaining.blocked:
             t = min(t, self._held_next - time.time())
+        if self.interrupt_at is not None:
+            t = min(t, self.interrupt_at - time.time())
         lead_at = self.placement.lead_at
         if lead_at is not None and self.leaving is None:   # a long task's successor is
             # due (placement.py); a leaving agent places nothing, so it must not wake
@@ -223,6 +228,8 @@ class Agent:
                     state.store.pop(d, None)
             elif op == M.CANCEL:
                 self._cancel(set(body))
+            elif op == M.INTERRUPT:
+                self._interrupt(float(body))
             elif op == M.SHUTDOWN:
                 self.running = False
 
@@ -340,8 +347,46 @@ class Agent:
         self._held_next = now + 1.0 if oldest is None else \
             max(now + 1.0, oldest + HELD_INPUT_WAIT)     # a second if one waits legitimately
 
+    # -- the run is interrupted ---------------------------------------------------
+    def _interrupt(self, grace: float) -> None:
+        """Start nothing more; stop what runs (SIGINT: a Python task gets KeyboardInterrupt,
+        a program SIGTERM); what still runs after ``grace`` seconds is killed."""
+        if self.interrupt_at is not None:
+            return
+        self.interrupt_at = time.time() + grace
+        self._leave("interrupted")          # the agent's queue and held tasks go back
+        for ex in self.pool.execs:
+            if ex.queue:
+                try:
+                    os.kill(ex.pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+
+    def _kill_the_rest(self) -> None:
+        """The grace period is over: kill every executor still busy, with its programs."""
+        for ex in list(self.pool.execs):
+            if ex.queue:
+                try:
+                    os.killpg(ex.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        self.interrupt_at = float("inf")    # once
+
+    def _interrupted_results(self, ex: Executor, why: str) -> None:
+        """An executor that ended during the interrupt: its tasks did not finish."""
+        now = time.time()
+        for i, t in enumerate(ex.queue):
+            self.results.append((t.task_id, M.INTERRUPTED, None, M.ErrorInfo(
+                "Interrupted", why if i == 0 else "not started: the run was interrupted", "",
+                None), (ex.started if i == 0 else now, now)))
+
     def _exec_died(self, ex: Executor) -> None:
         status = reap(ex.pid)
+        if self.interrupt_at is not None:   # interrupted: report, replace nothing
+            self._interrupted_results(ex, f"killed when the run was interrupted ({status})")
+            self.pool.forget(ex)
+            self._replaced(ex)
+            return
         head = ex.queue[0] if ex.queue else None
         rest = self.pool.forget(ex)
         self._replaced(ex)

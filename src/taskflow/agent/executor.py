@@ -17,6 +17,7 @@ import os
 import pickle
 import select
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -33,6 +34,37 @@ from ..wire.thresholds import EXEC_SHORT
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
+
+
+class _Interrupt:
+    """Set when the agent sent SIGINT (the run is interrupted): start no further task."""
+
+    __slots__ = ("set",)
+
+    def __init__(self) -> None:
+        self.set = False
+
+
+INTERRUPT = _Interrupt()
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    """The agent interrupts the run: stop the running task (not the executor's own loop,
+    which then reports what it ran and starts nothing more)."""
+    INTERRUPT.set = True
+    if frame is not None and frame.f_code.co_filename != __file__:
+        raise KeyboardInterrupt
+
+
+def _interrupted(tid: int, t0: float, exc: BaseException | None) -> M.ResultWire:
+    """The result of a task the interrupt stopped (``exc``) or kept from starting."""
+    now = time.time()
+    if exc is None:
+        return (tid, M.INTERRUPTED, None, M.ErrorInfo(
+            "Interrupted", "not started: the run was interrupted", "", None), (now, now))
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return (tid, M.INTERRUPTED, None, M.ErrorInfo(
+        "Interrupted", "stopped by the run's interrupt while it ran", tb, None), (t0, now))
 
 
 class _Current:
@@ -310,8 +342,8 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
                 keep(did, payload)  # type: ignore[arg-type]  # made here: bytes (Held: by the agent)
         return (tid, M.OK, outputs, None, (t0, t1))
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
-            raise
+        if isinstance(exc, KeyboardInterrupt) and INTERRUPT.set:
+            return _interrupted(tid, t0, exc)
         return (tid, M.ERROR, None, _error_info(exc), (t0, time.time()))
 
 
@@ -338,6 +370,9 @@ def _dumps(value: Any, name: str) -> bytes:
 def executor_main(rfd: int, wfd: int) -> None:
     """Loop of a forked executor; never returns."""
     enter_worker()
+    # Its own process group: the agent can kill it with the programs it started.
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGINT, _on_sigint)
     funcs: dict[bytes, Any] = {}
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr
@@ -400,9 +435,13 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
     proto = P.PROTOCOL
     now = time.time
     ok = M.OK
+    stop = INTERRUPT
     res: M.ResultWire
     for tmsg in tasks:
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
+        if stop.set:                     # the run is interrupted: start nothing more
+            results.append(_interrupted(tid, 0.0, None))
+            continue
         m = means.get(digest)
         if results and (m is None or m > SHORT):
             # Answer now: this task may take a while, the ones done must not wait.
@@ -421,10 +460,9 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
                 except Exception:
                     o = _dumps(r, getattr(func, "__qualname__", "?"))
             except BaseException as exc:  # noqa: BLE001 - a task may raise anything
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
                 t1 = now()
-                res = (tid, M.ERROR, None, _error_info(exc), (t0, t1))
+                res = _interrupted(tid, t0, exc) if isinstance(exc, KeyboardInterrupt) \
+                    and INTERRUPT.set else (tid, M.ERROR, None, _error_info(exc), (t0, t1))
             else:
                 (did,) = outdids
                 if len(o) > small:

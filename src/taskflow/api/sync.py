@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..future import _NOVALUE, Future
+from ..graph import task as T
 from ..graph.registry import materialize
 from ..runtime import current
 
@@ -154,7 +155,7 @@ def _file_item(path: Any, fn: str) -> tuple[Any, str]:
 
 def _wait_item(rt: Runtime, item: Any) -> None:
     futs = [item.latest]
-    readers = [t for t in item.readers_v0 if t.state not in ("DONE", "FAILED", "CANCELLED")]
+    readers = [t for t in item.readers_v0 if t.state not in T.FINAL_STATES]
     item.readers_v0 = readers
     for t in readers:
         futs.extend(t.all_outputs())

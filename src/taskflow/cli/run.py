@@ -15,6 +15,7 @@ import traceback
 import click
 
 from .. import diagnostics
+from . import interrupts
 from ..errors import UsageError
 from ..observe.cliopts import OptionalValueCommand
 
@@ -30,6 +31,9 @@ from ..observe.cliopts import OptionalValueCommand
 @click.option("--crash-limit", type=click.IntRange(min=0), default=3, show_default=True,
               help="Workers (executors, nodes) that may die running one task before it "
                    "fails; not counted against --retries.")
+@click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Seconds running tasks get to stop when the run is interrupted (Ctrl-C, "
+                   "SIGTERM) before they are killed.")
 @click.option("--placement", type=click.Choice(["locality", "least-loaded", "fifo"]),
               default="locality", show_default=True, help="How a node is chosen for a task.")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
@@ -64,7 +68,8 @@ from ..observe.cliopts import OptionalValueCommand
                    "sbatch=--exclusive, worker_init='module load python'.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def run(workers: int | None, nodes: int, retries: int, crash_limit: int, placement: str,
+def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: float,
+        placement: str,
         run_dir: str | None, log_level: str, progress: bool | None, graph_: bool,
         trace_: bool, monitor: int | None, script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
@@ -94,25 +99,36 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, placeme
     show = sys.stderr.isatty() if progress is None else progress
     prog = Progress(rt) if show else None
     script_failed = False
-    interrupted = False
+    signum = 0                      # the signal that interrupted the run (interrupts.py)
     sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    interrupts.catch_sigterm()
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
         script_failed = exc.code not in (None, 0)
-    except KeyboardInterrupt:
-        interrupted = True
-        script_failed = True
-        click.echo("taskflow: interrupted; stopping without waiting for running tasks", err=True)
+    except (KeyboardInterrupt, interrupts.Terminated) as exc:
+        signum = interrupts.signal_of(exc)
     except BaseException:  # noqa: BLE001 - report whatever the script raised
         script_failed = True
         click.echo(traceback.format_exc().rstrip(), err=True)
+    if not signum:
+        try:
+            rt.wait_all()           # the end of the script waits for every task
+        except (KeyboardInterrupt, interrupts.Terminated) as exc:
+            signum = interrupts.signal_of(exc)
     try:
-        rt.stop(wait=not interrupted)
+        if signum:
+            interrupts.stop_interrupted(rt, signum, grace)
+        else:
+            rt.stop()
     finally:
         if prog is not None:
             prog.close()
+    if signum:
+        click.echo(interrupts.interrupted_summary(rt, script, script_args), err=True)
+        run_finished(rt, graph_, trace_, mon)
+        sys.exit(128 + signum)
     for err in rt.unreported_failures()[:3]:
         click.echo(f"taskflow: {err}", err=True)
     click.echo(summary(rt, time.time() - t0), err=True)

@@ -36,7 +36,7 @@ class GraphHost(FutureHost, Protocol):
 
 class DataItem:
     __slots__ = ("kind", "key", "obj", "path", "latest", "nversions", "readers_v0",
-                 "concurrent", "materialized")
+                 "concurrent", "materialized", "last_done")
 
     def __init__(self, kind: str, key: Any, latest: Future, obj: Any = None,
                  path: str | None = None) -> None:
@@ -50,6 +50,7 @@ class DataItem:
         # (base version, [futures]) of a CONCURRENT run
         self.concurrent: tuple[Future, list[Future]] | None = None
         self.materialized: Future | None = None
+        self.last_done: Future | None = None     # the newest version a task finished writing
 
 
 class Registry:
@@ -102,9 +103,15 @@ class Registry:
         return self.files.pop(path, None)
 
 
-def materialize(item: DataItem) -> None:
-    """Put the latest finished version of a file/dir at the user's path (atomically)."""
-    v = item.latest
+def materialize(item: DataItem, finished: bool = False) -> None:
+    """Put the latest version of a file/dir at the user's path (atomically).
+
+    ``finished``: the newest version a task finished writing, when newer
+    writers never ran (an interrupted run).
+    """
+    v: Future | None = item.latest
+    if finished and v is not None and v._state != FINISHED:
+        v = item.last_done
     if v is None or v is item.materialized or v._path is None or v._path == item.path:
         return
     if v._exception is not None or not os.path.exists(v._path):

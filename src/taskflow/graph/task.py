@@ -22,7 +22,8 @@ RUNNING = "RUNNING"
 DONE = "DONE"
 FAILED = "FAILED"
 CANCELLED = "CANCELLED"
-FINAL_STATES = frozenset({DONE, FAILED, CANCELLED})
+INTERRUPTED = "INTERRUPTED"     # the run was interrupted while it ran
+FINAL_STATES = frozenset({DONE, FAILED, CANCELLED, INTERRUPTED})
 
 
 class Inout(NamedTuple):

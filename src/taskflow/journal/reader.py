@@ -13,7 +13,8 @@ from typing import Any
 
 from .schema import JOURNAL_NAME
 
-STATES = ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE", "FAILED", "CANCELLED")
+STATES = ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE", "FAILED", "CANCELLED",
+          "INTERRUPTED")
 
 
 class RunNotFound(LookupError):
@@ -166,7 +167,8 @@ class Journal:
         tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
         for col, state in (("t_submit", "SUBMITTED"), ("t_dispatch", "DISPATCHED"),
                            ("t_start", "RUNNING"), ("t_end", t["state"])):
-            if t.get(col) and (col != "t_end" or t["state"] in ("DONE", "FAILED", "CANCELLED")):
+            if t.get(col) and (col != "t_end" or t["state"] in ("DONE", "FAILED", "CANCELLED",
+                                                                  "INTERRUPTED")):
                 tr.append({"t": t[col], "state": state, "info": None,
                            "node": "" if col == "t_submit" else t["node"]})
         t["transitions"] = sorted(tr, key=lambda x: x["t"])

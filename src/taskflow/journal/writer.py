@@ -46,7 +46,7 @@ _INSERT = f"INSERT INTO task_rows ({','.join(_COLS)}) VALUES ({','.join('?' * le
 _NOERR = _EXIT
 _INSERT_OK = (f"INSERT INTO task_rows ({','.join(_COLS[:_NOERR])}) "
               f"VALUES ({','.join('?' * _NOERR)})")
-_ENDED = frozenset({"DONE", "FAILED", "CANCELLED"})
+_ENDED = frozenset({"DONE", "FAILED", "CANCELLED", "INTERRUPTED"})
 
 
 def _spec_names(info: tuple[Any, ...]) -> Any:
@@ -258,7 +258,7 @@ class JournalDB:
                 ch = {"state": "DISPATCHED", "node": node, "t_dispatch": t}
             elif kind == "running":
                 ch = {"state": "RUNNING", "node": node, "t_start": t}
-            elif kind in ("done", "failed", "cancelled"):
+            elif kind in ("done", "failed", "cancelled", "interrupted"):
                 state = kind.upper()
                 ch = {"state": state, "t_end": t}
                 if node:
@@ -433,10 +433,16 @@ class JournalDB:
                              f"not stored (journal cap {LOG_CAP} lines per task)"))
 
     def close_run(self, t_end: float, state: str, counts: dict[str, int]) -> None:
-        """Mark the run finished or failed and close the database."""
+        """Mark the run finished, failed or interrupted and close the database.
+
+        An interrupted run's tasks that did not end are marked INTERRUPTED.
+        """
         self.write(([], [], [], []), final=True)
         c = counts
         try:
+            if state == "interrupted":
+                self.db.execute("UPDATE task_rows SET state='INTERRUPTED' WHERE state NOT IN "
+                                "('DONE', 'FAILED', 'CANCELLED', 'INTERRUPTED')")
             self.db.execute(
                 "UPDATE run SET t_end=?, state=?, n_submitted=?, n_done=?, n_failed=?, "
                 "n_cancelled=?, n_retries=? WHERE run_id=?",

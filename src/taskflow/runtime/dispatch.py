@@ -69,6 +69,7 @@ class Dispatcher:
         self.outbox = Outbox(rt, self)         # what each round sends: TASKS, FUNC, DATA
         self.nodes: list[NodeHandle] = []
         self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
+        self.interrupt_grace: float | None = None  # to send INTERRUPT with (once)
 
     # -- called from other threads -------------------------------------------
     def open(self, nodes: list[NodeHandle]) -> None:
@@ -214,14 +215,21 @@ class Dispatcher:
                     self._handle(node, msgs, cbs)
                 for node in lost:
                     self._lose(node, node.lost_reason or "its connection closed", cbs)
-                sends = self.outbox.prepare(rt.scheduler.assign(), cbs) if rt.scheduler.ready \
-                    else {}
+                sends = self.outbox.prepare(rt.scheduler.assign(), cbs) \
+                    if rt.scheduler.ready and not rt.interrupting else {}
                 fetches, self.fetch_queue = self.fetch_queue, []
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
             for node, fut in fetches:
                 node.queue(P.encode(M.FETCH, [fut._did]))
                 sends.setdefault(node, [])
+            if self.interrupt_grace is not None:     # the run is interrupted (once)
+                frame = P.encode(M.INTERRUPT, self.interrupt_grace)
+                self.interrupt_grace = None
+                for node in self.nodes:
+                    if node.alive:
+                        node.queue(frame)
+                        sends.setdefault(node, [])
             dropped = self.remote.take()
             if dropped:
                 frame = P.encode(M.DROP, dropped)
@@ -318,8 +326,9 @@ class Dispatcher:
         rt = self.rt
         if node.leaving is None:
             node.leaving = reason
-            log.warning("node %s is leaving (%s): its running tasks finish there, the others "
-                        "go to other nodes", node.name, reason)
+            if not rt.interrupting:
+                log.warning("node %s is leaving (%s): its running tasks finish there, the "
+                            "others go to other nodes", node.name, reason)
             if rt.bus.active:
                 rt.bus.emit(("node_leaving", time.time(), 0, "", node.name, reason))
             rt._max_cus, rt._max_mem = rt.scheduler.capacity()

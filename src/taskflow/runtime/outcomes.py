@@ -82,6 +82,10 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
                 _store(rt, fut, outputs[i], name)
             else:
                 fut._result = fut._path
+                item = fut._item
+                if item is not None and (item.last_done is None
+                                         or item.last_done._did < fut._did):
+                    item.last_done = fut
             finish_future(rt, fut, cbs)
             i += 1
     if any(type(o) is M.Held for o in outputs):   # values left on the node: keep lineage
@@ -117,6 +121,9 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
         gang.release(rt.scheduler, task)
     etype, emsg, tb, blob = error or M.ErrorInfo("Error", "unknown", "", None)
     node_name = node.name if node is not None else "-"
+    if status == M.INTERRUPTED:
+        task_interrupted(rt, task, f"{etype}: {emsg}", node_name, cbs)
+        return
     crash = ""
     if status == M.CRASHED or (status == M.LOST and task.state == T.RUNNING):
         # Its worker died under it: not the task's failure, up to the crash limit.
@@ -198,6 +205,21 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
         rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node_name, why))
 
 
+def task_interrupted(rt: RunState, task: Task, why: str, node_name: str,
+                     cbs: Callbacks) -> None:
+    """The run's interrupt stopped the task (or kept it from starting on its node)."""
+    err = TaskError(f"task {task.spec.name} (id {task.id}) on node {node_name} was "
+                    f"interrupted: {why}", task_name=task.spec.name, task_id=task.id,
+                    node=node_name, kind="interrupted")
+    task.error = err
+    task.state = T.INTERRUPTED
+    for fut in task.all_outputs():
+        fut._exception = err
+        finish_future(rt, fut, cbs)
+    rt.n_interrupted += 1
+    _ended(rt, task)
+
+
 def cancel_successors(rt: RunState, task: Task, err: BaseException | None,
                       cbs: Callbacks) -> None:
     """Cancel every task downstream of ``task`` (iteratively, graphs can be deep)."""
@@ -250,7 +272,7 @@ def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
     else:
         task.state = T.READY
         rt.scheduler.push(task)
-    if rt.bus.active:
+    if rt.bus.active and not rt.interrupting:
         rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node.name,
                      f"handed back by node {node.name}, which is leaving ({reason})"))
 
@@ -307,6 +329,11 @@ def node_lost(rt: RunState, node: NodeHandle, reason: str, cbs: Callbacks) -> li
     node.used = 0
     node.mem_used = 0.0
     now = time.time()
+    if rt.interrupting:             # the run is being stopped: nothing is retried or failed
+        for t in tasks:
+            t.t_end = now
+            task_interrupted(rt, t, f"its node {node.name} stopped ({reason})", node.name, cbs)
+        return tasks
     for t in tasks:
         t.t_end = now
         task_failed(rt, t, M.LOST, M.ErrorInfo("NodeLost", f"node {node.name} was lost: {reason}",

@@ -91,6 +91,7 @@ class Runtime(RunState):
         self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
         self.journal: JournalWriter | None = None
         self.embedded = False       # started by the first task call (runtime.current)
+        self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         self.submit_lock = threading.Lock()
         self._since_yield = 0       # calls since the submitter last let the loop thread run
         self.registry = Registry(self.data_dir)
@@ -176,20 +177,57 @@ class Runtime(RunState):
                 self._wait_idle(None)
             self._materialize_all()
         finally:
-            self.stopped = True
-            self.dispatcher.close()
-            if self._thread is not None:
-                self._thread.join(10)
-            for p in self.providers:
-                p.stop()
-            self.bus.close()
-            if self.journal is not None:
-                self.journal.close(time.time(), "failed" if self.failed else "finished",
-                                   self.counts())
+            self._shut_down()
+
+    def wait_all(self, timeout: float | None = None) -> bool:
+        """Block until no task is left (False on timeout); interruptible (SIGINT)."""
+        return self._wait_idle(timeout)
+
+    def interrupt(self, why: str, grace: float = 10.0) -> None:
+        """Stop the run cleanly: nothing new starts; running tasks are stopped (SIGINT to
+        Python tasks, SIGTERM to programs) and killed after ``grace`` seconds; the outputs
+        of finished tasks are put in place; the journal says ``interrupted``."""
+        if not self.started or self.stopped:
+            return
+        with self.lock:
+            self.interrupted = why
+            self.interrupting = True
+            self.dispatcher.interrupt_grace = grace
+            self.dispatcher.wake()
+        deadline = time.time() + grace + 5.0
+        while time.time() < deadline:
+            with self.lock:
+                if not any(n.inflight for n in self.nodes if n.alive):
+                    break
+            time.sleep(0.05)
+        self.stop(wait=False)
+
+    def kill(self, why: str) -> None:
+        """End at once (a second signal): nodes killed, the journal closed as interrupted."""
+        if not self.started or self.stopped:
+            return
+        self.interrupted = self.interrupted or why
+        self.interrupting = True
+        self._shut_down()
+
+    def _shut_down(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        self.dispatcher.close()
+        if self._thread is not None:
+            self._thread.join(10)
+        for p in self.providers:
+            p.stop()
+        self.bus.close()
+        if self.journal is not None:
+            self.journal.close(time.time(), "interrupted" if self.interrupted else
+                               "failed" if self.failed else "finished", self.counts())
+        if not self.interrupted:        # an interrupted run keeps its file versions
             self._cleanup_data()
-            gctune.restore()
-            from . import current
-            current.clear_current(self)
+        gctune.restore()
+        from . import current
+        current.clear_current(self)
 
     # -- what elastic providers see (providers.base.NodeSink) -------------------
     def add_node(self, node: NodeHandle) -> None:
@@ -393,7 +431,7 @@ class Runtime(RunState):
         from ..graph.registry import materialize
         for item in list(self.registry.files.values()):
             try:
-                materialize(item)
+                materialize(item, finished=self.interrupted is not None)
             except OSError as exc:
                 log.warning("could not put %s in place: %s", item.path, exc)
 
@@ -409,4 +447,5 @@ class Runtime(RunState):
     def counts(self) -> dict[str, int]:
         return {"submitted": self.n_submitted, "done": self.n_done, "failed": self.n_failed,
                 "cancelled": self.n_cancelled, "active": self.n_active,
+                "interrupted": self.n_interrupted,
                 "retries": self.n_retries, "running": sum(len(n.inflight) for n in self.nodes)}

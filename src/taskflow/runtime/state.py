@@ -74,7 +74,9 @@ class RunState:
         self.idle_waiters: list[threading.Event] = []
         self.n_submitted = self.n_done = self.n_failed = self.n_cancelled = 0
         self.n_ignored = self.n_retries = 0
+        self.n_interrupted = 0
         self.n_active = 0
+        self.interrupting = False          # the run is being interrupted: nothing new starts
         self.dead: str | None = None       # why no task can run any more (no nodes left)
         self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
 

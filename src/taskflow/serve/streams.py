@@ -25,7 +25,7 @@ from . import store as S
 POLL = 0.25           # s between looks at the journal
 KEEPALIVE = 15.0      # s between comments on a quiet stream
 BATCH = 2000          # rows read per look
-TERMINAL = frozenset({"DONE", "FAILED", "CANCELLED"})
+TERMINAL = frozenset({"DONE", "FAILED", "CANCELLED", "INTERRUPTED"})
 _TIME_OF = {"SUBMITTED": "t_submit", "READY": "t_submit", "DISPATCHED": "t_dispatch",
             "RUNNING": "t_start", "DONE": "t_end", "FAILED": "t_end", "CANCELLED": "t_end"}
 

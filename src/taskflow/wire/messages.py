@@ -12,6 +12,9 @@ what each body is. Master -> node::
     DROP      list[int]                  data ids no longer needed
     CANCEL    list[int]                  task ids to kill or forget
     SHUTDOWN  None
+    INTERRUPT float                      the run is interrupted: start nothing more, SIGINT
+                                         running tasks (programs get SIGTERM), kill what is
+                                         still running after this many seconds
 
 Node -> master::
 
@@ -50,6 +53,7 @@ FETCH: Final = 4
 DROP: Final = 5
 CANCEL: Final = 6
 SHUTDOWN: Final = 7
+INTERRUPT: Final = 8
 READY: Final = 10
 RESULTS: Final = 11
 LOG: Final = 12
@@ -65,6 +69,7 @@ TIMEOUT: Final = 2
 LOST: Final = 3                   # the node was lost (never sent by a node)
 CANCELLED_ON_NODE: Final = 4
 CRASHED: Final = 5                # the executor running it died (not the task's own failure)
+INTERRUPTED: Final = 6            # the run was interrupted while it ran (or before it started)
 
 # -- how a task's argument is resolved on the node (Ref.kind) ----------------------
 RefKind = Literal["r", "p", "f", "fo", "do", "fio", "dio"]

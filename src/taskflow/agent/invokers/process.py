@@ -68,8 +68,12 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
             raise ProgramFailed(f"could not start {shlex.join(argv)}: {exc}", 127, argv) \
                 from None
         tail: deque[str] = deque(maxlen=TAIL)
-        _pump(proc, files, logs, tail)
-        code = proc.wait()
+        try:
+            _pump(proc, files, logs, tail)
+            code = proc.wait()
+        except KeyboardInterrupt:       # the run is interrupted: SIGTERM the program (the
+            proc.terminate()            # agent kills what is left after the grace period)
+            raise
     finally:
         for fh in opened:
             fh.close()

@@ -1,0 +1,75 @@
+"""Ctrl-C and SIGTERM during `taskflow run`: stop cleanly, once; at once, the second time.
+
+The first SIGINT (KeyboardInterrupt) or SIGTERM (:class:`Terminated`, raised
+in the main thread like KeyboardInterrupt) unwinds the script; then
+:func:`stop_interrupted` stops the run: nothing new starts, running tasks get
+SIGINT (Python) or SIGTERM (programs) and ``--grace`` seconds, finished outputs
+are put in place, the journal says ``interrupted`` and the summary prints the
+``--resume`` command. A second signal during that ends the run at once, still
+leaving a journal the resume can use. The exit status is 128 + the signal
+(130 for SIGINT, 143 for SIGTERM), as a shell reports a process it signalled.
+Slurm's walltime warning (``--signal``) is a SIGTERM and takes the same path.
+"""
+from __future__ import annotations
+
+import shlex
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from ..runtime.runtime import Runtime
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (a BaseException, like KeyboardInterrupt)."""
+
+    signum = signal.SIGTERM
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def catch_sigterm() -> None:
+    """SIGTERM interrupts the script like Ctrl-C does (main thread only)."""
+    signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+def signal_of(exc: BaseException) -> int:
+    return int(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+
+
+def stop_interrupted(rt: Runtime, signum: int, grace: float) -> None:
+    """The first signal came: stop the run cleanly (a second one ends it at once)."""
+    name = signal.Signals(signum).name
+    click.echo(f"taskflow: {name}: stopping the run (running tasks get {grace:g} s; press "
+               f"Ctrl-C again to end at once)", err=True)
+    try:
+        rt.interrupt(name, grace)
+    except (KeyboardInterrupt, Terminated):
+        click.echo("taskflow: second signal: ending at once", err=True)
+        rt.kill(name)
+
+
+def resume_command(rt: Runtime, script: str, args: tuple[str, ...]) -> str:
+    """The command that continues this run."""
+    argv = [sys.executable, "-m", "taskflow", "run", "--resume", rt.run_id]
+    import os
+    root = os.path.dirname(rt.run_dir)
+    default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
+    if root != default:
+        argv += ["--run-dir", root]
+    return shlex.join(["taskflow", *argv[3:], script, *args])
+
+
+def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...]) -> str:
+    c = rt.counts()
+    ended = c["done"] + c["failed"] + c["cancelled"] + c["interrupted"]
+    never = max(0, c["submitted"] - ended)
+    return (f"taskflow: run {rt.run_id} interrupted ({rt.interrupted}): {c['done']} task(s) "
+            f"finished, {c['interrupted']} interrupted while running, {never} never started"
+            + (f", {c['failed']} failed" if c["failed"] else "") +
+            f"\n  continue it with: {resume_command(rt, script, args)}")
