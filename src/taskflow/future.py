@@ -73,6 +73,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     _label = ""                        # repr only
     _lineage: Any = None               # what recomputes a value lost with its node (lineage)
     _cancel_successors = False         # its task was CANCEL_SUCCESSORS: readers are cancelled
+    _key: bytes | None = None          # what can change this value (graph.keys; resumable runs)
 
     def __init__(self, rt: FutureHost | None = None, producer: Task | None = None,
                  did: int = 0) -> None:

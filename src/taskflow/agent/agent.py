@@ -26,7 +26,7 @@ from ..wire.channel import Channel, FdChannel
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from .chained import Chaining
 from .placement import Placement
-from .pool import Executor, Pool, reap
+from .pool import Executor, Pool, kill_group, reap
 from .state import NodeState
 from .workqueue import WorkQueue
 
@@ -366,10 +366,7 @@ class Agent:
         """The grace period is over: kill every executor still busy, with its programs."""
         for ex in list(self.pool.execs):
             if ex.queue:
-                try:
-                    os.killpg(ex.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                kill_group(ex.pid)
         self.interrupt_at = float("inf")    # once
 
     def _interrupted_results(self, ex: Executor, why: str) -> None:

@@ -73,6 +73,10 @@ class Pool:
                 os._exit(1)
         os.close(t_r)
         os.close(r_w)
+        try:
+            os.setpgid(pid, pid)        # (the child does it too: whichever runs first)
+        except OSError:
+            pass
         P.grow_pipe(t_w)
         os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
         os.set_blocking(r_r, False)     # nor wait on a read that a stale event announced
@@ -153,26 +157,32 @@ class Pool:
         return rest
 
     def kill(self, ex: Executor) -> tuple[str, list[M.TaskMsg]]:
-        """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run)."""
-        try:
-            os.kill(ex.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """SIGKILL ``ex`` with its programs, reap it and forget it: (how it ended, the tasks
+        it had not run)."""
+        kill_group(ex.pid)
         how = reap(ex.pid)
         return how, self.forget(ex)
 
     def shutdown(self) -> None:
-        for ex in list(self.execs):
-            try:
-                os.kill(ex.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        for ex in list(self.execs):     # each leads its process group: its programs too
+            kill_group(ex.pid)
         for ex in list(self.execs):
             reap(ex.pid)
 
 
 def _ignore(signum: int, frame: Any) -> None:
     pass
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL an executor and the programs it started (its process group)."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def reap(pid: int) -> str:

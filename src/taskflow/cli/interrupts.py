@@ -69,7 +69,10 @@ def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...]) -> str:
     c = rt.counts()
     ended = c["done"] + c["failed"] + c["cancelled"] + c["interrupted"]
     never = max(0, c["submitted"] - ended)
-    return (f"taskflow: run {rt.run_id} interrupted ({rt.interrupted}): {c['done']} task(s) "
+    head = (f"taskflow: run {rt.run_id} interrupted ({rt.interrupted}): {c['done']} task(s) "
             f"finished, {c['interrupted']} interrupted while running, {never} never started"
-            + (f", {c['failed']} failed" if c["failed"] else "") +
-            f"\n  continue it with: {resume_command(rt, script, args)}")
+            + (f", {c['failed']} failed" if c["failed"] else ""))
+    if rt.log is None:
+        return head + ("\n  (it was not resumable: start runs with --resumable to be able "
+                       "to continue them)")
+    return head + f"\n  continue it with: {resume_command(rt, script, args)}"

@@ -11,13 +11,21 @@ import runpy
 import sys
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 import click
 
 from .. import diagnostics
-from . import interrupts
 from ..errors import UsageError
 from ..observe.cliopts import OptionalValueCommand
+from . import interrupts
+from .resuming import run_to_resume
+
+if TYPE_CHECKING:
+    from ..runtime.runtime import Runtime
+
+# Resumable by default or not: chosen from benchmarks/resume_cost.py (README).
+RESUMABLE_DEFAULT = False
 
 
 @click.command(cls=OptionalValueCommand,
@@ -34,6 +42,18 @@ from ..observe.cliopts import OptionalValueCommand
 @click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds running tasks get to stop when the run is interrupted (Ctrl-C, "
                    "SIGTERM) before they are killed.")
+@click.option("--resumable/--not-resumable", default=RESUMABLE_DEFAULT, show_default=True,
+              help="Log every finished task (values, file versions) so that a later "
+                   "`--resume` restores it instead of running it again.")
+@click.option("--resume", "resume", default=None, metavar="[RUN_ID]",
+              help="Continue an earlier run (default: the latest of this script here): calls "
+                   "it finished are restored, the rest runs.")
+@click.option("--resume-check", type=click.Choice(["content", "mtime"]), default="content",
+              show_default=True, help="How input files not written by a task are compared "
+                                      "with the earlier run's: content digest, or path, size "
+                                      "and modification time.")
+@click.option("--explain", is_flag=True,
+              help="With --resume: say, per task name, why calls ran again.")
 @click.option("--placement", type=click.Choice(["locality", "least-loaded", "fifo"]),
               default="locality", show_default=True, help="How a node is chosen for a task.")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
@@ -69,7 +89,7 @@ from ..observe.cliopts import OptionalValueCommand
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: float,
-        placement: str,
+        resumable: bool, resume: str | None, resume_check: str, explain: bool, placement: str,
         run_dir: str | None, log_level: str, progress: bool | None, graph_: bool,
         trace_: bool, monitor: int | None, script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
@@ -83,9 +103,11 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         from ..providers.cluster import slurm_cli_provider
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
                                                    meta.get("tf_slurm_opts") or ())]
+    resume_dir = run_to_resume(resume, script, run_dir) if resume is not None else None
     try:
         rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir,
-                     crash_limit=crash_limit, **rt_opts)
+                     crash_limit=crash_limit, resumable=resumable, resume=resume_dir,
+                     resume_check=resume_check, **rt_opts)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     t0 = time.time()
@@ -131,6 +153,20 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         sys.exit(128 + signum)
     for err in rt.unreported_failures()[:3]:
         click.echo(f"taskflow: {err}", err=True)
+    if rt.resumer is not None:
+        _resume_report(rt, explain)
     click.echo(summary(rt, time.time() - t0), err=True)
     run_finished(rt, graph_, trace_, mon)
     sys.exit(1 if (script_failed or rt.failed) else 0)
+
+
+def _resume_report(rt: Runtime, explain: bool) -> None:
+    """What a resumed run restored, and (``--explain``) why the rest ran again."""
+    r = rt.resumer
+    assert r is not None
+    click.echo(f"taskflow: resumed run {os.path.basename(r.store.run_dir)}: {r.restored} "
+               f"task(s) restored, {sum(sum(v.values()) for v in r.reruns.values())} ran "
+               f"again", err=True)
+    if explain:
+        for line in r.lines():
+            click.echo(f"  {line}", err=True)

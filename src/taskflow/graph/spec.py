@@ -69,6 +69,7 @@ class TaskSpec:
         # call-time hook (api.calltime.build), None = hot path
         self.prepare: Callable[..., tuple[int, float, dict[str, Any] | None]] | None = None
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
+        self.code_key: bytes | None = None   # digest of its code (graph.keys, resumable runs)
         self.gang = False             # placed by runtime.gang (several nodes, GPUs)
         self.options: dict[str, Any] | None = {"time_out": self.time_out} if self.time_out else None
         self.digest: bytes | None = None

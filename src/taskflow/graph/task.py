@@ -46,7 +46,8 @@ class Task:
 
     __slots__ = (
         "id", "spec", "argv", "kwargs", "refs", "npending", "outputs", "inouts",
-        "state", "node", "attempts", "crashes", "group", "t_submit", "t_dispatch", "t_start",
+        "state", "node", "attempts", "crashes", "group", "key", "key_parts", "ordinal",
+        "t_submit", "t_dispatch", "t_start",
         "t_end", "error", "reads", "prio", "seq", "cus", "mem", "options", "excluded",
         "lock_item", "__weakref__")
 
@@ -67,6 +68,9 @@ class Task:
         self.node: NodeHandle | None = None
         self.attempts = 0
         self.crashes = 0            # workers (executors, nodes) that died running it
+        self.key: bytes | None = None           # what can change its result (graph.keys)
+        self.key_parts: Any = None              # the key's pieces (--explain)
+        self.ordinal = 0                        # the ordinal-th call of its function
         self.group = None
         self.t_submit = t_submit
         self.t_dispatch = 0.0

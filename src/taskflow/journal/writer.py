@@ -285,6 +285,9 @@ class JournalDB:
             elif kind == "retry":
                 ch = {"state": "READY", "node": ""}
                 trans.append((tid, t, "RETRY", node, str(extra)))
+            elif kind == "rerun" or kind == "restored":     # resumed runs (runtime/resume.py)
+                trans.append((tid, t, kind.upper(), node, str(extra)))
+                continue
             elif kind == "node_join":
                 info = extra if isinstance(extra, dict) else {}
                 nodes.append((node, t, info.get("slots"), json.dumps(info, default=str)))

@@ -26,13 +26,16 @@ from ..wire import protocol as P
 from . import lineage, outcomes
 from .outbox import Frames, Outbox
 from .remote_values import RemoteValues
+from .resume import completion_frame
 from .state import Waiter
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from ..graph.task import Task
     from .outcomes import Callbacks
     from .runtime import Runtime
+
 
 class _Fetch:
     """A value being brought from a node to the master, and who waits for it."""
@@ -283,6 +286,8 @@ class Dispatcher:
             if op == M.RESULTS:
                 inflight = node.inflight
                 ok = M.OK
+                if rt.log is not None and node.stager is None:
+                    self._log_completions(inflight, body)
                 for tid, status, outputs, error, timing in body:
                     task = inflight.pop(tid, None)
                     if task is None:
@@ -320,6 +325,22 @@ class Dispatcher:
                 self._leaving(node, body.reason, body.task_ids)
             elif op == M.FATAL:
                 self._lose(node, body, cbs)
+
+    def _log_completions(self, inflight: dict[int, Task], results: list[M.ResultWire]) -> None:
+        """Resumable runs: the tasks that ended well, in the resume log before anything is
+        done with their results (one write for the frame; runtime/resume.py)."""
+        frames = []
+        ok = M.OK
+        for tid, status, outputs, _, _ in results:
+            if status == ok and outputs is not None:
+                task = inflight.get(tid)
+                if task is not None:
+                    frame = completion_frame(task, outputs)
+                    if frame is not None:
+                        frames.append(frame)
+        log = self.rt.log
+        assert log is not None
+        log.write(frames)
 
     def _leaving(self, node: NodeHandle, reason: str, tids: list[int]) -> None:
         """The node drains: no new work goes there; what it did not start runs elsewhere."""

@@ -205,6 +205,24 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
         rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node_name, why))
 
 
+def task_restored(rt: RunState, task: Task, outputs: tuple[tuple[Any, ...], ...],
+                  values: list[bytes | None], cbs: Callbacks) -> None:
+    """A resumed run: the earlier run finished this very call; its outputs come back."""
+    task.state = T.DONE
+    task.t_start = task.t_end = time.time()
+    for fut, out, value in zip(task.all_outputs(), outputs, values):
+        if out[0] == "v":
+            fut._payload = value
+        else:                           # a file version, kept in the earlier run's directory
+            fut._path = fut._result = out[1]
+            item = fut._item
+            if item is not None:
+                item.last_done = fut
+        finish_future(rt, fut, cbs)
+    rt.n_done += 1
+    _ended(rt, task)
+
+
 def task_interrupted(rt: RunState, task: Task, why: str, node_name: str,
                      cbs: Callbacks) -> None:
     """The run's interrupt stopped the task (or kept it from starting on its node)."""

@@ -31,6 +31,8 @@ from .. import diagnostics
 from ..context import private_dir
 from . import gctune, outcomes
 from .dispatch import Dispatcher
+from ..graph.keys import Keys
+from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, failed_calls
 from .state import RunState
 
 log = logging.getLogger(__name__)
@@ -73,7 +75,8 @@ class Runtime(RunState):
                  placement: str = "locality", run_dir: str | None = None,
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
-                 journal: bool = True, crash_limit: int = 3) -> None:
+                 journal: bool = True, crash_limit: int = 3, resumable: bool = False,
+                 resume: str | None = None, resume_check: str = "content") -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(crash_limit, bool) or not isinstance(crash_limit, int) or crash_limit < 0:
             raise UsageError(f"crash_limit={crash_limit!r}: give how many workers may die "
@@ -92,6 +95,14 @@ class Runtime(RunState):
         self.journal: JournalWriter | None = None
         self.embedded = False       # started by the first task call (runtime.current)
         self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
+        # Resumable runs (runtime/resume.py): every call gets a key; finished calls are
+        # logged before they are acted on; a resumed run restores the earlier run's.
+        self.resumable = resumable or resume is not None
+        self.resume_from = resume               # the earlier run's directory
+        self.keys = Keys(resume_check) if self.resumable else None
+        self.log: ResumeLog | None = None
+        self.resumer: Resumer | None = None
+        self.ordinals: dict[str, int] = {}      # calls so far per function name
         self.submit_lock = threading.Lock()
         self._since_yield = 0       # calls since the submitter last let the loop thread run
         self.registry = Registry(self.data_dir)
@@ -114,6 +125,11 @@ class Runtime(RunState):
         if self.started:
             return self
         private_dir(self.data_dir)      # and the run directory: user-only (context.py)
+        if self.resumable:
+            self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME))
+            if self.resume_from is not None:
+                self.resumer = Resumer(ResumeStore(self.resume_from),
+                                       failed_calls(self.resume_from))
         diagnostics.setup()
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
@@ -223,7 +239,9 @@ class Runtime(RunState):
         if self.journal is not None:
             self.journal.close(time.time(), "interrupted" if self.interrupted else
                                "failed" if self.failed else "finished", self.counts())
-        if not self.interrupted:        # an interrupted run keeps its file versions
+        if self.log is not None:
+            self.log.close()
+        if not self.interrupted and not self.resumable:   # else: kept for a resume
             self._cleanup_data()
         gctune.restore()
         from . import current
@@ -273,12 +291,16 @@ class Runtime(RunState):
             task, value = made
             if prep is not None:
                 task.cus, task.mem, task.options = cus, mem, opts
+            if self.keys is not None:
+                self._keyed(task)
             self._record(task, ())
         else:
             with self.submit_lock:
                 task, deps, value = self.builder.build(spec, args, kwargs)
                 if prep is not None:
                     task.cus, task.mem, task.options = cus, mem, opts
+                if self.keys is not None:
+                    self._keyed(task)
                 self._record(task, deps)
         if self.dead:
             with self.lock:
@@ -298,6 +320,8 @@ class Runtime(RunState):
         with self.lock:
             self.n_active += 1
             self.n_submitted += 1
+            if self.resumer is not None and self._restored(task, deps):
+                return
             for d in deps:
                 if d._state is FINISHED:
                     if d._exception is not None or d._cancel_successors:
@@ -322,6 +346,39 @@ class Runtime(RunState):
                 self.scheduler.ready.push(task)
                 if not self.dispatcher._wake_pending:
                     self.dispatcher.wake()
+
+    def _keyed(self, task: Task) -> None:
+        """The task's key (graph.keys) and its place among its function's calls."""
+        name = task.spec.name
+        n = self.ordinals.get(name, 0) + 1
+        self.ordinals[name] = n
+        task.ordinal = n
+        assert self.keys is not None
+        self.keys.assign(task)
+
+    def _restored(self, task: Task, deps: Iterable[Future]) -> bool:
+        """Under the lock: finish ``task`` from the earlier run's record, if it has one."""
+        assert self.resumer is not None
+        rec, why = self.resumer.find(task.key, task.spec.name, task.ordinal, task.key_parts)
+        if rec is None:
+            if self.bus.active:
+                self.bus.emit(("rerun", time.time(), task.id, task.spec.name, "", why))
+            return False
+        values = self.resumer.store.values(rec)
+        if self.bus.active:
+            self.bus.sub_rows.append(
+                (task, [d._producer.id for d in deps if d._producer is not None])
+                if deps else task)
+            self.bus.emit(("restored", time.time(), task.id, task.spec.name, "",
+                           f"from run {os.path.basename(self.resumer.store.run_dir)}"))
+        cbs: Callbacks = []
+        outcomes.task_restored(self, task, rec.outputs, values, cbs)
+        self.resumer.restored += 1
+        if self.log is not None:        # kept here too: a later resume of this run finds it
+            self.log.write([ResumeLog.frame(rec.key, rec.name, task.ordinal, rec.parts,
+                                            list(rec.outputs),
+                                            [v for v in values if v is not None])])
+        return True
 
     def _cannot_fit(self, spec: TaskSpec, cus: int, mem: float) -> None:
         raise UsageError(

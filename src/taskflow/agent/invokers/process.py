@@ -71,8 +71,9 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
         try:
             _pump(proc, files, logs, tail)
             code = proc.wait()
-        except KeyboardInterrupt:       # the run is interrupted: SIGTERM the program (the
-            proc.terminate()            # agent kills what is left after the grace period)
+        except KeyboardInterrupt:       # the run is interrupted: SIGTERM the program and
+            proc.terminate()            # wait for it (after the grace period the agent kills
+            proc.wait()                 # this executor's process group, the program with it)
             raise
     finally:
         for fh in opened:

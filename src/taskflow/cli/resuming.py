@@ -1,0 +1,48 @@
+"""``taskflow run --resume [RUN_ID]``: which earlier run continues, and what to print.
+
+Without a run id, the latest run of the same script started in the same
+directory (in the same ``--run-dir``) is continued. The resumed run is a new
+run (its own id and journal) that restores every call the earlier run
+finished (runtime/resume.py) and runs the rest.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import click
+
+from ..errors import RunNotFound
+from ..journal.reader import Journal, list_runs, resolve_run, runs_root
+
+
+def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
+    """The directory of the run to continue (``which``: a run id, or "latest")."""
+    root = runs_root(run_dir)
+    if which != "latest":
+        try:
+            return resolve_run(which, root)
+        except RunNotFound as exc:
+            raise click.UsageError(f"--resume {which}: {exc}") from None
+    want = os.path.abspath(script)
+    cwd = os.getcwd()
+    for r in reversed(list_runs(root)):      # newest first
+        run_path = os.path.join(root, r["run_id"])
+        try:
+            with Journal(run_path) as j:
+                row = j.run()
+        except Exception:  # noqa: BLE001 - an unreadable journal is not the run we want
+            continue
+        if row.get("cwd") != cwd:
+            continue
+        try:
+            argv = json.loads(row.get("argv") or "[]")
+        except ValueError:
+            continue
+        if any(os.path.abspath(os.path.join(cwd, a)) == want for a in argv
+               if isinstance(a, str)) and os.path.exists(os.path.join(run_path, "resume.log")):
+            return run_path
+    raise click.UsageError(
+        f"--resume: no earlier resumable run of {script} in {cwd} (runs under {root}); "
+        f"start one with `taskflow run --resumable {script}`, or name a run: "
+        f"--resume RUN_ID (see `taskflow runs`)")

@@ -1,0 +1,266 @@
+"""Never lose a run: --resume restores what an earlier run finished; interrupts stop cleanly.
+
+Every test runs `taskflow run` as a real process (and kills or signals it for real).
+Each task appends a line to ``runs.log`` when it runs, so what ran again is counted.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+WF = textwrap.dedent('''
+    import os, sys, time
+    from taskflow import task, binary, wait_on, FILE_IN, FILE_OUT
+
+    def mark(what):
+        with open("runs.log", "a") as f:
+            f.write(what + "\\n")
+
+    @task(returns=int)
+    def square(x):
+        mark(f"square {x}")
+        return x * x
+
+    @task(returns=int)
+    def total(values):
+        mark("total")
+        return sum(values)
+
+    @task(out=FILE_OUT)
+    def write(out, value):
+        mark("write")
+        with open(out, "w") as f:
+            f.write(f"{value}\\n")
+
+    @task(returns=int, src=FILE_IN)
+    def count(src):
+        mark("count")
+        with open(src) as f:
+            return len(f.read())
+
+    @task(returns=int)
+    def double(n):
+        mark("double")
+        return 2 * n
+
+    @binary(binary="sh", args="-c {{cmd}}")
+    @task(returns=int)
+    def shell(cmd): ...
+
+    s = total([square(i) for i in range(4)])
+    write("result.txt", s)
+    c = double(count("input.txt"))
+    shell("echo prog >> runs.log")
+    print("RESULT", wait_on(s), wait_on(c))
+''')
+
+
+def _run(tmp_path, *args, timeout=120):
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+    return subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", *args],
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _ran(tmp_path):
+    p = tmp_path / "runs.log"
+    lines = p.read_text().split() if p.exists() else []
+    p.unlink(missing_ok=True)
+    return lines
+
+
+@pytest.fixture
+def wf(tmp_path):
+    (tmp_path / "wf.py").write_text(WF)
+    (tmp_path / "input.txt").write_text("hello\n")
+    r = _run(tmp_path, "--resumable", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert "RESULT 14 12" in r.stdout
+    assert sorted(_ran(tmp_path)) == sorted(["square"] * 4 + ["0", "1", "2", "3"] +
+                                            ["total", "write", "count", "double", "prog"])
+    return tmp_path
+
+
+def test_an_unchanged_script_restores_everything(wf):
+    r = _run(wf, "--resume", "--explain", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert "RESULT 14 12" in r.stdout and (wf / "result.txt").read_text() == "14\n"
+    assert _ran(wf) == []                                   # nothing ran: Python, file, program
+    assert "9 task(s) restored, 0 ran again" in r.stderr
+
+
+def test_an_edited_function_reruns_with_its_successors_only(wf):
+    (wf / "wf.py").write_text(WF.replace("return sum(values)", "return sum(values) + 1"))
+    r = _run(wf, "--resume", "--explain", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert "RESULT 15 12" in r.stdout and (wf / "result.txt").read_text() == "15\n"
+    assert sorted(_ran(wf)) == ["total", "write"]
+    assert "total: 1 ran again (its code changed)" in r.stderr
+    assert "write: 1 ran again (an upstream task changed (parameter value))" in r.stderr
+
+
+def test_an_edited_input_file_reruns_its_readers_and_their_successors(wf):
+    (wf / "input.txt").write_text("hello, again\n")
+    r = _run(wf, "--resume", "--explain", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert "RESULT 14 26" in r.stdout
+    assert sorted(_ran(wf)) == ["count", "double"]
+    assert "count: 1 ran again (input file changed (parameter src))" in r.stderr
+    assert "double: 1 ran again (an upstream task changed (parameter n))" in r.stderr
+
+
+def test_resume_names_a_run_and_refuses_one_that_was_not_resumable(wf):
+    (first,) = os.listdir(wf / "runs")
+    r = _run(wf, "--resume", first, "wf.py")
+    assert r.returncode == 0 and _ran(wf) == []
+    before = set(os.listdir(wf / "runs"))
+    r = _run(wf, "--not-resumable", "wf.py")
+    assert r.returncode == 0
+    (plain,) = set(os.listdir(wf / "runs")) - before
+    r = _run(wf, "--resume", plain, "wf.py")
+    assert r.returncode == 2 and "was not resumable" in r.stderr
+
+
+SLOW = textwrap.dedent('''
+    import time
+    from taskflow import task, binary, wait_on
+
+    @task(returns=int)
+    def step(i):
+        with open("runs.log", "a") as f:
+            f.write(f"step{i}\\n")
+        time.sleep(0.25)
+        return i
+
+    @binary(binary="sleep")
+    @task()
+    def nap(s): ...
+
+    out = [step(i) for i in range(24)]
+    nap(60)
+    print("SUM", sum(wait_on(out)))
+''')
+
+
+def _start(tmp_path, *args):
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+    return subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress", *args],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _until(cond, timeout=30):
+    deadline = time.time() + timeout
+    while not cond():
+        assert time.time() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _agents_in(path) -> list[int]:
+    """Node agents whose working directory is ``path`` (they chdir to the master's)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            if b"taskflow.node" in cmd and os.readlink(f"/proc/{pid}/cwd") == str(path):
+                out.append(int(pid))
+        except OSError:
+            continue
+    return out
+
+
+def _journal(tmp_path):
+    (run,) = [d for d in os.listdir(tmp_path / "runs")]
+    db = sqlite3.connect(tmp_path / "runs" / run / "journal.db")
+    try:
+        state = db.execute("SELECT state FROM run").fetchone()[0]
+        tasks = dict(db.execute("SELECT state, COUNT(*) FROM tasks GROUP BY state").fetchall())
+    finally:
+        db.close()
+    return run, state, tasks
+
+
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_the_run_cleanly_and_says_how_to_continue(tmp_path, sig, status):
+    (tmp_path / "wf.py").write_text(SLOW)
+    p = _start(tmp_path, "--resumable", "--grace", "3", "wf.py")
+    _until(lambda: (tmp_path / "runs.log").exists() and
+           len((tmp_path / "runs.log").read_text().split()) >= 4)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == status, err
+    run, state, tasks = _journal(tmp_path)
+    assert state == "interrupted"
+    assert set(tasks) <= {"DONE", "INTERRUPTED"} and tasks.get("INTERRUPTED", 0) >= 1
+    assert f"continue it with: taskflow run --resume {run} wf.py" in err
+    assert "interrupted while running" in err and "never started" in err
+    done_before = tasks.get("DONE", 0)
+    ran_before = set(_ran(tmp_path))
+    r = _run(tmp_path, "--resume", run, "wf.py")              # the printed command
+    assert r.returncode == 0, r.stderr
+    assert "SUM 276" in r.stdout
+    again = set(_ran(tmp_path))
+    assert f"{done_before} task(s) restored" in r.stderr
+    # steps that finished before the signal did not run again
+    assert len(ran_before & again) <= tasks.get("INTERRUPTED", 0)
+
+
+STUBBORN = textwrap.dedent('''
+    from taskflow import task, binary, wait_on
+
+    @binary(binary="sh", args="-c {{cmd}}")
+    @task()
+    def stubborn(cmd): ...
+
+    stubborn("echo started > runs.log; trap '' TERM; sleep 30")
+    stubborn("trap '' TERM; sleep 30")
+''')
+
+
+def test_a_second_signal_ends_the_run_at_once(tmp_path):
+    (tmp_path / "wf.py").write_text(STUBBORN)          # programs that ignore SIGTERM
+    p = _start(tmp_path, "--resumable", "--grace", "30", "wf.py")
+    _until(lambda: (tmp_path / "runs.log").exists())
+    p.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    t0 = time.time()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130 and time.time() - t0 < 15    # not the 30 s grace
+    assert "ending at once" in err
+    _, state, _ = _journal(tmp_path)
+    assert state == "interrupted"
+
+
+def test_a_master_killed_mid_run_is_resumed_without_redoing_finished_tasks(tmp_path):
+    (tmp_path / "wf.py").write_text(SLOW.replace("nap(60)", ""))
+    p = _start(tmp_path, "--resumable", "wf.py")
+    _until(lambda: (tmp_path / "runs.log").exists() and
+           len((tmp_path / "runs.log").read_text().split()) >= 8)
+    os.kill(p.pid, signal.SIGKILL)
+    p.communicate(timeout=30)
+    (run,) = os.listdir(tmp_path / "runs")
+    from taskflow.runtime.resume import ResumeStore
+    finished = {f"step{r.ordinal - 1}" for r in ResumeStore(str(tmp_path / "runs" / run))
+                .by_key.values()}
+    assert finished, "nothing was recorded before the kill"
+    _until(lambda: not _agents_in(tmp_path), 20)        # no process left behind
+    st = subprocess.run([sys.executable, "-m", "taskflow", "status", "--run-dir",
+                         str(tmp_path / "runs")], cwd=tmp_path, capture_output=True, text=True)
+    assert st.returncode == 1 and ": interrupted" in st.stdout
+    ran_before = _ran(tmp_path)
+    r = _run(tmp_path, "--resume", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert "SUM 276" in r.stdout                         # as an uninterrupted run gives
+    again = _ran(tmp_path)
+    assert not finished & set(again)                     # recorded: never redone
+    assert set(ran_before) | set(again) == {f"step{i}" for i in range(24)}
