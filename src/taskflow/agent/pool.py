@@ -68,6 +68,9 @@ class Pool:
                 # agent decides (a Python handler, so programs the task starts get the
                 # default disposition back at exec).
                 signal.signal(signal.SIGTERM, _ignore)
+                # Its own process group, which the programs its tasks start join: killing
+                # the executor (cancel, time_out) ends them and their children too (kill).
+                os.setpgid(0, 0)
                 executor_main(t_r, r_w)
             finally:
                 os._exit(1)
@@ -153,7 +156,15 @@ class Pool:
         return rest
 
     def kill(self, ex: Executor) -> tuple[str, list[M.TaskMsg]]:
-        """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run)."""
+        """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run).
+
+        The programs its task started (its process group, children included) get
+        SIGTERM first; the executor itself ignores SIGTERM.
+        """
+        try:
+            os.killpg(ex.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
         try:
             os.kill(ex.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -18,7 +18,19 @@ from .. import diagnostics
 from ..observe.cliopts import OptionalValueCommand
 
 
-@click.command(cls=OptionalValueCommand,
+class RunCommand(OptionalValueCommand):
+    """``run``'s parser: under ``--compat pycompss`` runcompss's options are taken off first."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from ..compat.runcompss import translate, wants_compat
+        takes_value = {o for p in self.params if isinstance(p, click.Option)
+                       and not p.is_flag and not p.count for o in p.opts}
+        if wants_compat(args, takes_value):
+            args, ctx.meta["tf_runcompss"] = translate(args, takes_value)
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=RunCommand,
               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--workers", "-w", type=int, default=None,
               help="Executor slots on this machine (default: number of cores).")
@@ -58,12 +70,23 @@ from ..observe.cliopts import OptionalValueCommand
                    "cpus=4, partition=debug, time=30, account=..., qos=..., memory=8G, "
                    "max_queued=2, idle_timeout=120, drain_margin=60, host=10.0.0.5, "
                    "sbatch=--exclusive, worker_init='module load python'.")
+@click.option("--compat", type=click.Choice(["pycompss"]), default=None,
+              help="Run an application written for another system unchanged: pycompss makes "
+                   "pycompss.* resolve to taskflow and behaves as runcompss (its options, "
+                   "e.g. --project/--resources XML, --summary, go before the script).")
+@click.option("--compat-force", is_flag=True,
+              help="With --compat pycompss: shadow a real PyCOMPSs installed here.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: str | None,
         log_level: str, progress: bool | None, graph_: bool, trace_: bool, monitor: int | None,
-        script: str, script_args: tuple[str, ...]) -> None:
+        compat: str | None, compat_force: bool, script: str,
+        script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
+    if compat == "pycompss":
+        from ..compat.runcompss import run_compat
+        run_compat(dict(click.get_current_context().params), click.get_current_context().meta)
+        return
     diagnostics.setup(log_level)
     from ..runtime.console import Progress, summary
     from ..runtime.runtime import Runtime

@@ -65,6 +65,14 @@ class TaskSpec:
         self.processors: list[Any] = []
         self.invoker = "python"       # external-program decorators change this
         self.invoker_cfg: dict[str, Any] = {}
+        # node-side steps around the call (prolog, epilog, DIRECTORY_OUT left to the task):
+        # agent.invokers.hooks; a Python task with hooks runs through the "pyenv" invoker
+        self.hooks: dict[str, Any] | None = None
+        self.recorded: dict[str, Any] | None = None   # accepted hints with no effect here
+        # IGNORE / CANCEL_SUCCESSORS: the values a failed task's outputs take instead of None
+        # ("returns" or a parameter name -> value; a file parameter's value is a file to copy)
+        self.failure_defaults: dict[str, Any] | None = None
+        self.pin: str | None = None   # the node its calls run on (a replicated task's copies)
         # call-time hook (api.calltime.build), None = hot path
         self.prepare: Callable[..., tuple[int, float, dict[str, Any] | None]] | None = None
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
@@ -97,6 +105,9 @@ class TaskSpec:
         if self.invoker != "python":
             opts["invoker"] = self.invoker
             opts["cfg"] = self.invoker_cfg
+        if self.hooks:
+            opts["hooks"] = self.hooks
+            opts.setdefault("invoker", "pyenv")
         self.options = opts or None
 
     @property

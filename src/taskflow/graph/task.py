@@ -65,7 +65,7 @@ class Task:
         self.state = SUBMITTED
         self.node: NodeHandle | None = None
         self.attempts = 0
-        self.group = None
+        self.group: tuple[str, ...] | None = None    # task groups, outermost first
         self.t_submit = t_submit
         self.t_dispatch = 0.0
         self.t_start = 0.0
