@@ -4,7 +4,7 @@ from pycompss.api.api import compss_barrier, compss_wait_on, compss_wait_on_file
 from pycompss.api.binary import binary
 from pycompss.api.parameter import *  # noqa: F401,F403 - as applications do
 from pycompss.api.parameter import (COLLECTION_FILE_IN, COLLECTION_IN_DELETE, COLLECTION_INOUT,
-                                    COLLECTION_IN, DICTIONARY_IN, DICTIONARY_INOUT, DIRECTION,
+                                    COLLECTION_IN, DICTIONARY_IN, DICTIONARY_INOUT, DIRECTION, FILE_IN,
                                     FILE_CONCURRENT_STDOUT, FILE_INOUT, FILE_OUT, IOSTREAM,
                                     STDOUT, TYPE, Cache, Depth, Keep_rename, Parameter,
                                     StdIOStream, Type, Weight)
@@ -88,6 +88,11 @@ def one():
     return 1
 
 
+@task(returns=int, varargsType=FILE_IN)
+def total_size(label, *files):
+    return sum(len(open(f).read()) for f in files)
+
+
 if __name__ == "__main__":
     out = {}
     boxes = [Box(1), Box(2)]
@@ -113,6 +118,9 @@ if __name__ == "__main__":
     to_stdout_dict("dict", "stdout_dict.txt")
     out["camel"] = compss_wait_on(camel(5))
     out["deep_leaves"] = compss_wait_on(count_leaves([[one(), [one(), [one()]]], one()]))
+    for name in ("v1.txt", "v2.txt", "v3.txt"):
+        old_form(name)                   # written by tasks: *files depend on them
+    out["varargs_files"] = compss_wait_on(total_size("x", "v1.txt", "v2.txt", "v3.txt"))
     compss_barrier()
     compss_wait_on_file("old.txt", "lines.txt", "log.txt")
     out["old_form"] = open("old.txt").read()

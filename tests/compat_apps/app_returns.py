@@ -64,7 +64,7 @@ def make_point(x, y):
 
 
 @task()
-def hinted(x) -> tuple:
+def hinted(x) -> tuple[int, int]:
     return x, x
 
 
@@ -92,4 +92,5 @@ if __name__ == "__main__":
     p = compss_wait_on(p)
     out["point"] = [p.x, p.y]
     out["override"] = compss_wait_on(override(3, returns=3))
+    out["hinted"] = compss_wait_on(hinted(6))
     print("RESULT", sorted(out.items()))

@@ -31,7 +31,7 @@ from ..api.task import TaskFunction
 from ..context import in_worker
 from ..errors import UsageError
 from ..future import Future
-from ..graph.param import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND
+from ..graph.param import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..runtime import current as _current
 from . import implement as _impl
 from . import returns as R
@@ -57,6 +57,7 @@ class Decl:
         self.checks: list[Callable[[dict[str, Any]], None]] = []   # call-time checks
         self.cfg_globals: dict[str, str] = {}     # invoker value -> module global read per call
         self.http: dict[str, Any] | None = None   # @http: service_name (base URL per call)
+        self.varargs: Param | None = None         # varargs_type when not a plain IN
 
 
 class CompatTaskFunction(TaskFunction):
@@ -67,9 +68,27 @@ class CompatTaskFunction(TaskFunction):
         self.decl = decl
         self._variants: dict[Any, TaskSpec] = {}
         self._lock = threading.Lock()
+        self._fast: bool | None = None       # decided at the first call (_static_shape)
+
+    def _static_shape(self) -> bool:
+        """True when no call can differ from the declaration (every decorator has run)."""
+        d = self.decl
+        return (d.returns.dynamic is None and not d.returns.types and not d.file_params
+                and not d.constraints and not d.checks and not d.cfg_globals
+                and d.http is None and d.varargs is None and not d.replicated
+                and d.reduction is None)
 
     # -- calls -----------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast
+        if fast is None:
+            fast = self._fast = self._static_shape()
+        if fast and "returns" not in kwargs and not _impl.ALTERNATIVES and not in_worker():
+            # nothing to decide per call: the declared spec as it is (most tasks)
+            rt = _current._current or _current.get_or_start()
+            value = rt.submit(self.spec, args, kwargs)
+            n = self.decl.returns.fixed
+            return value if n == 1 else (list(value) if n else None)
         call_returns = kwargs.pop("returns", R.UNSET)
         if in_worker():                  # a task called in a task runs inline
             return self.__wrapped__(*args, **kwargs)
@@ -105,6 +124,8 @@ class CompatTaskFunction(TaskFunction):
             from .constraints import resolve
             cons = resolve(decl.constraints, bound or {}, self.__wrapped__, spec.name)
         extra = self._cfg_extra() if (decl.cfg_globals or decl.http) else None
+        if decl.varargs is not None and len(args) > len(spec.names):
+            extra = (extra or ()) + (("*", len(args) - len(spec.names)),)
         if decl.replicated and len([n for n in rt.nodes if n.usable]) > 1:
             from .replicate import submit_replicas
             return submit_replicas(self, rt, args, kwargs, nout, none_files, cons, rets)
@@ -196,6 +217,13 @@ def make_variant(base: TaskSpec, nout: int, none_files: frozenset[str],
     v.nout, v.returns_tuple = (nout, nout > 1)
     v.plain = not v.special and v.varargs is None and v.nout == 1
     v.stats_n, v.stats_mean = 0, 0.0
+    nvar = dict(extra or ()).get("*", 0)
+    if nvar:        # varargs_type: each of the call's *args values accessed as declared
+        vp = base.wrapper.decl.varargs
+        first = len(base.names)
+        v.special = v.special + [(first + i, f"{base.varargs}[{i}]", vp) for i in range(nvar)]
+        v.plain = False
+        extra = tuple(kv for kv in extra or () if kv[0] != "*")
     if extra:
         v.invoker_cfg = dict(base.invoker_cfg)
         for key, value in extra:

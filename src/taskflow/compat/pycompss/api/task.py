@@ -11,7 +11,8 @@ older PyCOMPSs spellings):
 - ``priority``, ``time_out``/``timeOut``, ``on_failure`` (RETRY, FAIL,
   IGNORE, CANCEL_SUCCESSORS), ``target_direction``/``targetDirection`` (IN
   makes ``self`` read-only), ``isModifier=False`` (the same),
-  ``varargs_type``/``varargsType`` (the direction of ``*args`` values).
+  ``varargs_type``/``varargsType`` (the direction of every ``*args`` value,
+  e.g. FILE_IN: the files are dependencies like any FILE_IN parameter).
 - ``is_replicated``/``isReplicated``: the task runs once on every node.
 - ``is_distributed``/``isDistributed``, ``cache_returns``, ``numba*``,
   ``tracing_hook``: placement and performance hints with no effect here;
@@ -92,14 +93,14 @@ class _Declaration:
         varargs = next((p.name for p in sig.parameters.values()
                         if p.kind is p.VAR_POSITIONAL), None)
         vtype = res.get("varargs_type")
+        vparam = None
         if vtype is not None:
             vparam = to_native(vtype, f"@task on {name}: varargs_type")
-            if not (vparam.kind == OBJECT_KIND and vparam.direction == "IN"):
-                raise UsageError(
-                    f"@task on {name}: varargs_type={vtype!r} is not supported by taskflow's "
-                    f"PyCOMPSs layer (only IN); pass the values as one list parameter "
-                    f"declared COLLECTION_{'FILE_' if vparam.kind != OBJECT_KIND else ''}"
-                    f"{vparam.direction}.")
+            if varargs is None:
+                raise UsageError(f"@task on {name}: varargs_type={vtype!r} but {name} has no "
+                                 f"*args parameter.")
+            if vparam.kind == OBJECT_KIND and vparam.direction == "IN":
+                vparam = None                     # the default: nothing to track
         if varargs and varargs in params:
             raise UsageError(f"@task on {name}: '*{varargs}' takes its direction from "
                              f"varargs_type=, not from {varargs}=.")
@@ -114,6 +115,7 @@ class _Declaration:
         decl.returns = rets
         decl.file_params = file_params(spec)
         decl.on_failure_defaults = dict(res.get("defaults") or {})
+        decl.varargs = vparam
         decl.replicated = bool(res.get("is_replicated", False))
         if decl.replicated:
             written = sorted(n for n, p in spec.params.items() if p.writes)
