@@ -271,6 +271,18 @@ def test_unsupported_pieces_fail_naming_themselves(tmp_path):
     assert "@container" in seen["container"]
 
 
+def test_application_in_several_modules_and_set_wall_clock(tmp_path):
+    """Tasks of a module beside the script load on the workers, whose `from pycompss...`
+    resolves there too; compss_set_wall_clock stops the application from inside."""
+    out = ok(run_app("app_modules.py", cwd=tmp_path))
+    assert out == {"acc": [1, 2], "pair": [4, 2], "returned": "some/path.txt",
+                   "file": "written", "params": "x y"}      # @binary(params=...)
+    t0 = time.time()
+    r = run_app("app_modules.py", "limit", cwd=tmp_path)
+    assert time.time() - t0 < 25 and r.returncode == 1
+    assert "wall clock limit of 1 s reached" in r.stderr and "not reached" not in r.stdout
+
+
 # -- the launcher -----------------------------------------------------------------------
 
 def test_launcher_globals_env_script_summary_graph_trace(tmp_path):

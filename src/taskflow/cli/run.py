@@ -2,7 +2,7 @@
 
 The script runs as ``__main__`` with a runtime started, a progress line on a
 terminal and a summary at the end; the exit status is non-zero when the
-script raised or a task failed.
+script raised or a task failed (the script's ``taskflow.stop(code=N)``: N).
 """
 from __future__ import annotations
 
@@ -98,6 +98,9 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
                                                    meta.get("tf_slurm_opts") or ())]
     rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
+    # before the nodes start: they get the master's sys.path, so the modules beside the
+    # script import there too
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     t0 = time.time()
     try:
         rt.start()
@@ -111,7 +114,6 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
     script_failed = False
     interrupted = False
     sys.argv = [script, *script_args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exc:
@@ -132,4 +134,4 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
         click.echo(f"taskflow: {err}", err=True)
     click.echo(summary(rt, time.time() - t0), err=True)
     run_finished(rt, graph_, trace_, mon)
-    sys.exit(1 if (script_failed or rt.failed) else 0)
+    sys.exit(rt.exit_code or (1 if (script_failed or rt.failed) else 0))   # stop(code=N): N

@@ -44,6 +44,7 @@ _LEVELS = {"off": "warning", "info": "info", "debug": "debug", "trace": "debug"}
 _VALUE = ("project", "resources", "wall_clock_limit", "env_script", "log_level", "lang",
           "pythonpath", "graph", "tracing", "monitoring")
 _FLAGS = ("summary", "debug")
+_OPTIONAL_VALUE = ("graph", "tracing", "monitoring")      # -g / --graph / --graph=true
 # The Java runtime's options: no meaning for taskflow (accepted so scripts run unchanged).
 _IGNORED = ("comm", "conn", "scheduler", "scheduler_config", "master_name", "master_port",
             "jvm_master_opts", "jvm_workers_opts", "cpu_affinity", "gpu_affinity",
@@ -105,8 +106,8 @@ def translate(args: list[str], takes_value: set[str]) -> tuple[list[str], dict[s
             opts[key] = True
         elif key in ("graph", "tracing", "monitoring") and not eq:
             opts[key] = True
-        elif key in _VALUE and a.startswith("--") and (eq or key in ("project", "resources")):
-            if not eq:                            # --project FILE
+        elif key in _VALUE and a.startswith("--") and (eq or key not in _OPTIONAL_VALUE):
+            if not eq:                            # --project FILE (runcompss writes '=')
                 if i + 1 >= len(args):
                     raise click.UsageError(f"{a} needs a value")
                 value = args[i + 1]
@@ -202,6 +203,8 @@ def run_compat(p: dict[str, Any], meta: dict[str, Any]) -> None:
     for d in (opts.get("pythonpath") or "").split(":"):
         if d:
             sys.path.insert(0, os.path.abspath(d))
+    path = os.path.abspath(script)
+    sys.path.insert(0, os.path.dirname(path))   # before the nodes start: they get sys.path
     rt = Runtime(workers=p["workers"], nodes=p["nodes"], retries=p["retries"],
                  run_dir=p["run_dir"], echo_logs=False, **rt_opts)
     print(f"----------------- Executing {app} --------------------------", flush=True)
@@ -220,9 +223,7 @@ def run_compat(p: dict[str, Any], meta: dict[str, Any]) -> None:
         except ValueError:
             _fail(f"--wall_clock_limit={opts['wall_clock_limit']}: give seconds")
     from .pycompss.api.api import compss_start, compss_stop
-    path = os.path.abspath(script)
     sys.argv = [script, *p["script_args"]]
-    sys.path.insert(0, os.path.dirname(path))
     status = 0
     interrupted = False
     try:

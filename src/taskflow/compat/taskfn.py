@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from ..runtime.runtime import Runtime
 
 
+MAX_VARIANTS = 1024      # specs kept per task function (a dropped one is made again if needed)
+
+
 class Decl:
     """What a PyCOMPSs ``@task`` (and the decorators above it) declared, beyond the spec."""
 
@@ -188,6 +191,9 @@ class CompatTaskFunction(TaskFunction):
         with self._lock:
             v = self._variants.get(key)
             if v is None:
+                if len(self._variants) >= MAX_VARIANTS:     # bounded: the oldest half goes
+                    for old in list(self._variants)[:MAX_VARIANTS // 2]:
+                        del self._variants[old]
                 v = self._variants[key] = make_variant(self.spec, max(nout, 1), none_files,
                                                        cons, pin, extra)
         return v

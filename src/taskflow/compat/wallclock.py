@@ -57,4 +57,8 @@ def _fire() -> None:
     rt = current.get()
     if rt is not None and rt.started and not rt.stopped:
         rt.cancel_all(f"the application's wall clock limit of {_limit:g} s was reached")
-    signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGALRM)
+    if signal.getsignal(signal.SIGALRM) is _handler:
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGALRM)
+    else:                   # armed from another thread: no handler of ours in the main one
+        import _thread
+        _thread.interrupt_main()
