@@ -24,10 +24,11 @@ _PARAMETERS = (
     "FILE_INOUT_STDOUT", "FILE_OUT", "FILE_OUT_STDERR", "FILE_OUT_STDOUT", "IN", "IN_DELETE",
     "INOUT", "OUT", "STDERR", "STDIN", "STDOUT", "Depth", "Direction", "Keep", "Param",
     "Prefix", "StdIOStream", "Type", "Weight")
-_SYNC = ("TaskGroup", "barrier", "barrier_group", "delete_file", "delete_object", "file_exists",
-         "number_of_resources", "open", "wait_on", "wait_on_directory", "wait_on_file")
-_ERRORS = ("NodeLost", "TaskCancelled", "TaskError", "TaskflowError", "TaskTimeout",
-           "UsageError")
+_SYNC = ("TaskGroup", "barrier", "barrier_group", "cancel_group", "delete_file",
+         "delete_object", "file_exists", "number_of_resources", "open", "wait_on",
+         "wait_on_directory", "wait_on_file")
+_ERRORS = ("GroupAbort", "NodeLost", "TaskCancelled", "TaskError", "TaskflowError",
+           "TaskTimeout", "UsageError")
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(_PARAMETERS, ".api.parameter"),
     **dict.fromkeys(_SYNC, ".api.sync"),
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "binary": ".api.binary", "constraint": ".api.constraint", "container": ".api.container",
     "mpi": ".api.mpi",
     "multinode": ".api.multinode", "ompss": ".api.ompss", "task": ".api.task",
+    "workflow": ".api.workflow",
     "Future": ".future", "ProgramFailed": ".errors", "Runtime": ".runtime.runtime",
 }
 
@@ -66,11 +68,18 @@ def start(workers: int | None = None, **kwargs: Any) -> Runtime:
     return Runtime(workers=workers, **kwargs).start()
 
 
-def stop(wait: bool = True) -> None:
-    """Wait for all tasks (unless ``wait=False``) and stop the current runtime."""
+def stop(wait: bool = True, code: int = 0) -> None:
+    """Wait for all tasks (unless ``wait=False``) and stop the current runtime.
+
+    A ``code`` other than 0 cancels every running and waiting task instead of
+    waiting for them, and ``taskflow run`` then exits with that status.
+    """
     from .runtime import current
     rt = current.get()
     if rt is not None:
+        if code:
+            rt.cancel_all(f"the program stopped the run with code {code}")
+            rt.exit_code = code
         rt.stop(wait=wait)
 
 

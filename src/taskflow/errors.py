@@ -60,6 +60,18 @@ class TaskCancelled(TaskError):
     """A task did not run because a task it depends on failed."""
 
 
+class GroupAbort(TaskflowError):
+    """Raised *in a task* of a :class:`~taskflow.TaskGroup` to abort the group.
+
+    The task is not retried; the group's waiting and running tasks are
+    cancelled (their values raise :class:`TaskCancelled`; running programs
+    get SIGTERM); the exception itself is raised in the main program, as
+    its own class, when the group is left or ``barrier_group`` is called.
+    Raised outside any group it is an ordinary failure, never retried.
+    (PyCOMPSs's ``COMPSsException`` is this class under its own name.)
+    """
+
+
 class NodeLost(TaskflowError):
     """A node's connection dropped or its agent died."""
 

@@ -125,6 +125,8 @@ class Agent:
                     # event whose fd number now belongs to its successor: skip it)
                     self._from_exec(data)
             self._check_deadlines()
+            if pool.doomed:
+                pool.kill_doomed(time.time())
             if self.interrupt_at is not None and time.time() >= self.interrupt_at:
                 self._kill_the_rest()
             if self.chaining.blocked and time.time() >= self._held_next:
@@ -155,6 +157,8 @@ class Agent:
             t = min(t, self._held_next - time.time())
         if self.interrupt_at is not None:
             t = min(t, self.interrupt_at - time.time())
+        if self.pool.doomed:
+            t = min(t, min(self.pool.doomed.values()) - time.time())
         lead_at = self.placement.lead_at
         if lead_at is not None and self.leaving is None:   # a long task's successor is
             # due (placement.py); a leaving agent places nothing, so it must not wake

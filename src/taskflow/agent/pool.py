@@ -11,11 +11,15 @@ from __future__ import annotations
 import os
 import selectors
 import signal
+import time
 from typing import Any
 
 from ..wire import messages as M
 from ..wire import protocol as P
 from .executor import executor_main
+
+
+PROGRAM_GRACE = 5.0      # s a killed task's programs get between SIGTERM and SIGKILL
 
 
 class Executor:
@@ -53,6 +57,7 @@ class Pool:
         self.execs: list[Executor] = []
         self.by_fd: dict[int, Executor] = {}
         self.dirty: list[Executor] = []     # executors with a batch to send this round
+        self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
 
     def spawn(self) -> Executor:
         t_r, t_w = os.pipe()      # agent -> executor
@@ -68,6 +73,9 @@ class Pool:
                 # agent decides (a Python handler, so programs the task starts get the
                 # default disposition back at exec).
                 signal.signal(signal.SIGTERM, _ignore)
+                # Its own process group, which the programs its tasks start join: killing
+                # the executor (cancel, time_out) ends them and their children too (kill).
+                os.setpgid(0, 0)
                 executor_main(t_r, r_w)
             finally:
                 os._exit(1)
@@ -157,11 +165,33 @@ class Pool:
         return rest
 
     def kill(self, ex: Executor) -> tuple[str, list[M.TaskMsg]]:
-        """SIGKILL ``ex`` with its programs, reap it and forget it: (how it ended, the tasks
-        it had not run)."""
-        kill_group(ex.pid)
+        """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run).
+
+        The programs its task started (its process group, children included) get
+        SIGTERM first, and SIGKILL ``PROGRAM_GRACE`` seconds later if they are
+        still there (:meth:`kill_doomed`); the executor itself ignores SIGTERM.
+        """
+        try:
+            os.killpg(ex.pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            os.kill(ex.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.doomed[ex.pid] = time.time() + PROGRAM_GRACE
         how = reap(ex.pid)
         return how, self.forget(ex)
+
+    def kill_doomed(self, now: float) -> None:
+        """SIGKILL the process groups of killed executors whose grace has passed."""
+        for pgid, due in list(self.doomed.items()):
+            if now >= due:
+                del self.doomed[pgid]
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def shutdown(self) -> None:
         for ex in list(self.execs):     # each leads its process group: its programs too

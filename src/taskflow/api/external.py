@@ -38,8 +38,12 @@ def check_arguments(deco: str, given: dict[str, Any], mandatory: tuple[str, ...]
                          f"{', '.join(mandatory + supported)}.")
 
 
-def attach(target: Any, deco: str, cfg: dict[str, Any]) -> TaskFunction:
-    """Make the task ``target`` run through the ``deco`` invoker with ``cfg``."""
+def attach(target: Any, deco: str, cfg: dict[str, Any], outputs: bool = False) -> TaskFunction:
+    """Make the task ``target`` run through the ``deco`` invoker with ``cfg``.
+
+    ``outputs``: the invoker gives the task's values itself (an mpi4py function's
+    per-rank values, a REST answer), so several are allowed.
+    """
     if not isinstance(target, TaskFunction):
         raise UsageError(f"@{deco} must be placed above @task (order: @constraint -> @{deco} "
                          f"-> @task), not on {getattr(target, '__qualname__', target)!r}.")
@@ -50,7 +54,7 @@ def attach(target: Any, deco: str, cfg: dict[str, Any]) -> TaskFunction:
     if spec.container is not None and (deco == "multinode" or (deco == "mpi" and not cfg.get("binary"))):
         raise UsageError(f"@{deco} on {spec.name}: this task cannot run in the @container put below "
                          f"it; @container goes above @{deco} (and @mpi needs binary= there).")
-    if spec.nout > 1:
+    if spec.nout > 1 and not outputs:
         raise UsageError(f"@{deco} on {spec.name}: an external program gives one value (its "
                          f"exit code); use returns=int or no returns.")
     names = list(spec.signature.parameters)
@@ -92,8 +96,15 @@ def _wire_cfg(cfg: dict[str, Any], bound: dict[str, Any] | None, where: str) -> 
         if isinstance(v, calltime.Expr):
             out[k] = calltime.as_int(calltime.expand_all(v.value(bound), where),
                                      f"{where}: {k}")
-        elif k in ("binary", "working_dir", "flags", "args", "runner") and isinstance(v, str):
-            out[k] = calltime.expand_env(v, f"{where}: {k}")
+        elif k in ("binary", "working_dir", "flags", "args", "runner", "script") \
+                and isinstance(v, str):
+            # (read as bash would, PyCOMPSs's args expand $VAR on the node, where they run)
+            out[k] = v if k == "args" and cfg.get("shell_words") else \
+                calltime.expand_env(v, f"{where}: {k}")
+        elif k == "programs":           # @mpmd_mpi: one binary and args per program
+            out[k] = [{pk: calltime.expand_env(pv, f"{where}: programs[{i}].{pk}")
+                       if pk in ("binary", "args") and isinstance(pv, str) else pv
+                       for pk, pv in prog.items()} for i, prog in enumerate(v)]
         else:
             out[k] = v
     return out
@@ -102,6 +113,8 @@ def _wire_cfg(cfg: dict[str, Any], bound: dict[str, Any] | None, where: str) -> 
 def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list[NodeHandle]) -> None:
     if any(not getattr(n, "shared_fs", True) for n in nodes):
         return                      # only the node can tell; it reports the same way
+    if working_dir and "{{" in working_dir and not os.path.isabs(binary):
+        return                      # a working directory made of parameters: the node checks
     if os.sep in binary:
         path = binary if os.path.isabs(binary) else \
             os.path.abspath(os.path.join(working_dir or os.getcwd(), binary))
@@ -136,7 +149,8 @@ def gang_request(cfg: dict[str, Any], cus: int, gpus: int, where: str) -> dict[s
             ppn = procs // nnodes
         return {"procs": procs, "ppn": ppn, "unit": cus, "gpus": gpus}
     nnodes = cfg.get("computing_nodes") or 1
-    if kind in ("multinode", "ompss") and (nnodes > 1 or kind == "multinode") or gpus:
+    if kind in ("multinode", "ompss", "workflow") and (nnodes > 1 or kind == "multinode") \
+            or gpus:
         return {"procs": nnodes, "ppn": 1, "unit": cus, "gpus": gpus}
     return None
 
@@ -154,12 +168,24 @@ def call_options(rt: Runtime, spec: Any, bound: dict[str, Any] | None, cus: int,
                              f"{', '.join(RUNNERS)}.")
         if cfg.get("binary") and spec.container is None:   # in a container: the image's
             _check_binary(cfg["binary"], cfg.get("working_dir"), where, rt.nodes)
+        for prog in cfg.get("programs") or ():
+            _check_binary(prog["binary"], cfg.get("working_dir"), where, rt.nodes)
+        if cfg.get("scale_by_cu") and cus > 1:   # PyCOMPSs: one rank per computing unit
+            cfg["processes"] = (cfg.get("processes") or 1) * cus
+            cus = 1
         for pname, (_kind, _d, stream, _p) in cfg["params"].items():
             if stream is not None and bound is not None and pname in bound \
                     and not isinstance(bound[pname], (str, os.PathLike)):
                 raise UsageError(f"{where}, parameter '{pname}': a {stream} stream parameter "
                                  f"must be a file path (str or os.PathLike), not "
                                  f"{type(bound[pname]).__name__}.")
+        if cfg["kind"] == "workflow":       # a nested run: where it keeps its journal
+            script = cfg["script"]
+            if "{{" not in script and not os.path.isabs(script):
+                cfg["script"] = os.path.abspath(os.path.join(cfg.get("working_dir") or "",
+                                                             script))
+            cfg["run_dir"] = os.path.join(rt.run_dir, "nested")
+            cfg["parent_run"] = rt.run_id
         opts["cfg"] = cfg
         opts["log_dir"] = os.path.join(rt.run_dir, "jobs")
     else:
@@ -200,7 +226,7 @@ def is_gang(spec: Any) -> bool:
     cfg = spec.invoker_cfg
     if spec.invoker in ("mpi", "multinode"):
         return True
-    if spec.invoker == "ompss":
+    if spec.invoker in ("ompss", "workflow"):
         n = cfg.get("computing_nodes")
         return not (n is None or (isinstance(n, calltime.Expr) and n.const == 1))
     return calltime.gpus_wanted(spec.processors, spec.name) > 0

@@ -297,14 +297,48 @@ class TaskGroup:
 
 
 def barrier_group(name: str) -> None:
-    """Wait for the tasks of a group; raise the first failure among them."""
+    """Wait for the tasks of a group; raise the first failure among them.
+
+    When a task of the group raised :class:`~taskflow.errors.GroupAbort`
+    (PyCOMPSs's ``COMPSsException``), that exception is raised here, as its
+    own class, once the group's other tasks are cancelled or ended.
+    """
     rt = _rt()
     if rt is None or name not in rt.groups:
         raise UsageError(f"barrier_group: no task group named {name!r}")
     tasks = rt.groups[name]
     futs = [f for t in tasks for f in t.all_outputs()]
     rt.wait_futures(futs)
+    from ..runtime.cancel import claim_abort
+    with rt.lock:
+        abort = claim_abort(rt, name)
     errs = rt.unreported_failures(tasks)
     rt.groups[name] = []
+    if abort is not None:
+        raise abort
     if errs:
         raise errs[0]
+
+
+def cancel_group(name: str) -> int:
+    """Cancel the tasks of a group that have not ended; return how many were.
+
+    Waiting tasks never run, running ones are killed (a program gets
+    SIGTERM); their values raise :class:`~taskflow.errors.TaskCancelled`.
+    A :class:`~taskflow.errors.GroupAbort` a task of the group raised is
+    raised here.
+    """
+    rt = _rt()
+    if rt is None or name not in rt.groups:
+        raise UsageError(f"cancel_group: no task group named {name!r}")
+    from ..runtime.cancel import cancel_tasks, claim_abort
+    cbs: list[Any] = []
+    with rt.lock:
+        n = cancel_tasks(rt, rt.groups[name], f"its task group {name!r} was cancelled", cbs)
+        abort = claim_abort(rt, name)
+    for fn, fut in cbs:
+        fn(fut)
+    rt.groups[name] = []
+    if abort is not None:
+        raise abort
+    return n

@@ -2,7 +2,7 @@
 
 The script runs as ``__main__`` with a runtime started, a progress line on a
 terminal and a summary at the end; the exit status is non-zero when the
-script raised or a task failed.
+script raised or a task failed (the script's ``taskflow.stop(code=N)``: N).
 """
 from __future__ import annotations
 
@@ -28,7 +28,19 @@ if TYPE_CHECKING:
 RESUMABLE_DEFAULT = False
 
 
-@click.command(cls=OptionalValueCommand,
+class RunCommand(OptionalValueCommand):
+    """``run``'s parser: under ``--compat pycompss`` runcompss's options are taken off first."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from ..compat.runcompss import translate, wants_compat
+        takes_value = {o for p in self.params if isinstance(p, click.Option)
+                       and not p.is_flag and not p.count for o in p.opts}
+        if wants_compat(args, takes_value):
+            args, ctx.meta["tf_runcompss"] = translate(args, takes_value)
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=RunCommand,
               context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help="Executor slots on this machine (default: number of cores).")
@@ -86,13 +98,24 @@ RESUMABLE_DEFAULT = False
                    "cpus=4, partition=debug, time=30, account=..., qos=..., memory=8G, "
                    "max_queued=2, idle_timeout=120, drain_margin=60, host=10.0.0.5, "
                    "sbatch=--exclusive, worker_init='module load python'.")
+@click.option("--compat", type=click.Choice(["pycompss"]), default=None,
+              help="Run an application written for another system unchanged: pycompss makes "
+                   "pycompss.* resolve to taskflow and behaves as runcompss (its options, "
+                   "e.g. --project/--resources XML, --summary, go before the script).")
+@click.option("--compat-force", is_flag=True,
+              help="With --compat pycompss: shadow a real PyCOMPSs installed here.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: float,
         resumable: bool, resume: str | None, resume_check: str, explain: bool, placement: str,
         run_dir: str | None, log_level: str, progress: bool | None, graph_: bool,
-        trace_: bool, monitor: int | None, script: str, script_args: tuple[str, ...]) -> None:
+        trace_: bool, monitor: int | None, compat: str | None, compat_force: bool,
+        script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
+    if compat == "pycompss":
+        from ..compat.runcompss import run_compat
+        run_compat(dict(click.get_current_context().params), click.get_current_context().meta)
+        return
     diagnostics.setup(log_level)
     from ..runtime.console import Progress, summary
     from ..runtime.runtime import Runtime
@@ -110,6 +133,9 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
                      resume_check=resume_check, **rt_opts)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
+    # before the nodes start: they get the master's sys.path, so the modules beside the
+    # script import there too
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     t0 = time.time()
     try:
         rt.start()
@@ -123,7 +149,6 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
     script_failed = False
     signum = 0                      # the signal that interrupted the run (interrupts.py)
     sys.argv = [script, *script_args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     interrupts.catch_sigterm()
     try:
         runpy.run_path(script, run_name="__main__")
@@ -157,7 +182,7 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         _resume_report(rt, explain)
     click.echo(summary(rt, time.time() - t0), err=True)
     run_finished(rt, graph_, trace_, mon)
-    sys.exit(1 if (script_failed or rt.failed) else 0)
+    sys.exit(rt.exit_code or (1 if (script_failed or rt.failed) else 0))   # stop(code=N): N
 
 
 def _resume_report(rt: Runtime, explain: bool) -> None:

@@ -67,12 +67,12 @@ def snapshot(value: Any, objects: dict[int, DataItem], where: str) -> tuple[byte
     buf = io.BytesIO()
     try:
         _SnapshotPickler(buf, found, objects).dump(value)
-        # A class, function or other object of the main script pickles by reference to
-        # ``__main__``, which on a node is taskflow's agent, not the script: such values
-        # travel by value (cloudpickle), like the script's task functions. (A string
-        # "__main__" in the data only costs the slower pickler.)
-        if buf.getvalue().find(b"__main__") >= 0:
-            raise pickle.PicklingError("refers to __main__")
+        blob = buf.getvalue()
+        if b"__main__" not in blob:
+            return blob, found
+        # a class or function of the script: plain pickle refers to it by name, which a
+        # worker (whose __main__ is the agent) cannot look up; cloudpickle sends it by value
+        raise pickle.PicklingError("refers to __main__")
     except Exception:
         found.clear()
         buf = io.BytesIO()
@@ -350,15 +350,21 @@ class Builder:
                     argv: list[Any], kw: dict[str, Any],
                     depth: int) -> None:
         where = f"task {spec.name}, parameter '{pname}'"
-        if not isinstance(value, (list, tuple)):
+        copy: list[Any] | dict[Any, Any]
+        if isinstance(value, (list, tuple)):
+            copy = list(value)
+            items: Any = enumerate(value)
+        elif isinstance(value, dict):       # a dictionary collection: its values
+            copy = dict(value)
+            items = value.items()
+        else:
             raise UsageError(f"{where} is {param!r} but got a {type(value).__name__}; "
-                             f"pass a list (or tuple) of values.")
-        copy = list(value)
+                             f"pass a list (or tuple) of values, or a dict.")
         set_path(argv, kw, path, copy)
         leaf = Param(kind=param.elem_kind, direction=param.direction)
-        for j, elem in enumerate(value):
+        for j, elem in items:
             epath = path + (j,)
-            if depth > 1 and isinstance(elem, (list, tuple)):
+            if depth > 1 and isinstance(elem, (list, tuple, dict)):
                 self._collection(elem, param, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
                                  argv, kw, depth - 1)
             else:

@@ -66,6 +66,14 @@ class TaskSpec:
         self.invoker = "python"       # external-program decorators change this
         self.invoker_cfg: dict[str, Any] = {}
         self.container: dict[str, Any] | None = None   # @container: engine, image, options
+        # node-side steps around the call (prolog, epilog, DIRECTORY_OUT left to the task):
+        # agent.invokers.hooks; a Python task with hooks runs through the "pyenv" invoker
+        self.hooks: dict[str, Any] | None = None
+        self.recorded: dict[str, Any] | None = None   # accepted hints with no effect here
+        # IGNORE / CANCEL_SUCCESSORS: the values a failed task's outputs take instead of None
+        # ("returns" or a parameter name -> value; a file parameter's value is a file to copy)
+        self.failure_defaults: dict[str, Any] | None = None
+        self.pin: str | None = None   # the node its calls run on (a replicated task's copies)
         # call-time hook (api.calltime.build), None = hot path
         self.prepare: Callable[..., tuple[int, float, dict[str, Any] | None]] | None = None
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
@@ -102,6 +110,9 @@ class TaskSpec:
         if self.container is not None:
             opts["container"] = self.container
             opts.setdefault("invoker", "container")
+        if self.hooks:
+            opts["hooks"] = self.hooks
+            opts.setdefault("invoker", "pyenv")
         self.options = opts or None
 
     @property

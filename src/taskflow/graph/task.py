@@ -71,7 +71,7 @@ class Task:
         self.key: bytes | None = None           # what can change its result (graph.keys)
         self.key_parts: Any = None              # the key's pieces (--explain)
         self.ordinal = 0                        # the ordinal-th call of its function
-        self.group = None
+        self.group: tuple[str, ...] | None = None    # task groups, outermost first
         self.t_submit = t_submit
         self.t_dispatch = 0.0
         self.t_start = 0.0

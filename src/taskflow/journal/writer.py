@@ -114,6 +114,10 @@ def _constraints(spec: Any) -> str:
         v = getattr(spec, k, None)
         if v and v != "python" and not (k == "on_failure" and v == "RETRY"):
             c[k] = v if isinstance(v, (int, float, str)) else short(v, 200)
+    recorded = getattr(spec, "recorded", None)     # hints accepted with no effect (PyCOMPSs)
+    if recorded:
+        c["recorded"] = {k: v if isinstance(v, (int, float, str, bool)) else short(v, 100)
+                         for k, v in recorded.items()}
     return json.dumps(c)
 
 

@@ -137,7 +137,7 @@ class Outbox:
     def _chainable(c: Task, node: NodeHandle) -> bool:
         spec = c.spec
         if spec.exclusive or spec.gang or c.lock_item is not None \
-                or node.stager is not None or not c.reads:
+                or node.stager is not None or not c.reads or spec.pin is not None:
             return False
         extra = 1 if not spec.stats_n or spec.stats_mean >= MASTER_SHORT else MASTER_DEEP
         if node.used + c.cus > node.slots * (1 + extra) or node.mem_used + c.mem > node.memory_gb:

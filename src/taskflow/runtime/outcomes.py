@@ -117,6 +117,12 @@ def _store(rt: RunState, fut: Future, payload: M.Output, node_name: str) -> None
 def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None,
                 node: NodeHandle | None, cbs: Callbacks) -> None:
     spec = task.spec
+    if status == M.ERROR and error is not None:
+        from . import cancel        # a GroupAbort (COMPSsException) is no failure to retry
+        abort = cancel.raised_abort(error)
+        if abort is not None:
+            cancel.abort_group(rt, task, abort, error, node, cbs)
+            return
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)
     etype, emsg, tb, blob = error or M.ErrorInfo("Error", "unknown", "", None)
@@ -182,6 +188,9 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
             fut._result = None
             if policy == "CANCEL_SUCCESSORS":
                 fut._cancel_successors = True
+        if spec.failure_defaults:       # @on_failure(..., name=value): outputs get defaults
+            from .defaults import apply_defaults
+            apply_defaults(task, spec.failure_defaults)
         if policy == "CANCEL_SUCCESSORS":
             cancel_successors(rt, task, None, cbs)
         for fut in task.all_outputs():

@@ -85,7 +85,9 @@ class Runtime(RunState):
                          providers=providers if
                          providers is not None else [
                              LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)])
-        self.run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+        given = os.environ.get("TASKFLOW_RUN_ID", "")      # a nested run (@workflow) is named
+        self.run_id = given if given.replace("-", "").isalnum() and len(given) < 100 else \
+            time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         root = run_dir or os.environ.get("TASKFLOW_RUN_DIR") or os.path.join(".taskflow", "runs")
         self.run_dir = os.path.abspath(os.path.join(root, self.run_id))
         self.data_dir = os.path.join(self.run_dir, "data")
@@ -111,8 +113,8 @@ class Runtime(RunState):
         self.comm = self.dispatcher
         self.tids = itertools.count(1)      # task ids
         self.dids = itertools.count(1)      # data (version) ids
-        self.groups: dict[str, list[Task]] = {}
         self.group_stack: list[str] = []
+        self.exit_code = 0          # stop(code): the status a launcher exits with
         self.started = False
         self.stopped = False
         self.t_start = 0.0
@@ -313,9 +315,13 @@ class Runtime(RunState):
 
     def _record(self, task: Task, deps: Iterable[Future]) -> None:
         """The new task joins the graph: its groups, its inputs' consumers, the ready queue."""
+        aborted = None
         if self.group_stack:
+            task.group = tuple(self.group_stack)
             for g in self.group_stack:
                 self.groups[g].append(task)
+                if g in self.group_aborts:
+                    aborted = g
         cancel_by = None
         with self.lock:
             self.n_active += 1
@@ -337,8 +343,12 @@ class Runtime(RunState):
                 self.bus.sub_rows.append(
                     (task, [d._producer.id for d in deps if d._producer is not None])
                     if deps else task)
-            if cancel_by is not None:
+            if aborted is not None:       # a task of the group raised GroupAbort already
+                from .cancel import cancel_tasks
                 cbs: Callbacks = []
+                cancel_tasks(self, [task], f"its task group {aborted!r} was aborted", cbs)
+            elif cancel_by is not None:
+                cbs = []
                 err = cancel_by._exception
                 outcomes.cancel_task(self, task, cancel_by._producer or task, err, cbs)
             elif task.npending == 0:
@@ -467,14 +477,27 @@ class Runtime(RunState):
             fut._done_callbacks.append(fn)
             return True
 
+    def cancel_all(self, why: str) -> int:
+        """Cancel every task that has not ended (running programs get SIGTERM)."""
+        from .cancel import cancel_all
+        cbs: Callbacks = []
+        with self.lock:
+            n = cancel_all(self, why, cbs)
+        for fn, fut in cbs:
+            fn(fut)
+        return n
+
     # -- failures ----------------------------------------------------------------
     def unreported_failures(self, tasks: Iterable[Task] | None = None) -> list[TaskError]:
+        """Failures the program has not seen yet (group aborts wait for their group's
+        barrier instead: :func:`taskflow.api.sync.barrier_group`)."""
         with self.lock:
             if tasks is None:
-                errs = [e for e in self.failures if not e._reported]
+                errs = [e for e in self.failures if not e._reported and e.kind != "abort"]
             else:
                 ids = {t.id for t in tasks}
-                errs = [e for e in self.failures if not e._reported and e.task_id in ids]
+                errs = [e for e in self.failures if not e._reported and e.task_id in ids
+                        and e.kind != "abort"]
             for e in errs:
                 e._reported = True
         return errs

@@ -129,6 +129,9 @@ class Scheduler:
 
     def _choose(self, task: Task, nodes: list[NodeHandle], cus: int, extra: int) -> NodeHandle | None:
         held = self.held
+        pin = task.spec.pin
+        if pin is not None:         # one copy of a replicated task per node (another node
+            nodes = [n for n in nodes if n.name == pin] or nodes    # if its node is gone)
         fit = [n for n in nodes
                if n.used + cus <= n.slots * (1 + (0 if held and n.name in held else extra))
                and n.mem_used + task.mem <= n.memory_gb and n.slots >= cus]

@@ -78,6 +78,10 @@ class RunState:
         self.n_active = 0
         self.interrupting = False          # the run is being interrupted: nothing new starts
         self.dead: str | None = None       # why no task can run any more (no nodes left)
+        self.groups: dict[str, list[Task]] = {}          # task groups: their tasks so far
+        # group -> (error recorded as a failure, the GroupAbort a task raised): raised in the
+        # program at the group's barrier (runtime.cancel)
+        self.group_aborts: dict[str, tuple[TaskError, BaseException]] = {}
         self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
 
     def nodes_coming(self) -> bool:

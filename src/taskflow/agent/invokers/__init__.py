@@ -10,9 +10,13 @@ the plain Python path never comes here.
   multinode  the Python function, with TASKFLOW_* / COMPSS_* describing its nodes
   pyenv      the Python function with extra environment (CUDA_VISIBLE_DEVICES)
   container  the Python function in a container (@container above @task)
+  http       a REST call (PyCOMPSs's @http): :mod:`.http`
+  workflow   a nested ``taskflow run`` of a script (PyCOMPSs's @compss): :mod:`.workflow`
 
 A task whose options hold ``container`` (@container) runs its program, or
 each MPI rank, in a fresh container (:mod:`.container`).
+Any kind may have ``options["hooks"]``: a prolog, an epilog, DIRECTORY_OUT
+parameters the task makes itself (:mod:`.hooks`).
 """
 from __future__ import annotations
 
@@ -44,6 +48,33 @@ def node_env(options: dict[str, Any]) -> dict[str, str]:
 def run(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict[str, Any],
         logs: list[LineWire], tid: int) -> Any:
     """Run task ``tid`` through invoker ``kind``; return the task's value."""
+    hooks_cfg = options.get("hooks")
+    if not hooks_cfg:
+        return _invoke(kind, func, args, kw, options, logs, tid)
+    from . import hooks
+    values = command.bind(func, args, kw, options.get("cfg") or {})
+    env = _program_env(options)
+    log_base = _log_base(options, tid)
+    hooks.before(hooks_cfg, values, env, logs, log_base)
+    result = _invoke(kind, func, args, kw, options, logs, tid)
+    hooks.after(hooks_cfg, values, env, logs, log_base)
+    return result
+
+
+def _program_env(options: dict[str, Any]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(node_env(options))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+def _log_base(options: dict[str, Any], tid: int) -> str | None:
+    log_dir = options.get("log_dir")
+    return os.path.join(log_dir, f"job{tid}") if log_dir else None
+
+
+def _invoke(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict[str, Any],
+            logs: list[LineWire], tid: int) -> Any:
     if kind in ("multinode", "pyenv"):
         return _with_env(node_env(options), func, args, kw)
     if kind == "container":
@@ -51,14 +82,17 @@ def run(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict
         return container.run_python(func, args, kw, options, logs, tid)
     cfg = options["cfg"]
     values = command.bind(func, args, kw, cfg)
-    tail, streams = command.build_args(cfg, values)
-    cwd = command.working_dir(cfg)
-    env = dict(os.environ)
-    env.update(node_env(options))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    log_dir = options.get("log_dir")
-    log_base = os.path.join(log_dir, f"job{tid}") if log_dir else None
+    if kind == "http":
+        from . import http
+        return http.run(cfg, values, logs)
+    env = _program_env(options)
+    cwd = command.working_dir(cfg, values)
+    log_base = _log_base(options, tid)
     fail = cfg.get("fail_by_exit_value", True)
+    if kind == "workflow":
+        from . import workflow
+        return workflow.run(cfg, options, values, cwd, env, logs, log_base, fail, tid)
+    tail, streams = command.build_args(cfg, values, env, cwd)
     if kind == "mpi":
         from . import mpi
         return mpi.run(cfg, options, func, args, kw, tail, streams, cwd, env, logs, log_base,

@@ -47,9 +47,14 @@ def _entries(v: Any, prefix: str | None) -> list[str]:
     return [_text(v, prefix)]
 
 
-def build_args(cfg: dict[str, Any], values: dict[str, Any]
-               ) -> tuple[list[str], dict[str, tuple[str, str]]]:
-    """Return (argv after the program, {stream: (path, direction)})."""
+def build_args(cfg: dict[str, Any], values: dict[str, Any], env: dict[str, str] | None = None,
+               cwd: str = ".") -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """Return (argv after the program, {stream: (path, direction)}).
+
+    With ``cfg["shell_words"]`` (PyCOMPSs's @binary) the line is read as
+    ``bash -c`` would (:mod:`.words`): values are word-split and globs
+    expanded; file parameters stay one word each.
+    """
     params = cfg.get("params") or {}
     streams: dict[str, tuple[str, str]] = {}
     for pname, (_kind, direction, stream, _prefix) in params.items():
@@ -57,6 +62,9 @@ def build_args(cfg: dict[str, Any], values: dict[str, Any]
             streams[stream] = (os.fspath(values[pname]), direction)
     skip = {p for p, (_, _, stream, _) in params.items() if stream is not None}
     prefix = {p: pre for p, (_, _, _, pre) in params.items() if pre}
+    if cfg.get("shell_words"):
+        files = {p for p, (kind, _, _, _) in params.items() if kind in FILE_KINDS}
+        return _shell_line(cfg, values, skip, prefix, files, env or {}, cwd), streams
     tmpl = cfg.get("args")
     out: list[str] = []
     if tmpl is None:
@@ -80,6 +88,38 @@ def build_args(cfg: dict[str, Any], values: dict[str, Any]
     return out, streams
 
 
+def _shell_line(cfg: dict[str, Any], values: dict[str, Any], skip: set[str],
+                prefix: dict[str, str], files: set[str], env: dict[str, str],
+                cwd: str) -> list[str]:
+    import shlex
+    from .words import split
+
+    def text(name: str) -> str:
+        pieces = _entries(values.get(name), prefix.get(name))
+        return " ".join(shlex.quote(p) for p in pieces) if name in files else " ".join(pieces)
+
+    tmpl = cfg.get("args")
+    if tmpl is None:
+        varargs, varkw = cfg.get("varargs"), cfg.get("varkw")
+        parts: list[str] = []
+        for name, v in values.items():
+            if name in skip or name == varkw:
+                continue
+            if name == varargs:
+                parts.extend(" ".join(_entries(x, prefix.get(name))) for x in v)
+            else:
+                parts.append(text(name))
+        line = " ".join(p for p in parts if p)
+    else:
+        line = TEMPLATE.sub(lambda m: text(m.group(1)), tmpl)
+    return split(line, env, cwd)
+
+
+def substitute(template: str, values: dict[str, Any]) -> str:
+    """``{{name}}`` -> the parameter's value as text (working directories, HTTP resources)."""
+    return TEMPLATE.sub(lambda m: " ".join(_entries(values.get(m.group(1)), None)), template)
+
+
 def resolve_binary(binary: str, cwd: str, env: dict[str, str]) -> str:
     """The program to run: absolute, relative to the working directory, or on PATH."""
     if os.sep in binary:
@@ -97,10 +137,12 @@ def resolve_binary(binary: str, cwd: str, env: dict[str, str]) -> str:
     return found
 
 
-def working_dir(cfg: dict[str, Any]) -> str:
+def working_dir(cfg: dict[str, Any], values: dict[str, Any] | None = None) -> str:
     wd: str | None = cfg.get("working_dir")
-    if not wd:
+    if not wd or wd == "[unassigned]":
         return os.getcwd()
+    if values is not None and "{{" in wd:
+        wd = substitute(wd, values)
     wd = os.path.abspath(wd)
     os.makedirs(wd, exist_ok=True)
     return wd

@@ -109,6 +109,15 @@ def run(cfg: dict[str, Any], options: dict[str, Any], func: Any, args: list[Any]
         from . import container
         argv += container.rank_command(options, func, args, kw, cfg, tail, cwd, env,
                                        options.get("tid", 0))
+    elif cfg.get("programs"):            # MPMD: runner ... -n P1 prog1 args1 : -n P2 prog2 ...
+        argv = argv[:-2] if argv[-2:] == ["-n", str(procs)] else argv
+        values = command.bind(func, args, kw, cfg)
+        for i, prog in enumerate(cfg["programs"]):
+            ptail, _ = command.build_args(dict(cfg, args=prog.get("args")), values, env, cwd)
+            if i:
+                argv.append(":")
+            argv += ["-n", str(prog.get("processes") or 1)]
+            argv += [command.resolve_binary(prog["binary"], cwd, env)] + ptail
         return process.run(argv, cwd, env, streams, logs, log_base, fail)
     if cfg.get("binary"):
         argv += [command.resolve_binary(cfg["binary"], cwd, env)] + tail
@@ -116,7 +125,7 @@ def run(cfg: dict[str, Any], options: dict[str, Any], func: Any, args: list[Any]
     # mpi4py mode: the function itself on every rank; rank 0 writes the result.
     payload, result = base + ".call.pkl", base + ".result.pkl"
     with open(payload, "wb") as f:
-        cloudpickle.dump((func, list(args), dict(kw), result), f)
+        cloudpickle.dump((func, list(args), dict(kw), result, bool(cfg.get("rank_values"))), f)
     if os.path.exists(result):
         os.unlink(result)
     argv += [sys.executable, "-m", "taskflow.agent.invokers.mpi_python", payload]

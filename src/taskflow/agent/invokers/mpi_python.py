@@ -1,8 +1,9 @@
 """Entry point of every rank of an mpi4py task: ``python -m taskflow.agent.invokers.mpi_python F``.
 
-``F`` holds the pickled (function, args, kwargs, result path). Every rank
-calls the function; rank 0 writes ("ok", value) or ("error", exception) to
-the result path. A rank that raises aborts the whole job (the others would
+``F`` holds the pickled (function, args, kwargs, result path, every rank?).
+Every rank calls the function; rank 0 writes ("ok", value) or ("error",
+exception) to the result path; with "every rank" the value is the list of
+all ranks' values, in rank order. A rank that raises aborts the whole job (the others would
 otherwise wait for it in a collective forever).
 """
 from __future__ import annotations
@@ -20,9 +21,12 @@ def main(path: str) -> int:
     enter_worker()                        # tasks called inside run inline
     comm = MPI.COMM_WORLD
     with open(path, "rb") as f:
-        func, args, kw, result = cloudpickle.load(f)
+        func, args, kw, result, *rest = cloudpickle.load(f)
+    every_rank = bool(rest and rest[0])    # the value: every rank's, as a list (PyCOMPSs)
     try:
         value = func(*args, **kw)
+        if every_rank:
+            value = comm.gather(value, root=0)
     except BaseException as exc:  # noqa: BLE001 - report anything, then abort the job
         traceback.print_exc()
         if comm.Get_rank() == 0:

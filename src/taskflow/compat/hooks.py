@@ -1,0 +1,32 @@
+"""``@prolog`` / ``@epilog``: a program before / after a task, on its node."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..api.external import TEMPLATE
+from ..errors import UsageError
+from .external import fail_by_exit_value, normalize
+from .taskfn import CompatTaskFunction, task_function
+
+
+def add_hook(target: Any, which: str, kwargs: dict[str, Any],
+             fail_default: bool) -> CompatTaskFunction:
+    kw = normalize(which, kwargs, ("binary", "args", "params", "fail_by_exit_value",
+                                   "working_dir"))
+    if not kw.get("binary"):
+        raise UsageError(f"@{which}: the binary argument is mandatory.")
+    tf = task_function(target, f"@{which}")
+    spec = tf.spec
+    args = kw.get("args", kw.get("params"))
+    names = list(spec.signature.parameters)
+    for n in TEMPLATE.findall(args or ""):
+        if n not in names:
+            raise UsageError(f"@{which} on {spec.name}: args names {{{{{n}}}}}, which is not a "
+                             f"parameter of {spec.name}({', '.join(names)}).")
+    cfg = {"binary": kw["binary"], "args": args, "shell_words": True,
+           "working_dir": kw.get("working_dir"),
+           "fail_by_exit_value": fail_by_exit_value(kw.get("fail_by_exit_value"), which,
+                                                    fail_default)}
+    spec.hooks = dict(spec.hooks or {}, **{which: cfg})
+    spec.refresh_options()
+    return tf

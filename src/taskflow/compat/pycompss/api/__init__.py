@@ -1,0 +1,1 @@
+"""``pycompss.api``: decorators (one module each), parameters and the synchronisation API."""

@@ -1,0 +1,184 @@
+"""``pycompss.api.api``: the synchronisation and runtime API of PyCOMPSs.
+
+Every function works on the run that ``taskflow run --compat pycompss``
+started (or starts one here, as taskflow does at a first task call). Calls
+that take several files or objects give back the same shape: one value for
+one argument, a list for several, and nested lists/tuples keep their nesting.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from ....api import sync
+from ....errors import UsageError
+from ....runtime import current
+
+log = logging.getLogger("taskflow.compat.pycompss")
+
+TaskGroup = sync.TaskGroup
+
+
+def _shaped(fn: Callable[[Any], Any], items: tuple[Any, ...]) -> Any:
+    """Apply ``fn`` to every leaf of nested lists/tuples, keeping their shape."""
+    def walk(x: Any) -> Any:
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        if isinstance(x, tuple):
+            return tuple(walk(v) for v in x)
+        return fn(x)
+    out = [walk(x) for x in items]
+    return out[0] if len(out) == 1 else out
+
+
+def compss_start(log_level: str = "off", tracing: bool = False, interactive: bool = False,
+                 disable_external: bool = False) -> None:
+    """Start the runtime (a no-op under ``taskflow run``, where it is running already)."""
+    if interactive:
+        raise UsageError("compss_start(interactive=True): the Jupyter integration of PyCOMPSs "
+                         "is not supported by taskflow's PyCOMPSs layer; use taskflow.start() "
+                         "in a notebook.")
+    current.get_or_start()
+
+
+def compss_stop(code: int = 0, _hard_stop: bool = False) -> None:
+    """Stop the run: wait for every task, or with a code other than 0 cancel every running
+    and waiting task (``taskflow run`` then exits with ``code``)."""
+    from .... import stop
+    stop(wait=not _hard_stop, code=int(code))
+
+
+def compss_file_exists(*file_name: Any) -> Any:
+    """Whether each file exists or a task writes it (same shape as the arguments)."""
+    return _shaped(lambda f: bool(sync.file_exists(f)), file_name)
+
+
+def compss_open(file_name: Any, mode: str = "r") -> Any:
+    """``open`` the file once the tasks writing it have ended."""
+    return sync.open(file_name, mode)
+
+
+def compss_delete_file(*file_name: Any) -> Any:
+    return _shaped(sync.delete_file, file_name)
+
+
+def compss_wait_on_file(*file_name: Any) -> Any:
+    """Wait for the last writer of each file and put it at its path; gives the names back."""
+    return _shaped(sync.wait_on_file, file_name)
+
+
+def compss_wait_on_directory(*directory_name: Any) -> Any:
+    return _shaped(sync.wait_on_directory, directory_name)
+
+
+def compss_delete_object(*obj: Any) -> Any:
+    """Forget objects the runtime tracks (a list that is not tracked itself: its items)."""
+    def one(o: Any) -> Any:
+        if sync.delete_object(o):
+            return True
+        if isinstance(o, (list, tuple)):
+            return [one(x) for x in o]
+        return False
+    out = [one(o) for o in obj]
+    return out[0] if len(out) == 1 else out
+
+
+def compss_barrier(no_more_tasks: bool = False) -> None:
+    """Wait for every task so far (``no_more_tasks`` is a hint with no effect here)."""
+    sync.barrier()
+
+
+def compss_barrier_group(group_name: str) -> None:
+    """Wait for a group; a COMPSsException one of its tasks raised is raised here."""
+    sync.barrier_group(group_name)
+
+
+def compss_cancel_group(group_name: str) -> None:
+    """Cancel the group's tasks that have not ended (running programs get SIGTERM)."""
+    sync.cancel_group(group_name)
+
+
+_SNAPSHOT_WARNED = False
+
+
+def compss_snapshot() -> None:
+    """Put the files of the tasks that have ended in place.
+
+    taskflow keeps every state in its journal as it happens; a resume store
+    (what PyCOMPSs's snapshot feeds) is not part of this version, so the
+    call says so once instead of pretending to save more.
+    """
+    global _SNAPSHOT_WARNED
+    rt = current.get()
+    if rt is not None:
+        rt._materialize_all()
+    if not _SNAPSHOT_WARNED:
+        _SNAPSHOT_WARNED = True
+        log.warning("compss_snapshot: the files of finished tasks are in place and every task "
+                    "state is in the journal; this taskflow version has no resume store to "
+                    "restart the application from a snapshot")
+
+
+def compss_wait_on(*args: Any, **kwargs: Any) -> Any:
+    """Values of futures, recursively inside lists, tuples and dicts (several: a list)."""
+    mode = kwargs.pop("mode", "rw")
+    if kwargs:
+        raise UsageError(f"compss_wait_on: unknown keyword(s) {sorted(kwargs)}; only mode= "
+                         f"('r' or 'rw').")
+    if mode not in ("r", "rw", "w", "r+"):
+        raise UsageError(f"compss_wait_on: mode={mode!r} must be 'r' or 'rw'.")
+    if not args:
+        return None
+    value = sync.wait_on(*args)
+    return list(value) if len(args) > 1 else value
+
+
+def compss_get_number_of_resources() -> int:
+    return sync.number_of_resources()
+
+
+def _elastic(n: int, what: str) -> bool:
+    rt = current.get_or_start()
+    for p in rt.providers:
+        if getattr(p, "mode", None) == "pilot" and hasattr(p, "target"):
+            p.target = max(1, p.target + n)       # the pilot loop submits or lets jobs end
+            return True
+    log.warning("%s: this run's nodes are fixed (no elastic provider such as --slurm pilot); "
+                "nothing changes", what)
+    return False
+
+
+def compss_request_resources(num_resources: int, group_name: str | None = None) -> None:
+    """Ask for more nodes: the target of a Slurm pilot run grows; fixed runs say so."""
+    _elastic(int(num_resources), f"compss_request_resources({num_resources})")
+
+
+def compss_free_resources(num_resources: int, group_name: str | None = None) -> None:
+    """Give nodes back: the target of a Slurm pilot run shrinks (idle pilots end)."""
+    _elastic(-int(num_resources), f"compss_free_resources({num_resources})")
+
+
+def compss_set_wall_clock(wall_clock_limit: int) -> None:
+    """From now, the run may last ``wall_clock_limit`` more seconds: then every task is
+    cancelled and the application stopped (as ``runcompss --wall_clock_limit``)."""
+    from ...wallclock import arm
+    arm(float(wall_clock_limit))
+
+
+def compss_add_logger(logger_name: str) -> logging.Logger:
+    """A logger whose lines go where taskflow's go (stderr, or the task's log in a task)."""
+    lg = logging.getLogger(logger_name)
+    if not lg.handlers and not logging.getLogger().handlers:
+        h = logging.StreamHandler()
+        h.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        lg.addHandler(h)
+        lg.setLevel(logging.INFO)
+    return lg
+
+
+__all__ = ["compss_start", "compss_stop", "compss_file_exists", "compss_open",
+           "compss_delete_file", "compss_wait_on_file", "compss_wait_on_directory",
+           "compss_delete_object", "compss_barrier", "compss_barrier_group",
+           "compss_cancel_group", "compss_snapshot", "compss_wait_on",
+           "compss_get_number_of_resources", "compss_request_resources",
+           "compss_free_resources", "compss_set_wall_clock", "compss_add_logger", "TaskGroup"]

@@ -1,0 +1,46 @@
+"""``pycompss.api.binary``: ``@binary(binary=..., args=..., working_dir=..., fail_by_exit_value=...)``.
+
+Above ``@task``. ``params`` is the older spelling of ``args``, ``workingDir``
+of ``working_dir``. The command line is read as PyCOMPSs's ``bash -c`` would
+read it, without a shell: parameter values are word-split and globs
+expanded (a value ``"-n 4"`` gives two arguments, ``"*.txt"`` the matching
+files); file parameters stay one argument; shell operators (``>``, ``|``,
+``;``...) are refused when the task is declared or called, naming the
+parameter (use ``FILE_OUT_STDOUT`` and friends). Without ``returns`` the
+call gives ``None``; with ``returns=int`` the exit code. A non-zero exit
+code fails the task unless ``fail_by_exit_value=False``. ``engine`` /
+``image`` (a binary in a container) belong to ``@container``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ....errors import UsageError
+from ...external import attach_program, fail_by_exit_value, normalize
+
+SUPPORTED = ("binary", "args", "params", "working_dir", "fail_by_exit_value")
+REFUSED = {"engine": "(a container engine) is @container's, which comes with taskflow's "
+                     "containers support, not with this layer.",
+           "image": "(a container image) is @container's, which comes with taskflow's "
+                    "containers support, not with this layer."}
+
+
+class binary:  # noqa: N801 - PyCOMPSs's name
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kw = normalize("binary", kwargs, SUPPORTED, REFUSED)
+        if not kw.get("binary"):
+            raise UsageError("@binary: the binary argument is mandatory.")
+        if "params" in kw:
+            if "args" in kw:
+                raise UsageError("@binary: give args (params is its older spelling), not both.")
+            kw["args"] = kw.pop("params")
+        self.cfg = {"binary": kw["binary"], "args": kw.get("args"),
+                    "working_dir": kw.get("working_dir"),
+                    "fail_by_exit_value": fail_by_exit_value(kw.get("fail_by_exit_value"),
+                                                             "binary")}
+
+    def __call__(self, target: Any) -> Any:
+        return attach_program(target, "binary", "binary", self.cfg)
+
+
+Binary = binary

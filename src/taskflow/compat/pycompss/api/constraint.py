@@ -1,0 +1,64 @@
+"""``pycompss.api.constraint``: ``@constraint(computing_units=..., memory_size=..., ...)``.
+
+Above ``@task`` (and above ``@binary`` / ``@mpi`` / ...). ``computing_units``,
+``memory_size`` (GB) and ``processors`` decide where the task runs; their
+values may be numbers, ``"$ENV"``, a parameter's name, a module global's
+name or an expression of the parameters, read at each call. Every other
+documented key (``processor_architecture``, ``operating_system_type``,
+``app_software``, ``host_queues``, ``storage_size``, ...; camelCase too) is
+accepted and recorded in the journal: it only steers placement in COMPSs.
+See :mod:`taskflow.compat.constraints`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ....api import calltime
+from ....errors import UsageError
+from ... import constraints as C
+from ...taskfn import CompatTaskFunction
+
+
+class constraint:  # noqa: N801 - PyCOMPSs's name
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args:
+            raise UsageError(f"@constraint takes keyword arguments only, got {args!r}.")
+        self.shaping, self.recorded = C.normalize(kwargs)
+
+    def __call__(self, target: Any) -> Any:
+        if not isinstance(target, CompatTaskFunction):
+            if callable(target):          # below @task: @task picks it up
+                target.__compat_constraint__ = (self.shaping, self.recorded)
+                return target
+            raise UsageError(f"@constraint must decorate a task, not {target!r}.")
+        apply(target, self.shaping, self.recorded)
+        return target
+
+
+def apply(tf: CompatTaskFunction, shaping: dict[str, Any], recorded: dict[str, Any]) -> None:
+    spec = tf.spec
+    if recorded:
+        spec.recorded = dict(spec.recorded or {}, **recorded)
+    if not shaping:
+        return
+    dynamic = any(not C.is_static(v) for k, v in shaping.items() if k != "processors")
+    procs = shaping.get("processors")
+    if procs is not None:
+        if not isinstance(procs, list) or not all(isinstance(p, dict) for p in procs):
+            raise UsageError(f"@constraint on {spec.name}: processors must be a list of dicts "
+                             f"like {{'processorType': 'GPU', 'computingUnits': 1}}.")
+        dynamic = dynamic or any(not C.is_static(p.get("computingUnits",
+                                                       p.get("computing_units", 1)))
+                                 for p in procs)
+    if dynamic:
+        tf.decl.constraints = dict(tf.decl.constraints, **shaping)
+        return
+    cu = shaping.get("computing_units")
+    mem = shaping.get("memory_size")
+    spec.set_constraints(computing_units=int(float(cu)) if cu is not None else None,
+                         memory_size=float(mem) if mem is not None else None,
+                         processors=procs)
+    calltime.refresh(spec)
+
+
+Constraint = constraint

@@ -1,0 +1,146 @@
+"""``pycompss.api.task``: ``@task`` with PyCOMPSs's semantics.
+
+Arguments (both spellings of every keyword; the camelCase ones are the
+older PyCOMPSs spellings):
+
+- ``returns``: a type, a tuple of types, a count, a string holding a count,
+  the name of a module global, ``"value_of(param.attr)"``, a class, ``FILE``;
+  left out, the function's type hints or ``return`` statements decide
+  (:mod:`taskflow.compat.returns`). Several values come back as a list, none
+  as ``None``. A call may override it: ``f(x, returns=3)``.
+- ``priority``, ``time_out``/``timeOut``, ``on_failure`` (RETRY, FAIL,
+  IGNORE, CANCEL_SUCCESSORS), ``target_direction``/``targetDirection`` (IN
+  makes ``self`` read-only), ``isModifier=False`` (the same),
+  ``varargs_type``/``varargsType`` (the direction of every ``*args`` value,
+  e.g. FILE_IN: the files are dependencies like any FILE_IN parameter).
+- ``is_replicated``/``isReplicated``: the task runs once on every node.
+- ``is_distributed``/``isDistributed``, ``cache_returns``, ``numba*``,
+  ``tracing_hook``: placement and performance hints with no effect here;
+  accepted and recorded.
+- every other keyword names a parameter: a constant of
+  :mod:`pycompss.api.parameter`, its dictionary form or ``Parameter(...)``.
+
+``self`` of a task method is INOUT unless declared otherwise.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from ....api.task import task as native_task
+from ....errors import UsageError
+from ....graph.param import DIRECTORY_KIND, OBJECT_KIND
+from ... import returns as R
+from ...taskfn import CompatTaskFunction, Decl, file_params
+from .parameter import to_native
+
+LEGACY = {"targetDirection": "target_direction", "isReplicated": "is_replicated",
+          "isDistributed": "is_distributed", "varargsType": "varargs_type",
+          "timeOut": "time_out", "cacheReturns": "cache_returns", "onFailure": "on_failure",
+          "isModifier": "is_modifier", "computingNodes": "computing_nodes",
+          "processesPerNode": "processes_per_node", "isReduce": "is_reduce",
+          "chunkSize": "chunk_size", "tracingHook": "tracing_hook",
+          "numbaFlags": "numba_flags", "numbaSignature": "numba_signature",
+          "numbaDeclaration": "numba_declaration"}
+RESERVED = {"returns", "priority", "time_out", "on_failure", "defaults", "target_direction",
+            "is_modifier", "is_replicated", "is_distributed", "varargs_type", "cache_returns",
+            "computing_nodes", "processes_per_node", "is_reduce", "chunk_size", "tracing_hook",
+            "numba", "numba_flags", "numba_signature", "numba_declaration", "retries"}
+RECORDED = ("is_distributed", "cache_returns", "tracing_hook", "numba", "numba_flags",
+            "numba_signature", "numba_declaration", "computing_nodes", "processes_per_node")
+
+
+def task(*args: Any, **kwargs: Any) -> Callable[..., Any]:
+    """``@task(...)`` (or bare ``@task``): see the module docstring."""
+    if len(args) == 1 and callable(args[0]) and not kwargs:
+        return _Declaration({})(args[0])
+    if args:
+        raise UsageError(f"@task takes keyword arguments only, got {args!r}.")
+    return _Declaration(kwargs)
+
+
+Task = task      # PyCOMPSs exports both names
+
+
+class _Declaration:
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        self.reserved: dict[str, Any] = {}
+        self.directions: dict[str, Any] = {}
+        for key, value in kwargs.items():
+            k = LEGACY.get(key, key)
+            if k in RESERVED:
+                self.reserved[k] = value
+            else:
+                self.directions[key] = value
+
+    def __call__(self, func: Callable[..., Any]) -> CompatTaskFunction:
+        if isinstance(func, CompatTaskFunction):
+            raise UsageError(f"@task applied twice to {func.spec.name}.")
+        if not callable(func) or isinstance(func, type):
+            raise UsageError(f"@task must decorate a function or a method, not {func!r}.")
+        name = getattr(func, "__qualname__", repr(func))
+        res = self.reserved
+        params = {p: to_native(v, f"@task on {name}, parameter '{p}'")
+                  for p, v in self.directions.items()}
+        sig = inspect.signature(func)
+        names = list(sig.parameters)
+        modifier = res.get("is_modifier", True) is not False
+        target = res.get("target_direction")
+        if target is not None:
+            modifier = to_native(target, f"@task on {name}: target_direction").direction != "IN"
+        if names and names[0] == "self" and "self" not in params and modifier:
+            params["self"] = to_native("INOUT", "self")        # PyCOMPSs: self is INOUT
+        varargs = next((p.name for p in sig.parameters.values()
+                        if p.kind is p.VAR_POSITIONAL), None)
+        vtype = res.get("varargs_type")
+        vparam = None
+        if vtype is not None:
+            vparam = to_native(vtype, f"@task on {name}: varargs_type")
+            if varargs is None:
+                raise UsageError(f"@task on {name}: varargs_type={vtype!r} but {name} has no "
+                                 f"*args parameter.")
+            if vparam.kind == OBJECT_KIND and vparam.direction == "IN":
+                vparam = None                     # the default: nothing to track
+        if varargs and varargs in params:
+            raise UsageError(f"@task on {name}: '*{varargs}' takes its direction from "
+                             f"varargs_type=, not from {varargs}=.")
+        rets = R.parse(res.get("returns"), func, name)
+        on_failure = str(res.get("on_failure", "RETRY")).upper()
+        native = native_task(None, returns=max(rets.fixed, 1) if rets.dynamic is None else 1,
+                             priority=res.get("priority", False),
+                             time_out=res.get("time_out"), on_failure=on_failure,
+                             retries=res.get("retries"), **params)(func)
+        spec = native.spec
+        decl = Decl()
+        decl.returns = rets
+        decl.file_params = file_params(spec)
+        decl.on_failure_defaults = dict(res.get("defaults") or {})
+        decl.varargs = vparam
+        decl.replicated = bool(res.get("is_replicated", False))
+        if decl.replicated:
+            written = sorted(n for n, p in spec.params.items() if p.writes)
+            if written:
+                raise UsageError(f"@task on {name}: is_replicated=True with written "
+                                 f"parameter(s) {written}: every copy would make its own "
+                                 f"version; make them IN (target_direction=IN for self).")
+        recorded = {k: _plain(res[k]) for k in RECORDED if k in res and res[k]}
+        if recorded:
+            spec.recorded = dict(spec.recorded or {}, **recorded)
+        fresh = [n for n, p in spec.params.items()
+                 if p.kind == DIRECTORY_KIND and p.direction == "OUT"]
+        if fresh:            # PyCOMPSs: the task makes its DIRECTORY_OUT itself
+            spec.hooks = dict(spec.hooks or {}, fresh_dirs=fresh)
+            spec.refresh_options()
+        tf = CompatTaskFunction(func, spec, decl)
+        pending = getattr(func, "__compat_constraint__", None)
+        if pending:                          # @constraint written below @task
+            from .constraint import apply
+            apply(tf, *pending)
+        return tf
+
+
+def _plain(v: Any) -> Any:
+    return v if isinstance(v, (int, float, str, bool)) else repr(v)
+
+
+__all__ = ["task", "Task"]

@@ -1,0 +1,1 @@
+"""``pycompss.functions``: elapsed_time, reduce, data, map."""

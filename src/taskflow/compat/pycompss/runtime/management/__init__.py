@@ -1,0 +1,1 @@
+"""``pycompss.runtime.management``."""

@@ -1,0 +1,262 @@
+"""A PyCOMPSs task function: taskflow's :class:`TaskFunction` with PyCOMPSs's call semantics.
+
+What differs from a native task is decided per call, on the master, before
+the call reaches :meth:`Runtime.submit`:
+
+- the number of outputs (``returns`` read from the source, a module global,
+  ``value_of(param.attr)``, a call-time ``returns=`` override), and several
+  outputs come back as a *list*; no outputs gives ``None``;
+- ``None`` for a FILE / DIRECTORY parameter reaches the task as ``None``;
+- ``returns=SomeClass`` gives an instance of that class that stands for the
+  future value (a task method can be called on it; ``compss_wait_on`` fills it);
+- constraints that name a module global, a parameter or ``$ENV``.
+
+Each combination gets its own :class:`~taskflow.graph.spec.TaskSpec`, a
+shallow copy of the declared one (:meth:`CompatTaskFunction.variant`), made
+once and reused; the graph, the scheduler and the nodes see ordinary specs.
+
+On a worker the function is unpickled only after the ``pycompss`` alias is
+installed there (:func:`taskflow.compat.importhook.load_task_function`).
+"""
+from __future__ import annotations
+
+import copy
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+import cloudpickle
+
+from ..api import calltime
+from ..api.task import TaskFunction
+from ..context import in_worker
+from ..errors import UsageError
+from ..future import Future
+from ..graph.param import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
+from ..runtime import current as _current
+from . import implement as _impl
+from . import returns as R
+
+if TYPE_CHECKING:
+    from ..graph.spec import TaskSpec
+    from ..runtime.runtime import Runtime
+
+
+MAX_VARIANTS = 1024      # specs kept per task function (a dropped one is made again if needed)
+
+
+class Decl:
+    """What a PyCOMPSs ``@task`` (and the decorators above it) declared, beyond the spec."""
+
+    def __init__(self) -> None:
+        self.returns: R.Returns = R.Returns(0)
+        self.file_params: frozenset[str] = frozenset()     # FILE / DIRECTORY parameters
+        self.constraints: dict[str, Any] = {}              # computing_units etc., raw values
+        self.on_failure_defaults: dict[str, Any] = {}      # @on_failure(..., name=default)
+        self.local_check: Callable[..., None] | None = None
+        self.replicated = False
+        self.distributed = False
+        self.reduction: int | None = None                  # @reduction(chunk_size=...)
+        self.reduction_param: str | None = None
+        self.checks: list[Callable[[dict[str, Any]], None]] = []   # call-time checks
+        self.cfg_globals: dict[str, str] = {}     # invoker value -> module global read per call
+        self.http: dict[str, Any] | None = None   # @http: service_name (base URL per call)
+        self.varargs: Param | None = None         # varargs_type when not a plain IN
+
+
+class CompatTaskFunction(TaskFunction):
+    """The callable a PyCOMPSs ``@task`` returns (see the module docstring)."""
+
+    def __init__(self, func: Callable[..., Any], spec: TaskSpec, decl: Decl) -> None:
+        super().__init__(func, spec)
+        self.decl = decl
+        self._variants: dict[Any, TaskSpec] = {}
+        self._lock = threading.Lock()
+        self._fast: bool | None = None       # decided at the first call (_static_shape)
+
+    def _static_shape(self) -> bool:
+        """True when no call can differ from the declaration (every decorator has run)."""
+        d = self.decl
+        return (d.returns.dynamic is None and not d.returns.types and not d.file_params
+                and not d.constraints and not d.checks and not d.cfg_globals
+                and d.http is None and d.varargs is None and not d.replicated
+                and d.reduction is None)
+
+    # -- calls -----------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast
+        if fast is None:
+            fast = self._fast = self._static_shape()
+        if fast and "returns" not in kwargs and not _impl.ALTERNATIVES and not in_worker():
+            # nothing to decide per call: the declared spec as it is (most tasks)
+            rt = _current._current or _current.get_or_start()
+            value = rt.submit(self.spec, args, kwargs)
+            n = self.decl.returns.fixed
+            return value if n == 1 else (list(value) if n else None)
+        call_returns = kwargs.pop("returns", R.UNSET)
+        if in_worker():                  # a task called in a task runs inline
+            return self.__wrapped__(*args, **kwargs)
+        decl = self.decl
+        if decl.reduction is not None:
+            from .reduction import reduce_call
+            return reduce_call(self, args, kwargs, call_returns)
+        if _impl.ALTERNATIVES:           # some @implement was declared: maybe for this task
+            target = _impl.choose(self, args, kwargs)
+            if target is not self:
+                return target(*args, **kwargs) if call_returns is R.UNSET else \
+                    target(*args, returns=call_returns, **kwargs)
+        rt = _current._current or _current.get_or_start()
+        return self.submit(rt, args, kwargs, call_returns)
+
+    def submit(self, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any],
+               call_returns: Any = R.UNSET) -> Any:
+        spec = self.spec
+        decl = self.decl
+        bound: dict[str, Any] | None = None
+        if decl.returns.dynamic or call_returns is not R.UNSET or decl.file_params \
+                or decl.constraints or decl.checks:
+            bound = calltime.bind(spec, args, kwargs)
+            for check in decl.checks:
+                check(bound)
+        rets = decl.returns if call_returns is R.UNSET else \
+            R.parse(call_returns, self.__wrapped__, spec.name, call_time=True)
+        nout = rets.count(bound, self.__wrapped__, spec.name)
+        none_files = frozenset(n for n in decl.file_params if bound is not None
+                               and n in bound and bound[n] is None)
+        cons = None
+        if decl.constraints:
+            from .constraints import resolve
+            cons = resolve(decl.constraints, bound or {}, self.__wrapped__, spec.name)
+        extra = self._cfg_extra() if (decl.cfg_globals or decl.http) else None
+        if decl.varargs is not None and len(args) > len(spec.names):
+            extra = (extra or ()) + (("*", len(args) - len(spec.names)),)
+        if decl.replicated and len([n for n in rt.nodes if n.usable]) > 1:
+            from .replicate import submit_replicas
+            return submit_replicas(self, rt, args, kwargs, nout, none_files, cons, rets)
+        v = self.variant(nout, none_files, cons, extra=extra)
+        value = rt.submit(v, args, kwargs)
+        return self.shape(rt, value, nout, rets, bound)
+
+    def shape(self, rt: Runtime, value: Any, nout: int, rets: R.Returns,
+              bound: dict[str, Any] | None) -> Any:
+        """The native call's value as PyCOMPSs gives it back (None, one, a list)."""
+        if nout == 0:
+            return None
+        futs = list(value) if nout > 1 else [value]
+        if rets.types:
+            futs = [self._stand_in(rt, f, t) for f, t in zip(futs, rets.types)]
+        return futs if nout > 1 else futs[0]
+
+    @staticmethod
+    def _stand_in(rt: Runtime, fut: Future, typ: Any) -> Any:
+        """``returns=SomeClass``: an empty instance that stands for the future value."""
+        if not R.is_user_class(typ):
+            return fut
+        try:
+            obj = typ()
+        except Exception:  # noqa: BLE001 - no empty constructor: the future itself
+            return fut
+        with rt.submit_lock:
+            rt.registry.track_object(obj, fut)
+        return obj
+
+    def _cfg_extra(self) -> tuple[tuple[str, Any], ...]:
+        """Invoker values decided per call: module globals (@mpi processes=\"NP\"), the
+        base URL of an @http service."""
+        decl = self.decl
+        out: list[tuple[str, Any]] = []
+        g = getattr(self.__wrapped__, "__globals__", {})
+        for key, gname in decl.cfg_globals.items():
+            if gname not in g:
+                raise UsageError(f"task {self.spec.name}: {key}={gname!r} names no module "
+                                 f"global of {self.spec.module} (nor a number or $ENV).")
+            try:
+                out.append((key, int(g[gname])))
+            except (TypeError, ValueError):
+                raise UsageError(f"task {self.spec.name}: {key}={gname!r} is {g[gname]!r}, "
+                                 f"not a number.") from None
+        if decl.http is not None:
+            from .services import base_url
+            out.append(("url", base_url(decl.http["service_name"], f"@http task "
+                                                                   f"{self.spec.name}")))
+        return tuple(out)
+
+    # -- variants --------------------------------------------------------------------
+    def variant(self, nout: int, none_files: frozenset[str] = frozenset(),
+                cons: tuple[Any, ...] | None = None, pin: str | None = None,
+                extra: tuple[tuple[str, Any], ...] | None = None) -> TaskSpec:
+        key = (nout, none_files, cons, pin, extra)
+        v = self._variants.get(key)
+        if v is not None:
+            return v
+        with self._lock:
+            v = self._variants.get(key)
+            if v is None:
+                if len(self._variants) >= MAX_VARIANTS:     # bounded: the oldest half goes
+                    for old in list(self._variants)[:MAX_VARIANTS // 2]:
+                        del self._variants[old]
+                v = self._variants[key] = make_variant(self.spec, max(nout, 1), none_files,
+                                                       cons, pin, extra)
+        return v
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The native reduction (by reference, or the function by value), wrapped so that the
+        # worker installs the pycompss alias before any of it is unpickled.
+        from .importhook import load_task_function
+        loader, args = TaskFunction.__reduce__(self)
+        return (load_task_function, (cloudpickle.dumps((loader, args)),))
+
+    def __repr__(self) -> str:
+        return f"<pycompss task {self.spec.name}>"
+
+
+def make_variant(base: TaskSpec, nout: int, none_files: frozenset[str],
+                 cons: tuple[Any, ...] | None, pin: str | None,
+                 extra: tuple[tuple[str, Any], ...] | None = None) -> TaskSpec:
+    """A copy of ``base`` with ``nout`` outputs, the ``none_files`` as plain values, the
+    resolved constraints ``cons`` ((computing_units, memory_size, processors)), for
+    replicas the node it must run on, and invoker values decided per call (``extra``)."""
+    v = copy.copy(base)
+    if none_files:
+        v.params = {k: p for k, p in base.params.items() if k not in none_files}
+    v.special = [(v.index.get(n), n, p) for n, p in v.params.items()
+                 if not (p.kind == OBJECT_KIND and p.direction == "IN")]
+    v.nout, v.returns_tuple = (nout, nout > 1)
+    v.plain = not v.special and v.varargs is None and v.nout == 1
+    v.stats_n, v.stats_mean = 0, 0.0
+    nvar = dict(extra or ()).get("*", 0)
+    if nvar:        # varargs_type: each of the call's *args values accessed as declared
+        vp = base.wrapper.decl.varargs
+        first = len(base.names)
+        v.special = v.special + [(first + i, f"{base.varargs}[{i}]", vp) for i in range(nvar)]
+        v.plain = False
+        extra = tuple(kv for kv in extra or () if kv[0] != "*")
+    if extra:
+        v.invoker_cfg = dict(base.invoker_cfg)
+        for key, value in extra:
+            v.invoker_cfg[key] = calltime.Expr(value, key, []) \
+                if key in ("processes", "computing_nodes", "processes_per_node") else value
+    if cons is not None or pin is not None or extra:
+        if cons is not None:
+            cu, mem, procs = cons
+            v.computing_units, v.memory_size = cu, mem
+            if procs is not None:
+                v.processors = procs
+        v.pin = pin
+        calltime.refresh(v)
+    return v
+
+
+def file_params(spec: TaskSpec) -> frozenset[str]:
+    return frozenset(n for n, p in spec.params.items() if p.kind in (FILE_KIND, DIRECTORY_KIND))
+
+
+def task_function(target: Any, what: str) -> CompatTaskFunction:
+    """``target`` as a PyCOMPSs task function, or a UsageError saying where ``what`` goes."""
+    if isinstance(target, CompatTaskFunction):
+        return target
+    name = getattr(target, "__qualname__", repr(target))
+    if isinstance(target, TaskFunction):
+        raise UsageError(f"{what} on {name}: the task was declared with taskflow's @task; use "
+                         f"pycompss.api.task.task under the PyCOMPSs decorators.")
+    raise UsageError(f"{what} must be placed above @task (PyCOMPSs order: @implement -> "
+                     f"@constraint -> @binary/@mpi/... -> @task), not on {name!r}.")

@@ -1,0 +1,29 @@
+"""@task(is_replicated=True): one copy of the call on every node."""
+import os
+
+from pycompss.api.api import compss_barrier, compss_wait_on
+from pycompss.api.parameter import IN
+from pycompss.api.task import task
+
+
+@task(returns=str, is_replicated=True)
+def setup(tag):
+    # one file per node agent (the executor's parent), as a node-local setup step would
+    with open(f"{tag}-{os.getpid()}-{os.getppid()}", "w"):
+        pass
+    return "done"
+
+
+class Cache(object):
+    @task(target_direction=IN, isReplicated=True)
+    def warm(self):
+        return None
+
+
+if __name__ == "__main__":
+    value = compss_wait_on(setup("copy"))
+    Cache().warm()
+    compss_barrier()
+    files = [f for f in os.listdir(".") if f.startswith("copy-")]
+    print("RESULT", {"copies": len(files), "agents": len({f.split("-")[2] for f in files}),
+                     "value": value})

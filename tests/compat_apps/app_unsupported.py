@@ -1,0 +1,65 @@
+"""What the layer does not provide fails where it is used, naming it."""
+from pycompss.api.task import task
+
+out = {}
+
+
+def attempt(name, fn):
+    try:
+        fn()
+        out[name] = "no error"
+    except Exception as exc:
+        out[name] = f"{type(exc).__name__}: {exc}"
+
+
+def use_container():
+    from pycompss.api.container import container
+    container(engine="DOCKER", image="x")
+
+
+def use_decaf():
+    from pycompss.api.decaf import decaf
+    decaf(df_script="x")
+
+
+def use_julia():
+    from pycompss.api.julia import julia
+    julia(script="x.jl")
+
+
+def use_opencl():
+    from pycompss.api.opencl import opencl
+    opencl(kernel="k.cl")
+
+
+def use_streams():
+    import pycompss.streams.distro_stream  # noqa: F401
+
+
+def use_stream_param():
+    from pycompss.api.parameter import STREAM_OUT
+
+    @task(ods=STREAM_OUT)
+    def write(ods):
+        pass
+
+
+def use_storage():
+    from pycompss.util.storages.persistent import get_by_id  # noqa: F401
+
+
+def use_interactive():
+    import pycompss.interactive  # noqa: F401
+
+
+def use_internals():
+    import pycompss.runtime.binding  # noqa: F401
+
+
+for name, fn in [("container", use_container), ("decaf", use_decaf), ("julia", use_julia),
+                 ("opencl", use_opencl), ("streams", use_streams),
+                 ("stream_param", use_stream_param), ("storage", use_storage),
+                 ("interactive", use_interactive), ("internals", use_internals)]:
+    attempt(name, fn)
+for k, v in sorted(out.items()):
+    print("UNSUPPORTED", k, "|", v)

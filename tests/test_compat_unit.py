@@ -1,0 +1,179 @@
+"""The PyCOMPSs layer's pieces in-process: parameters, returns, bash-like words, XML files,
+runcompss options, the import hook, and the layer used directly with a runtime."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from taskflow.agent.invokers.words import ShellSyntax, split
+from taskflow.compat import importhook, xmlconfig
+from taskflow.compat.pycompss.api import parameter as P
+from taskflow.compat.returns import count_returns, infer, parse
+from taskflow.compat.runcompss import translate
+from taskflow.errors import ClusterConfigError, UsageError
+
+
+def test_parameters_become_taskflow_params():
+    p = P.to_native(P.COLLECTION_FILE_INOUT, "x")
+    assert (p.kind, p.direction, p.elem_kind, p.depth) == ("collection", "INOUT", "file",
+                                                           sys.maxsize)
+    assert P.to_native({P.Type: P.COLLECTION_IN, P.Depth: 2}, "x").depth == 2
+    p = P.to_native(P.Parameter(P.TYPE.FILE, P.DIRECTION.INOUT, P.IOSTREAM.STDOUT), "x")
+    assert (p.kind, p.direction, p.stream) == ("file", "INOUT", "stdout")
+    assert P.to_native(P.STDOUT, "x").stream == "stdout"
+    assert P.to_native(P.FILE_COMMUTATIVE_STDERR, "x").direction == "INOUT"   # appends
+    assert P.to_native({P.Type: P.FILE_IN, P.Prefix: "--in="}, "x").prefix == "--in="
+    assert P.to_native(P.DICTIONARY_INOUT, "x").kind == "collection"
+    for bad, words in ((P.FILE_IN_STDOUT, "FILE_OUT_STDOUT"), (P.FILE_OUT_STDIN, "FILE_IN_STDIN"),
+                       (P.STREAM_OUT, "streams"), ("FILE_INN", "FILE_IN"),
+                       ({P.Type: P.FILE_IN, "colour": 1}, "unknown key")):
+        with pytest.raises(UsageError, match=words):
+            P.to_native(bad, "task t, parameter 'p'")
+
+
+def test_returns_read_from_the_source():
+    def none(x):
+        print(x)
+
+    def two(x):
+        def inner():
+            return 1, 2, 3            # an inner function's return does not count
+        if x:
+            return x, x
+        return None
+
+    class C:
+        def meth(self):
+            return self, self, self
+
+    assert count_returns(none) == 0 and count_returns(two) == 2
+    assert count_returns(C.meth) == 3
+    assert infer(lambda: 1, "f").fixed == 1
+
+    def hinted() -> tuple[int, str, float]:
+        return 1, "a", 2.0
+    assert infer(hinted, "f").fixed == 3
+    assert parse("4", none, "f").fixed == 4
+    dyn = parse("value_of(cfg.n)", none, "f")
+    assert dyn.count({"cfg": type("Cfg", (), {"n": 5})()}, none, "f") == 5
+    with pytest.raises(UsageError, match="value_of"):
+        parse("value_of cfg", none, "f")
+
+
+def test_words_as_bash_reads_them(tmp_path):
+    for name in ("b.dat", "a.dat", "c.txt"):
+        (tmp_path / name).write_text("")
+    env = {"N": "4", "HOME": "/home/u"}
+    cwd = str(tmp_path)
+    assert split("-n $N '*.dat' *.dat", env, cwd) == ["-n", "4", "*.dat", "a.dat", "b.dat"]
+    assert split('"a b" c\\ d ${N}x', env, cwd) == ["a b", "c d", "4x"]
+    assert split("*.none", env, cwd) == ["*.none"]          # no match: kept, as bash does
+    assert split("'$N' \"$N\"", env, cwd) == ["$N", "4"]
+    for line in ("a > b", "a | b", "a; b", "$(date)", "`date`", "'open"):
+        with pytest.raises(ShellSyntax):
+            split(line, env, cwd)
+
+
+def test_xml_files_become_nodes(tmp_path):
+    (tmp_path / "r.xml").write_text("""<ResourcesList>
+  <ComputeNode Name="localhost"><Processor Name="P"><ComputingUnits>4</ComputingUnits></Processor>
+    <Processor Name="G"><Type>GPU</Type><ComputingUnits>1</ComputingUnits></Processor>
+    <Memory><Size>8</Size></Memory></ComputeNode>
+  <ComputeNode Name="node2.example"><Processor Name="P"><ComputingUnits>16</ComputingUnits>
+  </Processor></ComputeNode>
+  <Http BaseUrl="http://h:1/a/"><ServiceName>s1</ServiceName><ServiceName>s2</ServiceName></Http>
+</ResourcesList>""")
+    (tmp_path / "p.xml").write_text("""<Project><MasterNode/>
+  <ComputeNode Name="localhost"><LimitOfTasks>2</LimitOfTasks></ComputeNode>
+  <ComputeNode Name="node2.example"><InstallDir>/opt/venv</InstallDir>
+    <WorkingDir>/scratch/w</WorkingDir>
+    <Adaptors><Adaptor Name="x"><User>alice</User></Adaptor></Adaptors></ComputeNode>
+</Project>""")
+    cfg = xmlconfig.load(str(tmp_path / "p.xml"), str(tmp_path / "r.xml"))
+    local, remote = cfg.nodes
+    assert (local.local, local.computing_units, local.gpus, local.memory) == (True, 2, 1, 8.0)
+    assert (remote.host, remote.user, remote.computing_units, remote.working_dir) == \
+        ("node2.example", "alice", 16, "/scratch/w")
+    assert remote.setup == ['export PATH=/opt/venv/bin:"$PATH"']
+    assert cfg.http == {"s1": ["http://h:1/a/"], "s2": ["http://h:1/a/"]}
+    (tmp_path / "bad.xml").write_text("<ResourcesList><ComputeNode Name='x'><Processor>"
+                                      "<ComputingUnits>many</ComputingUnits></Processor>"
+                                      "</ComputeNode></ResourcesList>")
+    with pytest.raises(ClusterConfigError, match="must be a number, got 'many'"):
+        xmlconfig.load(None, str(tmp_path / "bad.xml"))
+
+
+def test_runcompss_options_are_taken_off():
+    args, opts = translate(["-gd", "--summary", "--project=p.xml", "--resources", "r.xml",
+                            "--workers", "3", "--tracing=false", "--comm=NIO", "app.py",
+                            "--summary"], {"--workers"})
+    assert args == ["--workers", "3", "app.py", "--summary"]      # the app's own args stay
+    assert opts["graph"] is True and opts["debug"] is True and opts["summary"] is True
+    assert (opts["project"], opts["resources"], opts["tracing"]) == ("p.xml", "r.xml", "false")
+    assert opts["ignored"] == ["--comm=NIO"]
+    import click
+    with pytest.raises(click.UsageError, match="persistent storage"):
+        translate(["--storage_conf=s.cfg", "app.py"], set())
+
+
+def test_import_hook_aliases_and_refuses_a_real_pycompss(tmp_path, monkeypatch):
+    importhook.uninstall()
+    try:
+        importhook.install()
+        import pycompss.api.parameter as aliased
+        assert aliased is P and aliased.FILE_IN is P.FILE_IN
+        with pytest.raises(ImportError, match="does not provide"):
+            import pycompss.runtime.binding  # noqa: F401
+    finally:
+        importhook.uninstall()
+    assert "pycompss" not in sys.modules
+    real = tmp_path / "pycompss"
+    real.mkdir()
+    (real / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(importhook.RealPyCOMPSsInstalled, match="--compat-force"):
+        importhook.install()
+    try:
+        importhook.install(force=True)
+        import pycompss.api.task  # noqa: F401
+        assert sys.modules["pycompss"].__name__ == "taskflow.compat.pycompss"
+    finally:
+        importhook.uninstall()
+
+
+def test_the_layer_imported_directly_with_a_runtime(rt):
+    from taskflow.compat.pycompss.api.api import compss_wait_on
+    from taskflow.compat.pycompss.api.task import task
+
+    @task()
+    def pair(x):
+        return x, -x
+
+    @task()
+    def nothing(x):
+        pass
+
+    assert compss_wait_on(pair(2)) == [2, -2]
+    assert nothing(1) is None
+    with pytest.raises(UsageError, match="is_replicated=True with written"):
+        task(is_replicated=True, box=P.INOUT)(lambda box: None)
+
+
+def test_declaration_errors_name_the_task():
+    from taskflow.compat.pycompss.api.binary import binary
+    from taskflow.compat.pycompss.api.mpi import mpi
+    from taskflow.compat.pycompss.api.task import task
+
+    def f(x):
+        pass
+    with pytest.raises(UsageError, match=r"@binary on .*f: args=.*shell syntax"):
+        binary(binary="echo", args="{{x}} > out")(task()(f))
+    with pytest.raises(UsageError, match="container"):
+        binary(binary="echo", engine="DOCKER")
+    with pytest.raises(UsageError, match="returns=3 but processes=2"):
+        mpi(processes=2)(task(returns=3)(f))
+    with pytest.raises(UsageError, match="collection layouts"):
+        mpi(processes=2, x_layout={"block_count": 2})
+    with pytest.raises(UsageError, match="must be placed above @task"):
+        binary(binary="echo")(f)
