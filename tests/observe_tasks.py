@@ -5,7 +5,7 @@ import os
 import sys
 import time
 
-from taskflow import task
+from taskflow import constraint, task
 
 
 @task(returns=int)
@@ -47,3 +47,20 @@ def nap(seconds, *deps):
 def loud(n):
     for i in range(n):
         print(i)
+
+
+@constraint(computing_units=2)
+@task(returns=float)
+def wide_nap(seconds, *deps):
+    """Holds both slots of a 2-slot node while it sleeps."""
+    time.sleep(seconds)
+    return seconds
+
+
+def named(name: str):
+    """A sleeping task function called ``name`` (many task names in one run)."""
+    def body(seconds):
+        time.sleep(seconds)
+        return seconds
+    body.__name__ = body.__qualname__ = name
+    return task(returns=float)(body)

@@ -162,6 +162,22 @@ class Journal:
         """(producer, consumer) pairs."""
         return [(d, t) for t, d in self._rows("SELECT task_id, dep_id FROM deps")]
 
+    def placements(self) -> dict[int, list[tuple[str, int]]]:
+        """Tasks that held more than one slot: task id -> [(node, slots)] of its last run.
+
+        From the ``PLACED`` transitions (multi-slot tasks of functions not known
+        to be short); other tasks held ``computing_units`` slots of their node
+        (:meth:`slots_of`).
+        """
+        out: dict[int, list[tuple[str, int]]] = {}
+        for tid, info in self._rows("SELECT task_id, info FROM transitions WHERE state='PLACED' "
+                                    "ORDER BY rowid"):
+            try:
+                out[tid] = [(str(n), int(k)) for n, k in json.loads(info)]
+            except (TypeError, ValueError):
+                continue
+        return out
+
     def failed(self) -> list[dict[str, Any]]:
         return self._all("SELECT id, name, node, attempts, error FROM tasks "
                          "WHERE state='FAILED' ORDER BY id")
@@ -215,3 +231,17 @@ def list_runs(root: str | None = None) -> list[dict[str, Any]]:
             r = {"run_id": rid, "state": f"unreadable ({exc})", "counts": {}}
         out.append(r)
     return out
+
+
+def slots_of(task: dict[str, Any], placements: dict[int, list[tuple[str, int]]]
+             ) -> list[tuple[str, int]]:
+    """[(node, slots)] that ``task`` (a row of :meth:`Journal.tasks`) held while it ran."""
+    held = placements.get(task["id"])
+    if held:
+        return held
+    units = 1
+    try:
+        units = int(json.loads(task.get("constraints") or "{}").get("computing_units") or 1)
+    except (TypeError, ValueError, AttributeError):
+        pass
+    return [(task.get("node") or "?", max(units, 1))]

@@ -223,8 +223,16 @@ class JournalDB:
                 if dep_ids:
                     deps.extend([(tid, d) for d in dep_ids])
                 continue
+            if extra is not None and kind == "dispatched":   # several slots: where
+                trans.append((tid, t, "PLACED", node, json.dumps(extra)))
+            elif kind == "ready":
+                trans.append((tid, t, "READY", node, None))
             row = new.get(tid)
             if row is not None:             # fast paths: the task's row is still in hand
+                if kind == "ready":
+                    if row[_STATE] == "SUBMITTED":
+                        row[_STATE] = "READY"
+                    continue
                 if kind == "dispatched":
                     row[_NODE] = node
                     row[_STATE] = "DISPATCHED"
@@ -246,6 +254,10 @@ class JournalDB:
                         row[_T_DISPATCH] = tdisp
                     nlogs.pop(tid, None)
                     continue
+            if kind == "ready":
+                if tid not in changes:   # (an update never moves a later state back)
+                    changes[tid] = {"state": "READY"}
+                continue
             if kind == "dispatched":
                 ch = {"state": "DISPATCHED", "node": node, "t_dispatch": t}
             elif kind == "running":

@@ -19,21 +19,25 @@ from __future__ import annotations
 import html
 import os
 import time
-from typing import Any
+from typing import Any, Sequence
 
-from ..journal.reader import Journal
+from ..journal.reader import Journal, slots_of
 from . import workers
 from .graph import build, critical_path
 
 
-def busy_integral(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
-    """∫ w(t) dt over [lo, hi] by a sweep over the run intervals."""
-    pts = []
-    for a, b in intervals:
-        a, b = max(a, lo), min(b, hi)
+def busy_integral(intervals: Sequence[tuple[float, ...]], lo: float, hi: float) -> float:
+    """∫ w(t) dt over [lo, hi] by a sweep over the run intervals.
+
+    An interval is ``(start, end)`` (one slot) or ``(start, end, slots)``.
+    """
+    pts: list[tuple[float, int]] = []
+    for iv in intervals:
+        a, b = max(iv[0], lo), min(iv[1], hi)
+        k = int(iv[2]) if len(iv) > 2 else 1
         if b > a:
-            pts.append((a, 1))
-            pts.append((b, -1))
+            pts.append((a, k))
+            pts.append((b, -k))
     pts.sort()
     total, w, last = 0.0, 0, lo
     for t, d in pts:
@@ -41,6 +45,13 @@ def busy_integral(intervals: list[tuple[float, float]], lo: float, hi: float) ->
         w += d
         last = t
     return total
+
+
+def run_intervals(j: Journal, tasks: list[dict[str, Any]]) -> list[tuple[float, float, int]]:
+    """(start, end, slots held) of every task that ran."""
+    held = j.placements()
+    return [(t["t_start"], t["t_end"], sum(k for _, k in slots_of(t, held)))
+            for t in tasks if t.get("t_start") and t.get("t_end")]
 
 
 def figures(j: Journal) -> dict[str, Any]:
@@ -54,8 +65,10 @@ def figures(j: Journal) -> dict[str, Any]:
     t_first = min(subs) if subs else (run.get("t_start") or 0.0)
     t_last = max((t["t_end"] for t in tasks if t.get("t_end")), default=t_first)
     M = max(t_last - t_first, 0.0)
-    C = sum(t["t_end"] - t["t_start"] for t in ran)
-    integral = busy_integral([(t["t_start"], t["t_end"]) for t in ran], t_first, t_last)
+    intervals = run_intervals(j, ran)
+    # C in slot-seconds: a task that held k slots (an MPI task's ranks) counts k times
+    C = sum((b - a) * k for a, b, k in intervals)
+    integral = busy_integral(intervals, t_first, t_last)
     W = integral / M if M > 0 else 0.0
     curve = workers.held_curve(nodes, t_first, t_last)
     # P, the slots of "all P slots busy": the most held at once. Not the sum over every node
@@ -115,7 +128,7 @@ def to_markdown(f: dict[str, Any]) -> str:
              f"; {f['slots']} slots.", "",
              "## Makespan against the model (M = C / W)", "",
              "| figure | value |", "|---|---|",
-             f"| C, total CPU time of the tasks | {f['C']:.3f} s |",
+             f"| C, slot-seconds the tasks held (run time x slots) | {f['C']:.3f} s |",
              f"| M, makespan (first submission to last end) | {f['M']:.3f} s |",
              f"| W = (1/M) ∫ w(t) dt, w(t) the busy slots | {f['W']:.3f} of {f['slots']} |",
              f"| C / W | {f['C_over_W']:.3f} s |",
@@ -228,8 +241,7 @@ def report(run_dir: str, html_path: str | None = None) -> str:
     with Journal(run_dir) as j:
         f = figures(j)
         md = to_markdown(f)
-        intervals = [(t["t_start"], t["t_end"]) for t in j.tasks() if t.get("t_start") and
-                     t.get("t_end")] if html_path else []
+        intervals = run_intervals(j, j.tasks()) if html_path else []
     if html_path:
         from .graph import write_graph
         from .trace import write_trace
