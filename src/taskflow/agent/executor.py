@@ -462,6 +462,14 @@ def _load_function(payload: bytes) -> Any:
     code = getattr(func, "__code__", None)
     if filename and code is not None and code.co_filename != filename:
         func.__code__ = _rename_code(code, filename)
+        # helpers of the same script that came along by value: cloudpickle names their
+        # file "<dynamic-code>", so a traceback through them could not show their lines
+        module = getattr(func, "__module__", None)
+        for g in list(getattr(func, "__globals__", {}).values()):
+            gc = getattr(g, "__code__", None)
+            if gc is not None and gc.co_filename == "<dynamic-code>" \
+                    and getattr(g, "__module__", None) == module:
+                g.__code__ = _rename_code(gc, filename)
     return func
 
 

@@ -10,7 +10,6 @@ import os
 import runpy
 import sys
 import time
-import traceback
 
 import click
 
@@ -66,6 +65,7 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
     """Run SCRIPT with the taskflow runtime started."""
     diagnostics.setup(log_level)
     from ..runtime.console import Progress, summary
+    from ..runtime.failreport import end_of_run
     from ..runtime.runtime import Runtime
     from ..providers.cluster import cli_runtime_options
     meta = click.get_current_context().meta
@@ -86,6 +86,7 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
     show = sys.stderr.isatty() if progress is None else progress
     prog = Progress(rt) if show else None
     script_failed = False
+    script_exc: BaseException | None = None
     interrupted = False
     sys.argv = [script, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -97,16 +98,15 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
         interrupted = True
         script_failed = True
         click.echo("taskflow: interrupted; stopping without waiting for running tasks", err=True)
-    except BaseException:  # noqa: BLE001 - report whatever the script raised
+    except BaseException as exc:  # noqa: BLE001 - report whatever the script raised
         script_failed = True
-        click.echo(traceback.format_exc().rstrip(), err=True)
+        script_exc = exc
     try:
         rt.stop(wait=not interrupted)
     finally:
         if prog is not None:
             prog.close()
-    for err in rt.unreported_failures()[:3]:
-        click.echo(f"taskflow: {err}", err=True)
-    click.echo(summary(rt, time.time() - t0), err=True)
+    # every failure once: the failed tasks' blocks, then the summary line
+    click.echo(end_of_run(rt, script_exc, summary(rt, time.time() - t0)), err=True)
     run_finished(rt, graph_, trace_, mon)
     sys.exit(1 if (script_failed or rt.failed) else 0)

@@ -147,6 +147,14 @@ class Journal:
         t = rows[0]
         t["deps"] = self.deps_of(tid)
         tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
+        t["streams"] = {}       # a program's stdin/stdout/stderr: {stream: [parameter, path]}
+        for x in [x for x in tr if x["state"] == "STREAMS"]:
+            tr.remove(x)
+            try:
+                t["streams"] = json.loads(x["info"] or "{}")
+            except ValueError:
+                pass
+        t["log_files"] = self.log_files(tid)
         for col, state in (("t_submit", "SUBMITTED"), ("t_dispatch", "DISPATCHED"),
                            ("t_start", "RUNNING"), ("t_end", t["state"])):
             if t.get(col) and (col != "t_end" or t["state"] in ("DONE", "FAILED", "CANCELLED")):
@@ -154,6 +162,11 @@ class Journal:
                            "node": "" if col == "t_submit" else t["node"]})
         t["transitions"] = sorted(tr, key=lambda x: x["t"])
         return t
+
+    def log_files(self, tid: int) -> list[str]:
+        """Files a program task's output was copied to (``jobs/job<N>.out`` / ``.err``)."""
+        base = os.path.join(self.run_dir, "jobs", f"job{tid}")
+        return [base + ext for ext in (".out", ".err") if os.path.isfile(base + ext)]
 
     def deps_of(self, tid: int) -> list[int]:
         return [r[0] for r in self._rows("SELECT dep_id FROM deps WHERE task_id=?", (tid,))]

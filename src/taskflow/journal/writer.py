@@ -114,7 +114,26 @@ def _constraints(spec: Any) -> str:
         v = getattr(spec, k, None)
         if v and v != "python" and not (k == "on_failure" and v == "RETRY"):
             c[k] = v if isinstance(v, (int, float, str)) else short(v, 200)
+    params = (getattr(spec, "invoker_cfg", None) or {}).get("params") or {}
+    streams = {p: st for p, (_, _, st, _) in params.items() if st}
+    if streams:         # a program's stdin/stdout/stderr bound to a file parameter
+        c["streams"] = streams
     return json.dumps(c)
+
+
+def stream_paths(names: Any, refs: Any, streams: dict[str, str]) -> dict[str, list[str]]:
+    """{stream: [parameter, the user's path]} of a program task's stream parameters."""
+    out: dict[str, list[str]] = {}
+    for path, kind, obj in refs or ():
+        if len(path) != 1 or kind not in ("f", "fo", "fio"):
+            continue
+        (pos,) = path
+        pname = names[pos] if isinstance(pos, int) and pos < len(names) else pos
+        stream = streams.get(pname)
+        if stream is not None:
+            _, fpath = obj[-1] if kind == "fio" else obj      # (old, new): the new one
+            out[stream] = [str(pname), str(fpath)]
+    return out
 
 
 def _exit_code(err: Any) -> int | None:
@@ -148,6 +167,9 @@ class JournalDB:
             (f, c, n): i for i, n, f, c in
             self.db.execute("SELECT id, name, func, constraints FROM specs")}
         self._new_specs: list[tuple[int, str, str, str]] = []
+        # specs with stream parameters -> {parameter: stream}; their tasks' paths (STREAMS rows)
+        self._streams: dict[int, dict[str, str]] = {}
+        self._stream_rows: list[tuple[int, str]] = []
         self.db.execute(
             "INSERT OR REPLACE INTO run (run_id, t_start, state, argv, cwd, hostname, pid, "
             "workers, version) VALUES (?,?,?,?,?,?,?,?,?)", row)
@@ -217,7 +239,11 @@ class JournalDB:
                 dep_ids, argv, kwargs, refs, info = extra     # see wire.py
                 params = params_text(_spec_names(info), argv, kwargs,
                                      ref_summary(refs) if refs else None)
-                row = [tid, self._spec_id(info, name), params, "", "SUBMITTED", t, None, None,
+                sid = self._spec_id(info, name)
+                if refs and sid in self._streams:
+                    self._stream_rows.append((tid, json.dumps(stream_paths(
+                        _spec_names(info), refs, self._streams[sid]))))
+                row = [tid, sid, params, "", "SUBMITTED", t, None, None,
                        None, 0, None, None, None, None]
                 new[tid] = row
                 if dep_ids:
@@ -356,6 +382,9 @@ class JournalDB:
                     db.executemany(f"UPDATE task_rows SET {sets} WHERE id=?", rows)
             if deps:
                 db.executemany("INSERT INTO deps VALUES (?,?)", deps)
+            if self._stream_rows:
+                trans += [(tid, 0.0, "STREAMS", "", info) for tid, info in self._stream_rows]
+                self._stream_rows = []
             if trans:
                 db.executemany("INSERT INTO transitions VALUES (?,?,?,?,?)", trans)
             if logs:
@@ -388,6 +417,9 @@ class JournalDB:
             sid = self._spec_id(info)
         if dep_ids:
             deps.extend([(tid, d) for d in dep_ids])
+        if refs and sid in self._streams:
+            self._stream_rows.append((tid, json.dumps(stream_paths(names, refs,
+                                                                   self._streams[sid]))))
         return sid, params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
 
     def _spec_id(self, info: tuple[Any, ...], name: str | None = None) -> int:
@@ -398,6 +430,8 @@ class JournalDB:
         if sid is None:
             sid = self._specs[key] = len(self._specs) + 1
             self._new_specs.append((sid, key[2], func, constraints))
+            if '"streams"' in constraints:
+                self._streams[sid] = json.loads(constraints)["streams"]
         return sid
 
     def _done_rows(self, rows: list[Any], new: dict[int, list[Any]], changes: dict[int, dict[str, Any]],

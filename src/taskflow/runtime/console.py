@@ -93,8 +93,4 @@ def summary(rt: Runtime, wall: float) -> str:
              f"{c['submitted']} tasks, {c['done']} done, {c['failed']} failed, "
              f"{c['cancelled']} cancelled, {c['retries']} retried; "
              f"{len(rt.nodes)} node(s), {slots} slot(s)"]
-    for err in rt.failures[:10]:
-        lines.append("  failed: " + str(err).split("\n", 1)[0])
-    if len(rt.failures) > 10:
-        lines.append(f"  ... and {len(rt.failures) - 10} more failures")
     return "\n".join(lines)
