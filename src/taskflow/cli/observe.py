@@ -269,7 +269,7 @@ def run_started(rt: Runtime, monitor_port: int | None) -> Any:
 def run_finished(rt: Runtime, graph_: bool, trace_: bool, mon: Any) -> None:
     """Write the pictures asked for and stop the monitor."""
     if mon is not None:
-        mon.stop()
+        mon.stop(grace=3.0)     # the pages open now see the run's end first
         click.echo(f"taskflow: monitor stopped; `taskflow monitor {rt.run_id}` serves this run "
                    f"again", err=True)
     if rt.journal is None or not (graph_ or trace_):

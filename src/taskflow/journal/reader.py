@@ -128,17 +128,49 @@ class Journal:
         return out
 
     # -- tasks --------------------------------------------------------------------
-    def tasks(self, state: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def tasks(self, state: str | None = None, limit: int | None = None, query: str | None = None,
+              offset: int = 0, since_id: int | None = None) -> list[dict[str, Any]]:
+        """Task rows by id; ``query`` matches the id, name, node or parameters.
+
+        ``since_id``: only tasks with ``id >= since_id`` (what may still change).
+        """
         sql = "SELECT id, name, func, params, constraints, node, state, t_submit, t_dispatch, " \
               "t_start, t_end, attempts, exit_code, error FROM tasks"
-        args: tuple[Any, ...] = ()
+        where: list[str] = []
+        args: list[Any] = []
         if state:
-            sql += " WHERE state=?"
-            args = (state.upper(),)
+            where.append("state=?")
+            args.append(state.upper())
+        if since_id is not None:
+            where.append("id>=?")
+            args.append(since_id)
+        if query:
+            q = query.strip()
+            like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            cond = "(name LIKE ? ESCAPE '\\' OR node LIKE ? ESCAPE '\\' OR params LIKE ? ESCAPE '\\'"
+            args += [like, like, like]
+            if q.lstrip("#").isdigit():
+                cond += " OR id=?"
+                args.append(int(q.lstrip("#")))
+            where.append(cond + ")")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id"
         if limit:
             sql += f" LIMIT {int(limit)}"
-        return self._all(sql, args)
+            if offset:
+                sql += f" OFFSET {int(offset)}"
+        return self._all(sql, tuple(args))
+
+    def name_edges(self) -> list[tuple[str, str]]:
+        """(producer name, consumer name) pairs: the graph of task names."""
+        return [(a, b) for a, b in self._rows(
+            "SELECT DISTINCT a.name, b.name FROM deps d JOIN tasks a ON a.id = d.dep_id "
+            "JOIN tasks b ON b.id = d.task_id")]
+
+    def data_version(self) -> int:
+        """Changes when another connection (the writer) commits: nothing new while equal."""
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
     def task(self, tid: int) -> dict[str, Any] | None:
         rows = self._all("SELECT * FROM tasks WHERE id=?", (tid,))
@@ -220,6 +252,19 @@ class Journal:
                 n["info"] = json.loads(n["info"] or "{}")
             except ValueError:
                 n["info"] = {}
+        return out
+
+    def samples_since(self, rowid: int = 0, limit: int = 5000) -> list[dict[str, Any]]:
+        """Samples stored after row ``rowid`` (``rowid`` in each), with GPU use when known."""
+        out = self._all("SELECT rowid, node, t, cpu, mem, load1, data FROM samples WHERE rowid>? "
+                        f"ORDER BY rowid LIMIT {int(limit)}", (rowid,))
+        for s in out:
+            data = s.pop("data", None)
+            try:
+                gpu = json.loads(data or "{}").get("gpu")
+            except (ValueError, AttributeError):
+                gpu = None
+            s["gpu"] = sum(gpu) / len(gpu) if isinstance(gpu, list) and gpu else None
         return out
 
     def samples(self, node: str | None = None, after: float = 0.0) -> list[dict[str, Any]]:
