@@ -64,3 +64,21 @@ def named(name: str):
         return seconds
     body.__name__ = body.__qualname__ = name
     return task(returns=float)(body)
+
+
+@task(returns=int)
+def burn(seconds, megabytes):
+    """Keeps a core busy for ``seconds`` while it holds ``megabytes`` of memory."""
+    block = bytearray(megabytes * 2**20)
+    for i in range(0, len(block), 4096):
+        block[i] = 1                              # touched: resident
+    end = time.process_time() + seconds
+    n = 0
+    while time.process_time() < end:
+        n += 1
+    return len(block) + n * 0
+
+
+@task(returns=int)
+def noop(x):
+    return x

@@ -187,6 +187,8 @@ class Journal:
             except ValueError:
                 pass
         t["log_files"] = self.log_files(tid)
+        u = self._rows("SELECT cpu, rss FROM usage WHERE task_id=?", (tid,))
+        t["cpu"], t["peak_rss"] = (u[0][0], u[0][1]) if u else (None, None)
         for col, state in (("t_submit", "SUBMITTED"), ("t_dispatch", "DISPATCHED"),
                            ("t_start", "RUNNING"), ("t_end", t["state"])):
             if t.get(col) and (col != "t_end" or t["state"] in ("DONE", "FAILED", "CANCELLED")):
@@ -222,6 +224,11 @@ class Journal:
             except (TypeError, ValueError):
                 continue
         return out
+
+    def usage(self) -> dict[int, tuple[float, int]]:
+        """Task id -> (CPU seconds, peak resident bytes) of the tasks measured on their node."""
+        return {tid: (cpu, rss) for tid, cpu, rss in
+                self._rows("SELECT task_id, cpu, rss FROM usage")}
 
     def failed(self) -> list[dict[str, Any]]:
         return self._all("SELECT id, name, node, attempts, error FROM tasks "

@@ -190,12 +190,13 @@ class JournalDB:
         lost: list[tuple[Any, ...]] = []
         states: list[tuple[str, str]] = []
         samples: list[tuple[Any, ...]] = []
+        usage: list[tuple[int, float, int]] = []
         nlogs = self._nlogs
         ready: list[tuple[Any, ...]] = []     # whole rows of tasks submitted and done within this batch
         if whole or sub:
             # The common case for short tasks: a task's submit and successful end are in
             # the same batch and no other event names it. Its row is made whole at once.
-            touched = {tid for _, _, tid, _, _, _ in evs} if evs else ()
+            touched = {tid for kind, _, tid, _, _, _ in evs if kind != "usage"} if evs else ()
             late = []       # ends of whole rows that other events of the batch name
             for tid, t, info, argv, kwargs, refs, dep_ids, t0, t1, tdisp, node, att, code \
                     in whole or ():
@@ -228,6 +229,10 @@ class JournalDB:
         row: list[Any] | None
         for ev in evs:
             kind, t, tid, name, node, extra = ev
+            if kind == "usage":
+                cpu, peak = extra
+                usage.append((tid, cpu, peak))
+                continue
             if kind == "log":
                 n = nlogs.get(tid, 0) + 1
                 nlogs[tid] = n
@@ -403,6 +408,8 @@ class JournalDB:
                                "(SELECT MAX(rowid) FROM nodes WHERE name=?)", states)
             if samples:
                 db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", samples)
+            if usage:
+                db.executemany("INSERT OR REPLACE INTO usage VALUES (?,?,?)", usage)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

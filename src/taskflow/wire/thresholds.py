@@ -32,3 +32,6 @@ RUNNING_SIGNAL_MIN: Final = MASTER_SHORT
 
 # Executor (agent.executor): results of faster tasks wait to travel in one frame.
 EXEC_SHORT: Final = 0.001         # s
+# Executor (agent.usage): tasks whose function's mean here is at least this, or not known
+# yet, are measured (CPU time, peak memory); the measurement costs tens of microseconds.
+USAGE_MIN: Final = MASTER_SHORT
