@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .._version import DIST_NAME
 from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run
 
 if TYPE_CHECKING:
@@ -246,7 +247,7 @@ def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: s
     try:
         from ..monitor import Monitor
     except ImportError as exc:
-        raise click.ClickException(f"the monitor needs Flask: pip install 'taskflow[monitor]' "
+        raise click.ClickException(f"the monitor needs Flask: pip install '{DIST_NAME}[monitor]' "
                                    f"({exc})") from None
     import os
     root = os.path.dirname(run_path) if run_path else run_dir
