@@ -1,6 +1,6 @@
 """``taskflow run script.py [args]``: run a script with the runtime started.
 
-The script runs as ``__main__`` with a runtime started, a progress line on a
+The script runs as ``__main__`` with a runtime started, progress bars on a
 terminal and a summary at the end; the exit status is non-zero when the
 script raised or a task failed.
 """
@@ -33,7 +33,7 @@ from ..observe.cliopts import OptionalValueCommand
                                                case_sensitive=False), default="warning",
               show_default=True)
 @click.option("--progress/--no-progress", default=None,
-              help="Progress line (default: on when stderr is a terminal).")
+              help="Progress bars (default: on when stderr is a terminal).")
 @click.option("--graph", "-g", "graph_", is_flag=True,
               help="Write the task graph (graph.dot, graph.svg) into the run's directory.")
 @click.option("--trace", "-t", "trace_", is_flag=True,
