@@ -243,3 +243,31 @@ def test_live_monitor_during_run(tmp_path, monkeypatch):
         rt.stop(wait=False)
     with Journal(rt.run_dir) as j:
         assert j.run()["state"] in ("finished", "failed")
+
+
+def test_page_of_a_large_run_shows_the_graph_of_names(served, monkeypatch):
+    """Above the limits the page draws one box per task name and searches on the server."""
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz is not installed")
+    from taskflow.monitor import dag, stream
+    monkeypatch.setattr(dag, "TASK_GRAPH_MAX", 2)
+    monkeypatch.setattr(stream, "DETAIL_MAX", 2)
+    rt, mon = served
+    with browser.page() as pg:
+        pg.goto(mon.url)
+        pg.wait_for_selector("#dag g.name[data-state]")
+        boxes = {g.get_attribute("data-name"): g for g in pg.query_selector_all("#dag g.name")}
+        assert set(boxes) == {"add", "boom", "chatty"}
+        texts = [t.text_content() for t in boxes["add"].query_selector_all("text")]
+        assert texts == ["add", "2 done"]
+        assert boxes["boom"].get_attribute("data-state") == "FAILED"
+        assert "one box per task name" in pg.inner_text("#dag-kind")
+        assert len(pg.query_selector_all("#dag g.edge polygon")) == 3
+        # the table asks the server
+        pg.wait_for_function("document.querySelectorAll('#tasks tbody tr').length == 4")
+        pg.fill("#search", "chatty")
+        pg.wait_for_function("document.querySelectorAll('#tasks tbody tr').length == 1")
+        # a click on a name's box searches for it
+        pg.click("#name-0")
+        pg.wait_for_function("document.querySelectorAll('#tasks tbody tr').length == 2")
+        assert pg.input_value("#search") == "add" and pg.errors == []
