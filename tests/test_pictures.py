@@ -111,3 +111,15 @@ def test_gantt_legend_is_outside_the_bars(tmp_path):
     assert len(legend.get_texts()) == 23
     faces = {p.get_facecolor() for p in legend.get_patches()}
     assert len(faces) == 23
+
+
+def test_ready_is_journaled_for_a_task_that_waited_for_its_inputs(wide_run):
+    with Journal(wide_run.run_dir) as j:
+        t = j.task(3)
+        first = j.task(1)
+    states = [x["state"] for x in t["transitions"]]
+    assert states[:2] == ["SUBMITTED", "READY"] and "RUNNING" in states and states[-1] == "DONE"
+    ready = next(x["t"] for x in t["transitions"] if x["state"] == "READY")
+    assert first["t_end"] - 1e-3 <= ready <= t["t_dispatch"] + 1e-3
+    # a task with nothing to wait for is ready when submitted: no READY row of its own
+    assert [x["state"] for x in first["transitions"]].count("READY") == 0

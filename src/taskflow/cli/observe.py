@@ -57,7 +57,7 @@ def status(run: str | None, run_dir: str | None) -> None:
                    f"{_duration(r)})")
         click.echo(f"  {j.run_dir}")
         click.echo(f"tasks: {c['total']}  " + "  ".join(
-            f"{s.lower()} {c[s]}" for s in ("SUBMITTED", "DISPATCHED", "RUNNING", "DONE", "FAILED",
+            f"{s.lower()} {c[s]}" for s in ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE", "FAILED",
                                             "CANCELLED") if c[s]) +
             (f"  (retries {c['retries']})" if c["retries"] else ""))
         by = j.counts_by_name()
