@@ -26,7 +26,7 @@ ONE_LINE = 20           # ... up to this many, then a count
 
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _OURS = sorted(n[:-3] if n.endswith(".py") else n for n in os.listdir(_PKG)
-               if not n.startswith(("_", ".")) or n == "__main__.py")
+               if n != "__pycache__" and not n.startswith(".") and "." not in n[:-3])
 # taskflow's own files wherever the package is installed (a node may have it elsewhere)
 _FRAMEWORK = re.compile(r'File "(?:[^"]*[/\\])?(?:taskflow[/\\](?:' + "|".join(map(re.escape, _OURS))
                         + r')\b[^"]*|<frozen runpy>|[^"]*[/\\]runpy\.py|[^"]*[/\\]cloudpickle[/\\][^"]*)"')
@@ -161,8 +161,7 @@ def failure_lines(rt: Runtime, cancelled_by: dict[int, list[tuple[int, str]]] | 
     out: list[str] = []
     for i, err in enumerate(errs[:ONE_LINE]):
         if i < DETAILED:
-            out += describe(err, rt.run_dir if getattr(rt, "journal", None) is not None
-                            or os.path.isdir(os.path.join(rt.run_dir, "jobs")) else None,
+            out += describe(err, rt.run_dir,
                             rt.logs_command(err.task_id) if err.task_id else None,
                             (cancelled_by or {}).get(err.task_id))
         else:
