@@ -1,15 +1,16 @@
 """The web monitor: the JSON API with and without a token, and the page in headless Chromium."""
 from __future__ import annotations
 
+import html as htmllib
 import json
 import os
+import re
 import shutil
-import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -17,10 +18,10 @@ import taskflow
 from taskflow.journal import Journal
 from taskflow.monitor import Monitor
 
+import browser
 import observe_tasks as ot
 
-ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         "test-artifacts")
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _get(url: str, token: str | None = None) -> tuple[int, dict | str]:
@@ -55,15 +56,15 @@ def served(tmp_path_factory):
 
 
 def test_the_page_escapes_what_it_is_given(served):
-    """A run name from the URL is a value in the page's script, never script itself."""
+    """A run name from the URL is an attribute value in the page, never markup or script."""
     _, mon = served
     evil = '";alert(1);//</script><script>alert(2)</script>'
     code, html = _get(f"http://127.0.0.1:{mon.port}/?run={urllib.parse.quote(evil)}", mon.token)
     assert code == 200
     assert evil not in html and "</script><script>alert(2)" not in html
-    line = next(ln for ln in html.splitlines() if ln.startswith("const RUN = "))
-    literal = line[len("const RUN = "):line.index(", TOKEN = ")]
-    assert json.loads(literal) == evil              # the same text, as a string literal
+    m = re.search(r'<body data-run="([^"]*)"', html)
+    assert m is not None and "<" not in m.group(1)
+    assert htmllib.unescape(m.group(1)) == evil     # the same text, as an attribute value
 
 
 def test_binds_localhost_and_needs_token(served):
@@ -102,77 +103,188 @@ def test_json_api(served):
     assert _get(base + f"/runs/{rt.run_id}/tasks/99", tok)[0] == 404
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+def _events(url: str, token: str, until: str, timeout: float = 30.0) -> list[tuple[str, dict]]:
+    """Read a server-sent event stream until an event of kind ``until`` (or the time-out)."""
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    out: list[tuple[str, dict]] = []
+    deadline = time.time() + timeout
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        assert r.headers["Content-Type"].startswith("text/event-stream")
+        kind = None
+        while time.time() < deadline:
+            line = r.readline().decode()
+            if not line:
+                break
+            if line.startswith("event: "):
+                kind = line[7:].strip()
+            elif line.startswith("data: "):
+                out.append((kind, json.loads(line[6:])))
+                if kind == until:
+                    break
+    return out
 
 
-def _browse(url: str, *extra: str) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run(
-            [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--disable-dev-shm-usage", f"--user-data-dir={profile}",
-             "--window-size=1200,800", "--virtual-time-budget=15000", *extra, url],
-            capture_output=True, text=True, timeout=90)
+def test_stream_pushes_a_snapshot_then_only_what_changed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rt = taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs"), echo_logs=False).start()
+    mon = Monitor(str(tmp_path / "runs"), rt.run_id).start()
+    try:
+        done = [ot.add(i, 1) for i in range(20)]
+        taskflow.wait_on(done)
+        late = ot.nap(1.5)
+        base = f"http://127.0.0.1:{mon.port}/api/runs/{rt.run_id}"
+        for _ in range(100):                       # the journal has the nap's row
+            if _get(base, mon.token)[1]["counts"]["total"] == 21:
+                break
+            time.sleep(0.05)
+        evs = _events(base + "/stream", mon.token, until="update")
+        kind, snap = evs[0]
+        assert kind == "snapshot" and snap["detail"] is True
+        assert {t["id"] for t in snap["tasks"]} == set(range(1, 22))
+        assert set(snap["colours"]) == {"add", "nap"} and snap["run"]["state"] == "running"
+        # the next update names the nap only: the 20 finished tasks are not sent again
+        kind, up = evs[-1]
+        assert kind == "update" and [t["id"] for t in up["tasks"]] == [21]
+        assert up["tasks"][0]["state"] in ("RUNNING", "DONE") and up["counts"]["DONE"] >= 20
+        taskflow.wait_on(late)
+    finally:
+        rt.stop()
+    # a finished run: the snapshot, then the end
+    evs = _events(base + "/stream", mon.token, until="end")
+    assert [k for k, _ in evs] == ["snapshot", "end"] and evs[-1][1]["state"] == "finished"
+    evs = _events(base + "/logs/stream?task=21", mon.token, until="end")
+    assert evs[0][0] == "lines" and evs[0][1][0]["line"] == "slept 1.5"
+    assert evs[-1][1]["lines"] == 1 and evs[-1][1]["state"] == "DONE"
+    mon.stop()
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed (apt-get install chromium)")
+def test_stream_count_is_bounded(served):
+    from taskflow.monitor import stream
+    rt, mon = served
+    mon.streams.open = stream.MAX_STREAMS          # as if every stream were taken
+    try:
+        code, body = _get(f"http://127.0.0.1:{mon.port}/api/runs/{rt.run_id}/stream", mon.token)
+        assert code == 503 and "too many open monitor pages" in body
+    finally:
+        mon.streams.open = 0
+
+
+def test_dag_is_laid_out_by_graphviz_and_becomes_the_name_graph_when_large(served, monkeypatch):
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz is not installed")
+    from taskflow.monitor import dag
+    rt, mon = served
+    url = f"http://127.0.0.1:{mon.port}/api/runs/{rt.run_id}/dag"
+    code, out = _get(url, mon.token)
+    assert code == 200 and out["kind"] == "tasks" and out["tasks"] == 4
+    root = ET.fromstring(out["svg"])
+    ids = {g.get("id") for g in root.iter(SVG + "g")}
+    assert {"task-1", "task-2", "task-3", "task-4"} <= ids
+    edges = [g for g in root.iter(SVG + "g") if g.get("class") == "edge"]
+    # 1->2, 2->3, 3->4 drawn; 1->3 is implied by 1->2->3, so it is left out
+    assert len(edges) == 3 and out["hidden_edges"] == 1
+    assert all(e.find(SVG + "polygon") is not None for e in edges)       # arrow heads
+    monkeypatch.setattr(dag, "TASK_GRAPH_MAX", 2)
+    code, out = _get(url, mon.token)
+    assert code == 200 and out["kind"] == "names" and out["names"] == ["add", "boom", "chatty"]
+    root = ET.fromstring(out["svg"])
+    assert {"name-0", "name-1", "name-2"} <= {g.get("id") for g in root.iter(SVG + "g")}
+    titles = {g.find(SVG + "title").text for g in root.iter(SVG + "g") if g.get("class") == "edge"}
+    assert titles == {"n2->n0", "n0->n0", "n0->n1"}    # chatty -> add (-> add) -> boom
+
+
 def test_page_in_headless_chromium(served):
     rt, mon = served
-    url = mon.url + "&select=1"          # what a click on task 1 does
-    dom = ""
-    for _ in range(5):                   # poll: the page fills itself in from the API
-        dom = _browse(url, "--dump-dom").stdout
-        if "out 2" in dom and 'id="task-4"' in dom:
-            break
-        time.sleep(1)
-    for tid in (1, 2, 3, 4):
-        assert f'id="task-{tid}"' in dom
-    assert 'data-state="DONE"' in dom and 'data-state="FAILED"' in dom
-    assert "Logs of task 1" in dom
-    for line in ("out 0", "err 0", "out 2", "err 2"):
-        assert line in dom
-    assert 'id="count-DONE">done: 3' in dom
-    os.makedirs(ARTIFACTS, exist_ok=True)
-    shot = os.path.join(ARTIFACTS, "monitor.png")
-    if os.path.exists(shot):
-        os.unlink(shot)
-    r = _browse(url, f"--screenshot={shot}")
-    assert os.path.isfile(shot), r.stderr[-2000:]
-    with open(shot, "rb") as fh:
-        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    with browser.page() as pg:
+        pg.goto(mon.url + "&select=4")
+        pg.wait_for_selector('#dag g.task[data-state="FAILED"]')
+        pg.wait_for_selector("#logs .lognote")
+        states = {g.get_attribute("id"): g.get_attribute("data-state")
+                  for g in pg.query_selector_all("#dag g.task")}
+        assert states == {"task-1": "DONE", "task-2": "DONE", "task-3": "DONE", "task-4": "FAILED"}
+        assert len(pg.query_selector_all("#dag g.edge polygon")) == 3        # arrows
+        assert pg.inner_text("#count-DONE") == "done: 3" and pg.inner_text("#state") == "failed"
+        assert pg.inner_text("#logs-title") == "Logs of task 4"
+        logs = pg.inner_text("#logs")
+        assert "about to fail" in logs and "ValueError: boom" in logs
+        # the Gantt chart: every task that ran is a bar, on the node's 2 slots
+        assert len(pg.query_selector_all("#gantt rect.bar")) == 4
+        assert {t.text_content() for t in pg.query_selector_all("#gantt text")} >= {"local/0",
+                                                                                   "local/1"}
+        # the table: search and filter
+        assert len(pg.query_selector_all("#tasks tbody tr")) == 4
+        pg.fill("#search", "add")
+        pg.wait_for_function("document.querySelectorAll('#tasks tbody tr').length == 2")
+        pg.fill("#search", "")
+        pg.select_option("#filter", "FAILED")
+        pg.wait_for_function("document.querySelectorAll('#tasks tbody tr').length == 1")
+        assert pg.query_selector("#tasks tbody tr").get_attribute("data-id") == "4"
+        # a click on a task's box follows its logs
+        pg.click("#task-1")
+        pg.wait_for_function("document.querySelector('#logs').innerText.includes('out 2')")
+        assert "err 0" in pg.inner_text("#logs")
+        shot = browser.artifact("monitor.png")
+        pg.screenshot(path=shot, full_page=True)
+        assert browser.is_png(shot) and pg.errors == []
 
 
-@pytest.mark.skipif(_chromium() is None, reason="chromium is not installed")
 def test_live_monitor_during_run(tmp_path, monkeypatch):
-    """`--monitor` shape: the page served while tasks are still running shows them."""
+    """`--monitor` shape: the page served while tasks run shows them running, then done."""
     monkeypatch.chdir(tmp_path)
     rt = taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs"), echo_logs=False).start()
     mon = Monitor(str(tmp_path / "runs"), rt.run_id).start()
     try:
         first = ot.nap(0.1)
-        ot.nap(60.0)                              # still running when the page is read
+        release = tmp_path / "release"
+        long = ot.hold_until(str(release))        # runs until the page has seen it running
         taskflow.wait_on(first)
-        for _ in range(50):
-            code, info = _get(f"http://127.0.0.1:{mon.port}/api/runs/{rt.run_id}", mon.token)
-            if code == 200 and info["counts"]["DONE"] >= 1 and info["counts"]["RUNNING"] >= 1:
-                break
-            time.sleep(0.2)
-        dom = ""
-        for _ in range(8):                        # poll: the page fills itself in from the API
-            dom = _browse(mon.url + "&select=1", "--dump-dom").stdout
-            if 'data-state="RUNNING"' in dom and "slept 0.1" in dom:
-                break
-            time.sleep(1)
-        os.makedirs(ARTIFACTS, exist_ok=True)
-        with open(os.path.join(ARTIFACTS, "monitor-live.html"), "w") as fh:
-            fh.write(dom)                         # what the browser saw, for a failing run
-        # the node says when a task starts: the long one is running, not only dispatched
-        assert 'data-state="RUNNING"' in dom and 'id="task-2"' in dom
-        assert 'data-state="DONE"' in dom and "slept 0.1" in dom
-        assert ">running<" in dom
+        with browser.page() as pg:
+            pg.goto(mon.url + "&select=2")
+            pg.wait_for_selector('#dag g.task[data-state="RUNNING"]')
+            # the node says when a task starts: running, not only dispatched
+            assert pg.get_attribute("#task-2", "data-state") == "RUNNING"
+            assert pg.get_attribute("#task-1", "data-state") == "DONE"
+            assert pg.inner_text("#count-RUNNING") == "running: 1"
+            running_bar = pg.query_selector('#gantt rect.bar[data-state="RUNNING"]')
+            assert running_bar is not None
+            with open(browser.artifact("monitor-live.html"), "w") as fh:
+                fh.write(pg.content())            # what the browser saw, for a failing run
+            # pushed, not polled: the same page sees the task end and its line come in
+            release.touch()
+            pg.wait_for_selector('#task-2[data-state="DONE"]', timeout=30000)
+            pg.wait_for_function("document.querySelector('#logs').innerText.includes('released')")
+            assert pg.errors == []
+        taskflow.wait_on(long)
     finally:
         mon.stop()
         rt.stop(wait=False)
     with Journal(rt.run_dir) as j:
         assert j.run()["state"] in ("finished", "failed")
+
+
+def test_page_of_a_large_run_shows_the_graph_of_names(served, monkeypatch):
+    """Above the limits the page draws one box per task name and searches on the server."""
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz is not installed")
+    from taskflow.monitor import dag, stream
+    monkeypatch.setattr(dag, "TASK_GRAPH_MAX", 2)
+    monkeypatch.setattr(stream, "DETAIL_MAX", 2)
+    rt, mon = served
+    with browser.page() as pg:
+        pg.goto(mon.url)
+        pg.wait_for_selector("#dag g.name[data-state]")
+        boxes = {g.get_attribute("data-name"): g for g in pg.query_selector_all("#dag g.name")}
+        assert set(boxes) == {"add", "boom", "chatty"}
+        texts = [t.text_content() for t in boxes["add"].query_selector_all("text")]
+        assert texts == ["add", "2 done"]
+        assert boxes["boom"].get_attribute("data-state") == "FAILED"
+        assert "one box per task name" in pg.inner_text("#dag-kind")
+        assert len(pg.query_selector_all("#dag g.edge polygon")) == 3
+        # the table asks the server
+        pg.wait_for_function("document.querySelectorAll('#tasks tbody tr').length == 4")
+        pg.fill("#search", "chatty")
+        pg.wait_for_function("document.querySelectorAll('#tasks tbody tr').length == 1")
+        # a click on a name's box searches for it
+        pg.click("#name-0")
+        pg.wait_for_function("document.querySelectorAll('#tasks tbody tr').length == 2")
+        assert pg.input_value("#search") == "add" and pg.errors == []

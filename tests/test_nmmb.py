@@ -206,3 +206,75 @@ def test_taskflow_port_overlaps_independent_work(taskflow_run):
     models = sorted((float(t0), float(t1)) for _, name, t0, t1 in rows if name == "umo_model")
     assert len(models) == DAYS
     assert all(b0 >= a1 for (a0, a1), (b0, b1) in zip(models, models[1:]))   # chained days
+
+
+# ---- the web monitor on the port's run --------------------------------------------
+
+def test_monitor_shows_the_run_at_its_start_middle_and_end(built, tmp_path):
+    """`taskflow run --monitor` on the NMMB port, seen in headless Chromium three times.
+
+    The model runs longer than in the demo (more steps), so its days are seen
+    running; screenshots are kept under test-artifacts/ (nmmb-start, -middle, -end).
+    """
+    import re
+    import threading
+
+    import browser
+    cfg = tmp_path / "monitor.nml"
+    cfg.write_text(open(os.path.join(EX, "config", "default.nml")).read()
+                   .replace("model_steps = 1440", "model_steps = 5000"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "taskflow.cli", "run", "--workers", "2", "--monitor",
+         "--run-dir", str(tmp_path / "runs"), os.path.join(EX, "workflow.py"), str(cfg),
+         str(tmp_path / "out")], cwd=str(tmp_path), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, env=mpi_env(NMMB_BIN=built))
+    err: list[str] = []
+    url = threading.Event()
+    found: list[str] = []
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err.append(line)
+            m = re.search(r"taskflow monitor: (http://\S+)", line)
+            if m and not found:
+                found.append(m.group(1))
+                url.set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert url.wait(60), "".join(err)
+        with browser.page() as pg:
+            pg.goto(found[0])
+            # start: the graph is laid out, with arrows, and not everything is done yet
+            pg.wait_for_selector("#dag g.task[data-state]")
+            pg.screenshot(path=browser.artifact("nmmb-start.png"), full_page=True)
+            assert len(pg.query_selector_all("#dag g.task")) == 39
+            assert len(pg.query_selector_all("#dag g.edge polygon")) >= 38     # arrow heads
+            assert pg.inner_text("#count-total") == "total: 39"
+            assert pg.inner_text("#count-DONE") != "done: 39"
+            assert pg.query_selector("#nodes .node") is not None
+            # middle: a day of the model running, on both slots (2 MPI ranks)
+            pg.wait_for_function("""[...document.querySelectorAll('#dag g.task[data-state="RUNNING"]')]
+                .some(g => g.querySelector('text').textContent === 'umo_model')""", timeout=90000)
+            pg.wait_for_selector("#nodes svg polyline.series-cpu", timeout=30000)
+            pg.screenshot(path=browser.artifact("nmmb-middle.png"), full_page=True)
+            running = pg.query_selector_all('#gantt rect.bar[data-state="RUNNING"]')
+            model = [r for r in running if "umo_model" in r.text_content()]
+            assert len(model) >= 2 or pg.get_attribute("body", "data-state") != "running"
+            assert pg.query_selector("#nodes svg polyline.series-mem") is not None
+            # end: every task done, every bar drawn (the model on two slots a day)
+            pg.wait_for_selector('body[data-state="finished"]', timeout=120000)
+            pg.wait_for_function("document.querySelector('#count-DONE').innerText == 'done: 39'")
+            pg.screenshot(path=browser.artifact("nmmb-end.png"), full_page=True)
+            states = {g.get_attribute("data-state") for g in pg.query_selector_all("#dag g.task")}
+            assert states == {"DONE"}
+            assert len(pg.query_selector_all("#gantt rect.bar")) == 39 + 3
+            assert pg.errors == []
+        assert proc.wait(120) == 0, "".join(err)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for name in ("nmmb-start.png", "nmmb-middle.png", "nmmb-end.png"):
+        assert browser.is_png(os.path.join(browser.ARTIFACTS, name))

@@ -71,7 +71,7 @@ def test_report_figures_on_known_workflow(known_run):
     assert f["queued"] > 0.0 and f["running"] >= 1.3
     assert ids[4]["t_start"] >= min(ids[1]["t_end"], ids[2]["t_end"]) - 1e-3   # d waited
     md = report(known_run.run_dir)
-    for s in ("C, total CPU time", "W = (1/M)", "C / W", "critical path", "| nap | 4 | 4 |",
+    for s in ("C, slot-seconds the tasks held", "W = (1/M)", "C / W", "critical path", "| nap | 4 | 4 |",
               "Time queued vs running", "Longest tasks"):
         assert s in md
 

@@ -324,7 +324,7 @@ def test_an_agent_of_another_taskflow_version_is_refused_with_the_fix(slurm, tmp
         rt.start()
     msg = str(ei.value)
     assert "runs taskflow 0.0.1" in msg and "master runs taskflow 0.1.0" in msg, msg
-    assert "pip install taskflow==0.1.0" in msg
+    assert "pip install taskflow-hpc==0.1.0" in msg
     assert time.time() - t0 < 45          # not the 60 s start timeout
     _until(lambda: all(s not in ("RUNNING", "PENDING", "CONFIGURING")
                        for s in slurm.squeue(p.job_name).values()), 30, "the pilot to end")

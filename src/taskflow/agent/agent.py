@@ -269,7 +269,11 @@ class Agent:
             digest = None
             m = None
             for res, tmsg in zip(rs, head):
-                tid, status, outputs, _, (t0, t1) = res
+                tid, status, outputs, _, timing = res
+                try:
+                    t0, t1 = timing
+                except ValueError:          # measured (agent.usage): start, end, cpu, peak
+                    t0, t1, _, _ = timing
                 rs_end = t1
                 if deadlines:
                     deadlines.pop(tid, None)

@@ -30,7 +30,8 @@ from ..context import enter_worker
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.argpath import get_path, set_path
-from ..wire.thresholds import EXEC_SHORT
+from ..wire.thresholds import EXEC_SHORT, USAGE_MIN
+from . import usage
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
@@ -447,6 +448,8 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
             # Answer now: this task may take a while, the ones done must not wait.
             P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
             results, logs_out = [], []
+        # not known to be short: its CPU time and peak memory are measured (agent.usage)
+        before = usage.start() if m is None or m >= USAGE_MIN else None
         cur.tid = tid
         func = funcs.get(digest)
         if func is not None and not refs and not kwargs and not options and nout == 1 \
@@ -475,7 +478,12 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
             cur.t0 = now()
             res = run_task(funcs, tmsg, cur, data)
             values = produced.values
-            _, _, _, _, (t0, t1) = res
+            _, _, _, _, timing = res
+            t0, t1 = timing         # type: ignore[misc]  # run_task's own: (start, end)
+        if before is not None:
+            cpu, peak = usage.stop(before)
+            rtid, status, routs, rerr, _ = res
+            res = (rtid, status, routs, rerr, (t0, t1, cpu, peak))
         results.append(res)
         d = t1 - t0
         means[digest] = d if m is None else 0.8 * m + 0.2 * d
@@ -500,6 +508,14 @@ def _load_function(payload: bytes) -> Any:
     code = getattr(func, "__code__", None)
     if filename and code is not None and code.co_filename != filename:
         func.__code__ = _rename_code(code, filename)
+        # helpers of the same script that came along by value: cloudpickle names their
+        # file "<dynamic-code>", so a traceback through them could not show their lines
+        module = getattr(func, "__module__", None)
+        for g in list(getattr(func, "__globals__", {}).values()):
+            gc = getattr(g, "__code__", None)
+            if gc is not None and gc.co_filename == "<dynamic-code>" \
+                    and getattr(g, "__module__", None) == module:
+                g.__code__ = _rename_code(gc, filename)
     return func
 
 

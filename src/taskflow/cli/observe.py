@@ -6,12 +6,14 @@ RUN is a run id, a unique part of one, or omitted for the latest run.
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from .._version import DIST_NAME
 from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run
 
 if TYPE_CHECKING:
@@ -108,17 +110,40 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...]
         if task is not None and j.task(task) is None:
             raise click.ClickException(f"run {j.run()['run_id']} has no task {task}")
         names = {t["id"]: t["name"] for t in j.tasks()} if task is None else {}
-        last = 0
-        _follow(j, task, levels, follow, names, last)
+        shown = _follow(j, task, levels, follow, names, 0)
         t = j.task(task) if task is not None else None
+        if t is not None:
+            _where_output_went(t, shown, levels)
         if t is not None and t["state"] == "FAILED" and not levels:
             click.echo(f"-- task {task} {t['name']} FAILED on {t['node'] or '-'} after "
                        f"{t['attempts']} attempt(s):")
             click.echo(t["traceback"] or t["error_full"] or t["error"] or "")
 
 
+def _where_output_went(t: dict[str, Any], shown: int, levels: list[str] | None) -> None:
+    """Say so when a task printed nothing, and where a program's output files are."""
+    streams = t.get("streams") or {}
+    if not shown:
+        what = "no output lines" if not levels else f"no {'/'.join(levels)} lines"
+        state = t["state"].lower()
+        click.echo(f"-- task {t['id']} {t['name']} ({state}) wrote {what} to the journal"
+                   + ("" if t["state"] in ("DONE", "FAILED", "CANCELLED") else " yet"))
+    for stream in ("stdout", "stderr", "stdin"):
+        if stream in streams:
+            pname, path = streams[stream]
+            verb = "read from" if stream == "stdin" else "went to"
+            state = "" if os.path.exists(path) else " (not there: the task did not finish well)" \
+                if t["state"] != "DONE" else " (since moved or deleted)"
+            click.echo(f"-- its {stream} {verb} {path} (parameter {pname}){state}")
+    files = t.get("log_files") or []
+    if files:
+        click.echo(f"-- the program's output {'is also' if shown else 'files'}: {', '.join(files)}")
+
+
 def _follow(j: Journal, task: int | None, levels: list[str] | None, follow: bool,
-            names: dict[int, str], last: int) -> None:
+            names: dict[int, str], last: int) -> int:
+    """Print the log lines (and new ones while ``follow``); return how many."""
+    count = 0
     if True:
         while True:
             lines = j.logs(task=task, levels=levels, after=last, limit=5000)
@@ -127,6 +152,7 @@ def _follow(j: Journal, task: int | None, levels: list[str] | None, follow: bool
                     f"[{ln['task_id']} {names.get(ln['task_id'], '?')}] "
                 click.echo(f"{_clock(ln['t'])} {where}{ln['level']:<6} {ln['line']}")
                 last = ln["id"]
+                count += 1
             if len(lines) == 5000:
                 continue
             if not follow or (not lines and j.run()["state"] != "running"):
@@ -137,6 +163,7 @@ def _follow(j: Journal, task: int | None, levels: list[str] | None, follow: bool
                 time.sleep(0.5)
             except KeyboardInterrupt:
                 break
+    return count
 
 
 @click.command()
@@ -229,7 +256,7 @@ def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: s
     try:
         from ..monitor import Monitor
     except ImportError as exc:
-        raise click.ClickException(f"the monitor needs Flask: pip install 'taskflow[monitor]' "
+        raise click.ClickException(f"the monitor needs Flask: pip install '{DIST_NAME}[monitor]' "
                                    f"({exc})") from None
     import os
     root = os.path.dirname(run_path) if run_path else run_dir
@@ -252,7 +279,7 @@ def run_started(rt: Runtime, monitor_port: int | None) -> Any:
 def run_finished(rt: Runtime, graph_: bool, trace_: bool, mon: Any) -> None:
     """Write the pictures asked for and stop the monitor."""
     if mon is not None:
-        mon.stop()
+        mon.stop(grace=3.0)     # the pages open now see the run's end first
         click.echo(f"taskflow: monitor stopped; `taskflow monitor {rt.run_id}` serves this run "
                    f"again", err=True)
     if rt.journal is None or not (graph_ or trace_):

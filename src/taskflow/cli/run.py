@@ -1,6 +1,6 @@
 """``taskflow run script.py [args]``: run a script with the runtime started.
 
-The script runs as ``__main__`` with a runtime started, a progress line on a
+The script runs as ``__main__`` with a runtime started, progress bars on a
 terminal and a summary at the end; the exit status is non-zero when the
 script raised or a task failed (the script's ``taskflow.stop(code=N)``: N).
 """
@@ -10,7 +10,6 @@ import os
 import runpy
 import sys
 import time
-import traceback
 from typing import TYPE_CHECKING
 
 import click
@@ -74,7 +73,7 @@ class RunCommand(OptionalValueCommand):
                                                case_sensitive=False), default="warning",
               show_default=True)
 @click.option("--progress/--no-progress", default=None,
-              help="Progress line (default: on when stderr is a terminal).")
+              help="Progress bars (default: on when stderr is a terminal).")
 @click.option("--graph", "-g", "graph_", is_flag=True,
               help="Write the task graph (graph.dot, graph.svg) into the run's directory.")
 @click.option("--trace", "-t", "trace_", is_flag=True,
@@ -118,6 +117,7 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         return
     diagnostics.setup(log_level)
     from ..runtime.console import Progress, summary
+    from ..runtime.failreport import end_of_run
     from ..runtime.runtime import Runtime
     from ..providers.cluster import cli_runtime_options
     meta = click.get_current_context().meta
@@ -148,6 +148,7 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
     prog = Progress(rt) if show else None
     script_failed = False
     signum = 0                      # the signal that interrupted the run (interrupts.py)
+    script_exc: BaseException | None = None
     sys.argv = [script, *script_args]
     interrupts.catch_sigterm()
     try:
@@ -156,9 +157,9 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         script_failed = exc.code not in (None, 0)
     except (KeyboardInterrupt, interrupts.Terminated) as exc:
         signum = interrupts.signal_of(exc)
-    except BaseException:  # noqa: BLE001 - report whatever the script raised
+    except BaseException as exc:  # noqa: BLE001 - report whatever the script raised
         script_failed = True
-        click.echo(traceback.format_exc().rstrip(), err=True)
+        script_exc = exc
     if not signum:
         try:
             rt.wait_all()           # the end of the script waits for every task
@@ -176,11 +177,10 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         click.echo(interrupts.interrupted_summary(rt, script, script_args), err=True)
         run_finished(rt, graph_, trace_, mon)
         sys.exit(128 + signum)
-    for err in rt.unreported_failures()[:3]:
-        click.echo(f"taskflow: {err}", err=True)
     if rt.resumer is not None:
         _resume_report(rt, explain)
-    click.echo(summary(rt, time.time() - t0), err=True)
+    # every failure once: the failed tasks' blocks, then the summary line
+    click.echo(end_of_run(rt, script_exc, summary(rt, time.time() - t0)), err=True)
     run_finished(rt, graph_, trace_, mon)
     sys.exit(rt.exit_code or (1 if (script_failed or rt.failed) else 0))   # stop(code=N): N
 

@@ -156,6 +156,7 @@ def run_compat(p: dict[str, Any], meta: dict[str, Any]) -> None:
     from ..errors import ClusterConfigError, UsageError
     from ..providers.cluster import cli_runtime_options
     from ..runtime.console import summary
+    from ..runtime.failreport import end_of_run
     from ..runtime.runtime import Runtime
     from . import importhook, services, wallclock
     opts = meta.get("tf_runcompss") or {"ignored": []}
@@ -261,11 +262,10 @@ def run_compat(p: dict[str, Any], meta: dict[str, Any]) -> None:
         rt.cancel_all("the application was stopped")
     if not rt.stopped:
         rt.stop(wait=not interrupted)
-    for err in rt.unreported_failures()[:3]:
-        click.echo(f"taskflow: {err}", err=True)
     if opts.get("summary"):
         print(task_summary(rt), flush=True)
-    click.echo(summary(rt, time.time() - t0), err=True)
+    # every failed task once (name, node, error, own frames), then the summary line
+    click.echo(end_of_run(rt, None, summary(rt, time.time() - t0)), err=True)
     graph = p["graph_"] or _truthy(opts.get("graph", False))
     trace = p["trace_"] or _truthy(opts.get("tracing", False))
     run_finished(rt, graph, trace, mon)

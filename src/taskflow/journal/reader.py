@@ -129,17 +129,49 @@ class Journal:
         return out
 
     # -- tasks --------------------------------------------------------------------
-    def tasks(self, state: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def tasks(self, state: str | None = None, limit: int | None = None, query: str | None = None,
+              offset: int = 0, since_id: int | None = None) -> list[dict[str, Any]]:
+        """Task rows by id; ``query`` matches the id, name, node or parameters.
+
+        ``since_id``: only tasks with ``id >= since_id`` (what may still change).
+        """
         sql = "SELECT id, name, func, params, constraints, node, state, t_submit, t_dispatch, " \
               "t_start, t_end, attempts, exit_code, error FROM tasks"
-        args: tuple[Any, ...] = ()
+        where: list[str] = []
+        args: list[Any] = []
         if state:
-            sql += " WHERE state=?"
-            args = (state.upper(),)
+            where.append("state=?")
+            args.append(state.upper())
+        if since_id is not None:
+            where.append("id>=?")
+            args.append(since_id)
+        if query:
+            q = query.strip()
+            like = "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            cond = "(name LIKE ? ESCAPE '\\' OR node LIKE ? ESCAPE '\\' OR params LIKE ? ESCAPE '\\'"
+            args += [like, like, like]
+            if q.lstrip("#").isdigit():
+                cond += " OR id=?"
+                args.append(int(q.lstrip("#")))
+            where.append(cond + ")")
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY id"
         if limit:
             sql += f" LIMIT {int(limit)}"
-        return self._all(sql, args)
+            if offset:
+                sql += f" OFFSET {int(offset)}"
+        return self._all(sql, tuple(args))
+
+    def name_edges(self) -> list[tuple[str, str]]:
+        """(producer name, consumer name) pairs: the graph of task names."""
+        return [(a, b) for a, b in self._rows(
+            "SELECT DISTINCT a.name, b.name FROM deps d JOIN tasks a ON a.id = d.dep_id "
+            "JOIN tasks b ON b.id = d.task_id")]
+
+    def data_version(self) -> int:
+        """Changes when another connection (the writer) commits: nothing new while equal."""
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
     def tasks_page(self, state: str | None = None, name: str | None = None, limit: int = 100,
                    offset: int = 0) -> tuple[list[dict[str, Any]], int]:
@@ -165,6 +197,16 @@ class Journal:
         t = rows[0]
         t["deps"] = self.deps_of(tid)
         tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
+        t["streams"] = {}       # a program's stdin/stdout/stderr: {stream: [parameter, path]}
+        for x in [x for x in tr if x["state"] == "STREAMS"]:
+            tr.remove(x)
+            try:
+                t["streams"] = json.loads(x["info"] or "{}")
+            except ValueError:
+                pass
+        t["log_files"] = self.log_files(tid)
+        u = self._rows("SELECT cpu, rss FROM usage WHERE task_id=?", (tid,))
+        t["cpu"], t["peak_rss"] = (u[0][0], u[0][1]) if u else (None, None)
         for col, state in (("t_submit", "SUBMITTED"), ("t_dispatch", "DISPATCHED"),
                            ("t_start", "RUNNING"), ("t_end", t["state"])):
             if t.get(col) and (col != "t_end" or t["state"] in ("DONE", "FAILED", "CANCELLED",
@@ -174,12 +216,38 @@ class Journal:
         t["transitions"] = sorted(tr, key=lambda x: x["t"])
         return t
 
+    def log_files(self, tid: int) -> list[str]:
+        """Files a program task's output was copied to (``jobs/job<N>.out`` / ``.err``)."""
+        base = os.path.join(self.run_dir, "jobs", f"job{tid}")
+        return [base + ext for ext in (".out", ".err") if os.path.isfile(base + ext)]
+
     def deps_of(self, tid: int) -> list[int]:
         return [r[0] for r in self._rows("SELECT dep_id FROM deps WHERE task_id=?", (tid,))]
 
     def edges(self) -> list[tuple[int, int]]:
         """(producer, consumer) pairs."""
         return [(d, t) for t, d in self._rows("SELECT task_id, dep_id FROM deps")]
+
+    def placements(self) -> dict[int, list[tuple[str, int]]]:
+        """Tasks that held more than one slot: task id -> [(node, slots)] of its last run.
+
+        From the ``PLACED`` transitions (multi-slot tasks of functions not known
+        to be short); other tasks held ``computing_units`` slots of their node
+        (:meth:`slots_of`).
+        """
+        out: dict[int, list[tuple[str, int]]] = {}
+        for tid, info in self._rows("SELECT task_id, info FROM transitions WHERE state='PLACED' "
+                                    "ORDER BY rowid"):
+            try:
+                out[tid] = [(str(n), int(k)) for n, k in json.loads(info)]
+            except (TypeError, ValueError):
+                continue
+        return out
+
+    def usage(self) -> dict[int, tuple[float, int]]:
+        """Task id -> (CPU seconds, peak resident bytes) of the tasks measured on their node."""
+        return {tid: (cpu, rss) for tid, cpu, rss in
+                self._rows("SELECT task_id, cpu, rss FROM usage")}
 
     def failed(self) -> list[dict[str, Any]]:
         return self._all("SELECT id, name, node, attempts, error FROM tasks "
@@ -210,6 +278,19 @@ class Journal:
                 n["info"] = json.loads(n["info"] or "{}")
             except ValueError:
                 n["info"] = {}
+        return out
+
+    def samples_since(self, rowid: int = 0, limit: int = 5000) -> list[dict[str, Any]]:
+        """Samples stored after row ``rowid`` (``rowid`` in each), with GPU use when known."""
+        out = self._all("SELECT rowid, node, t, cpu, mem, load1, data FROM samples WHERE rowid>? "
+                        f"ORDER BY rowid LIMIT {int(limit)}", (rowid,))
+        for s in out:
+            data = s.pop("data", None)
+            try:
+                gpu = json.loads(data or "{}").get("gpu")
+            except (ValueError, AttributeError):
+                gpu = None
+            s["gpu"] = sum(gpu) / len(gpu) if isinstance(gpu, list) and gpu else None
         return out
 
     def samples(self, node: str | None = None, after: float = 0.0) -> list[dict[str, Any]]:
@@ -247,3 +328,17 @@ def list_runs(root: str | None = None) -> list[dict[str, Any]]:
             r = {"run_id": rid, "state": f"unreadable ({exc})", "counts": {}}
         out.append(r)
     return out
+
+
+def slots_of(task: dict[str, Any], placements: dict[int, list[tuple[str, int]]]
+             ) -> list[tuple[str, int]]:
+    """[(node, slots)] that ``task`` (a row of :meth:`Journal.tasks`) held while it ran."""
+    held = placements.get(task["id"])
+    if held:
+        return held
+    units = 1
+    try:
+        units = int(json.loads(task.get("constraints") or "{}").get("computing_units") or 1)
+    except (TypeError, ValueError, AttributeError):
+        pass
+    return [(task.get("node") or "?", max(units, 1))]

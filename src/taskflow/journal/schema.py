@@ -17,6 +17,8 @@ nodes       joins and losses of node agents with their description
 samples     the resource samples the nodes report (cpu %, memory %, ...)
 logs        every captured output line: task, time, level (STDOUT, STDERR,
             RAW), node, text
+usage       CPU seconds and peak resident bytes of a task, measured on its node
+            (tasks not known to be short: taskflow.agent.usage); the last attempt
 """
 from __future__ import annotations
 
@@ -54,4 +56,6 @@ CREATE TABLE IF NOT EXISTS logs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, task_id INTEGER, t REAL, level TEXT,
     node TEXT, line TEXT);
 CREATE INDEX IF NOT EXISTS logs_task ON logs(task_id, id);
+CREATE TABLE IF NOT EXISTS usage (
+    task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER);
 """

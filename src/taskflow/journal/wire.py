@@ -9,7 +9,7 @@ reduces those three kinds of objects as they are met:
 
 - a TaskSpec becomes ``(function, constraints JSON, parameter names, task name)``,
   once per batch (pickle memoises it) and once per run (cached here);
-- a Future becomes ``(data id, path)``;
+- a Future becomes ``(data id, path)``, a file version's path being the user's;
 - a taskflow error becomes ``(text, remote traceback, exit code)``.
 
 Everything else in an event is already plain (numbers, strings, the call's
@@ -68,7 +68,9 @@ class EventPickler(pickle.Pickler):
 
 
 def _reduce_future(fut: Any) -> tuple[Any, ...]:
-    return tuple, ((fut._did, fut._path),)
+    # a file version: the user's path (the version's own path is gone after the run)
+    item = fut._item
+    return tuple, ((fut._did, item.path if item is not None and item.path else fut._path),)
 
 
 def _reduce_error(err: Any) -> tuple[Any, ...]:

@@ -118,7 +118,26 @@ def _constraints(spec: Any) -> str:
     if recorded:
         c["recorded"] = {k: v if isinstance(v, (int, float, str, bool)) else short(v, 100)
                          for k, v in recorded.items()}
+    params = (getattr(spec, "invoker_cfg", None) or {}).get("params") or {}
+    streams = {p: st for p, (_, _, st, _) in params.items() if st}
+    if streams:         # a program's stdin/stdout/stderr bound to a file parameter
+        c["streams"] = streams
     return json.dumps(c)
+
+
+def stream_paths(names: Any, refs: Any, streams: dict[str, str]) -> dict[str, list[str]]:
+    """{stream: [parameter, the user's path]} of a program task's stream parameters."""
+    out: dict[str, list[str]] = {}
+    for path, kind, obj in refs or ():
+        if len(path) != 1 or kind not in ("f", "fo", "fio"):
+            continue
+        (pos,) = path
+        pname = names[pos] if isinstance(pos, int) and pos < len(names) else pos
+        stream = streams.get(pname)
+        if stream is not None:
+            _, fpath = obj[-1] if kind == "fio" else obj      # (old, new): the new one
+            out[stream] = [str(pname), str(fpath)]
+    return out
 
 
 def _exit_code(err: Any) -> int | None:
@@ -160,6 +179,9 @@ class JournalDB:
             (f, c, n): i for i, n, f, c in
             self.db.execute("SELECT id, name, func, constraints FROM specs")}
         self._new_specs: list[tuple[int, str, str, str]] = []
+        # specs with stream parameters -> {parameter: stream}; their tasks' paths (STREAMS rows)
+        self._streams: dict[int, dict[str, str]] = {}
+        self._stream_rows: list[tuple[int, str]] = []
         self.db.execute(
             "INSERT OR REPLACE INTO run (run_id, t_start, state, argv, cwd, hostname, pid, "
             "workers, version) VALUES (?,?,?,?,?,?,?,?,?)", row)
@@ -180,12 +202,13 @@ class JournalDB:
         lost: list[tuple[Any, ...]] = []
         states: list[tuple[str, str]] = []
         samples: list[tuple[Any, ...]] = []
+        usage: list[tuple[int, float, int]] = []
         nlogs = self._nlogs
         ready: list[tuple[Any, ...]] = []     # whole rows of tasks submitted and done within this batch
         if whole or sub:
             # The common case for short tasks: a task's submit and successful end are in
             # the same batch and no other event names it. Its row is made whole at once.
-            touched = {tid for _, _, tid, _, _, _ in evs} if evs else ()
+            touched = {tid for kind, _, tid, _, _, _ in evs if kind != "usage"} if evs else ()
             late = []       # ends of whole rows that other events of the batch name
             for tid, t, info, argv, kwargs, refs, dep_ids, t0, t1, tdisp, node, att, code \
                     in whole or ():
@@ -218,6 +241,10 @@ class JournalDB:
         row: list[Any] | None
         for ev in evs:
             kind, t, tid, name, node, extra = ev
+            if kind == "usage":
+                cpu, peak = extra
+                usage.append((tid, cpu, peak))
+                continue
             if kind == "log":
                 n = nlogs.get(tid, 0) + 1
                 nlogs[tid] = n
@@ -229,14 +256,26 @@ class JournalDB:
                 dep_ids, argv, kwargs, refs, info = extra     # see wire.py
                 params = params_text(_spec_names(info), argv, kwargs,
                                      ref_summary(refs) if refs else None)
-                row = [tid, self._spec_id(info, name), params, "", "SUBMITTED", t, None, None,
+                sid = self._spec_id(info, name)
+                if refs and sid in self._streams:
+                    self._stream_rows.append((tid, json.dumps(stream_paths(
+                        _spec_names(info), refs, self._streams[sid]))))
+                row = [tid, sid, params, "", "SUBMITTED", t, None, None,
                        None, 0, None, None, None, None]
                 new[tid] = row
                 if dep_ids:
                     deps.extend([(tid, d) for d in dep_ids])
                 continue
+            if extra is not None and kind == "dispatched":   # several slots: where
+                trans.append((tid, t, "PLACED", node, json.dumps(extra)))
+            elif kind == "ready":
+                trans.append((tid, t, "READY", node, None))
             row = new.get(tid)
             if row is not None:             # fast paths: the task's row is still in hand
+                if kind == "ready":
+                    if row[_STATE] == "SUBMITTED":
+                        row[_STATE] = "READY"
+                    continue
                 if kind == "dispatched":
                     row[_NODE] = node
                     row[_STATE] = "DISPATCHED"
@@ -258,6 +297,10 @@ class JournalDB:
                         row[_T_DISPATCH] = tdisp
                     nlogs.pop(tid, None)
                     continue
+            if kind == "ready":
+                if tid not in changes:   # (an update never moves a later state back)
+                    changes[tid] = {"state": "READY"}
+                continue
             if kind == "dispatched":
                 ch = {"state": "DISPATCHED", "node": node, "t_dispatch": t}
             elif kind == "running":
@@ -359,6 +402,9 @@ class JournalDB:
                     db.executemany(f"UPDATE task_rows SET {sets} WHERE id=?", rows)
             if deps:
                 db.executemany("INSERT INTO deps VALUES (?,?)", deps)
+            if self._stream_rows:
+                trans += [(tid, 0.0, "STREAMS", "", info) for tid, info in self._stream_rows]
+                self._stream_rows = []
             if trans:
                 db.executemany("INSERT INTO transitions VALUES (?,?,?,?,?)", trans)
             if logs:
@@ -377,6 +423,8 @@ class JournalDB:
                                "(SELECT MAX(rowid) FROM nodes WHERE name=?)", states)
             if samples:
                 db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", samples)
+            if usage:
+                db.executemany("INSERT OR REPLACE INTO usage VALUES (?,?,?)", usage)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -391,6 +439,9 @@ class JournalDB:
             sid = self._spec_id(info)
         if dep_ids:
             deps.extend([(tid, d) for d in dep_ids])
+        if refs and sid in self._streams:
+            self._stream_rows.append((tid, json.dumps(stream_paths(names, refs,
+                                                                   self._streams[sid]))))
         return sid, params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
 
     def _spec_id(self, info: tuple[Any, ...], name: str | None = None) -> int:
@@ -401,6 +452,8 @@ class JournalDB:
         if sid is None:
             sid = self._specs[key] = len(self._specs) + 1
             self._new_specs.append((sid, key[2], func, constraints))
+            if '"streams"' in constraints:
+                self._streams[sid] = json.loads(constraints)["streams"]
         return sid
 
     def _done_rows(self, rows: list[Any], new: dict[int, list[Any]], changes: dict[int, dict[str, Any]],

@@ -10,40 +10,46 @@ page sets.
 API (JSON; ``<run>`` is a run id, a unique prefix, or ``latest``):
   GET /api/runs                               every run: state, counts
   GET /api/runs/<run>                         the run, counts, counts per name
-  GET /api/runs/<run>/tasks                   tasks and edges (?state=, ?limit=)
+  GET /api/runs/<run>/tasks                   tasks and edges (?state=, ?q=, ?limit=, ?offset=)
   GET /api/runs/<run>/tasks/<id>              one task with deps and transitions
   GET /api/runs/<run>/logs                    log lines (?task=, ?level=, ?after=, ?limit=)
   GET /api/runs/<run>/nodes                   nodes and their samples (?after=)
   GET /api/runs/<run>/report                  the report's figures
+  GET /api/runs/<run>/dag                     the DAG laid out by Graphviz (monitor.dag)
+Pushed (server-sent events, :mod:`.stream`):
+  GET /api/runs/<run>/stream                  a snapshot, then what changed
+  GET /api/runs/<run>/logs/stream?task=N      a task's output lines as they come
 """
 from __future__ import annotations
 
 import json
 import os
+from html import escape
 import secrets
 import threading
+import time
 from typing import Any
 
 from flask import Flask, Response, abort, jsonify, request
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run, runs_root
-from .page import PAGE
+from ..observe.palette import colours
+from . import stream
+from .dag import Layouts, NoGraphviz
+from .page import PAGE, STATIC
 
 COOKIE = "taskflow_token"
 MAX_TASKS = 5000
 
 
-def js_string(value: str) -> str:
-    """``value`` as a JavaScript string literal that is safe inside a <script> element."""
-    return (json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("&", "\\u0026").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
-
-
-def create_app(root: str, token: str, default_run: str | None = None) -> Flask:
+def create_app(root: str, token: str, default_run: str | None = None,
+               slots: stream.Slots | None = None) -> Flask:
     """The Flask application for the runs under ``root``."""
-    app = Flask("taskflow.monitor")
+    app = Flask("taskflow.monitor", static_folder=None)
     root = runs_root(root)
+    slots = slots or stream.Slots()
+    layouts = Layouts()
 
     @app.before_request
     def _auth() -> Any:
@@ -67,7 +73,7 @@ def create_app(root: str, token: str, default_run: str | None = None) -> Flask:
     @app.get("/")
     def page() -> Response:
         run = request.args.get("run") or default_run or "latest"
-        html = PAGE.replace("__RUN__", js_string(run)).replace("__TOKEN__", js_string(token))
+        html = PAGE.replace("__RUN__", escape(run, quote=True))   # the token: in the cookie
         resp = Response(html, mimetype="text/html")
         resp.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
         return resp
@@ -81,15 +87,65 @@ def create_app(root: str, token: str, default_run: str | None = None) -> Flask:
         with journal(run) as j:
             return jsonify(run=j.run(), counts=j.counts(), by_name=j.counts_by_name())
 
+    @app.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(status=204)
+
+    @app.get("/static/<name>")
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            abort(404)
+        body, mime = STATIC[name]
+        return Response(body, mimetype=mime, headers={"Cache-Control": "no-cache"})
+
     @app.get("/api/runs/<run>/tasks")
     def tasks(run: str) -> Response:
         limit = min(int(request.args.get("limit", MAX_TASKS)), MAX_TASKS)
         with journal(run) as j:
-            ts = j.tasks(state=request.args.get("state"), limit=limit)
+            ts = j.tasks(state=request.args.get("state"), limit=limit,
+                         query=request.args.get("q") or None,
+                         offset=request.args.get("offset", 0, int))
             ids = {t["id"] for t in ts}
             edges = [e for e in j.edges() if e[0] in ids and e[1] in ids]
             total = j.counts()["total"]
         return jsonify(tasks=ts, edges=edges, total=total, truncated=total > len(ts))
+
+    @app.get("/api/runs/<run>/dag")
+    def dag(run: str) -> Response | tuple[Response, int]:
+        with journal(run) as j:
+            try:
+                out = layouts.get(j, colours(j.counts_by_name()))
+            except NoGraphviz as exc:
+                return jsonify(error=str(exc)), 501
+            except Exception as exc:  # noqa: BLE001 - dot failed or timed out: say so
+                return jsonify(error=f"could not lay out the graph: {exc}"), 500
+        return jsonify(out)
+
+    def _stream(make: Any) -> Response | tuple[Response, int]:
+        if not slots.take():
+            return jsonify(error=f"too many open monitor pages ({slots.limit}); close one"), 503
+
+        def body() -> Any:
+            try:
+                yield from make()
+            finally:
+                slots.give()
+        return Response(body(), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    @app.get("/api/runs/<run>/stream")
+    def run_stream(run: str) -> Response | tuple[Response, int]:
+        journal(run).close()        # 404 now, not inside the stream
+        return _stream(lambda: stream.RunStream(lambda: journal(run), slots, colours).events())
+
+    @app.get("/api/runs/<run>/logs/stream")
+    def log_stream(run: str) -> Response | tuple[Response, int]:
+        task_id = request.args.get("task", type=int)
+        if task_id is None:
+            return jsonify(error="?task=<id> is required"), 400
+        journal(run).close()
+        after = request.args.get("after", 0, int)
+        return _stream(lambda: stream.log_events(lambda: journal(run), slots, task_id, after))
 
     @app.get("/api/runs/<run>/tasks/<int:tid>")
     def task(run: str, tid: int) -> Response | tuple[Response, int]:
@@ -136,7 +192,8 @@ class Monitor:
         self.root = runs_root(root)
         self.run = run
         self.token = token or secrets.token_urlsafe(18)
-        self.app = create_app(self.root, self.token, run)
+        self.streams = stream.Slots()
+        self.app = create_app(self.root, self.token, run, self.streams)
         self.server = make_server(host, port, self.app, threaded=True,
                                   request_handler=_QuietHandler)
         self.host = host
@@ -158,7 +215,12 @@ class Monitor:
     def serve_forever(self) -> None:
         self.server.serve_forever()
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 0.0) -> None:
+        """Stop serving; with ``grace``, first give open pages that long to get the end."""
+        deadline = time.monotonic() + grace
+        while self.streams.open and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.streams.stopping.set()     # open event streams end at their next tick
         self.server.shutdown()
         if self._thread is not None:
             self._thread.join(5)

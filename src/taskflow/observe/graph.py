@@ -12,14 +12,15 @@ from typing import Any
 
 import networkx as nx
 
+from . import palette
+
 from ..journal.reader import Journal
 
-PALETTE = ["#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69",
-           "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f"]
 STATE_STYLE = {
     "DONE": 'style=filled, color="#333333"',
     "FAILED": 'style="filled,bold", color="#d00000", penwidth=3',
     "CANCELLED": 'style="filled,dashed", color="#999999", fontcolor="#777777"',
+    "INTERRUPTED": 'style="filled,dashed", color="#e6550d"',
 }
 PENDING_STYLE = 'style="filled,dotted", color="#333333"'
 SVG_MAX_TASKS = 3000     # beyond this `dot` takes minutes; the .dot is still written
@@ -37,7 +38,8 @@ def build(j: Journal) -> nx.DiGraph:
 
 
 def colours(names: list[str]) -> dict[str, str]:
-    return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(sorted(set(names)))}
+    """A distinct fill per task name (:mod:`.palette`)."""
+    return palette.colours(names)
 
 
 def to_dot(g: nx.DiGraph, title: str = "taskflow") -> str:
@@ -47,9 +49,10 @@ def to_dot(g: nx.DiGraph, title: str = "taskflow") -> str:
     for n, d in g.nodes(data=True):
         name = d.get("name", "?")
         state = d.get("state", "")
-        label = f"{name}\\n#{n} {state.lower()}"
+        # two lines: each part escaped on its own, joined by DOT's own line break
+        label = f"{_esc(name)}\\n#{n} {_esc(state.lower())}"
         style = STATE_STYLE.get(state, PENDING_STYLE)
-        lines.append(f'  t{n} [label="{_esc(label)}", fillcolor="{col.get(name, "#ffffff")}", '
+        lines.append(f'  t{n} [label="{label}", fillcolor="{col.get(name, "#ffffff")}", '
                      f'{style}, tooltip="{_esc(d.get("params") or "")}"];')
     for a, b in g.edges():
         lines.append(f"  t{a} -> t{b};")

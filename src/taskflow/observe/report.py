@@ -19,21 +19,25 @@ from __future__ import annotations
 import html
 import os
 import time
-from typing import Any
+from typing import Any, Sequence
 
-from ..journal.reader import Journal
+from ..journal.reader import Journal, slots_of
 from . import workers
 from .graph import build, critical_path
 
 
-def busy_integral(intervals: list[tuple[float, float]], lo: float, hi: float) -> float:
-    """∫ w(t) dt over [lo, hi] by a sweep over the run intervals."""
-    pts = []
-    for a, b in intervals:
-        a, b = max(a, lo), min(b, hi)
+def busy_integral(intervals: Sequence[tuple[float, ...]], lo: float, hi: float) -> float:
+    """∫ w(t) dt over [lo, hi] by a sweep over the run intervals.
+
+    An interval is ``(start, end)`` (one slot) or ``(start, end, slots)``.
+    """
+    pts: list[tuple[float, int]] = []
+    for iv in intervals:
+        a, b = max(iv[0], lo), min(iv[1], hi)
+        k = int(iv[2]) if len(iv) > 2 else 1
         if b > a:
-            pts.append((a, 1))
-            pts.append((b, -1))
+            pts.append((a, k))
+            pts.append((b, -k))
     pts.sort()
     total, w, last = 0.0, 0, lo
     for t, d in pts:
@@ -41,6 +45,13 @@ def busy_integral(intervals: list[tuple[float, float]], lo: float, hi: float) ->
         w += d
         last = t
     return total
+
+
+def run_intervals(j: Journal, tasks: list[dict[str, Any]]) -> list[tuple[float, float, int]]:
+    """(start, end, slots held) of every task that ran."""
+    held = j.placements()
+    return [(t["t_start"], t["t_end"], sum(k for _, k in slots_of(t, held)))
+            for t in tasks if t.get("t_start") and t.get("t_end")]
 
 
 def figures(j: Journal) -> dict[str, Any]:
@@ -54,8 +65,10 @@ def figures(j: Journal) -> dict[str, Any]:
     t_first = min(subs) if subs else (run.get("t_start") or 0.0)
     t_last = max((t["t_end"] for t in tasks if t.get("t_end")), default=t_first)
     M = max(t_last - t_first, 0.0)
-    C = sum(t["t_end"] - t["t_start"] for t in ran)
-    integral = busy_integral([(t["t_start"], t["t_end"]) for t in ran], t_first, t_last)
+    intervals = run_intervals(j, ran)
+    # C in slot-seconds: a task that held k slots (an MPI task's ranks) counts k times
+    C = sum((b - a) * k for a, b, k in intervals)
+    integral = busy_integral(intervals, t_first, t_last)
     W = integral / M if M > 0 else 0.0
     curve = workers.held_curve(nodes, t_first, t_last)
     # P, the slots of "all P slots busy": the most held at once. Not the sum over every node
@@ -85,6 +98,7 @@ def figures(j: Journal) -> dict[str, Any]:
         n = s.pop("nrun")
         s["mean_run"] = s["run"] / n if n else 0.0
         s["mean_queued"] = s["queued"] / n if n else 0.0
+    used = resources(j.usage(), ran, per)
     longest = sorted(ran, key=lambda t: t["t_end"] - t["t_start"], reverse=True)[:10]
     held = workers.integral(curve, t_last)
     W_held = held / M if M > 0 else 0.0
@@ -100,10 +114,79 @@ def figures(j: Journal) -> dict[str, Any]:
         "longest": [{"id": t["id"], "name": t["name"], "node": t["node"],
                      "seconds": t["t_end"] - t["t_start"], "params": t["params"]}
                     for t in longest],
-        "t_first": t_first,
+        "t_first": t_first, "usage": used,
         # before the first submission: the start, with the wait for a batch allocation
         "startup": max(t_first - run["t_start"], 0.0) if run.get("t_start") else None,
     }
+
+
+def resources(usage: dict[int, tuple[float, int]], ran: list[dict[str, Any]],
+              per: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """CPU time and peak memory measured on the nodes, per task name and the top tasks.
+
+    Fills ``per[name]`` with ``measured``, ``cpu``, ``cpu_pct`` (CPU time over
+    the measured tasks' run time: 100 % is one busy core), ``rss_max`` and
+    ``rss_mean`` (bytes).
+    """
+    rows = []
+    for t in ran:
+        u = usage.get(t["id"])
+        if u is None:
+            continue
+        cpu, rss = u
+        rows.append({"id": t["id"], "name": t["name"], "node": t["node"], "cpu": cpu,
+                     "rss": rss, "seconds": t["t_end"] - t["t_start"]})
+    for s in per.values():
+        s.update(measured=0, cpu=0.0, cpu_pct=None, rss_max=None, rss_mean=None)
+    wall: dict[str, float] = {}
+    for r in rows:
+        s = per[r["name"]]
+        s["measured"] += 1
+        s["cpu"] += r["cpu"]
+        s["rss_max"] = max(s["rss_max"] or 0, r["rss"])
+        s["rss_mean"] = (s["rss_mean"] or 0) + r["rss"]
+        wall[r["name"]] = wall.get(r["name"], 0.0) + r["seconds"]
+    for name, s in per.items():
+        if s["measured"]:
+            s["rss_mean"] /= s["measured"]
+            s["cpu_pct"] = 100 * s["cpu"] / wall[name] if wall[name] > 0 else None
+    return {"measured": len(rows), "cpu": sum(r["cpu"] for r in rows),
+            "top_cpu": sorted(rows, key=lambda r: -r["cpu"])[:10],
+            "top_rss": sorted(rows, key=lambda r: -r["rss"])[:10]}
+
+
+def _mib(b: float | None) -> str:
+    return "-" if b is None else f"{b / 2**20:.1f}"
+
+
+def _usage_section(f: dict[str, Any]) -> list[str]:
+    """Nextflow's resource tables: CPU time and peak memory per task name, top tasks."""
+    u = f.get("usage") or {}
+    out = ["## CPU time and memory, measured on the nodes", ""]
+    if not u.get("measured"):
+        return out + ["No task was measured (a node measures the tasks of functions not "
+                      "known to take under 5 ms).", ""]
+    out += [f"{u['measured']} of {f['ran']} tasks measured (tasks of functions known to take "
+            f"under 5 ms are not); CPU time {u['cpu']:.3f} s in all, against C = "
+            f"{f['C']:.3f} slot-seconds held. %CPU is CPU time over run time: 100 % is one "
+            "busy core; a task with several processes or threads (an MPI task's ranks) can "
+            "go above. Peak memory: the largest process of a program task, the executor's "
+            "resident set while a Python task ran.", "",
+            "| name | measured | CPU time (s) | mean CPU (s) | %CPU | peak RSS max (MiB) | "
+            "peak RSS mean (MiB) |", "|---|---|---|---|---|---|---|"]
+    for name, s in sorted(f["per_name"].items()):
+        if not s.get("measured"):
+            continue
+        pct = f"{s['cpu_pct']:.0f}" if s["cpu_pct"] is not None else "-"
+        out.append(f"| {name} | {s['measured']} | {s['cpu']:.3f} | {s['cpu'] / s['measured']:.4f} "
+                   f"| {pct} | {_mib(s['rss_max'])} | {_mib(s['rss_mean'])} |")
+    for title, key in (("Most CPU time", "top_cpu"), ("Most memory", "top_rss")):
+        out += ["", f"### {title}", "", "| id | name | node | CPU time (s) | run time (s) | "
+                "peak RSS (MiB) |", "|---|---|---|---|---|---|"]
+        for r in u[key]:
+            out.append(f"| {r['id']} | {r['name']} | {r['node']} | {r['cpu']:.3f} | "
+                       f"{r['seconds']:.3f} | {_mib(r['rss'])} |")
+    return out + [""]
 
 
 def to_markdown(f: dict[str, Any]) -> str:
@@ -115,7 +198,7 @@ def to_markdown(f: dict[str, Any]) -> str:
              f"; {f['slots']} slots.", "",
              "## Makespan against the model (M = C / W)", "",
              "| figure | value |", "|---|---|",
-             f"| C, total CPU time of the tasks | {f['C']:.3f} s |",
+             f"| C, slot-seconds the tasks held (run time x slots) | {f['C']:.3f} s |",
              f"| M, makespan (first submission to last end) | {f['M']:.3f} s |",
              f"| W = (1/M) ∫ w(t) dt, w(t) the busy slots | {f['W']:.3f} of {f['slots']} |",
              f"| C / W | {f['C_over_W']:.3f} s |",
@@ -137,7 +220,8 @@ def to_markdown(f: dict[str, Any]) -> str:
         lines.append(f"| {name} | {s['count']} | {s['DONE']} | {s['FAILED']} | "
                      f"{s['CANCELLED']} | {s['mean_run']:.4f} | {s['run']:.3f} | "
                      f"{s['mean_queued']:.4f} |")
-    lines += ["", "## Longest tasks", "", "| id | name | node | seconds | parameters |",
+    lines += ["", *_usage_section(f)]
+    lines += ["## Longest tasks", "", "| id | name | node | seconds | parameters |",
               "|---|---|---|---|---|"]
     for t in f["longest"]:
         lines.append(f"| {t['id']} | {t['name']} | {t['node']} | {t['seconds']:.4f} | "
@@ -228,8 +312,7 @@ def report(run_dir: str, html_path: str | None = None) -> str:
     with Journal(run_dir) as j:
         f = figures(j)
         md = to_markdown(f)
-        intervals = [(t["t_start"], t["t_end"]) for t in j.tasks() if t.get("t_start") and
-                     t.get("t_end")] if html_path else []
+        intervals = run_intervals(j, j.tasks()) if html_path else []
     if html_path:
         from .graph import write_graph
         from .trace import write_trace

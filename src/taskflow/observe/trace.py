@@ -1,8 +1,9 @@
 """A Chrome / Perfetto trace (one track per node slot) and a Gantt chart.
 
 Open ``trace.json`` in https://ui.perfetto.dev or chrome://tracing. Tasks
-are placed on the lowest free slot of their node, so each track is one
-executor slot's timeline.
+are placed on the lowest free slots of their node, so each track is one
+executor slot's timeline; a task that held several slots (an MPI task's
+ranks) is on each of them.
 """
 from __future__ import annotations
 
@@ -10,25 +11,41 @@ import json
 import os
 from typing import Any
 
-from ..journal.reader import Journal
+from .._version import DIST_NAME
+from ..journal.reader import Journal, slots_of
+from .palette import colours
+
+LEGEND_MAX = 60      # names in the Gantt legend; the rest are counted
 
 
 def slot_intervals(j: Journal) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Tasks that ran, each with ``slot`` set; and slots per node."""
+    """Tasks that ran, each with ``lanes`` [(node, slot)] set; and slots per node.
+
+    A task that held k slots of a node (an MPI task's ranks, ``computing_units``)
+    takes k lanes there, on every node it held, for its whole run. Lanes are
+    given in start order, the lowest free first; where the journal shows more
+    overlap than a node has slots, a lane is added.
+    """
     slots = {n["name"]: int(n["slots"] or 1) for n in j.nodes()}
+    held = j.placements()
     ran = [t for t in j.tasks() if t["t_start"] and t["t_end"]]
     ran.sort(key=lambda t: (t["t_start"], t["id"]))
     free_at: dict[str, list[float]] = {}
     for t in ran:
-        node = t["node"] or "?"
-        lanes = free_at.setdefault(node, [0.0] * slots.get(node, 1))
-        lane = next((i for i, f in enumerate(lanes) if f <= t["t_start"] + 1e-6), None)
-        if lane is None:                 # more overlap than slots (multi-unit tasks): add a lane
-            lanes.append(0.0)
-            lane = len(lanes) - 1
-        lanes[lane] = t["t_end"]
-        t["slot"] = lane
-        slots[node] = max(slots.get(node, 1), len(lanes))
+        t["held"] = slots_of(t, held)
+        lanes_of: list[tuple[str, int]] = []
+        for node, k in t["held"]:
+            lanes = free_at.setdefault(node, [0.0] * slots.get(node, 1))
+            for _ in range(k):
+                lane = next((i for i, f in enumerate(lanes) if f <= t["t_start"] + 1e-6), None)
+                if lane is None:            # more overlap than slots: add a lane
+                    lanes.append(0.0)
+                    lane = len(lanes) - 1
+                lanes[lane] = t["t_end"]
+                lanes_of.append((node, lane))
+            slots[node] = max(slots.get(node, 1), len(lanes))
+        t["lanes"] = lanes_of
+        t["slot"] = lanes_of[0][1] if lanes_of else 0
     return ran, slots
 
 
@@ -44,11 +61,14 @@ def chrome_trace(j: Journal) -> dict[str, Any]:
             ev.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": s,
                        "args": {"name": f"slot {s}"}})
     for t in ran:
-        ev.append({"ph": "X", "name": t["name"], "cat": t["state"], "pid": pids[t["node"] or "?"],
-                   "tid": t["slot"], "ts": round((t["t_start"] - t0) * 1e6, 1),
-                   "dur": round(max(0.0, t["t_end"] - t["t_start"]) * 1e6, 1),
-                   "args": {"id": t["id"], "params": t["params"], "state": t["state"],
-                            "queued_s": round(t["t_start"] - t["t_submit"], 6)}})
+        nslots = sum(k for _, k in t["held"])
+        for node, lane in t["lanes"]:
+            ev.append({"ph": "X", "name": t["name"], "cat": t["state"], "pid": pids[node],
+                       "tid": lane, "ts": round((t["t_start"] - t0) * 1e6, 1),
+                       "dur": round(max(0.0, t["t_end"] - t["t_start"]) * 1e6, 1),
+                       "args": {"id": t["id"], "params": t["params"], "state": t["state"],
+                                "slots": nslots,
+                                "queued_s": round(t["t_start"] - t["t_submit"], 6)}})
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"run_id": j.run().get("run_id"), "t0": t0}}
 
@@ -65,38 +85,58 @@ def write_trace(run_dir: str, out_dir: str | None = None, gantt: bool = True) ->
             try:
                 paths["gantt"] = write_gantt(j, os.path.join(out_dir, "gantt.png"))
             except ImportError:
-                paths["gantt_error"] = "matplotlib is not installed (pip install 'taskflow[trace]')"
+                paths["gantt_error"] = f"matplotlib is not installed (pip install '{DIST_NAME}[trace]')"
     return paths
 
 
 def write_gantt(j: Journal, path: str) -> str:
+    """Write :func:`gantt_figure` as a PNG at ``path``."""
+    import matplotlib.pyplot as plt
+    fig = gantt_figure(j)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def gantt_figure(j: Journal) -> Any:
+    """A Gantt chart of the slots: a task is drawn on every slot it held; legend beside it."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
-    from .graph import PALETTE
     ran, slots = slot_intervals(j)
     rows = [(n, s) for n in sorted(slots) for s in range(slots[n])]
     index = {r: i for i, r in enumerate(rows)}
-    names = sorted({t["name"] for t in ran})
-    col = {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(names)}
+    col = colours(t["name"] for t in ran)
+    names = sorted(col)
     t0 = min((t["t_start"] for t in ran), default=0.0)
-    fig, ax = plt.subplots(figsize=(10, max(2.0, 0.4 * len(rows) + 1.2)))
+    shown = names[:LEGEND_MAX]
+    ncol = 1 if len(shown) <= 16 else 2
+    legend_w = 0.0 if not shown else ncol * (0.9 + 0.075 * max(len(n) for n in shown))
+    fig, ax = plt.subplots(figsize=(10 + legend_w, max(2.4, 0.4 * len(rows) + 1.2,
+                                                       0.2 * len(shown) / ncol + 0.8)))
     for t in ran:
-        y = index[(t["node"] or "?", t["slot"])]
-        ax.broken_barh([(t["t_start"] - t0, max(t["t_end"] - t["t_start"], 1e-4))], (y - 0.4, 0.8),
-                       facecolors=col[t["name"]],
-                       edgecolors="#d00000" if t["state"] == "FAILED" else "#333333",
-                       linewidth=0.5)
+        failed = t["state"] == "FAILED"
+        for lane in t["lanes"]:
+            y = index[lane]
+            ax.broken_barh([(t["t_start"] - t0, max(t["t_end"] - t["t_start"], 1e-4))],
+                           (y - 0.4, 0.8), facecolors=col[t["name"]],
+                           edgecolors="#d00000" if failed else "#333333",
+                           linewidth=1.5 if failed else 0.5)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{n}/{s}" for n, s in rows])
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.invert_yaxis()
     ax.set_xlabel("seconds since the first task started")
     ax.set_title(f"run {j.run().get('run_id')}")
-    from matplotlib.patches import Patch
-    if names:
-        ax.legend(handles=[Patch(color=col[n], label=n) for n in names[:12]],
-                  loc="upper right", fontsize=8)
+    if shown:
+        handles = [Patch(facecolor=col[n], edgecolor="#333333", label=n) for n in shown]
+        if len(names) > len(shown):
+            handles.append(Patch(color="white", label=f"... {len(names) - len(shown)} more"))
+        # outside the axes, to the right: it never covers a bar
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0, fontsize=8, ncol=ncol, frameon=False,
+                  title="task names", title_fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return fig

@@ -15,7 +15,7 @@ each job's queue wait is known.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 
 def held_curve(nodes: list[dict[str, Any]], lo: float, hi: float) -> list[tuple[float, int]]:
@@ -134,9 +134,10 @@ def plot(curve: list[tuple[float, int]], busy: list[tuple[float, float]], t0: fl
     return path
 
 
-def busy_curve(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """[(t, busy slots)] steps from the tasks' run intervals."""
-    pts = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+def busy_curve(intervals: Sequence[tuple[float, ...]]) -> list[tuple[float, float]]:
+    """[(t, busy slots)] steps from the tasks' run intervals ((start, end[, slots]))."""
+    pts = sorted([(iv[0], int(iv[2]) if len(iv) > 2 else 1) for iv in intervals] +
+                 [(iv[1], -(int(iv[2]) if len(iv) > 2 else 1)) for iv in intervals])
     out: list[tuple[float, float]] = []
     w = 0
     for t, d in pts:

@@ -13,7 +13,7 @@ import subprocess
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from .._version import __version__
+from .._version import DIST_NAME, __version__
 from ..errors import NodeStartError, ProtocolError, VersionMismatch
 from ..wire import messages as M
 from ..wire import protocol as P
@@ -32,7 +32,7 @@ def check_version(where: str, theirs: str | None, python: str = "python",
         raise VersionMismatch(
             f"{where}: {python} runs taskflow {theirs} but the master runs taskflow "
             f"{__version__}: install the same version there (`{python} -m pip install "
-            f"taskflow=={__version__}`, or pip install your checkout) or point python: at an "
+            f"{DIST_NAME}=={__version__}`, or pip install your checkout) or point python: at an "
             f"interpreter that has it{describe}")
 
 

@@ -1,9 +1,8 @@
-"""What ``taskflow run`` prints: a live progress line and the final summary."""
+"""What ``taskflow run`` prints: live progress bars and the final summary line."""
 from __future__ import annotations
 
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -11,79 +10,157 @@ if TYPE_CHECKING:
     from .runtime import Runtime
 
 
-class Progress:
-    """Live progress of ``taskflow run`` on stderr (rich): tasks per name, nodes, time.
+MAX_NAMES = 24     # one bar per task name up to this many (NMMB has 23); the rest share one
 
-    Counts come from the event bus (submitted / done / failed / cancelled per
-    task name); running tasks are read from the nodes' in-flight tables at
-    each refresh, so short tasks that get no ``dispatched`` event still show.
+
+class _Counts:
+    """Per task name: submitted, done, failed, cancelled (from the event bus)."""
+
+    __slots__ = ("submitted", "done", "failed", "cancelled", "bar")
+
+    def __init__(self) -> None:
+        self.submitted = self.done = self.failed = self.cancelled = 0
+        self.bar: Any = None       # the rich task id of its bar
+
+
+class Progress:
+    """Live progress of ``taskflow run`` on stderr (rich): a bar per task name.
+
+    Each bar shows done of submitted, running and failed counts, the
+    percentage, the time since the first task of that name and an estimate
+    of the time left (rich's, from the recent rate of completion); an
+    ``all tasks`` bar sums them. Up to :data:`MAX_NAMES` names get a bar
+    each (in the order they first appear); the others share an ``other``
+    bar. Counts come from the event bus; running tasks are read from the
+    nodes' in-flight tables at each refresh: those the node said have
+    started, and those of functions known to be short (< 5 ms), which run
+    without that signal.
     """
 
     def __init__(self, rt: Runtime, interval: float = 0.5, stream: Any = None) -> None:
         from rich.console import Console
-        from rich.live import Live
+        from rich.progress import (BarColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
+        from rich.progress import Progress as RichProgress
         self.rt = rt
-        self._t0 = time.time()
         self._lock = threading.Lock()
-        self.per_name: dict[str, list[int]] = {}      # name -> [submitted, done, failed, cancelled]
-        rt.bus.subscribe(self._on_events)
+        self.per_name: dict[str, _Counts] = {}
+        self._syncing = False
         self.console = Console(file=stream or sys.stderr)
-        self.live = Live(self._render(), console=self.console, refresh_per_second=1 / interval,
-                         transient=False, get_renderable=self._render)
-        self.live.start()
+        owner = self
 
-    _INDEX = {"submitted": 0, "done": 1, "failed": 2, "cancelled": 3}
+        class _Bars(RichProgress):
+            def get_renderables(self) -> Any:
+                # (rich renders once in __init__, and add_task refreshes: no re-entry)
+                if getattr(owner, "bars", None) is not None and not owner._syncing:
+                    owner._syncing = True
+                    try:
+                        owner._sync()
+                    finally:
+                        owner._syncing = False
+                yield owner._header()
+                yield from super().get_renderables()
+
+        self.bars = _Bars(
+            TextColumn("{task.description}", justify="left"),
+            BarColumn(bar_width=28),
+            TextColumn("{task.completed:>6.0f}/{task.total:<6.0f}"),
+            TextColumn("[cyan]{task.fields[running]:>4} running"),
+            TextColumn("{task.fields[failed]}"),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=self.console, refresh_per_second=1 / interval, transient=False)
+        self._all = self.bars.add_task("[bold]all tasks", total=0, running=0, failed="")
+        self._other: Any = None
+        self._other_names = 0
+        rt.bus.subscribe(self._on_events)
+        # On a terminal the bars redraw in place; elsewhere (a pipe, a CI log) they are
+        # printed once, complete, at the end, not once per refresh.
+        self.live = self.console.is_terminal
+        if self.live:
+            self.bars.start()
+
+    _KINDS = ("submitted", "done", "failed", "cancelled")
 
     def _on_events(self, evs: list[Event]) -> None:
-        index = self._INDEX
+        kinds = self._KINDS
         with self._lock:
             per = self.per_name
             for ev in evs:
-                i = index.get(ev[0])
-                if i is None or not ev[3]:
+                kind, name = ev[0], ev[3]
+                if kind not in kinds or not name:
                     continue
-                c = per.get(ev[3])
+                c = per.get(name)
                 if c is None:
-                    c = per[ev[3]] = [0, 0, 0, 0]
-                c[i] += 1
+                    c = per[name] = _Counts()
+                setattr(c, kind, getattr(c, kind) + 1)
 
     def _running(self) -> dict[str, int]:
+        from ..graph import task as T
+        from ..wire.thresholds import MASTER_SHORT
         out: dict[str, int] = {}
         for n in list(self.rt.nodes):
             for t in list(n.inflight.values()):
-                out[t.spec.name] = out.get(t.spec.name, 0) + 1
+                spec = t.spec
+                if t.state is T.RUNNING or (t.npending == 0 and spec.stats_n
+                                            and spec.stats_mean < MASTER_SHORT):
+                    out[spec.name] = out.get(spec.name, 0) + 1
         return out
 
-    def _render(self) -> Any:
-        from rich.table import Table
+    def _sync(self) -> None:
+        """Bring the bars up to date (called by rich before each refresh)."""
         running = self._running()
-        nodes = [n for n in self.rt.nodes if n.usable]
-        table = Table(title=f"taskflow run {self.rt.run_id} | {time.time() - self._t0:.1f} s | "
-                            f"{len(nodes)} node(s), {sum(n.slots for n in nodes)} slot(s)",
-                      title_justify="left", expand=False)
-        for col in ("task", "done", "running", "waiting", "failed", "cancelled"):
-            table.add_column(col, justify="left" if col == "task" else "right")
         with self._lock:
-            rows = sorted(self.per_name.items())
-        tot = [0, 0, 0, 0, 0]
-        for name, (sub, done, failed, cancelled) in rows:
+            rows = list(self.per_name.items())
+        tot = [0, 0, 0, 0]
+        other = [0, 0, 0, 0]
+        bars = self.bars
+        for i, (name, c) in enumerate(rows):
             run = running.get(name, 0)
-            wait = max(0, sub - done - failed - cancelled - run)
-            vals = [done, run, wait, failed, cancelled]
+            vals = [c.submitted, c.done + c.failed + c.cancelled, run, c.failed]
             tot = [a + b for a, b in zip(tot, vals)]
-            table.add_row(name, *[str(v) for v in vals])
-        if len(rows) > 1:
-            table.add_row("all", *[str(v) for v in tot], style="bold")
-        return table
+            if i >= MAX_NAMES:
+                other = [a + b for a, b in zip(other, vals)]
+                continue
+            if c.bar is None:
+                c.bar = bars.add_task(name, total=0, running=0, failed="")
+            self._update(c.bar, *vals)
+        if len(rows) > MAX_NAMES:
+            if self._other is None:
+                self._other = bars.add_task("other", total=0, running=0, failed="")
+            if self._other_names != len(rows) - MAX_NAMES:
+                self._other_names = len(rows) - MAX_NAMES
+                bars.update(self._other, description=f"{self._other_names} other names")
+            self._update(self._other, *other)
+        self._update(self._all, *tot)
 
-    def line(self) -> str:
-        c = self.rt.counts()
-        return f"{c['done']} done, {c['running']} running, {c['failed']} failed"
+    def _update(self, bar: Any, submitted: int, ended: int, running: int, failed: int) -> None:
+        self.bars.update(bar, total=max(submitted, 1) if submitted else 0, completed=ended,
+                         running=running, failed=f"[red]{failed} failed" if failed else "")
+
+    def _header(self) -> Any:
+        from rich.text import Text
+        nodes = [n for n in self.rt.nodes if n.usable]
+        return Text(f"taskflow run {self.rt.run_id}: {len(nodes)} node(s), "
+                    f"{sum(n.slots for n in nodes)} slot(s)", style="bold")
+
+    def counts(self) -> dict[str, tuple[int, int, int, int]]:
+        """{name: (submitted, done, failed, cancelled)} as the bars know them."""
+        with self._lock:
+            return {n: (c.submitted, c.done, c.failed, c.cancelled)
+                    for n, c in self.per_name.items()}
 
     def close(self) -> None:
         self.rt.bus.flush()
-        self.live.stop()
+        if self.live:
+            self.bars.stop()        # draws the bars a last time, complete
+        else:
+            from rich.console import Group
+            self.console.print(Group(*self.bars.get_renderables()))
         self.rt.bus.unsubscribe(self._on_events)
+        self.console.file.flush()
 
 
 def summary(rt: Runtime, wall: float) -> str:
@@ -93,8 +170,4 @@ def summary(rt: Runtime, wall: float) -> str:
              f"{c['submitted']} tasks, {c['done']} done, {c['failed']} failed, "
              f"{c['cancelled']} cancelled, {c['retries']} retried; "
              f"{len(rt.nodes)} node(s), {slots} slot(s)"]
-    for err in rt.failures[:10]:
-        lines.append("  failed: " + str(err).split("\n", 1)[0])
-    if len(rt.failures) > 10:
-        lines.append(f"  ... and {len(rt.failures) - 10} more failures")
     return "\n".join(lines)

@@ -66,8 +66,10 @@ def _stop_embedded() -> None:
         rt.stop()
     finally:
         errs = rt.unreported_failures()
-        for e in errs:
-            print(f"taskflow: {e}", file=sys.stderr)
+        if errs:
+            from .failreport import failure_lines
+            for line in failure_lines(rt, errs=list(errs)):
+                print(line if line.startswith(" ") else "taskflow: " + line, file=sys.stderr)
         if rt.failures:
             print(f"taskflow: {len(rt.failures)} task(s) failed", file=sys.stderr)
             # atexit cannot change the exit status; os._exit can, once output is flushed.

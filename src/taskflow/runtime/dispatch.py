@@ -294,7 +294,10 @@ class Dispatcher:
                         continue
                     node.used -= task.cus
                     node.mem_used -= task.mem
-                    task.t_start, task.t_end = timing
+                    try:
+                        task.t_start, task.t_end = timing
+                    except ValueError:   # measured on the node: (start, end, cpu, peak)
+                        self._usage(task, node, timing)
                     if status == ok:
                         st = node.stager    # shared_fs: false nodes bring files back first
                         if st is None or not st.defer(task, outputs):
@@ -357,6 +360,13 @@ class Dispatcher:
             task = node.inflight.get(tid)
             if task is not None:
                 outcomes.hand_back(rt, task, node, reason)
+
+    def _usage(self, task: Task, node: NodeHandle, timing: M.Timing) -> None:
+        """A measured task's times, and its CPU time and peak memory for the journal."""
+        task.t_start, task.t_end, cpu, peak = timing      # type: ignore[misc]
+        bus = self.rt.bus
+        if bus.active:
+            bus.emit(("usage", task.t_end, task.id, task.spec.name, node.name, (cpu, peak)))
 
     def _started(self, node: NodeHandle, entries: list[tuple[int, float]]) -> None:
         """Tasks that began to run on ``node`` (not sent for known-short functions)."""

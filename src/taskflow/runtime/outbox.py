@@ -103,7 +103,8 @@ class Outbox:
             if emit is not None and not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
                 # Short tasks get no event of their own: their end event carries
                 # the dispatch time, and nobody could watch them run anyway.
-                emit(("dispatched", now, task.id, spec.name, node.name, None))
+                emit(("dispatched", now, task.id, spec.name, node.name,
+                      None if task.cus == 1 and task.options is None else slots_held(task, node)))
         for frames in sends.values():
             batch = frames.pop()
             if batch:
@@ -270,3 +271,13 @@ def _digest(spec: TaskSpec) -> bytes:
     spec.payload = payload
     spec.digest = digest = hashlib.blake2b(payload, digest_size=16).digest()
     return digest
+
+
+def slots_held(task: Task, node: NodeHandle) -> list[tuple[str, int]] | None:
+    """[(node name, slots)] a task holds when that is not one slot of its node (journal)."""
+    opts = task.options
+    names = opts.get("node_names") if opts else None
+    if names:
+        unit = (opts.get("gang") or {}).get("unit", 1) if opts else 1
+        return [(n, k * unit) for n, k in names]
+    return None if task.cus == 1 else [(node.name, task.cus)]

@@ -24,6 +24,7 @@ from ..graph import task as T
 from ..graph.task import Task
 from ..wire import messages as M
 from ..wire import protocol as P
+from ..wire.thresholds import MASTER_SHORT
 from . import gang, lineage
 from .state import RunState
 
@@ -48,11 +49,20 @@ def finish_future(rt: RunState, fut: Future, cbs: Callbacks) -> None:
                 if t.npending == 0:
                     t.state = T.READY
                     push(t)
+                    if rt.bus.active:
+                        _ready_event(rt, t)
             elif t.state == T.DISPATCHED and fut._payload is not None:
                 # chained: make sure it gets there (DISPATCHED: its node is set)
                 rt.comm.push_data(t.node, fut)  # type: ignore[arg-type]
     if fut._wev is not None or fut._cond is not None or fut._done_callbacks_:
         notify_done(fut, cbs)       # (most futures: nobody waits on them yet)
+
+
+def _ready_event(rt: RunState, t: Task) -> None:
+    """READY for the journal, for tasks not known to be short (as their dispatch event)."""
+    spec = t.spec
+    if not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
+        rt.bus.emit(("ready", time.time(), t.id, spec.name, "", None))
 
 
 def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandle,

@@ -94,7 +94,8 @@ DataItem = tuple[int, Union[bytes, None]]
 LineWire = tuple[float, str, str]       # (time, STDOUT | STDERR | RAW, text)
 TaskLines = tuple[int, list[LineWire]]
 LogWire = tuple[int, float, str, str]   # (task id, time, level, text)
-Timing = tuple[float, float]            # (start, end) on the node
+# (start, end) on the node; measured tasks (agent.usage): (start, end, CPU seconds, peak bytes)
+Timing = Union[tuple[float, float], tuple[float, float, float, int]]
 
 
 class Ref(NamedTuple):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ...wire.messages import LineWire
 
 LOG_CAP = 10000       # lines kept in the task's log list (as the executor's cap)
+last_peak = 0         # bytes: the largest peak resident set of a program waited for (agent.usage)
 TAIL = 20             # stderr lines quoted in a failure
 
 
@@ -70,7 +71,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
         tail: deque[str] = deque(maxlen=TAIL)
         try:
             _pump(proc, files, logs, tail)
-            code = proc.wait()
+            code = _wait(proc)
         except KeyboardInterrupt:       # the run is interrupted: SIGTERM the program and
             proc.terminate()            # wait for it (after the grace period the agent kills
             proc.wait()                 # this executor's process group, the program with it)
@@ -90,6 +91,18 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
         if paths:
             msg.append("logs: " + ", ".join(paths))
         raise ProgramFailed("\n".join(msg), code, argv, paths)
+    return code
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> int:
+    """Wait for the program; keep its own peak resident set (``last_peak``) from wait4."""
+    global last_peak
+    try:
+        _, status, ru = os.wait4(proc.pid, 0)
+    except ChildProcessError:        # reaped already (should not happen): no usage
+        return proc.wait()
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    last_peak = max(last_peak, int(ru.ru_maxrss) * 1024)    # KiB on Linux
     return code
 
 

@@ -1,0 +1,203 @@
+"""What the end of a run prints about its failures: once, short, pointing to the logs.
+
+For each task that failed (not those cancelled because of it): its name, id
+and node, the error, the frames of *the user's* code in its traceback (the
+frames of taskflow itself, of runpy and of cloudpickle are folded into one
+line), the files its program wrote its output to, and the command that shows
+its output. An error the script itself raised is one line when it is a task's
+error (the block above says the rest) and its traceback without taskflow's
+frames otherwise. The full traceback stays in the journal
+(``taskflow logs RUN ID`` prints it).
+"""
+from __future__ import annotations
+
+import os
+import re
+import traceback
+from typing import TYPE_CHECKING
+
+from ..errors import TaskCancelled, TaskError
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+
+DETAILED = 5            # failures shown in full; the rest get one line each
+ONE_LINE = 20           # ... up to this many, then a count
+
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_OURS = sorted(n[:-3] if n.endswith(".py") else n for n in os.listdir(_PKG)
+               if n != "__pycache__" and not n.startswith(".") and "." not in n[:-3])
+# taskflow's own files wherever the package is installed (a node may have it elsewhere)
+_FRAMEWORK = re.compile(r'File "(?:[^"]*[/\\])?(?:taskflow[/\\](?:' + "|".join(map(re.escape, _OURS))
+                        + r')\b[^"]*|<frozen runpy>|[^"]*[/\\]runpy\.py|[^"]*[/\\]cloudpickle[/\\][^"]*)"')
+_FRAME = re.compile(r'^\s*File "')
+
+
+def fold_traceback(tb: str) -> tuple[list[str], int]:
+    """The lines of a formatted traceback without taskflow's frames; (lines, frames folded).
+
+    A frame is its ``File "...", line N, in f`` line and the indented lines under
+    it (the source line, the ``^^^`` marks). Runs of framework frames become
+    one ``... N taskflow frame(s)`` line.
+    """
+    out: list[str] = []
+    folded = run = 0
+    skipping = False
+    for line in tb.rstrip("\n").splitlines():
+        if _FRAME.match(line):
+            skipping = bool(_FRAMEWORK.search(line))
+            if skipping:
+                folded += 1
+                run += 1
+                continue
+            if run:
+                out.append(f"  ... {run} taskflow frame{'s' if run != 1 else ''}")
+                run = 0
+            out.append(line)
+            continue
+        if skipping and line.startswith("    "):
+            continue                    # the source line and marks of a folded frame
+        skipping = False
+        if run:
+            out.append(f"  ... {run} taskflow frame{'s' if run != 1 else ''}")
+            run = 0
+        out.append(line)
+    return out, folded
+
+
+def user_frames(tb: str) -> list[str]:
+    """Only the frames of the user's code (with their source lines), no headers."""
+    lines, _ = fold_traceback(tb)
+    out: list[str] = []
+    keep = False
+    for line in lines:
+        if _FRAME.match(line):
+            keep = True
+            out.append(line)
+        elif keep and line.startswith("    "):
+            out.append(line)
+        else:
+            keep = False
+    return out
+
+
+def _what(err: TaskError) -> list[str]:
+    """The error's own words: its message without the header, the hint and the traceback."""
+    text = str(err).split("\n\nRemote traceback", 1)[0]
+    first, _, rest = text.partition("\n")
+    m = re.match(r"task .* \(id \d+\) failed on node \S+(?: after \d+ attempts?)?: (.*)", first)
+    lines = [m.group(1) if m else first]
+    lines += [ln for ln in rest.splitlines() if ln.strip() and not ln.startswith("logs: taskflow logs")]
+    return lines
+
+
+def log_files(run_dir: str | None, task_id: int) -> list[str]:
+    """The files a program task's output went to on a shared file system (jobs/jobN.*)."""
+    if not run_dir or not task_id:
+        return []
+    base = os.path.join(run_dir, "jobs", f"job{task_id}")
+    return [base + ext for ext in (".out", ".err") if os.path.isfile(base + ext)]
+
+
+def describe(err: TaskError, run_dir: str | None, logs_cmd: str | None,
+             cancelled: list[tuple[int, str]] | None = None) -> list[str]:
+    """The block for one failed task."""
+    tries = re.search(r" after (\d+) attempts?", str(err).split("\n", 1)[0])
+    head = f"task {err.task_name or '?'} (id {err.task_id}) FAILED"
+    if err.node and err.node != "-":
+        head += f" on node {err.node}"
+    if tries and tries.group(1) != "1":
+        head += f" after {tries.group(1)} attempts"
+    if not err.task_id:                 # the run itself (no node left)
+        head = "the run FAILED"
+    out = [head]
+    what = _what(err)
+    out += ["  " + what[0]] + ["    " + ln for ln in what[1:]]
+    frames = user_frames(err.remote_traceback) if err.remote_traceback else []
+    if frames:
+        _, folded = fold_traceback(err.remote_traceback)
+        out.append(f"  in your code (most recent call last{f'; {folded} taskflow frame' if folded else ''}"
+                   f"{'s' if folded > 1 else ''}{' hidden' if folded else ''}):")
+        out += ["  " + ln for ln in frames]
+    files = [f for f in log_files(run_dir, err.task_id) if f not in "\n".join(what)]
+    if files:
+        out.append("  output files: " + ", ".join(files))
+    if logs_cmd and err.task_id:
+        out.append(f"  output and full traceback: {logs_cmd}")
+    if cancelled:
+        names = ", ".join(f"{n} (id {i})" for i, n in cancelled[:5])
+        more = f" and {len(cancelled) - 5} more" if len(cancelled) > 5 else ""
+        out.append(f"  not run because of it: {names}{more}")
+    return out
+
+
+def script_error(exc: BaseException) -> list[str]:
+    """What the script raised: one line for a task's error, else its traceback folded."""
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    frames = [ln for ln in user_frames("".join(traceback.format_tb(exc.__traceback__)))
+              if _FRAME.match(ln)]
+    where = ""
+    if frames:
+        m = re.match(r'\s*File "([^"]+)", line (\d+), in (.*)', frames[-1])
+        if m:
+            where = f" at {os.path.relpath(m.group(1)) if os.path.isabs(m.group(1)) else m.group(1)}" \
+                    f":{m.group(2)}"
+    if isinstance(exc, TaskError):
+        first = str(exc).split("\n", 1)[0].rstrip(":")
+        m = re.match(r"task .*? \(id \d+\) (?:failed|was cancelled because task .*? \(id \d+\) "
+                     r"failed)", first)
+        return [f"the script stopped{where}: {type(exc).__name__}: {m.group(0) if m else first}"]
+    lines, _ = fold_traceback("".join(traceback.format_exception(
+        type(exc), exc, exc.__traceback__, chain=False)) if exc.__cause__ is None else tb)
+    return [f"the script raised {type(exc).__name__}{where}:"] + ["  " + ln for ln in lines]
+
+
+def failure_lines(rt: Runtime, cancelled_by: dict[int, list[tuple[int, str]]] | None = None,
+                  errs: list[TaskError] | None = None) -> list[str]:
+    """Every failure of the run (or ``errs``), once: the first few in full, then one line each."""
+    if errs is None:
+        errs = list(rt.failures)
+    errs = [e for e in errs if not isinstance(e, TaskCancelled)]
+    out: list[str] = []
+    for i, err in enumerate(errs[:ONE_LINE]):
+        if i < DETAILED:
+            out += describe(err, rt.run_dir,
+                            rt.logs_command(err.task_id) if err.task_id else None,
+                            (cancelled_by or {}).get(err.task_id))
+        else:
+            out.append(f"task {err.task_name} (id {err.task_id}) FAILED: {_what(err)[0]}")
+    if len(errs) > ONE_LINE:
+        out.append(f"... and {len(errs) - ONE_LINE} more failed tasks (taskflow status "
+                   f"{rt.run_id} lists them)")
+    for e in errs:
+        e._reported = True
+    return out
+
+
+def cancelled_by(rt: Runtime) -> dict[int, list[tuple[int, str]]]:
+    """Failed task id -> the tasks cancelled because of it (from the journal; {} without)."""
+    out: dict[int, list[tuple[int, str]]] = {}
+    if getattr(rt, "journal", None) is None or not rt.failures:
+        return out
+    from ..journal.reader import Journal
+    try:
+        with Journal(rt.run_dir) as j:
+            rows = j.tasks(state="CANCELLED")
+    except Exception:  # noqa: BLE001 - the report does without
+        return out
+    for t in rows:
+        m = re.search(r"because task .* \(id (\d+)\) failed", t.get("error") or "")
+        if m:
+            out.setdefault(int(m.group(1)), []).append((t["id"], t["name"]))
+    return out
+
+
+def end_of_run(rt: Runtime, script_exc: BaseException | None, summary: str) -> str:
+    """The text ``taskflow run`` prints on stderr when the run is over."""
+    lines: list[str] = []
+    if script_exc is not None:
+        lines += script_error(script_exc)
+    lines += failure_lines(rt, cancelled_by(rt))
+    return "\n".join([*("taskflow: " + ln if not ln.startswith(" ") else ln for ln in lines),
+                      summary])
+
