@@ -114,6 +114,14 @@ def test_an_edited_input_file_reruns_its_readers_and_their_successors(wf):
     assert sorted(_ran(wf)) == ["count", "double"]
     assert "count: 1 ran again (input file changed (parameter src))" in r.stderr
     assert "double: 1 ran again (an upstream task changed (parameter n))" in r.stderr
+    # the same reasons, later, from the resumed run's journal
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(wf / "runs"))
+    ex = subprocess.run([sys.executable, "-m", "taskflow", "explain"], cwd=wf, env=env,
+                        capture_output=True, text=True, timeout=60)
+    assert ex.returncode == 0, ex.stderr
+    assert "7 task(s) restored from the earlier run, 2 ran again" in ex.stdout
+    assert "  count: 1 ran again (input file changed (parameter src))" in ex.stdout
+    assert "  double: 1 ran again (an upstream task changed (parameter n))" in ex.stdout
 
 
 def test_resume_names_a_run_and_refuses_one_that_was_not_resumable(wf):

@@ -1,7 +1,8 @@
 """The ``taskflow`` command line (click): one module per command group.
 
 ``run`` (:mod:`.run`), the commands that read a run's journal (:mod:`.observe`:
-status, logs, runs, graph, trace, report, monitor), ``submit``
+status, logs, runs, graph, trace, report, monitor), ``explain``
+(:mod:`.resuming`), ``submit``
 (:mod:`.slurm`) and ``serve`` (:mod:`.serve`) are registered on :data:`main`
 here, explicitly.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import click
 
 from .._version import __version__
-from . import observe, run, serve, slurm
+from . import observe, resuming, run, serve, slurm
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -22,5 +23,6 @@ def main() -> None:
 main.add_command(run.run)
 for _cmd in observe.COMMANDS:
     main.add_command(_cmd)
+main.add_command(resuming.explain)
 main.add_command(slurm.submit)
 main.add_command(serve.serve)

@@ -1,4 +1,4 @@
-"""``taskflow run --resume [RUN_ID]``: which earlier run continues, and what to print.
+"""``taskflow run --resume [RUN_ID]``: which earlier run continues; ``taskflow explain``.
 
 Without a run id, the latest run of the same script started in the same
 directory (in the same ``--run-dir``) is continued. The resumed run is a new
@@ -14,6 +14,7 @@ import click
 
 from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
+from ..runtime.resume import rerun_lines
 
 
 def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
@@ -46,3 +47,26 @@ def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
         f"--resume: no earlier resumable run of {script} in {cwd} (runs under {root}); "
         f"start one with `taskflow run --resumable {script}`, or name a run: "
         f"--resume RUN_ID (see `taskflow runs`)")
+
+
+@click.command()
+@click.argument("run", required=False)
+@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
+              help="Where runs are kept (default $TASKFLOW_RUN_DIR or .taskflow/runs).")
+def explain(run: str | None, run_dir: str | None) -> None:
+    """Why the calls of a resumed RUN ran again, one line per task name (default: latest)."""
+    try:
+        path = resolve_run(run, runs_root(run_dir))
+    except RunNotFound as exc:
+        raise click.ClickException(str(exc)) from None
+    with Journal(path) as j:
+        reruns, restored = j.resume_counts()
+        run_id = j.run().get("run_id", os.path.basename(path))
+    if not reruns and not restored:
+        click.echo(f"run {run_id} was not resumed from an earlier run (taskflow run --resume)")
+        return
+    ran = sum(sum(v.values()) for v in reruns.values())
+    click.echo(f"run {run_id}: {restored} task(s) restored from the earlier run, {ran} ran "
+               f"again")
+    for line in rerun_lines(reruns):
+        click.echo(f"  {line}")

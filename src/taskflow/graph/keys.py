@@ -103,8 +103,11 @@ class Keys:
     def assign(self, task: Task) -> None:
         """Set ``task.key`` and ``task.key_parts`` and the keys of its outputs."""
         spec = task.spec
-        code = self.code(spec)
-        h = _H(code, digest_size=SIZE)
+        base = spec.key_base
+        if base is None:
+            code = self.code(spec)
+            base = spec.key_base = (_H(code, digest_size=SIZE), KeyParts(code, ()))
+        h = base[0].copy()
         opts = task.options
         if opts:
             h.update(_options_bytes(opts, self))
@@ -112,8 +115,14 @@ class Keys:
             h.update(pickle.dumps((task.argv, task.kwargs), 4))
         except Exception:  # noqa: BLE001 - placeholders only: never, but keys must not fail
             h.update(repr((task.argv, task.kwargs)).encode())
+        refs = task.refs
+        if not refs:                                # plain arguments only: no inputs
+            key = task.key = h.digest()
+            task.key_parts = base[1]                # shared by the function's calls
+            self._outputs(task, key)
+            return
         inputs: list[tuple[str, str, bytes]] = []
-        for path, kind, obj in task.refs or ():
+        for path, kind, obj in refs:
             name = _pname(spec, path)
             if kind == M.REF_VALUE:
                 inputs.append((name, "task", _fut_key(obj, self)))
@@ -135,7 +144,12 @@ class Keys:
             h.update(digest)
         key = h.digest()
         task.key = key
-        task.key_parts = KeyParts(code, tuple(inputs))
+        task.key_parts = KeyParts(base[1].code, tuple(inputs))
+        self._outputs(task, key)
+
+    @staticmethod
+    def _outputs(task: Task, key: bytes) -> None:
+        """Each output's key: the task's (one output) or the task's and its position."""
         outs = task.outputs
         if len(outs) == 1 and not task.inouts:
             outs[0]._key = key

@@ -78,6 +78,7 @@ class TaskSpec:
         self.prepare: Callable[..., tuple[int, float, dict[str, Any] | None]] | None = None
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
         self.code_key: bytes | None = None   # digest of its code (graph.keys, resumable runs)
+        self.key_base: tuple[Any, Any] | None = None   # (hasher of the code, KeyParts): keys
         self.gang = False             # placed by runtime.gang (several nodes, GPUs)
         self.options: dict[str, Any] | None = {"time_out": self.time_out} if self.time_out else None
         self.digest: bytes | None = None

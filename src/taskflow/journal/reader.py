@@ -163,6 +163,17 @@ class Journal:
                 sql += f" OFFSET {int(offset)}"
         return self._all(sql, tuple(args))
 
+    def resume_counts(self) -> tuple[dict[str, dict[str, int]], int]:
+        """A resumed run: per task name, why calls ran again (name -> reason -> count), and
+        how many calls were restored from the earlier run."""
+        reruns: dict[str, dict[str, int]] = {}
+        for name, why, n in self._rows(
+                "SELECT t.name, x.info, COUNT(*) FROM transitions x JOIN tasks t ON t.id = "
+                "x.task_id WHERE x.state = 'RERUN' GROUP BY t.name, x.info"):
+            reruns.setdefault(name, {})[why or "?"] = n
+        restored = self._rows("SELECT COUNT(*) FROM transitions WHERE state = 'RESTORED'")
+        return reruns, int(restored[0][0]) if restored else 0
+
     def name_edges(self) -> list[tuple[str, str]]:
         """(producer name, consumer name) pairs: the graph of task names."""
         return [(a, b) for a, b in self._rows(

@@ -26,7 +26,7 @@ from ..wire import protocol as P
 from . import lineage, outcomes
 from .outbox import Frames, Outbox
 from .remote_values import RemoteValues
-from .resume import completion_frame
+from .resume import completion_record
 from .state import Waiter
 
 log = logging.getLogger(__name__)
@@ -332,18 +332,20 @@ class Dispatcher:
     def _log_completions(self, inflight: dict[int, Task], results: list[M.ResultWire]) -> None:
         """Resumable runs: the tasks that ended well, in the resume log before anything is
         done with their results (one write for the frame; runtime/resume.py)."""
-        frames = []
+        records = []
+        payloads: list[bytes] = []
         ok = M.OK
         for tid, status, outputs, _, _ in results:
             if status == ok and outputs is not None:
                 task = inflight.get(tid)
                 if task is not None:
-                    frame = completion_frame(task, outputs)
-                    if frame is not None:
-                        frames.append(frame)
-        log = self.rt.log
-        assert log is not None
-        log.write(frames)
+                    rec = completion_record(task, outputs, payloads)
+                    if rec is not None:
+                        records.append(rec)
+        if records:
+            log = self.rt.log
+            assert log is not None
+            log.write([log.frame(records, payloads)])
 
     def _leaving(self, node: NodeHandle, reason: str, tids: list[int]) -> None:
         """The node drains: no new work goes there; what it did not start runs elsewhere."""

@@ -25,7 +25,7 @@ from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
 from . import gang, outcomes
-from .resume import completion_frame
+from .resume import completion_record
 
 if TYPE_CHECKING:
     from ..graph.task import TaskRef
@@ -246,9 +246,10 @@ class Outbox:
                 for fut in files:
                     fut._holders = (fut._holders or set()) | {node.name}
                 if rt.log is not None:      # resumable: logged before it is acted on
-                    frame = completion_frame(task, outputs)
-                    if frame is not None:
-                        rt.log.write([frame])
+                    payloads: list[bytes] = []
+                    rec = completion_record(task, outputs, payloads)
+                    if rec is not None:
+                        rt.log.write([rt.log.frame([rec], payloads)])
                 outcomes.task_done(rt, task, outputs, node, cbs)
             else:
                 outcomes.task_failed(rt, task, M.LOST, M.ErrorInfo("NodeLost", err, "", None),

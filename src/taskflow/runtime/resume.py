@@ -8,10 +8,12 @@ acted on. A record is written with one ``write`` per loop round into the
 page cache: it survives the death of the process; a crash of the machine
 itself can lose what the OS had not yet written back (Linux: up to ~30 s).
 
-A record is a frame: two big-endian lengths, a pickled header
-``(key, name, ordinal, parts, outputs)`` and the outputs' bytes. ``outputs``
-says, per output of the task in order, ``("v", n)`` a value of n bytes (in the
-frame), ``("f", path)`` a file or directory version (kept in the run's data
+The log is a sequence of frames, one per loop round: two big-endian lengths,
+a pickled header (a list of records ``(key, name, ordinal, parts, outputs)``,
+pickled together so that what they share, a function's code digest, is
+written once) and the outputs' bytes in record order. ``outputs`` says, per
+output of the task in order, ``("v", n)`` a value of n bytes (in the frame),
+``("f", path)`` a file or directory version (kept in the run's data
 directory) or ``("h",)`` a value that stayed on its node (not kept: the task
 runs again). A truncated last frame (the master died while writing it) is
 ignored.
@@ -30,6 +32,8 @@ from ..graph.keys import KeyParts
 LOG_NAME = "resume.log"
 _HEAD = struct.Struct(">II")
 Output = tuple[Any, ...]          # ("v", n) | ("f", path) | ("h",)
+# one record in a frame's header: (key, name, ordinal, parts, outputs)
+RecordWire = tuple[bytes, str, int, KeyParts, tuple[Output, ...]]
 
 
 class Record(NamedTuple):
@@ -51,16 +55,16 @@ class ResumeLog:
         self._lock = threading.Lock()
 
     @staticmethod
-    def frame(key: bytes, name: str, ordinal: int, parts: KeyParts,
-              outputs: list[Output], payloads: list[bytes]) -> bytes:
-        header = pickle.dumps((key, name, ordinal, tuple(parts), tuple(outputs)), 4)
+    def frame(records: list[RecordWire], payloads: list[bytes]) -> bytes:
+        """One frame of ``records`` whose ``("v", n)`` outputs are ``payloads``, in order."""
+        header = pickle.dumps(records, 4)
         body = b"".join(payloads)
         return _HEAD.pack(len(header), len(body)) + header + body
 
     def write(self, frames: list[bytes]) -> None:
         if not frames:
             return
-        data = b"".join(frames)
+        data = b"".join(frames) if len(frames) > 1 else frames[0]
         with self._lock:
             view = memoryview(data)
             while view:
@@ -105,12 +109,14 @@ class ResumeStore:
                     break                       # truncated by the master's death
                 pos = start + blen
                 try:
-                    key, name, ordinal, parts, outputs = pickle.loads(raw)
+                    records = pickle.loads(raw)
                 except Exception:  # noqa: BLE001 - a damaged tail: what came before counts
                     break
-                rec = Record(key, name, ordinal, KeyParts(*parts), outputs, start)
-                self.by_key[key] = rec
-                self.by_call[(name, ordinal)] = rec
+                for key, name, ordinal, parts, outputs in records:
+                    rec = Record(key, name, ordinal, KeyParts(*parts), outputs, start)
+                    start += sum(o[1] for o in outputs if o[0] == "v")
+                    self.by_key[key] = rec
+                    self.by_call[(name, ordinal)] = rec
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -179,14 +185,19 @@ class Resumer:
 
     def lines(self) -> list[str]:
         """One line per task name that ran again: how many, and why."""
-        out = []
-        for name in sorted(self.reruns):
-            reasons = self.reruns[name]
-            total = sum(reasons.values())
-            why = "; ".join(f"{n} {r}" if len(reasons) > 1 else r
-                            for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
-            out.append(f"{name}: {total} ran again ({why})")
-        return out
+        return rerun_lines(self.reruns)
+
+
+def rerun_lines(reruns: dict[str, dict[str, int]]) -> list[str]:
+    """``name: N ran again (why)``, one line per task name (``--explain``, ``taskflow explain``)."""
+    out = []
+    for name in sorted(reruns):
+        reasons = reruns[name]
+        total = sum(reasons.values())
+        why = "; ".join(f"{n} {r}" if len(reasons) > 1 else r
+                        for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
+        out.append(f"{name}: {total} ran again ({why})")
+    return out
 
 
 def failed_calls(run_dir: str) -> set[tuple[str, int]]:
@@ -205,13 +216,14 @@ def failed_calls(run_dir: str) -> set[tuple[str, int]]:
     return out
 
 
-def completion_frame(task: Any, outputs: list[Any]) -> bytes | None:
-    """The record of a task that ended well (None when it has no key)."""
+def completion_record(task: Any, outputs: list[Any],
+                      payloads: list[bytes]) -> RecordWire | None:
+    """The record of a task that ended well (None when it has no key); its values are
+    appended to ``payloads``."""
     key = task.key
     if key is None:
         return None
     descs: list[Output] = []
-    payloads: list[bytes] = []
     for fut, o in zip(task.all_outputs(), outputs):
         if type(o) is bytes:
             descs.append(("v", len(o)))
@@ -220,4 +232,4 @@ def completion_frame(task: Any, outputs: list[Any]) -> bytes | None:
             descs.append(("f", fut._path))
         else:                               # Held: stayed on its node
             descs.append(("h",))
-    return ResumeLog.frame(key, task.spec.name, task.ordinal, task.key_parts, descs, payloads)
+    return key, task.spec.name, task.ordinal, task.key_parts, tuple(descs)

@@ -385,9 +385,9 @@ class Runtime(RunState):
         outcomes.task_restored(self, task, rec.outputs, values, cbs)
         self.resumer.restored += 1
         if self.log is not None:        # kept here too: a later resume of this run finds it
-            self.log.write([ResumeLog.frame(rec.key, rec.name, task.ordinal, rec.parts,
-                                            list(rec.outputs),
-                                            [v for v in values if v is not None])])
+            self.log.write([ResumeLog.frame(
+                [(rec.key, rec.name, task.ordinal, rec.parts, rec.outputs)],
+                [v for v in values if v is not None])])
         return True
 
     def _cannot_fit(self, spec: TaskSpec, cus: int, mem: float) -> None:
