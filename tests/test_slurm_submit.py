@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -110,6 +111,8 @@ def test_submit_dry_run_and_bad_partition(slurm, tmp_path):
     assert r.returncode == 0
     assert "#SBATCH --nodes=3" in r.stdout and "#SBATCH --time=10" in r.stdout
     assert "export X=1" in r.stdout and "--slurm allocation --slurm-nodes 3" in r.stdout
+    # resumable, and told of the walltime early enough to stop cleanly
+    assert "#SBATCH --signal=B:TERM@120" in r.stdout and " --resumable " in r.stdout
     assert not (tmp_path / ".taskflow" / "submit").exists()       # nothing written or sent
     bad = _tf(["submit", "-N", "1", "-t", "5", "-p", "nosuchpartition", "wf.py", "4"], tmp_path)
     assert bad.returncode == 1
@@ -126,3 +129,72 @@ def test_allocation_mode_outside_an_allocation_says_what_to_do(tmp_path):
                        timeout=60)
     assert r.returncode == 2 and "not inside a Slurm allocation" in r.stderr
     assert "taskflow submit" in r.stderr
+
+
+SLOW_WORKFLOW = """\
+import os, sys, time
+from taskflow import task, wait_on
+
+@task(returns=int)
+def slow(i):
+    time.sleep(1.0)
+    with open("ledger.txt", "a") as f:
+        f.write(f"{i}\\n")
+    return i * i
+
+print("SUM", sum(wait_on([slow(i) for i in range(12)])))
+"""
+
+
+def _ledger(tmp_path) -> list[str]:
+    p = tmp_path / "ledger.txt"
+    return p.read_text().split() if p.exists() else []
+
+
+def _wait_gone(jid: str, limit: float = 150) -> None:
+    deadline = time.time() + limit
+    while _state(jid) in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING"):
+        assert time.time() < deadline, f"job {jid} still {_state(jid)}"
+        time.sleep(0.5)
+
+
+def test_a_job_warned_of_its_walltime_stops_cleanly_and_is_resumed(slurm, tmp_path):
+    """The walltime's warning (--signal=B:TERM@S: SIGTERM to the batch step, which is
+    `taskflow run`) stops the run cleanly; the command it prints submits the rest."""
+    (tmp_path / "wf.py").write_text(SLOW_WORKFLOW)
+    r = _tf(["submit", "-N", "1", "-t", "5", "--cpus", "2", "wf.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    jid = r.stdout.splitlines()[0].split()[2]
+    out_file = [ln for ln in r.stdout.splitlines() if "output:" in ln][0].split("output:")[1]
+    deadline = time.time() + 120
+    while len(_ledger(tmp_path)) < 3:        # some tasks finished, most did not
+        assert time.time() < deadline and _state(jid) in ("PENDING", "RUNNING", "CONFIGURING")
+        time.sleep(0.2)
+    # what Slurm does at --signal=B:TERM@S before the walltime
+    subprocess.run(["scancel", "--batch", "--signal=TERM", jid], check=True, timeout=30)
+    _wait_gone(jid)
+    text = open(out_file.strip()).read()
+    assert "SIGTERM: stopping the run" in text, text
+    line = [ln for ln in text.splitlines() if "continue it with:" in ln]
+    assert line, text
+    cmd = shlex.split(line[0].split("continue it with:")[1])
+    assert cmd[:7] == ["taskflow", "submit", "-N", "1", "-t", "5", "--cpus"], cmd
+    assert "--resume" in cmd
+    st = _tf(["status"], tmp_path)
+    assert "interrupted" in st.stdout and st.returncode == 1
+    done_before = _ledger(tmp_path)
+    assert 3 <= len(done_before) < 12
+    (tmp_path / "ledger.txt").unlink()
+    r2 = _tf(cmd[1:], tmp_path)                 # the printed command, as the user runs it
+    assert r2.returncode == 0, r2.stderr
+    jid2 = r2.stdout.splitlines()[0].split()[2]
+    out2 = [ln for ln in r2.stdout.splitlines() if "output:" in ln][0].split("output:")[1]
+    _wait_gone(jid2)
+    assert _state(jid2) == "COMPLETED"
+    text2 = open(out2.strip()).read()
+    assert f"SUM {sum(i * i for i in range(12))}" in text2, text2
+    again = _ledger(tmp_path)
+    # every task that finished before the signal (its line written, its result in during
+    # the grace period) is restored, not run again; the rest ran once
+    assert sorted(again + done_before, key=int) == [str(i) for i in range(12)], \
+        (done_before, again)

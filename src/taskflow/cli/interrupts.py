@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shlex
 import signal
-import sys
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -55,14 +54,19 @@ def stop_interrupted(rt: Runtime, signum: int, grace: float) -> None:
 
 
 def resume_command(rt: Runtime, script: str, args: tuple[str, ...]) -> str:
-    """The command that continues this run."""
-    argv = [sys.executable, "-m", "taskflow", "run", "--resume", rt.run_id]
+    """The command that continues this run (in a job of ``taskflow submit``: submitting it
+    again, with the same options)."""
     import os
+    resubmit = os.environ.get("TASKFLOW_RESUBMIT")
+    if resubmit is not None:
+        argv = ["submit", *shlex.split(resubmit), "--resume", rt.run_id]
+    else:
+        argv = ["run", "--resume", rt.run_id]
     root = os.path.dirname(rt.run_dir)
     default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
-    if root != default:
+    if root != default and "--run-dir" not in argv:
         argv += ["--run-dir", root]
-    return shlex.join(["taskflow", *argv[3:], script, *args])
+    return shlex.join(["taskflow", *argv, script, *args])
 
 
 def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...]) -> str:

@@ -23,8 +23,9 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
                out_dir: str, run_dir: str, partition: str | None = None,
                cpus: int | None = None, account: str | None = None, qos: str | None = None,
                memory: str | None = None, sbatch: tuple[str, ...] = (),
-               worker_init: tuple[str, ...] = (),
-               python: str = sys.executable) -> str:
+               worker_init: tuple[str, ...] = (), resumable: bool = True,
+               resume: str | None = None, signal_before: int = 120,
+               resubmit: list[str] | None = None, python: str = sys.executable) -> str:
     """The text of the job script (also what ``--dry-run`` prints)."""
     lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}", f"#SBATCH --nodes={nodes}",
              "#SBATCH --ntasks-per-node=1", f"#SBATCH --time={time_limit}",
@@ -35,12 +36,19 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
                      ("mem", memory)):
         if val:
             lines.append(f"#SBATCH --{opt}={val}")
+    if signal_before > 0:   # the walltime's warning goes to `taskflow run` (exec'd below)
+        lines.append(f"#SBATCH --signal=B:TERM@{signal_before}")
     lines += [ln if ln.startswith("#SBATCH") else f"#SBATCH {ln}" for ln in sbatch]
     lines += list(worker_init)
+    if resubmit is not None:      # what an interrupted run prints to continue (interrupts.py)
+        lines.append(f"export TASKFLOW_RESUBMIT={shlex.quote(shlex.join(resubmit))}")
     pypath = os.pathsep.join(p for p in sys.path if p)
     lines.append(f"export PYTHONPATH={shlex.quote(pypath)}${{PYTHONPATH:+:$PYTHONPATH}}")
     run = [python, "-m", "taskflow", "run", "--no-progress", "--slurm", "allocation",
-           "--slurm-nodes", str(nodes), "--run-dir", run_dir]
+           "--slurm-nodes", str(nodes), "--run-dir", run_dir,
+           "--resumable" if resumable else "--not-resumable"]
+    if resume:
+        run += ["--resume", resume]
     if cpus:
         run += ["--slurm-opt", f"cpus={cpus}"]
     for w in worker_init:
@@ -68,13 +76,24 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
                    "e.g. 'module load python/3.11'.")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
               help="Where runs are kept (default .taskflow/runs).")
+@click.option("--resumable/--not-resumable", default=True, show_default=True,
+              help="Keep what finishes so that a job that hits its walltime (or is "
+                   "cancelled) can be submitted again with --resume.")
+@click.option("--resume", default=None, metavar="RUN_ID",
+              help="Continue an earlier run (a run id, or 'latest' for the latest of this "
+                   "script here): what it finished is restored, the rest runs.")
+@click.option("--signal-before", type=click.IntRange(min=0), default=120, show_default=True,
+              metavar="SECONDS",
+              help="SIGTERM to the master this long before the walltime (sbatch "
+                   "--signal=B:TERM@S; 0: none): the run stops cleanly and can be resumed.")
 @click.option("--dry-run", is_flag=True, help="Print the job script; submit nothing.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def submit(nodes: int, time_limit: str, partition: str | None, cpus: int | None,
            account: str | None, qos: str | None, memory: str | None, job_name: str | None,
            sbatch_lines: tuple[str, ...], worker_init: tuple[str, ...], run_dir: str | None,
-           dry_run: bool, script: str, script_args: tuple[str, ...]) -> None:
+           resumable: bool, resume: str | None, signal_before: int, dry_run: bool,
+           script: str, script_args: tuple[str, ...]) -> None:
     """Submit SCRIPT to Slurm: its master and its workers run in one allocation."""
     if nodes < 1:
         raise click.BadParameter("must be >= 1", param_hint="--nodes")
@@ -85,7 +104,9 @@ def submit(nodes: int, time_limit: str, partition: str | None, cpus: int | None,
     text = job_script(script, script_args, nodes=nodes, time_limit=time_limit, job_name=name,
                       out_dir=out_dir, run_dir=root, partition=partition, cpus=cpus,
                       account=account, qos=qos, memory=memory, sbatch=sbatch_lines,
-                      worker_init=worker_init)
+                      worker_init=worker_init, resumable=resumable, resume=resume,
+                      signal_before=signal_before,
+                      resubmit=_submit_options(sys.argv, len(script_args)))
     if dry_run:
         click.echo(text, nl=False)
         return
@@ -104,3 +125,20 @@ def submit(nodes: int, time_limit: str, partition: str | None, cpus: int | None,
     click.echo(f"  job script: {path}")
     click.echo(f"  output:     {out_dir}/{name}-{jid}.out")
     click.echo(f"  runs:       {root}  (taskflow status --run-dir {root})")
+
+
+def _submit_options(argv: list[str], n_args: int) -> list[str] | None:
+    """The options this ``taskflow submit`` was given, without --resume and --dry-run."""
+    if "submit" not in argv:
+        return None
+    opts = argv[argv.index("submit") + 1:len(argv) - 1 - n_args]
+    out: list[str] = []
+    skip = False
+    for o in opts:
+        if skip:
+            skip = False
+        elif o == "--resume":
+            skip = True
+        elif not o.startswith("--resume=") and o != "--dry-run":
+            out.append(o)
+    return out
