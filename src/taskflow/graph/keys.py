@@ -57,6 +57,7 @@ class Keys:
         if mode not in ("content", "mtime"):
             raise ValueError(f"resume check {mode!r}: use content or mtime")
         self.mode = mode
+        self.ordinals: dict[str, int] = {}      # calls so far per function name
         self._files: dict[tuple[str, int, int, int], bytes] = {}
         self._programs: dict[str, tuple[int, int, bytes]] = {}
 
@@ -101,8 +102,13 @@ class Keys:
 
     # -- a task's key ----------------------------------------------------------------
     def assign(self, task: Task) -> None:
-        """Set ``task.key`` and ``task.key_parts`` and the keys of its outputs."""
+        """Set ``task.ordinal`` (this call is the n-th of its function), ``task.key``,
+        ``task.key_parts`` and the keys of its outputs. (Every call of a resumable run
+        comes here: the common case, plain arguments only, is kept short.)"""
         spec = task.spec
+        name = spec.name
+        n = task.ordinal = self.ordinals.get(name, 0) + 1
+        self.ordinals[name] = n
         base = spec.key_base
         if base is None:
             code = self.code(spec)
@@ -119,7 +125,11 @@ class Keys:
         if not refs:                                # plain arguments only: no inputs
             key = task.key = h.digest()
             task.key_parts = base[1]                # shared by the function's calls
-            self._outputs(task, key)
+            outs = task.outputs
+            if len(outs) == 1 and not task.inouts:
+                outs[0]._key = key
+            else:
+                self._outputs(task, key)
             return
         inputs: list[tuple[str, str, bytes]] = []
         for path, kind, obj in refs:

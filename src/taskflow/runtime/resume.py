@@ -223,6 +223,11 @@ def completion_record(task: Any, outputs: list[Any],
     key = task.key
     if key is None:
         return None
+    if len(outputs) == 1 and not task.inouts:      # one output: the common case, short
+        o = outputs[0]
+        if type(o) is bytes:
+            payloads.append(o)
+            return key, task.spec.name, task.ordinal, task.key_parts, (("v", len(o)),)
     descs: list[Output] = []
     for fut, o in zip(task.all_outputs(), outputs):
         if type(o) is bytes:

@@ -104,7 +104,6 @@ class Runtime(RunState):
         self.keys = Keys(resume_check) if self.resumable else None
         self.log: ResumeLog | None = None
         self.resumer: Resumer | None = None
-        self.ordinals: dict[str, int] = {}      # calls so far per function name
         self.submit_lock = threading.Lock()
         self._since_yield = 0       # calls since the submitter last let the loop thread run
         self.registry = Registry(self.data_dir)
@@ -293,8 +292,8 @@ class Runtime(RunState):
             task, value = made
             if prep is not None:
                 task.cus, task.mem, task.options = cus, mem, opts
-            if self.keys is not None:
-                self._keyed(task)
+            if self.keys is not None:       # resumable: the call's key (graph.keys)
+                self.keys.assign(task)
             self._record(task, ())
         else:
             with self.submit_lock:
@@ -302,7 +301,7 @@ class Runtime(RunState):
                 if prep is not None:
                     task.cus, task.mem, task.options = cus, mem, opts
                 if self.keys is not None:
-                    self._keyed(task)
+                    self.keys.assign(task)
                 self._record(task, deps)
         if self.dead:
             with self.lock:
@@ -356,15 +355,6 @@ class Runtime(RunState):
                 self.scheduler.ready.push(task)
                 if not self.dispatcher._wake_pending:
                     self.dispatcher.wake()
-
-    def _keyed(self, task: Task) -> None:
-        """The task's key (graph.keys) and its place among its function's calls."""
-        name = task.spec.name
-        n = self.ordinals.get(name, 0) + 1
-        self.ordinals[name] = n
-        task.ordinal = n
-        assert self.keys is not None
-        self.keys.assign(task)
 
     def _restored(self, task: Task, deps: Iterable[Future]) -> bool:
         """Under the lock: finish ``task`` from the earlier run's record, if it has one."""
