@@ -9,7 +9,6 @@ serialises sessions, since the ports and the state directory are fixed.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -75,5 +74,4 @@ def slurm():
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = old
-        fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()

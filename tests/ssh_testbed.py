@@ -3,12 +3,11 @@
 tests/conftest.py registers it for every module (never import it into one). The
 hosts come up once per session and go down at its end. Tests are skipped,
 with the reason, only when the machine cannot host them: not root, no
-``ip netns``, no sshd or no paramiko. A lock file serialises sessions that
+``ip netns``, no sshd or no paramiko. A lock (tests/testbed_lock.py) serialises sessions that
 run at the same time, since the namespaces and addresses are fixed.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
@@ -107,5 +106,4 @@ def ssh_hosts():
     finally:
         subprocess.run(["bash", SCRIPT, "down"], env=dict(os.environ, TF_TB=TB),
                        capture_output=True, timeout=60)
-        fcntl.flock(lock, fcntl.LOCK_UN)
         lock.close()
