@@ -185,6 +185,10 @@ def log_events(open_journal: Callable[[], Journal], slots: Slots, task: int,
         sent = 0
         last_sent = time.monotonic()
         while True:
+            # The state before the lines: a task's lines are committed with or before its
+            # final state, so a final state read first means no line of it is still to come.
+            t = j.task(task)
+            run_over = j.run().get("state") not in ("running", "unknown")
             lines = j.logs(task=task, after=after, limit=LOG_BATCH)
             if lines:
                 after = lines[-1]["id"]
@@ -193,9 +197,7 @@ def log_events(open_journal: Callable[[], Journal], slots: Slots, task: int,
                 yield sse("lines", lines)
                 if len(lines) == LOG_BATCH:
                     continue
-            t = j.task(task)
-            if t is None or (t["state"] in FINAL and not lines) or \
-                    j.run().get("state") not in ("running", "unknown"):
+            if t is None or (t["state"] in FINAL and not lines) or run_over:
                 if t is not None and lines:
                     continue                    # one more look: lines written with the end
                 yield sse("end", {"lines": sent, "state": t and t["state"],
