@@ -62,8 +62,10 @@ WF = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path, *args, timeout=120):
+def _run(tmp_path, *args, timeout=120, nap=None):
     env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+    if nap is not None:         # the SLOW workflow's program sleeps this long (else 60 s)
+        env["NAP"] = nap
     return subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", *args],
                           cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=timeout)
@@ -137,7 +139,7 @@ def test_resume_names_a_run_and_refuses_one_that_was_not_resumable(wf):
 
 
 SLOW = textwrap.dedent('''
-    import time
+    import os, time
     from taskflow import task, binary, wait_on
 
     @task(returns=int)
@@ -152,7 +154,7 @@ SLOW = textwrap.dedent('''
     def nap(s): ...
 
     out = [step(i) for i in range(24)]
-    nap(60)
+    nap(int(os.environ.get("NAP", "60")))      # still running when the signal comes
     print("SUM", sum(wait_on(out)))
 ''')
 
@@ -213,7 +215,7 @@ def test_a_signal_stops_the_run_cleanly_and_says_how_to_continue(tmp_path, sig, 
     assert "interrupted while running" in err and "never started" in err
     done_before = tasks.get("DONE", 0)
     ran_before = set(_ran(tmp_path))
-    r = _run(tmp_path, "--resume", run, "wf.py")              # the printed command
+    r = _run(tmp_path, "--resume", run, "wf.py", nap="1")     # the printed command
     assert r.returncode == 0, r.stderr
     assert "SUM 276" in r.stdout
     again = set(_ran(tmp_path))
@@ -250,7 +252,7 @@ def test_a_second_signal_ends_the_run_at_once(tmp_path):
 
 
 def test_a_master_killed_mid_run_is_resumed_without_redoing_finished_tasks(tmp_path):
-    (tmp_path / "wf.py").write_text(SLOW.replace("nap(60)", ""))
+    (tmp_path / "wf.py").write_text(SLOW.replace('nap(int(os.environ.get("NAP", "60")))', ""))
     p = _start(tmp_path, "--resumable", "wf.py")
     _until(lambda: (tmp_path / "runs.log").exists() and
            len((tmp_path / "runs.log").read_text().split()) >= 8)
