@@ -1,7 +1,7 @@
 """One recorded task call: what it reads, what it writes, where it is."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 if TYPE_CHECKING:
     from ..errors import TaskError
@@ -59,7 +59,7 @@ class Task:
         self.kwargs = kwargs
         self.refs = refs
         self.npending = 0
-        self.outputs = outputs
+        self.outputs: Sequence[Future] = outputs    # () once it ended well (outcomes._ended)
         self.inouts = inouts
         self.reads = reads          # data versions read (for lineage and GC)
         self.state = SUBMITTED

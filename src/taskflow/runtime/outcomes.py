@@ -374,12 +374,26 @@ def _exit_code(task: Task) -> int | None:
 
 
 def _ended(rt: RunState, task: Task) -> None:
+    """The task is over: counters, its journal rows, and what it no longer holds.
+
+    An ended task keeps no value alive: its inputs are dropped here (the
+    journal's rows need only their data ids) and a task that ended well lets
+    go of its outputs (program tasks keep them for their exit code), so the
+    values are freed the moment the caller lets go of them, not when the bus
+    has delivered the task's rows.
+    """
     rt.n_active -= 1
     task.reads = None       # free what the graph no longer needs (1M-task runs)
+    if task.state == T.DONE and task.spec.invoker == "python":
+        task.outputs = ()
+        task.inouts = None
     bus = rt.bus
     if bus.active:
         # The bus makes the rows later, in its thread (events.py): the task goes as it
         # is, with its arguments, which its submitted row may still need.
+        refs = task.refs
+        if refs is not None:
+            task.refs = _row_refs(refs)
         if task.state == T.DONE:
             bus.done_rows.append(task)
         else:
@@ -395,3 +409,23 @@ def _ended(rt: RunState, task: Task) -> None:
         for w in rt.idle_waiters:
             w.set()
         rt.idle_waiters.clear()
+
+
+def _as_row(obj: Any) -> Any:
+    return (obj._did, obj._path) if type(obj) is Future else obj
+
+
+def _row_refs(refs: list[Any]) -> list[Any]:
+    """A call's resolved arguments as its journal row shows them: futures become
+    (data id, path), as the journal's pickler reduces them (journal/wire.py)."""
+    out = []
+    for path, kind, obj in refs:
+        if kind == M.REF_PICKLED:
+            blob, futs = obj
+            obj = (None, [_as_row(f) for f in futs])    # (the snapshot: not shown)
+        elif type(obj) is tuple:
+            obj = tuple(_as_row(f) for f in obj)
+        else:
+            obj = _as_row(obj)
+        out.append((path, kind, obj))
+    return out

@@ -94,7 +94,6 @@ class Runtime(RunState):
         self.dispatcher = Dispatcher(self)
         self.comm = self.dispatcher
         self.tids = itertools.count(1)      # task ids
-        self.dids = itertools.count(1)      # data (version) ids
         self.groups: dict[str, list[Task]] = {}
         self.group_stack: list[str] = []
         self.started = False
@@ -211,9 +210,6 @@ class Runtime(RunState):
     # -- recording tasks -------------------------------------------------------
     def new_tid(self) -> int:
         return next(self.tids)
-
-    def new_did(self) -> int:
-        return next(self.dids)
 
     def submit(self, spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not self.started or self.stopped:
