@@ -14,14 +14,16 @@ its bytes are (``_payload`` at the master, ``_holders`` on nodes).
 from __future__ import annotations
 
 import concurrent.futures as _cf
-import pickle
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NoReturn, Protocol
+
+from .wire import values
 
 if TYPE_CHECKING:
     from concurrent.futures._base import _Waiter
 
     from .errors import TaskError
+    from .wire.messages import Payload
     from .graph.registry import DataItem
     from .graph.task import Task
 
@@ -41,7 +43,7 @@ class FutureHost(Protocol):
     def wait_futures(self, futs: Iterable[Future], timeout: float | None = None) -> bool:
         """Block until every future is finished (False on timeout)."""
 
-    def fetch_payload(self, fut: Future) -> bytes:
+    def fetch_payload(self, fut: Future) -> Payload:
         """Bring a value that stayed on a node to the master."""
 
     def add_done_callback(self, fut: Future, fn: Callable[[Future], Any]) -> bool:
@@ -83,7 +85,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._did = did
         self._result = _NOVALUE
         self._exception: TaskError | None = None   # the runtime's errors only
-        self._payload: bytes | None = None         # pickled value held by the master
+        self._payload: Payload | None = None       # pickled value held by the master
         self._holders: set[str] | None = None      # node names that hold the value
         self._consumers: list[Task] | None = None  # tasks waiting for this version
         self._wev: list[Waiter] | None = None      # runtime waiters
@@ -182,8 +184,8 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             if payload is None:
                 assert self._rt is not None     # a value left on a node: a runtime's future
                 payload = self._rt.fetch_payload(self)
-            v = self._result = pickle.loads(payload)
-        return v
+            v = self._result = values.load(payload)    # (a copy: the payload may still go
+        return v                                            # to a node)
 
     def __repr__(self) -> str:
         name = self._label or (self._producer.spec.name if self._producer is not None else "")

@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..context import private_dir, total_memory_gb
@@ -44,6 +45,7 @@ class Agent:
         self.reader = P.FrameReader(self.chan)
         self.sel = selectors.DefaultSelector()
         self.out = bytearray()
+        self.parts: deque[memoryview] = deque()   # frames with values' buffers, before out
         self._term_r, self._term_w = os.pipe()
         self.state = NodeState()
         self.queue = WorkQueue()
@@ -217,7 +219,7 @@ class Agent:
                     if did in waiting_on:
                         self.chaining.unblock(did)
             elif op == M.FETCH:
-                self._send(M.DATA, [(d, state.store.get(d)) for d in body])
+                self._send_parts(M.DATA, [(d, state.store.get(d)) for d in body])
             elif op == M.DROP:
                 for d in body:
                     state.store.pop(d, None)
@@ -244,6 +246,7 @@ class Agent:
         results = self.results
         chaining = self.chaining
         ok = M.OK
+        packed = M.Packed
         rs_end = 0.0
         for op, body in msgs:
             if op != M.RESULTS:
@@ -280,9 +283,14 @@ class Agent:
                     if chaining.waiting_on:
                         chaining.outputs_made(tmsg.outputs, outputs)
                     for payload in outputs:
-                        if type(payload) is bytes and len(payload) > INLINE_MAX:
+                        if (type(payload) is bytes and len(payload) > INLINE_MAX) or \
+                                type(payload) is packed:
                             res = self._keep_large(res, tmsg)
                             break
+                elif status == M.MISSING and tmsg is not None:
+                    res = self._resend(res, tmsg)
+                    if res is None:
+                        continue
                 results.append(res)
             if digest is not None and m is not None:
                 mean[digest] = m
@@ -299,17 +307,37 @@ class Agent:
                 self.state.started.append((nxt.task_id, rs_end))
 
     def _keep_large(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire:
-        """Results above INLINE_MAX stay here; the master gets a :class:`Held` marker."""
+        """Results above INLINE_MAX (and every value with out-of-band buffers) stay here;
+        the master gets a :class:`Held` marker."""
         tid, status, outputs, error, timing = res
         if status != M.OK or not outputs:
             return res
         outs = list(outputs)
         for i, payload in enumerate(outputs):
-            if type(payload) is bytes and len(payload) > INLINE_MAX:
+            if (type(payload) is bytes and len(payload) > INLINE_MAX) or \
+                    type(payload) is M.Packed:
+                assert payload is not None
                 key = tmsg.outputs[i]
                 self.state.store[key] = payload
                 outs[i] = M.Held(key, len(payload))
         return (tid, status, outs, error, timing)
+
+    def _resend(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire | None:
+        """An executor lacked an input of ``tmsg`` (taken by another reader, or trimmed):
+        the task goes again with the value held here; else it fails back to the master,
+        which retries it (None: resent)."""
+        store = self.state.store
+        for _, kind, payload in tmsg.refs or ():
+            dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED \
+                else []
+            if any(d not in store for d in dids):
+                tid, _, _, error, timing = res
+                msg = error.message if error is not None else "an input is missing"
+                return (tid, M.ERROR, None, M.ErrorInfo(
+                    "RuntimeError", f"{msg} on node {self.name} (its producer failed or was "
+                    f"moved); the task will be rescheduled", "", None), timing)
+        self.queue.push(tmsg)
+        return None
 
     # -- failures on the node ---------------------------------------------
     def _check_deadlines(self) -> None:
@@ -417,7 +445,28 @@ class Agent:
         self.out += P.encode(op, body)
         self._flush()
 
+    def _send_parts(self, op: int, body: Any) -> None:
+        """A frame that may carry values: their buffers are written from where they are."""
+        parts = P.encode_parts(op, body)
+        if len(parts) == 1 and not self.parts:
+            self.out += parts[0]
+        else:
+            if self.out:                  # what was queued before goes first
+                self.parts.append(memoryview(self.out))
+                self.out = bytearray()
+            self.parts.extend(memoryview(p).cast("B") for p in parts)
+        self._flush()
+
     def _flush(self) -> None:
+        parts = self.parts
+        if parts:
+            try:
+                if not P.send_parts(self.chan.send, parts):
+                    self._want_write()
+                    return
+            except OSError:
+                self.running = False
+                return
         out = self.out
         if out:
             send = self.chan.send
@@ -435,10 +484,14 @@ class Agent:
                 return
             if done:
                 del out[:done]
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.out else 0)
+        self._want_write()
+
+    def _want_write(self) -> None:
+        waiting = bool(self.out) or bool(self.parts)
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if waiting else 0)
         if self.wfd == self.rfd:
             self.sel.modify(self.rfd, want, None)
-        elif self.out:
+        elif waiting:
             try:
                 self.sel.register(self.wfd, selectors.EVENT_WRITE, None)
             except KeyError:
@@ -453,6 +506,8 @@ class Agent:
         self.pool.shutdown()
         try:
             self.chan.set_blocking(True)
+            while self.parts:
+                P.write_all(self.chan, self.parts.popleft())
             if self.out:
                 P.write_all(self.chan, bytes(self.out))
         except OSError:

@@ -16,7 +16,6 @@ import io
 import os
 import pickle
 import select
-import shutil
 import sys
 import threading
 import time
@@ -28,8 +27,10 @@ import cloudpickle
 from ..context import enter_worker
 from ..wire import messages as M
 from ..wire import protocol as P
-from ..wire.argpath import get_path, set_path
+from ..wire import values as V
+from ..wire.argpath import get_path
 from ..wire.thresholds import EXEC_SHORT
+from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
@@ -138,117 +139,6 @@ class _Capture(io.TextIOBase):
         return False
 
 
-class _PersistentUnpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, values: dict[int, Any]) -> None:
-        super().__init__(io.BytesIO(data))
-        self.values = values
-
-    def persistent_load(self, pid: Any) -> Any:
-        return self.values[pid]
-
-
-class _Produced:
-    """This executor's recent outputs, for chained tasks queued right behind.
-
-    A plain dict in insertion order, trimmed to its newest half when it holds
-    more than ``limit`` values or ``budget`` bytes: one C-level store per task
-    and an O(n) rebuild every ``limit / 2`` of them (an OrderedDict subclass
-    with a pop per insert cost 0.8 us per task; popping from the front of a
-    plain dict one by one leaves dead slots that later scans walk over).
-    """
-
-    budget = 64 * 2**20      # bytes of values over ``small`` (4096 small ones: 64 MiB at most)
-    limit = 4096
-    small = 16384
-
-    def __init__(self) -> None:
-        self.values: dict[int, bytes] = {}
-        self.big = 0             # bytes held in values over ``small``
-        self.get = self.values.get
-
-    def keep(self, did: int, payload: bytes) -> None:
-        values = self.values
-        values[did] = payload
-        if len(payload) > self.small:
-            self.big += len(payload)
-            if self.big > self.budget:
-                self._trim()
-        elif len(values) > self.limit:
-            self._trim()
-
-    def _trim(self) -> None:
-        if not self.big:           # small values only: keep the newest half, in C
-            self.values = dict(list(self.values.items())[-(self.limit // 2):])
-            self.get = self.values.get
-            return
-        keep: list[tuple[int, bytes]] = []
-        big = 0
-        for did, payload in reversed(list(self.values.items())):
-            n = len(payload)
-            if len(keep) >= self.limit // 2 or (n > self.small and big + n > self.budget // 2):
-                break
-            keep.append((did, payload))
-            if n > self.small:
-                big += n
-        self.values = dict(reversed(keep))
-        self.big = big
-        self.get = self.values.get
-
-
-PRODUCED = _Produced()
-
-
-def _resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire],
-                  data: dict[int, bytes]) -> None:
-    values: dict[int, Any] = {}
-
-    def value_of(did: int) -> Any:
-        if did not in values:
-            payload = data.get(did)
-            if payload is None:
-                payload = PRODUCED.get(did)
-                if payload is None:
-                    raise RuntimeError(f"input d{did} is not on this node (its producer "
-                                       f"failed or was moved); the task will be rescheduled")
-            values[did] = pickle.loads(payload)
-        return values[did]
-
-    for path, kind, payload in refs:
-        if kind == M.REF_VALUE:
-            v = value_of(payload)
-        elif kind == M.REF_PICKLED:
-            blob, dids = payload
-            v = _PersistentUnpickler(blob, {d: value_of(d) for d in dids}).load() if dids \
-                else pickle.loads(blob)
-        elif kind == M.REF_FILE:              # file or directory read in place
-            v = payload
-        elif kind == M.REF_FILE_OUT:          # file written: a fresh version path
-            os.makedirs(os.path.dirname(payload), exist_ok=True)
-            if os.path.isdir(payload):
-                shutil.rmtree(payload)
-            elif os.path.exists(payload):
-                os.unlink(payload)
-            v = payload
-        elif kind == M.REF_DIR_OUT:           # directory written
-            if os.path.exists(payload):
-                shutil.rmtree(payload)
-            os.makedirs(payload)
-            v = payload
-        elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:   # copy the previous first
-            src, dst = payload
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            if kind == M.REF_DIR_INOUT:
-                if os.path.exists(dst):
-                    shutil.rmtree(dst)
-                shutil.copytree(src, dst, symlinks=True)
-            else:
-                shutil.copyfile(src, dst)
-            v = dst
-        else:  # pragma: no cover - protocol misuse
-            raise ValueError(f"unknown ref kind {kind!r}")
-        set_path(args, kwargs, path, v)
-
-
 def _error_info(exc: BaseException) -> M.ErrorInfo:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     blob: bytes | None
@@ -261,7 +151,7 @@ def _error_info(exc: BaseException) -> M.ErrorInfo:
 
 
 def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
-             data: dict[int, bytes]) -> M.ResultWire:
+             data: dict[int, M.Payload]) -> M.ResultWire:
     """Run one task message; return its ResultMsg (lines of programs go to ``cur``).
 
     Plain calls (positional values only, one output, no options) do not come
@@ -276,7 +166,7 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
         args = list(argv) if refs else argv
         kw = dict(kwargs) if kwargs else {}
         if refs:
-            _resolve_refs(args, kw, refs, data)
+            resolve_refs(args, kw, refs, data)
         inv = options.get("invoker") if options else None
         result = func(*args, **kw) if inv is None else \
             _invoke(inv, func, args, kw, options, cur.lines(), tid)
@@ -307,8 +197,11 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
         keep = PRODUCED.keep
         for did, payload in zip(outdids, outputs):
             if payload is not None:
-                keep(did, payload)  # type: ignore[arg-type]  # made here: bytes (Held: by the agent)
+                keep(did, payload)  # type: ignore[arg-type]  # made here (Held: by the agent)
         return (tid, M.OK, outputs, None, (t0, t1))
+    except Missing as exc:      # not the task's fault: the agent sends it again with the value
+        return (tid, M.MISSING, None, M.ErrorInfo("InputMissing", str(exc), "", None),
+                (t0, time.time()))
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
             raise
@@ -323,9 +216,10 @@ def _invoke(kind: str, func: Any, args: list[Any], kw: dict[str, Any],
     return invokers.run(kind, func, args, kw, options, logs, tid)
 
 
-def _dumps(value: Any, name: str) -> bytes:
+def _dumps(value: Any, name: str) -> M.Payload:
+    """A task's value pickled (large buffers out of band: wire.values)."""
     try:
-        return pickle.dumps(value, P.PROTOCOL)
+        return V.dump(value)
     except Exception:
         try:
             blob: bytes = cloudpickle.dumps(value, P.PROTOCOL)
@@ -363,9 +257,11 @@ def executor_main(rfd: int, wfd: int) -> None:
         results: list[M.ResultWire] = []
         logs_out: list[M.TaskLines] = []
         batch, pending = pending, []
-        for op, body in batch:
+        AHEAD.frames = batch
+        for i, (op, body) in enumerate(batch):
             if op == M.TASKS:
                 tasks, data = body
+                AHEAD.frame = i
                 sys.stdout, sys.stderr = out, err
                 try:
                     results, logs_out = _run_tasks(tasks, data, funcs, means, cur, out, err,
@@ -379,11 +275,15 @@ def executor_main(rfd: int, wfd: int) -> None:
                     funcs[body.digest] = _Unloadable(exc)
             elif op == M.SHUTDOWN:
                 os._exit(0)
+        AHEAD.frames = []
         if results or logs_out:
             P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
 
 
-def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[bytes, Any],
+_SMALL_TYPES = frozenset({int, float, bool, type(None), str})
+
+
+def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[bytes, Any],
                means: dict[bytes, float], cur: _Current,
                out: _Capture, err: _Capture, wfd: int, results: list[M.ResultWire],
                logs_out: list[M.TaskLines]) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
@@ -391,23 +291,30 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
 
     The plain call (positional values, one output, no options: most calls)
     runs here without a call to :func:`run_task`; its output goes into the
-    recent-output cache directly, trimmed once per frame.
+    recent-output cache directly, trimmed once per frame. A result with large
+    buffers (:class:`~taskflow.wire.messages.Packed`) is written at once,
+    before the next task may take those buffers (:mod:`.inputs`).
     """
     produced = PRODUCED
     values = produced.values
     small = produced.small
+    small_types = _SMALL_TYPES
     dumps = pickle.dumps
+    dump = V.dump
+    packed = M.Packed
     proto = P.PROTOCOL
     now = time.time
     ok = M.OK
     res: M.ResultWire
+    big = False
     for tmsg in tasks:
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
         m = means.get(digest)
         if results and (m is None or m > SHORT):
             # Answer now: this task may take a while, the ones done must not wait.
             P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
-            results, logs_out = [], []
+            results.clear()         # (in place: the caller's lists must not keep them)
+            logs_out.clear()
         cur.tid = tid
         func = funcs.get(digest)
         if func is not None and not refs and not kwargs and not options and nout == 1 \
@@ -417,7 +324,7 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
                 r = func(*argv)
                 t1 = now()
                 try:
-                    o = dumps(r, proto)
+                    o = dumps(r, proto) if type(r) in small_types else dump(r)
                 except Exception:
                     o = _dumps(r, getattr(func, "__qualname__", "?"))
             except BaseException as exc:  # noqa: BLE001 - a task may raise anything
@@ -433,11 +340,14 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
                 else:
                     values[did] = o
                 res = (tid, ok, [o], None, (t0, t1))
+                big = type(o) is packed
         else:
             cur.t0 = now()
+            AHEAD.task = tmsg
             res = run_task(funcs, tmsg, cur, data)
             values = produced.values
-            _, _, _, _, (t0, t1) = res
+            _, _, outs, _, (t0, t1) = res
+            big = outs is not None and any(type(x) is packed for x in outs)
         results.append(res)
         d = t1 - t0
         means[digest] = d if m is None else 0.8 * m + 0.2 * d
@@ -451,6 +361,11 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
             if cur.logs:
                 logs_out.append((tid, cur.logs))
             cur.logs = None
+        if big:
+            big = False
+            P.write_parts(wfd, P.encode_parts(M.RESULTS, (results, logs_out)))
+            results.clear()
+            logs_out.clear()
     if len(produced.values) > produced.limit:
         produced._trim()
     return results, logs_out

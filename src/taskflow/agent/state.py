@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..wire.messages import Payload
     from .pool import Executor
 
 
@@ -16,7 +17,7 @@ class NodeState:
 
     def __init__(self) -> None:
         self.funcs: dict[bytes, bytes] = {}        # digest -> pickled function (FUNC frames)
-        self.store: dict[int, bytes] = {}          # data id -> value kept on this node
+        self.store: dict[int, Payload] = {}        # data id -> value kept on this node
         self.mean: dict[bytes, float] = {}         # digest -> mean duration here
         self.producing: dict[int, Executor] = {}   # data id -> executor whose queue makes it
         self.deadlines: dict[int, tuple[float, Executor]] = {}   # task id -> (end, executor)

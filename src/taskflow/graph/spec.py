@@ -52,6 +52,10 @@ class TaskSpec:
         # (graph.builder)
         self.plain = not self.special and self.varargs is None and self.nout == 1
         self.priority = _parse_priority(priority, self.name)
+        # Ready tasks are ordered by priority, then, within one priority, tasks that read
+        # values go before tasks that read none (runtime.readyqueue): Task.prio = rank + 1
+        # for a reader, rank for a source.
+        self.rank = 2 * self.priority
         self.time_out = _parse_timeout(time_out, self.name)
         if on_failure not in ON_FAILURE:
             raise UsageError(f"@task on {self.name}: on_failure={on_failure!r} is not one of "
@@ -74,6 +78,7 @@ class TaskSpec:
         self.payload: bytes | None = None
         self.stats_n = 0              # completed runs, for prefetch decisions
         self.stats_mean = 0.0
+        self.held_mean = 0            # bytes its calls leave on their node (prefetch depth)
 
     def where(self, pname: str) -> str:
         return f"task {self.name}, parameter '{pname}'"

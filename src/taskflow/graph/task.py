@@ -71,7 +71,7 @@ class Task:
         self.t_start = 0.0
         self.t_end = 0.0
         self.error: TaskError | None = None
-        self.prio = spec.priority
+        self.prio = spec.rank + 1 if reads else spec.rank    # readers first: readyqueue.py
         self.seq = tid
         self.cus = spec.computing_units
         self.mem = spec.memory_size
@@ -89,7 +89,7 @@ class Task:
             outs.extend(e.version for e in self.inouts)
         return outs
 
-    def __lt__(self, other: "Task") -> bool:  # heap order: priority first, then FIFO
+    def __lt__(self, other: "Task") -> bool:  # heap order: priority (and rank) first, then FIFO
         if self.prio != other.prio:
             return self.prio > other.prio
         return self.seq < other.seq

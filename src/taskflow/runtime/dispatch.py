@@ -231,9 +231,12 @@ class Dispatcher:
                         sends.setdefault(node, [])
             for node, frames in sends.items():
                 for op, body in frames:
-                    node.queue(P.encode(op, body))
+                    if op == M.DATA:        # values: their buffers are not copied
+                        node.queue_parts(P.encode_parts(op, body))
+                    else:
+                        node.queue(P.encode(op, body))
             for node in self.nodes:
-                if node.out or node.wreg:
+                if node.out or node.wreg or node.parts:
                     self._flush(node)
             self._round_done.set()
             for fn, fut in cbs:

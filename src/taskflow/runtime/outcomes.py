@@ -84,8 +84,14 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
                 fut._result = fut._path
             finish_future(rt, fut, cbs)
             i += 1
-    if any(type(o) is M.Held for o in outputs):   # values left on the node: keep lineage
+    held = 0
+    for o in outputs:
+        if type(o) is M.Held:
+            held += o.size
+    if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
+        spec = task.spec
+        spec.held_mean = held if not spec.held_mean else (3 * spec.held_mean + held) // 4
     _stats(task)
     rt.n_done += 1
     _ended(rt, task)

@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..journal.writer import JournalWriter
+    from ..wire.messages import Payload
     from ..wire.messages import Hello
     from .outcomes import Callbacks
 
@@ -338,7 +339,7 @@ class Runtime(RunState):
             if deadline is not None and time.time() >= deadline:
                 return False
 
-    def fetch_payload(self, fut: Future) -> bytes:
+    def fetch_payload(self, fut: Future) -> Payload:
         """Bring a value that stayed on a node to the master."""
         if fut._payload is not None:
             return fut._payload

@@ -5,7 +5,10 @@ choice per node; the runtime sends them. A node may be given more work than
 it has slots (it queues it and starts the next task the moment a slot
 frees, without a round trip); how much more depends on how long tasks of
 that name have taken so far: deep for tasks of a millisecond, one extra per
-slot for long ones, so long tasks are not hoarded by one node.
+slot for long ones, so long tasks are not hoarded by one node; and on the
+size of the values its calls leave on their node: no deeper than
+``PREFETCH_BYTES`` of them per slot, so a fast producer of large values does
+not fill a node's memory ahead of its consumers.
 
 Placement policies (``placement=``):
   locality     prefer the node that already holds the task's inputs, then
@@ -19,6 +22,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Iterable
 
+from ..wire.thresholds import PREFETCH_BYTES
 from . import gang
 from .readyqueue import ReadyQueue
 
@@ -92,6 +96,8 @@ class Scheduler:
                 continue
             cus = task.cus
             extra = DEEP if (spec.stats_n and spec.stats_mean < SHORT) else 1
+            if spec.held_mean and extra > 1:     # its values stay on the node: bounded depth
+                extra = max(1, min(extra, PREFETCH_BYTES // spec.held_mean))
             if single is not None:
                 n = single
                 cap = n.slots * (1 + (0 if held else extra))

@@ -39,6 +39,7 @@ looks at it through the named tuple with :func:`tasks` (a C-level cast,
 from __future__ import annotations
 
 import functools
+import pickle
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, Union, final
 
 # -- op codes (plain ints on the wire) ------------------------------------------
@@ -64,6 +65,7 @@ ERROR: Final = 1
 TIMEOUT: Final = 2
 LOST: Final = 3                   # the node was lost (never sent by a node)
 CANCELLED_ON_NODE: Final = 4
+MISSING: Final = 5                # executor -> agent: an input is not there; the agent resends
 
 # -- how a task's argument is resolved on the node (Ref.kind) ----------------------
 RefKind = Literal["r", "p", "f", "fo", "do", "fio", "dio"]
@@ -84,7 +86,7 @@ OUT_DIR: Final = "d"              # a directory written
 ArgPath = tuple[Union[int, str], ...]   # first item: position or keyword; then indices inside
 RefWire = tuple[ArgPath, RefKind, Any]
 OutWire = tuple[ArgPath, OutKind, str]  # (path, kind, parameter name)
-DataItem = tuple[int, Union[bytes, None]]
+DataItem = tuple[int, Union["Payload", None]]
 LineWire = tuple[float, str, str]       # (time, STDOUT | STDERR | RAW, text)
 TaskLines = tuple[int, list[LineWire]]
 LogWire = tuple[int, float, str, str]   # (task id, time, level, text)
@@ -116,7 +118,40 @@ class Held(NamedTuple):
     size: int                     # bytes
 
 
-Output = Union[bytes, Held, None]   # None: a file output (nothing travels)
+@final
+class Packed:
+    """A value pickled with its large buffers out of band (pickle protocol 5).
+
+    ``head`` is the pickle stream, ``bufs`` the buffers it names (a numpy
+    array's memory, a large ``bytes``): in a frame they travel after the
+    frame's pickle, written from where they are and read straight into their
+    own buffer (:mod:`.protocol`), never copied into a frame. A value is a
+    ``Payload``: plain pickle ``bytes`` when it is small or has no large
+    buffer, else a ``Packed`` (:mod:`.values` makes and loads both).
+    """
+
+    __slots__ = ("head", "bufs", "size")
+
+    def __init__(self, head: bytes, bufs: list[Any]) -> None:
+        self.head = head
+        # a buffer read from a frame may come as a read-only view of the bytearray it
+        # was read into: keep the bytearray itself (a task then gets a writable array)
+        self.bufs = [b.obj if type(b) is memoryview and type(b.obj) is bytearray else b
+                     for b in bufs]
+        self.size = len(head) + sum(memoryview(b).nbytes for b in self.bufs)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Packed, (self.head, [pickle.PickleBuffer(b) for b in self.bufs]))
+
+    def __repr__(self) -> str:
+        return f"<Packed {self.size} bytes in {len(self.bufs) + 1} parts>"
+
+
+Payload = Union[bytes, Packed]      # a value, pickled
+Output = Union[bytes, Packed, Held, None]   # None: a file output (nothing travels)
 
 
 class TaskMsg(NamedTuple):
@@ -190,7 +225,7 @@ class Ready(TypedDict, total=False):
     version: str
 
 
-ExecBatch = tuple[list[TaskWire], dict[int, bytes]]        # TASKS to an executor
+ExecBatch = tuple[list[TaskWire], dict[int, Payload]]      # TASKS to an executor
 ExecResults = tuple[list[ResultWire], list[TaskLines]]     # RESULTS from an executor
 
 _task_view = functools.partial(tuple.__new__, TaskMsg)
