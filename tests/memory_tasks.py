@@ -70,3 +70,55 @@ def alloc_and_hold(mb):
     for i in range(0, len(buf), 4096):
         buf[i] = 1
     return bytes(buf[:16])
+
+
+@task(returns=bytes)
+def made_at(i, n):
+    """A value of ``n`` bytes whose first 8 bytes say when it was made (microseconds)."""
+    t = int(time.time() * 1e6)
+    return t.to_bytes(8, "little") + bytes([i % 256]) * (n - 8)
+
+
+@task(returns=tuple)
+def used_at(b):
+    """(when the value was made, when this consumer started)."""
+    return int.from_bytes(b[:8], "little"), int(time.time() * 1e6)
+
+
+@task(returns=int)
+def busy(seconds):
+    time.sleep(seconds)
+    return 0
+
+
+@task(returns=int)
+def started(_i):
+    return int(time.time() * 1e6)
+
+
+@task(returns=int, priority=True)
+def started_first(_i):
+    return int(time.time() * 1e6)
+
+
+@task(returns=float)
+def zero_then_sum(a):
+    """Changes its input in place: no other reader may see that."""
+    a[:] = 0
+    return float(a.sum())
+
+
+@task(returns=float)
+def total(a):
+    return float(a.sum())
+
+
+@task()
+def ones(n):
+    import numpy as np
+    return np.ones(n)
+
+
+@task()
+def grow_array(a):
+    return a + 1.0

@@ -134,3 +134,38 @@ def test_a_task_held_for_a_value_nothing_here_makes_is_given_up_after_the_wait()
     # waits for d1001, which its executor is making
     assert [(t.task_id, lacking) for t, lacking in late] == [(3, [777])]
     assert set(ch.blocked) == {2} and 777 not in ch.waiting_on
+
+
+def test_only_the_last_reader_on_an_executor_is_built_on_the_buffers_that_came():
+    """Three tasks of one frame read one array: the first two get copies (the value stays
+    for the third), the last takes the buffers themselves; a change made by a reader is
+    seen by nobody else; a reader that finds nothing left is Missing (the agent resends)."""
+    import numpy as np
+    import pytest
+    from taskflow.agent import inputs
+    from taskflow.wire import values as V
+    payload = V.dump(np.arange(100_000, dtype=np.float64))
+    came = [memoryview(b).tobytes() for b in payload.bufs]
+    sent = M.Packed(payload.head, [bytearray(b) for b in came])     # as a frame brings it
+    tasks = [(tid, F, (None,), [((0,), M.REF_VALUE, 7)], None, 1, None, None, 0, 1, False,
+              [100 + tid]) for tid in (1, 2, 3)]
+    data: dict[int, M.Payload] = {7: sent}
+    inputs.AHEAD.frames, inputs.AHEAD.frame = [(M.TASKS, (tasks, data))], 0
+    got = []
+    try:
+        for t in tasks:
+            inputs.AHEAD.task = t
+            args = [None]
+            inputs.resolve_refs(args, {}, t[3], data)
+            (a,) = args
+            got.append(a)
+            shares = np.shares_memory(a, np.frombuffer(sent.bufs[0], dtype=np.uint8))
+            assert shares == (t is tasks[-1]), f"task {t[0]}: shares={shares}"
+            assert float(a[1]) == 1.0           # nobody before changed it
+            a[:] = -1                           # this reader changes its own input
+        assert 7 not in data                    # taken by the last reader
+        with pytest.raises(inputs.Missing):
+            inputs.resolve_refs([None], {}, tasks[0][3], data)
+    finally:
+        inputs.AHEAD.frames, inputs.AHEAD.task = [], None
+    assert all(float(a[5]) == -1.0 for a in got)

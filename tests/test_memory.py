@@ -7,6 +7,8 @@ import time
 import psutil
 import pytest
 
+import taskflow
+
 from taskflow import TaskGroup, wait_on, wait_on_file
 from taskflow.future import Future
 from taskflow.graph.task import Task
@@ -127,3 +129,63 @@ def test_a_chain_lost_with_its_node_is_made_again_from_its_records(rt4, nogc):
     assert wait_on(MT.checksum(v)) == 300 * 1024 + 5 * 1024 + 2 + 4
     assert v._holders and holder not in v._holders
     assert rt4.n_retries >= 6           # the five links and the first value, made again
+
+
+def test_consumers_start_while_producers_remain(tmp_path, monkeypatch):
+    """``consume(produce(i))`` submitted in one loop on one slot: each consumer runs soon
+    after its value exists, so few values are ever held (it used to be every producer
+    first: all N values held at once)."""
+    monkeypatch.chdir(tmp_path)
+    n = 120
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
+        pairs = wait_on([MT.used_at(MT.made_at(i, MB)) for i in range(n)])
+    events = sorted([(made, +1) for made, _ in pairs] + [(used, -1) for _, used in pairs])
+    depth = held = 0
+    for _, d in events:
+        held += d
+        depth = max(depth, held)
+    first_use = min(used for _, used in pairs)
+    last_made = max(made for made, _ in pairs)
+    assert first_use < last_made, "every producer ran before the first consumer"
+    assert depth <= n // 3, f"{depth} values made and not yet consumed at once (of {n})"
+
+
+def test_priority_tasks_go_before_other_ready_tasks(tmp_path, monkeypatch):
+    """As in PyCOMPSs: a priority=True task called last runs before the ready tasks
+    called before it (one slot, so the order is the order they ran)."""
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
+        wait_on(MT.busy(0.01))
+        blocker = MT.busy(0.5)
+        normal = [MT.started(i) for i in range(12)]
+        urgent = MT.started_first(0)
+        wait_on(blocker)
+        normal_t = wait_on(normal)
+        urgent_t = wait_on(urgent)
+    later = sum(1 for t in normal_t if t > urgent_t)
+    # at most two normal tasks were already on the node with the blocker (prefetch)
+    assert later >= len(normal) - 2, f"only {later} of {len(normal)} ran after the priority task"
+
+
+def test_readers_of_one_large_value_never_see_each_others_changes(rt):
+    """Readers of one held array queued together on the executors (one frame, one copy of
+    the array from the agent): those that change their input in place change nobody
+    else's; only the last reader may be built on the buffers that came."""
+    wait_on([MT.zero_then_sum(MT.ones(10)), MT.total(MT.ones(10))] * 4)    # timed: short
+    a = MT.ones(200_000)                        # 1.6 MB: held on the node
+    assert wait_on(MT.total(a)) == 2e5
+    got = wait_on([MT.zero_then_sum(a) if i % 2 == 0 else MT.total(a) for i in range(40)])
+    assert got == [0.0, 2e5] * 20
+    assert rt.n_retries == 0
+
+
+def test_a_chain_of_large_arrays_runs_without_retries(rt):
+    """Each link reads the one before on the same executor (a value over 32 MB used to
+    be trimmed from the executor before its chained reader ran: one failure per link)."""
+    import numpy as np
+    a = MT.ones(6_000_000)                    # 48 MB
+    for _ in range(4):
+        a = MT.grow_array(a)
+    v = wait_on(a)
+    assert v.shape == (6_000_000,) and float(v[0]) == 5.0 and np.all(v == 5.0)
+    assert rt.n_retries == 0
