@@ -283,8 +283,8 @@ class Agent:
                     if chaining.waiting_on:
                         chaining.outputs_made(tmsg.outputs, outputs)
                     for payload in outputs:
-                        if (type(payload) is bytes and len(payload) > INLINE_MAX) or \
-                                type(payload) is packed:
+                        kind = type(payload)
+                        if (kind is bytes and len(payload) > INLINE_MAX) or kind is packed:
                             res = self._keep_large(res, tmsg)
                             break
                 elif status == M.MISSING and tmsg is not None:

@@ -347,7 +347,10 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
             res = run_task(funcs, tmsg, cur, data)
             values = produced.values
             _, _, outs, _, (t0, t1) = res
-            big = outs is not None and any(type(x) is packed for x in outs)
+            if outs is not None:
+                for x in outs:
+                    if type(x) is packed:
+                        big = True
         results.append(res)
         d = t1 - t0
         means[digest] = d if m is None else 0.8 * m + 0.2 * d

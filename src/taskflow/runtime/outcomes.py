@@ -88,10 +88,13 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
     for o in outputs:
         if type(o) is M.Held:
             held += o.size
+    spec = task.spec
     if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
-        spec = task.spec
         spec.held_mean = held if not spec.held_mean else (3 * spec.held_mean + held) // 4
+    if spec.invoker == "python":    # (programs keep theirs: the journal's exit code)
+        task.outputs = ()           # the task's rows and groups no longer pin its values
+        task.inouts = None
     _stats(task)
     rt.n_done += 1
     _ended(rt, task)
@@ -382,23 +385,21 @@ def _exit_code(task: Task) -> int | None:
 def _ended(rt: RunState, task: Task) -> None:
     """The task is over: counters, its journal rows, and what it no longer holds.
 
-    An ended task keeps no value alive: its inputs are dropped here (the
-    journal's rows need only their data ids) and a task that ended well lets
-    go of its outputs (program tasks keep them for their exit code), so the
-    values are freed the moment the caller lets go of them, not when the bus
-    has delivered the task's rows.
+    An ended task keeps no value left on a node alive: such inputs are
+    dropped here (the journal's rows need only their data ids), and such
+    outputs in :func:`task_done`, so they are freed on their node the moment
+    the caller lets go of them, not when the bus has delivered the task's
+    rows. (Values that live only in the master, small by the inline limit,
+    stay until then: no work per task for them.)
     """
     rt.n_active -= 1
     task.reads = None       # free what the graph no longer needs (1M-task runs)
-    if task.state == T.DONE and task.spec.invoker == "python":
-        task.outputs = ()
-        task.inouts = None
     bus = rt.bus
     if bus.active:
         # The bus makes the rows later, in its thread (events.py): the task goes as it
         # is, with its arguments, which its submitted row may still need.
         refs = task.refs
-        if refs is not None:
+        if refs is not None and _holds_node_values(refs):
             task.refs = _row_refs(refs)
         if task.state == T.DONE:
             bus.done_rows.append(task)
@@ -415,6 +416,19 @@ def _ended(rt: RunState, task: Task) -> None:
         for w in rt.idle_waiters:
             w.set()
         rt.idle_waiters.clear()
+
+
+def _holds_node_values(refs: list[Any]) -> bool:
+    """Some input of a call is a value left on a node (its row must not keep it there)."""
+    for _, kind, obj in refs:
+        if kind == M.REF_VALUE:
+            if obj._holders:
+                return True
+        elif kind == M.REF_PICKLED:
+            for f in obj[1]:
+                if f._holders:
+                    return True
+    return False
 
 
 def _as_row(obj: Any) -> Any:
