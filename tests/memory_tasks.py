@@ -73,8 +73,10 @@ def alloc_and_hold(mb):
 
 
 @task(returns=bytes)
-def made_at(i, n):
+def made_at(i, n, pause=0.0):
     """A value of ``n`` bytes whose first 8 bytes say when it was made (microseconds)."""
+    if pause:
+        time.sleep(pause)
     t = int(time.time() * 1e6)
     return t.to_bytes(8, "little") + bytes([i % 256]) * (n - 8)
 

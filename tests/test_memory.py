@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import time
 
 import psutil
@@ -189,3 +190,90 @@ def test_a_chain_of_large_arrays_runs_without_retries(rt):
     v = wait_on(a)
     assert v.shape == (6_000_000,) and float(v[0]) == 5.0 and np.all(v == 5.0)
     assert rt.n_retries == 0
+
+
+def _journal(rt):
+    from taskflow.journal.reader import Journal
+    rt.bus.flush()
+    return Journal(rt.run_dir)
+
+
+def test_values_spill_to_disk_above_the_budget_and_come_back_whole(tmp_path, monkeypatch):
+    """A budget far below what the node uses: every held value goes to the node's disk as
+    soon as it is kept, and is read back for the tasks, the main program and other
+    values made from it; the journal and the report say how many and how much."""
+    import numpy as np
+    from taskflow.observe.report import figures, to_markdown
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs"),
+                          memory_budget="1MB") as rt:
+        blobs = [MT.blob(300 * 1024, i) for i in range(6)]
+        sums = [MT.checksum(b) for b in blobs]
+        arr = MT.ones(100_000)                              # 800 KB, out of band
+        grown = MT.grow_array(MT.grow_array(arr))
+        assert wait_on(sums) == [300 * 1024 + 2 * (i % 256) for i in range(6)]
+        assert wait_on(blobs[3]) == bytes([3]) * (300 * 1024)      # fetched from disk
+        g = wait_on(grown)
+        assert g.shape == (100_000,) and np.all(g == 3.0)
+        (node,) = rt.nodes
+        spill_dir = os.path.join(rt.data_dir, f"spill-{node.name}-{node.info['pid']}")
+        assert _until(lambda: node.memory is not None and node.memory.spilled > 0)
+        files = os.listdir(spill_dir)
+        assert files and oct(os.stat(spill_dir).st_mode & 0o777) == "0o700"
+        assert all(os.stat(os.path.join(spill_dir, f)).st_mode & 0o777 == 0o600 for f in files)
+        del blobs, sums
+        assert _until(lambda: len(os.listdir(spill_dir)) < len(files))    # dropped: file gone
+        j = _journal(rt)
+    rows = j.memory()
+    assert sum(r["spills"] for r in rows) >= 6 and sum(r["reads"] for r in rows) >= 1
+    f = figures(j)
+    (mem,) = f["memory"]
+    assert mem["spills"] >= 6 and mem["budget"] == 10**6
+    assert "## Memory" in to_markdown(f)
+
+
+def test_a_node_above_its_pause_mark_runs_consumers_and_one_producer_at_a_time(
+        tmp_path, monkeypatch):
+    """A pause mark below what the node uses keeps it paused for the whole run: it never
+    takes a new producing task while another task runs there, yet the run completes and
+    every value is right (a pause never stops a run)."""
+    monkeypatch.chdir(tmp_path)
+    n = 16
+    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs"),
+                          memory_pause="1MB") as rt:
+        wait_on(MT.busy(0.01))
+        (node,) = rt.nodes
+        assert _until(lambda: node.paused)
+        pairs = wait_on([MT.used_at(MT.made_at(i, 200 * 1024, 0.03)) for i in range(n)])
+        j = _journal(rt)
+    assert len(pairs) == n
+    made = sorted(m for m, _ in pairs)
+    # one producer at a time: each slept 30 ms after the one before had ended
+    assert all(b - a >= 25_000 for a, b in zip(made, made[1:])), made
+    assert any(r["paused"] for r in j.memory())
+    assert figures_paused(j) >= 1
+
+
+def figures_paused(j) -> int:
+    from taskflow.observe.report import figures
+    (mem,) = figures(j)["memory"]
+    return mem["pauses"]
+
+
+def test_memory_amounts_are_checked_where_they_are_given(tmp_path):
+    from taskflow.errors import ClusterConfigError, UsageError
+    from taskflow.providers.cluster import parse_cluster
+    from taskflow.wire import budget
+    with pytest.raises(UsageError, match="memory_budget must be a number of GB"):
+        taskflow.Runtime(workers=1, memory_budget="lots")
+    with pytest.raises(UsageError, match="above 0% and at most 100%"):
+        taskflow.Runtime(workers=1, memory_pause="150%")
+    with pytest.raises(ClusterConfigError, match=r"cluster.yml:3: nodes\[0\].memory_budget"):
+        parse_cluster("nodes:\n  - local: true\n    memory_budget: 4 bananas\n", "cluster.yml")
+    cfg = parse_cluster("memory_pause: 6\nnodes:\n  - local: true\n    memory_budget: 50%\n")
+    assert cfg.memory_pause == 6 and cfg.nodes[0].memory_budget == "50%"
+    assert budget.marks("50%", None, 8.0) == (4 * 2**30, int(4 * 2**30 * 4 / 3))
+    assert budget.marks(None, None, 10.0)[0] == 6 * 2**30
+    assert budget.marks(2, "3GiB", 8.0) == (2 * 10**9, 3 * 2**30)
+    assert budget.marks(None, "1MB", 8.0) == (10**6, 10**6)     # a low pause mark alone
+    assert budget.marks("2GB", "1GB", 8.0) == (2 * 10**9, 2 * 10**9)

@@ -24,8 +24,10 @@ from ..errors import ProtocolError
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.channel import Channel, FdChannel
+from ..wire import budget
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from .chained import Chaining
+from .memory import NodeMemory
 from .placement import Placement
 from .pool import Executor, Pool, reap
 from .state import NodeState
@@ -66,6 +68,7 @@ class Agent:
         self.idle_exit: float | None = None
         self.last_busy = time.time()
         self._held_next = 0.0             # when to look for held tasks waiting in vain
+        self.memory: NodeMemory | None = None     # the budget (set at the handshake)
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -83,6 +86,13 @@ class Agent:
         self.name = cfg.get("name", self.name)
         self.slots = int(cfg.get("slots") or os.cpu_count() or 1)
         self.idle_exit = cfg.get("idle_exit")
+        store = self.state.store
+        if cfg.get("data_dir"):
+            store.dir = os.path.join(cfg["data_dir"], f"spill-{self.name}-{os.getpid()}")
+        mem_gb = float(cfg.get("memory_gb") or total_memory_gb())
+        high, pause = budget.marks(cfg.get("memory_budget"), cfg.get("memory_pause"), mem_gb)
+        self.memory = NodeMemory(store, self.pool, high, pause,
+                                 lambda r: self._send(M.MEMORY, r))
         for _ in range(self.slots):
             self.pool.spawn()
         # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).
@@ -91,7 +101,7 @@ class Agent:
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": self.slots, "cpus": os.cpu_count(),
                          "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
-                         "version": _version()}
+                         "version": _version(), "memory_budget": high, "memory_pause": pause}
         P.write_all(self.chan, P.encode(M.READY, info))
         self.chan.set_blocking(False)
         self.sel.register(self.rfd, selectors.EVENT_READ, None)
@@ -135,6 +145,8 @@ class Agent:
             if pool.dirty:
                 pool.send_batches()
             self._sample()
+            if self.memory is not None:
+                self.memory.check(time.time())
             self._send_batches()
             if self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
@@ -504,6 +516,7 @@ class Agent:
 
     def _shutdown(self) -> None:
         self.pool.shutdown()
+        self.state.store.close()
         try:
             self.chan.set_blocking(True)
             while self.parts:

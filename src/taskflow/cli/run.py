@@ -31,6 +31,12 @@ from ..observe.cliopts import OptionalValueCommand
               default="locality", show_default=True, help="How a node is chosen for a task.")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
               help="Where runs are kept (default .taskflow/runs).")
+@click.option("--memory-budget", default=None, metavar="AMOUNT",
+              help="Per node: above it, values held there spill to its disk. GB, an amount "
+                   "(4GiB, 512MB) or a share of the node's memory (default 60%).")
+@click.option("--memory-pause", default=None, metavar="AMOUNT",
+              help="Per node: above it, the node takes no new task that only makes values "
+                   "(default 4/3 of the budget).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"],
                                                case_sensitive=False), default="warning",
               show_default=True)
@@ -62,6 +68,7 @@ from ..observe.cliopts import OptionalValueCommand
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: str | None,
+        memory_budget: str | None, memory_pause: str | None,
         log_level: str, progress: bool | None, graph_: bool, trace_: bool, monitor: int | None,
         script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
@@ -75,6 +82,9 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
         from ..providers.cluster import slurm_cli_provider
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
                                                    meta.get("tf_slurm_opts") or ())]
+    for key, amount in (("memory_budget", memory_budget), ("memory_pause", memory_pause)):
+        if amount is not None:      # the command line wins over the cluster file
+            rt_opts[key] = _amount(amount)
     try:
         rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
     except UsageError as exc:
@@ -114,3 +124,11 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
     click.echo(summary(rt, time.time() - t0), err=True)
     run_finished(rt, graph_, trace_, mon)
     sys.exit(1 if (script_failed or rt.failed) else 0)
+
+
+def _amount(text: str) -> float | str:
+    """A memory amount as given: a plain number is GB (wire.budget)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text

@@ -202,6 +202,13 @@ class Journal:
         return self._all(sql + " ORDER BY t", args)
 
 
+    def memory(self, node: str | None = None) -> list[dict[str, Any]]:
+        """The nodes' memory reports (spills, read-backs, pauses), oldest first."""
+        if node:
+            return self._all("SELECT * FROM memory WHERE node=? ORDER BY t", (node,))
+        return self._all("SELECT * FROM memory ORDER BY t")
+
+
 def list_runs(root: str | None = None) -> list[dict[str, Any]]:
     """Every run under ``root`` with its state and task counts, oldest first."""
     out = []

@@ -17,6 +17,10 @@ nodes       joins and losses of node agents with their description
 samples     the resource samples the nodes report (cpu %, memory %, ...)
 logs        every captured output line: task, time, level (STDOUT, STDERR,
             RAW), node, text
+memory      what a node's memory budget did (agent.memory): one row per report,
+            with its resident bytes, bytes of values held in memory and on
+            disk, whether it is paused, and the values spilled (count,
+            bytes) and read back since its last report
 """
 from __future__ import annotations
 
@@ -54,4 +58,7 @@ CREATE TABLE IF NOT EXISTS logs (
     id INTEGER PRIMARY KEY AUTOINCREMENT, task_id INTEGER, t REAL, level TEXT,
     node TEXT, line TEXT);
 CREATE INDEX IF NOT EXISTS logs_task ON logs(task_id, id);
+CREATE TABLE IF NOT EXISTS memory (
+    node TEXT, t REAL, rss INTEGER, held INTEGER, spilled INTEGER, paused INTEGER,
+    spills INTEGER, spilled_bytes INTEGER, reads INTEGER);
 """

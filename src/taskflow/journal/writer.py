@@ -176,6 +176,7 @@ class JournalDB:
         lost: list[tuple[Any, ...]] = []
         states: list[tuple[str, str]] = []
         samples: list[tuple[Any, ...]] = []
+        memory: list[tuple[Any, ...]] = []
         nlogs = self._nlogs
         ready: list[tuple[Any, ...]] = []     # whole rows of tasks submitted and done within this batch
         if whole or sub:
@@ -300,6 +301,13 @@ class JournalDB:
                 samples.append((node, t, s.get("cpu"), s.get("mem"), s.get("load1"),
                                 json.dumps(s, default=str)))
                 continue
+            elif kind == "memory":              # dispatch._memory: a node's memory report
+                rss, held, spilled, paused, happened = extra
+                spills = [n for what, _, n in happened if what == "spill"]
+                reads = sum(n for what, _, n in happened if what == "read")
+                memory.append((node, t, rss, held, spilled, int(paused), len(spills),
+                               sum(spills), reads))
+                continue
             else:
                 continue
             if row is not None:
@@ -370,6 +378,8 @@ class JournalDB:
                                "(SELECT MAX(rowid) FROM nodes WHERE name=?)", states)
             if samples:
                 db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", samples)
+            if memory:
+                db.executemany("INSERT INTO memory VALUES (?,?,?,?,?,?,?,?,?)", memory)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -65,6 +65,8 @@ class NodeHandle:
         self.used = 0            # computing units of dispatched, unfinished tasks
         self.mem_used = 0.0
         self.alive = True
+        self.paused = False      # above its memory pause mark: no new producing task there
+        self.memory: M.MemoryReport | None = None   # its last memory report
         self.lost_reason = ""
         self.leaving: str | None = None   # the agent drains (SIGTERM, idle): no new work there
         self.samples: deque[dict[str, Any]] = deque(maxlen=720)

@@ -313,6 +313,8 @@ class Dispatcher:
                     rt.bus.emit(("sample", body["t"], 0, "", node.name, body))
             elif op == M.LEAVING:
                 self._leaving(node, body.reason, body.task_ids)
+            elif op == M.MEMORY:
+                self._memory(node, body)
             elif op == M.FATAL:
                 self._lose(node, body, cbs)
 
@@ -330,6 +332,21 @@ class Dispatcher:
             task = node.inflight.get(tid)
             if task is not None:
                 outcomes.hand_back(rt, task, node, reason)
+
+    def _memory(self, node: NodeHandle, report: M.MemoryReport) -> None:
+        """The node spilled or read back values, or paused or resumed (agent.memory)."""
+        rt = self.rt
+        node.memory = report
+        if report.paused != node.paused:
+            node.paused = report.paused
+            rt.scheduler.paused = any(n.paused for n in rt.scheduler.nodes)
+            log.info("node %s %s: %.0f MB resident", node.name,
+                     "paused (above its memory pause mark)" if node.paused else "resumed",
+                     report.rss / 1e6)
+        if rt.bus.active:       # plain values: the journal's process loads no taskflow class
+            rt.bus.emit(("memory", report.t, 0, "", node.name,
+                         (report.rss, report.held, report.spilled, report.paused,
+                          [tuple(e) for e in report.events])))
 
     def _started(self, node: NodeHandle, entries: list[tuple[int, float]]) -> None:
         """Tasks that began to run on ``node`` (not sent for known-short functions)."""

@@ -29,6 +29,7 @@ from ..providers.handle import NodeHandle
 from ..providers.local import LocalProvider
 from .. import diagnostics
 from ..context import private_dir
+from ..wire import budget
 from . import gctune, outcomes
 from .dispatch import Dispatcher
 from .state import RunState
@@ -68,14 +69,25 @@ class Runtime(RunState):
     per core); ``nodes=K`` splits them over K local node agents (N >= K; the
     first agents take the remainder), which exercises placement.
     ``providers=[...]`` replaces the local default (SSH, Slurm issues).
+    ``memory_budget`` and ``memory_pause`` set every node's memory marks (GB,
+    ``"4GiB"`` or ``"60%"`` of the node; ``taskflow.agent.memory``); the
+    cluster file may set them per node.
     """
 
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
                  placement: str = "locality", run_dir: str | None = None,
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
-                 journal: bool = True) -> None:
+                 journal: bool = True, memory_budget: float | str | None = None,
+                 memory_pause: float | str | None = None) -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
+        for what, amount in (("memory_budget", memory_budget), ("memory_pause", memory_pause)):
+            try:
+                budget.check(amount, what)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        self.memory_budget = memory_budget      # per node; wire.budget (None: 60% of it)
+        self.memory_pause = memory_pause        # None: 4/3 of the budget
         super().__init__(retries=retries, placement=placement, providers=providers if
                          providers is not None else [
                              LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)])
@@ -112,7 +124,8 @@ class Runtime(RunState):
         diagnostics.setup()
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
-                         "data_dir": self.data_dir, "run_id": self.run_id}
+                         "data_dir": self.data_dir, "run_id": self.run_id,
+                         "memory_budget": self.memory_budget, "memory_pause": self.memory_pause}
         self._open_journal()   # first: its writer process starts while the nodes do
         nodes = []
         try:

@@ -22,6 +22,7 @@ Node -> master::
     SAMPLE    dict[str, Any]             the host's load (agent.sampler)
     FATAL     str                        the node cannot go on
     LEAVING   Leaving                    draining: the listed tasks were not started
+    MEMORY    MemoryReport               values spilled or read back, paused or not
     STARTED   list[tuple[int, float]]    (task id, time) of tasks that began to run; sent
                                          for tasks not known to be short (MASTER_SHORT)
 
@@ -58,6 +59,7 @@ SAMPLE: Final = 13
 FATAL: Final = 14
 LEAVING: Final = 15
 STARTED: Final = 16
+MEMORY: Final = 17
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -194,6 +196,18 @@ class Func(NamedTuple):
     payload: bytes                # cloudpickle of (function, its file name)
 
 
+class MemoryReport(NamedTuple):
+    """The node's memory changed state (agent.memory): sent when something happened."""
+
+    t: float
+    rss: int                      # bytes resident: the agent and its executors
+    held: int                     # bytes of values held in memory
+    spilled: int                  # bytes of values on the node's disk
+    paused: bool                  # above the pause mark: no new producing task
+    events: list[tuple[str, int, int]]   # ("spill", data id, bytes), ("read", 0, how many),
+    #                                      ("pause" | "resume", 0, bytes resident)
+
+
 class Leaving(NamedTuple):
     reason: str                   # SIGTERM, idle
     task_ids: list[int]           # sent to the node but not started: place them elsewhere
@@ -211,6 +225,10 @@ class Hello(TypedDict, total=False):
     run_id: str
     idle_exit: float | None       # seconds idle before the agent leaves (Slurm pilots)
     sample_interval: float
+    memory_gb: float              # the node's memory as the master counts it (a share of
+    #                               the host for local nodes); else what the host has
+    memory_budget: float | str | None   # wire.budget amounts; None: the defaults
+    memory_pause: float | str | None
 
 
 class Ready(TypedDict, total=False):
@@ -223,6 +241,8 @@ class Ready(TypedDict, total=False):
     memory_gb: float
     python: str
     version: str
+    memory_budget: int            # bytes: above them, held values spill to disk
+    memory_pause: int             # bytes: above them, no new producing task
 
 
 ExecBatch = tuple[list[TaskWire], dict[int, Payload]]      # TASKS to an executor

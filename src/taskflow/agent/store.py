@@ -1,0 +1,185 @@
+"""The values a node holds: in memory, or spilled to the node's disk.
+
+The agent keeps a value when it is too large to travel with its result, when
+the master pushed it for a task, or when a task queued here waits for it.
+:class:`ValueStore` keeps them in memory in the order they came, and on the
+word of :class:`~.memory.NodeMemory` writes the oldest large ones to files in
+its spill directory (user-only, under the run's data directory): a value
+there is read back when a task, another node or the master needs it, and
+its file goes when the master drops the value. A spilled value's file holds
+its pickle and its out-of-band buffers one after the other (written from
+where they are, read straight into their own buffers).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import struct
+from typing import Any, BinaryIO, Iterator
+
+from ..context import private_dir
+from ..wire.messages import Packed, Payload
+
+SPILL_MIN = 64 * 1024        # bytes: smaller values are not worth a file
+_HEAD = struct.Struct(">4sII")     # magic, pickle length (or 0 for plain bytes), buffer count
+_SIZE = struct.Struct(">Q")
+_PLAIN = b"TFv1"
+_PACKED = b"TFp1"
+
+
+class ValueStore:
+    """data id -> value (``bytes`` or :class:`~taskflow.wire.messages.Packed`)."""
+
+    __slots__ = ("mem", "disk", "nbytes", "spilled", "dir", "nspills", "nreads")
+
+    def __init__(self, spill_dir: str | None = None) -> None:
+        self.mem: dict[int, Payload] = {}            # in memory, oldest first
+        self.disk: dict[int, tuple[str, int]] = {}   # spilled: (file, bytes)
+        self.nbytes = 0          # bytes of the values in memory
+        self.spilled = 0         # bytes of the values on disk
+        self.dir = spill_dir
+        self.nspills = 0
+        self.nreads = 0
+
+    # -- the mapping the agent's parts use ------------------------------------------------
+    def __contains__(self, did: object) -> bool:
+        return did in self.mem or did in self.disk
+
+    def __len__(self) -> int:
+        return len(self.mem) + len(self.disk)
+
+    def __iter__(self) -> Iterator[int]:
+        yield from list(self.mem)
+        yield from list(self.disk)
+
+    def __getitem__(self, did: int) -> Payload:
+        v = self.get(did)
+        if v is None:
+            raise KeyError(did)
+        return v
+
+    def __setitem__(self, did: int, payload: Payload) -> None:
+        self.pop(did)
+        self.mem[did] = payload
+        self.nbytes += len(payload)
+
+    def get(self, did: int) -> Payload | None:
+        """The value (read back from its file when spilled: it stays there too)."""
+        v = self.mem.get(did)
+        if v is None and did in self.disk:
+            v = self._read(did)
+        return v
+
+    def pop(self, did: int, default: None = None) -> Payload | None:
+        """Forget a value, in memory or on disk."""
+        v = self.mem.pop(did, None)
+        if v is not None:
+            self.nbytes -= len(v)
+            return v
+        entry = self.disk.pop(did, None)
+        if entry is not None:
+            path, size = entry
+            self.spilled -= size
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        return default
+
+    # -- spilling --------------------------------------------------------------------------
+    def spillable(self) -> int:
+        """Bytes of values in memory large enough to spill."""
+        return sum(len(v) for v in self.mem.values() if len(v) >= SPILL_MIN)
+
+    def spill(self, want: int) -> list[tuple[int, int]]:
+        """Write the oldest large values to disk until ``want`` bytes have left memory;
+        return [(data id, bytes)] of those written."""
+        out: list[tuple[int, int]] = []
+        freed = 0
+        for did in list(self.mem):
+            if freed >= want:
+                break
+            v = self.mem[did]
+            n = len(v)
+            if n < SPILL_MIN:
+                continue
+            self.disk[did] = (self._write(did, v), n)
+            del self.mem[did]
+            self.nbytes -= n
+            self.spilled += n
+            self.nspills += 1
+            freed += n
+            out.append((did, n))
+        return out
+
+    def _path(self, did: int) -> str:
+        if self.dir is None:
+            import tempfile
+            self.dir = tempfile.mkdtemp(prefix="taskflow-spill-")
+        private_dir(self.dir)
+        return os.path.join(self.dir, f"d{did}")
+
+    def _write(self, did: int, v: Payload) -> str:
+        path = self._path(did)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            if type(v) is Packed:
+                views = [memoryview(v.head)] + [_raw(b) for b in v.bufs]
+                head = _HEAD.pack(_PACKED, len(v.head), len(v.bufs)) + b"".join(
+                    _SIZE.pack(x.nbytes) for x in views[1:])
+            else:
+                views = [memoryview(v)]
+                head = _HEAD.pack(_PLAIN, 0, 0)
+            _write_all(fd, [memoryview(head)] + views)
+        finally:
+            os.close(fd)
+        return path
+
+    def _read(self, did: int) -> Payload:
+        path, size = self.disk[did]
+        self.nreads += 1
+        with open(path, "rb", buffering=0) as f:
+            magic, nhead, nbufs = _HEAD.unpack(_read_exact(f, _HEAD.size))
+            if magic == _PLAIN:
+                return bytes(_read_exact(f, size))
+            sizes = [_SIZE.unpack(_read_exact(f, 8))[0] for _ in range(nbufs)]
+            head = bytes(_read_exact(f, nhead))
+            bufs = []
+            for n in sizes:
+                b = bytearray(n)
+                _readinto_all(f, memoryview(b))
+                bufs.append(b)
+        return Packed(head, bufs)
+
+    def close(self) -> None:
+        """The agent leaves: its spill files go."""
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _raw(buf: Any) -> memoryview:
+    return buf.raw() if type(buf) is pickle.PickleBuffer else memoryview(buf)
+
+
+def _write_all(fd: int, views: list[memoryview]) -> None:
+    for view in views:
+        view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+
+
+def _read_exact(f: BinaryIO, n: int) -> bytearray:
+    b = bytearray(n)
+    _readinto_all(f, memoryview(b))
+    return b
+
+
+def _readinto_all(f: BinaryIO, view: memoryview) -> None:
+    done = 0
+    while done < len(view):
+        n = f.readinto(view[done:])  # type: ignore[attr-defined]
+        if not n:
+            raise OSError("a spill file ended early")
+        done += n
