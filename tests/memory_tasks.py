@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-from taskflow import INOUT, FILE_OUT, task
+from taskflow import FILE_OUT, INOUT, constraint, task
 
 
 @task(returns=bytes)
@@ -124,3 +124,21 @@ def ones(n):
 @task()
 def grow_array(a):
     return a + 1.0
+
+
+@constraint(memory_size=0.25, memory_limit=True)
+@task(returns=int)
+def allocate_limited(mb):
+    """Allocate and touch ``mb`` MB under a 0.25 GB limit."""
+    import numpy as np
+    a = np.ones(mb * 2**20 // 8)
+    return int(a.nbytes)
+
+
+@constraint(memory_size=0.25)
+@task(returns=int)
+def allocate_sized(mb):
+    """The same with memory_size only: a limit only when the run says so."""
+    import numpy as np
+    a = np.ones(mb * 2**20 // 8)
+    return int(a.nbytes)

@@ -277,3 +277,34 @@ def test_memory_amounts_are_checked_where_they_are_given(tmp_path):
     assert budget.marks(2, "3GiB", 8.0) == (2 * 10**9, 3 * 2**30)
     assert budget.marks(None, "1MB", 8.0) == (10**6, 10**6)     # a low pause mark alone
     assert budget.marks("2GB", "1GB", 8.0) == (2 * 10**9, 2 * 10**9)
+
+
+def test_a_task_past_its_memory_limit_is_stopped_with_its_limit_and_peak(rt):
+    """memory_limit=True: RLIMIT_AS on the executor while the task runs; an allocation past
+    memory_size fails, the task ends with TaskMemoryExceeded (not retried: the same limit
+    would stop it again), and the executor goes on with its old limit."""
+    from taskflow.errors import TaskMemoryExceeded
+    assert wait_on(MT.allocate_limited(50)) == 50 * 2**20          # within the limit
+    with pytest.raises(TaskMemoryExceeded) as info:
+        wait_on(MT.allocate_limited(1024))                           # 1 GiB > 0.25 GB
+    err = info.value
+    assert err.task_name.endswith("allocate_limited") and err.limit == 2**28
+    assert 0 < err.peak < 2**28 + 200 * 2**20
+    msg = str(err)
+    assert "memory limit of 0.25 GB" in msg and "RLIMIT_AS" in msg and "peak" in msg
+    assert "MemoryError" in err.remote_traceback
+    assert rt.n_retries == 0
+    # the executor's own limit is back: the same process allocates freely again
+    assert wait_on([MT.allocate_sized(600) for _ in range(2)]) == [600 * 2**20] * 2
+
+
+def test_the_run_wide_memory_limit_applies_every_memory_size(tmp_path, monkeypatch):
+    from taskflow.errors import TaskMemoryExceeded, UsageError
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs"), memory_limit=True):
+        assert wait_on(MT.allocate_sized(20)) == 20 * 2**20
+        with pytest.raises(TaskMemoryExceeded, match="memory limit of 0.25 GB"):
+            wait_on(MT.allocate_sized(600))
+        assert wait_on(MT.checksum(MT.blob(10, 1))) == 12            # no memory_size: no limit
+    with pytest.raises(UsageError, match="memory_limit=True limits the task to its memory_size"):
+        taskflow.constraint(memory_limit=True)(MT.checksum.__wrapped__)

@@ -26,8 +26,8 @@ _PARAMETERS = (
     "Prefix", "StdIOStream", "Type", "Weight")
 _SYNC = ("TaskGroup", "barrier", "barrier_group", "delete_file", "delete_object", "file_exists",
          "number_of_resources", "open", "wait_on", "wait_on_directory", "wait_on_file")
-_ERRORS = ("NodeLost", "TaskCancelled", "TaskError", "TaskflowError", "TaskTimeout",
-           "UsageError")
+_ERRORS = ("NodeLost", "TaskCancelled", "TaskError", "TaskflowError", "TaskMemoryExceeded",
+           "TaskTimeout", "UsageError")
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(_PARAMETERS, ".api.parameter"),
     **dict.fromkeys(_SYNC, ".api.sync"),

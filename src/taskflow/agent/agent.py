@@ -392,9 +392,12 @@ class Agent:
             if tid in self.cancelled:
                 self.cancelled.discard(tid)
             else:
+                limit = (head.options or {}).get("mem_limit")
+                hint = f"; it had a memory limit of {limit:g} GB and may have died allocating " \
+                    f"past it (in code that does not raise MemoryError)" if limit else ""
                 self.results.append((tid, M.ERROR, None, M.ErrorInfo(
                     "WorkerDied", f"the executor process running the task died ({status}) on "
-                    f"node {self.name}", "", None), (ex.started, time.time())))
+                    f"node {self.name}{hint}", "", None), (ex.started, time.time())))
         self.pool.spawn()
 
     def _kill_exec(self, ex: Executor) -> None:

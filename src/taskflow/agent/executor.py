@@ -30,7 +30,9 @@ from ..wire import protocol as P
 from ..wire import values as V
 from ..wire.argpath import get_path
 from ..wire.thresholds import EXEC_SHORT
+from ..errors import TaskMemoryExceeded
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
+from .limits import MemoryLimit
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
@@ -168,8 +170,49 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
         if refs:
             resolve_refs(args, kw, refs, data)
         inv = options.get("invoker") if options else None
+        limit = options.get("mem_limit") if options else None
+        if limit:
+            assert options is not None      # the limit is one of them
+            return _limited(limit, name, func, args, kw, inv, options, cur, msg)
         result = func(*args, **kw) if inv is None else \
             _invoke(inv, func, args, kw, options, cur.lines(), tid)
+        return _finish(name, result, args, kw, msg, t0)
+    except Missing as exc:      # not the task's fault: the agent sends it again with the value
+        return (tid, M.MISSING, None, M.ErrorInfo("InputMissing", str(exc), "", None),
+                (t0, time.time()))
+    except BaseException as exc:  # noqa: BLE001 - a task may raise anything
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
+            raise
+        return (tid, M.ERROR, None, _error_info(exc), (t0, time.time()))
+
+
+def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, Any],
+             inv: str | None, options: dict[str, Any], cur: _Current,
+             msg: M.TaskWire) -> M.ResultWire:
+    """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded."""
+    tid = msg[0]
+    t0 = cur.t0
+    guard = MemoryLimit(limit)
+    try:
+        with guard:
+            result = func(*args, **kw) if inv is None else \
+                _invoke(inv, func, args, kw, options, cur.lines(), tid)
+    except MemoryError as exc:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        err = TaskMemoryExceeded(guard.message(name, exc), task_name=name, task_id=tid,
+                                 kind="memory")
+        err.limit, err.peak = guard.limit, guard.peak
+        info = _error_info(err)
+        return (tid, M.OVER_MEMORY, None, M.ErrorInfo(info.type_name, info.message, tb,
+                                                      info.pickled), (t0, time.time()))
+    return _finish(name, result, args, kw, msg, t0)
+
+
+def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.TaskWire,
+            t0: float) -> M.ResultWire:
+    """A call returned: its outputs, pickled (and kept for tasks chained behind it)."""
+    tid, _, _, _, _, nout, inouts, _, _, _, _, outdids = msg
+    try:
         t1 = time.time()
         outputs: list[M.Output]
         if nout > 1:
@@ -199,9 +242,6 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
             if payload is not None:
                 keep(did, payload)  # type: ignore[arg-type]  # made here (Held: by the agent)
         return (tid, M.OK, outputs, None, (t0, t1))
-    except Missing as exc:      # not the task's fault: the agent sends it again with the value
-        return (tid, M.MISSING, None, M.ErrorInfo("InputMissing", str(exc), "", None),
-                (t0, time.time()))
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and not isinstance(exc, SystemExit):
             raise

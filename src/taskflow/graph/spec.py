@@ -66,6 +66,7 @@ class TaskSpec:
         self.retries = retries
         self.computing_units = 1
         self.memory_size = 0.0
+        self.memory_limit: bool | None = None    # memory_size is a limit (None: the run's)
         self.processors: list[Any] = []
         self.invoker = "python"       # external-program decorators change this
         self.invoker_cfg: dict[str, Any] = {}
@@ -84,12 +85,14 @@ class TaskSpec:
         return f"task {self.name}, parameter '{pname}'"
 
     def set_constraints(self, computing_units: Any = None, memory_size: Any = None,
-                        processors: Any = None) -> None:
+                        processors: Any = None, memory_limit: bool | None = None) -> None:
         """Record a ``@constraint``; the API then rebuilds the call-time hook (``prepare``)."""
         if computing_units is not None:
             self.computing_units = computing_units
         if memory_size is not None:
             self.memory_size = memory_size
+        if memory_limit is not None:
+            self.memory_limit = memory_limit
         if processors is not None:
             self.processors = processors
         self.refresh_options()
@@ -102,6 +105,8 @@ class TaskSpec:
         if self.invoker != "python":
             opts["invoker"] = self.invoker
             opts["cfg"] = self.invoker_cfg
+        if self.memory_limit and isinstance(self.memory_size, (int, float)) and self.memory_size:
+            opts["mem_limit"] = float(self.memory_size)     # GB (agent.limits)
         self.options = opts or None
 
     @property

@@ -18,7 +18,7 @@ import pickle
 import time
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from ..errors import NodeLost, TaskCancelled, TaskError, TaskTimeout
+from ..errors import NodeLost, TaskCancelled, TaskError, TaskMemoryExceeded, TaskTimeout
 from ..future import FINISHED, Future, notify_done
 from ..graph import task as T
 from ..graph.task import Task
@@ -129,14 +129,16 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
         task.attempts += 1
     retries = spec.retries if spec.retries is not None else rt.retries
     node_name = node.name if node is not None else "-"
-    if spec.on_failure == "RETRY" and task.attempts <= retries and status != M.LOST:
+    if spec.on_failure == "RETRY" and task.attempts <= retries and status != M.LOST \
+            and status != M.OVER_MEMORY:       # (the same limit would stop it again)
         _retry(rt, task, node_name, f"{etype}: {emsg}")
         return
     if status == M.LOST and (rt.scheduler.fits_ever(task.cus, task.mem) or rt.nodes_coming()) \
             and task.attempts < 100:
         _retry(rt, task, node_name, f"node {node_name} lost")
         return
-    cls = TaskTimeout if status == M.TIMEOUT else TaskError
+    cls = TaskTimeout if status == M.TIMEOUT else TaskMemoryExceeded \
+        if status == M.OVER_MEMORY else TaskError
     tries = f" after {task.attempts} attempt{'s' if task.attempts != 1 else ''}"
     msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: {emsg}")
     logs = rt.logs_command(task.id)
@@ -145,13 +147,18 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     if tb:
         msg += f"\n\nRemote traceback (task {spec.name} on {node_name}):\n{tb.rstrip()}"
     err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name, remote_traceback=tb,
-              kind="timeout" if status == M.TIMEOUT else "error")
+              kind="timeout" if status == M.TIMEOUT else "memory" if status == M.OVER_MEMORY
+              else "error")
     if blob is not None:
         try:
             import cloudpickle
-            err.__cause__ = cloudpickle.loads(blob)
+            cause = cloudpickle.loads(blob)
         except Exception:
-            pass
+            cause = None
+        if isinstance(cause, TaskMemoryExceeded) and isinstance(err, TaskMemoryExceeded):
+            err.limit, err.peak = cause.limit, cause.peak
+        elif cause is not None:
+            err.__cause__ = cause
     task.error = err
     task.state = T.FAILED
     policy = spec.on_failure

@@ -71,7 +71,8 @@ class Runtime(RunState):
     ``providers=[...]`` replaces the local default (SSH, Slurm issues).
     ``memory_budget`` and ``memory_pause`` set every node's memory marks (GB,
     ``"4GiB"`` or ``"60%"`` of the node; ``taskflow.agent.memory``); the
-    cluster file may set them per node.
+    cluster file may set them per node. ``memory_limit=True`` makes every
+    task's ``memory_size`` a limit it may not grow past (``agent.limits``).
     """
 
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
@@ -79,7 +80,7 @@ class Runtime(RunState):
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
                  journal: bool = True, memory_budget: float | str | None = None,
-                 memory_pause: float | str | None = None) -> None:
+                 memory_pause: float | str | None = None, memory_limit: bool = False) -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
         for what, amount in (("memory_budget", memory_budget), ("memory_pause", memory_pause)):
             try:
@@ -88,6 +89,7 @@ class Runtime(RunState):
                 raise UsageError(str(exc)) from None
         self.memory_budget = memory_budget      # per node; wire.budget (None: 60% of it)
         self.memory_pause = memory_pause        # None: 4/3 of the budget
+        self.memory_limit = bool(memory_limit)  # every memory_size is a limit (agent.limits)
         super().__init__(retries=retries, placement=placement, providers=providers if
                          providers is not None else [
                              LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)])
@@ -230,22 +232,27 @@ class Runtime(RunState):
             raise RuntimeNotStarted(f"task {spec.name} was called but the taskflow runtime is "
                                     f"{'stopped' if self.stopped else 'not started'}")
         prep = spec.prepare
+        opts: dict[str, Any] | None = None
         if prep is not None:        # call-time constraints / external programs (api.calltime)
             cus, mem, opts = prep(self, args, kwargs)
         else:
             cus, mem = spec.computing_units, spec.memory_size
         if cus > self._max_cus or mem > self._max_mem:
             self._cannot_fit(spec, cus, mem)
+        own = prep is not None      # the task's constraints differ from its spec's
+        if mem and self.memory_limit and spec.memory_limit is None:
+            opts = dict((opts if own else spec.options) or {}, mem_limit=float(mem))
+            own = True              # Runtime(memory_limit=True): memory_size is a limit
         made = self.builder.plain(spec, args) if not kwargs else None
         if made is not None:        # scalars only: no builder state, no submit lock
             task, value = made
-            if prep is not None:
+            if own:
                 task.cus, task.mem, task.options = cus, mem, opts
             self._record(task, ())
         else:
             with self.submit_lock:
                 task, deps, value = self.builder.build(spec, args, kwargs)
-                if prep is not None:
+                if own:
                     task.cus, task.mem, task.options = cus, mem, opts
                 self._record(task, deps)
         if self.dead:

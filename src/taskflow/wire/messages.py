@@ -68,6 +68,7 @@ TIMEOUT: Final = 2
 LOST: Final = 3                   # the node was lost (never sent by a node)
 CANCELLED_ON_NODE: Final = 4
 MISSING: Final = 5                # executor -> agent: an input is not there; the agent resends
+OVER_MEMORY: Final = 6            # the task grew past its memory limit (agent.limits)
 
 # -- how a task's argument is resolved on the node (Ref.kind) ----------------------
 RefKind = Literal["r", "p", "f", "fo", "do", "fio", "dio"]
