@@ -142,3 +142,14 @@ def allocate_sized(mb):
     import numpy as np
     a = np.ones(mb * 2**20 // 8)
     return int(a.nbytes)
+
+
+@task(returns=bytes)
+def big_slow(i, mb, pause=0.1):
+    time.sleep(pause)
+    return bytes([i % 256]) * (mb * 2**20)
+
+
+@task(returns=list)
+def heads(*values):
+    return [(len(v), v[0], v[-1]) for v in values]

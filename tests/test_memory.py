@@ -308,3 +308,27 @@ def test_the_run_wide_memory_limit_applies_every_memory_size(tmp_path, monkeypat
         assert wait_on(MT.checksum(MT.blob(10, 1))) == 12            # no memory_size: no limit
     with pytest.raises(UsageError, match="memory_limit=True limits the task to its memory_size"):
         taskflow.constraint(memory_limit=True)(MT.checksum.__wrapped__)
+
+
+def test_values_cross_between_nodes_in_parts_not_whole_through_the_master(tmp_path,
+                                                                          monkeypatch):
+    """Three 64 MiB values made on three nodes, read together on one: the two it lacks are
+    streamed to it through the master in parts, whose memory grows by far less than one
+    value (they used to be fetched whole, then kept there)."""
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(workers=3, nodes=3, run_dir=str(tmp_path / "runs"),
+                          echo_logs=False) as rt:
+        vals = [MT.big_slow(i, 64) for i in range(1, 4)]
+        taskflow.barrier()
+        assert len({next(iter(f._holders)) for f in vals}) == 3, "one value per node"
+        before = _rss(os.getpid())
+        peak = [before]
+        out = MT.heads(*vals)
+        while not out.done():
+            peak.append(_rss(os.getpid()))
+            time.sleep(0.005)
+        assert wait_on(out) == [(64 * 2**20, i, i) for i in range(1, 4)]
+        assert max(len(f._holders) for f in vals) == 2       # copied to the reader's node
+        assert all(f._payload is None for f in vals)          # none kept in the master
+        assert not rt.failed
+    assert max(peak) - before < 48 * MB, f"master grew by {(max(peak) - before) / MB:.0f} MiB"

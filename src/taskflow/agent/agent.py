@@ -11,6 +11,7 @@ and reports results, logs and resource samples. It is single-threaded (a
 from __future__ import annotations
 
 import os
+import pickle
 import selectors
 import signal
 import socket
@@ -28,6 +29,7 @@ from ..wire import budget
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from .chained import Chaining
 from .memory import NodeMemory
+from .store import Incoming, unflat
 from .placement import Placement
 from .pool import Executor, Pool, reap
 from .state import NodeState
@@ -69,6 +71,7 @@ class Agent:
         self.last_busy = time.time()
         self._held_next = 0.0             # when to look for held tasks waiting in vain
         self.memory: NodeMemory | None = None     # the budget (set at the handshake)
+        self.incoming: dict[int, Incoming] = {}   # values copied here in parts
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -232,13 +235,38 @@ class Agent:
                         self.chaining.unblock(did)
             elif op == M.FETCH:
                 self._send_parts(M.DATA, [(d, state.store.get(d)) for d in body])
+            elif op == M.PULL:
+                self._send_parts(M.PART, [self._part(d, off, n) for d, off, n in body])
+            elif op == M.PART:
+                self._assemble(body)
             elif op == M.DROP:
                 for d in body:
                     state.store.pop(d, None)
+                    self.incoming.pop(d, None)
             elif op == M.CANCEL:
                 self._cancel(set(body))
             elif op == M.SHUTDOWN:
                 self.running = False
+
+    def _part(self, did: int, off: int, n: int) -> M.PartWire:
+        """A slice of a value held here, for a copy to another node (runtime.relay)."""
+        got = self.state.store.read_range(did, off, n)
+        if got is None:
+            return (did, off, -1, None)
+        total, data = got
+        return (did, off, total, pickle.PickleBuffer(data))
+
+    def _assemble(self, parts: list[M.PartWire]) -> None:
+        """Parts of values copied here: each put in place; a whole value is held."""
+        for did, off, total, data in parts:
+            inc = self.incoming.get(did)
+            if inc is None or len(inc.buf) != total:
+                inc = self.incoming[did] = Incoming(total)
+            if inc.add(off, data):
+                del self.incoming[did]
+                self.state.store[did] = unflat(inc.buf)
+                if did in self.chaining.waiting_on:
+                    self.chaining.unblock(did)
 
     def _from_exec(self, ex: Executor) -> None:
         try:

@@ -124,33 +124,40 @@ class ValueStore:
         path = self._path(did)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            if type(v) is Packed:
-                views = [memoryview(v.head)] + [_raw(b) for b in v.bufs]
-                head = _HEAD.pack(_PACKED, len(v.head), len(v.bufs)) + b"".join(
-                    _SIZE.pack(x.nbytes) for x in views[1:])
-            else:
-                views = [memoryview(v)]
-                head = _HEAD.pack(_PLAIN, 0, 0)
-            _write_all(fd, [memoryview(head)] + views)
+            for view in flat(v):
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
         finally:
             os.close(fd)
         return path
 
     def _read(self, did: int) -> Payload:
-        path, size = self.disk[did]
+        path, _ = self.disk[did]
         self.nreads += 1
         with open(path, "rb", buffering=0) as f:
-            magic, nhead, nbufs = _HEAD.unpack(_read_exact(f, _HEAD.size))
-            if magic == _PLAIN:
-                return bytes(_read_exact(f, size))
-            sizes = [_SIZE.unpack(_read_exact(f, 8))[0] for _ in range(nbufs)]
-            head = bytes(_read_exact(f, nhead))
-            bufs = []
-            for n in sizes:
-                b = bytearray(n)
-                _readinto_all(f, memoryview(b))
-                bufs.append(b)
-        return Packed(head, bufs)
+            buf = bytearray(os.fstat(f.fileno()).st_size)
+            _readinto_all(f, memoryview(buf))
+        return unflat(buf)
+
+    def read_range(self, did: int, off: int, n: int) -> tuple[int, Any] | None:
+        """Bytes [off, off + n) of a value's flat layout (see :func:`flat`) and its whole
+        size, without reading the rest (a spilled value: from its file); None: not here."""
+        v = self.mem.get(did)
+        if v is not None:
+            views = flat(v)
+            total = sum(x.nbytes for x in views)
+            return total, _cut(views, off, n)
+        entry = self.disk.get(did)
+        if entry is None:
+            return None
+        path, _ = entry
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            total = os.fstat(fd).st_size
+            return total, os.pread(fd, max(0, min(n, total - off)), off)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         """The agent leaves: its spill files go."""
@@ -158,22 +165,83 @@ class ValueStore:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class Incoming:
+    """A value copied here in parts (runtime.relay): one buffer, filled where each part
+    goes (a part sent again, after the copy moved to another source, fills its place
+    again)."""
+
+    __slots__ = ("buf", "parts", "got")
+
+    def __init__(self, total: int) -> None:
+        self.buf = bytearray(total)
+        self.parts: dict[int, int] = {}     # offset -> bytes
+        self.got = 0
+
+    def add(self, off: int, data: Any) -> bool:
+        """Put a part in place; True once every byte is here."""
+        view = memoryview(data)
+        n = view.nbytes
+        self.buf[off:off + n] = view
+        old = self.parts.get(off)
+        if old is None:
+            self.parts[off] = n
+            self.got += n
+        return self.got >= len(self.buf)
+
+
 def _raw(buf: Any) -> memoryview:
-    return buf.raw() if type(buf) is pickle.PickleBuffer else memoryview(buf)
+    view = buf.raw() if type(buf) is pickle.PickleBuffer else memoryview(buf)
+    return view if view.format == "B" and view.ndim == 1 else view.cast("B")
 
 
-def _write_all(fd: int, views: list[memoryview]) -> None:
-    for view in views:
-        view = view.cast("B") if view.format != "B" or view.ndim != 1 else view
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
+def flat(v: Payload) -> list[memoryview]:
+    """A value as one run of bytes, in pieces: a header (kind, pickle length, buffer
+    sizes), then the pickle (or the plain pickle ``bytes``), then the buffers. Spill
+    files hold it; a value copied between nodes travels as slices of it."""
+    if type(v) is Packed:
+        views = [memoryview(v.head)] + [_raw(b) for b in v.bufs]
+        head = _HEAD.pack(_PACKED, len(v.head), len(v.bufs)) + b"".join(
+            _SIZE.pack(x.nbytes) for x in views[1:])
+        return [memoryview(head)] + views
+    return [memoryview(_HEAD.pack(_PLAIN, 0, 0)), memoryview(v)]
 
 
-def _read_exact(f: BinaryIO, n: int) -> bytearray:
-    b = bytearray(n)
-    _readinto_all(f, memoryview(b))
-    return b
+def unflat(buf: bytearray) -> Payload:
+    """The value a :func:`flat` layout holds (its buffers are views of ``buf``)."""
+    magic, nhead, nbufs = _HEAD.unpack_from(buf, 0)
+    pos = _HEAD.size
+    if magic == _PLAIN:
+        return bytes(memoryview(buf)[pos:])
+    if magic != _PACKED:
+        raise ValueError("not a taskflow value")
+    sizes = [_SIZE.unpack_from(buf, pos + 8 * i)[0] for i in range(nbufs)]
+    pos += 8 * nbufs
+    head = bytes(memoryview(buf)[pos:pos + nhead])
+    pos += nhead
+    bufs = []
+    for n in sizes:
+        bufs.append(memoryview(buf)[pos:pos + n])
+        pos += n
+    return Packed(head, bufs)
+
+
+def _cut(views: list[memoryview], off: int, n: int) -> memoryview | bytes:
+    """Bytes [off, off + n) of the pieces ``views`` (a view when inside one piece)."""
+    out: list[memoryview] = []
+    for v in views:
+        size = v.nbytes
+        if off >= size:
+            off -= size
+            continue
+        take = v[off:off + n]
+        out.append(take)
+        n -= take.nbytes
+        off = 0
+        if n <= 0:
+            break
+    if len(out) == 1:
+        return out[0]
+    return b"".join(out)
 
 
 def _readinto_all(f: BinaryIO, view: memoryview) -> None:

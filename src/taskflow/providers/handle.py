@@ -134,6 +134,10 @@ class NodeHandle:
             self.out = bytearray()
         self.parts.extend(memoryview(p).cast("B") for p in parts)
 
+    def pending_out(self) -> int:
+        """Bytes queued for the node and not written yet."""
+        return len(self.out) + sum(len(p) for p in self.parts)
+
     def flush(self) -> bool:
         """Write what the descriptor takes; True when nothing is left."""
         send = self.channel.send

@@ -25,6 +25,7 @@ from ..wire import messages as M
 from ..wire import protocol as P
 from . import lineage, outcomes
 from .outbox import Frames, Outbox
+from .relay import Relay
 from .remote_values import RemoteValues
 from .state import Waiter
 
@@ -67,6 +68,7 @@ class Dispatcher:
         self.cancel_out: dict[NodeHandle, list[int]] = {}        # task ids taken back
         self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
         self.outbox = Outbox(rt, self)         # what each round sends: TASKS, FUNC, DATA
+        self.relay = Relay(rt)                 # values copied node to node, in parts
         self.nodes: list[NodeHandle] = []
         self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
 
@@ -219,6 +221,15 @@ class Dispatcher:
                 fetches, self.fetch_queue = self.fetch_queue, []
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
+                pulls = self.relay.pulls() if self.relay else None
+            if self.relay.forward:              # parts of copies go before the tasks that
+                for node, parts in self.relay.take_forward():     # wait for them
+                    node.queue_parts(parts)
+                    sends.setdefault(node, [])
+            if pulls:
+                for node, wanted in pulls.items():
+                    node.queue(P.encode(M.PULL, wanted))
+                    sends.setdefault(node, [])
             for node, fut in fetches:
                 node.queue(P.encode(M.FETCH, [fut._did]))
                 sends.setdefault(node, [])
@@ -315,6 +326,8 @@ class Dispatcher:
                 self._leaving(node, body.reason, body.task_ids)
             elif op == M.MEMORY:
                 self._memory(node, body)
+            elif op == M.PART:
+                self.relay.parts(node, body)
             elif op == M.FATAL:
                 self._lose(node, body, cbs)
 
@@ -382,6 +395,7 @@ class Dispatcher:
         except (KeyError, ValueError):
             pass
         rt = self.rt
+        self.relay.node_lost(node)
         for did, fetch in list(self.fetches.items()):
             fut = fetch.fut
             if fut._holders and node.name in fut._holders:

@@ -12,6 +12,8 @@ what each body is. Master -> node::
     DROP      list[int]                  data ids no longer needed
     CANCEL    list[int]                  task ids to kill or forget
     SHUTDOWN  None
+    PULL      list[tuple[int, int, int]] (data id, offset, bytes): parts of values to send
+    PART      list[PartWire]             parts of a value copied here (runtime.relay)
 
 Node -> master::
 
@@ -25,6 +27,7 @@ Node -> master::
     MEMORY    MemoryReport               values spilled or read back, paused or not
     STARTED   list[tuple[int, float]]    (task id, time) of tasks that began to run; sent
                                          for tasks not known to be short (MASTER_SHORT)
+    PART      list[PartWire]             answer to PULL (total -1: the value is not here)
 
 The hot messages (a task, a result, a log line) travel as *plain tuples*
 whose fields are those of the named tuple of the same name: pickling a tuple
@@ -52,6 +55,7 @@ FETCH: Final = 4
 DROP: Final = 5
 CANCEL: Final = 6
 SHUTDOWN: Final = 7
+PULL: Final = 8
 READY: Final = 10
 RESULTS: Final = 11
 LOG: Final = 12
@@ -60,6 +64,7 @@ FATAL: Final = 14
 LEAVING: Final = 15
 STARTED: Final = 16
 MEMORY: Final = 17
+PART: Final = 18
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -93,6 +98,8 @@ DataItem = tuple[int, Union["Payload", None]]
 LineWire = tuple[float, str, str]       # (time, STDOUT | STDERR | RAW, text)
 TaskLines = tuple[int, list[LineWire]]
 LogWire = tuple[int, float, str, str]   # (task id, time, level, text)
+# (data id, offset, total bytes, the bytes): a slice of a value's flat layout (agent.store.flat)
+PartWire = tuple[int, int, int, Any]
 Timing = tuple[float, float]            # (start, end) on the node
 
 
@@ -137,10 +144,10 @@ class Packed:
 
     def __init__(self, head: bytes, bufs: list[Any]) -> None:
         self.head = head
-        # a buffer read from a frame may come as a read-only view of the bytearray it
-        # was read into: keep the bytearray itself (a task then gets a writable array)
-        self.bufs = [b.obj if type(b) is memoryview and type(b.obj) is bytearray else b
-                     for b in bufs]
+        # a buffer read from a frame may come as a read-only view of the whole bytearray
+        # it was read into: keep the bytearray itself (a task then gets a writable array)
+        self.bufs = [b.obj if type(b) is memoryview and type(b.obj) is bytearray
+                     and b.nbytes == len(b.obj) else b for b in bufs]
         self.size = len(head) + sum(memoryview(b).nbytes for b in self.bufs)
 
     def __len__(self) -> int:
