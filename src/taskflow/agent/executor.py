@@ -409,6 +409,8 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
             P.write_parts(wfd, P.encode_parts(M.RESULTS, (results, logs_out)))
             results.clear()
             logs_out.clear()
+            r = o = res = None  # type: ignore[assignment]   # (a reader may take the value:
+            #                     these names must not keep it, nor its buffers, alive)
     if len(produced.values) > produced.limit:
         produced._trim()
     return results, logs_out
