@@ -43,24 +43,35 @@ MiB = 2**20
 
 # -- what the child runs --------------------------------------------------------------------
 class Peak:
-    """Peak of the summed RSS of this process and all below it (or of this one only)."""
+    """Peak of the summed RSS of this process and all below it (or of this one only).
+
+    The processes are listed once and again every second (walking /proc for children
+    is slow on a busy machine); each sample reads /proc/<pid>/statm."""
 
     def __init__(self, tree: bool = True) -> None:
-        import psutil
-        self.me = psutil.Process()
         self.tree = tree
         self.peak = 0
         self._stop = False
+        self._pids: list[int] = []
+        self._listed = 0.0
         self.t = threading.Thread(target=self._run, daemon=True)
 
-    def now(self) -> int:
+    def _list(self) -> list[int]:
         import psutil
-        procs = [self.me] + (self.me.children(recursive=True) if self.tree else [])
+        me = psutil.Process()
+        kids = me.children(recursive=True) if self.tree else []
+        self._pids = [me.pid] + [k.pid for k in kids]
+        self._listed = time.monotonic()
+        return self._pids
+
+    def now(self) -> int:
+        pids = self._pids if time.monotonic() - self._listed < 1.0 else self._list()
         total = 0
-        for p in procs:
+        for pid in pids:
             try:
-                total += p.memory_info().rss
-            except psutil.Error:
+                with open(f"/proc/{pid}/statm", "rb") as f:
+                    total += int(f.read().split()[1]) * 4096
+            except (OSError, ValueError, IndexError):
                 pass
         return total
 

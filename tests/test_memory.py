@@ -332,3 +332,33 @@ def test_values_cross_between_nodes_in_parts_not_whole_through_the_master(tmp_pa
         assert all(f._payload is None for f in vals)          # none kept in the master
         assert not rt.failed
     assert max(peak) - before < 48 * MB, f"master grew by {(max(peak) - before) / MB:.0f} MiB"
+
+
+def test_taskflow_run_takes_the_memory_options(tmp_path):
+    """taskflow run --memory-budget/--memory-limit: a tiny budget spills (journal, report);
+    the limit stops a task past its memory_size; a wrong amount is a usage error."""
+    import subprocess
+    import sys
+    from taskflow.journal.reader import Journal
+    script = tmp_path / "wf.py"
+    script.write_text(
+        "import numpy as np\nfrom taskflow import constraint, task, wait_on\n"
+        "@task()\ndef big(n):\n    return np.ones(n)\n"
+        "@task(returns=float)\ndef total(a):\n    return float(a.sum())\n"
+        "@constraint(memory_size=0.05)\n@task(returns=int)\ndef hog(mb):\n"
+        "    return int(np.ones(mb * 2**17).nbytes)\n"
+        "print('sum', wait_on(total(big(200_000))))\n"
+        "try:\n    wait_on(hog(400))\nexcept Exception as e:\n"
+        "    print('stopped', type(e).__name__)\n")
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "-w", "1", "--memory-budget",
+                        "1MB", "--memory-limit", str(script)], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert "sum 200000.0" in r.stdout and "stopped TaskMemoryExceeded" in r.stdout, r.stderr
+    (run_id,) = os.listdir(tmp_path / "runs")
+    with Journal(str(tmp_path / "runs" / run_id)) as j:
+        assert sum(m["spills"] for m in j.memory()) >= 1
+    bad = subprocess.run([sys.executable, "-m", "taskflow", "run", "--memory-budget", "lots",
+                          str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "memory_budget must be a number of GB" in bad.stderr

@@ -11,7 +11,6 @@ and reports results, logs and resource samples. It is single-threaded (a
 from __future__ import annotations
 
 import os
-import pickle
 import selectors
 import signal
 import socket
@@ -28,8 +27,8 @@ from ..wire.channel import Channel, FdChannel
 from ..wire import budget
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from .chained import Chaining
+from .holding import INLINE_MAX, Holding
 from .memory import NodeMemory
-from .store import Incoming, unflat
 from .placement import Placement
 from .pool import Executor, Pool, reap
 from .state import NodeState
@@ -37,9 +36,6 @@ from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from .sampler import Sampler
-
-INLINE_MAX = 256 * 1024   # larger results stay on the node until fetched
-
 
 class Agent:
     def __init__(self, rfd: int, wfd: int, channel: Channel | None = None) -> None:
@@ -57,6 +53,7 @@ class Agent:
         self.placement = Placement(self.state, self.queue, self.pool)
         self.chaining = Chaining(self.state, self.queue, self.placement)
         self.placement.chaining = self.chaining
+        self.holding = Holding(self.state, self.queue, self.chaining, self._send_parts)
         self.results: list[M.ResultWire] = []     # to the master at the end of the round
         self.logs: list[M.LogWire] = []
         self.cancelled: set[int] = set()          # queued behind a running task, then cancelled
@@ -71,7 +68,6 @@ class Agent:
         self.last_busy = time.time()
         self._held_next = 0.0             # when to look for held tasks waiting in vain
         self.memory: NodeMemory | None = None     # the budget (set at the handshake)
-        self.incoming: dict[int, Incoming] = {}   # values copied here in parts
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -86,7 +82,7 @@ class Agent:
         if cfg.get("data_dir"):         # file versions of the run: user-only on this node too
             private_dir(cfg["data_dir"])
         os.environ.update(cfg.get("env", {}))
-        self.name = cfg.get("name", self.name)
+        self.name = self.holding.name = cfg.get("name", self.name)
         self.slots = int(cfg.get("slots") or os.cpu_count() or 1)
         self.idle_exit = cfg.get("idle_exit")
         store = self.state.store
@@ -228,45 +224,19 @@ class Agent:
             elif op == M.FUNC:
                 state.funcs[body.digest] = body.payload
             elif op == M.DATA:
-                waiting_on = self.chaining.waiting_on
-                for did, payload in body:
-                    state.store[did] = payload
-                    if did in waiting_on:
-                        self.chaining.unblock(did)
+                self.holding.data(body)
             elif op == M.FETCH:
-                self._send_parts(M.DATA, [(d, state.store.get(d)) for d in body])
+                self.holding.fetch(body)
             elif op == M.PULL:
-                self._send_parts(M.PART, [self._part(d, off, n) for d, off, n in body])
+                self.holding.pull(body)
             elif op == M.PART:
-                self._assemble(body)
+                self.holding.parts(body)
             elif op == M.DROP:
-                for d in body:
-                    state.store.pop(d, None)
-                    self.incoming.pop(d, None)
+                self.holding.drop(body)
             elif op == M.CANCEL:
                 self._cancel(set(body))
             elif op == M.SHUTDOWN:
                 self.running = False
-
-    def _part(self, did: int, off: int, n: int) -> M.PartWire:
-        """A slice of a value held here, for a copy to another node (runtime.relay)."""
-        got = self.state.store.read_range(did, off, n)
-        if got is None:
-            return (did, off, -1, None)
-        total, data = got
-        return (did, off, total, pickle.PickleBuffer(data))
-
-    def _assemble(self, parts: list[M.PartWire]) -> None:
-        """Parts of values copied here: each put in place; a whole value is held."""
-        for did, off, total, data in parts:
-            inc = self.incoming.get(did)
-            if inc is None or len(inc.buf) != total:
-                inc = self.incoming[did] = Incoming(total)
-            if inc.add(off, data):
-                del self.incoming[did]
-                self.state.store[did] = unflat(inc.buf)
-                if did in self.chaining.waiting_on:
-                    self.chaining.unblock(did)
 
     def _from_exec(self, ex: Executor) -> None:
         try:
@@ -325,10 +295,10 @@ class Agent:
                     for payload in outputs:
                         kind = type(payload)
                         if (kind is bytes and len(payload) > INLINE_MAX) or kind is packed:
-                            res = self._keep_large(res, tmsg)
+                            res = self.holding.keep_large(res, tmsg)
                             break
                 elif status == M.MISSING and tmsg is not None:
-                    res = self._resend(res, tmsg)
+                    res = self.holding.resend(res, tmsg)
                     if res is None:
                         continue
                 results.append(res)
@@ -345,39 +315,6 @@ class Agent:
             mean_next = mean.get(nxt.digest)
             if mean_next is None or mean_next >= RUNNING_SIGNAL_MIN:
                 self.state.started.append((nxt.task_id, rs_end))
-
-    def _keep_large(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire:
-        """Results above INLINE_MAX (and every value with out-of-band buffers) stay here;
-        the master gets a :class:`Held` marker."""
-        tid, status, outputs, error, timing = res
-        if status != M.OK or not outputs:
-            return res
-        outs = list(outputs)
-        for i, payload in enumerate(outputs):
-            if (type(payload) is bytes and len(payload) > INLINE_MAX) or \
-                    type(payload) is M.Packed:
-                assert payload is not None
-                key = tmsg.outputs[i]
-                self.state.store[key] = payload
-                outs[i] = M.Held(key, len(payload))
-        return (tid, status, outs, error, timing)
-
-    def _resend(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire | None:
-        """An executor lacked an input of ``tmsg`` (taken by another reader, or trimmed):
-        the task goes again with the value held here; else it fails back to the master,
-        which retries it (None: resent)."""
-        store = self.state.store
-        for _, kind, payload in tmsg.refs or ():
-            dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED \
-                else []
-            if any(d not in store for d in dids):
-                tid, _, _, error, timing = res
-                msg = error.message if error is not None else "an input is missing"
-                return (tid, M.ERROR, None, M.ErrorInfo(
-                    "RuntimeError", f"{msg} on node {self.name} (its producer failed or was "
-                    f"moved); the task will be rescheduled", "", None), timing)
-        self.queue.push(tmsg)
-        return None
 
     # -- failures on the node ---------------------------------------------
     def _check_deadlines(self) -> None:

@@ -77,6 +77,7 @@ class Pool:
         os.close(t_r)
         os.close(r_w)
         P.grow_pipe(t_w)
+        P.grow_pipe(r_r)                # results with large values: a MiB per read, not 64 KiB
         os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
         os.set_blocking(r_r, False)     # nor wait on a read that a stale event announced
         ex = Executor(pid, t_w, r_r)

@@ -37,6 +37,9 @@ from ..observe.cliopts import OptionalValueCommand
 @click.option("--memory-pause", default=None, metavar="AMOUNT",
               help="Per node: above it, the node takes no new task that only makes values "
                    "(default 4/3 of the budget).")
+@click.option("--memory-limit", is_flag=True, default=False,
+              help="Every task's memory_size is also a limit: a task that grows past it is "
+                   "stopped (TaskMemoryExceeded).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"],
                                                case_sensitive=False), default="warning",
               show_default=True)
@@ -68,7 +71,7 @@ from ..observe.cliopts import OptionalValueCommand
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: str | None,
-        memory_budget: str | None, memory_pause: str | None,
+        memory_budget: str | None, memory_pause: str | None, memory_limit: bool,
         log_level: str, progress: bool | None, graph_: bool, trace_: bool, monitor: int | None,
         script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
@@ -85,6 +88,8 @@ def run(workers: int | None, nodes: int, retries: int, placement: str, run_dir: 
     for key, amount in (("memory_budget", memory_budget), ("memory_pause", memory_pause)):
         if amount is not None:      # the command line wins over the cluster file
             rt_opts[key] = _amount(amount)
+    if memory_limit:
+        rt_opts["memory_limit"] = True
     try:
         rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, **rt_opts)
     except UsageError as exc:

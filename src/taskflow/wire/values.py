@@ -48,7 +48,7 @@ def dump(value: Any) -> Payload:
         if len(value) < OOB_MIN:
             return pickle.dumps(value, PROTOCOL)
         head = pickle.dumps(_OobBytes(value), PROTOCOL, buffer_callback=bufs.append)
-        return Packed(head, bufs)
+        return Packed(head, [value])     # the bytes object itself: loading it copies nothing
 
     def keep(buf: pickle.PickleBuffer) -> bool:
         if memoryview(buf).nbytes < OOB_MIN:
@@ -65,7 +65,8 @@ def load(payload: Payload, take: bool = False) -> Any:
     if type(payload) is bytes:
         return pickle.loads(payload)
     assert isinstance(payload, Packed)
-    bufs = payload.bufs if take else [bytearray(raw(b)) for b in payload.bufs]
+    bufs = payload.bufs if take else [b if type(b) is bytes else bytearray(raw(b))
+                                      for b in payload.bufs]    # (bytes: shared, immutable)
     return pickle.loads(payload.head, buffers=bufs)
 
 
