@@ -362,3 +362,19 @@ def test_taskflow_run_takes_the_memory_options(tmp_path):
                           str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "memory_budget must be a number of GB" in bad.stderr
+
+
+def test_wait_on_builds_the_value_on_the_bytes_that_came(rt):
+    """A 64 MB array held on a node: wait_on brings it once; the program's array is built
+    on the received buffer and the master keeps no second copy (the node serves it)."""
+    import numpy as np
+    a = MT.ones(8 * 2**20)                      # 64 MiB
+    assert wait_on(MT.total(a)) == 8 * 2**20
+    before = _rss(os.getpid())
+    v = wait_on(a)
+    grew = _rss(os.getpid()) - before
+    assert v.flags.writeable and np.all(v[:10] == 1.0)
+    assert a._payload is None and a._holders        # let go: the node still has it
+    assert grew < 100 * MB, f"the master grew by {grew / MB:.0f} MiB for a 64 MiB value"
+    v[:] = 2.0                                       # the program's own: nobody else sees it
+    assert wait_on(MT.total(a)) == 8 * 2**20

@@ -46,6 +46,10 @@ class FutureHost(Protocol):
     def fetch_payload(self, fut: Future) -> Payload:
         """Bring a value that stayed on a node to the master."""
 
+    def take_payload(self, fut: Future) -> tuple[Payload, bool]:
+        """The value's payload for the program, and whether the master let go of it (the
+        value also lives on a node, which serves it from now on)."""
+
     def add_done_callback(self, fut: Future, fn: Callable[[Future], Any]) -> bool:
         """Register ``fn`` unless ``fut`` is finished already (then False)."""
 
@@ -180,12 +184,17 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     def _value(self) -> Any:
         v = self._result
         if v is _NOVALUE:
-            payload = self._payload
-            if payload is None:
-                assert self._rt is not None     # a value left on a node: a runtime's future
-                payload = self._rt.fetch_payload(self)
-            v = self._result = values.load(payload)    # (a copy: the payload may still go
-        return v                                            # to a node)
+            rt = self._rt
+            if rt is None:
+                payload, own = self._payload, False
+                assert payload is not None      # (a future of no runtime holds its value)
+            else:
+                payload, own = rt.take_payload(self)
+            # own: the value also lives on a node, which serves whoever needs it next, so
+            # the program's object is built on the bytes that came; else a copy (the
+            # payload may still go to a node)
+            v = self._result = values.load(payload, take=own)
+        return v
 
     def __repr__(self) -> str:
         name = self._label or (self._producer.spec.name if self._producer is not None else "")

@@ -378,6 +378,15 @@ class Runtime(RunState):
             raise RuntimeError(f"the value of {fut!r} could not be fetched: its node was lost")
         return fut._payload
 
+    def take_payload(self, fut: Future) -> tuple[Payload, bool]:
+        """The payload for ``wait_on``; let go of it when a node holds the value too."""
+        payload = fut._payload if fut._payload is not None else self.fetch_payload(fut)
+        with self.lock:
+            if fut._holders and fut._payload is not None:
+                fut._payload = None
+                return payload, True
+        return payload, False
+
     def add_done_callback(self, fut: Future, fn: Callable[[Future], Any]) -> bool:
         with self.lock:
             if fut._state is FINISHED:
