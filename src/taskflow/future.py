@@ -14,6 +14,7 @@ its bytes are (``_payload`` at the master, ``_holders`` on nodes).
 from __future__ import annotations
 
 import concurrent.futures as _cf
+import pickle
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NoReturn, Protocol
 
@@ -184,6 +185,10 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     def _value(self) -> Any:
         v = self._result
         if v is _NOVALUE:
+            payload = self._payload
+            if type(payload) is bytes and not self._holders:     # the common case: inline
+                v = self._result = pickle.loads(payload)
+                return v
             rt = self._rt
             if rt is None:
                 payload, own = self._payload, False
