@@ -85,7 +85,7 @@ class NodeMemory:
         self._held_then = store.nbytes
         used = self.measure()
         events: list[tuple[str, int, int]] = []
-        if used > self.budget and store.nbytes:
+        if used > self.budget and store.large:
             for did, n in store.spill(used - int(0.9 * self.budget)):
                 events.append(("spill", did, n))
                 used -= n

@@ -31,10 +31,11 @@ _PACKED = b"TFp1"
 class ValueStore:
     """data id -> value (``bytes`` or :class:`~taskflow.wire.messages.Packed`)."""
 
-    __slots__ = ("mem", "disk", "nbytes", "spilled", "dir", "nspills", "nreads")
+    __slots__ = ("mem", "large", "disk", "nbytes", "spilled", "dir", "nspills", "nreads")
 
     def __init__(self, spill_dir: str | None = None) -> None:
         self.mem: dict[int, Payload] = {}            # in memory, oldest first
+        self.large: dict[int, None] = {}             # those worth spilling, oldest first
         self.disk: dict[int, tuple[str, int]] = {}   # spilled: (file, bytes)
         self.nbytes = 0          # bytes of the values in memory
         self.spilled = 0         # bytes of the values on disk
@@ -62,7 +63,10 @@ class ValueStore:
     def __setitem__(self, did: int, payload: Payload) -> None:
         self.pop(did)
         self.mem[did] = payload
-        self.nbytes += len(payload)
+        n = len(payload)
+        self.nbytes += n
+        if n >= SPILL_MIN:
+            self.large[did] = None
 
     def get(self, did: int) -> Payload | None:
         """The value (read back from its file when spilled: it stays there too)."""
@@ -76,6 +80,7 @@ class ValueStore:
         v = self.mem.pop(did, None)
         if v is not None:
             self.nbytes -= len(v)
+            self.large.pop(did, None)
             return v
         entry = self.disk.pop(did, None)
         if entry is not None:
@@ -88,24 +93,19 @@ class ValueStore:
         return default
 
     # -- spilling --------------------------------------------------------------------------
-    def spillable(self) -> int:
-        """Bytes of values in memory large enough to spill."""
-        return sum(len(v) for v in self.mem.values() if len(v) >= SPILL_MIN)
-
     def spill(self, want: int) -> list[tuple[int, int]]:
         """Write the oldest large values to disk until ``want`` bytes have left memory;
         return [(data id, bytes)] of those written."""
         out: list[tuple[int, int]] = []
         freed = 0
-        for did in list(self.mem):
+        for did in list(self.large):
             if freed >= want:
                 break
             v = self.mem[did]
             n = len(v)
-            if n < SPILL_MIN:
-                continue
             self.disk[did] = (self._write(did, v), n)
             del self.mem[did]
+            del self.large[did]
             self.nbytes -= n
             self.spilled += n
             self.nspills += 1
