@@ -295,7 +295,7 @@ def test_a_task_past_its_memory_limit_is_stopped_with_its_limit_and_peak(rt):
     assert "MemoryError" in err.remote_traceback
     assert rt.n_retries == 0
     # the executor's own limit is back: the same process allocates freely again
-    assert wait_on([MT.allocate_sized(600) for _ in range(2)]) == [600 * 2**20] * 2
+    assert wait_on([MT.allocate_sized(300) for _ in range(2)]) == [300 * 2**20] * 2
 
 
 def test_the_run_wide_memory_limit_applies_every_memory_size(tmp_path, monkeypatch):
@@ -304,7 +304,7 @@ def test_the_run_wide_memory_limit_applies_every_memory_size(tmp_path, monkeypat
     with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs"), memory_limit=True):
         assert wait_on(MT.allocate_sized(20)) == 20 * 2**20
         with pytest.raises(TaskMemoryExceeded, match="memory limit of 0.25 GB"):
-            wait_on(MT.allocate_sized(600))
+            wait_on(MT.allocate_sized(400))
         assert wait_on(MT.checksum(MT.blob(10, 1))) == 12            # no memory_size: no limit
     with pytest.raises(UsageError, match="memory_limit=True limits the task to its memory_size"):
         taskflow.constraint(memory_limit=True)(MT.checksum.__wrapped__)
