@@ -12,6 +12,7 @@ where they are, read straight into their own buffers).
 """
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import shutil
@@ -20,6 +21,7 @@ from typing import Any, BinaryIO, Iterator
 
 from ..context import private_dir
 from ..wire.messages import Packed, Payload
+from ..wire.protocol import buffer
 
 SPILL_MIN = 64 * 1024        # bytes: smaller values are not worth a file
 _HEAD = struct.Struct(">4sII")     # magic, pickle length (or 0 for plain bytes), buffer count
@@ -136,7 +138,7 @@ class ValueStore:
         path, _ = self.disk[did]
         self.nreads += 1
         with open(path, "rb", buffering=0) as f:
-            buf = bytearray(os.fstat(f.fileno()).st_size)
+            buf = buffer(os.fstat(f.fileno()).st_size)
             _readinto_all(f, memoryview(buf))
         return unflat(buf)
 
@@ -173,7 +175,7 @@ class Incoming:
     __slots__ = ("buf", "parts", "got")
 
     def __init__(self, total: int) -> None:
-        self.buf = bytearray(total)
+        self.buf = buffer(total)
         self.parts: dict[int, int] = {}     # offset -> bytes
         self.got = 0
 
@@ -206,7 +208,7 @@ def flat(v: Payload) -> list[memoryview]:
     return [memoryview(_HEAD.pack(_PLAIN, 0, 0)), memoryview(v)]
 
 
-def unflat(buf: bytearray) -> Payload:
+def unflat(buf: bytearray | mmap.mmap) -> Payload:
     """The value a :func:`flat` layout holds (its buffers are views of ``buf``)."""
     magic, nhead, nbufs = _HEAD.unpack_from(buf, 0)
     pos = _HEAD.size

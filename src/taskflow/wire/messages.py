@@ -43,6 +43,7 @@ looks at it through the named tuple with :func:`tasks` (a C-level cast,
 from __future__ import annotations
 
 import functools
+import mmap
 import pickle
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, Union, final
 
@@ -128,6 +129,9 @@ class Held(NamedTuple):
     size: int                     # bytes
 
 
+_OWN = (bytearray, mmap.mmap)     # buffers a frame is read into (protocol.buffer)
+
+
 @final
 class Packed:
     """A value pickled with its large buffers out of band (pickle protocol 5).
@@ -146,8 +150,8 @@ class Packed:
         self.head = head
         # a buffer read from a frame may come as a read-only view of the whole bytearray
         # it was read into: keep the bytearray itself (a task then gets a writable array)
-        self.bufs = [b.obj if type(b) is memoryview and type(b.obj) is bytearray
-                     and b.nbytes == len(b.obj) else b for b in bufs]
+        self.bufs = [b.obj if type(b) is memoryview and type(b.obj) in _OWN
+                     and b.nbytes == len(b.obj) else b for b in bufs]  # type: ignore[arg-type]
         self.size = len(head) + sum(memoryview(b).nbytes for b in self.bufs)
 
     def __len__(self) -> int:

@@ -17,6 +17,7 @@ the reader allocates each buffer once and reads straight into it. So a
 from __future__ import annotations
 
 import functools
+import mmap
 import os
 import pickle
 import struct
@@ -64,6 +65,17 @@ def frame_size(parts: list[Part]) -> int:
     return sum(memoryview(p).nbytes for p in parts)
 
 
+BIG = 256 * 1024      # bytes: a buffer at least this large is a fresh anonymous mapping
+
+
+def buffer(n: int) -> bytearray | mmap.mmap:
+    """A writable buffer of ``n`` bytes to read into. A large one is an anonymous mapping:
+    its pages come zeroed from the kernel as the read fills them (a ``bytearray`` is
+    zeroed by a pass of its own first), and go back to it the moment the buffer is
+    freed."""
+    return mmap.mmap(-1, n) if n >= BIG else bytearray(n)
+
+
 class _Big:
     """A frame with out-of-band buffers, being read: its pickle, its buffers, how far."""
 
@@ -71,7 +83,7 @@ class _Big:
 
     def __init__(self, blob: bytes, sizes: list[int]) -> None:
         self.blob = blob
-        self.bufs = [bytearray(n) for n in sizes]
+        self.bufs = [buffer(n) for n in sizes]
         self.index = 0          # the buffer being filled
         self.done = 0           # bytes of it filled
 
