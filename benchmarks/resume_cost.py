@@ -12,6 +12,7 @@ Workloads:
   G    1,000,000 no-op tasks in one run (``--g``; takes minutes)
 
     python benchmarks/resume_cost.py [--repeat 5] [--g] [--g-tasks 1000000]
+                                     [--checkpoint tasks=1000,seconds=30]
 """
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def noop(x):
 def blob(i, n):
     return i.to_bytes(8, "little") * (n // 8)
 kind, mode, n, root = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+ckpt = sys.argv[5] if mode == "ckpt" else None
 with taskflow.Runtime(workers=2, run_dir=root, echo_logs=False,
-                      resumable=(mode == "on")) as rt:
+                      resumable=(mode != "off"), checkpoint=ckpt) as rt:
     wait_on([noop(i) for i in range(200)])          # warm-up: executors, function shipping
     t0 = time.perf_counter()
     if kind in ("A", "G"):
@@ -46,7 +48,7 @@ with taskflow.Runtime(workers=2, run_dir=root, echo_logs=False,
         assert all(len(v) == size - size % 8 for v in vals)
         count = n
     dt = time.perf_counter() - t0
-    log = rt.log.path if mode == "on" else None
+    log = rt.log.path if mode != "off" else None
 t_total = time.perf_counter() - t0                  # stop() included: the last writes
 self_ru = resource.getrusage(resource.RUSAGE_SELF)
 import os
@@ -59,8 +61,8 @@ print(json.dumps({"tps": count / dt, "seconds": dt, "with_stop": t_total,
 DEFAULT_SIZES = {"A": 10_000, "V10K": 2_000, "V1M": 200}
 
 
-def measure(kind: str, mode: str, n: int, root: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, kind, mode, str(n), root],
+def measure(kind: str, mode: str, n: int, root: str, policy: str = "") -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, kind, mode, str(n), root, policy],
                          capture_output=True, text=True, cwd=root)
     if out.returncode != 0:
         raise SystemExit(f"{kind} {mode}: the child failed:\n{out.stderr}")
@@ -73,6 +75,8 @@ def main() -> None:
     ap.add_argument("--g", action="store_true", help="also run G (1,000,000 tasks)")
     ap.add_argument("--g-tasks", type=int, default=1_000_000)
     ap.add_argument("--only", default=None, help="workloads, e.g. A,V1M")
+    ap.add_argument("--checkpoint", default=None, metavar="POLICY",
+                    help="also measure a checkpoint policy (e.g. tasks=1000,seconds=30)")
     a = ap.parse_args()
     sizes = dict(DEFAULT_SIZES)
     if a.g:
@@ -83,12 +87,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as root:
         for kind, n in sizes.items():
             res: dict[str, list[dict]] = {"off": [], "on": []}
+            if a.checkpoint:
+                res["ckpt"] = []
             reps = a.repeat if kind != "G" else max(1, a.repeat // 2)
             for i in range(reps):
-                for mode in (("on", "off") if i % 2 == 0 else ("off", "on")):
-                    r = measure(kind, mode, n, root)
+                order = ("on", "off", "ckpt") if i % 2 == 0 else ("ckpt", "off", "on")
+                for mode in (m for m in order if m in res):
+                    r = measure(kind, mode, n, root, a.checkpoint or "")
                     res[mode].append(r)
-                    print(f"{kind:>5} {mode:>3}: {r['tps']:9.0f} tasks/s, master CPU "
+                    print(f"{kind:>5} {mode:>4}: {r['tps']:9.0f} tasks/s, master CPU "
                           f"{r['master_cpu']:.2f} s, peak RSS {r['peak_rss'] / 2**20:.0f} MiB, "
                           f"log {r['log_bytes'] / 2**20:.1f} MiB", flush=True)
             med = {m: {k: statistics.median(x[k] for x in v) for k in v[0]}
@@ -104,6 +111,14 @@ def main() -> None:
               f"{on['tps'] / off['tps']:.3f} | {on['master_cpu'] / off['master_cpu']:.3f} | "
               f"{off['peak_rss'] / 2**20:.0f} -> {on['peak_rss'] / 2**20:.0f} MiB | "
               f"{on['log_bytes'] / 2**20:.1f} MiB |")
+    if a.checkpoint:
+        print(f"\nwith --checkpoint {a.checkpoint}:\n")
+        print("| workload | off tasks/s | checkpoint tasks/s | checkpoint/off | on/off |")
+        print("|---|---|---|---|---|")
+        for kind, _n, med in rows:
+            off, on, ck = med["off"], med["on"], med["ckpt"]
+            print(f"| {kind} | {off['tps']:,.0f} | {ck['tps']:,.0f} | "
+                  f"{ck['tps'] / off['tps']:.3f} | {on['tps'] / off['tps']:.3f} |")
     print(json.dumps({"repeat": a.repeat, "rows": [{"workload": k, "tasks": n, "median": m}
                                                    for k, n, m in rows]}), file=sys.stderr)
 

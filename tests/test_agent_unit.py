@@ -134,3 +134,69 @@ def test_a_task_held_for_a_value_nothing_here_makes_is_given_up_after_the_wait()
     # waits for d1001, which its executor is making
     assert [(t.task_id, lacking) for t, lacking in late] == [(3, [777])]
     assert set(ch.blocked) == {2} and 777 not in ch.waiting_on
+
+
+def test_only_the_last_reader_on_an_executor_is_built_on_the_buffers_that_came():
+    """Three tasks of one frame read one array: the first two get copies (the value stays
+    for the third), the last takes the buffers themselves; a change made by a reader is
+    seen by nobody else; a reader that finds nothing left is Missing (the agent resends)."""
+    import numpy as np
+    import pytest
+    from taskflow.agent import inputs
+    from taskflow.wire import values as V
+    payload = V.dump(np.arange(100_000, dtype=np.float64))
+    came = [memoryview(b).tobytes() for b in payload.bufs]
+    sent = M.Packed(payload.head, [bytearray(b) for b in came])     # as a frame brings it
+    tasks = [(tid, F, (None,), [((0,), M.REF_VALUE, 7)], None, 1, None, None, 0, 1, False,
+              [100 + tid]) for tid in (1, 2, 3)]
+    data: dict[int, M.Payload] = {7: sent}
+    inputs.AHEAD.frames, inputs.AHEAD.frame = [(M.TASKS, (tasks, data))], 0
+    got = []
+    try:
+        for t in tasks:
+            inputs.AHEAD.task = t
+            args = [None]
+            inputs.resolve_refs(args, {}, t[3], data)
+            (a,) = args
+            got.append(a)
+            shares = np.shares_memory(a, np.frombuffer(sent.bufs[0], dtype=np.uint8))
+            assert shares == (t is tasks[-1]), f"task {t[0]}: shares={shares}"
+            assert float(a[1]) == 1.0           # nobody before changed it
+            a[:] = -1                           # this reader changes its own input
+        assert 7 not in data                    # taken by the last reader
+        with pytest.raises(inputs.Missing):
+            inputs.resolve_refs([None], {}, tasks[0][3], data)
+    finally:
+        inputs.AHEAD.frames, inputs.AHEAD.task = [], None
+    assert all(float(a[5]) == -1.0 for a in got)
+
+
+def test_the_store_spills_the_oldest_large_values_and_reads_them_back(tmp_path):
+    """Values in memory oldest first; spilling writes the oldest of 64 KiB or more to
+    0600 files and frees their memory; a spilled value comes back whole (get), in slices
+    of its flat layout (read_range, as copies to other nodes read it) and goes with pop."""
+    import os
+    import numpy as np
+    from taskflow.agent.store import ValueStore, flat, unflat
+    from taskflow.wire import values as V
+    store = ValueStore(str(tmp_path / "spill"))
+    arr = np.arange(50_000, dtype=np.float64)                  # 400 KB, out of band
+    store[1] = V.dump(arr)
+    store[2] = V.dump(b"b" * 200_000)
+    store[3] = V.dump([1, 2, 3])                               # small: never spilled
+    layout = b"".join(bytes(v) for v in flat(store[1]))
+    size = len(store[1])
+    assert store.spill(1) == [(1, size)]                       # the oldest large one only
+    assert 1 in store and 1 not in store.mem and store.spilled > 0
+    (name,) = os.listdir(tmp_path / "spill")
+    assert os.stat(tmp_path / "spill" / name).st_mode & 0o777 == 0o600
+    assert np.array_equal(V.load(store.get(1)), arr) and store.nreads == 1
+    total, part = store.read_range(1, 10, 1000)
+    assert total == len(layout) and bytes(part) == layout[10:1010]
+    assert np.array_equal(V.load(unflat(bytearray(layout))), arr)
+    assert [d for d, _ in store.spill(10**9)] == [2]           # 3 stays: too small
+    assert V.load(store[2]) == b"b" * 200_000
+    store.pop(1)
+    store.pop(2)
+    assert os.listdir(tmp_path / "spill") == [] and store.spilled == 0
+    assert store.read_range(1, 0, 10) is None and V.load(store[3]) == [1, 2, 3]

@@ -86,7 +86,7 @@ def test_api_calls_and_their_shapes(tmp_path):
     assert out["resources"] == 1
     assert out["group"] == [1, 2, 3] and out["after_barrier"] == 100
     assert "compss_request_resources(1): this run's nodes are fixed" in r.stderr
-    assert "no resume store" in r.stderr                           # compss_snapshot says so
+    assert "this run is not resumable" in r.stderr              # compss_snapshot says so
 
 
 def test_parameters_all_forms(tmp_path):

@@ -274,3 +274,56 @@ def test_a_master_killed_mid_run_is_resumed_without_redoing_finished_tasks(tmp_p
     again = _ran(tmp_path)
     assert not finished & set(again)                     # recorded: never redone
     assert set(ran_before) | set(again) == {f"step{i}" for i in range(24)}
+
+
+CKPT = textwrap.dedent('''
+    from taskflow import task, binary, wait_on
+
+    @task(returns=int)
+    def step(i):
+        with open("runs.log", "a") as f:
+            f.write(f"step{i}\\n")
+        return i
+
+    @binary(binary="sleep")
+    @task()
+    def nap(s): ...
+
+    out = [step(i) for i in range(8)]
+    total = sum(wait_on(out))
+    # SNAPSHOT
+    print("SUM", total, flush=True)
+    nap(60)                                 # the master is killed while this runs
+''')
+SNAPSHOT = "from taskflow.compat.pycompss.api.api import compss_snapshot; compss_snapshot()"
+
+
+@pytest.mark.parametrize("policy, kept, snapshot", [("tasks=1000,seconds=3600", 0, False),
+                                                    ("seconds=0.2", 8, False),
+                                                    ("tasks=1000,seconds=3600", 8, True)])
+def test_a_checkpoint_policy_writes_records_in_batches(tmp_path, policy, kept, snapshot):
+    """--checkpoint: records wait in memory until N tasks or T seconds (the loop writes
+    them after T even when nothing else finishes), or until compss_snapshot(); a killed
+    master loses what waited."""
+    from taskflow.runtime.resume import ResumeStore
+    (tmp_path / "wf.py").write_text(CKPT.replace("# SNAPSHOT", SNAPSHOT if snapshot else ""))
+    p = _start(tmp_path, "--checkpoint", policy, "wf.py")      # implies --resumable
+    assert p.stdout is not None
+    assert p.stdout.readline().strip() == "SUM 28"             # every step acted on
+    time.sleep(1.0)                                            # > T of the second policy
+    os.kill(p.pid, signal.SIGKILL)
+    p.communicate(timeout=30)
+    (run,) = os.listdir(tmp_path / "runs")
+    assert len(ResumeStore(str(tmp_path / "runs" / run)).by_key) == kept
+    assert len(_ran(tmp_path)) == 8
+    (tmp_path / "wf.py").write_text(CKPT.replace("nap(60)", "nap(0)"))
+    r = _run(tmp_path, "--resume", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert "SUM 28" in r.stdout
+    assert len(_ran(tmp_path)) == 8 - kept                     # the bound: what had waited
+
+
+def test_a_wrong_checkpoint_policy_is_refused(tmp_path):
+    (tmp_path / "wf.py").write_text(CKPT)
+    r = _run(tmp_path, "--checkpoint", "every=3", "wf.py")
+    assert r.returncode == 2 and "tasks=N" in r.stderr

@@ -29,12 +29,12 @@ def test_a_value_releases_its_consumer_to_the_ready_queue():
     n = node("n1")
     st, _ = state(n)
     a = task(spec(), st=st)
-    b = task(spec(), a.outputs[0], st=st)
+    fut = a.outputs[0]
+    b = task(spec(), fut, st=st)
     assert st.scheduler.tasks() == [a] and b.state == "SUBMITTED" and b.npending == 1
     st.scheduler.ready.pop()
     dispatch(a, n)
     _ended_well(st, a, n, 41)
-    fut = a.outputs[0]
     assert fut.done() and pickle.loads(fut._payload) == 41
     assert b.state == "READY" and st.scheduler.tasks() == [b]
     assert st.n_done == 1 and st.n_active == 1
@@ -48,8 +48,9 @@ def test_a_chained_consumer_already_on_the_node_gets_the_value_pushed():
     st.scheduler.ready.pop()
     dispatch(a, n)
     dispatch(b, n)                      # sent before its input exists (chained)
+    did = a.outputs[0]._did
     _ended_well(st, a, n, 1)
-    assert comm.pushed == [("n1", a.outputs[0]._did)]
+    assert comm.pushed == [("n1", did)]
 
 
 def test_a_value_left_on_its_node_is_watched_and_remembered_for_recompute():
@@ -58,11 +59,14 @@ def test_a_value_left_on_its_node_is_watched_and_remembered_for_recompute():
     a = task(spec(), st=st)
     st.scheduler.ready.pop()
     dispatch(a, n)
-    outcomes.task_done(st, a, [M.Held(a.outputs[0]._did, 10**6)], n, [])
     fut = a.outputs[0]
+    outcomes.task_done(st, a, [M.Held(fut._did, 10**6)], n, [])
+    assert a.outputs == ()              # the ended task does not pin the value on the node
     assert fut._holders == {"n1"} and fut._payload is None
     assert comm.watched == [fut._did]
-    assert fut._lineage is not None and fut._lineage[0] is a
+    rec = fut._lineage
+    assert rec is not None and rec.tid == a.id and rec.spec is a.spec
+    assert rec.outs[0]() is fut          # the record holds its output weakly: no cycle
 
 
 def test_retry_runs_again_elsewhere_then_fails_and_cancels_the_successors():

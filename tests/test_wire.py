@@ -34,6 +34,66 @@ def test_frames_round_trip_whole_and_in_pieces():
         os.close(w)
 
 
+def _values():
+    import numpy as np
+    from taskflow.wire import values as V
+    arr = np.arange(300_000, dtype=np.float64).reshape(600, 500)      # 2.4 MB
+    fort = np.asfortranarray(arr[:, :400])                             # Fortran order
+    blob = bytes(range(256)) * 1000                                     # 256 KB of bytes
+    small = {"k": [1, 2, 3]}
+    return arr, fort, blob, small, [V.dump(v) for v in (arr, fort, blob, small)]
+
+
+def test_large_values_travel_out_of_band_and_come_back_equal():
+    import numpy as np
+    from taskflow.wire import values as V
+    arr, fort, blob, small, payloads = _values()
+    assert [type(p) for p in payloads] == [M.Packed, M.Packed, M.Packed, bytes]
+    assert len(payloads[0].head) < 300        # the array's memory is not in the pickle
+    frames = [(M.DATA, list(enumerate(payloads))), (M.SHUTDOWN, None),
+              (M.DATA, [(9, payloads[2])])]
+    parts = [p for op, body in frames for p in P.encode_parts(op, body)]
+    stream = b"".join(bytes(p) for p in parts)
+    assert len(stream) < arr.nbytes + fort.nbytes + 2 * len(blob) + 4096   # no copy twice
+    for step in (7, 4096, 1 << 20, len(stream)):        # cut anywhere
+        reader = P.FrameReader(-1)
+        got = []
+        for i in range(0, len(stream), step):
+            got += reader.feed_bytes(stream[i:i + step])
+        assert [op for op, _ in got] == [M.DATA, M.SHUTDOWN, M.DATA]
+        back = [V.load(p) for _, p in got[0][1]]
+        assert np.array_equal(back[0], arr) and np.array_equal(back[1], fort)
+        assert back[1].flags.f_contiguous and back[2] == blob and back[3] == small
+        assert V.load(got[2][1][0][1]) == blob
+
+
+def test_a_frame_with_buffers_is_read_straight_from_a_pipe(tmp_path):
+    """Writer and reader on both ends of a real pipe, the frame bigger than the pipe."""
+    import threading
+    import numpy as np
+    from taskflow.wire import values as V
+    big = np.random.default_rng(1).random(1_000_000)           # 8 MB, > the pipe
+    r, w = os.pipe()
+    try:
+        parts = P.encode_parts(M.DATA, [(1, V.dump(big))]) + P.encode_parts(M.SHUTDOWN, None)
+        t = threading.Thread(target=P.write_parts, args=(w, parts))
+        t.start()
+        reader = P.FrameReader(r)
+        got: list = []
+        while len(got) < 2:
+            more = reader.feed()
+            assert more is not None
+            got += more
+        t.join()
+        (did, payload), = got[0][1]
+        value = V.load(payload, take=True)
+        assert np.array_equal(value, big) and value.flags.writeable
+        assert got[1] == (M.SHUTDOWN, None)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
 def test_garbage_is_a_protocol_error_not_a_crash():
     reader = P.FrameReader(-1)
     with pytest.raises(ProtocolError, match="not a taskflow peer"):

@@ -28,6 +28,7 @@ _SYNC = ("TaskGroup", "barrier", "barrier_group", "cancel_group", "delete_file",
          "delete_object", "file_exists", "number_of_resources", "open", "wait_on",
          "wait_on_directory", "wait_on_file")
 _ERRORS = ("GroupAbort", "NodeLost", "TaskCancelled", "TaskError", "TaskflowError",
+           "TaskMemoryExceeded",
            "TaskTimeout", "UsageError")
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(_PARAMETERS, ".api.parameter"),

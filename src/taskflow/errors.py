@@ -56,6 +56,27 @@ class TaskTimeout(TaskError):
     """A task ran longer than its ``time_out``."""
 
 
+class TaskMemoryExceeded(TaskError):
+    """A task grew past its memory limit (``@constraint(memory_size=..., memory_limit=True)``
+    or ``Runtime(memory_limit=True)``). ``limit`` and ``peak`` are in bytes; the limit is
+    enforced with RLIMIT_AS on the executor's address space while the task runs."""
+
+    limit = 0
+    peak = 0
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_rebuild_memory_error, (self.args[0], self.task_name, self.task_id, self.node,
+                                        self.remote_traceback, self.limit, self.peak))
+
+
+def _rebuild_memory_error(msg: str, name: str, tid: int, node: str, tb: str, limit: int,
+                          peak: int) -> TaskMemoryExceeded:
+    err = TaskMemoryExceeded(msg, task_name=name, task_id=tid, node=node, remote_traceback=tb,
+                             kind="memory")
+    err.limit, err.peak = limit, peak
+    return err
+
+
 class TaskCancelled(TaskError):
     """A task did not run because a task it depends on failed."""
 

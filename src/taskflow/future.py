@@ -18,10 +18,13 @@ import pickle
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NoReturn, Protocol
 
+from .wire import values
+
 if TYPE_CHECKING:
     from concurrent.futures._base import _Waiter
 
     from .errors import TaskError
+    from .wire.messages import Payload
     from .graph.registry import DataItem
     from .graph.task import Task
 
@@ -41,8 +44,12 @@ class FutureHost(Protocol):
     def wait_futures(self, futs: Iterable[Future], timeout: float | None = None) -> bool:
         """Block until every future is finished (False on timeout)."""
 
-    def fetch_payload(self, fut: Future) -> bytes:
+    def fetch_payload(self, fut: Future) -> Payload:
         """Bring a value that stayed on a node to the master."""
+
+    def take_payload(self, fut: Future) -> tuple[Payload, bool]:
+        """The value's payload for the program, and whether the master let go of it (the
+        value also lives on a node, which serves it from now on)."""
 
     def add_done_callback(self, fut: Future, fn: Callable[[Future], Any]) -> bool:
         """Register ``fn`` unless ``fut`` is finished already (then False)."""
@@ -84,7 +91,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._did = did
         self._result = _NOVALUE
         self._exception: TaskError | None = None   # the runtime's errors only
-        self._payload: bytes | None = None         # pickled value held by the master
+        self._payload: Payload | None = None       # pickled value held by the master
         self._holders: set[str] | None = None      # node names that hold the value
         self._consumers: list[Task] | None = None  # tasks waiting for this version
         self._wev: list[Waiter] | None = None      # runtime waiters
@@ -180,10 +187,19 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         v = self._result
         if v is _NOVALUE:
             payload = self._payload
-            if payload is None:
-                assert self._rt is not None     # a value left on a node: a runtime's future
-                payload = self._rt.fetch_payload(self)
-            v = self._result = pickle.loads(payload)
+            if type(payload) is bytes and not self._holders:     # the common case: inline
+                v = self._result = pickle.loads(payload)
+                return v
+            rt = self._rt
+            if rt is None:
+                payload, own = self._payload, False
+                assert payload is not None      # (a future of no runtime holds its value)
+            else:
+                payload, own = rt.take_payload(self)
+            # own: the value also lives on a node, which serves whoever needs it next, so
+            # the program's object is built on the bytes that came; else a copy (the
+            # payload may still go to a node)
+            v = self._result = values.load(payload, take=own)
         return v
 
     def __repr__(self) -> str:

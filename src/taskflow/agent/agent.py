@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..context import private_dir, total_memory_gb
@@ -23,8 +24,11 @@ from ..errors import ProtocolError
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.channel import Channel, FdChannel
+from ..wire import budget
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from .chained import Chaining
+from .holding import INLINE_MAX, Holding
+from .memory import NodeMemory
 from .placement import Placement
 from .pool import Executor, Pool, kill_group, reap
 from .state import NodeState
@@ -32,9 +36,6 @@ from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from .sampler import Sampler
-
-INLINE_MAX = 256 * 1024   # larger results stay on the node until fetched
-
 
 class Agent:
     def __init__(self, rfd: int, wfd: int, channel: Channel | None = None) -> None:
@@ -44,6 +45,7 @@ class Agent:
         self.reader = P.FrameReader(self.chan)
         self.sel = selectors.DefaultSelector()
         self.out = bytearray()
+        self.parts: deque[memoryview] = deque()   # frames with values' buffers, before out
         self._term_r, self._term_w = os.pipe()
         self.state = NodeState()
         self.queue = WorkQueue()
@@ -51,6 +53,7 @@ class Agent:
         self.placement = Placement(self.state, self.queue, self.pool)
         self.chaining = Chaining(self.state, self.queue, self.placement)
         self.placement.chaining = self.chaining
+        self.holding = Holding(self.state, self.queue, self.chaining, self._send_parts)
         self.results: list[M.ResultWire] = []     # to the master at the end of the round
         self.logs: list[M.LogWire] = []
         self.cancelled: set[int] = set()          # queued behind a running task, then cancelled
@@ -65,6 +68,7 @@ class Agent:
         self.last_busy = time.time()
         self._held_next = 0.0             # when to look for held tasks waiting in vain
         self.interrupt_at: float | None = None    # the run is interrupted: kill at this time
+        self.memory: NodeMemory | None = None     # the budget (set at the handshake)
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -79,9 +83,16 @@ class Agent:
         if cfg.get("data_dir"):         # file versions of the run: user-only on this node too
             private_dir(cfg["data_dir"])
         os.environ.update(cfg.get("env", {}))
-        self.name = cfg.get("name", self.name)
+        self.name = self.holding.name = cfg.get("name", self.name)
         self.slots = int(cfg.get("slots") or os.cpu_count() or 1)
         self.idle_exit = cfg.get("idle_exit")
+        store = self.state.store
+        if cfg.get("data_dir"):
+            store.dir = os.path.join(cfg["data_dir"], f"spill-{self.name}-{os.getpid()}")
+        mem_gb = float(cfg.get("memory_gb") or total_memory_gb())
+        high, pause = budget.marks(cfg.get("memory_budget"), cfg.get("memory_pause"), mem_gb)
+        self.memory = NodeMemory(store, self.pool, high, pause,
+                                 lambda r: self._send(M.MEMORY, r))
         for _ in range(self.slots):
             self.pool.spawn()
         # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).
@@ -90,7 +101,7 @@ class Agent:
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": self.slots, "cpus": os.cpu_count(),
                          "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
-                         "version": _version()}
+                         "version": _version(), "memory_budget": high, "memory_pause": pause}
         P.write_all(self.chan, P.encode(M.READY, info))
         self.chan.set_blocking(False)
         self.sel.register(self.rfd, selectors.EVENT_READ, None)
@@ -138,6 +149,8 @@ class Agent:
             if pool.dirty:
                 pool.send_batches()
             self._sample()
+            if self.memory is not None:
+                self.memory.check(time.time())
             self._send_batches()
             if self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
@@ -220,16 +233,15 @@ class Agent:
             elif op == M.FUNC:
                 state.funcs[body.digest] = body.payload
             elif op == M.DATA:
-                waiting_on = self.chaining.waiting_on
-                for did, payload in body:
-                    state.store[did] = payload
-                    if did in waiting_on:
-                        self.chaining.unblock(did)
+                self.holding.data(body)
             elif op == M.FETCH:
-                self._send(M.DATA, [(d, state.store.get(d)) for d in body])
+                self.holding.fetch(body)
+            elif op == M.PULL:
+                self.holding.pull(body)
+            elif op == M.PART:
+                self.holding.parts(body)
             elif op == M.DROP:
-                for d in body:
-                    state.store.pop(d, None)
+                self.holding.drop(body)
             elif op == M.CANCEL:
                 self._cancel(set(body))
             elif op == M.INTERRUPT:
@@ -255,6 +267,7 @@ class Agent:
         results = self.results
         chaining = self.chaining
         ok = M.OK
+        packed = M.Packed
         rs_end = 0.0
         for op, body in msgs:
             if op != M.RESULTS:
@@ -295,9 +308,14 @@ class Agent:
                     if chaining.waiting_on:
                         chaining.outputs_made(tmsg.outputs, outputs)
                     for payload in outputs:
-                        if type(payload) is bytes and len(payload) > INLINE_MAX:
-                            res = self._keep_large(res, tmsg)
+                        kind = type(payload)
+                        if (kind is bytes and len(payload) > INLINE_MAX) or kind is packed:
+                            res = self.holding.keep_large(res, tmsg)
                             break
+                elif status == M.MISSING and tmsg is not None:
+                    res = self.holding.resend(res, tmsg)
+                    if res is None:
+                        continue
                 results.append(res)
             if digest is not None and m is not None:
                 mean[digest] = m
@@ -312,19 +330,6 @@ class Agent:
             mean_next = mean.get(nxt.digest)
             if mean_next is None or mean_next >= RUNNING_SIGNAL_MIN:
                 self.state.started.append((nxt.task_id, rs_end))
-
-    def _keep_large(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire:
-        """Results above INLINE_MAX stay here; the master gets a :class:`Held` marker."""
-        tid, status, outputs, error, timing = res
-        if status != M.OK or not outputs:
-            return res
-        outs = list(outputs)
-        for i, payload in enumerate(outputs):
-            if type(payload) is bytes and len(payload) > INLINE_MAX:
-                key = tmsg.outputs[i]
-                self.state.store[key] = payload
-                outs[i] = M.Held(key, len(payload))
-        return (tid, status, outs, error, timing)
 
     # -- failures on the node ---------------------------------------------
     def _check_deadlines(self) -> None:
@@ -402,9 +407,12 @@ class Agent:
             if tid in self.cancelled:
                 self.cancelled.discard(tid)
             else:
+                limit = (head.options or {}).get("mem_limit")
+                hint = f"; it had a memory limit of {limit:g} GB and may have died allocating " \
+                    f"past it (in code that does not raise MemoryError)" if limit else ""
                 self.results.append((tid, M.CRASHED, None, M.ErrorInfo(
                     "WorkerDied", f"the executor process running the task died ({status}) on "
-                    f"node {self.name}", "", None), (ex.started, time.time())))
+                    f"node {self.name}{hint}", "", None), (ex.started, time.time())))
         self.pool.spawn()
 
     def _kill_exec(self, ex: Executor) -> None:
@@ -467,7 +475,28 @@ class Agent:
         self.out += P.encode(op, body)
         self._flush()
 
+    def _send_parts(self, op: int, body: Any) -> None:
+        """A frame that may carry values: their buffers are written from where they are."""
+        parts = P.encode_parts(op, body)
+        if len(parts) == 1 and not self.parts:
+            self.out += parts[0]
+        else:
+            if self.out:                  # what was queued before goes first
+                self.parts.append(memoryview(self.out))
+                self.out = bytearray()
+            self.parts.extend(memoryview(p).cast("B") for p in parts)
+        self._flush()
+
     def _flush(self) -> None:
+        parts = self.parts
+        if parts:
+            try:
+                if not P.send_parts(self.chan.send, parts):
+                    self._want_write()
+                    return
+            except OSError:
+                self.running = False
+                return
         out = self.out
         if out:
             send = self.chan.send
@@ -485,10 +514,14 @@ class Agent:
                 return
             if done:
                 del out[:done]
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.out else 0)
+        self._want_write()
+
+    def _want_write(self) -> None:
+        waiting = bool(self.out) or bool(self.parts)
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if waiting else 0)
         if self.wfd == self.rfd:
             self.sel.modify(self.rfd, want, None)
-        elif self.out:
+        elif waiting:
             try:
                 self.sel.register(self.wfd, selectors.EVENT_WRITE, None)
             except KeyError:
@@ -501,8 +534,11 @@ class Agent:
 
     def _shutdown(self) -> None:
         self.pool.shutdown()
+        self.state.store.close()
         try:
             self.chan.set_blocking(True)
+            while self.parts:
+                P.write_all(self.chan, self.parts.popleft())
             if self.out:
                 P.write_all(self.chan, bytes(self.out))
         except OSError:

@@ -100,7 +100,7 @@ class Chaining:
     def outputs_made(self, dids: list[int], outputs: list[M.Output]) -> None:
         """A task ended here: the held tasks waiting for its values may go."""
         for did, payload in zip(dids, outputs):
-            if did in self.waiting_on and type(payload) is bytes:
+            if did in self.waiting_on and (type(payload) is bytes or type(payload) is M.Packed):
                 self.state.store[did] = payload
                 self.unblock(did)
 

@@ -16,7 +16,6 @@ import io
 import os
 import pickle
 import select
-import shutil
 import signal
 import sys
 import threading
@@ -29,9 +28,13 @@ import cloudpickle
 from ..context import enter_worker
 from ..wire import messages as M
 from ..wire import protocol as P
-from ..wire.argpath import get_path, set_path
+from ..errors import TaskMemoryExceeded
+from ..wire import values as V
+from ..wire.argpath import get_path
 from ..wire.thresholds import EXEC_SHORT, USAGE_MIN
 from . import usage
+from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
+from .limits import MemoryLimit
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
@@ -171,117 +174,6 @@ class _Capture(io.TextIOBase):
         return False
 
 
-class _PersistentUnpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, values: dict[int, Any]) -> None:
-        super().__init__(io.BytesIO(data))
-        self.values = values
-
-    def persistent_load(self, pid: Any) -> Any:
-        return self.values[pid]
-
-
-class _Produced:
-    """This executor's recent outputs, for chained tasks queued right behind.
-
-    A plain dict in insertion order, trimmed to its newest half when it holds
-    more than ``limit`` values or ``budget`` bytes: one C-level store per task
-    and an O(n) rebuild every ``limit / 2`` of them (an OrderedDict subclass
-    with a pop per insert cost 0.8 us per task; popping from the front of a
-    plain dict one by one leaves dead slots that later scans walk over).
-    """
-
-    budget = 64 * 2**20      # bytes of values over ``small`` (4096 small ones: 64 MiB at most)
-    limit = 4096
-    small = 16384
-
-    def __init__(self) -> None:
-        self.values: dict[int, bytes] = {}
-        self.big = 0             # bytes held in values over ``small``
-        self.get = self.values.get
-
-    def keep(self, did: int, payload: bytes) -> None:
-        values = self.values
-        values[did] = payload
-        if len(payload) > self.small:
-            self.big += len(payload)
-            if self.big > self.budget:
-                self._trim()
-        elif len(values) > self.limit:
-            self._trim()
-
-    def _trim(self) -> None:
-        if not self.big:           # small values only: keep the newest half, in C
-            self.values = dict(list(self.values.items())[-(self.limit // 2):])
-            self.get = self.values.get
-            return
-        keep: list[tuple[int, bytes]] = []
-        big = 0
-        for did, payload in reversed(list(self.values.items())):
-            n = len(payload)
-            if len(keep) >= self.limit // 2 or (n > self.small and big + n > self.budget // 2):
-                break
-            keep.append((did, payload))
-            if n > self.small:
-                big += n
-        self.values = dict(reversed(keep))
-        self.big = big
-        self.get = self.values.get
-
-
-PRODUCED = _Produced()
-
-
-def _resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire],
-                  data: dict[int, bytes]) -> None:
-    values: dict[int, Any] = {}
-
-    def value_of(did: int) -> Any:
-        if did not in values:
-            payload = data.get(did)
-            if payload is None:
-                payload = PRODUCED.get(did)
-                if payload is None:
-                    raise RuntimeError(f"input d{did} is not on this node (its producer "
-                                       f"failed or was moved); the task will be rescheduled")
-            values[did] = pickle.loads(payload)
-        return values[did]
-
-    for path, kind, payload in refs:
-        if kind == M.REF_VALUE:
-            v = value_of(payload)
-        elif kind == M.REF_PICKLED:
-            blob, dids = payload
-            v = _PersistentUnpickler(blob, {d: value_of(d) for d in dids}).load() if dids \
-                else pickle.loads(blob)
-        elif kind == M.REF_FILE:              # file or directory read in place
-            v = payload
-        elif kind == M.REF_FILE_OUT:          # file written: a fresh version path
-            os.makedirs(os.path.dirname(payload), exist_ok=True)
-            if os.path.isdir(payload):
-                shutil.rmtree(payload)
-            elif os.path.exists(payload):
-                os.unlink(payload)
-            v = payload
-        elif kind == M.REF_DIR_OUT:           # directory written
-            if os.path.exists(payload):
-                shutil.rmtree(payload)
-            os.makedirs(payload)
-            v = payload
-        elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:   # copy the previous first
-            src, dst = payload
-            os.makedirs(os.path.dirname(dst), exist_ok=True)
-            if kind == M.REF_DIR_INOUT:
-                if os.path.exists(dst):
-                    shutil.rmtree(dst)
-                shutil.copytree(src, dst, symlinks=True)
-            else:
-                shutil.copyfile(src, dst)
-            v = dst
-        else:  # pragma: no cover - protocol misuse
-            raise ValueError(f"unknown ref kind {kind!r}")
-        set_path(args, kwargs, path, v)
-
-
 def _error_info(exc: BaseException) -> M.ErrorInfo:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     blob: bytes | None
@@ -294,7 +186,7 @@ def _error_info(exc: BaseException) -> M.ErrorInfo:
 
 
 def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
-             data: dict[int, bytes]) -> M.ResultWire:
+             data: dict[int, M.Payload]) -> M.ResultWire:
     """Run one task message; return its ResultMsg (lines of programs go to ``cur``).
 
     Plain calls (positional values only, one output, no options) do not come
@@ -309,10 +201,51 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
         args = list(argv) if refs else argv
         kw = dict(kwargs) if kwargs else {}
         if refs:
-            _resolve_refs(args, kw, refs, data)
+            resolve_refs(args, kw, refs, data)
         inv = options.get("invoker") if options else None
+        limit = options.get("mem_limit") if options else None
+        if limit:
+            assert options is not None      # the limit is one of them
+            return _limited(limit, name, func, args, kw, inv, options, cur, msg)
         result = func(*args, **kw) if inv is None else \
             _invoke(inv, func, args, kw, options, cur.lines(), tid)
+        return _finish(name, result, args, kw, msg, t0)
+    except Missing as exc:      # not the task's fault: the agent sends it again with the value
+        return (tid, M.MISSING, None, M.ErrorInfo("InputMissing", str(exc), "", None),
+                (t0, time.time()))
+    except BaseException as exc:  # noqa: BLE001 - a task may raise anything
+        if isinstance(exc, KeyboardInterrupt) and INTERRUPT.set:
+            return _interrupted(tid, t0, exc)
+        return (tid, M.ERROR, None, _error_info(exc), (t0, time.time()))
+
+
+def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, Any],
+             inv: str | None, options: dict[str, Any], cur: _Current,
+             msg: M.TaskWire) -> M.ResultWire:
+    """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded."""
+    tid = msg[0]
+    t0 = cur.t0
+    guard = MemoryLimit(limit)
+    try:
+        with guard:
+            result = func(*args, **kw) if inv is None else \
+                _invoke(inv, func, args, kw, options, cur.lines(), tid)
+    except MemoryError as exc:
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        err = TaskMemoryExceeded(guard.message(name, exc), task_name=name, task_id=tid,
+                                 kind="memory")
+        err.limit, err.peak = guard.limit, guard.peak
+        info = _error_info(err)
+        return (tid, M.OVER_MEMORY, None, M.ErrorInfo(info.type_name, info.message, tb,
+                                                      info.pickled), (t0, time.time()))
+    return _finish(name, result, args, kw, msg, t0)
+
+
+def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.TaskWire,
+            t0: float) -> M.ResultWire:
+    """A call returned: its outputs, pickled (and kept for tasks chained behind it)."""
+    tid, _, _, _, _, nout, inouts, _, _, _, _, outdids = msg
+    try:
         t1 = time.time()
         outputs: list[M.Output]
         if nout > 1:
@@ -340,7 +273,7 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
         keep = PRODUCED.keep
         for did, payload in zip(outdids, outputs):
             if payload is not None:
-                keep(did, payload)  # type: ignore[arg-type]  # made here: bytes (Held: by the agent)
+                keep(did, payload)  # type: ignore[arg-type]  # made here (Held: by the agent)
         return (tid, M.OK, outputs, None, (t0, t1))
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, KeyboardInterrupt) and INTERRUPT.set:
@@ -356,9 +289,10 @@ def _invoke(kind: str, func: Any, args: list[Any], kw: dict[str, Any],
     return invokers.run(kind, func, args, kw, options, logs, tid)
 
 
-def _dumps(value: Any, name: str) -> bytes:
+def _dumps(value: Any, name: str) -> M.Payload:
+    """A task's value pickled (large buffers out of band: wire.values)."""
     try:
-        return pickle.dumps(value, P.PROTOCOL)
+        return V.dump(value)
     except Exception:
         try:
             blob: bytes = cloudpickle.dumps(value, P.PROTOCOL)
@@ -399,9 +333,11 @@ def executor_main(rfd: int, wfd: int) -> None:
         results: list[M.ResultWire] = []
         logs_out: list[M.TaskLines] = []
         batch, pending = pending, []
-        for op, body in batch:
+        AHEAD.frames = batch
+        for i, (op, body) in enumerate(batch):
             if op == M.TASKS:
                 tasks, data = body
+                AHEAD.frame = i
                 sys.stdout, sys.stderr = out, err
                 try:
                     results, logs_out = _run_tasks(tasks, data, funcs, means, cur, out, err,
@@ -415,11 +351,15 @@ def executor_main(rfd: int, wfd: int) -> None:
                     funcs[body.digest] = _Unloadable(exc)
             elif op == M.SHUTDOWN:
                 os._exit(0)
+        AHEAD.frames = []
         if results or logs_out:
             P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
 
 
-def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[bytes, Any],
+_SMALL_TYPES = frozenset({int, float, bool, type(None), str})
+
+
+def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[bytes, Any],
                means: dict[bytes, float], cur: _Current,
                out: _Capture, err: _Capture, wfd: int, results: list[M.ResultWire],
                logs_out: list[M.TaskLines]) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
@@ -427,17 +367,23 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
 
     The plain call (positional values, one output, no options: most calls)
     runs here without a call to :func:`run_task`; its output goes into the
-    recent-output cache directly, trimmed once per frame.
+    recent-output cache directly, trimmed once per frame. A result with large
+    buffers (:class:`~taskflow.wire.messages.Packed`) is written at once,
+    before the next task may take those buffers (:mod:`.inputs`).
     """
     produced = PRODUCED
     values = produced.values
     small = produced.small
+    small_types = _SMALL_TYPES
     dumps = pickle.dumps
+    dump = V.dump
+    packed = M.Packed
     proto = P.PROTOCOL
     now = time.time
     ok = M.OK
     stop = INTERRUPT
     res: M.ResultWire
+    big = False
     for tmsg in tasks:
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
         if stop.set:                     # the run is interrupted: start nothing more
@@ -447,7 +393,8 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
         if results and (m is None or m > SHORT):
             # Answer now: this task may take a while, the ones done must not wait.
             P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
-            results, logs_out = [], []
+            results.clear()         # (in place: the caller's lists must not keep them)
+            logs_out.clear()
         # not known to be short: its CPU time and peak memory are measured (agent.usage)
         before = usage.start() if m is None or m >= USAGE_MIN else None
         cur.tid = tid
@@ -459,7 +406,7 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
                 r = func(*argv)
                 t1 = now()
                 try:
-                    o = dumps(r, proto)
+                    o = dumps(r, proto) if type(r) in small_types else dump(r)
                 except Exception:
                     o = _dumps(r, getattr(func, "__qualname__", "?"))
             except BaseException as exc:  # noqa: BLE001 - a task may raise anything
@@ -474,12 +421,18 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
                 else:
                     values[did] = o
                 res = (tid, ok, [o], None, (t0, t1))
+                big = type(o) is packed
         else:
             cur.t0 = now()
+            AHEAD.task = tmsg
             res = run_task(funcs, tmsg, cur, data)
             values = produced.values
-            _, _, _, _, timing = res
+            _, _, outs, _, timing = res
             t0, t1 = timing         # type: ignore[misc]  # run_task's own: (start, end)
+            if outs is not None:
+                for x in outs:
+                    if type(x) is packed:
+                        big = True
         if before is not None:
             cpu, peak = usage.stop(before)
             rtid, status, routs, rerr, _ = res
@@ -497,6 +450,13 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
             if cur.logs:
                 logs_out.append((tid, cur.logs))
             cur.logs = None
+        if big:
+            big = False
+            P.write_parts(wfd, P.encode_parts(M.RESULTS, (results, logs_out)))
+            results.clear()
+            logs_out.clear()
+            r = o = res = None  # type: ignore[assignment]   # (a reader may take the value:
+            #                     these names must not keep it, nor its buffers, alive)
     if len(produced.values) > produced.limit:
         produced._trim()
     return results, logs_out

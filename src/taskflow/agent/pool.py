@@ -8,10 +8,12 @@ does not take waits in ``out`` until the pipe has room).
 """
 from __future__ import annotations
 
+import functools
 import os
 import selectors
 import signal
 import time
+from collections import deque
 from typing import Any
 
 from ..wire import messages as M
@@ -26,7 +28,7 @@ class Executor:
     """One executor process, as the agent sees it."""
 
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "wreg", "batch", "bdata")
+                 "out", "parts", "wreg", "batch", "bdata")
 
     def __init__(self, pid: int, wfd: int, rfd: int) -> None:
         self.pid = pid
@@ -38,9 +40,10 @@ class Executor:
         self.reserved = 0                   # extra slots held by a multi-unit task running here
         self.started = 0.0                  # when its head task started (expected-end guesses)
         self.out = bytearray()              # frames its pipe has not taken yet
+        self.parts: deque[memoryview] = deque()   # frames with values' buffers, before out
         self.wreg = False                   # the selector watches wfd for room
         self.batch: list[M.TaskMsg] = []    # tasks for it this round: one TASKS frame
-        self.bdata: dict[int, bytes] = {}   # the stored values those tasks read
+        self.bdata: dict[int, M.Payload] = {}   # the stored values those tasks read
 
 
 class Pool:
@@ -86,6 +89,7 @@ class Pool:
         except OSError:
             pass
         P.grow_pipe(t_w)
+        P.grow_pipe(r_r)                # results with large values: a MiB per read, not 64 KiB
         os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
         os.set_blocking(r_r, False)     # nor wait on a read that a stale event announced
         ex = Executor(pid, t_w, r_r)
@@ -115,8 +119,16 @@ class Pool:
 
     @staticmethod
     def seal(ex: Executor) -> None:
-        """The tasks queued on ``ex`` so far become one TASKS frame."""
-        ex.out += P.encode(M.TASKS, (M.wire_tasks(ex.batch), ex.bdata))
+        """The tasks queued on ``ex`` so far become one TASKS frame (the buffers of large
+        values they read are written from the store, not copied into the frame)."""
+        body = (M.wire_tasks(ex.batch), ex.bdata)
+        if ex.bdata and any(type(v) is M.Packed for v in ex.bdata.values()):
+            if ex.out:
+                ex.parts.append(memoryview(ex.out))
+                ex.out = bytearray()
+            ex.parts.extend(memoryview(p).cast("B") for p in P.encode_parts(M.TASKS, body))
+        else:
+            ex.out += P.encode(M.TASKS, body)
         ex.batch = []
         ex.bdata = {}
 
@@ -133,6 +145,8 @@ class Pool:
     def flush(self, ex: Executor) -> None:
         out = ex.out
         try:
+            if ex.parts and not P.send_parts(functools.partial(os.write, ex.wfd), ex.parts):
+                raise BlockingIOError
             while out:
                 n = os.write(ex.wfd, out)
                 del out[:n]
@@ -140,10 +154,12 @@ class Pool:
             pass
         except OSError:
             out.clear()          # the executor died; the agent's read sees it and cleans up
-        if out and not ex.wreg:
+            ex.parts.clear()
+        waiting = bool(out) or bool(ex.parts)
+        if waiting and not ex.wreg:
             self.sel.register(ex.wfd, selectors.EVENT_WRITE, ("w", ex))
             ex.wreg = True
-        elif not out and ex.wreg:
+        elif not waiting and ex.wreg:
             self.sel.unregister(ex.wfd)
             ex.wreg = False
 

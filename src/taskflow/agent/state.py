@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .store import ValueStore
+
 if TYPE_CHECKING:
     from .pool import Executor
 
@@ -16,7 +18,7 @@ class NodeState:
 
     def __init__(self) -> None:
         self.funcs: dict[bytes, bytes] = {}        # digest -> pickled function (FUNC frames)
-        self.store: dict[int, bytes] = {}          # data id -> value kept on this node
+        self.store = ValueStore()                  # data id -> value kept on this node
         self.mean: dict[bytes, float] = {}         # digest -> mean duration here
         self.producing: dict[int, Executor] = {}   # data id -> executor whose queue makes it
         self.deadlines: dict[int, tuple[float, Executor]] = {}   # task id -> (end, executor)

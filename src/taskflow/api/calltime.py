@@ -194,6 +194,8 @@ def build(spec: Any) -> Callable[..., tuple[int, float, dict[str, Any] | None]] 
         if not isinstance(m, (int, float)) or isinstance(m, bool) or m < 0:
             raise UsageError(f"{where}: memory_size (GB) must be a number >= 0, got {m!r}.")
         opts = dict(spec.options) if spec.options else {}
+        if spec.memory_limit and m:
+            opts["mem_limit"] = float(m)        # GB: this call's memory_size (agent.limits)
         if ext or gpus:
             external.call_options(rt, spec, bound, cus, float(m), gpus, opts)
             if opts.get("gang"):

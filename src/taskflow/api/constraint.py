@@ -8,6 +8,11 @@ Values may also be ``"$ENV"`` strings or expressions of the task's
 parameters (``computing_units="$NCPUS"``, ``"2 * n"``), evaluated when the
 task is called (:mod:`taskflow.api.calltime`). ``processors=[{processorType:
 GPU, computingUnits: 1}]`` asks for GPUs: the task gets CUDA_VISIBLE_DEVICES.
+
+``memory_limit=True`` makes ``memory_size`` a limit as well: a call that
+grows past it is stopped with :class:`~taskflow.errors.TaskMemoryExceeded`
+(``Runtime(memory_limit=True)`` does so for every task that declares a
+``memory_size``; ``memory_limit=False`` opts a function out of that).
 """
 from __future__ import annotations
 
@@ -18,7 +23,8 @@ from . import calltime
 from .task import TaskFunction
 
 _KNOWN = {"computing_units", "memory_size", "processors", "memory_type", "storage_size",
-          "storage_type", "operating_system_type", "host_queues", "app_software"}
+          "storage_type", "operating_system_type", "host_queues", "app_software",
+          "memory_limit"}
 
 
 def _check(name: str, computing_units: Any, memory_size: Any) -> None:
@@ -62,13 +68,21 @@ def constraint(computing_units: Any = None, memory_size: Any = None, **others: A
         raise UsageError(f"@constraint: unknown argument(s) {sorted(unknown)}; known: "
                          f"computing_units, memory_size, processors, ...")
 
+    limit = others.get("memory_limit")
+
     def decorate(target: Any) -> Any:
         name = getattr(target, "__qualname__", repr(target))
         _check(name, computing_units, memory_size)
+        if limit is not None and not isinstance(limit, bool):
+            raise UsageError(f"@constraint on {name}: memory_limit must be True or False, "
+                             f"not {limit!r}")
+        if limit and memory_size is None:
+            raise UsageError(f"@constraint on {name}: memory_limit=True limits the task to its "
+                             f"memory_size, which is not given; add memory_size=<GB>")
         _check_expressions(name, target, computing_units=computing_units,
                            memory_size=memory_size)
         values = {"computing_units": computing_units, "memory_size": memory_size,
-                  "processors": others.get("processors")}
+                  "processors": others.get("processors"), "memory_limit": limit}
         if isinstance(target, TaskFunction):
             target.spec.set_constraints(**values)
             calltime.refresh(target.spec)

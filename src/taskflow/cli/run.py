@@ -63,12 +63,25 @@ class RunCommand(OptionalValueCommand):
               show_default=True, help="How input files not written by a task are compared "
                                       "with the earlier run's: content digest, or path, size "
                                       "and modification time.")
+@click.option("--checkpoint", default=None, metavar="POLICY",
+              help="Resumable runs: write finished tasks' records every N tasks and/or T "
+                   "seconds (tasks=N,seconds=T) instead of before each result is used; "
+                   "fewer writes, and a killed master may redo up to that many tasks.")
 @click.option("--explain", is_flag=True,
               help="With --resume: say, per task name, why calls ran again.")
 @click.option("--placement", type=click.Choice(["locality", "least-loaded", "fifo"]),
               default="locality", show_default=True, help="How a node is chosen for a task.")
 @click.option("--run-dir", type=click.Path(file_okay=False), default=None,
               help="Where runs are kept (default .taskflow/runs).")
+@click.option("--memory-budget", default=None, metavar="AMOUNT",
+              help="Per node: above it, values held there spill to its disk. GB, an amount "
+                   "(4GiB, 512MB) or a share of the node's memory (default 60%).")
+@click.option("--memory-pause", default=None, metavar="AMOUNT",
+              help="Per node: above it, the node takes no new task that only makes values "
+                   "(default 4/3 of the budget).")
+@click.option("--memory-limit", is_flag=True, default=False,
+              help="Every task's memory_size is also a limit: a task that grows past it is "
+                   "stopped (TaskMemoryExceeded).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"],
                                                case_sensitive=False), default="warning",
               show_default=True)
@@ -106,8 +119,10 @@ class RunCommand(OptionalValueCommand):
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: float,
-        resumable: bool, resume: str | None, resume_check: str, explain: bool, placement: str,
-        run_dir: str | None, log_level: str, progress: bool | None, graph_: bool,
+        resumable: bool, resume: str | None, resume_check: str, checkpoint: str | None,
+        explain: bool, placement: str,
+        run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
+        memory_limit: bool, log_level: str, progress: bool | None, graph_: bool,
         trace_: bool, monitor: int | None, compat: str | None, compat_force: bool,
         script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
@@ -127,10 +142,15 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
                                                    meta.get("tf_slurm_opts") or ())]
     resume_dir = run_to_resume(resume, script, run_dir) if resume is not None else None
+    for key, amount in (("memory_budget", memory_budget), ("memory_pause", memory_pause)):
+        if amount is not None:      # the command line wins over the cluster file
+            rt_opts[key] = _amount(amount)
+    if memory_limit:
+        rt_opts["memory_limit"] = True
     try:
         rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir,
                      crash_limit=crash_limit, resumable=resumable, resume=resume_dir,
-                     resume_check=resume_check, **rt_opts)
+                     resume_check=resume_check, checkpoint=checkpoint, **rt_opts)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     # before the nodes start: they get the master's sys.path, so the modules beside the
@@ -183,6 +203,14 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
     click.echo(end_of_run(rt, script_exc, summary(rt, time.time() - t0)), err=True)
     run_finished(rt, graph_, trace_, mon)
     sys.exit(rt.exit_code or (1 if (script_failed or rt.failed) else 0))   # stop(code=N): N
+
+
+def _amount(text: str) -> float | str:
+    """A memory amount as given: a plain number is GB (wire.budget)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _resume_report(rt: Runtime, explain: bool) -> None:

@@ -212,6 +212,7 @@ def run_compat(p: dict[str, Any], meta: dict[str, Any]) -> None:
         rt = Runtime(workers=p["workers"], nodes=p["nodes"], retries=p["retries"],
                      run_dir=p["run_dir"], echo_logs=False, crash_limit=p["crash_limit"],
                      resumable=p["resumable"], resume_check=p["resume_check"],
+                     checkpoint=p.get("checkpoint"),
                      resume=run_to_resume(resume, script, p["run_dir"]) if resume is not None
                      else None, **rt_opts)
     except UsageError as exc:

@@ -174,8 +174,15 @@ def _fut_key(fut: Future, keys: Keys) -> bytes:
         return k
     # a value no task made here: a first version of an INOUT object (its snapshot)
     payload = fut._payload
-    k = _H(payload if payload is not None else repr(fut._did).encode(),
-           digest_size=SIZE).digest()
+    if payload is None:
+        k = _H(repr(fut._did).encode(), digest_size=SIZE).digest()
+    elif isinstance(payload, bytes):
+        k = _H(payload, digest_size=SIZE).digest()
+    else:                           # a Packed: its pickle stream and its large buffers
+        h = _H(payload.head, digest_size=SIZE)
+        for b in payload.bufs:
+            h.update(b)
+        k = h.digest()
     fut._key = k
     return k
 

@@ -70,7 +70,14 @@ class Registry:
         return item
 
     def forget_object(self, obj: Any) -> DataItem | None:
-        return self.objects.pop(id(obj), None)
+        item = self.objects.pop(id(obj), None)
+        if item is not None:        # the item and its versions refer to each other: untie
+            item.latest._item = None
+            if item.concurrent is not None:
+                for f in item.concurrent[1]:
+                    f._item = None
+                item.concurrent = None
+        return item
 
     # -- files ---------------------------------------------------------------
     def file_item(self, path: str) -> DataItem | None:
@@ -100,7 +107,13 @@ class Registry:
         return path
 
     def forget_file(self, path: str) -> DataItem | None:
-        return self.files.pop(path, None)
+        item = self.files.pop(path, None)
+        if item is not None:        # untie the item from the versions it refers to
+            item.latest._item = None
+            if item.materialized is not None:
+                item.materialized._item = None
+            item.readers_v0 = []
+        return item
 
 
 def materialize(item: DataItem, finished: bool = False) -> None:

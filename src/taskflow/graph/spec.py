@@ -52,6 +52,10 @@ class TaskSpec:
         # (graph.builder)
         self.plain = not self.special and self.varargs is None and self.nout == 1
         self.priority = _parse_priority(priority, self.name)
+        # Ready tasks are ordered by priority, then, within one priority, tasks that read
+        # values go before tasks that read none (runtime.readyqueue): Task.prio = rank + 1
+        # for a reader, rank for a source.
+        self.rank = 2 * self.priority
         self.time_out = _parse_timeout(time_out, self.name)
         if on_failure not in ON_FAILURE:
             raise UsageError(f"@task on {self.name}: on_failure={on_failure!r} is not one of "
@@ -62,6 +66,7 @@ class TaskSpec:
         self.retries = retries
         self.computing_units = 1
         self.memory_size = 0.0
+        self.memory_limit: bool | None = None    # memory_size is a limit (None: the run's)
         self.processors: list[Any] = []
         self.invoker = "python"       # external-program decorators change this
         self.invoker_cfg: dict[str, Any] = {}
@@ -85,17 +90,20 @@ class TaskSpec:
         self.payload: bytes | None = None
         self.stats_n = 0              # completed runs, for prefetch decisions
         self.stats_mean = 0.0
+        self.held_mean = 0            # bytes its calls leave on their node (prefetch depth)
 
     def where(self, pname: str) -> str:
         return f"task {self.name}, parameter '{pname}'"
 
     def set_constraints(self, computing_units: Any = None, memory_size: Any = None,
-                        processors: Any = None) -> None:
+                        processors: Any = None, memory_limit: bool | None = None) -> None:
         """Record a ``@constraint``; the API then rebuilds the call-time hook (``prepare``)."""
         if computing_units is not None:
             self.computing_units = computing_units
         if memory_size is not None:
             self.memory_size = memory_size
+        if memory_limit is not None:
+            self.memory_limit = memory_limit
         if processors is not None:
             self.processors = processors
         self.refresh_options()
@@ -114,6 +122,8 @@ class TaskSpec:
         if self.hooks:
             opts["hooks"] = self.hooks
             opts.setdefault("invoker", "pyenv")
+        if self.memory_limit and isinstance(self.memory_size, (int, float)) and self.memory_size:
+            opts["mem_limit"] = float(self.memory_size)     # GB (agent.limits)
         self.options = opts or None
 
     @property

@@ -1,7 +1,7 @@
 """One recorded task call: what it reads, what it writes, where it is."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 if TYPE_CHECKING:
     from ..errors import TaskError
@@ -61,7 +61,7 @@ class Task:
         self.kwargs = kwargs
         self.refs = refs
         self.npending = 0
-        self.outputs = outputs
+        self.outputs: Sequence[Future] = outputs    # () once it ended well (outcomes._ended)
         self.inouts = inouts
         self.reads = reads          # data versions read (for lineage and GC)
         self.state = SUBMITTED
@@ -77,7 +77,7 @@ class Task:
         self.t_start = 0.0
         self.t_end = 0.0
         self.error: TaskError | None = None
-        self.prio = spec.priority
+        self.prio = spec.rank + 1 if reads else spec.rank    # readers first: readyqueue.py
         self.seq = tid
         self.cus = spec.computing_units
         self.mem = spec.memory_size
@@ -95,7 +95,7 @@ class Task:
             outs.extend(e.version for e in self.inouts)
         return outs
 
-    def __lt__(self, other: "Task") -> bool:  # heap order: priority first, then FIFO
+    def __lt__(self, other: "Task") -> bool:  # heap order: priority (and rank) first, then FIFO
         if self.prio != other.prio:
             return self.prio > other.prio
         return self.seq < other.seq

@@ -325,6 +325,12 @@ class Journal:
             out[r["node"]] = {**(extra if isinstance(extra, dict) else {}), **r}
         return out
 
+    def memory(self, node: str | None = None) -> list[dict[str, Any]]:
+        """The nodes' memory reports (spills, read-backs, pauses), oldest first."""
+        if node:
+            return self._all("SELECT * FROM memory WHERE node=? ORDER BY t", (node,))
+        return self._all("SELECT * FROM memory ORDER BY t")
+
 
 def list_runs(root: str | None = None) -> list[dict[str, Any]]:
     """Every run under ``root`` with its state and task counts, oldest first."""

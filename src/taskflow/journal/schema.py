@@ -19,6 +19,10 @@ logs        every captured output line: task, time, level (STDOUT, STDERR,
             RAW), node, text
 usage       CPU seconds and peak resident bytes of a task, measured on its node
             (tasks not known to be short: taskflow.agent.usage); the last attempt
+memory      what a node's memory budget did (agent.memory): one row per report,
+            with its resident bytes, bytes of values held in memory and on
+            disk, whether it is paused, and the values spilled (count,
+            bytes) and read back since its last report
 """
 from __future__ import annotations
 
@@ -58,4 +62,7 @@ CREATE TABLE IF NOT EXISTS logs (
 CREATE INDEX IF NOT EXISTS logs_task ON logs(task_id, id);
 CREATE TABLE IF NOT EXISTS usage (
     task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER);
+CREATE TABLE IF NOT EXISTS memory (
+    node TEXT, t REAL, rss INTEGER, held INTEGER, spilled INTEGER, paused INTEGER,
+    spills INTEGER, spilled_bytes INTEGER, reads INTEGER);
 """

@@ -203,6 +203,7 @@ class JournalDB:
         states: list[tuple[str, str]] = []
         samples: list[tuple[Any, ...]] = []
         usage: list[tuple[int, float, int]] = []
+        memory: list[tuple[Any, ...]] = []
         nlogs = self._nlogs
         ready: list[tuple[Any, ...]] = []     # whole rows of tasks submitted and done within this batch
         if whole or sub:
@@ -350,6 +351,13 @@ class JournalDB:
                 samples.append((node, t, s.get("cpu"), s.get("mem"), s.get("load1"),
                                 json.dumps(s, default=str)))
                 continue
+            elif kind == "memory":              # dispatch._memory: a node's memory report
+                rss, held, spilled, paused, happened = extra
+                spills = [n for what, _, n in happened if what == "spill"]
+                reads = sum(n for what, _, n in happened if what == "read")
+                memory.append((node, t, rss, held, spilled, int(paused), len(spills),
+                               sum(spills), reads))
+                continue
             else:
                 continue
             if row is not None:
@@ -425,6 +433,8 @@ class JournalDB:
                 db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", samples)
             if usage:
                 db.executemany("INSERT OR REPLACE INTO usage VALUES (?,?,?)", usage)
+            if memory:
+                db.executemany("INSERT INTO memory VALUES (?,?,?,?,?,?,?,?,?)", memory)
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")

@@ -115,6 +115,7 @@ def figures(j: Journal) -> dict[str, Any]:
                      "seconds": t["t_end"] - t["t_start"], "params": t["params"]}
                     for t in longest],
         "t_first": t_first, "usage": used,
+        "memory": memory_figures(j.memory(), nodes, t_last),
         # before the first submission: the start, with the wait for a batch allocation
         "startup": max(t_first - run["t_start"], 0.0) if run.get("t_start") else None,
     }
@@ -210,6 +211,7 @@ def to_markdown(f: dict[str, Any]) -> str:
              else "| M / lower bound | - |",
              f"| W / P, slot utilisation | {100 * f['efficiency']:.1f} % |", "",
              *_held_section(f),
+             *_memory_section(f),
              "## Time queued vs running", "",
              f"Ready but waiting for a slot: {f['queued']:.3f} s in total; running: "
              f"{f['running']:.3f} s.", "",
@@ -231,6 +233,58 @@ def to_markdown(f: dict[str, Any]) -> str:
         lines += ["", f"Critical path (task ids): {cp}"
                   + (" ..." if len(f["critical_path"]) > 30 else "")]
     return "\n".join(lines) + "\n"
+
+
+def memory_figures(reports: list[dict[str, Any]], nodes: list[dict[str, Any]],
+                   t_end: float) -> list[dict[str, Any]]:
+    """Per node: its memory marks, values spilled and read back, time paused, peak seen."""
+    marks = {n["name"]: n.get("info") or {} for n in nodes}
+    per: dict[str, dict[str, Any]] = {}
+    for r in reports:
+        s = per.setdefault(r["node"], {"node": r["node"], "spills": 0, "spilled_bytes": 0,
+                                        "reads": 0, "paused_s": 0.0, "pauses": 0,
+                                        "peak_rss": 0, "_since": None})
+        s["spills"] += r["spills"] or 0
+        s["spilled_bytes"] += r["spilled_bytes"] or 0
+        s["reads"] += r["reads"] or 0
+        s["peak_rss"] = max(s["peak_rss"], r["rss"] or 0)
+        if r["paused"] and s["_since"] is None:
+            s["_since"] = r["t"]
+            s["pauses"] += 1
+        elif not r["paused"] and s["_since"] is not None:
+            s["paused_s"] += r["t"] - s["_since"]
+            s["_since"] = None
+    out = []
+    for name, s in per.items():
+        if s.pop("_since") is not None:
+            s["paused_s"] += max(0.0, t_end - max(r["t"] for r in reports if r["node"] == name))
+        info = marks.get(name, {})
+        s["budget"] = info.get("memory_budget")
+        s["pause_mark"] = info.get("memory_pause")
+        out.append(s)
+    return out
+
+
+def _memory_section(f: dict[str, Any]) -> list[str]:
+    """Nodes whose memory budget acted: values spilled to disk, read back, pauses."""
+    rows = f.get("memory") or []
+    if not rows:
+        return []
+
+    def mb(v: Any) -> str:
+        return f"{v / 1e6:,.0f}" if v else "-"
+    out = ["## Memory", "",
+           "What each node's memory budget did (resident memory of its agent and executors; "
+           "above the budget held values spill to its disk, above the pause mark it takes "
+           "no new task that only makes values).", "",
+           "| node | budget (MB) | pause mark (MB) | peak seen (MB) | values spilled | "
+           "spilled (MB) | read back | pauses | paused (s) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for s in rows:
+        out.append(f"| {s['node']} | {mb(s['budget'])} | {mb(s['pause_mark'])} | "
+                   f"{mb(s['peak_rss'])} | {s['spills']} | {mb(s['spilled_bytes'])} | "
+                   f"{s['reads']} | {s['pauses']} | {s['paused_s']:.2f} |")
+    return out + [""]
 
 
 def _held_section(f: dict[str, Any]) -> list[str]:

@@ -16,6 +16,8 @@
         identity_file: ~/.ssh/id_ed25519   # else ssh-agent and ~/.ssh/id_* keys
         computing_units: 2
         memory: 4                  # GB; default: what the host reports
+        memory_budget: "60%"       # above it, held values spill to disk (GB, "4GiB", "60%")
+        memory_pause: "80%"        # above it, no new task that only makes values
         gpus: 0
         python: /usr/bin/python3   # an interpreter that can import taskflow (same version)
         working_dir: ~/taskflow    # created if missing; staged files live below it
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from ..errors import ClusterConfigError
+from ..wire import budget
 
 if TYPE_CHECKING:
     from .base import Provider
@@ -80,6 +83,8 @@ class NodeConfig:
     env: dict[str, str] = field(default_factory=dict)
     setup: list[str] = field(default_factory=list)
     local: bool = False
+    memory_budget: float | str | None = None    # wire.budget amounts (None: the run's)
+    memory_pause: float | str | None = None
 
     @property
     def where(self) -> str:
@@ -98,6 +103,8 @@ class ClusterConfig:
     sample_interval: float = 2.0
     path: str = ""
     slurm: dict[str, Any] | None = None       # SlurmProvider keywords (the ``slurm`` section)
+    memory_budget: float | str | None = None  # every node's, unless it says (Runtime's)
+    memory_pause: float | str | None = None
 
     def providers(self) -> list[Provider]:
         """The providers that start these nodes (SSH ones need paramiko)."""
@@ -107,7 +114,9 @@ class ClusterConfig:
             if n.local:
                 from .local import LocalProvider
                 out.append(LocalProvider(n.computing_units or os.cpu_count() or 1,
-                                         memory_gb=n.memory, name=n.name))
+                                         memory_gb=n.memory, name=n.name,
+                                         memory_budget=n.memory_budget,
+                                         memory_pause=n.memory_pause))
         if remote:
             from .ssh import SSHProvider
             out.append(SSHProvider(remote, known_hosts=self.known_hosts,
@@ -129,7 +138,8 @@ class ClusterConfig:
 
 _TOP = {"placement": str, "known_hosts": str, "accept_new_host_keys": bool,
         "connect_timeout": (int, float), "heartbeat_timeout": (int, float),
-        "sample_interval": (int, float), "nodes": list, "slurm": dict}
+        "sample_interval": (int, float), "nodes": list, "slurm": dict,
+        "memory_budget": (int, float, str), "memory_pause": (int, float, str)}
 _SLURM = {"mode": str, "nodes": int, "cpus": int, "partition": str, "time": (str, int),
           "account": str, "qos": str, "memory": str, "sbatch": list, "worker_init": list,
           "max_queued": int, "idle_timeout": (int, float), "drain_margin": (int, float),
@@ -137,9 +147,11 @@ _SLURM = {"mode": str, "nodes": int, "cpus": int, "partition": str, "time": (str
 _SLURM_KW = {"time": "time_limit", "sbatch": "sbatch_lines"}   # file key -> SlurmProvider's
 _NODE = {"name": str, "host": str, "port": int, "user": str, "identity_file": str,
          "computing_units": int, "memory": (int, float), "gpus": int, "python": str,
-         "working_dir": str, "shared_fs": bool, "env": dict, "setup": list, "local": bool}
+         "working_dir": str, "shared_fs": bool, "env": dict, "setup": list, "local": bool,
+         "memory_budget": (int, float, str), "memory_pause": (int, float, str)}
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list",
-               dict: "a mapping", (int, float): "a number", (str, int): "a string or minutes"}
+               dict: "a mapping", (int, float): "a number", (str, int): "a string or minutes",
+               (int, float, str): "GB, an amount (\"4GiB\") or a share (\"60%\")"}
 
 
 def load_cluster(path: str) -> ClusterConfig:
@@ -245,6 +257,11 @@ def _mapping(node: Any, schema: dict[str, Any], path: str, what: str) -> dict[st
             raise ClusterConfigError(
                 f"{path}:{line}: {what}.{key} must be {_TYPE_NAMES[want]}, got "
                 f"{type(value).__name__} {value!r}")
+        if key in ("memory_budget", "memory_pause"):
+            try:
+                budget.check(value, f"{what}.{key}")
+            except ValueError as exc:
+                raise ClusterConfigError(f"{path}:{line}: {exc}") from None
         out[key] = (vnode, value)
     return out
 
@@ -262,7 +279,8 @@ def cli_runtime_options(path: str | None, placement: str) -> dict[str, Any]:
         raise SystemExit(2) from None
     # --placement given on the command line wins over the file's
     return {"placement": placement if placement != "locality" else cfg.placement,
-            "providers": providers}
+            "providers": providers, "memory_budget": cfg.memory_budget,
+            "memory_pause": cfg.memory_pause}
 
 
 def slurm_cli_provider(mode: str, nodes: int, opts: tuple[str, ...]) -> Any:

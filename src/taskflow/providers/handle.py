@@ -52,6 +52,7 @@ class NodeHandle:
         self.channel: Channel = channel if channel is not None else FdChannel(rfd, wfd)
         self.reader = P.FrameReader(self.channel)
         self.out = bytearray()
+        self.parts: deque[memoryview] = deque()   # frames with values' buffers, before out
         P.grow_pipe(rfd)
         P.grow_pipe(wfd)
         self.slots = slots
@@ -64,6 +65,8 @@ class NodeHandle:
         self.used = 0            # computing units of dispatched, unfinished tasks
         self.mem_used = 0.0
         self.alive = True
+        self.paused = False      # above its memory pause mark: no new producing task there
+        self.memory: M.MemoryReport | None = None   # its last memory report
         self.lost_reason = ""
         self.leaving: str | None = None   # the agent drains (SIGTERM, idle): no new work there
         self.samples: deque[dict[str, Any]] = deque(maxlen=720)
@@ -120,12 +123,37 @@ class NodeHandle:
     def queue(self, data: bytes) -> None:
         self.out += data
 
+    def queue_parts(self, parts: list[P.Part]) -> None:
+        """A frame that may carry values (:func:`~taskflow.wire.protocol.encode_parts`):
+        their buffers are written from where they are, not copied into ``out``."""
+        if len(parts) == 1 and not self.parts:
+            self.out += parts[0]
+            return
+        if self.out:                  # what was queued before goes first
+            self.parts.append(memoryview(self.out))
+            self.out = bytearray()
+        self.parts.extend(memoryview(p).cast("B") for p in parts)
+
+    def pending_out(self) -> int:
+        """Bytes queued for the node and not written yet."""
+        return len(self.out) + sum(len(p) for p in self.parts)
+
     def flush(self) -> bool:
         """Write what the descriptor takes; True when nothing is left."""
+        send = self.channel.send
+        if self.parts:
+            try:
+                if not P.send_parts(send, self.parts):
+                    return False
+            except OSError as exc:
+                self.alive = False
+                self.lost_reason = f"write failed: {exc}"
+                self.parts.clear()
+                self.out.clear()
+                return True
         out = self.out
         if not out:
             return True
-        send = self.channel.send
         done = 0
         err: OSError | None = None
         with memoryview(out) as view:    # a TLS send takes one 16 KiB record at a time:

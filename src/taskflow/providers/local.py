@@ -23,7 +23,8 @@ class LocalProvider(Provider):
     name = "local"
 
     def __init__(self, slots: int, nodes: int = 1, memory_gb: float | None = None,
-                 name: str = "local", gpus: int = 0) -> None:
+                 name: str = "local", gpus: int = 0, memory_budget: float | str | None = None,
+                 memory_pause: float | str | None = None) -> None:
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise UsageError(f"workers={slots!r}: give a number of executor slots >= 1 (or "
                              f"leave it out for one per core)")
@@ -41,6 +42,8 @@ class LocalProvider(Provider):
         self.procs: list[subprocess.Popen[bytes]] = []
         self.node_name = name
         self.gpus = gpus            # GPUs each node declares (GPU @constraint placement)
+        self.memory_budget = memory_budget      # None: the run's (wire.budget)
+        self.memory_pause = memory_pause
 
     def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
         handles = []
@@ -61,7 +64,11 @@ class LocalProvider(Provider):
                            memory_gb=self.memory_gb, provider=self)
             h.proc = proc
             h.gpus = self.gpus
-            cfg: Hello = {**config, "name": name, "slots": slots}
+            cfg: Hello = {**config, "name": name, "slots": slots, "memory_gb": self.memory_gb}
+            if self.memory_budget is not None:      # this provider's own marks (cluster file)
+                cfg["memory_budget"] = self.memory_budget
+            if self.memory_pause is not None:
+                cfg["memory_pause"] = self.memory_pause
             try:
                 h.handshake(cfg, timeout, describe=f" (command: {' '.join(cmd)})")
             except NodeStartError:

@@ -277,6 +277,12 @@ class SSHProvider(Provider):
         data_dir = config.get("data_dir", "")
         cfg: Hello = {**config, "name": c.name, "slots": c.computing_units, "env": dict(c.env),
                       "sample_interval": self.sample_interval}
+        if c.memory:
+            cfg["memory_gb"] = c.memory
+        if c.memory_budget is not None:     # the node's own memory marks (agent.memory)
+            cfg["memory_budget"] = c.memory_budget
+        if c.memory_pause is not None:
+            cfg["memory_pause"] = c.memory_pause
         if not c.shared_fs:     # else: the master's directory and data dir, seen via the shared fs
             data_dir = f"{n.workdir}/taskflow-data/{config.get('run_id', 'run')}"
             cfg.update({"cwd": n.workdir, "data_dir": data_dir})

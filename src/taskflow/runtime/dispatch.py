@@ -25,6 +25,7 @@ from ..wire import messages as M
 from ..wire import protocol as P
 from . import lineage, outcomes
 from .outbox import Frames, Outbox
+from .relay import Relay
 from .remote_values import RemoteValues
 from .resume import completion_record
 from .state import Waiter
@@ -70,6 +71,7 @@ class Dispatcher:
         self.cancel_out: dict[NodeHandle, list[int]] = {}        # task ids taken back
         self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
         self.outbox = Outbox(rt, self)         # what each round sends: TASKS, FUNC, DATA
+        self.relay = Relay(rt)                 # values copied node to node, in parts
         self.nodes: list[NodeHandle] = []
         self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
         self.interrupt_grace: float | None = None  # to send INTERRUPT with (once)
@@ -223,6 +225,15 @@ class Dispatcher:
                 fetches, self.fetch_queue = self.fetch_queue, []
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
+                pulls = self.relay.pulls() if self.relay else None
+            if self.relay.forward:              # parts of copies go before the tasks that
+                for node, parts in self.relay.take_forward():     # wait for them
+                    node.queue_parts(parts)
+                    sends.setdefault(node, [])
+            if pulls:
+                for node, wanted in pulls.items():
+                    node.queue(P.encode(M.PULL, wanted))
+                    sends.setdefault(node, [])
             for node, fut in fetches:
                 node.queue(P.encode(M.FETCH, [fut._did]))
                 sends.setdefault(node, [])
@@ -242,10 +253,15 @@ class Dispatcher:
                         sends.setdefault(node, [])
             for node, frames in sends.items():
                 for op, body in frames:
-                    node.queue(P.encode(op, body))
+                    if op == M.DATA:        # values: their buffers are not copied
+                        node.queue_parts(P.encode_parts(op, body))
+                    else:
+                        node.queue(P.encode(op, body))
             for node in self.nodes:
-                if node.out or node.wreg:
+                if node.out or node.wreg or node.parts:
                     self._flush(node)
+            if rt.log is not None and rt.log.pending:
+                rt.log.tick()
             self._round_done.set()
             for fn, fut in cbs:
                 try:
@@ -326,6 +342,10 @@ class Dispatcher:
                     rt.bus.emit(("sample", body["t"], 0, "", node.name, body))
             elif op == M.LEAVING:
                 self._leaving(node, body.reason, body.task_ids)
+            elif op == M.MEMORY:
+                self._memory(node, body)
+            elif op == M.PART:
+                self.relay.parts(node, body)
             elif op == M.FATAL:
                 self._lose(node, body, cbs)
 
@@ -345,7 +365,7 @@ class Dispatcher:
         if records:
             log = self.rt.log
             assert log is not None
-            log.write([log.frame(records, payloads)])
+            log.add(records, payloads)
 
     def _leaving(self, node: NodeHandle, reason: str, tids: list[int]) -> None:
         """The node drains: no new work goes there; what it did not start runs elsewhere."""
@@ -369,6 +389,21 @@ class Dispatcher:
         bus = self.rt.bus
         if bus.active:
             bus.emit(("usage", task.t_end, task.id, task.spec.name, node.name, (cpu, peak)))
+
+    def _memory(self, node: NodeHandle, report: M.MemoryReport) -> None:
+        """The node spilled or read back values, or paused or resumed (agent.memory)."""
+        rt = self.rt
+        node.memory = report
+        if report.paused != node.paused:
+            node.paused = report.paused
+            rt.scheduler.paused = any(n.paused for n in rt.scheduler.nodes)
+            log.info("node %s %s: %.0f MB resident", node.name,
+                     "paused (above its memory pause mark)" if node.paused else "resumed",
+                     report.rss / 1e6)
+        if rt.bus.active:       # plain values: the journal's process loads no taskflow class
+            rt.bus.emit(("memory", report.t, 0, "", node.name,
+                         (report.rss, report.held, report.spilled, report.paused,
+                          [tuple(e) for e in report.events])))
 
     def _started(self, node: NodeHandle, entries: list[tuple[int, float]]) -> None:
         """Tasks that began to run on ``node`` (not sent for known-short functions)."""
@@ -404,6 +439,7 @@ class Dispatcher:
         except (KeyError, ValueError):
             pass
         rt = self.rt
+        self.relay.node_lost(node)
         for did, fetch in list(self.fetches.items()):
             fut = fetch.fut
             if fut._holders and node.name in fut._holders:

@@ -41,6 +41,7 @@ class Outbox:
         self.rt = rt
         self.disp = disp
         self.remote = disp.remote
+        self.lost: list[tuple[Task, Future]] = []   # inputs no node holds nor can make again
 
     def prepare(self, assignments: list[tuple[NodeHandle, Task]],
                  cbs: Callbacks) -> dict[NodeHandle, Frames]:
@@ -109,7 +110,22 @@ class Outbox:
             batch = frames.pop()
             if batch:
                 frames.append((M.TASKS, batch))
+        if self.lost:
+            self._inputs_lost(cbs)
         return sends
+
+    def _inputs_lost(self, cbs: Callbacks) -> None:
+        """Tasks whose input is gone for good (its nodes lost, no way to make it again)."""
+        lost, self.lost = self.lost, []
+        now = time.time()
+        for task, fut in lost:
+            if task.state != T.READY:
+                continue
+            task.t_start = task.t_end = now
+            outcomes.task_failed(self.rt, task, M.ERROR, M.ErrorInfo(
+                "ValueLost", f"its input d{fut._did} was lost with the nodes that held it and "
+                f"cannot be made again (its producer failed or was cancelled)", "", None),
+                None, cbs)
 
     def _chain(self, task: Task, node: NodeHandle,
                assignments: list[tuple[NodeHandle, Task]]) -> None:
@@ -201,8 +217,9 @@ class Outbox:
             return True
         if fut._exception is not None:
             raise RuntimeError(f"internal: task {task.id} reads a failed value")
-        # The value lives on another node: fetch it through the master first.
-        self.disp.request_fetch(fut, task)
+        # The value lives on another node: it is copied there in parts (runtime.relay).
+        if not self.disp.relay.request(fut, node, task):
+            self.lost.append((task, fut))
         return False
 
     def send_values(self, node: NodeHandle, push: list[Future], frames: Frames) -> None:
@@ -249,7 +266,7 @@ class Outbox:
                     payloads: list[bytes] = []
                     rec = completion_record(task, outputs, payloads)
                     if rec is not None:
-                        rt.log.write([rt.log.frame([rec], payloads)])
+                        rt.log.add([rec], payloads)
                 outcomes.task_done(rt, task, outputs, node, cbs)
             else:
                 outcomes.task_failed(rt, task, M.LOST, M.ErrorInfo("NodeLost", err, "", None),

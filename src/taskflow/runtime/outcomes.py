@@ -18,7 +18,7 @@ import pickle
 import time
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from ..errors import NodeLost, TaskCancelled, TaskError, TaskTimeout
+from ..errors import NodeLost, TaskCancelled, TaskError, TaskMemoryExceeded, TaskTimeout
 from ..future import FINISHED, Future, notify_done
 from ..graph import task as T
 from ..graph.task import Task
@@ -98,8 +98,17 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
                     item.last_done = fut
             finish_future(rt, fut, cbs)
             i += 1
-    if any(type(o) is M.Held for o in outputs):   # values left on the node: keep lineage
+    held = 0
+    for o in outputs:
+        if type(o) is M.Held:
+            held += o.size
+    spec = task.spec
+    if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
+        spec.held_mean = held if not spec.held_mean else (3 * spec.held_mean + held) // 4
+    if spec.invoker == "python":    # (programs keep theirs: the journal's exit code)
+        task.outputs = ()           # the task's rows and groups no longer pin its values
+        task.inouts = None
     _stats(task)
     rt.n_done += 1
     _ended(rt, task)
@@ -160,10 +169,12 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     else:
         task.attempts += 1
         retries = spec.retries if spec.retries is not None else rt.retries
-        if spec.on_failure == "RETRY" and task.attempts <= retries:
+        if spec.on_failure == "RETRY" and task.attempts <= retries \
+                and status != M.OVER_MEMORY:       # (the same limit would stop it again)
             _retry(rt, task, node_name, f"{etype}: {emsg}")
             return
-    cls = TaskTimeout if status == M.TIMEOUT else TaskError
+    cls = TaskTimeout if status == M.TIMEOUT else TaskMemoryExceeded \
+        if status == M.OVER_MEMORY else TaskError
     runs = task.attempts + task.crashes
     tries = f" after {runs} attempt{'s' if runs != 1 else ''}"
     msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: "
@@ -174,13 +185,18 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     if tb:
         msg += f"\n\nRemote traceback (task {spec.name} on {node_name}):\n{tb.rstrip()}"
     err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name, remote_traceback=tb,
-              kind="timeout" if status == M.TIMEOUT else "error")
+              kind="timeout" if status == M.TIMEOUT else "memory" if status == M.OVER_MEMORY
+              else "error")
     if blob is not None:
         try:
             import cloudpickle
-            err.__cause__ = cloudpickle.loads(blob)
+            cause = cloudpickle.loads(blob)
         except Exception:
-            pass
+            cause = None
+        if isinstance(cause, TaskMemoryExceeded) and isinstance(err, TaskMemoryExceeded):
+            err.limit, err.peak = cause.limit, cause.peak
+        elif cause is not None:
+            err.__cause__ = cause
     task.error = err
     task.state = T.FAILED
     policy = spec.on_failure
@@ -232,6 +248,8 @@ def task_restored(rt: RunState, task: Task, outputs: tuple[tuple[Any, ...], ...]
     for fut, out, value in zip(task.all_outputs(), outputs, values):
         if out[0] == "v":
             fut._payload = value
+        elif out[0] == "V":             # large buffers: the Packed, pickled in-band
+            fut._payload = pickle.loads(value)      # type: ignore[arg-type]  # bytes for "V"
         else:                           # a file version, kept in the earlier run's directory
             fut._path = fut._result = out[1]
             item = fut._item
@@ -453,12 +471,24 @@ def _exit_code(task: Task) -> int | None:
 
 
 def _ended(rt: RunState, task: Task) -> None:
+    """The task is over: counters, its journal rows, and what it no longer holds.
+
+    An ended task keeps no value left on a node alive: such inputs are
+    dropped here (the journal's rows need only their data ids), and such
+    outputs in :func:`task_done`, so they are freed on their node the moment
+    the caller lets go of them, not when the bus has delivered the task's
+    rows. (Values that live only in the master, small by the inline limit,
+    stay until then: no work per task for them.)
+    """
     rt.n_active -= 1
     task.reads = None       # free what the graph no longer needs (1M-task runs)
     bus = rt.bus
     if bus.active:
         # The bus makes the rows later, in its thread (events.py): the task goes as it
         # is, with its arguments, which its submitted row may still need.
+        refs = task.refs
+        if refs is not None and _holds_node_values(refs):
+            task.refs = _row_refs(refs)
         if task.state == T.DONE:
             bus.done_rows.append(task)
         else:
@@ -474,3 +504,36 @@ def _ended(rt: RunState, task: Task) -> None:
         for w in rt.idle_waiters:
             w.set()
         rt.idle_waiters.clear()
+
+
+def _holds_node_values(refs: list[Any]) -> bool:
+    """Some input of a call is a value left on a node (its row must not keep it there)."""
+    for _, kind, obj in refs:
+        if kind == M.REF_VALUE:
+            if obj._holders:
+                return True
+        elif kind == M.REF_PICKLED:
+            for f in obj[1]:
+                if f._holders:
+                    return True
+    return False
+
+
+def _as_row(obj: Any) -> Any:
+    return (obj._did, obj._path) if type(obj) is Future else obj
+
+
+def _row_refs(refs: list[Any]) -> list[Any]:
+    """A call's resolved arguments as its journal row shows them: futures become
+    (data id, path), as the journal's pickler reduces them (journal/wire.py)."""
+    out = []
+    for path, kind, obj in refs:
+        if kind == M.REF_PICKLED:
+            blob, futs = obj
+            obj = (None, [_as_row(f) for f in futs])    # (the snapshot: not shown)
+        elif type(obj) is tuple:
+            obj = tuple(_as_row(f) for f in obj)
+        else:
+            obj = _as_row(obj)
+        out.append((path, kind, obj))
+    return out

@@ -5,6 +5,15 @@ thousands of tasks were ready (15 levels of tuple comparisons); nearly every
 workflow uses a handful of priorities, so a FIFO per priority makes push and
 pop O(1) and keeps the same order: higher priority first, then submission
 order (a task pushed back with :meth:`push_front` keeps its place).
+
+The key is ``Task.prio``: twice the declared priority, plus one for a task
+that reads values. So ``priority=True`` tasks go before every other ready
+task (as in PyCOMPSs), and among tasks of one priority those that consume
+values already made go before those that only make new ones: a
+``consume(produce(i))`` pipeline submitted in one loop runs each consumer as
+soon as its value exists, instead of every producer first, and the values
+held on the nodes stay few (memory-aware ordering, as Dask orders its graph
+depth first).
 """
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ The log is a sequence of frames, one per loop round: two big-endian lengths,
 a pickled header (a list of records ``(key, name, ordinal, parts, outputs)``,
 pickled together so that what they share, a function's code digest, is
 written once) and the outputs' bytes in record order. ``outputs`` says, per
-output of the task in order, ``("v", n)`` a value of n bytes (in the frame),
+output of the task in order, ``("v", n)`` a value of n bytes (in the frame), ``("V", n)`` one with
+large buffers (a :class:`~taskflow.wire.messages.Packed`, pickled in-band),
 ``("f", path)`` a file or directory version (kept in the run's data
 directory) or ``("h",)`` a value that stayed on its node (not kept: the task
 runs again). A truncated last frame (the master died while writing it) is
@@ -24,14 +25,16 @@ import os
 import pickle
 import struct
 import threading
+import time
 from typing import Any, NamedTuple
 
 from ..context import private_file
 from ..graph.keys import KeyParts
+from ..wire.messages import Packed
 
 LOG_NAME = "resume.log"
 _HEAD = struct.Struct(">II")
-Output = tuple[Any, ...]          # ("v", n) | ("f", path) | ("h",)
+Output = tuple[Any, ...]          # ("v", n) | ("V", n) | ("f", path) | ("h",)
 # one record in a frame's header: (key, name, ordinal, parts, outputs)
 RecordWire = tuple[bytes, str, int, KeyParts, tuple[Output, ...]]
 
@@ -46,13 +49,28 @@ class Record(NamedTuple):
 
 
 class ResumeLog:
-    """The writer: append records, one write per batch (any thread)."""
+    """The writer: append records, one write per batch (any thread).
 
-    def __init__(self, path: str) -> None:
+    By default (no policy) every batch is written before its tasks' results
+    are acted on, so a master killed at any moment redoes no task it had acted
+    on. A COMPSs-style checkpoint policy (``tasks`` N, ``seconds`` T) keeps
+    records in memory and writes them when N have gathered or T seconds have
+    passed (and at the end): fewer writes, and a killed master may redo up to
+    that many finished tasks.
+    """
+
+    def __init__(self, path: str, every_tasks: int = 0, every_seconds: float = 0.0) -> None:
         private_file(path)
         self.path = path
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         self._lock = threading.Lock()
+        self.every_tasks = every_tasks
+        self.every_seconds = every_seconds
+        self.buffered = every_tasks > 0 or every_seconds > 0
+        self._records: list[RecordWire] = []
+        self._payloads: list[bytes] = []
+        self._t_flush = time.monotonic()
+        self.pending = False        # records wait in memory (a policy is set)
 
     @staticmethod
     def frame(records: list[RecordWire], payloads: list[bytes]) -> bytes:
@@ -61,22 +79,80 @@ class ResumeLog:
         body = b"".join(payloads)
         return _HEAD.pack(len(header), len(body)) + header + body
 
-    def write(self, frames: list[bytes]) -> None:
-        if not frames:
+    def add(self, records: list[RecordWire], payloads: list[bytes]) -> None:
+        """Records of finished tasks: written now, or kept until the policy says."""
+        if not self.buffered:
+            self._write(self.frame(records, payloads))
             return
-        data = b"".join(frames) if len(frames) > 1 else frames[0]
         with self._lock:
-            view = memoryview(data)
-            while view:
-                n = os.write(self._fd, view)
-                view = view[n:]
+            self._records.extend(records)
+            self._payloads.extend(payloads)
+            self.pending = True
+            if (self.every_tasks and len(self._records) >= self.every_tasks) or \
+                    (self.every_seconds and
+                     time.monotonic() - self._t_flush >= self.every_seconds):
+                self._flush_locked()
+
+    def tick(self) -> None:
+        """The loop's round: write records that have waited ``every_seconds``."""
+        if self.every_seconds and time.monotonic() - self._t_flush >= self.every_seconds:
+            with self._lock:
+                self._flush_locked()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        self._t_flush = time.monotonic()
+        if self._records:
+            records, payloads = self._records, self._payloads
+            self._records, self._payloads = [], []
+            self.pending = False
+            self._write_locked(self.frame(records, payloads))
+
+    def _write(self, data: bytes) -> None:
+        with self._lock:
+            self._write_locked(data)
+
+    def _write_locked(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
 
     def close(self) -> None:
         with self._lock:
             try:
+                self._flush_locked()
+            except OSError:
+                pass
+            try:
                 os.close(self._fd)
             except OSError:
                 pass
+
+
+def checkpoint_policy(text: str | None) -> tuple[int, float]:
+    """``--checkpoint``: "tasks=N", "seconds=T" or both, comma-separated; None: each batch."""
+    tasks, seconds = 0, 0.0
+    for part in (text or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        k, _, v = part.partition("=")
+        try:
+            if k == "tasks" and int(v) > 0:
+                tasks = int(v)
+                continue
+            if k == "seconds" and float(v) > 0:
+                seconds = float(v)
+                continue
+        except ValueError:
+            pass
+        raise ValueError(f"checkpoint policy {text!r}: give tasks=N (every N finished tasks) "
+                         f"and/or seconds=T (every T seconds), e.g. tasks=1000,seconds=30")
+    return tasks, seconds
 
 
 class ResumeStore:
@@ -114,7 +190,7 @@ class ResumeStore:
                     break
                 for key, name, ordinal, parts, outputs in records:
                     rec = Record(key, name, ordinal, KeyParts(*parts), outputs, start)
-                    start += sum(o[1] for o in outputs if o[0] == "v")
+                    start += sum(o[1] for o in outputs if o[0] in ("v", "V"))
                     self.by_key[key] = rec
                     self.by_call[(name, ordinal)] = rec
 
@@ -128,6 +204,8 @@ class ResumeStore:
             f.seek(rec.offset)
             for o in rec.outputs:
                 if o[0] == "v":
+                    out.append(f.read(o[1]))
+                elif o[0] == "V":                 # a Packed pickled (outcomes loads it)
                     out.append(f.read(o[1]))
                 else:
                     out.append(None)
@@ -233,6 +311,10 @@ def completion_record(task: Any, outputs: list[Any],
         if type(o) is bytes:
             descs.append(("v", len(o)))
             payloads.append(o)
+        elif type(o) is Packed:             # large buffers out of band: kept in-band here
+            blob = pickle.dumps(o, 5)
+            descs.append(("V", len(blob)))
+            payloads.append(blob)
         elif o is None:                     # a file or directory the task wrote
             descs.append(("f", fut._path))
         else:                               # Held: stayed on its node

@@ -29,16 +29,18 @@ from ..providers.handle import NodeHandle
 from ..providers.local import LocalProvider
 from .. import diagnostics
 from ..context import private_dir
+from ..wire import budget
 from . import gctune, outcomes
 from .dispatch import Dispatcher
 from ..graph.keys import Keys
-from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, failed_calls
+from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
 from .state import RunState
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..journal.writer import JournalWriter
+    from ..wire.messages import Payload
     from ..wire.messages import Hello
     from .outcomes import Callbacks
 
@@ -69,6 +71,10 @@ class Runtime(RunState):
     per core); ``nodes=K`` splits them over K local node agents (N >= K; the
     first agents take the remainder), which exercises placement.
     ``providers=[...]`` replaces the local default (SSH, Slurm issues).
+    ``memory_budget`` and ``memory_pause`` set every node's memory marks (GB,
+    ``"4GiB"`` or ``"60%"`` of the node; ``taskflow.agent.memory``); the
+    cluster file may set them per node. ``memory_limit=True`` makes every
+    task's ``memory_size`` a limit it may not grow past (``agent.limits``).
     """
 
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
@@ -76,11 +82,22 @@ class Runtime(RunState):
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
                  journal: bool = True, crash_limit: int = 3, resumable: bool = False,
-                 resume: str | None = None, resume_check: str = "content") -> None:
+                 resume: str | None = None, resume_check: str = "content",
+                 checkpoint: str | None = None,
+                 memory_budget: float | str | None = None,
+                 memory_pause: float | str | None = None, memory_limit: bool = False) -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(crash_limit, bool) or not isinstance(crash_limit, int) or crash_limit < 0:
             raise UsageError(f"crash_limit={crash_limit!r}: give how many workers may die "
                              f"running one task (an int >= 0)")
+        for what, amount in (("memory_budget", memory_budget), ("memory_pause", memory_pause)):
+            try:
+                budget.check(amount, what)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        self.memory_budget = memory_budget      # per node; wire.budget (None: 60% of it)
+        self.memory_pause = memory_pause        # None: 4/3 of the budget
+        self.memory_limit = bool(memory_limit)  # every memory_size is a limit (agent.limits)
         super().__init__(retries=retries, placement=placement, crash_limit=crash_limit,
                          providers=providers if
                          providers is not None else [
@@ -99,9 +116,13 @@ class Runtime(RunState):
         self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         # Resumable runs (runtime/resume.py): every call gets a key; finished calls are
         # logged before they are acted on; a resumed run restores the earlier run's.
-        self.resumable = resumable or resume is not None
+        self.resumable = resumable or resume is not None or checkpoint is not None
         self.resume_from = resume               # the earlier run's directory
         self.keys = Keys(resume_check) if self.resumable else None
+        try:
+            self.checkpoint = checkpoint_policy(checkpoint)   # (tasks, seconds); (0, 0): each
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         self.log: ResumeLog | None = None
         self.resumer: Resumer | None = None
         self.submit_lock = threading.Lock()
@@ -111,7 +132,6 @@ class Runtime(RunState):
         self.dispatcher = Dispatcher(self)
         self.comm = self.dispatcher
         self.tids = itertools.count(1)      # task ids
-        self.dids = itertools.count(1)      # data (version) ids
         self.group_stack: list[str] = []
         self.exit_code = 0          # stop(code): the status a launcher exits with
         self.started = False
@@ -127,14 +147,15 @@ class Runtime(RunState):
             return self
         private_dir(self.data_dir)      # and the run directory: user-only (context.py)
         if self.resumable:
-            self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME))
+            self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint)
             if self.resume_from is not None:
                 self.resumer = Resumer(ResumeStore(self.resume_from),
                                        failed_calls(self.resume_from))
         diagnostics.setup()
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
-                         "data_dir": self.data_dir, "run_id": self.run_id}
+                         "data_dir": self.data_dir, "run_id": self.run_id,
+                         "memory_budget": self.memory_budget, "memory_pause": self.memory_pause}
         self._open_journal()   # first: its writer process starts while the nodes do
         nodes = []
         try:
@@ -273,24 +294,26 @@ class Runtime(RunState):
     def new_tid(self) -> int:
         return next(self.tids)
 
-    def new_did(self) -> int:
-        return next(self.dids)
-
     def submit(self, spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not self.started or self.stopped:
             raise RuntimeNotStarted(f"task {spec.name} was called but the taskflow runtime is "
                                     f"{'stopped' if self.stopped else 'not started'}")
         prep = spec.prepare
+        opts: dict[str, Any] | None = None
         if prep is not None:        # call-time constraints / external programs (api.calltime)
             cus, mem, opts = prep(self, args, kwargs)
         else:
             cus, mem = spec.computing_units, spec.memory_size
         if cus > self._max_cus or mem > self._max_mem:
             self._cannot_fit(spec, cus, mem)
+        own = prep is not None      # the task's constraints differ from its spec's
+        if mem and self.memory_limit and spec.memory_limit is None:
+            opts = dict((opts if own else spec.options) or {}, mem_limit=float(mem))
+            own = True              # Runtime(memory_limit=True): memory_size is a limit
         made = self.builder.plain(spec, args) if not kwargs else None
         if made is not None:        # scalars only: no builder state, no submit lock
             task, value = made
-            if prep is not None:
+            if own:
                 task.cus, task.mem, task.options = cus, mem, opts
             if self.keys is not None:       # resumable: the call's key (graph.keys)
                 self.keys.assign(task)
@@ -298,7 +321,7 @@ class Runtime(RunState):
         else:
             with self.submit_lock:
                 task, deps, value = self.builder.build(spec, args, kwargs)
-                if prep is not None:
+                if own:
                     task.cus, task.mem, task.options = cus, mem, opts
                 if self.keys is not None:
                     self.keys.assign(task)
@@ -375,9 +398,8 @@ class Runtime(RunState):
         outcomes.task_restored(self, task, rec.outputs, values, cbs)
         self.resumer.restored += 1
         if self.log is not None:        # kept here too: a later resume of this run finds it
-            self.log.write([ResumeLog.frame(
-                [(rec.key, rec.name, task.ordinal, rec.parts, rec.outputs)],
-                [v for v in values if v is not None])])
+            self.log.add([(rec.key, rec.name, task.ordinal, rec.parts, rec.outputs)],
+                         [v for v in values if v is not None])
         return True
 
     def _cannot_fit(self, spec: TaskSpec, cus: int, mem: float) -> None:
@@ -441,7 +463,7 @@ class Runtime(RunState):
             if deadline is not None and time.time() >= deadline:
                 return False
 
-    def fetch_payload(self, fut: Future) -> bytes:
+    def fetch_payload(self, fut: Future) -> Payload:
         """Bring a value that stayed on a node to the master."""
         if fut._payload is not None:
             return fut._payload
@@ -459,6 +481,15 @@ class Runtime(RunState):
         if fut._payload is None:
             raise RuntimeError(f"the value of {fut!r} could not be fetched: its node was lost")
         return fut._payload
+
+    def take_payload(self, fut: Future) -> tuple[Payload, bool]:
+        """The payload for ``wait_on``; let go of it when a node holds the value too."""
+        payload = fut._payload if fut._payload is not None else self.fetch_payload(fut)
+        with self.lock:
+            if fut._holders and fut._payload is not None:
+                fut._payload = None
+                return payload, True
+        return payload, False
 
     def add_done_callback(self, fut: Future, fn: Callable[[Future], Any]) -> bool:
         with self.lock:

@@ -5,7 +5,12 @@ choice per node; the runtime sends them. A node may be given more work than
 it has slots (it queues it and starts the next task the moment a slot
 frees, without a round trip); how much more depends on how long tasks of
 that name have taken so far: deep for tasks of a millisecond, one extra per
-slot for long ones, so long tasks are not hoarded by one node.
+slot for long ones, so long tasks are not hoarded by one node; and on the
+size of the values its calls leave on their node: no deeper than
+``PREFETCH_BYTES`` of them per slot, so a fast producer of large values does
+not fill a node's memory ahead of its consumers. A node above its memory
+pause mark (``agent.memory``) gets tasks that read values, and a task that
+reads none only when nothing else runs there.
 
 Placement policies (``placement=``):
   locality     prefer the node that already holds the task's inputs, then
@@ -19,6 +24,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Iterable
 
+from ..wire.thresholds import PREFETCH_BYTES
 from . import gang
 from .readyqueue import ReadyQueue
 
@@ -45,6 +51,7 @@ class Scheduler:
         self.held: dict[str, int] = {}         # node name -> gang shares held there (no prefetch)
         self.gpu_used: dict[str, set[int]] = {}   # node name -> GPU ids in use
         self.walltimes = False    # some node has a job end time (Slurm): check before placing
+        self.paused = False       # some node is above its memory pause mark (agent.memory)
 
     def push(self, task: Task) -> None:
         self.ready.push(task)
@@ -92,12 +99,15 @@ class Scheduler:
                 continue
             cus = task.cus
             extra = DEEP if (spec.stats_n and spec.stats_mean < SHORT) else 1
+            if spec.held_mean and extra > 1:     # its values stay on the node: bounded depth
+                extra = max(1, min(extra, PREFETCH_BYTES // spec.held_mean))
             if single is not None:
                 n = single
                 cap = n.slots * (1 + (0 if held else extra))
                 node = n if (n.used + cus <= cap
                              and n.mem_used + task.mem <= n.memory_gb
-                             and (not self.walltimes or _before_end(n, task))) else None
+                             and (not self.walltimes or _before_end(n, task))
+                             and (not self.paused or _takes(n, task))) else None
                 if node is not None and spec.prepare is None and not self.walltimes:
                     # the calls of one function queued together: every one fits as
                     # the first does while there is room (same units and memory)
@@ -105,6 +115,8 @@ class Scheduler:
                     mem = task.mem
                     if mem > 0:
                         room = min(room, int((n.memory_gb - n.mem_used) // mem))
+                    if n.paused and not task.reads:
+                        room = 1        # paused: one producing task at a time (_takes)
                     run = ready.pop_run(spec, max(1, room))
                     n.used += cus * len(run)
                     n.mem_used += mem * len(run)
@@ -137,6 +149,8 @@ class Scheduler:
                and n.mem_used + task.mem <= n.memory_gb and n.slots >= cus]
         if self.walltimes:
             fit = [n for n in fit if _before_end(n, task)]
+        if self.paused:
+            fit = [n for n in fit if _takes(n, task)]
         if not fit:
             return None
         if task.excluded:
@@ -163,6 +177,13 @@ class Scheduler:
             if best_score > 0:
                 return best
         return min(fit, key=lambda n: n.load)
+
+
+def _takes(node: NodeHandle, task: Task) -> bool:
+    """A paused node (above its memory pause mark) takes tasks that read values, which may
+    free them, and a task that only makes values when nothing else runs there (so a pause
+    slows a run down to one such task at a time on the node, and never stops it)."""
+    return not node.paused or bool(task.reads) or node.used <= 0
 
 
 def _before_end(node: NodeHandle, task: Task) -> bool:

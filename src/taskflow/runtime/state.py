@@ -11,8 +11,9 @@ the loop thread, the journal and the waiting API.
 """
 from __future__ import annotations
 
+import itertools
 import threading
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Union
 
 from .events import EventBus
 from .scheduler import Scheduler
@@ -83,6 +84,7 @@ class RunState:
         # program at the group's barrier (runtime.cancel)
         self.group_aborts: dict[str, tuple[TaskError, BaseException]] = {}
         self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
+        self.dids: Iterator[int] = itertools.count(1)      # data (version) ids
 
     def nodes_coming(self) -> bool:
         """An elastic provider (Slurm pilots) will bring more nodes."""
@@ -91,6 +93,10 @@ class RunState:
     def logs_command(self, task_id: int) -> str | None:
         """The command that shows a task's output (None without a journal)."""
         return self.logs_hint.format(task=task_id) if self.logs_hint else None
+
+    def new_did(self) -> int:
+        """The next data id."""
+        return next(self.dids)
 
     @property
     def nodes(self) -> list[NodeHandle]:

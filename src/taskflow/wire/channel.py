@@ -21,6 +21,9 @@ class Channel(Protocol):
     def recv(self, n: int) -> bytes:
         """Up to ``n`` bytes; b"" at the end; BlockingIOError when none is there yet."""
 
+    def recv_into(self, view: memoryview) -> int:
+        """Like recv, into ``view``: bytes read (0 at the end)."""
+
     def send(self, data: bytes | bytearray | memoryview) -> int:
         """Bytes taken (BlockingIOError when none can be now)."""
 
@@ -43,6 +46,9 @@ class FdChannel:
 
     def recv(self, n: int) -> bytes:
         return os.read(self.rfd, n)
+
+    def recv_into(self, view: memoryview) -> int:
+        return os.readv(self.rfd, [view])
 
     def send(self, data: bytes | bytearray | memoryview) -> int:
         return os.write(self.wfd, data)
@@ -77,6 +83,14 @@ class TlsChannel:
             raise BlockingIOError from None
         except ssl.SSLZeroReturnError:
             return b""
+
+    def recv_into(self, view: memoryview) -> int:
+        try:
+            return self.sock.recv_into(view)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            raise BlockingIOError from None
+        except ssl.SSLZeroReturnError:
+            return 0
 
     def send(self, data: bytes | bytearray | memoryview) -> int:
         try:

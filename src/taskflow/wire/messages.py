@@ -15,6 +15,8 @@ what each body is. Master -> node::
     INTERRUPT float                      the run is interrupted: start nothing more, SIGINT
                                          running tasks (programs get SIGTERM), kill what is
                                          still running after this many seconds
+    PULL      list[tuple[int, int, int]] (data id, offset, bytes): parts of values to send
+    PART      list[PartWire]             parts of a value copied here (runtime.relay)
 
 Node -> master::
 
@@ -25,8 +27,10 @@ Node -> master::
     SAMPLE    dict[str, Any]             the host's load (agent.sampler)
     FATAL     str                        the node cannot go on
     LEAVING   Leaving                    draining: the listed tasks were not started
+    MEMORY    MemoryReport               values spilled or read back, paused or not
     STARTED   list[tuple[int, float]]    (task id, time) of tasks that began to run; sent
                                          for tasks not known to be short (MASTER_SHORT)
+    PART      list[PartWire]             answer to PULL (total -1: the value is not here)
 
 The hot messages (a task, a result, a log line) travel as *plain tuples*
 whose fields are those of the named tuple of the same name: pickling a tuple
@@ -42,6 +46,8 @@ looks at it through the named tuple with :func:`tasks` (a C-level cast,
 from __future__ import annotations
 
 import functools
+import mmap
+import pickle
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, Union, final
 
 # -- op codes (plain ints on the wire) ------------------------------------------
@@ -54,6 +60,7 @@ DROP: Final = 5
 CANCEL: Final = 6
 SHUTDOWN: Final = 7
 INTERRUPT: Final = 8
+PULL: Final = 9
 READY: Final = 10
 RESULTS: Final = 11
 LOG: Final = 12
@@ -61,6 +68,8 @@ SAMPLE: Final = 13
 FATAL: Final = 14
 LEAVING: Final = 15
 STARTED: Final = 16
+MEMORY: Final = 17
+PART: Final = 18
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -70,6 +79,8 @@ LOST: Final = 3                   # the node was lost (never sent by a node)
 CANCELLED_ON_NODE: Final = 4
 CRASHED: Final = 5                # the executor running it died (not the task's own failure)
 INTERRUPTED: Final = 6            # the run was interrupted while it ran (or before it started)
+MISSING: Final = 7                # executor -> agent: an input is not there; the agent resends
+OVER_MEMORY: Final = 8            # the task grew past its memory limit (agent.limits)
 
 # -- how a task's argument is resolved on the node (Ref.kind) ----------------------
 RefKind = Literal["r", "p", "f", "fo", "do", "fio", "dio"]
@@ -90,12 +101,14 @@ OUT_DIR: Final = "d"              # a directory written
 ArgPath = tuple[Union[int, str], ...]   # first item: position or keyword; then indices inside
 RefWire = tuple[ArgPath, RefKind, Any]
 OutWire = tuple[ArgPath, OutKind, str]  # (path, kind, parameter name)
-DataItem = tuple[int, Union[bytes, None]]
+DataItem = tuple[int, Union["Payload", None]]
 LineWire = tuple[float, str, str]       # (time, STDOUT | STDERR | RAW, text)
 TaskLines = tuple[int, list[LineWire]]
 LogWire = tuple[int, float, str, str]   # (task id, time, level, text)
 # (start, end) on the node; measured tasks (agent.usage): (start, end, CPU seconds, peak bytes)
 Timing = Union[tuple[float, float], tuple[float, float, float, int]]
+# (data id, offset, total bytes, the bytes): a slice of a value's flat layout (agent.store.flat)
+PartWire = tuple[int, int, int, Any]
 
 
 class Ref(NamedTuple):
@@ -123,7 +136,43 @@ class Held(NamedTuple):
     size: int                     # bytes
 
 
-Output = Union[bytes, Held, None]   # None: a file output (nothing travels)
+_OWN = (bytearray, mmap.mmap)     # buffers a frame is read into (protocol.buffer)
+
+
+@final
+class Packed:
+    """A value pickled with its large buffers out of band (pickle protocol 5).
+
+    ``head`` is the pickle stream, ``bufs`` the buffers it names (a numpy
+    array's memory, a large ``bytes``): in a frame they travel after the
+    frame's pickle, written from where they are and read straight into their
+    own buffer (:mod:`.protocol`), never copied into a frame. A value is a
+    ``Payload``: plain pickle ``bytes`` when it is small or has no large
+    buffer, else a ``Packed`` (:mod:`.values` makes and loads both).
+    """
+
+    __slots__ = ("head", "bufs", "size")
+
+    def __init__(self, head: bytes, bufs: list[Any]) -> None:
+        self.head = head
+        # a buffer read from a frame may come as a read-only view of the whole bytearray
+        # it was read into: keep the bytearray itself (a task then gets a writable array)
+        self.bufs = [b.obj if type(b) is memoryview and type(b.obj) in _OWN
+                     and b.nbytes == len(b.obj) else b for b in bufs]  # type: ignore[arg-type]
+        self.size = len(head) + sum(memoryview(b).nbytes for b in self.bufs)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Packed, (self.head, [pickle.PickleBuffer(b) for b in self.bufs]))
+
+    def __repr__(self) -> str:
+        return f"<Packed {self.size} bytes in {len(self.bufs) + 1} parts>"
+
+
+Payload = Union[bytes, Packed]      # a value, pickled
+Output = Union[bytes, Packed, Held, None]   # None: a file output (nothing travels)
 
 
 class TaskMsg(NamedTuple):
@@ -166,6 +215,18 @@ class Func(NamedTuple):
     payload: bytes                # cloudpickle of (function, its file name)
 
 
+class MemoryReport(NamedTuple):
+    """The node's memory changed state (agent.memory): sent when something happened."""
+
+    t: float
+    rss: int                      # bytes resident: the agent and its executors
+    held: int                     # bytes of values held in memory
+    spilled: int                  # bytes of values on the node's disk
+    paused: bool                  # above the pause mark: no new producing task
+    events: list[tuple[str, int, int]]   # ("spill", data id, bytes), ("read", 0, how many),
+    #                                      ("pause" | "resume", 0, bytes resident)
+
+
 class Leaving(NamedTuple):
     reason: str                   # SIGTERM, idle
     task_ids: list[int]           # sent to the node but not started: place them elsewhere
@@ -183,6 +244,10 @@ class Hello(TypedDict, total=False):
     run_id: str
     idle_exit: float | None       # seconds idle before the agent leaves (Slurm pilots)
     sample_interval: float
+    memory_gb: float              # the node's memory as the master counts it (a share of
+    #                               the host for local nodes); else what the host has
+    memory_budget: float | str | None   # wire.budget amounts; None: the defaults
+    memory_pause: float | str | None
 
 
 class Ready(TypedDict, total=False):
@@ -195,9 +260,11 @@ class Ready(TypedDict, total=False):
     memory_gb: float
     python: str
     version: str
+    memory_budget: int            # bytes: above them, held values spill to disk
+    memory_pause: int             # bytes: above them, no new producing task
 
 
-ExecBatch = tuple[list[TaskWire], dict[int, bytes]]        # TASKS to an executor
+ExecBatch = tuple[list[TaskWire], dict[int, Payload]]      # TASKS to an executor
 ExecResults = tuple[list[ResultWire], list[TaskLines]]     # RESULTS from an executor
 
 _task_view = functools.partial(tuple.__new__, TaskMsg)

@@ -17,6 +17,9 @@ from typing import Final
 # Master (runtime.scheduler, runtime.dispatch): extra tasks per slot sent to a node.
 MASTER_SHORT: Final = 0.005       # s: functions faster than this are prefetched deeply...
 MASTER_DEEP: Final = 256          # ...this many extra tasks per slot (else one extra)
+# ...but a function whose calls leave values on their node is prefetched only as deep as
+# this many bytes of such values per slot (its mean so far), and at least one extra task.
+PREFETCH_BYTES: Final = 16 * 2**20
 # A function faster than MASTER_SHORT gets no "dispatched" journal event of its own: its
 # end event carries the dispatch time, and nobody could watch it run anyway.
 

@@ -179,6 +179,7 @@ def _probe(engine: str, image: str, python: bool) -> Probe:
     finally:
         remove({"engine": engine}, Probe(exe, False), name)
     mine = list(sys.version_info[:2])
+    mine_s = "%d.%d" % tuple(mine)
     try:
         found = json.loads(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -187,12 +188,12 @@ def _probe(engine: str, image: str, python: bool) -> Probe:
         raise unavailable(engine, image, f"running python3 in it failed with exit code "
                           f"{r.returncode}: {(r.stderr or r.stdout).strip()[-500:]}",
                           f"A Python @task in a container needs python3 "
-                          f"{mine[0]}.{mine[1]} on the image's PATH.")
+                          f"{mine_s} on the image's PATH.")
     if found.get("py") != mine:
         have = ".".join(map(str, found.get("py") or ["?"]))
         raise unavailable(engine, image, f"its python3 is {have}, the node's taskflow runs "
-                          f"{mine[0]}.{mine[1]}", f"Functions travel as Python {mine[0]}."
-                          f"{mine[1]} bytecode: use an image with that Python (or run the "
+                          f"{mine_s}", f"Functions travel as Python {mine_s} "
+                          f"bytecode: use an image with that Python (or run the "
                           f"agent with the image's).")
     from ..._version import __version__
     return Probe(exe, found.get("taskflow") != __version__)

@@ -102,21 +102,22 @@ _SNAPSHOT_WARNED = False
 
 
 def compss_snapshot() -> None:
-    """Put the files of the tasks that have ended in place.
-
-    taskflow keeps every state in its journal as it happens; a resume store
-    (what PyCOMPSs's snapshot feeds) is not part of this version, so the
-    call says so once instead of pretending to save more.
+    """Save what has finished so far: the files of ended tasks put in place and, in a
+    resumable run (``taskflow run --resumable``), every finished task's record written to
+    the resume log now, whatever the checkpoint policy; ``--resume`` restarts from there.
     """
     global _SNAPSHOT_WARNED
     rt = current.get()
-    if rt is not None:
-        rt._materialize_all()
-    if not _SNAPSHOT_WARNED:
+    if rt is None:
+        return
+    rt._materialize_all()
+    if rt.log is not None:
+        rt.log.flush()
+    elif not _SNAPSHOT_WARNED:
         _SNAPSHOT_WARNED = True
-        log.warning("compss_snapshot: the files of finished tasks are in place and every task "
-                    "state is in the journal; this taskflow version has no resume store to "
-                    "restart the application from a snapshot")
+        log.warning("compss_snapshot: the files of finished tasks are in place; this run "
+                    "is not resumable, so nothing can restart from the snapshot (run with "
+                    "--resumable to keep finished tasks for taskflow run --resume)")
 
 
 def compss_wait_on(*args: Any, **kwargs: Any) -> Any:
