@@ -341,6 +341,7 @@ class Agent:
             max(now + 1.0, oldest + HELD_INPUT_WAIT)     # a second if one waits legitimately
 
     def _exec_died(self, ex: Executor) -> None:
+        ex.slot.terminate()       # a program it was running must not outlive it
         status = reap(ex.pid)
         head = ex.queue[0] if ex.queue else None
         rest = self.pool.forget(ex)

@@ -29,9 +29,11 @@ from ..context import enter_worker
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.argpath import get_path, set_path
-from ..wire.thresholds import EXEC_SHORT
+from ..wire.thresholds import EXEC_HOLD, EXEC_SHORT
+from .invokers import spawn
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
+HOLD = EXEC_HOLD           # s; ... and before a task this short, for at most this long
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
 
 
@@ -217,6 +219,7 @@ def _resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire]
         if kind == M.REF_VALUE:
             v = value_of(payload)
         elif kind == M.REF_PICKLED:
+            spawn.python_ran()       # a snapshot of objects: unpickling may run their code
             blob, dids = payload
             v = _PersistentUnpickler(blob, {d: value_of(d) for d in dids}).load() if dids \
                 else pickle.loads(blob)
@@ -278,8 +281,11 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
         if refs:
             _resolve_refs(args, kw, refs, data)
         inv = options.get("invoker") if options else None
-        result = func(*args, **kw) if inv is None else \
-            _invoke(inv, func, args, kw, options, cur.lines(), tid)
+        if inv is None:
+            spawn.python_ran()
+            result = func(*args, **kw)
+        else:
+            result = _invoke(inv, func, args, kw, options, cur.lines(), tid)
         t1 = time.time()
         outputs: list[M.Output]
         if nout > 1:
@@ -335,9 +341,10 @@ def _dumps(value: Any, name: str) -> bytes:
                             f"that cannot be pickled: {exc}") from exc
 
 
-def executor_main(rfd: int, wfd: int) -> None:
+def executor_main(rfd: int, wfd: int, slot: spawn.PidSlot | None = None) -> None:
     """Loop of a forked executor; never returns."""
     enter_worker()
+    spawn.attach(slot)
     funcs: dict[bytes, Any] = {}
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr
@@ -373,6 +380,7 @@ def executor_main(rfd: int, wfd: int) -> None:
                 finally:
                     sys.stdout, sys.stderr = real_out, real_err
             elif op == M.FUNC:
+                spawn.python_ran()      # unpickling a function may import its module
                 try:
                     funcs[body.digest] = _load_function(body.payload)
                 except BaseException as exc:  # noqa: BLE001
@@ -401,17 +409,22 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
     now = time.time
     ok = M.OK
     res: M.ResultWire
+    plain = False           # a plain Python call ran (programs started later must know)
     for tmsg in tasks:
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
         m = means.get(digest)
         if results and (m is None or m > SHORT):
-            # Answer now: this task may take a while, the ones done must not wait.
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
-            results, logs_out = [], []
+            # Answer now: this task may take a while, the ones done must not wait (a few
+            # ms tasks, e.g. programs, let results gather for up to HOLD first).
+            _, _, _, _, (_, first_end) = results[0]
+            if m is None or m > HOLD or now() - first_end > HOLD:
+                P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+                results, logs_out = [], []
         cur.tid = tid
         func = funcs.get(digest)
         if func is not None and not refs and not kwargs and not options and nout == 1 \
                 and not inouts:
+            plain = True
             t0 = cur.t0 = now()
             try:
                 r = func(*argv)
@@ -453,6 +466,8 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
             cur.logs = None
     if len(produced.values) > produced.limit:
         produced._trim()
+    if plain:
+        spawn.python_ran()
     return results, logs_out
 
 

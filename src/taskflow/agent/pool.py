@@ -16,16 +16,19 @@ from typing import Any
 from ..wire import messages as M
 from ..wire import protocol as P
 from .executor import executor_main
+from .invokers.spawn import PidSlot
 
 
 class Executor:
     """One executor process, as the agent sees it."""
 
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "wreg", "batch", "bdata")
+                 "out", "wreg", "batch", "bdata", "slot")
 
-    def __init__(self, pid: int, wfd: int, rfd: int) -> None:
+    def __init__(self, pid: int, wfd: int, rfd: int, slot: PidSlot | None = None) -> None:
         self.pid = pid
+        # the pid of the program it runs now (invokers.spawn), in memory both processes see
+        self.slot = slot if slot is not None else PidSlot()
         self.wfd = wfd
         self.rfd = rfd
         self.reader = P.FrameReader(rfd)
@@ -57,6 +60,7 @@ class Pool:
     def spawn(self) -> Executor:
         t_r, t_w = os.pipe()      # agent -> executor
         r_r, r_w = os.pipe()      # executor -> agent
+        slot = PidSlot()
         pid = os.fork()
         if pid == 0:  # child
             try:
@@ -68,7 +72,7 @@ class Pool:
                 # agent decides (a Python handler, so programs the task starts get the
                 # default disposition back at exec).
                 signal.signal(signal.SIGTERM, _ignore)
-                executor_main(t_r, r_w)
+                executor_main(t_r, r_w, slot)
             finally:
                 os._exit(1)
         os.close(t_r)
@@ -76,7 +80,7 @@ class Pool:
         P.grow_pipe(t_w)
         os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
         os.set_blocking(r_r, False)     # nor wait on a read that a stale event announced
-        ex = Executor(pid, t_w, r_r)
+        ex = Executor(pid, t_w, r_r, slot)
         self.execs.append(ex)
         self.by_fd[r_r] = ex
         self.sel.register(r_r, selectors.EVENT_READ, ex)
@@ -146,6 +150,7 @@ class Pool:
         os.close(ex.wfd)
         self.execs.remove(ex)
         del self.by_fd[ex.rfd]
+        ex.slot.close()
         if ex in self.dirty:
             self.dirty.remove(ex)
         rest = ex.queue[1:]
@@ -153,7 +158,11 @@ class Pool:
         return rest
 
     def kill(self, ex: Executor) -> tuple[str, list[M.TaskMsg]]:
-        """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run)."""
+        """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run).
+
+        The program it runs, if any, gets SIGTERM first (as a death signal would).
+        """
+        ex.slot.terminate()
         try:
             os.kill(ex.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -163,6 +172,7 @@ class Pool:
 
     def shutdown(self) -> None:
         for ex in list(self.execs):
+            ex.slot.terminate()
             try:
                 os.kill(ex.pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -168,9 +168,11 @@ class Runtime(RunState):
         if not self.started or self.stopped:
             return
         try:
+            idle = False
             if wait and self._thread is not None and self._thread.is_alive():
                 self._wait_idle(None)
-            self._materialize_all()
+                idle = True
+            self._materialize_all(idle)
         finally:
             self.stopped = True
             self.dispatcher.close()
@@ -385,11 +387,13 @@ class Runtime(RunState):
         return bool(self.failures)
 
     # -- files -------------------------------------------------------------------
-    def _materialize_all(self) -> None:
+    def _materialize_all(self, idle: bool = False) -> None:
+        """Every file's last version at its path (``idle``: no task runs or waits, so
+        versions are moved there, not copied)."""
         from ..graph.registry import materialize
         for item in list(self.registry.files.values()):
             try:
-                materialize(item)
+                materialize(item, move=idle)
             except OSError as exc:
                 log.warning("could not put %s in place: %s", item.path, exc)
 

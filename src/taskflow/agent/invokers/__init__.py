@@ -13,10 +13,9 @@ the plain Python path never comes here.
 from __future__ import annotations
 
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
-from . import command, process
+from . import command, process, spawn
 
 if TYPE_CHECKING:
     from ...wire.messages import LineWire
@@ -41,22 +40,23 @@ def run(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict
         logs: list[LineWire], tid: int) -> Any:
     """Run task ``tid`` through invoker ``kind``; return the task's value."""
     if kind in ("multinode", "pyenv"):
+        spawn.python_ran()
         return _with_env(node_env(options), func, args, kw)
     cfg = options["cfg"]
     values = command.bind(func, args, kw, cfg)
     tail, streams = command.build_args(cfg, values)
     cwd = command.working_dir(cfg)
-    env = dict(os.environ)
-    env.update(node_env(options))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    extra = node_env(options)
+    env = spawn.environment(tuple(extra.items()), extra)   # shared: copy before changing it
     log_dir = options.get("log_dir")
     log_base = os.path.join(log_dir, f"job{tid}") if log_dir else None
     fail = cfg.get("fail_by_exit_value", True)
     if kind == "mpi":
         from . import mpi
-        return mpi.run(cfg, options, func, args, kw, tail, streams, cwd, env, logs, log_base,
-                       fail)
+        return mpi.run(cfg, options, func, args, kw, tail, streams, cwd, dict(env), logs,
+                       log_base, fail)
     if kind == "ompss":
+        env = dict(env)
         env["OMP_NUM_THREADS"] = env["TASKFLOW_NUM_THREADS"]
         env["NX_ARGS"] = (env.get("NX_ARGS", "") +
                           f" --smp-workers={env['TASKFLOW_NUM_THREADS']}").strip()
