@@ -16,11 +16,9 @@ import io
 import os
 import pickle
 import select
-import shutil
 import sys
-import threading
 import time
-import traceback
+from _thread import get_ident
 from typing import Any
 
 import cloudpickle
@@ -30,7 +28,7 @@ from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.argpath import get_path, set_path
 from ..wire.thresholds import EXEC_HOLD, EXEC_SHORT
-from .invokers import spawn
+from . import programs
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 HOLD = EXEC_HOLD           # s; ... and before a task this short, for at most this long
@@ -78,7 +76,7 @@ class _Capture(io.TextIOBase):
         self.level = level
         self.cur = cur
         self.wfd = wfd           # to the agent, for lines of long tasks (None: never)
-        self.thread = threading.get_ident()
+        self.thread = get_ident()
         self.partial = ""
         self.dropped = 0
         self.kept = 0
@@ -115,7 +113,7 @@ class _Capture(io.TextIOBase):
         return len(s)
 
     def _send_live(self, t: float) -> None:
-        if threading.get_ident() != self.thread:
+        if get_ident() != self.thread:
             return   # another thread of the task: its lines go with the result
         self.t_sent = t
         assert self.wfd is not None   # write() checks it before calling
@@ -219,13 +217,14 @@ def _resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire]
         if kind == M.REF_VALUE:
             v = value_of(payload)
         elif kind == M.REF_PICKLED:
-            spawn.python_ran()       # a snapshot of objects: unpickling may run their code
+            programs.python_ran()       # a snapshot of objects: unpickling may run their code
             blob, dids = payload
             v = _PersistentUnpickler(blob, {d: value_of(d) for d in dids}).load() if dids \
                 else pickle.loads(blob)
         elif kind == M.REF_FILE:              # file or directory read in place
             v = payload
         elif kind == M.REF_FILE_OUT:          # file written: a fresh version path
+            import shutil     # (not at the top: ~5 ms of every agent's start-up)
             os.makedirs(os.path.dirname(payload), exist_ok=True)
             if os.path.isdir(payload):
                 shutil.rmtree(payload)
@@ -233,11 +232,13 @@ def _resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire]
                 os.unlink(payload)
             v = payload
         elif kind == M.REF_DIR_OUT:           # directory written
+            import shutil
             if os.path.exists(payload):
                 shutil.rmtree(payload)
             os.makedirs(payload)
             v = payload
         elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:   # copy the previous first
+            import shutil
             src, dst = payload
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             if kind == M.REF_DIR_INOUT:
@@ -253,6 +254,7 @@ def _resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire]
 
 
 def _error_info(exc: BaseException) -> M.ErrorInfo:
+    import traceback
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     blob: bytes | None
     try:
@@ -282,7 +284,7 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
             _resolve_refs(args, kw, refs, data)
         inv = options.get("invoker") if options else None
         if inv is None:
-            spawn.python_ran()
+            programs.python_ran()
             result = func(*args, **kw)
         else:
             result = _invoke(inv, func, args, kw, options, cur.lines(), tid)
@@ -341,10 +343,10 @@ def _dumps(value: Any, name: str) -> bytes:
                             f"that cannot be pickled: {exc}") from exc
 
 
-def executor_main(rfd: int, wfd: int, slot: spawn.PidSlot | None = None) -> None:
+def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> None:
     """Loop of a forked executor; never returns."""
     enter_worker()
-    spawn.attach(slot)
+    programs.attach(slot)
     funcs: dict[bytes, Any] = {}
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr
@@ -380,7 +382,7 @@ def executor_main(rfd: int, wfd: int, slot: spawn.PidSlot | None = None) -> None
                 finally:
                     sys.stdout, sys.stderr = real_out, real_err
             elif op == M.FUNC:
-                spawn.python_ran()      # unpickling a function may import its module
+                programs.python_ran()      # unpickling a function may import its module
                 try:
                     funcs[body.digest] = _load_function(body.payload)
                 except BaseException as exc:  # noqa: BLE001
@@ -467,7 +469,7 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, bytes], funcs: dict[byte
     if len(produced.values) > produced.limit:
         produced._trim()
     if plain:
-        spawn.python_ran()
+        programs.python_ran()
     return results, logs_out
 
 

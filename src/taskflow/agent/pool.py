@@ -16,7 +16,7 @@ from typing import Any
 from ..wire import messages as M
 from ..wire import protocol as P
 from .executor import executor_main
-from .invokers.spawn import PidSlot
+from .programs import PidSlot
 
 
 class Executor:

@@ -232,8 +232,7 @@ class Dispatcher:
             for node, frames in sends.items():
                 for op, body in frames:
                     node.queue(P.encode(op, body))
-            for node in self.nodes:
-                if node.out or node.wreg:
+                if not node.wreg:     # (a node waiting for room is written when it has it)
                     self._flush(node)
             self._round_done.set()
             for fn, fut in cbs:
@@ -288,6 +287,7 @@ class Dispatcher:
                             outcomes.task_done(rt, task, outputs, node, cbs)
                     else:
                         outcomes.task_failed(rt, task, status, error, node, cbs)
+                rt.scheduler.freed(node)     # once per frame: its place among the nodes
             elif op == M.STARTED:     # after RESULTS: a chained task starts once its
                 self._started(node, body)   # producer's result is in (npending 0)
             elif op == M.LOG:

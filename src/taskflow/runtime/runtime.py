@@ -113,9 +113,11 @@ class Runtime(RunState):
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
                          "data_dir": self.data_dir, "run_id": self.run_id}
-        self._open_journal()   # first: its writer process starts while the nodes do
         nodes = []
         try:
+            for p in self.providers:   # first: agents load their interpreters meanwhile
+                p.launch()
+            self._open_journal()   # its writer process starts while the nodes do
             for p in self.providers:
                 nodes.extend(p.start(config, self.start_timeout))
         except BaseException:
