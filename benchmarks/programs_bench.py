@@ -12,6 +12,13 @@ R  2,000 ``cat`` tasks, each reading one small file (FILE_IN) and writing one
    (FILE_OUT, through its stdout): tasks/s. Baseline: the same commands in a
    2-thread loop, stdout to the output file.
 
+A, B (``--only A,B``; not in the default set): Python function tasks, the
+workloads of run.py, against HyperQueue's ``Job.function`` (which starts a
+Python interpreter per task, ~8 tasks/s here): taskflow runs 10,000 no-ops
+(A, tasks/s) and a chain of 1,000 (B, ms per task), HyperQueue 500 and a chain
+of 100 (its rates do not depend on the count; the full sizes would take half
+an hour). There is no raw baseline for them.
+
 Runtimes take turns in every repetition (raw, taskflow, hq, then rotated);
 figures are medians and the ratios come from the same run.
 
@@ -49,6 +56,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 P_TASKS = 2_000
 Q_CHAIN = 200
 R_TASKS = 2_000
+A_TASKS, A_TASKS_HQ = 10_000, 500
+B_CHAIN, B_CHAIN_HQ = 1_000, 100
 W = 2
 TRUE = shutil.which("true") or "/bin/true"
 CAT = shutil.which("cat") or "/bin/cat"
@@ -149,8 +158,17 @@ class TaskflowSession:
         def cat(src, dst):  # type: ignore[no-untyped-def]
             pass
 
+        @task(returns=1)
+        def noop(x):  # type: ignore[no-untyped-def]
+            return x
+
+        @task(returns=1)
+        def inc(x):  # type: ignore[no-untyped-def]
+            return x + 1
+
         self.tf, self.wait_on = taskflow, wait_on
         self.true_prog, self.true_after, self.cat = true_prog, true_after, cat
+        self.noop, self.inc = noop, inc
         self.tmp = tmp
         self.old = os.getcwd()
         os.chdir(tmp)
@@ -160,19 +178,34 @@ class TaskflowSession:
         warm = make_inputs(tmp / "warm", 4)
         cat(str(warm[0]), str(tmp / "warm" / "o.txt"))
         taskflow.barrier()
+        wait_on([noop(i) for i in range(200)])
+        wait_on(inc(inc(0)))
         self.n = 0
-        if os.environ.get("PROG_BENCH_DEBUG"):
-            log(f"true_prog mean after warm-up {true_prog.spec.stats_mean * 1e3:.2f} ms")
 
     def run(self, key: str) -> dict[str, float]:
         self.n += 1
         wait_on = self.wait_on
+        if key == "A":
+            t = time.perf_counter()
+            vals = wait_on([self.noop(i) for i in range(A_TASKS)])
+            s = time.perf_counter() - t
+            if vals != list(range(A_TASKS)):
+                raise AssertionError("A: wrong results")
+            return {"tasks_per_s": A_TASKS / s, "seconds": s}
+        if key == "B":
+            t = time.perf_counter()
+            f = self.inc(0)
+            for _ in range(B_CHAIN - 1):
+                f = self.inc(f)
+            if wait_on(f) != B_CHAIN:
+                raise AssertionError("B: wrong result")
+            s = time.perf_counter() - t
+            return {"ms_per_task": s / B_CHAIN * 1e3, "seconds": s}
         if key == "P":
             t = time.perf_counter()
             codes = wait_on([self.true_prog() for _ in range(P_TASKS)])
             s = time.perf_counter() - t
-            if os.environ.get("PROG_BENCH_DEBUG"):
-                log(f"true_prog mean {self.true_prog.spec.stats_mean * 1e3:.2f} ms")
+
             if codes != [0] * P_TASKS:
                 raise AssertionError("P: wrong exit codes")
             return {"tasks_per_s": P_TASKS / s, "seconds": s}
@@ -206,6 +239,11 @@ class TaskflowSession:
 
 
 # -- HyperQueue -----------------------------------------------------------------------
+def hq_noop(x: int) -> int:
+    """A, B for HyperQueue (module level: its workers import it by name)."""
+    return x
+
+
 def _stamp_task(job: Any, stamp: Path, deps: list[Any]) -> Any:
     return job.program(["sh", "-c", f"date +%s.%N > {stamp}"], deps=deps)
 
@@ -217,12 +255,15 @@ class HqSession:
         from hyperqueue import Job, LocalCluster
         from hyperqueue.cluster import WorkerConfig
 
+        from hyperqueue.task.function import PythonEnv
+
         self.Job = Job
         server = tmp / "hq-server"
         server.mkdir()
         self.cluster = LocalCluster(server_dir=str(server))
         self.cluster.start_worker(WorkerConfig(cores=W))
-        self.client = self.cluster.client()
+        # its function tasks run `python3 -c ...` per task: this interpreter, not PATH's
+        self.client = self.cluster.client(python_env=PythonEnv(python_bin=sys.executable))
         self.work = tmp / "hq-work"
         self.work.mkdir()
         self.tmp = tmp
@@ -244,6 +285,20 @@ class HqSession:
         self.n += 1
         job = self.Job(self.work)
         stamp = self.work / f"{key}{self.n}.stamp"
+        if key == "A":
+            tasks = [job.function(hq_noop, args=(i,)) for i in range(A_TASKS_HQ)]
+            _stamp_task(job, stamp, tasks)
+            s, c = self._run(job, stamp)
+            return {"tasks_per_s": A_TASKS_HQ / s, "seconds": s,
+                    "client_tasks_per_s": A_TASKS_HQ / c, "count": A_TASKS_HQ}
+        if key == "B":
+            prev = job.function(hq_noop, args=(0,))
+            for i in range(B_CHAIN_HQ - 1):
+                prev = job.function(hq_noop, args=(i,), deps=[prev])
+            _stamp_task(job, stamp, [prev])
+            s, c = self._run(job, stamp)
+            return {"ms_per_task": s / B_CHAIN_HQ * 1e3, "seconds": s,
+                    "client_ms_per_task": c / B_CHAIN_HQ * 1e3, "count": B_CHAIN_HQ}
         if key == "P":
             tasks = [job.program([TRUE]) for _ in range(P_TASKS)]
             _stamp_task(job, stamp, tasks)
@@ -289,30 +344,26 @@ class RawSession:
         pass
 
 
-def tree_cpu_by_pid() -> dict[int, float]:
+def tree_cpu() -> float:
+    """CPU seconds used so far by this process, its descendants and their reaped children."""
     import psutil
 
-    out = {}
+    total = 0.0
     me = psutil.Process()
     for p in [me] + me.children(recursive=True):
         try:
             c = p.cpu_times()
         except psutil.Error:
             continue
-        out[p.pid] = c.user + c.system + c.children_user + c.children_system
-        if os.environ.get("PROG_BENCH_DEBUG"):
-            out[-p.pid] = c.children_user + c.children_system
-    return out
-
-
-def tree_cpu() -> float:
-    """CPU seconds used so far by this process, its descendants and their reaped children."""
-    return sum(v for k, v in tree_cpu_by_pid().items() if k > 0)
+        total += c.user + c.system + c.children_user + c.children_system
+    return total
 
 
 # -- the run ----------------------------------------------------------------------------
 RAW = {"P": raw_p, "Q": raw_q, "R": raw_r}
-METRIC = {"P": ("tasks_per_s", True), "Q": ("ms_per_task", False), "R": ("tasks_per_s", True)}
+METRIC = {"P": ("tasks_per_s", True), "Q": ("ms_per_task", False), "R": ("tasks_per_s", True),
+          "A": ("tasks_per_s", True), "B": ("ms_per_task", False)}
+COUNT = {"P": P_TASKS, "Q": Q_CHAIN, "R": R_TASKS, "A": A_TASKS, "B": B_CHAIN}
 LABELS = {"raw": "raw spawn loop (2 threads; Q: sequential)", "taskflow": "taskflow",
           "hq": "HyperQueue"}
 
@@ -324,7 +375,7 @@ SESSIONS: dict[str, Callable[[Path], Any]] = {"raw": RawSession, "taskflow": Tas
 def table(names: list[str], keys: list[str], med: dict[str, dict[str, float]],
           spread: dict[str, dict[str, list[float]]], cpu: dict[str, dict[str, float]]) -> str:
     def fmt(k: str, v: float) -> str:
-        return f"{v:,.0f}" if METRIC[k][1] else f"{v:.2f}"
+        return f"{v:,.0f}" if METRIC[k][1] else f"{v:.3g}"
 
     head = ["runtime"] + [f"{k} {METRIC[k][0]} {'↑' if METRIC[k][1] else '↓'} (min-max)"
                           for k in keys] + [f"{k} CPU ms/task" for k in keys]
@@ -388,19 +439,17 @@ def main(argv: list[str] | None = None) -> int:
             for i, k in enumerate(keys):
                 j = (rep + i) % len(names)
                 for n in names[j:] + names[:j]:
+                    if n == "raw" and k not in RAW:
+                        continue
                     c0 = tree_cpu()
-                    by0 = tree_cpu_by_pid()
                     try:
                         res = sessions[n].run(k)
                     except Exception as exc:  # one peer's failure must not end the run
                         log(f"rep {rep + 1} {k} {n}: FAILED {type(exc).__name__}: {exc}")
                         raw_samples[n].append({"key": k, "error": f"{type(exc).__name__}: {exc}"})
                         continue
-                    n_tasks = {"P": P_TASKS, "Q": Q_CHAIN, "R": R_TASKS}[k]
+                    n_tasks = int(res.get("count", COUNT[k]))
                     res["cpu_ms_per_task"] = (tree_cpu() - c0) / n_tasks * 1e3
-                    if os.environ.get("PROG_BENCH_DEBUG"):
-                        by1 = tree_cpu_by_pid()
-                        log("   " + ", ".join(f"{pid}:{(by1[pid] - by0.get(pid, 0)) / n_tasks * 1e3:.2f}" for pid in by1))
                     raw_samples[n].append(dict(res, key=k))
                     samples[n][k].append(res[METRIC[k][0]])
                     cpu[n][k].append(res["cpu_ms_per_task"])
