@@ -75,12 +75,21 @@ def test_a_run_fills_the_shortest_queues_first_up_to_the_depth():
         assert [t.task_id for t in ex.queue if t.task_id >= 0] == sent[i]
     assert sent[1] == list(range(22)) and sent[2] == list(range(22, 40)) and sent[0] == []
 
-    # more than the room: every queue ends at the depth, the rest waits in the run
+    # more than the room: the short queues end at the depth, the rest waits in the run;
+    # a queue more than half full is left alone until it is down to half (so short
+    # tasks travel in frames of at least depth / 2), then topped up to the depth
     ag, _ = _agent([depth - 2, 0, 3])
     _enqueue(ag, [_msg(i) for i in range(80)])
     ag.placement.schedule()
+    assert [len(e.queue) for e in ag.pool.execs] == [depth - 2, depth, depth]
+    assert [t.task_id for t in ag.queue.queued()] == list(range(2 * depth - 3, 80))
+    del ag.pool.execs[0].queue[:depth // 2 - 3]          # not yet down to half
+    ag.placement.schedule()
+    assert [len(e.queue) for e in ag.pool.execs] == [depth // 2 + 1, depth, depth]
+    del ag.pool.execs[0].queue[:1]                       # down to half
+    ag.placement.schedule()
     assert [len(e.queue) for e in ag.pool.execs] == [depth] * 3
-    assert [t.task_id for t in ag.queue.queued()] == list(range(80 - 17, 80))
+    assert [t.task_id for t in ag.queue.queued()] == list(range(2 * depth - 3 + depth // 2, 80))
 
 
 def test_long_or_unknown_functions_go_to_idle_executors_only():

@@ -107,11 +107,27 @@ def test_values_pushed_by_the_master_release_held_tasks_and_travel_with_them():
 
 
 def test_leaving_hands_back_the_queue_and_the_held_tasks():
-    _, q, pool, pl, ch = _parts(1, mean=None)
-    pl.enqueue([_t(1), _t(2), _t(3, reads=(99,))])
+    _, q, pool, pl, ch = _parts(2, mean=None)
+    pl.enqueue([_t(1), _t(2), _t(3), _t(4, reads=(99,))])
     pl.schedule()
     back = [t.task_id for t in q.take_all()] + ch.take_all()
-    assert back == [2, 3] and not q and not ch.blocked and not ch.waiting_on
+    assert back == [3, 4] and not q and not ch.blocked and not ch.waiting_on
+
+
+def test_a_lone_executor_gets_the_next_long_task_behind_its_running_one():
+    """One executor per node (the many-nodes case): nothing here could start the next
+    task sooner, so it waits in the executor's pipe instead of for a LEAD wake-up."""
+    for mean in (None, 5.0):
+        _, q, pool, pl, _ = _parts(1, mean=mean)
+        pl.enqueue([_t(1), _t(2), _t(3)])
+        pl.schedule()
+        (ex,) = pool.execs
+        assert [t.task_id for t in ex.queue] == [1, 2]      # one behind, not more
+        assert [t.task_id for t in q.queued()] == [3]
+    _, q, pool, pl, _ = _parts(2, mean=5.0)                 # two: one each, the rest waits
+    pl.enqueue([_t(1), _t(2), _t(3)])
+    pl.schedule()
+    assert [len(e.queue) for e in pool.execs] == [1, 1] and len(q.queued()) == 1
 
 
 def test_cancelled_tasks_leave_the_queue_and_the_held_set():
@@ -200,3 +216,25 @@ def test_the_store_spills_the_oldest_large_values_and_reads_them_back(tmp_path):
     store.pop(2)
     assert os.listdir(tmp_path / "spill") == [] and store.spilled == 0
     assert store.read_range(1, 0, 10) is None and V.load(store[3]) == [1, 2, 3]
+def test_the_sampler_finds_its_own_process_tree_without_reading_every_process():
+    """An agent's own CPU is that of its tree, read from /proc/<pid>/task/*/children
+    (psutil's children() reads every process's stat: with 128 agents on one host that
+    cost more CPU than the tasks)."""
+    import os
+    import subprocess
+    import time
+
+    import psutil
+
+    from taskflow.agent import sampler
+    proc = subprocess.Popen(["sh", "-c", "sleep 3 & sleep 3"])
+    try:
+        time.sleep(0.3)
+        mine = sampler._descendants(os.getpid())
+        if mine is None:            # a kernel without the children files: psutil is used
+            return
+        expected = {os.getpid()} | {p.pid for p in psutil.Process().children(recursive=True)}
+        assert set(mine) == expected and proc.pid in mine and len(mine) >= 4
+    finally:
+        proc.kill()
+        proc.wait()

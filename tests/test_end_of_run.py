@@ -124,6 +124,6 @@ barrier()
     out = cli.invoke(main, ["logs", "1", "--run-dir", str(tmp_path / "runs")]).output
     assert "-- task 1 echo (done) wrote no output lines to the journal" in out
     assert f"-- its stdout went to {tmp_path}/out/echo.txt (parameter out)" in out
-    assert "jobs/job1.err" in out               # stderr, not bound to a file, was copied there
+    assert "jobs/job1" not in out               # stderr got nothing: no job file was made
     out = cli.invoke(main, ["logs", "2", "--run-dir", str(tmp_path / "runs")]).output
     assert out == "-- task 2 quiet (done) wrote no output lines to the journal\n"

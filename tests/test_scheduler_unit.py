@@ -89,3 +89,113 @@ def test_a_leaving_node_gets_nothing_new():
     n1.leaving = "SIGTERM"
     _ready(st, spec(), 3)
     assert {nd.name for nd, _ in st.scheduler.assign()} == {"n2"}
+
+
+# -- many nodes: the choice without a loop over the nodes (runtime/nodeloads.py) --------------
+class _CountingNode:
+    """Counts how often the scheduler looks at whether a node is usable."""
+
+    looks = 0
+
+
+def _counted(name, slots=1):
+    n = node(name, slots=slots)
+    cls = type(n)
+
+    class Counted(cls):  # type: ignore[misc, valid-type]
+        @property
+        def usable(self):
+            _CountingNode.looks += 1
+            return cls.usable.fget(self)
+    n.__class__ = Counted
+    return n
+
+
+def test_the_choice_of_a_node_does_not_look_at_every_node_per_task():
+    """No per-task loop over the nodes: the looks per task stay flat from 4 to 256 nodes."""
+    per_task = {}
+    for count in (4, 256):
+        nodes = [_counted(f"n{i}") for i in range(count)]
+        st, _ = state(*nodes)
+        sp = spec()                       # unknown duration: one task at a time, no slices
+        _ready(st, sp, 2 * count)
+        _CountingNode.looks = 0
+        out = st.scheduler.assign()
+        assert len(out) == 2 * count      # 1 slot + 1 extra on every node
+        per_task[count] = (_CountingNode.looks - 2 * count) / len(out)   # minus one rebuild
+    assert per_task[256] <= per_task[4] + 1.0, per_task
+
+
+def test_the_least_loaded_node_gets_the_next_task_as_a_scan_would_choose():
+    import random
+    rng = random.Random(7)
+    nodes = [node(f"n{i}", slots=2) for i in range(16)]
+    st, _ = state(*nodes)
+    sched = st.scheduler
+    sp = spec()
+    for _ in range(300):
+        for n in nodes:                  # loads move under the scheduler's feet
+            if n.used and rng.random() < 0.3:
+                n.used -= 1
+                sched.freed(n)
+        _ready(st, sp, 1)
+        before = min(n.used for n in nodes)
+        out = sched.assign()
+        if not out:
+            assert before >= 4            # every node full (2 slots + 2 prefetched)
+            continue
+        ((chosen, _),) = out
+        assert chosen.used - 1 == before  # it was a least loaded node
+
+
+def test_a_lost_or_leaving_node_gets_nothing_more():
+    n1, n2, n3 = node("n1"), node("n2"), node("n3")
+    st, _ = state(n1, n2, n3)
+    sp = spec()
+    _ready(st, sp, 3)
+    st.scheduler.assign()
+    n2.alive = False
+    n3.leaving = "SIGTERM"
+    _ready(st, sp, 6)
+    out = st.scheduler.assign()
+    assert {n.name for n, _ in out} == {"n1"} and len(out) == 3      # 2 slots + 2 extra - 1
+
+
+def test_short_calls_go_to_several_nodes_in_slices_bounded_by_their_work():
+    from taskflow.runtime import scheduler as S
+    nodes = [node(f"n{i}", slots=1) for i in range(8)]
+    st, _ = state(*nodes)
+    sp = spec()
+    sp.stats_n, sp.stats_mean = 100, 0.00005        # 50 us: a slice is the full SLICE
+    _ready(st, sp, 8 * S.SLICE)
+    out = st.scheduler.assign()
+    per = {}
+    for n, _ in out:
+        per[n.name] = per.get(n.name, 0) + 1
+    assert len(out) == 8 * S.SLICE and set(per.values()) == {S.SLICE}   # even, in slices
+    # calls of ~1 ms: a slice holds SLICE_WORK of them, so a burst spreads out
+    nodes = [node(f"m{i}", slots=1) for i in range(8)]
+    st, _ = state(*nodes)
+    sp = spec()
+    sp.stats_n, sp.stats_mean = 100, 0.001
+    _ready(st, sp, 16)
+    per = {}
+    for n, _ in st.scheduler.assign():
+        per[n.name] = per.get(n.name, 0) + 1
+    assert len(per) == 8 and max(per.values()) <= int(S.SLICE_WORK / 0.001)
+
+
+def test_slices_stop_at_a_call_that_reads_a_value_held_elsewhere():
+    nodes = [node(f"n{i}", slots=1) for i in range(4)]
+    st, _ = state(*nodes)
+    sp = spec()
+    sp.stats_n, sp.stats_mean = 100, 0.00005
+    held = Future(None, None, 99)
+    held._state = "FINISHED"
+    held._holders = {"n3"}
+    first = _ready(st, sp, 5)
+    reader = task(sp, held, st=st)
+    out = st.scheduler.assign()
+    where = {t.id: n.name for n, t in out}
+    assert where[reader.id] == "n3"                   # its input's node, not the slice's
+    assert len({where[t.id] for t in first}) == 1     # the plain ones: one slice

@@ -391,6 +391,7 @@ class Agent:
                 None), (ex.started if i == 0 else now, now)))
 
     def _exec_died(self, ex: Executor) -> None:
+        ex.slot.terminate()       # a program it was running must not outlive it
         status = reap(ex.pid)
         if self.interrupt_at is not None:   # interrupted: report, replace nothing
             self._interrupted_results(ex, f"killed when the run was interrupted ({status})")

@@ -16,7 +16,7 @@ import struct
 import sys
 from typing import Any
 
-from ..wire.channel import TlsChannel
+from ..wire.tlschannel import TlsChannel
 from ..wire.dialback import (MAGIC, NONCE, PROOF, SECRET_ENV, SECRET_FILE_ENV,
                              certificate_binding, client_context, proof, recv_exact)
 

@@ -18,25 +18,25 @@ import pickle
 import select
 import signal
 import sys
-import threading
 import time
-import traceback
+from _thread import get_ident
 from typing import Any
 
 import cloudpickle
 
 from ..context import enter_worker
+from ..errors import TaskMemoryExceeded
 from ..wire import messages as M
 from ..wire import protocol as P
-from ..errors import TaskMemoryExceeded
 from ..wire import values as V
 from ..wire.argpath import get_path
-from ..wire.thresholds import EXEC_SHORT, USAGE_MIN
-from . import usage
+from ..wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
+from . import programs, usage
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
 from .limits import MemoryLimit
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
+HOLD = EXEC_HOLD           # s; ... and before a task this short, for at most this long
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
 
 
@@ -66,6 +66,7 @@ def _interrupted(tid: int, t0: float, exc: BaseException | None) -> M.ResultWire
     if exc is None:
         return (tid, M.INTERRUPTED, None, M.ErrorInfo(
             "Interrupted", "not started: the run was interrupted", "", None), (now, now))
+    import traceback          # (not at the top: start-up time of every agent)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return (tid, M.INTERRUPTED, None, M.ErrorInfo(
         "Interrupted", "stopped by the run's interrupt while it ran", tb, None), (t0, now))
@@ -112,7 +113,7 @@ class _Capture(io.TextIOBase):
         self.level = level
         self.cur = cur
         self.wfd = wfd           # to the agent, for lines of long tasks (None: never)
-        self.thread = threading.get_ident()
+        self.thread = get_ident()
         self.partial = ""
         self.dropped = 0
         self.kept = 0
@@ -149,7 +150,7 @@ class _Capture(io.TextIOBase):
         return len(s)
 
     def _send_live(self, t: float) -> None:
-        if threading.get_ident() != self.thread:
+        if get_ident() != self.thread:
             return   # another thread of the task: its lines go with the result
         self.t_sent = t
         assert self.wfd is not None   # write() checks it before calling
@@ -175,6 +176,7 @@ class _Capture(io.TextIOBase):
 
 
 def _error_info(exc: BaseException) -> M.ErrorInfo:
+    import traceback
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     blob: bytes | None
     try:
@@ -207,8 +209,11 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
         if limit:
             assert options is not None      # the limit is one of them
             return _limited(limit, name, func, args, kw, inv, options, cur, msg)
-        result = func(*args, **kw) if inv is None else \
-            _invoke(inv, func, args, kw, options, cur.lines(), tid)
+        if inv is None:
+            programs.python_ran()
+            result = func(*args, **kw)
+        else:
+            result = _invoke(inv, func, args, kw, options, cur.lines(), tid)
         return _finish(name, result, args, kw, msg, t0)
     except Missing as exc:      # not the task's fault: the agent sends it again with the value
         return (tid, M.MISSING, None, M.ErrorInfo("InputMissing", str(exc), "", None),
@@ -223,14 +228,18 @@ def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, 
              inv: str | None, options: dict[str, Any], cur: _Current,
              msg: M.TaskWire) -> M.ResultWire:
     """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded."""
-    tid = msg[0]
+    tid, *_ = msg
     t0 = cur.t0
     guard = MemoryLimit(limit)
     try:
         with guard:
-            result = func(*args, **kw) if inv is None else \
-                _invoke(inv, func, args, kw, options, cur.lines(), tid)
+            if inv is None:
+                programs.python_ran()
+                result = func(*args, **kw)
+            else:
+                result = _invoke(inv, func, args, kw, options, cur.lines(), tid)
     except MemoryError as exc:
+        import traceback
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         err = TaskMemoryExceeded(guard.message(name, exc), task_name=name, task_id=tid,
                                  kind="memory")
@@ -302,12 +311,13 @@ def _dumps(value: Any, name: str) -> M.Payload:
                             f"that cannot be pickled: {exc}") from exc
 
 
-def executor_main(rfd: int, wfd: int) -> None:
+def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> None:
     """Loop of a forked executor; never returns."""
     enter_worker()
     # Its own process group: the agent can kill it with the programs it started.
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, _on_sigint)
+    programs.attach(slot)
     funcs: dict[bytes, Any] = {}
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr
@@ -345,6 +355,7 @@ def executor_main(rfd: int, wfd: int) -> None:
                 finally:
                     sys.stdout, sys.stderr = real_out, real_err
             elif op == M.FUNC:
+                programs.python_ran()      # unpickling a function may import its module
                 try:
                     funcs[body.digest] = _load_function(body.payload)
                 except BaseException as exc:  # noqa: BLE001
@@ -384,6 +395,7 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
     stop = INTERRUPT
     res: M.ResultWire
     big = False
+    plain = False           # a plain Python call ran (programs started later must know)
     for tmsg in tasks:
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
         if stop.set:                     # the run is interrupted: start nothing more
@@ -391,16 +403,20 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
             continue
         m = means.get(digest)
         if results and (m is None or m > SHORT):
-            # Answer now: this task may take a while, the ones done must not wait.
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
-            results.clear()         # (in place: the caller's lists must not keep them)
-            logs_out.clear()
+            # Answer now: this task may take a while, the ones done must not wait (a few
+            # ms tasks, e.g. programs, let results gather for up to HOLD first).
+            _, _, _, _, (_, first_end, *_) = results[0]
+            if m is None or m > HOLD or now() - first_end > HOLD:
+                P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+                results.clear()         # (in place: the caller's lists must not keep them)
+                logs_out.clear()
         # not known to be short: its CPU time and peak memory are measured (agent.usage)
         before = usage.start() if m is None or m >= USAGE_MIN else None
         cur.tid = tid
         func = funcs.get(digest)
         if func is not None and not refs and not kwargs and not options and nout == 1 \
                 and not inouts:
+            plain = True
             t0 = cur.t0 = now()
             try:
                 r = func(*argv)
@@ -459,6 +475,8 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
             #                     these names must not keep it, nor its buffers, alive)
     if len(produced.values) > produced.limit:
         produced._trim()
+    if plain:
+        programs.python_ran()
     return results, logs_out
 
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 import io
 import os
 import pickle
-import shutil
 from typing import Any
 
 from ..wire import messages as M
 from ..wire import values as V
 from ..wire.argpath import set_path
+from . import programs
 
 
 class Missing(Exception):
@@ -106,7 +106,7 @@ PRODUCED = _Produced()
 
 
 def _reads(t: M.TaskWire, did: int) -> bool:
-    refs = t[3]
+    _, _, _, refs, *_ = t
     if refs:
         for _, kind, payload in refs:
             if (kind == M.REF_VALUE and payload == did) or \
@@ -177,6 +177,7 @@ def resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire],
         if kind == M.REF_VALUE:
             v = value_of(payload)
         elif kind == M.REF_PICKLED:
+            programs.python_ran()       # a snapshot of objects: unpickling may run their code
             blob, dids = payload
             v = _PersistentUnpickler(blob, {d: value_of(d) for d in dids}).load() if dids \
                 else pickle.loads(blob)
@@ -189,6 +190,7 @@ def _path_ref(kind: str, payload: Any) -> Any:
     """A file or directory argument: where the task reads or writes it."""
     if kind == M.REF_FILE:                  # file or directory read in place
         return payload
+    import shutil     # (not at the top: ~5 ms of every agent's start-up)
     if kind == M.REF_FILE_OUT:              # file written: a fresh version path
         os.makedirs(os.path.dirname(payload), exist_ok=True)
         if os.path.isdir(payload):

@@ -6,6 +6,7 @@ gets one TASKS frame per round (:meth:`~.pool.Pool.send_batches`).
 
 Short tasks (mean duration here under ``NODE_SHORT``) are queued up to
 ``NODE_DEEP`` per executor, so an executor never waits for a round trip;
+tasks of a few ms (under ``LEAD_MIN_MEAN``) one behind the running one;
 longer ones go to idle executors, or to an executor whose task is due to end
 within ``LEAD`` (its function's mean duration here, when that is at least
 ``LEAD_MIN_MEAN``): the next task is then in its pipe when it finishes,
@@ -32,6 +33,25 @@ if TYPE_CHECKING:
 # irrelevant).
 SHORT_TASK = NODE_SHORT
 DEEP = NODE_DEEP
+
+
+def _depth(mean: float | None, single: bool) -> int:
+    """How many tasks of a function with this mean duration here an executor may hold.
+
+    Short ones (< SHORT_TASK) DEEP; up to LEAD_MIN_MEAN, one behind the running
+    task (the next one is in the executor's pipe when it ends: no agent round
+    trip per task, which is 10-30 % of a 2-10 ms task on a busy host); longer or
+    never-timed ones only on an idle executor (or LEAD before an end), unless the
+    agent has one executor (``single``): no other one here could start it sooner,
+    so it waits behind the running task and starts without waiting for the agent
+    (which, on a host as busy as a 2-core machine running 128 agents, woke tens
+    of ms late for a LEAD).
+    """
+    if mean is not None and mean < SHORT_TASK:
+        return DEEP
+    if single or (mean is not None and mean < LEAD_MIN_MEAN):
+        return 2
+    return 1
 
 
 class Placement:
@@ -107,7 +127,6 @@ class Placement:
         nfree = len(idle) - sum(e.reserved for e in execs)
         skipped: list[tuple[int, int, Item]] = []
         means = self.state.mean
-        deep = DEEP
         best: Executor | None
         while q:
             t = q.head()
@@ -137,8 +156,7 @@ class Placement:
                 best = idle.pop(0)
                 nfree -= 1
             else:
-                mean = means.get(t.digest)
-                depth = deep if (mean is not None and mean < SHORT_TASK) else 1
+                depth = _depth(means.get(t.digest), len(execs) == 1)
                 best = None
                 if depth > 1:
                     for e in execs:
@@ -165,12 +183,16 @@ class Placement:
         The same policy as for single tasks (an idle slot first, then the
         shortest queue below the prefetch depth), applied as water-filling:
         the shortest queues are raised level by level, so a run lands on the
-        executors in even slices. Placed tasks leave ``run``.
+        executors in even slices. Placed tasks leave ``run``. A queue deeper
+        than half the depth is left alone until it is down to half.
         """
-        m = self.state.mean.get(run[0].digest)
-        depth = DEEP if (m is not None and m < SHORT_TASK) else 1
+        depth = _depth(self.state.mean.get(run[0].digest), len(self.pool.execs) == 1)
         if depth == 1:
             return self._place_run_long(run, idle, nfree)
+        # A deep queue is topped up once it is down to half (then to the full depth):
+        # short tasks travel in frames of at least depth / 2, however few executors
+        # there are (one per node: each result used to bring back one task or two).
+        low = depth // 2 if depth > 2 else depth - 1
         cands = []
         nidle = 0
         for e in self.pool.execs:
@@ -179,7 +201,7 @@ class Placement:
                 if e.reserved or nidle >= nfree:
                     continue
                 nidle += 1
-            elif e.reserved or eq[0].exclusive or len(eq) >= depth:
+            elif e.reserved or eq[0].exclusive or len(eq) > low:
                 continue
             cands.append(e)
         if not cands:

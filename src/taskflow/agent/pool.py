@@ -19,6 +19,7 @@ from typing import Any
 from ..wire import messages as M
 from ..wire import protocol as P
 from .executor import executor_main
+from .programs import PidSlot
 
 
 PROGRAM_GRACE = 5.0      # s a killed task's programs get between SIGTERM and SIGKILL
@@ -28,10 +29,12 @@ class Executor:
     """One executor process, as the agent sees it."""
 
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "parts", "wreg", "batch", "bdata")
+                 "out", "parts", "wreg", "batch", "bdata", "slot")
 
-    def __init__(self, pid: int, wfd: int, rfd: int) -> None:
+    def __init__(self, pid: int, wfd: int, rfd: int, slot: PidSlot | None = None) -> None:
         self.pid = pid
+        # the pid of the program it runs now (invokers.spawn), in memory both processes see
+        self.slot = slot if slot is not None else PidSlot()
         self.wfd = wfd
         self.rfd = rfd
         self.reader = P.FrameReader(rfd)
@@ -65,6 +68,7 @@ class Pool:
     def spawn(self) -> Executor:
         t_r, t_w = os.pipe()      # agent -> executor
         r_r, r_w = os.pipe()      # executor -> agent
+        slot = PidSlot()
         pid = os.fork()
         if pid == 0:  # child
             try:
@@ -79,7 +83,7 @@ class Pool:
                 # Its own process group, which the programs its tasks start join: killing
                 # the executor (cancel, time_out) ends them and their children too (kill).
                 os.setpgid(0, 0)
-                executor_main(t_r, r_w)
+                executor_main(t_r, r_w, slot)
             finally:
                 os._exit(1)
         os.close(t_r)
@@ -92,7 +96,7 @@ class Pool:
         P.grow_pipe(r_r)                # results with large values: a MiB per read, not 64 KiB
         os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
         os.set_blocking(r_r, False)     # nor wait on a read that a stale event announced
-        ex = Executor(pid, t_w, r_r)
+        ex = Executor(pid, t_w, r_r, slot)
         self.execs.append(ex)
         self.by_fd[r_r] = ex
         self.sel.register(r_r, selectors.EVENT_READ, ex)
@@ -174,6 +178,7 @@ class Pool:
         os.close(ex.wfd)
         self.execs.remove(ex)
         del self.by_fd[ex.rfd]
+        ex.slot.close()
         if ex in self.dirty:
             self.dirty.remove(ex)
         rest = ex.queue[1:]

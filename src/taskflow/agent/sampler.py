@@ -31,19 +31,21 @@ class Sampler:
     def _own_cpu(self) -> float:
         """CPU % (of this node's cores) used by the agent and its executors: the rest is
         outside load, which least-loaded placement avoids."""
-        try:
-            me = psutil.Process()
-            procs = [me] + me.children(recursive=True)
-        except psutil.Error:
-            return 0.0
+        pids = _descendants(os.getpid())
+        if pids is None:         # no /proc/<pid>/task/<tid>/children: psutil scans /proc
+            try:
+                me = psutil.Process()
+                pids = [me.pid] + [p.pid for p in me.children(recursive=True)]
+            except psutil.Error:
+                return 0.0
         total = 0.0
         seen: dict[int, Any] = {}
-        for p in procs:
-            known = self._procs.get(p.pid)
+        for pid in pids:
+            known = self._procs.get(pid)
             if known is None:
-                known = p
                 try:
-                    p.cpu_percent(None)      # primed: counts from the next sample on
+                    known = psutil.Process(pid)
+                    known.cpu_percent(None)      # primed: counts from the next sample on
                 except psutil.Error:
                     continue
             else:
@@ -51,7 +53,7 @@ class Sampler:
                     total += known.cpu_percent(None)
                 except psutil.Error:
                     continue
-            seen[p.pid] = known
+            seen[pid] = known
         self._procs = seen
         ncores = len(self._cores) if self._cores else (psutil.cpu_count() or 1)
         return min(100.0, total / ncores)
@@ -85,6 +87,39 @@ class Sampler:
         if self._gpu:
             s["gpu"] = _gpu_util(self._gpu)
         return s
+
+
+def _descendants(root: int) -> list[int] | None:
+    """``root`` and every process under it, read from /proc/<pid>/task/<tid>/children.
+
+    psutil's ``children(recursive=True)`` reads the stat file of every process
+    on the host; with 128 agents on one machine (the many-nodes benchmark)
+    their samples cost more CPU than the tasks. This reads the agent's own tree
+    only. None when the kernel has no such file (psutil then).
+    """
+    out = [root]
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue                       # ended meanwhile
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                    kids = f.read().split()
+            except FileNotFoundError:
+                if pid == root and tid == str(root):
+                    return None            # not this kernel's feature
+                continue
+            except OSError:
+                continue
+            for k in kids:
+                child = int(k)
+                out.append(child)
+                todo.append(child)
+    return out
 
 
 def _gpu_util(exe: str) -> list[float] | None:

@@ -167,6 +167,7 @@ def gpus_wanted(processors: Any, where: str) -> int:
 def refresh(spec: Any) -> None:
     """After a decorator changed ``spec``: its options and its call-time hook again."""
     spec.refresh_options()
+    spec.call_cache = None
     spec.prepare = build(spec)
 
 
@@ -182,7 +183,7 @@ def build(spec: Any) -> Callable[..., tuple[int, float, dict[str, Any] | None]] 
     spec.gang = external.is_gang(spec)
     if not (cu.dynamic or mem.dynamic or ext or gpus):
         return None
-    needs_bind = bool(cu.names or mem.names) or ext
+    needs_bind = bool(cu.names or mem.names) or (ext and external.needs_bound(spec))
 
     def prepare(rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]
                 ) -> tuple[int, float, dict[str, Any] | None]:
@@ -197,7 +198,7 @@ def build(spec: Any) -> Callable[..., tuple[int, float, dict[str, Any] | None]] 
         if spec.memory_limit and m:
             opts["mem_limit"] = float(m)        # GB: this call's memory_size (agent.limits)
         if ext or gpus:
-            external.call_options(rt, spec, bound, cus, float(m), gpus, opts)
+            opts = external.call_options(rt, spec, bound, cus, float(m), gpus, opts)
             if opts.get("gang"):
                 return 1, float(m), opts      # the scheduler decides the real share
         return cus, float(m), opts or None

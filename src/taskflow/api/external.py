@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
@@ -110,8 +111,25 @@ def _wire_cfg(cfg: dict[str, Any], bound: dict[str, Any] | None, where: str) -> 
     return out
 
 
+# binary -> (PATH, where it was found, when it was last seen executable there): a PATH
+# search is ~30 us of stat calls per call; a program found is looked at again after RECHECK s
+# (the node checks again before it starts it, and says so if it is gone)
+_FOUND: dict[str, tuple[str | None, str, float]] = {}
+RECHECK = 1.0
+
+
+def _shared_fs(nodes: list[NodeHandle]) -> bool:
+    """Every node sees the master's files (looked at again only when nodes join)."""
+    if _SHARED[0] is not nodes or _SHARED[1] != len(nodes):
+        _SHARED[:] = [nodes, len(nodes), all(getattr(n, "shared_fs", True) for n in nodes)]
+    return bool(_SHARED[2])
+
+
+_SHARED: list[Any] = [None, 0, True]     # the runtime's node list, its length, the answer
+
+
 def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list[NodeHandle]) -> None:
-    if any(not getattr(n, "shared_fs", True) for n in nodes):
+    if not _shared_fs(nodes):
         return                      # only the node can tell; it reports the same way
     if working_dir and "{{" in working_dir and not os.path.isabs(binary):
         return                      # a working directory made of parameters: the node checks
@@ -125,9 +143,22 @@ def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list[
             raise UsageError(f"{where}: binary {path} is not executable; chmod +x it or fix "
                              f"the path.")
         return
-    if shutil.which(binary) is None:
-        raise UsageError(f"{where}: binary '{binary}' was not found on PATH "
-                         f"({os.environ.get('PATH', '')}); give an absolute path or install it.")
+    env_path = os.environ.get("PATH")
+    found = _FOUND.get(binary)
+    if found is not None and found[0] == env_path:
+        now = time.monotonic()
+        if now - found[2] < RECHECK or os.access(found[1], os.X_OK):
+            if now - found[2] >= RECHECK:
+                _FOUND[binary] = (env_path, found[1], now)
+            return              # found on the same PATH, executable when last looked at
+    on_path = shutil.which(binary)
+    if on_path is not None:
+        if len(_FOUND) > 1024:
+            _FOUND.clear()
+        _FOUND[binary] = (env_path, on_path, time.monotonic())
+        return
+    raise UsageError(f"{where}: binary '{binary}' was not found on PATH "
+                     f"({os.environ.get('PATH', '')}); give an absolute path or install it.")
 
 
 def gang_request(cfg: dict[str, Any], cus: int, gpus: int, where: str) -> dict[str, Any] | None:
@@ -155,12 +186,47 @@ def gang_request(cfg: dict[str, Any], cus: int, gpus: int, where: str) -> dict[s
     return None
 
 
+def _static(spec: Any) -> bool:
+    """Nothing in the call's options depends on the call or on the environment at call
+    time (no container: its image and options are expanded per call)."""
+    if spec.container is not None:
+        return False
+    for k, v in spec.invoker_cfg.items():
+        if isinstance(v, calltime.Expr) or (
+                k in _EXPANDED and isinstance(v, str) and "$" in v):
+            return False
+        if k == "programs" and any(isinstance(pv, str) and "$" in pv
+                                   for prog in v for pv in prog.values()):
+            return False
+    return True
+
+
+_EXPANDED = ("binary", "working_dir", "flags", "args", "runner", "script")
+
+
 def call_options(rt: Runtime, spec: Any, bound: dict[str, Any] | None, cus: int, mem: float,
-                 gpus: int, opts: dict[str, Any]) -> None:
-    """Fill the task's options at call time (see module docstring); raises UsageError."""
+                 gpus: int, opts: dict[str, Any]) -> dict[str, Any]:
+    """Fill the task's options at call time (see module docstring); raises UsageError.
+
+    Returns the options to send: ``opts`` filled in, or, for a program whose
+    options cannot change from call to call (no ``$VAR``, no expression, one
+    node), one dict shared by all its calls (pickled once per frame, and no
+    work per call but the checks).
+    """
     from ..runtime import gang
     where = f"@{spec.invoker} on {spec.name}" if spec.invoker != "python" else \
         f"@constraint on {spec.name}"
+    key = (rt.run_dir, cus, mem, gpus)
+    cached = spec.call_cache
+    if cached is not None and cached[0] == key:
+        shared: dict[str, Any] = cached[1]
+        cfg = shared["cfg"]
+        if cfg.get("binary"):
+            _check_binary(cfg["binary"], cfg.get("working_dir"), where, rt.nodes)
+        for prog in cfg.get("programs") or ():
+            _check_binary(prog["binary"], cfg.get("working_dir"), where, rt.nodes)
+        _check_streams(cfg, bound, where)
+        return shared
     if spec.invoker != "python":
         cfg = _wire_cfg(spec.invoker_cfg, bound, where)
         if cfg.get("runner") is not None and cfg["runner"] not in RUNNERS:
@@ -173,12 +239,7 @@ def call_options(rt: Runtime, spec: Any, bound: dict[str, Any] | None, cus: int,
         if cfg.get("scale_by_cu") and cus > 1:   # PyCOMPSs: one rank per computing unit
             cfg["processes"] = (cfg.get("processes") or 1) * cus
             cus = 1
-        for pname, (_kind, _d, stream, _p) in cfg["params"].items():
-            if stream is not None and bound is not None and pname in bound \
-                    and not isinstance(bound[pname], (str, os.PathLike)):
-                raise UsageError(f"{where}, parameter '{pname}': a {stream} stream parameter "
-                                 f"must be a file path (str or os.PathLike), not "
-                                 f"{type(bound[pname]).__name__}.")
+        _check_streams(cfg, bound, where)
         if cfg["kind"] == "workflow":       # a nested run: where it keeps its journal
             script = cfg["script"]
             if "{{" not in script and not os.path.isabs(script):
@@ -208,6 +269,27 @@ def call_options(rt: Runtime, spec: Any, bound: dict[str, Any] | None, cus: int,
         opts["gang"] = req
         if mem:
             opts["mem"] = mem
+    elif spec.invoker != "python" and _static(spec):
+        spec.call_cache = (key, opts)     # nothing above depends on this call: share it
+    return opts
+
+
+def needs_bound(spec: Any) -> bool:
+    """Whether :func:`call_options` reads the call's arguments (expressions, streams)."""
+    cfg = spec.invoker_cfg
+    return any(isinstance(v, calltime.Expr) and v.names for v in cfg.values()) or any(
+        stream is not None for (_k, _d, stream, _p) in (cfg.get("params") or {}).values())
+
+
+def _check_streams(cfg: dict[str, Any], bound: dict[str, Any] | None, where: str) -> None:
+    if bound is None:
+        return
+    for pname, (_kind, _d, stream, _p) in cfg["params"].items():
+        if stream is not None and pname in bound \
+                and not isinstance(bound[pname], (str, os.PathLike)):
+            raise UsageError(f"{where}, parameter '{pname}': a {stream} stream parameter "
+                             f"must be a file path (str or os.PathLike), not "
+                             f"{type(bound[pname]).__name__}.")
 
 
 def container_options(spec: Any, cus: int, mem: float) -> dict[str, Any]:

@@ -214,7 +214,7 @@ def barrier(no_more_tasks: bool = False) -> None:
     if rt is None:
         return
     rt._wait_idle(None)
-    rt._materialize_all()
+    rt._materialize_all(idle=True)
     files = rt.registry.files               # every file is the program's again (wait_on_file),
     for p, item in list(files.items()):     # but a failed version stays: its readers are
         if item.latest is None or item.latest._exception is None:    # cancelled, not fed

@@ -85,6 +85,7 @@ class TaskSpec:
         self.code_key: bytes | None = None   # digest of its code (graph.keys, resumable runs)
         self.key_base: tuple[Any, Any] | None = None   # (hasher of the code, KeyParts): keys
         self.gang = False             # placed by runtime.gang (several nodes, GPUs)
+        self.call_cache: Any = None   # api.external: the options all calls share, if static
         self.options: dict[str, Any] | None = {"time_out": self.time_out} if self.time_out else None
         self.digest: bytes | None = None
         self.payload: bytes | None = None
@@ -128,9 +129,12 @@ class TaskSpec:
 
     @property
     def exclusive(self) -> bool:
-        """Tasks the node must start on an idle slot (timeouts, several units)."""
+        """Tasks the node must start on an idle slot (timeouts, several units, several
+        nodes or GPUs, MPI). A program on one unit is not: like a Python task, it may wait
+        in an executor's queue behind a short task, or behind its producer (chained)."""
         return bool(self.time_out) or not isinstance(self.computing_units, int) \
-            or self.computing_units != 1 or self.invoker != "python" \
+            or self.computing_units != 1 or self.gang \
+            or self.invoker not in ("python", "binary", "ompss") \
             or self.container is not None
 
 

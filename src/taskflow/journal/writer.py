@@ -18,7 +18,6 @@ import json
 import os
 import pickle
 import socket
-import sqlite3
 import sys
 import threading
 import time
@@ -169,6 +168,7 @@ class JournalDB:
 
     def __init__(self, path: str, row: tuple[Any, ...]) -> None:
         self.path = path
+        import sqlite3      # here: the master imports this module without opening a database
         self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")

@@ -30,6 +30,11 @@ class NodeSink(Protocol):
 class Provider:
     name = "provider"
 
+    def launch(self) -> None:
+        """Start the nodes' processes now, before the run's other start-up work, so that
+        their interpreters load while it is done; :meth:`start` then handshakes (the
+        default: :meth:`start` does it all)."""
+
     def start(self, config: Hello, timeout: float) -> list[NodeHandle]:
         """Start the first nodes and return them, handshaken (HELLO sent, READY read)."""
         raise NotImplementedError

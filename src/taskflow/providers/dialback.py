@@ -22,7 +22,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import NodeStartError
-from ..wire.channel import TlsChannel
+from ..wire.tlschannel import TlsChannel
 from ..wire.dialback import (AUTH_TIMEOUT, MAGIC, MAX_META, NONCE, PROOF, SECRET_ENV,
                              SECRET_FILE_ENV, certificate_binding, proof, recv_exact)
 from .handle import NodeHandle

@@ -40,24 +40,33 @@ class LocalProvider(Provider):
         total = total_memory_gb()
         self.memory_gb = memory_gb if memory_gb is not None else total / nodes
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.launched: list[tuple[str, subprocess.Popen[bytes]]] = []   # not handshaken yet
         self.node_name = name
         self.gpus = gpus            # GPUs each node declares (GPU @constraint placement)
         self.memory_budget = memory_budget      # None: the run's (wire.budget)
         self.memory_pause = memory_pause
 
-    def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
-        handles = []
-        procs = []
+    CMD = [sys.executable, "-m", "taskflow.node", "--stdio"]
+
+    def launch(self) -> None:
+        """Start every agent process (their interpreters load while the master goes on)."""
+        if self.launched:
+            return
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [p for p in sys.path if p] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         for i in range(self.nodes):
             name = self.node_name if self.nodes == 1 else f"{self.node_name}-{i}"
-            cmd = [sys.executable, "-m", "taskflow.node", "--stdio"]
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join(
-                [p for p in sys.path if p] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            proc = subprocess.Popen(self.CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     env=env, close_fds=True, start_new_session=True)
             self.procs.append(proc)
-            procs.append((name, proc))
+            self.launched.append((name, proc))
+
+    def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
+        handles = []
+        self.launch()
+        procs, self.launched = self.launched, []
+        cmd = self.CMD
         for (name, proc), slots in zip(procs, self.per_node):
             assert proc.stdout is not None and proc.stdin is not None     # PIPEs
             h = NodeHandle(name, proc.stdout.fileno(), proc.stdin.fileno(), slots=slots,

@@ -204,21 +204,25 @@ class SSHProvider(Provider):
         return "\n".join(lines) + "\n"
 
     def _run(self, n: _Node, cmd: str, timeout: float) -> tuple[int, str, str]:
+        """Run a short command (small output); (exit code or -1 on time-out, out, err).
+
+        It blocks on the channel (paramiko's events), never polls: a loop of
+        2 ms sleeps per node, 60 nodes starting at once, kept the GIL so busy
+        that their probes took seconds each.
+        """
         chan = n.client.get_transport().open_session(timeout=timeout)
         chan.settimeout(timeout)
         chan.exec_command(cmd)
-        out, err = bytearray(), bytearray()
-        deadline = time.time() + timeout
-        while not chan.exit_status_ready() or chan.recv_ready() or chan.recv_stderr_ready():
-            if chan.recv_ready():
-                out += chan.recv(65536)
-            elif chan.recv_stderr_ready():
-                err += chan.recv_stderr(65536)
-            elif time.time() > deadline:
-                chan.close()
-                return -1, out.decode(errors="replace"), err.decode(errors="replace")
-            else:
-                time.sleep(0.002)
+        out, err = b"", b""
+        try:
+            out = chan.makefile("rb").read()          # to EOF (a probe says little)
+            err = chan.makefile_stderr("rb").read()
+            done = chan.status_event.wait(timeout)
+        except socket.timeout:
+            done = False
+        if not done:
+            chan.close()
+            return -1, out.decode(errors="replace"), err.decode(errors="replace")
         rc = chan.recv_exit_status()
         chan.close()
         return rc, out.decode(errors="replace"), err.decode(errors="replace")

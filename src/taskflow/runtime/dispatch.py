@@ -257,8 +257,7 @@ class Dispatcher:
                         node.queue_parts(P.encode_parts(op, body))
                     else:
                         node.queue(P.encode(op, body))
-            for node in self.nodes:
-                if node.out or node.wreg or node.parts:
+                if not node.wreg:     # (a node waiting for room is written when it has it)
                     self._flush(node)
             if rt.log is not None and rt.log.pending:
                 rt.log.tick()
@@ -320,6 +319,7 @@ class Dispatcher:
                             outcomes.task_done(rt, task, outputs, node, cbs)
                     else:
                         outcomes.task_failed(rt, task, status, error, node, cbs)
+                rt.scheduler.freed(node)     # once per frame: its place among the nodes
             elif op == M.STARTED:     # after RESULTS: a chained task starts once its
                 self._started(node, body)   # producer's result is in (npending 0)
             elif op == M.LOG:

@@ -141,6 +141,7 @@ def release(sched: Scheduler, task: Task) -> None:
     for n, k in held:
         if n.alive:
             n.used -= k
+            sched.freed(n)
         _unhold(sched, n.name)
     if multi:
         _unhold(sched, head.name)

@@ -77,6 +77,7 @@ class Outbox:
                     task.state = T.READY
                     node.used -= task.cus
                     node.mem_used -= task.mem
+                    self.rt.scheduler.freed(node)
                     if self.rt.scheduler.gangs:
                         gang.release(self.rt.scheduler, task)
                     continue

@@ -301,6 +301,7 @@ def undispatch(rt: RunState, task: Task) -> None:
     if node is not None and node.inflight.pop(task.id, None) is not None:
         node.used -= task.cus
         node.mem_used -= task.mem
+        rt.scheduler.freed(node)
         if node.alive:
             rt.comm.cancel_on(node, task.id)
         for d in task.reads or ():   # the value it waited for will not be made there now
@@ -315,6 +316,7 @@ def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
     node.inflight.pop(task.id, None)
     node.used -= task.cus
     node.mem_used -= task.mem
+    rt.scheduler.freed(node)
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)
     for d in task.reads or ():   # a chained input will not be made there now

@@ -66,11 +66,13 @@ class ReadyQueue:
             self._prios.pop(0)
         return task
 
-    def pop_run(self, spec: TaskSpec, limit: int) -> list[Task]:
+    def pop_run(self, spec: TaskSpec, limit: int, plain: bool = False) -> list[Task]:
         """Pop up to ``limit`` tasks of ``spec`` from the head (the next task first).
 
         Stops at the first task of another function or at the end of the
-        best priority: the tasks are the ones :meth:`pop` would give next.
+        best priority: the tasks are the ones :meth:`pop` would give next;
+        ``plain``: also at a task that reads other tasks' values or avoids a
+        node (locality and retries place those one by one).
         """
         prio = -self._prios[0]
         q = self._queues[prio]
@@ -78,9 +80,15 @@ class ReadyQueue:
         popleft = q.popleft
         append = out.append
         n = 1
-        while n < limit and q and q[0].spec is spec:
-            append(popleft())
-            n += 1
+        if plain:
+            while n < limit and q and q[0].spec is spec and not q[0].reads \
+                    and not q[0].excluded:
+                append(popleft())
+                n += 1
+        else:
+            while n < limit and q and q[0].spec is spec:
+                append(popleft())
+                n += 1
         self._n -= n
         if not q:
             del self._queues[prio]

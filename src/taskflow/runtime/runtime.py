@@ -156,9 +156,11 @@ class Runtime(RunState):
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
                          "data_dir": self.data_dir, "run_id": self.run_id,
                          "memory_budget": self.memory_budget, "memory_pause": self.memory_pause}
-        self._open_journal()   # first: its writer process starts while the nodes do
         nodes = []
         try:
+            for p in self.providers:   # first: agents load their interpreters meanwhile
+                p.launch()
+            self._open_journal()   # its writer process starts while the nodes do
             for p in self.providers:
                 nodes.extend(p.start(config, self.start_timeout))
         except BaseException:
@@ -211,9 +213,11 @@ class Runtime(RunState):
         if not self.started or self.stopped:
             return
         try:
+            idle = False
             if wait and self._thread is not None and self._thread.is_alive():
                 self._wait_idle(None)
-            self._materialize_all()
+                idle = True
+            self._materialize_all(idle)
         finally:
             self._shut_down()
 
@@ -528,11 +532,14 @@ class Runtime(RunState):
         return bool(self.failures)
 
     # -- files -------------------------------------------------------------------
-    def _materialize_all(self) -> None:
+    def _materialize_all(self, idle: bool = False) -> None:
+        """Every file's last version at its path (``idle``: no task runs or waits, so
+        versions are moved there, not copied)."""
         from ..graph.registry import materialize
         for item in list(self.registry.files.values()):
             try:
-                materialize(item, finished=self.interrupted is not None)
+                materialize(item, finished=self.interrupted is not None,
+                            move=idle and not self.resumable)
             except OSError as exc:
                 log.warning("could not put %s in place: %s", item.path, exc)
 

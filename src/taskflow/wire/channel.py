@@ -4,13 +4,13 @@ The loops (the master's dispatcher, the node's agent) wait on a descriptor
 with ``selectors`` and then read and write what is there without blocking.
 :class:`FdChannel` is a pipe pair or a socket (local agents, SSH channels
 bridged to a socketpair); :class:`TlsChannel` is a dial-back connection
-protected by TLS. Both raise :class:`BlockingIOError` when nothing can move
+protected by TLS (:mod:`.tlschannel`, apart so that a node agent on pipes
+does not import ``ssl``: ~10 ms of its start-up). Both raise :class:`BlockingIOError` when nothing can move
 now and give ``b""`` at the end of the stream, like ``os.read``.
 """
 from __future__ import annotations
 
 import os
-import ssl
 from typing import Protocol
 
 
@@ -65,47 +65,3 @@ class FdChannel:
                 os.close(fd)
             except OSError:
                 pass
-
-
-class TlsChannel:
-    """A TLS socket; its descriptor serves both directions."""
-
-    __slots__ = ("sock", "rfd", "wfd")
-
-    def __init__(self, sock: ssl.SSLSocket) -> None:
-        self.sock = sock
-        self.rfd = self.wfd = sock.fileno()
-
-    def recv(self, n: int) -> bytes:
-        try:
-            return self.sock.recv(n)
-        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-            raise BlockingIOError from None
-        except ssl.SSLZeroReturnError:
-            return b""
-
-    def recv_into(self, view: memoryview) -> int:
-        try:
-            return self.sock.recv_into(view)
-        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-            raise BlockingIOError from None
-        except ssl.SSLZeroReturnError:
-            return 0
-
-    def send(self, data: bytes | bytearray | memoryview) -> int:
-        try:
-            return self.sock.send(data)
-        except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
-            raise BlockingIOError from None
-
-    def pending(self) -> int:
-        return self.sock.pending()
-
-    def set_blocking(self, blocking: bool) -> None:
-        self.sock.setblocking(blocking)
-
-    def close(self) -> None:
-        try:
-            self.sock.close()
-        except OSError:
-            pass

@@ -21,10 +21,9 @@ parameters the task makes itself (:mod:`.hooks`).
 from __future__ import annotations
 
 import os
-import sys
 from typing import TYPE_CHECKING, Any
 
-from . import command, process
+from . import command, process, spawn
 
 if TYPE_CHECKING:
     from ...wire.messages import LineWire
@@ -62,10 +61,10 @@ def run(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict
 
 
 def _program_env(options: dict[str, Any]) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(node_env(options))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    return env
+    """The node's environment, what the task holds and PYTHONPATH: built once per set of
+    values (spawn.environment) and shared, so a caller that changes it copies it first."""
+    extra = node_env(options)
+    return spawn.environment(tuple(extra.items()), extra)
 
 
 def _log_base(options: dict[str, Any], tid: int) -> str | None:
@@ -76,6 +75,7 @@ def _log_base(options: dict[str, Any], tid: int) -> str | None:
 def _invoke(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: dict[str, Any],
             logs: list[LineWire], tid: int) -> Any:
     if kind in ("multinode", "pyenv"):
+        spawn.python_ran()
         return _with_env(node_env(options), func, args, kw)
     if kind == "container":
         from . import container
@@ -95,9 +95,10 @@ def _invoke(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: 
     tail, streams = command.build_args(cfg, values, env, cwd)
     if kind == "mpi":
         from . import mpi
-        return mpi.run(cfg, options, func, args, kw, tail, streams, cwd, env, logs, log_base,
-                       fail)
+        return mpi.run(cfg, options, func, args, kw, tail, streams, cwd, dict(env), logs,
+                       log_base, fail)
     if kind == "ompss":
+        env = dict(env)
         env["OMP_NUM_THREADS"] = env["TASKFLOW_NUM_THREADS"]
         env["NX_ARGS"] = (env.get("NX_ARGS", "") +
                           f" --smp-workers={env['TASKFLOW_NUM_THREADS']}").strip()
@@ -105,8 +106,8 @@ def _invoke(kind: str, func: Any, args: list[Any], kw: dict[str, Any], options: 
         raise ValueError(f"unknown invoker {kind!r}")
     if options.get("container"):
         from . import container
-        return container.run_program(kind, cfg, options, func, args, kw, tail, streams, cwd, env,
-                                     logs, log_base, fail, tid)
+        return container.run_program(kind, cfg, options, func, args, kw, tail, streams, cwd,
+                                     dict(env), logs, log_base, fail, tid)
     argv = [command.resolve_binary(cfg["binary"], cwd, env)] + tail
     return process.run(argv, cwd, env, streams, logs, log_base, fail)
 

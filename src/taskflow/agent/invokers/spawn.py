@@ -1,0 +1,135 @@
+"""Starting a program from an executor at the machine's spawn rate (node side).
+
+``subprocess.Popen(preexec_fn=...)`` forks the whole executor in Python and
+runs Python in the child before ``exec``: 3-4 ms a program on this project's
+2-core machine, where ``os.posix_spawn`` (glibc: ``clone(CLONE_VFORK)`` and
+``exec``, no Python in the child) takes the spawn itself, ~0.8 ms. So:
+
+* programs start with :func:`os.posix_spawn`, stdin/stdout/stderr given by
+  file actions, SIGPIPE and SIGXFSZ back to their defaults (what
+  ``subprocess``'s ``restore_signals`` does); a working directory other than
+  the executor's goes through ``subprocess`` without ``preexec_fn`` (vfork),
+  since ``posix_spawn`` has no ``chdir`` before Python 3.13;
+* no Python runs in the child, so nothing can set ``PR_SET_PDEATHSIG`` there.
+  Instead the executor publishes the running program's pid in a word of
+  memory it shares with its agent (:class:`PidSlot`); whenever the agent kills
+  an executor (``time_out``, cancellation, shutdown) or finds it dead, it sends
+  that program SIGTERM first, as the death signal did. The pid is cleared
+  before the program is reaped (``waitid(WNOWAIT)`` first), so the slot never
+  names a pid that could have been reused;
+* descriptors: every descriptor taskflow opens is close-on-exec (Python's
+  default). A Python task run by the same executor may have made one
+  inheritable; after any Python task the next program start looks at
+  ``/proc/self/fd`` once and closes such descriptors in the child (what
+  ``close_fds=True`` did), until Python code runs again;
+* the environment: the executor's ``os.environ`` plus what the task adds, built
+  once and kept until a Python task runs in this executor (only Python code
+  there can change ``os.environ``).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from typing import Any, Literal, overload
+
+from ..programs import STATE, PidSlot, attach, python_ran
+
+__all__ = ["PidSlot", "attach", "python_ran", "environment", "start", "reap", "SIGDEF"]
+
+SIGDEF = tuple(getattr(signal, s) for s in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") if hasattr(signal, s))
+_FD_DIR = "/proc/self/fd"
+
+
+def environment(key: Any, extra: dict[str, str]) -> dict[str, str]:
+    """``os.environ`` with ``extra`` (which ``key`` identifies), built once per key."""
+    st = STATE
+    if st.env is not None and st.env_key == key:
+        return st.env
+    env = dict(os.environ)
+    env.update(extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    st.env, st.env_key = env, key
+    return env
+
+
+def _inheritable() -> list[int]:
+    st = STATE
+    if not st.fds_checked:
+        leaky = []
+        try:
+            names = os.listdir(_FD_DIR)
+        except OSError:
+            names = []
+        for name in names:
+            fd = int(name)
+            if fd > 2:
+                try:
+                    if os.get_inheritable(fd):
+                        leaky.append(fd)
+                except OSError:        # the directory's own descriptor, closed by now
+                    pass
+        st.leaky = leaky
+        st.fds_checked = True
+    return st.leaky
+
+
+def start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int, stdout: int,
+          stderr: int) -> int:
+    """Start ``argv`` (``path`` resolved) with the three descriptors; return its pid.
+
+    The pid goes into the executor's slot at once. Raises OSError when the
+    program cannot be started.
+    """
+    if cwd == os.getcwd():
+        actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, stdin, 0),
+                                          (os.POSIX_SPAWN_DUP2, stdout, 1),
+                                          (os.POSIX_SPAWN_DUP2, stderr, 2)]
+        leaky = _inheritable()
+        if leaky:
+            actions.extend((os.POSIX_SPAWN_CLOSE, fd) for fd in leaky if fd not in (stdin, stdout, stderr))
+        pid = os.posix_spawn(path, argv, env, file_actions=actions, setsigdef=SIGDEF)
+    else:
+        # posix_spawn cannot chdir (Python < 3.13): subprocess without preexec_fn, which
+        # uses vfork and leaves the child to C; the pid is ours to reap (see reap()).
+        proc = subprocess.Popen(argv, executable=path, cwd=cwd, env=env, stdin=stdin,
+                                stdout=stdout, stderr=stderr, close_fds=True)
+        pid = proc.pid
+        proc.returncode = 0      # Popen must never wait for it: reap() does
+    slot = STATE.slot
+    if slot is not None:
+        slot.set(pid)
+    return pid
+
+
+@overload
+def reap(pid: int) -> int: ...
+@overload
+def reap(pid: int, usage: Literal[True]) -> tuple[int, int]: ...
+
+
+def reap(pid: int, usage: bool = False) -> int | tuple[int, int]:
+    """Wait for ``pid`` to end; its exit code (-N: killed by signal N), and with ``usage``
+    its peak resident set in bytes too (wait4).
+
+    The slot is cleared while the ended program is still a zombie, so the
+    agent never signals a pid that the system could have given to another
+    process.
+    """
+    slot = STATE.slot
+    if slot is not None:
+        while True:
+            try:
+                os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+                break
+            except InterruptedError:     # pragma: no cover - PEP 475 retries
+                continue
+            except ChildProcessError:
+                break
+        slot.set(0)
+    if usage:
+        _, status, ru = os.wait4(pid, 0)
+        return os.waitstatus_to_exitcode(status), int(ru.ru_maxrss) * 1024   # KiB on Linux
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
