@@ -23,7 +23,7 @@ from ..graph import task as T
 from ..providers.handle import NodeHandle
 from ..wire import messages as M
 from ..wire import protocol as P
-from . import lineage, outcomes
+from . import gctune, lineage, outcomes
 from .outbox import Frames, Outbox
 from .relay import Relay
 from .remote_values import RemoteValues
@@ -190,6 +190,7 @@ class Dispatcher:
         rt = self.rt
         sel = self.sel
         lock = rt.lock
+        gcwatch = gctune.WATCH
         while not self.closing:
             events = sel.select(1.0)
             arrived = []
@@ -261,6 +262,8 @@ class Dispatcher:
                     self._flush(node)
             if rt.log is not None and rt.log.pending:
                 rt.log.tick()
+            if gcwatch.on:
+                gctune.tick()           # cycles of the program, by memory growth
             self._round_done.set()
             for fn, fut in cbs:
                 try:
