@@ -164,6 +164,8 @@ def failure_lines(rt: Runtime, cancelled_by: dict[int, list[tuple[int, str]]] | 
             out += describe(err, rt.run_dir,
                             rt.logs_command(err.task_id) if err.task_id else None,
                             (cancelled_by or {}).get(err.task_id))
+        elif not err.task_id:           # the run itself (no node left), as describe() says
+            out.append(f"the run FAILED: {_what(err)[0]}")
         else:
             out.append(f"task {err.task_name} (id {err.task_id}) FAILED: {_what(err)[0]}")
     if len(errs) > ONE_LINE:
