@@ -8,7 +8,9 @@ run while things die.
 (b) the master (``taskflow run``) SIGKILLed at a random moment, then
     ``taskflow run --resume``;
 (c) on the SSH testbed (runtime/testbed/ssh_hosts.sh: sshd hosts in network
-    namespaces), one host's link cut (veth down) mid-run and restored later.
+    namespaces), one host's link cut (veth down) mid-run and restored later;
+(d) the only node agent (``--nodes 1``) SIGKILLed: the run must fail at once
+    with "no nodes left", never hang, and leave no process.
 
 The workflow is benchmarks/chaos_workflow.py, run with ``taskflow run`` as a real
 process. Every task writes ``s <identity>`` / ``e <identity>`` to a ledger, so
@@ -41,7 +43,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from typing import Any
@@ -53,6 +54,8 @@ from taskflow.wire.thresholds import MASTER_DEEP
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import chaos_workflow as W  # noqa: E402
+from chaos_procs import (Watcher, agents_of, executors_of, kill_tree,  # noqa: E402
+                         left_behind)
 
 WORKFLOW = os.path.join(HERE, "chaos_workflow.py")
 ROOT = os.path.dirname(HERE)
@@ -156,92 +159,6 @@ def wait_run(proc: subprocess.Popen[bytes], timeout: float = RUN_TIMEOUT) -> int
         kill_tree(proc.pid)
         proc.wait()
         return None
-
-
-# -- processes -------------------------------------------------------------------------------
-def tree(pid: int) -> list[psutil.Process]:
-    try:
-        p = psutil.Process(pid)
-        return [p, *p.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
-
-
-def agents_of(master: int) -> list[psutil.Process]:
-    """The node agents the master started (its children running taskflow.node)."""
-    out = []
-    try:
-        kids = psutil.Process(master).children()
-    except psutil.NoSuchProcess:
-        return []
-    for k in kids:
-        try:
-            if "taskflow.node" in " ".join(k.cmdline()):
-                out.append(k)
-        except psutil.Error:
-            continue
-    return out
-
-
-def executors_of(agent: psutil.Process) -> list[psutil.Process]:
-    try:
-        return [k for k in agent.children() if "taskflow.node" in " ".join(k.cmdline())]
-    except psutil.Error:
-        return []
-
-
-def kill_tree(pid: int) -> None:
-    for p in reversed(tree(pid)):
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-
-
-def left_behind(procs: list[psutil.Process], wait: float) -> list[str]:
-    """Which of ``procs`` are still alive ``wait`` seconds from now (zombies count as gone)."""
-    deadline = time.time() + wait
-    alive = procs
-    while True:
-        alive = [p for p in alive if _alive(p)]
-        if not alive or time.time() > deadline:
-            break
-        time.sleep(0.1)
-    out = []
-    for p in alive:
-        try:
-            out.append(f"{p.pid} {' '.join(p.cmdline())[:80]}")
-        except psutil.Error:
-            continue
-    return out
-
-
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-class Watcher(threading.Thread):
-    """Remembers every process of the run's tree while it runs (to find what is left)."""
-
-    def __init__(self, pid: int) -> None:
-        super().__init__(daemon=True)
-        self.pid = pid
-        self.seen: dict[int, psutil.Process] = {}
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            for p in tree(self.pid):
-                self.seen.setdefault(p.pid, p)
-            self.stop.wait(0.05)
-
-    def procs(self) -> list[psutil.Process]:
-        self.stop.set()
-        self.join()
-        return [p for pid, p in self.seen.items() if pid != self.pid]
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -490,6 +407,46 @@ def scenario_c(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
     return res
 
 
+# -- (d) the only node agent killed ----------------------------------------------------------
+def scenario_d(root: str, args: argparse.Namespace, rng: random.Random) -> dict[str, Any]:
+    """The run must fail at once, saying no node is left: never hang, leave nothing."""
+    s = Scratch(root, "d", args.tasks, args.nap)
+    t0 = time.time()
+    proc = s.start("--nodes", "1", "--crash-limit", str(args.crash_limit), tag="d")
+    watch = Watcher(proc.pid)
+    watch.start()
+    ledger = Ledger(s.ledger)
+    at = rng.uniform(0.1, 0.6)
+    killed = False
+    if wait_ends(ledger, int(at * s.shape.total), proc, RUN_TIMEOUT):
+        for agent in agents_of(proc.pid):
+            try:
+                agent.send_signal(signal.SIGKILL)
+                killed = True
+            except psutil.Error:
+                pass
+    t_kill = time.time() - t0
+    status = wait_run(proc, 120.0)
+    wall = time.time() - t0
+    left = left_behind(watch.procs(), 5.0)
+    err = s.text("d.stderr")
+    said = next((ln.strip() for ln in err.splitlines() if "no nodes left" in ln), "")
+    res = {"scenario": "d", "status": status, "wall": wall, "killed_at": round(t_kill, 2),
+           "killed_at_fraction": round(at, 3), "left_behind": left,
+           "failed_after_kill": round(wall - t_kill, 2), "says": said,
+           "summary": summary_line(err), **executions(ledger, s.shape)}
+    checks = {"the run did not end (hung)": status is None,
+              f"exit status {status}, not 1": status not in (1, None),
+              "no 'no nodes left' error": not said,
+              "processes left behind": bool(left),
+              "the agent was not killed (the run ended first)": not killed}
+    res["problems"] = [what for what, failed in checks.items() if failed]
+    res["ok"] = not res["problems"]
+    if res["problems"]:
+        res["stderr_tail"] = err[-3000:]
+    return res
+
+
 # -- the table -------------------------------------------------------------------------------
 def row(r: dict[str, Any]) -> list[str]:
     sc = r["scenario"]
@@ -498,8 +455,15 @@ def row(r: dict[str, Any]) -> list[str]:
         kills = f"{k.get('executor', 0)} executors + {k.get('agent', 0)} agents"
     elif sc == "b":
         kills = f"master at {r['killed_at_fraction']:.0%} of tasks"
-    else:
+    elif sc == "c":
         kills = f"h1 link cut {r['cut_seconds']:g} s" if r.get("cut_at") else "no cut (run ended)"
+    else:
+        kills = f"the only agent at {r['killed_at_fraction']:.0%} of tasks"
+    if sc == "d":       # the run fails by design: how fast, and what it said
+        wall = (f"failed {r['failed_after_kill']:.1f} s after the kill" if r["status"] is not None
+                else f"hung ({r['wall']:.0f})")
+        return [sc, kills, str(r["reexecuted"]), "-", "-", "-", wall,
+                "yes" if r["ok"] else "**NO**: " + "; ".join(r["problems"])]
     redone = "-" if sc != "b" else (f"{r['redone_recorded']} of {r['recorded']} recorded; "
                                     f"{r['in_flight_rerun']} in flight (bound "
                                     f"{r['in_flight_bound']})")
@@ -529,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=None, help="slots in (a), (b) (2 per node)")
     ap.add_argument("--crash-limit", type=int, default=3)
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--only", default="a,b,c")
+    ap.add_argument("--only", default="a,b,c,d")
     ap.add_argument("--nap", type=float, default=0.002, help="s each Python task sleeps")
     ap.add_argument("--cut-seconds", type=float, default=8.0, help="(c): how long the link is down")
     ap.add_argument("--ssh-slots", type=int, default=2, help="(c): slots per SSH host")
@@ -543,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
     root = tempfile.mkdtemp(prefix="taskflow-chaos-")
     log(f"seed {seed}, scratch {root}")
     results = []
-    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c}
+    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
     try:
         for name in args.only.split(","):
             log(f"scenario {name}")
