@@ -38,7 +38,7 @@ def test_executors_killed_mid_run_lose_no_value_no_file_and_leave_nothing(chaos,
 
 @pytest.mark.timeout(300)
 def test_the_only_agent_killed_fails_the_run_at_once_naming_the_lost_node(chaos, tmp_path):
-    args = argparse.Namespace(tasks=300, crash_limit=3, nap=0.01)
+    args = argparse.Namespace(tasks=1000, crash_limit=3, nap=0.002)
     res = chaos.scenario_d(str(tmp_path), args, random.Random(14))
     assert res["status"] == 1, res.get("stderr_tail")       # not None: it did not hang
     assert "no nodes left: node local was lost" in res["says"]

@@ -158,6 +158,8 @@ def failure_lines(rt: Runtime, cancelled_by: dict[int, list[tuple[int, str]]] | 
     if errs is None:
         errs = list(rt.failures)
     errs = [e for e in errs if not isinstance(e, TaskCancelled)]
+    # the run's own failure (no node left) first: it says why no task was tried again
+    errs = [e for e in errs if not e.task_id] + [e for e in errs if e.task_id]
     out: list[str] = []
     for i, err in enumerate(errs[:ONE_LINE]):
         if i < DETAILED:
