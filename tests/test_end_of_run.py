@@ -127,3 +127,27 @@ barrier()
     assert "jobs/job1" not in out               # stderr got nothing: no job file was made
     out = cli.invoke(main, ["logs", "2", "--run-dir", str(tmp_path / "runs")]).output
     assert out == "-- task 2 quiet (done) wrote no output lines to the journal\n"
+
+
+def test_the_runs_own_failure_comes_first_and_is_not_called_a_task():
+    """No node left: the run's failure (task id 0) is recorded after the tasks it failed;
+    the report puts it first (it says why none was tried again: found by
+    benchmarks/chaos.py, where it was cut off behind 20 NodeLost lines) and calls it
+    "the run FAILED", not "task  (id 0)"."""
+    from types import SimpleNamespace
+
+    from taskflow.errors import TaskError
+    from taskflow.runtime.failreport import DETAILED, failure_lines
+    errs = [TaskError(f"task f (id {i}) failed on node n: boom", task_name="f", task_id=i,
+                      node="n") for i in range(1, DETAILED + 2)]
+    errs.append(TaskError("no nodes left: node n was lost (its connection closed)",
+                          kind="lost"))
+    rt = SimpleNamespace(failures=errs, run_dir=None, run_id="r",
+                         logs_command=lambda tid: f"taskflow logs r {tid}")
+    errs += [TaskError(f"task f (id {i}) failed on node n: boom", task_name="f", task_id=i,
+                       node="n") for i in range(100, 130)]      # more than the report shows
+    lines = failure_lines(rt)
+    assert lines[0] == "the run FAILED"
+    assert "no nodes left: node n was lost (its connection closed)" in lines[1]
+    assert not any("(id 0)" in ln for ln in lines)
+    assert f"task f (id {DETAILED + 1}) FAILED: boom" in lines

@@ -36,6 +36,7 @@ trickle, is delivered every ``interval`` as before.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -135,19 +136,18 @@ class EventBus:
 
     def _deliver(self) -> None:
         q = self._buf
-        n = len(q)
         pop = q.popleft
-        buf = [pop() for _ in range(n)]      # first: a row must not trail its task's events
         # tasks, then the rows made from them (see _rows)
         sub: list[Any] | None = None
         done: list[Any] | None = None
-        if self.sub_rows or self.done_rows:
-            lock = self.rows_lock
-            if lock is not None:
-                with lock:
-                    sub, self.sub_rows = self.sub_rows, []
-                    done, self.done_rows = self.done_rows, []
-            else:
+        # Events and rows are cut at one moment, under the lock their emitters hold: a row
+        # never goes out behind its task's events, nor ahead of an event emitted before it
+        # (the loop emits a task's "running" and appends its done row in one round: the
+        # row first would be undone by the event in the journal).
+        lock = self.rows_lock
+        with lock if lock is not None else contextlib.nullcontext():
+            buf = [pop() for _ in range(len(q))]
+            if self.sub_rows or self.done_rows:
                 sub, self.sub_rows = self.sub_rows, []
                 done, self.done_rows = self.done_rows, []
         self._seen = 0

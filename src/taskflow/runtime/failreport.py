@@ -158,12 +158,16 @@ def failure_lines(rt: Runtime, cancelled_by: dict[int, list[tuple[int, str]]] | 
     if errs is None:
         errs = list(rt.failures)
     errs = [e for e in errs if not isinstance(e, TaskCancelled)]
+    # the run's own failure (no node left) first: it says why no task was tried again
+    errs = [e for e in errs if not e.task_id] + [e for e in errs if e.task_id]
     out: list[str] = []
     for i, err in enumerate(errs[:ONE_LINE]):
         if i < DETAILED:
             out += describe(err, rt.run_dir,
                             rt.logs_command(err.task_id) if err.task_id else None,
                             (cancelled_by or {}).get(err.task_id))
+        elif not err.task_id:           # the run itself (no node left), as describe() says
+            out.append(f"the run FAILED: {_what(err)[0]}")
         else:
             out.append(f"task {err.task_name} (id {err.task_id}) FAILED: {_what(err)[0]}")
     if len(errs) > ONE_LINE:

@@ -158,9 +158,12 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
             _retry(rt, task, node_name, f"{etype}: {emsg} (worker death {task.crashes} of at "
                                         f"most {rt.crash_limit})")
             return
-        crash = (f" (its worker died {task.crashes} times, the crash limit is "
-                 f"{rt.crash_limit}: if the task kills its worker, e.g. by its memory use or a "
-                 f"crash in native code, fix that; else raise --crash-limit)")
+        if task.crashes <= rt.crash_limit:      # within the limit: no node can take it
+            crash = " (no node left that could run it again)"
+        else:
+            crash = (f" (its worker died {task.crashes} times, the crash limit is "
+                     f"{rt.crash_limit}: if the task kills its worker, e.g. by its memory use "
+                     f"or a crash in native code, fix that; else raise --crash-limit)")
     elif status == M.LOST:              # sent there, not started: placed again elsewhere
         if (rt.scheduler.fits_ever(task.cus, task.mem) or rt.nodes_coming()) \
                 and task.attempts < 100:
@@ -392,6 +395,10 @@ def node_lost(rt: RunState, node: NodeHandle, reason: str, cbs: Callbacks) -> li
             task_interrupted(rt, t, f"its node {node.name} stopped ({reason})", node.name, cbs)
         return tasks
     for t in tasks:
+        if t.node is not node:
+            # taken back by an earlier one's outcome in this loop (a chained successor of
+            # a task that failed or runs again): already cancelled or placed again
+            continue
         t.t_end = now
         task_failed(rt, t, M.LOST, M.ErrorInfo("NodeLost", f"node {node.name} was lost: {reason}",
                                                "", None), node, cbs)
