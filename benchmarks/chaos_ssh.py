@@ -1,22 +1,22 @@
 """The SSH testbed for the chaos driver's scenario (c): sshd hosts in network namespaces.
 
-Brings runtime/testbed/ssh_hosts.sh up under the same lock file the tests use
+Brings runtime/testbed/ssh_hosts.sh up under the lock the tests use (testbed.py)
 (one user of the fixed namespaces and addresses at a time), writes a cluster
 file for its hosts, cuts and heals a host's link (its veth down / up) and
 finds the taskflow processes left on a host afterwards.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
 import time
-from typing import IO, Any
+from typing import Any
+
+import testbed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
-LOCK = os.path.join(os.path.dirname(TB), "taskflow-tb.lock")     # as tests/ssh_testbed.py
 
 
 class TestbedUnavailable(RuntimeError):
@@ -29,32 +29,22 @@ class SSHTestbed:
     def __init__(self, hosts: int = 2, lock_wait: float = 900.0) -> None:
         self.n = hosts
         self.lock_wait = lock_wait
-        self._lock: IO[str] | None = None
+        self._lock: testbed.Lock | None = None
         self.env: dict[str, str] = {}
 
     def __enter__(self) -> "SSHTestbed":
         why = why_not()
         if why:
             raise TestbedUnavailable(why)
-        os.makedirs(TB, exist_ok=True)
-        self._lock = open(LOCK, "w")
-        deadline = time.time() + self.lock_wait
-        while True:
-            try:
-                fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.time() > deadline:
-                    raise TestbedUnavailable(f"the SSH testbed stayed in use ({LOCK})") from None
-                time.sleep(0.5)
+        try:
+            self._lock = testbed.lock(self.lock_wait)
+        except testbed.Busy as exc:
+            raise TestbedUnavailable(str(exc)) from None
         r = self._sh("up", str(self.n))
         if r.returncode != 0:
             self.__exit__()
             raise TestbedUnavailable(f"ssh_hosts.sh up failed: {r.stderr.strip()}")
-        with open(os.path.join(TB, "hosts.env")) as f:
-            for line in f:
-                k, _, v = line.strip().partition("=")
-                self.env[k] = v.strip('"')
+        self.env = testbed.hosts_env(TB)
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -64,7 +54,6 @@ class SSHTestbed:
             self._sh("down")
         finally:
             if self._lock is not None:
-                fcntl.flock(self._lock, fcntl.LOCK_UN)
                 self._lock.close()
                 self._lock = None
 

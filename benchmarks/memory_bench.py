@@ -234,13 +234,8 @@ def child_x(values: int, mb: int) -> dict[str, Any]:
 
 
 def _testbed_env() -> dict[str, str]:
-    tb = os.environ.get("TF_TB", "/tmp/taskflow-tb")
-    env = {}
-    with open(os.path.join(tb, "hosts.env")) as f:
-        for line in f:
-            k, _, v = line.strip().partition("=")
-            env[k] = v.strip('"')
-    return env
+    import testbed
+    return testbed.hosts_env(os.environ.get("TF_TB", testbed.TB))
 
 
 # -- the parent -----------------------------------------------------------------------------
@@ -257,14 +252,13 @@ def _run_child(kind: str, args: list[str], src: str) -> dict[str, Any]:
 
 
 def _with_testbed(fn: Any) -> Any:
-    import fcntl
+    import testbed
     if os.geteuid() != 0:
         sys.exit("X needs root (the SSH testbed's network namespaces)")
     tb = os.environ.get("TF_TB", "/tmp/taskflow-tb")
     script = ROOT / "runtime" / "testbed" / "ssh_hosts.sh"
     os.makedirs(tb, exist_ok=True)
-    lock = open(os.path.join(tb, "..", "taskflow-tb.lock"), "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    lock = testbed.lock()
     was_up = os.path.exists(os.path.join(tb, "hosts.env"))
     subprocess.run(["bash", str(script), "up", "2"], check=True, env=dict(os.environ, TF_TB=tb))
     try:

@@ -19,7 +19,6 @@ if they are not up, and takes them down again at the end).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import subprocess
@@ -34,6 +33,8 @@ import taskflow  # noqa: E402
 from taskflow import task, wait_on  # noqa: E402
 from taskflow.providers.cluster import NodeConfig  # noqa: E402
 from taskflow.providers.ssh import SSHProvider  # noqa: E402
+
+import testbed  # noqa: E402  (benchmarks/testbed.py: the SSH testbed's lock and hosts)
 
 SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
@@ -55,12 +56,7 @@ def spin(seconds):
 
 
 def _env() -> dict:
-    env = {}
-    with open(os.path.join(TB, "hosts.env")) as f:
-        for line in f:
-            k, _, v = line.strip().partition("=")
-            env[k] = v.strip('"')
-    return env
+    return testbed.hosts_env(TB)
 
 
 def _nodes(env: dict, slots: int, pin: bool = False) -> list:
@@ -134,8 +130,7 @@ def main() -> None:
     if os.geteuid() != 0:
         sys.exit("ssh_bench.py needs root (network namespaces)")
     os.makedirs(TB, exist_ok=True)
-    lock = open(os.path.join(TB, "..", "taskflow-tb.lock"), "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    lock = testbed.lock()
     was_up = os.path.exists(os.path.join(TB, "hosts.env"))
     subprocess.run(["bash", SCRIPT, "up", "2"], check=True, env=dict(os.environ, TF_TB=TB))
     run_dir = os.path.join(TB, "bench-runs")
@@ -146,6 +141,7 @@ def main() -> None:
     finally:
         if not was_up:
             subprocess.run(["bash", SCRIPT, "down"], env=dict(os.environ, TF_TB=TB))
+        lock.close()
     t, s = res["throughput"], res["skew"]
     print(f"no-op throughput: local {t['local_per_s']}/s, ssh {t['ssh_per_s']}/s, "
           f"ratio {t['ratio']} (target >= 0.5)")

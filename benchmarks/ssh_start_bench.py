@@ -13,7 +13,6 @@ to all nodes ready (handshaken), and to a result from every node.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import statistics
@@ -30,6 +29,8 @@ from taskflow import task, wait_on  # noqa: E402
 from taskflow.providers.cluster import NodeConfig  # noqa: E402
 from taskflow.providers.ssh import SSHProvider  # noqa: E402
 
+import testbed  # noqa: E402  (benchmarks/testbed.py: the SSH testbed's lock and hosts)
+
 SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
 MAX_HOSTS = 60
@@ -45,12 +46,7 @@ def where(i):
 
 
 def _env() -> dict:
-    env = {}
-    with open(os.path.join(TB, "hosts.env")) as f:
-        for line in f:
-            k, _, v = line.strip().partition("=")
-            env[k] = v.strip('"')
-    return env
+    return testbed.hosts_env(TB)
 
 
 def one_start(env: dict, n: int, run_dir: str) -> dict:
@@ -86,8 +82,7 @@ def main() -> int:
         sys.exit("ssh_start_bench.py needs root (network namespaces)")
     n = min(a.hosts, MAX_HOSTS)
     os.makedirs(TB, exist_ok=True)
-    lock = open(os.path.join(TB, "..", "taskflow-tb.lock"), "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)          # the tests' SSH sessions wait meanwhile
+    lock = testbed.lock()                     # the tests' SSH sessions wait meanwhile
     before = 0
     if os.path.exists(os.path.join(TB, "count")):
         with open(os.path.join(TB, "count")) as f:
@@ -111,7 +106,7 @@ def main() -> int:
         subprocess.run(["bash", SCRIPT, "down"], env=env_tb)
         if before:          # someone had hosts up (a crashed session): leave as many up
             subprocess.run(["bash", SCRIPT, "up", str(before)], env=env_tb)
-        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
     lines = ["| SSH nodes | s to all ready (min-max) | s to a result from each |", "|---|---|---|"]
     for k, rs in sorted(samples.items()):
         ready = [r["ready_s"] for r in rs]

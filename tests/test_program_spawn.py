@@ -29,13 +29,6 @@ def rt1(tmp_path, monkeypatch):
         yield r
 
 
-@pytest.fixture
-def rt2(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")) as r:
-        yield r
-
-
 def _procs_with(argv_tail: list[str]) -> list[psutil.Process]:
     out = []
     for p in psutil.process_iter(["cmdline"]):
@@ -68,7 +61,7 @@ def nap(seconds):
     pass
 
 
-def test_a_timed_out_program_is_killed_with_its_executor(rt2):
+def test_a_timed_out_program_is_killed_with_its_executor(rt):
     fut = nap_limited("37.25")        # an argument no other process here has
     with pytest.raises(TaskTimeout, match="time_out=1"):
         wait_on(fut)
@@ -176,11 +169,11 @@ def next_code(script, prev):
     pass
 
 
-def test_job_files_appear_when_the_program_writes_and_for_failures(rt2):
+def test_job_files_appear_when_the_program_writes_and_for_failures(rt):
     quiet, loud, err_only, bad = shell("true"), shell("echo out"), shell("echo e >&2"), \
         shell("exit 5")
     assert wait_on([quiet, loud, err_only, bad]) == [0, 0, 0, 5]
-    jobs = os.path.join(rt2.run_dir, "jobs")
+    jobs = os.path.join(rt.run_dir, "jobs")
     made = {name: open(os.path.join(jobs, name)).read() for name in os.listdir(jobs)}
     # the quiet one made none; the others one per stream written; the failure both
     assert sorted(made.values()) == ["", "", "e\n", "out\n"], made
@@ -189,7 +182,7 @@ def test_job_files_appear_when_the_program_writes_and_for_failures(rt2):
     assert empty[0].rsplit(".", 1)[0] == empty[1].rsplit(".", 1)[0]     # one task's pair
 
 
-def test_exit_codes_flow_along_a_chain_of_programs(rt2):
+def test_exit_codes_flow_along_a_chain_of_programs(rt):
     f = next_code('exit $(( $0 + 1 ))', 0)
     for _ in range(29):
         f = next_code('exit $(( $0 + 1 ))', f)
@@ -202,7 +195,7 @@ def strict_next(script, prev):
     pass
 
 
-def test_a_failing_program_in_a_chain_cancels_the_rest_naming_it(rt2):
+def test_a_failing_program_in_a_chain_cancels_the_rest_naming_it(rt):
     ok = strict_next("exit 0", 0)
     bad = strict_next('[ "$0" = 0 ] && exit 9', ok)
     after = strict_next("exit 0", bad)
