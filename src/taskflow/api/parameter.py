@@ -135,14 +135,9 @@ def _parse_dict(d: dict[Any, Any], where: str) -> Param:
                 f"{where}: StdIOStream must be STDIN, STDOUT or STDERR, not {stream!r}.")
         changes["stream"] = stream
     if Prefix in d:
-        if not isinstance(d[Prefix], str):
-            raise ParameterError(f"{where}: Prefix must be a string, not {d[Prefix]!r}.")
-        changes["prefix"] = d[Prefix]
+        changes["prefix"] = prefix_value(d[Prefix], where)
     if Depth in d:
-        depth = d[Depth]
-        if not isinstance(depth, int) or depth < 1:
-            raise ParameterError(f"{where}: Depth must be a positive int, not {depth!r}.")
-        changes["depth"] = depth
+        changes["depth"] = depth_value(d[Depth], where)
     p = replace(base, name="", **changes) if changes else base
     if p.stream is not None:
         if p.kind != FILE_KIND:
@@ -155,3 +150,17 @@ def _parse_dict(d: dict[Any, Any], where: str) -> Param:
             raise ParameterError(
                 f"{where}: {p.stream.upper()} is written by the program: use FILE_OUT or FILE_INOUT.")
     return p
+
+
+def prefix_value(value: Any, where: str) -> str:
+    """A dictionary form's Prefix, checked (also for the PyCOMPSs layer's)."""
+    if not isinstance(value, str):
+        raise ParameterError(f"{where}: Prefix must be a string, not {value!r}.")
+    return value
+
+
+def depth_value(value: Any, where: str) -> int:
+    """A dictionary form's Depth, checked (also for the PyCOMPSs layer's)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ParameterError(f"{where}: Depth must be an int >= 1, not {value!r}.")
+    return value

@@ -76,12 +76,10 @@ async def run_events(run_info: RunInfo, open_journal: OpenJournal,
     ended_seen = False
     try:
         while not await disconnected():
-            row = await anyio.to_thread.run_sync(run_info)
+            row, journal = await _look(run_info, open_journal, journal)
             if row is None:
                 yield sse("end", {"reason": "the run is gone"})
                 return
-            if journal is None:
-                journal = await anyio.to_thread.run_sync(open_journal)
             events: list[dict[str, Any]] = []
             if journal is not None:
                 events = await anyio.to_thread.run_sync(tracker.poll, journal)
@@ -116,12 +114,10 @@ async def task_logs(run_info: RunInfo, open_journal: OpenJournal, disconnected: 
     done_looks = 0
     try:
         while not await disconnected():
-            row = await anyio.to_thread.run_sync(run_info)
+            row, journal = await _look(run_info, open_journal, journal)
             if row is None:
                 yield sse("end", {"reason": "the run is gone"})
                 return
-            if journal is None:
-                journal = await anyio.to_thread.run_sync(open_journal)
             lines: list[dict[str, Any]] = []
             task = None
             if journal is not None:
@@ -146,6 +142,15 @@ async def task_logs(run_info: RunInfo, open_journal: OpenJournal, disconnected: 
     finally:
         if journal is not None:
             journal.close()
+
+
+async def _look(run_info: RunInfo, open_journal: OpenJournal,
+                journal: Journal | None) -> tuple[Any, Journal | None]:
+    """The run's row (None: gone) and its journal, opened on the first look that finds it."""
+    row = await anyio.to_thread.run_sync(run_info)
+    if row is not None and journal is None:
+        journal = await anyio.to_thread.run_sync(open_journal)
+    return row, journal
 
 
 def _lines(j: Journal, tid: int, levels: list[str] | None, after: int) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ....api.parameter import depth_value, prefix_value
 from ....errors import UsageError
 from ....graph.param import (COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param)
 
@@ -258,14 +259,9 @@ def _from_dict(d: dict[Any, Any], where: str) -> CompatParam:
             raise UsageError(f"{where}: StdIOStream must be STDIN, STDOUT or STDERR, not {sv!r}.")
         changes["stream"] = sv
     if Prefix in d:
-        if not isinstance(d[Prefix], str):
-            raise UsageError(f"{where}: Prefix must be a string, not {d[Prefix]!r}.")
-        changes["prefix"] = d[Prefix]
+        changes["prefix"] = prefix_value(d[Prefix], where)
     if Depth in d:
-        dep = d[Depth]
-        if not isinstance(dep, int) or isinstance(dep, bool) or dep < 1:
-            raise UsageError(f"{where}: Depth must be an int >= 1, not {dep!r}.")
-        changes["depth"] = dep
+        changes["depth"] = depth_value(d[Depth], where)
     for key in (Keep_rename, Cache):
         if key in d:
             changes[key] = bool(d[key])
