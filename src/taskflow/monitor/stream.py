@@ -197,7 +197,9 @@ def log_events(open_journal: Callable[[], Journal], slots: Slots, task: int,
                 yield sse("lines", lines)
                 if len(lines) == LOG_BATCH:
                     continue
-            if t is None or (t["state"] in FINAL and not lines) or run_over:
+            # a task not in the journal yet (its row waits up to the writer's HOLD) is
+            # waited for while the run goes on, not ended as one without output
+            if (t is not None and t["state"] in FINAL and not lines) or run_over:
                 if t is not None and lines:
                     continue                    # one more look: lines written with the end
                 yield sse("end", {"lines": sent, "state": t and t["state"],
