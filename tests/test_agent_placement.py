@@ -38,8 +38,10 @@ def _agent(queue_lengths: list[int]) -> tuple[A.Agent, list]:
     return ag, ends
 
 
-def _msg(tid: int) -> M.TaskWire:
-    return (tid, DIGEST, (tid,), None, None, 1, None, None, 0, 1, False, [10**6 + tid])
+def _msg(tid: int) -> M.TaskMsg:
+    return M.TaskMsg(task_id=tid, digest=DIGEST, argv=(tid,), refs=None, kwargs=None, nout=1,
+                     inouts=None, options=None, priority=0, units=1, exclusive=False,
+                     outputs=[10**6 + tid])
 
 
 def _enqueue(ag: A.Agent, msgs: list) -> None:

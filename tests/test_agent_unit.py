@@ -13,6 +13,7 @@ from taskflow.agent.pool import Executor, Pool
 from taskflow.agent.state import NodeState
 from taskflow.agent.workqueue import WorkQueue
 from taskflow.wire import messages as M
+from taskflow.wire.invocation import Limits, Options
 from taskflow.wire.thresholds import NODE_DEEP
 
 F = b"f" * 16
@@ -36,9 +37,9 @@ def _parts(executors: int, mean: float | None = 0.0001):
 def _t(tid: int, *, reads: tuple[int, ...] = (), prio: int = 0, opts=None, units: int = 1,
        exclusive: bool = False) -> M.TaskMsg:
     refs = [((i,), M.REF_VALUE, d) for i, d in enumerate(reads)] or None
-    (t,) = M.tasks([(tid, F, (tid,), refs, None, 1, None, opts, prio, units, exclusive,
-                     [1000 + tid])])
-    return t
+    return M.TaskMsg(task_id=tid, digest=F, argv=(tid,), refs=refs, kwargs=None, nout=1,
+                     inouts=None, options=opts, priority=prio, units=units,
+                     exclusive=exclusive, outputs=[1000 + tid])
 
 
 def test_a_burst_becomes_one_run_split_evenly_up_to_the_depth():
@@ -59,14 +60,14 @@ def test_priority_passes_the_queue_and_exclusive_tasks_wait_for_an_idle_executor
     pl.enqueue([_t(1), _t(2), _t(3, prio=5)])
     pl.schedule()
     assert [e.queue[0].task_id for e in pool.execs] == [3, 1]
-    pl.enqueue([_t(4, exclusive=True, opts={"time_out": 9.0})])
+    pl.enqueue([_t(4, exclusive=True, opts=Options(Limits(time_out=9.0)))])
     pl.schedule()
     assert [t.task_id for t in q.queued()] == [2, 4]  # nothing idle: both wait
 
 
 def test_a_time_out_is_armed_when_the_task_is_queued():
     st, _, pool, pl, _ = _parts(1, mean=None)
-    pl.enqueue([_t(7, exclusive=True, opts={"time_out": 5.0})])
+    pl.enqueue([_t(7, exclusive=True, opts=Options(Limits(time_out=5.0)))])
     pl.schedule()
     deadline, ex = st.deadlines[7]
     assert ex is pool.execs[0] and deadline > 0

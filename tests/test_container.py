@@ -284,8 +284,10 @@ def test_docker_cli_through_a_compatible_socket(podman, tmp_path, monkeypatch):
 # -- the engine's command, without an engine ----------------------------------------------
 def _argv(engine, monkeypatch, euid=0, **c):
     from taskflow.agent.invokers import container as C
+    from taskflow.wire.invocation import Container
     monkeypatch.setattr(os, "geteuid", lambda: euid)
-    cfg = dict({"engine": engine, "image": "img", "options": ["--network=none"]}, **c)
+    cfg = Container(engine, "img", ("--network=none",), {})._replace(
+        **{k: tuple(v) if isinstance(v, list) else v for k, v in c.items()})
     return C.base_argv(engine, f"/usr/bin/{engine}", cfg, "n1", [("/data/in", True), ("/wd", False)],
                        "/wd", {"A": "1 2"}, True)
 
@@ -307,16 +309,19 @@ def test_engine_commands_are_argv_lists(monkeypatch):
     assert "/data/in:/data/in:ro" in a and "--user" not in a and "--cpus" not in a
     with pytest.raises(ValueError, match="rename it"):
         from taskflow.agent.invokers import container as C
-        C.base_argv("podman", "podman", {"image": "i"}, "n", [("/a:b", True)], "/", {}, False)
+        from taskflow.wire.invocation import Container
+        C.base_argv("podman", "podman", Container("podman", "i", (), {}), "n", [("/a:b", True)],
+                    "/", {}, False)
 
 
 def test_gpu_numbering_inside(monkeypatch):
     from taskflow.agent.invokers.container import gpu_env
-    opts = {"env": {"CUDA_VISIBLE_DEVICES": "2,5"}}
+    from taskflow.wire.invocation import Invocation, Placement
+    opts = Invocation(None, placement=Placement((), (), (), None, gpus=(2, 5)))   # GPUs 2 and 5
     assert gpu_env(opts, "podman") == (["2", "5"], {"CUDA_VISIBLE_DEVICES": "0,1",
                                                     "TASKFLOW_GPUS": "2,5"})
     assert gpu_env(opts, "apptainer")[1]["CUDA_VISIBLE_DEVICES"] == "2,5"   # --nv: all GPUs
-    assert gpu_env({}, "docker") == ([], {})
+    assert gpu_env(Invocation(None), "docker") == ([], {})
 
 
 def test_mounts_inputs_read_only_outputs_by_their_directory(tmp_path):

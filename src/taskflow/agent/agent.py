@@ -72,31 +72,32 @@ class Agent:
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
-        op, cfg = P.read_frame_blocking(self.chan)
+        op, body = P.read_frame_blocking(self.chan)
         if op != M.HELLO:
             raise ProtocolError("expected HELLO")
-        for p in reversed(cfg.get("sys_path", [])):
+        hello: M.Hello = body           # (a TypedDict: its keys are checked by mypy)
+        for p in reversed(hello.get("sys_path", [])):
             if p not in sys.path:
                 sys.path.insert(0, p)
-        if cfg.get("cwd") and os.path.isdir(cfg["cwd"]):
-            os.chdir(cfg["cwd"])
-        if cfg.get("data_dir"):         # file versions of the run: user-only on this node too
-            private_dir(cfg["data_dir"])
-        os.environ.update(cfg.get("env", {}))
-        self.name = self.holding.name = cfg.get("name", self.name)
-        self.slots = int(cfg.get("slots") or os.cpu_count() or 1)
-        self.idle_exit = cfg.get("idle_exit")
+        if hello.get("cwd") and os.path.isdir(hello["cwd"]):
+            os.chdir(hello["cwd"])
+        if hello.get("data_dir"):         # file versions of the run: user-only on this node too
+            private_dir(hello["data_dir"])
+        os.environ.update(hello.get("env", {}))
+        self.name = self.holding.name = hello.get("name", self.name)
+        self.slots = int(hello.get("slots") or os.cpu_count() or 1)
+        self.idle_exit = hello.get("idle_exit")
         store = self.state.store
-        if cfg.get("data_dir"):
-            store.dir = os.path.join(cfg["data_dir"], f"spill-{self.name}-{os.getpid()}")
-        mem_gb = float(cfg.get("memory_gb") or total_memory_gb())
-        high, pause = budget.marks(cfg.get("memory_budget"), cfg.get("memory_pause"), mem_gb)
+        if hello.get("data_dir"):
+            store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
+        mem_gb = float(hello.get("memory_gb") or total_memory_gb())
+        high, pause = budget.marks(hello.get("memory_budget"), hello.get("memory_pause"), mem_gb)
         self.memory = NodeMemory(store, self.pool, high, pause,
                                  lambda r: self._send(M.MEMORY, r))
         for _ in range(self.slots):
             self.pool.spawn()
         # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).
-        self._sample_interval = cfg.get("sample_interval", 2.0)
+        self._sample_interval = hello.get("sample_interval", 2.0)
         self._sampler_at = time.time() + 0.1
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": self.slots, "cpus": os.cpu_count(),
@@ -340,8 +341,9 @@ class Agent:
         for tid, (deadline, ex) in list(deadlines.items()):
             if now >= deadline:
                 del deadlines[tid]
-                opts = ex.queue[0].options or {}
-                timeout = opts["time_out"]
+                opts = ex.queue[0].options
+                timeout = opts.time_out if opts is not None else None
+                assert timeout is not None      # (only tasks with a time-out have a deadline)
                 self._kill_exec(ex)
                 self.results.append((tid, M.TIMEOUT, None, M.ErrorInfo(
                     "TimeoutError", f"ran longer than time_out={timeout:g} s", "", None),
@@ -408,7 +410,7 @@ class Agent:
             if tid in self.cancelled:
                 self.cancelled.discard(tid)
             else:
-                limit = (head.options or {}).get("mem_limit")
+                limit = head.options.memory_limit if head.options is not None else None
                 hint = f"; it had a memory limit of {limit:g} GB and may have died allocating " \
                     f"past it (in code that does not raise MemoryError)" if limit else ""
                 self.results.append((tid, M.CRASHED, None, M.ErrorInfo(

@@ -30,6 +30,7 @@ from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire import values as V
 from ..wire.argpath import get_path
+from ..wire.invocation import Invocation
 from ..wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
 from . import programs, usage
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
@@ -204,16 +205,15 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
         kw = dict(kwargs) if kwargs else {}
         if refs:
             resolve_refs(args, kw, refs, data)
-        inv = options.get("invoker") if options else None
-        limit = options.get("mem_limit") if options else None
+        inv = options.invocation if options is not None else None
+        limit = options.memory_limit if options is not None else None
         if limit:
-            assert options is not None      # the limit is one of them
-            return _limited(limit, name, func, args, kw, inv, options, cur, msg)
+            return _limited(limit, name, func, args, kw, inv, cur, msg)
         if inv is None:
             programs.python_ran()
             result = func(*args, **kw)
         else:
-            result = _invoke(inv, func, args, kw, options, cur.lines(), tid)
+            result = _invoke(inv, func, args, kw, cur.lines(), tid)
         return _finish(name, result, args, kw, msg, t0)
     except Missing as exc:      # not the task's fault: the agent sends it again with the value
         return (tid, M.MISSING, None, M.ErrorInfo("InputMissing", str(exc), "", None),
@@ -225,8 +225,7 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
 
 
 def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, Any],
-             inv: str | None, options: dict[str, Any], cur: _Current,
-             msg: M.TaskWire) -> M.ResultWire:
+             inv: Invocation | None, cur: _Current, msg: M.TaskWire) -> M.ResultWire:
     """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded."""
     tid, *_ = msg
     t0 = cur.t0
@@ -237,7 +236,7 @@ def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, 
                 programs.python_ran()
                 result = func(*args, **kw)
             else:
-                result = _invoke(inv, func, args, kw, options, cur.lines(), tid)
+                result = _invoke(inv, func, args, kw, cur.lines(), tid)
     except MemoryError as exc:
         import traceback
         tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -290,12 +289,11 @@ def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.
         return (tid, M.ERROR, None, _error_info(exc), (t0, time.time()))
 
 
-def _invoke(kind: str, func: Any, args: list[Any], kw: dict[str, Any],
-            options: dict[str, Any] | None, logs: list[M.LineWire], tid: int) -> Any:
-    """External programs, multi-node and GPU tasks (taskflow.invokers)."""
-    assert options is not None     # the invoker is one of the options
+def _invoke(inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
+            logs: list[M.LineWire], tid: int) -> Any:
+    """External programs, multi-node and GPU tasks (agent.invokers)."""
     from . import invokers
-    return invokers.run(kind, func, args, kw, options, logs, tid)
+    return invokers.run(inv, func, args, kw, logs, tid)
 
 
 def _dumps(value: Any, name: str) -> M.Payload:

@@ -328,5 +328,7 @@ class Placement:
             self._running(t, ex.started)
         ex.queue.append(t)
         opts = t.options
-        if opts and opts.get("time_out"):
-            state.deadlines[t.task_id] = (time.time() + opts["time_out"], ex)
+        if opts is not None:
+            time_out = opts.time_out
+            if time_out:
+                state.deadlines[t.task_id] = (time.time() + time_out, ex)

@@ -6,7 +6,7 @@ numbers: ``computing_units`` (slots held while it runs) and ``memory_size``
 
 Values may also be ``"$ENV"`` strings or expressions of the task's
 parameters (``computing_units="$NCPUS"``, ``"2 * n"``), evaluated when the
-task is called (:mod:`taskflow.api.calltime`). ``processors=[{processorType:
+task is called (:mod:`taskflow.graph.expr`, :mod:`taskflow.runtime.calltime`). ``processors=[{processorType:
 GPU, computingUnits: 1}]`` asks for GPUs: the task gets CUDA_VISIBLE_DEVICES.
 
 ``memory_limit=True`` makes ``memory_size`` a limit as well: a call that
@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import UsageError
-from . import calltime
 from .task import TaskFunction
 
 _KNOWN = {"computing_units", "memory_size", "processors", "memory_type", "storage_size",
@@ -46,7 +45,7 @@ def _check(name: str, computing_units: Any, memory_size: Any) -> None:
 def _check_expressions(name: str, target: Any, **values: Any) -> None:
     """String values must be "$ENV" or expressions of the task's parameters."""
     import inspect
-    from .calltime import Expr
+    from ..graph.expr import Expr
     func = target.spec.func if isinstance(target, TaskFunction) else target
     try:
         params = list(inspect.signature(func).parameters)
@@ -85,7 +84,6 @@ def constraint(computing_units: Any = None, memory_size: Any = None, **others: A
                   "processors": others.get("processors"), "memory_limit": limit}
         if isinstance(target, TaskFunction):
             target.spec.set_constraints(**values)
-            calltime.refresh(target.spec)
             return target
         if callable(target):
             target.__taskflow_constraint__ = values

@@ -37,12 +37,16 @@ would (never run by one). What the node does (taskflow.agent.invokers.container)
 from __future__ import annotations
 
 import shlex
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UsageError
 from ..graph.param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND
+from ..wire.invocation import Container, FileMount
 from .external import check_arguments
 from .task import TaskFunction
+
+if TYPE_CHECKING:
+    from ..graph.spec import TaskSpec
 
 MANDATORY = ("engine", "image")
 SUPPORTED = ("options",)
@@ -69,8 +73,8 @@ def container(engine: str | None = None, image: str | None = None, options: str 
         raise UsageError(f"@container: options {options!r} cannot be split into arguments "
                          f"({exc}); check the quotes.") from None
     name = engine.lower()
-    cfg = {"engine": "apptainer" if name == "singularity" else name, "image": image.strip(),
-           "options": opts}
+    engine_name = "apptainer" if name == "singularity" else name
+    image_name = image.strip()
 
     def decorate(target: Any) -> TaskFunction:
         if not isinstance(target, TaskFunction):
@@ -88,19 +92,18 @@ def container(engine: str | None = None, image: str | None = None, options: str 
             raise UsageError(f"@container on {spec.name}: @mpi without binary= runs the Python "
                              f"function under mpi4py on the node; give @mpi a binary to run "
                              f"each rank in a container.")
-        spec.container = dict(cfg, files=_file_params(spec))
-        from . import calltime
-        calltime.refresh(spec)
+        spec.declare_container(Container(engine_name, image_name, tuple(opts),
+                                         _file_params(spec)))
         return target
 
     return decorate
 
 
-def _file_params(spec: Any) -> dict[str, tuple[str, str, str | None]]:
+def _file_params(spec: TaskSpec) -> dict[str, FileMount]:
     """Parameter name -> (file | directory, direction, stream) for what the node mounts."""
-    out: dict[str, tuple[str, str, str | None]] = {}
+    out: dict[str, FileMount] = {}
     for pname, p in spec.params.items():
         kind = p.elem_kind if p.kind == COLLECTION_KIND else p.kind
         if kind in (FILE_KIND, DIRECTORY_KIND):
-            out[pname] = (kind, p.direction, p.stream)
+            out[pname] = FileMount(kind, p.direction, p.stream)
     return out

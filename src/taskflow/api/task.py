@@ -20,7 +20,6 @@ from ..errors import ParameterError, UsageError
 from ..graph.param import Param
 from ..graph.spec import TaskSpec
 from ..runtime import current as _current
-from . import calltime
 from .parameter import IN, parse_param
 
 _RESERVED = {"returns", "priority", "time_out", "on_failure", "retries",
@@ -33,7 +32,7 @@ class TaskFunction:
     def __init__(self, func: Callable[..., Any], spec: TaskSpec) -> None:
         self.__wrapped__ = func
         self.spec = spec
-        spec.wrapper = self
+        spec.wrapped_by(self)
         functools.update_wrapper(self, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -117,7 +116,6 @@ def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priori
         pending = getattr(func, "__taskflow_constraint__", None)
         if pending:
             spec.set_constraints(**pending)
-            calltime.refresh(spec)
         return TaskFunction(func, spec)
 
     if _func is not None and callable(_func) and not directions and returns is None:

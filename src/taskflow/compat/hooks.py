@@ -5,6 +5,7 @@ from typing import Any
 
 from ..api.external import TEMPLATE
 from ..errors import UsageError
+from ..wire.invocation import HookProgram
 from .external import fail_by_exit_value, normalize
 from .taskfn import CompatTaskFunction, task_function
 
@@ -23,10 +24,11 @@ def add_hook(target: Any, which: str, kwargs: dict[str, Any],
         if n not in names:
             raise UsageError(f"@{which} on {spec.name}: args names {{{{{n}}}}}, which is not a "
                              f"parameter of {spec.name}({', '.join(names)}).")
-    cfg = {"binary": kw["binary"], "args": args, "shell_words": True,
-           "working_dir": kw.get("working_dir"),
-           "fail_by_exit_value": fail_by_exit_value(kw.get("fail_by_exit_value"), which,
-                                                    fail_default)}
-    spec.hooks = dict(spec.hooks or {}, **{which: cfg})
-    spec.refresh_options()
+    hook = HookProgram(kw["binary"], args, kw.get("working_dir"),
+                       fail_by_exit_value(kw.get("fail_by_exit_value"), which, fail_default),
+                       shell_words=True)
+    if which == "prolog":
+        spec.add_hooks(prolog=hook)
+    else:
+        spec.add_hooks(epilog=hook)
     return tf

@@ -78,9 +78,9 @@ def choose(tf: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
 def _needs(impl: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
            ) -> tuple[int, float]:
     if impl.decl.constraints:
-        from ..api import calltime
+        from ..graph.expr import bind
         from .constraints import resolve
-        cu, mem, _ = resolve(impl.decl.constraints, calltime.bind(impl.spec, args, kwargs),
+        cu, mem, _ = resolve(impl.decl.constraints, bind(impl.spec, args, kwargs),
                              impl.__wrapped__, impl.spec.name)
         return cu, mem
     cu = impl.spec.computing_units

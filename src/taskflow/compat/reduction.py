@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..api import calltime
+from ..graph.expr import bind
 from ..errors import UsageError
 from ..runtime import current
 
@@ -48,7 +48,7 @@ def reduce_call(tf: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str,
     decl = tf.decl
     name = decl.reduction_param
     assert name is not None and decl.reduction is not None
-    bound = calltime.bind(tf.spec, args, kwargs)
+    bound = bind(tf.spec, args, kwargs)
     values = bound.get(name)
     if not isinstance(values, (list, tuple)):
         raise UsageError(f"@reduction task {tf.spec.name}: parameter '{name}' must be a list, "

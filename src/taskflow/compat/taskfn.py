@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import cloudpickle
 
-from ..api import calltime
 from ..api.task import TaskFunction
 from ..context import in_worker
 from ..errors import UsageError
 from ..future import Future
+from ..graph.expr import bind
 from ..graph.param import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..runtime import current as _current
 from . import implement as _impl
@@ -114,7 +114,7 @@ class CompatTaskFunction(TaskFunction):
         bound: dict[str, Any] | None = None
         if decl.returns.dynamic or call_returns is not R.UNSET or decl.file_params \
                 or decl.constraints or decl.checks:
-            bound = calltime.bind(spec, args, kwargs)
+            bound = bind(spec, args, kwargs)
             for check in decl.checks:
                 check(bound)
         rets = decl.returns if call_returns is R.UNSET else \
@@ -231,18 +231,11 @@ def make_variant(base: TaskSpec, nout: int, none_files: frozenset[str],
         v.plain = False
         extra = tuple(kv for kv in extra or () if kv[0] != "*")
     if extra:
-        v.invoker_cfg = dict(base.invoker_cfg)
-        for key, value in extra:
-            v.invoker_cfg[key] = calltime.Expr(value, key, []) \
-                if key in ("processes", "computing_nodes", "processes_per_node") else value
-    if cons is not None or pin is not None or extra:
-        if cons is not None:
-            cu, mem, procs = cons
-            v.computing_units, v.memory_size = cu, mem
-            if procs is not None:
-                v.processors = procs
-        v.pin = pin
-        calltime.refresh(v)
+        v.override_program(dict(extra))
+    if cons is not None:
+        cu, mem, procs = cons
+        v.set_constraints(computing_units=cu, memory_size=mem, processors=procs)
+    v.pin = pin
     return v
 
 

@@ -28,10 +28,12 @@ import hashlib
 import inspect
 import os
 import pickle
+import shutil
 import types
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..wire import messages as M
+from ..wire.invocation import Options
 
 if TYPE_CHECKING:
     from ..future import Future
@@ -208,20 +210,18 @@ def _pname(spec: TaskSpec, path: Any) -> str:
     return name + "".join(f"[{p}]" for p in path[1:])
 
 
-# options that say where this run puts things, not what the task computes
-_VOLATILE = frozenset({"hosts", "node_names", "node_hosts", "slurm_nodes", "log_dir"})
-
-
-def _options_bytes(opts: dict[str, Any], keys: Keys) -> bytes:
-    parts = [repr(sorted((k, repr(v)) for k, v in opts.items() if k not in _VOLATILE))]
-    cfg = opts.get("cfg")
-    binary = cfg.get("binary") if isinstance(cfg, dict) else None
+def _options_bytes(opts: Options, keys: Keys) -> bytes:
+    """The call's options, without where this run puts things (its job files, the nodes it
+    was given), and the program file's path, size and time."""
+    inv = opts.invocation
+    if inv is not None:
+        opts = opts._replace(invocation=inv._replace(log_dir=None, placement=None))
+    text = repr(opts).encode()
+    binary = getattr(inv.action, "binary", None) if inv is not None else None
     if isinstance(binary, str):
-        import shutil
         found = binary if os.sep in binary else (shutil.which(binary) or binary)
-        parts.append(found)
-        return parts[0].encode() + keys.program(found)
-    return parts[0].encode()
+        return text + keys.program(found)
+    return text
 
 
 def _code_digest(func: Any, seen: dict[int, bytes]) -> bytes:

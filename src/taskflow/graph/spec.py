@@ -13,6 +13,8 @@ import typing
 from typing import Any, Callable
 
 from ..errors import UsageError
+from ..wire.invocation import Container, HookProgram, Hooks, Invocation, Limits, Options
+from .expr import Expr, gpus_wanted
 from .param import OBJECT_KIND, Param
 
 ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
@@ -69,24 +71,30 @@ class TaskSpec:
         self.memory_limit: bool | None = None    # memory_size is a limit (None: the run's)
         self.processors: list[Any] = []
         self.invoker = "python"       # external-program decorators change this
+        # the program decorator's values as declared ($VAR and expressions (graph.expr) are
+        # resolved per call: runtime.calltime)
         self.invoker_cfg: dict[str, Any] = {}
-        self.container: dict[str, Any] | None = None   # @container: engine, image, options
+        self.container: Container | None = None   # @container (image expanded per call)
         # node-side steps around the call (prolog, epilog, DIRECTORY_OUT left to the task):
-        # agent.invokers.hooks; a Python task with hooks runs through the "pyenv" invoker
-        self.hooks: dict[str, Any] | None = None
+        # agent.invokers.hooks
+        self.hooks: Hooks | None = None
         self.recorded: dict[str, Any] | None = None   # accepted hints with no effect here
         # IGNORE / CANCEL_SUCCESSORS: the values a failed task's outputs take instead of None
         # ("returns" or a parameter name -> value; a file parameter's value is a file to copy)
         self.failure_defaults: dict[str, Any] | None = None
         self.pin: str | None = None   # the node its calls run on (a replicated task's copies)
-        # call-time hook (api.calltime.build), None = hot path
-        self.prepare: Callable[..., tuple[int, float, dict[str, Any] | None]] | None = None
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
         self.code_key: bytes | None = None   # digest of its code (graph.keys, resumable runs)
         self.key_base: tuple[Any, Any] | None = None   # (hasher of the code, KeyParts): keys
+        # derived from the declaration by _declared(), whenever it changes:
+        self.cu_expr = Expr(1, "", [])     # computing_units and memory_size as expressions
+        self.mem_expr = Expr(0.0, "", [])
+        self.gpus = 0                 # GPU computing units (processors=)
         self.gang = False             # placed by runtime.gang (several nodes, GPUs)
-        self.call_cache: Any = None   # api.external: the options all calls share, if static
-        self.options: dict[str, Any] | None = {"time_out": self.time_out} if self.time_out else None
+        # something is decided per call (runtime.calltime); False: the hot path
+        self.call_time = False
+        # what every call sends to its node, unless decided per call (None: a plain call)
+        self.options: Options | None = Options(Limits(self.time_out)) if self.time_out else None
         self.digest: bytes | None = None
         self.payload: bytes | None = None
         self.stats_n = 0              # completed runs, for prefetch decisions
@@ -98,7 +106,7 @@ class TaskSpec:
 
     def set_constraints(self, computing_units: Any = None, memory_size: Any = None,
                         processors: Any = None, memory_limit: bool | None = None) -> None:
-        """Record a ``@constraint``; the API then rebuilds the call-time hook (``prepare``)."""
+        """Record a ``@constraint`` (values may be expressions: graph.expr)."""
         if computing_units is not None:
             self.computing_units = computing_units
         if memory_size is not None:
@@ -107,25 +115,69 @@ class TaskSpec:
             self.memory_limit = memory_limit
         if processors is not None:
             self.processors = processors
-        self.refresh_options()
+        self._declared()
 
-    def refresh_options(self) -> None:
-        """The options every call of this function sends to its node."""
-        opts: dict[str, Any] = {}
-        if self.time_out:
-            opts["time_out"] = self.time_out
-        if self.invoker != "python":
-            opts["invoker"] = self.invoker
-            opts["cfg"] = self.invoker_cfg
-        if self.container is not None:
-            opts["container"] = self.container
-            opts.setdefault("invoker", "container")
-        if self.hooks:
-            opts["hooks"] = self.hooks
-            opts.setdefault("invoker", "pyenv")
+    def declare_program(self, kind: str, cfg: dict[str, Any]) -> None:
+        """The task runs through invoker ``kind`` (@binary, @mpi, ...: api.external)."""
+        self.invoker = kind
+        self.invoker_cfg = cfg
+        self._declared()
+
+    def override_program(self, values: dict[str, Any]) -> None:
+        """Program values decided for a copy of the spec (compat: a module global, a URL)."""
+        cfg = dict(self.invoker_cfg)
+        for key, value in values.items():
+            cfg[key] = Expr(value, key, []) \
+                if key in ("processes", "computing_nodes", "processes_per_node") else value
+        self.invoker_cfg = cfg
+        self._declared()
+
+    def declare_container(self, container: Container) -> None:
+        """The task runs in a container (api.container)."""
+        self.container = container
+        self._declared()
+
+    def add_hooks(self, prolog: HookProgram | None = None, epilog: HookProgram | None = None,
+                  fresh_dirs: tuple[str, ...] | None = None) -> None:
+        """Programs before / after the call, directories the task makes (compat)."""
+        h = self.hooks or Hooks()
+        self.hooks = Hooks(prolog or h.prolog, epilog or h.epilog,
+                           h.fresh_dirs if fresh_dirs is None else fresh_dirs)
+        self._declared()
+
+    def wrapped_by(self, wrapper: Any) -> None:
+        """The TaskFunction users call (shipped to nodes instead of the bare function)."""
+        self.wrapper = wrapper
+
+    def _declared(self) -> None:
+        """Derive, once per change of the declaration, what its calls read: the expressions
+        (a bad one is an error now, at declaration), whether calls are resolved one by one,
+        gang placement, and the options every call sends."""
+        params = list(self.signature.parameters)
+        where = f"@constraint on {self.name}"
+        self.cu_expr = Expr(self.computing_units, f"{where}: computing_units", params)
+        self.mem_expr = Expr(self.memory_size, f"{where}: memory_size", params)
+        self.gpus = gpus_wanted(self.processors, where)
+        self.gang = self._is_gang()
+        ext = self.invoker != "python" or self.container is not None
+        self.call_time = bool(self.cu_expr.dynamic or self.mem_expr.dynamic or ext or self.gpus)
+        mem = None
         if self.memory_limit and isinstance(self.memory_size, (int, float)) and self.memory_size:
-            opts["mem_limit"] = float(self.memory_size)     # GB (agent.limits)
-        self.options = opts or None
+            mem = float(self.memory_size)       # GB (agent.limits)
+        limits = Limits(self.time_out, mem) if (self.time_out or mem) else None
+        inv = None
+        if self.hooks and not ext:      # a Python task with hooks: its function, hooks around
+            inv = Invocation(None, hooks=self.hooks)
+        self.options = Options(limits, inv) if (limits or inv) else None
+
+    def _is_gang(self) -> bool:
+        """Whether the scheduler must place calls through runtime.gang."""
+        if self.invoker in ("mpi", "multinode"):
+            return True
+        if self.invoker in ("ompss", "workflow"):
+            n = self.invoker_cfg.get("computing_nodes")
+            return not (n is None or (isinstance(n, Expr) and n.const == 1))
+        return self.gpus > 0
 
     @property
     def exclusive(self) -> bool:

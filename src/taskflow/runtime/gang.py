@@ -1,19 +1,23 @@
 """Gang placement: tasks that hold slots on several nodes at once (@mpi, @multinode).
 
-A request is ``{"procs": P, "ppn": k or None, "unit": u, "gpus": g}``: P
-processes of u slots each, k per node when given (else packed: one node when
-one has room, otherwise the nodes with the most free slots). The task is sent
-to the first chosen node, whose agent holds that node's share as an exclusive
-task; the shares on the other nodes are held on the master only
-(``Scheduler.gangs``), and while a node holds a share the scheduler does not
-prefetch onto it, so its agent never starts more than its free slots.
+A request is a :class:`~taskflow.wire.invocation.Gang` (``procs`` P, ``ppn``
+k or None, ``unit`` u, ``gpus`` g): P processes of u slots each, k per node
+when given (else packed: one node when one has room, otherwise the nodes
+with the most free slots). The task is sent to the first chosen node, whose
+agent holds that node's share as an exclusive task; the shares on the other
+nodes are held on the master only (``Scheduler.gangs``), and while a node
+holds a share the scheduler does not prefetch onto it, so its agent never
+starts more than its free slots. The nodes chosen reach the agent as the
+invocation's :class:`~taskflow.wire.invocation.Placement`.
 
 A gang task that does not fit now blocks the ready tasks behind it (no
 backfill): nodes drain until it fits, so it cannot starve.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
+
+from ..wire.invocation import Gang, Placement as Chosen
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -51,10 +55,10 @@ def gpus_of(node: NodeHandle) -> int:
     return int(g or 0)
 
 
-def place(nodes: list[NodeHandle], req: dict[str, Any], free: bool = True,
+def place(nodes: list[NodeHandle], req: Gang, free: bool = True,
           gpu_used: dict[str, set[int]] | None = None) -> Placement | None:
     """Choose [(node, processes)] for ``req``; ``free=False`` asks "could it ever fit"."""
-    unit, ppn, procs, gpus = req["unit"], req.get("ppn"), req["procs"], req.get("gpus", 0)
+    unit, ppn, procs, gpus = req.unit, req.ppn, req.procs, req.gpus
     gpu_used = gpu_used or {}
     cands: list[tuple[int, NodeHandle]] = []
     for n in nodes:
@@ -98,20 +102,16 @@ def place(nodes: list[NodeHandle], req: dict[str, Any], free: bool = True,
 def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle | None:
     """Under the runtime lock: place ``task`` now or return None (it waits)."""
     opts = task.options
-    assert opts is not None         # a gang task's options hold its request
-    req = opts["gang"]
+    inv = opts.invocation if opts is not None else None
+    assert opts is not None and inv is not None and inv.gang is not None   # its request
+    req = inv.gang
     chosen = place(nodes, req, True, sched.gpu_used)
     if chosen is None:
         return None
-    unit = req["unit"]
+    unit = req.unit
     head = chosen[0][0]
     task.cus = chosen[0][1] * unit
-    opts["hosts"] = _merge([(host_of(n), k) for n, k in chosen])
-    opts["node_names"] = [(n.name, k) for n, k in chosen]
-    opts["node_hosts"] = [host_of(n) for n, _ in chosen]
     slurm = [slurm_node_of(n) for n, _ in chosen]
-    if all(slurm):      # agents inside a Slurm job: srun wants Slurm's node names
-        opts["slurm_nodes"] = _merge([(s, k) for s, (_, k) in zip(slurm, chosen)])
     held: list[tuple[NodeHandle, int]] = []
     for n, k in chosen[1:]:
         n.used += k * unit
@@ -119,13 +119,22 @@ def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle
         sched.held[n.name] = sched.held.get(n.name, 0) + 1
     if len(chosen) > 1:
         sched.held[head.name] = sched.held.get(head.name, 0) + 1
-    gpus = req.get("gpus", 0)
+    gpus = req.gpus
     ids: list[int] = []
     if gpus:
         used = sched.gpu_used.setdefault(head.name, set())
         ids = [i for i in range(gpus_of(head)) if i not in used][:gpus]
         used.update(ids)
-        opts["env"] = dict(opts.get("env") or {}, CUDA_VISIBLE_DEVICES=",".join(map(str, ids)))
+    # what the node reads of the nodes it was given (agent.invokers): a new record per
+    # dispatch, so a retried task never carries an earlier placement
+    task.options = opts._replace(invocation=inv._replace(placement=Chosen(
+        _merge([(host_of(n), k) for n, k in chosen]),
+        tuple((n.name, k) for n, k in chosen),
+        tuple(host_of(n) for n, _ in chosen),
+        # agents inside a Slurm job: srun wants Slurm's node names
+        _merge([(s, k) for s, (_, k) in zip(slurm, chosen) if s is not None])
+        if all(slurm) else None,
+        tuple(ids))))
     sched.gangs[task.id] = (head, held, ids, len(chosen) > 1)
     head.used += task.cus
     head.mem_used += task.mem
@@ -157,22 +166,22 @@ def _unhold(sched: Scheduler, name: str) -> None:
         sched.held.pop(name, None)
 
 
-def _merge(hosts: Iterable[tuple[str | None, int]]) -> list[list[Any]]:
+def _merge(hosts: Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
     """One entry per host name (Open MPI rejects a host listed twice with slots=)."""
-    out: dict[str | None, int] = {}
+    out: dict[str, int] = {}
     for h, k in hosts:
         out[h] = out.get(h, 0) + k
-    return [[h, k] for h, k in out.items()]
+    return tuple(out.items())
 
 
-def describe(req: dict[str, Any]) -> str:
-    s = f"{req['procs']} process{'es' if req['procs'] != 1 else ''}"
-    if req.get("ppn"):
-        s += f" ({req['ppn']} per node)"
-    if req["unit"] != 1:
-        s += f" of {req['unit']} computing units"
-    if req.get("gpus"):
-        s += f" and {req['gpus']} GPU(s) per node"
+def describe(req: Gang) -> str:
+    s = f"{req.procs} process{'es' if req.procs != 1 else ''}"
+    if req.ppn:
+        s += f" ({req.ppn} per node)"
+    if req.unit != 1:
+        s += f" of {req.unit} computing units"
+    if req.gpus:
+        s += f" and {req.gpus} GPU(s) per node"
     return s
 
 

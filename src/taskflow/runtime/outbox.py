@@ -294,9 +294,9 @@ def _digest(spec: TaskSpec) -> bytes:
 
 def slots_held(task: Task, node: NodeHandle) -> list[tuple[str, int]] | None:
     """[(node name, slots)] a task holds when that is not one slot of its node (journal)."""
-    opts = task.options
-    names = opts.get("node_names") if opts else None
-    if names:
-        unit = (opts.get("gang") or {}).get("unit", 1) if opts else 1
-        return [(n, k * unit) for n, k in names]
+    inv = task.options.invocation if task.options is not None else None
+    place = inv.placement if inv is not None else None
+    if place is not None:
+        unit = inv.gang.unit if inv is not None and inv.gang is not None else 1
+        return [(n, k * unit) for n, k in place.node_names]
     return None if task.cus == 1 else [(node.name, task.cus)]

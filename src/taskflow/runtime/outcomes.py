@@ -416,15 +416,17 @@ def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> N
     keep: list[Task] = []
     doomed: list[Task] = []
     for t in sched.ready:
-        req = (t.options or {}).get("gang")
+        inv = t.options.invocation if t.options is not None else None
+        req = inv.gang if inv is not None else None
         (doomed if req and gang.place(alive, req, False) is None else keep).append(t)
     if not doomed:
         return
     sched.ready.replace(keep)
     for t in doomed:
         spec = t.spec
-        assert t.options is not None    # its gang request put it here
-        err = TaskError(f"task {spec.name} (id {t.id}) needs {t.options['gang']['procs']} "
+        req = t.options.invocation.gang if t.options and t.options.invocation else None
+        assert req is not None          # its gang request put it here
+        err = TaskError(f"task {spec.name} (id {t.id}) needs {req.procs} "
                         f"processes, which the remaining nodes can never give after node "
                         f"{lost.name} was lost ({lost.lost_reason})", task_name=spec.name,
                         task_id=t.id, node="-", kind="error")

@@ -30,7 +30,9 @@ from ..providers.local import LocalProvider
 from .. import diagnostics
 from ..context import private_dir
 from ..wire import budget
+from ..wire.invocation import Options, limit_memory
 from . import gctune, outcomes
+from .calltime import CallTimes
 from .dispatch import Dispatcher
 from ..graph.keys import Keys
 from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
@@ -119,6 +121,7 @@ class Runtime(RunState):
         self.resumable = resumable or resume is not None or checkpoint is not None
         self.resume_from = resume               # the earlier run's directory
         self.keys = Keys(resume_check) if self.resumable else None
+        self.calltimes = CallTimes()            # what calls decide one by one (calltime.py)
         try:
             self.checkpoint = checkpoint_policy(checkpoint)   # (tasks, seconds); (0, 0): each
         except ValueError as exc:
@@ -302,18 +305,18 @@ class Runtime(RunState):
         if not self.started or self.stopped:
             raise RuntimeNotStarted(f"task {spec.name} was called but the taskflow runtime is "
                                     f"{'stopped' if self.stopped else 'not started'}")
-        prep = spec.prepare
-        opts: dict[str, Any] | None = None
-        if prep is not None:        # call-time constraints / external programs (api.calltime)
-            cus, mem, opts = prep(self, args, kwargs)
+        opts: Options | None = None
+        own = spec.call_time        # the call's constraints and options are its own
+        if own:                     # call-time constraints / external programs
+            cus, mem, opts = self.calltimes.prepare(self, spec, args, kwargs)
         else:
             cus, mem = spec.computing_units, spec.memory_size
         if cus > self._max_cus or mem > self._max_mem:
             self._cannot_fit(spec, cus, mem)
-        own = prep is not None      # the task's constraints differ from its spec's
         if mem and self.memory_limit and spec.memory_limit is None:
-            opts = dict((opts if own else spec.options) or {}, mem_limit=float(mem))
-            own = True              # Runtime(memory_limit=True): memory_size is a limit
+            # Runtime(memory_limit=True): memory_size is a limit
+            opts = limit_memory(opts if own else spec.options, float(mem))
+            own = True
         made = self.builder.plain(spec, args) if not kwargs else None
         if made is not None:        # scalars only: no builder state, no submit lock
             task, value = made

@@ -118,7 +118,7 @@ class Scheduler:
                              and n.mem_used + task.mem <= n.memory_gb
                              and (not self.walltimes or _before_end(n, task))
                              and (not self.paused or _takes(n, task))) else None
-                if node is not None and spec.prepare is None and not self.walltimes:
+                if node is not None and not spec.call_time and not self.walltimes:
                     # the calls of one function queued together: every one fits as
                     # the first does while there is room (same units and memory)
                     room = (cap - n.used) // cus if cus > 0 else len(ready)
@@ -134,7 +134,7 @@ class Scheduler:
                     continue
             else:
                 node = self._choose(task, nodes, cus, extra)
-                if node is not None and extra == DEEP and spec.prepare is None \
+                if node is not None and extra == DEEP and not spec.call_time \
                         and not task.reads and self._fast(task, cus):
                     k = self._slice(node, task, cus, extra)
                     if k > 1:
@@ -295,7 +295,8 @@ def _before_end(node: NodeHandle, task: Task) -> bool:
         return False
     opts = task.options
     spec = task.spec
-    expect: float = (opts.get("time_out") if opts else None) or (spec.stats_mean if spec.stats_n else 0)
+    expect: float = (opts.time_out if opts is not None else None) or \
+        (spec.stats_mean if spec.stats_n else 0)
     return expect <= left
 
 

@@ -50,6 +50,8 @@ import mmap
 import pickle
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypedDict, Union, final
 
+from .invocation import Options
+
 # -- op codes (plain ints on the wire) ------------------------------------------
 HELLO: Final = 0
 FUNC: Final = 1
@@ -185,7 +187,7 @@ class TaskMsg(NamedTuple):
     kwargs: dict[str, Any] | None
     nout: int                     # return values
     inouts: list[OutWire] | None
-    options: dict[str, Any] | None   # time_out, invoker and its cfg, gang hosts, env
+    options: Options | None       # limits and how it runs (wire.invocation); None: plain
     priority: int
     units: int                    # computing units it holds
     exclusive: bool               # must start on an idle executor (time-outs, programs)
@@ -193,7 +195,7 @@ class TaskMsg(NamedTuple):
 
 
 TaskWire = tuple[int, bytes, Any, Union[list[RefWire], None], Union[dict[str, Any], None], int,
-                 Union[list[OutWire], None], Union[dict[str, Any], None], int, int, bool,
+                 Union[list[OutWire], None], Union[Options, None], int, int, bool,
                  list[int]]
 
 

@@ -14,6 +14,8 @@ import re
 import shutil
 from typing import Any
 
+from ...wire.invocation import CommandLine
+
 TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 FILE_KINDS = ("file", "directory")
 
@@ -31,15 +33,15 @@ def _signature(func: Any) -> inspect.Signature:
     return sig
 
 
-def bind(func: Any, args: list[Any], kw: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
-    """Parameter name -> value as the task sees it (files are version paths by now)."""
+def bind(func: Any, args: list[Any], kw: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
+    """Parameter name -> value as the task sees it (files are version paths by now);
+    ``order``: the parameter names, for a function whose signature cannot be read."""
     try:
         b = _signature(func).bind(*args, **kw)
         b.apply_defaults()
         return dict(b.arguments)
     except (TypeError, ValueError):
-        names = cfg.get("order") or []
-        out = dict(zip(names, args))
+        out = dict(zip(order, args))
         out.update(kw)
         return out
 
@@ -60,28 +62,28 @@ def _entries(v: Any, prefix: str | None) -> list[str]:
     return [_text(v, prefix)]
 
 
-def build_args(cfg: dict[str, Any], values: dict[str, Any], env: dict[str, str] | None = None,
+def build_args(line: CommandLine, values: dict[str, Any], env: dict[str, str] | None = None,
                cwd: str = ".") -> tuple[list[str], dict[str, tuple[str, str]]]:
     """Return (argv after the program, {stream: (path, direction)}).
 
-    With ``cfg["shell_words"]`` (PyCOMPSs's @binary) the line is read as
+    With ``line.shell_words`` (PyCOMPSs's @binary) the line is read as
     ``bash -c`` would (:mod:`.words`): values are word-split and globs
     expanded; file parameters stay one word each.
     """
-    params = cfg.get("params") or {}
+    params = line.params
     streams: dict[str, tuple[str, str]] = {}
     for pname, (_kind, direction, stream, _prefix) in params.items():
         if stream is not None and values.get(pname) is not None:
             streams[stream] = (os.fspath(values[pname]), direction)
     skip = {p for p, (_, _, stream, _) in params.items() if stream is not None}
     prefix = {p: pre for p, (_, _, _, pre) in params.items() if pre}
-    if cfg.get("shell_words"):
+    if line.shell_words:
         files = {p for p, (kind, _, _, _) in params.items() if kind in FILE_KINDS}
-        return _shell_line(cfg, values, skip, prefix, files, env or {}, cwd), streams
-    tmpl = cfg.get("args")
+        return _shell_line(line, values, skip, prefix, files, env or {}, cwd), streams
+    tmpl = line.args
     out: list[str] = []
     if tmpl is None:
-        varargs, varkw = cfg.get("varargs"), cfg.get("varkw")
+        varargs, varkw = line.varargs, line.varkw
         for name, v in values.items():
             if name in skip or name == varkw:
                 continue
@@ -101,7 +103,7 @@ def build_args(cfg: dict[str, Any], values: dict[str, Any], env: dict[str, str] 
     return out, streams
 
 
-def _shell_line(cfg: dict[str, Any], values: dict[str, Any], skip: set[str],
+def _shell_line(line: CommandLine, values: dict[str, Any], skip: set[str],
                 prefix: dict[str, str], files: set[str], env: dict[str, str],
                 cwd: str) -> list[str]:
     import shlex
@@ -111,9 +113,9 @@ def _shell_line(cfg: dict[str, Any], values: dict[str, Any], skip: set[str],
         pieces = _entries(values.get(name), prefix.get(name))
         return " ".join(shlex.quote(p) for p in pieces) if name in files else " ".join(pieces)
 
-    tmpl = cfg.get("args")
+    tmpl = line.args
     if tmpl is None:
-        varargs, varkw = cfg.get("varargs"), cfg.get("varkw")
+        varargs, varkw = line.varargs, line.varkw
         parts: list[str] = []
         for name, v in values.items():
             if name in skip or name == varkw:
@@ -122,10 +124,10 @@ def _shell_line(cfg: dict[str, Any], values: dict[str, Any], skip: set[str],
                 parts.extend(" ".join(_entries(x, prefix.get(name))) for x in v)
             else:
                 parts.append(text(name))
-        line = " ".join(p for p in parts if p)
+        text_line = " ".join(p for p in parts if p)
     else:
-        line = TEMPLATE.sub(lambda m: text(m.group(1)), tmpl)
-    return split(line, env, cwd)
+        text_line = TEMPLATE.sub(lambda m: text(m.group(1)), tmpl)
+    return split(text_line, env, cwd)
 
 
 def substitute(template: str, values: dict[str, Any]) -> str:
@@ -166,8 +168,8 @@ def _resolve(binary: str, cwd: str, env: dict[str, str]) -> str:
     return found
 
 
-def working_dir(cfg: dict[str, Any], values: dict[str, Any] | None = None) -> str:
-    wd: str | None = cfg.get("working_dir")
+def working_dir(wd: str | None, values: dict[str, Any] | None = None) -> str:
+    """The program's working directory (made if missing); ``{{name}}``: a parameter."""
     if not wd or wd == "[unassigned]":
         return os.getcwd()
     if values is not None and "{{" in wd:

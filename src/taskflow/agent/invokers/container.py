@@ -40,6 +40,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...errors import ContainerUnavailable
+from ...wire.invocation import Container, FileMount, Invocation, Program
 from . import command
 
 if TYPE_CHECKING:
@@ -172,12 +173,12 @@ def _probe(engine: str, image: str, python: bool) -> Probe:
     if not python:
         return Probe(exe, False)
     name = f"taskflow-probe-{os.getpid()}-{os.urandom(3).hex()}"
-    argv = base_argv(engine, exe, {"image": image}, name, [], "/", {}, False) + \
+    argv = base_argv(engine, exe, Container(engine, image, (), {}), name, [], "/", {}, False) + \
         [image, "python3", "-c", _PY_PROBE]
     try:
         r = _quiet(argv, engine, image)
     finally:
-        remove({"engine": engine}, Probe(exe, False), name)
+        remove(engine, Probe(exe, False), name)
     mine = list(sys.version_info[:2])
     mine_s = "%d.%d" % tuple(mine)
     try:
@@ -233,10 +234,10 @@ def _limits() -> list[str]:
     return out
 
 
-def base_argv(engine: str, exe: str, c: dict[str, Any], name: str, mounts: list[tuple[str, bool]],
+def base_argv(engine: str, exe: str, c: Container, name: str, mounts: list[tuple[str, bool]],
               cwd: str, env: dict[str, str], interactive: bool) -> list[str]:
     """The engine's command up to (not including) the image."""
-    user_opts: list[str] = list(c.get("options") or [])
+    user_opts: list[str] = list(c.options)
     vol = "--bind" if engine == "apptainer" else "-v"
     binds: list[str] = []
     for path, ro in mounts:
@@ -249,7 +250,7 @@ def base_argv(engine: str, exe: str, c: dict[str, Any], name: str, mounts: list[
         envs += ["--env" if engine == "apptainer" else "-e", f"{k}={v}"]
     if engine == "apptainer":
         return [exe, "exec", "--cleanenv", "--pwd", cwd, *binds, *envs,
-                *(["--nv"] if c.get("gpus") else []), *user_opts]
+                *(["--nv"] if c.gpus else []), *user_opts]
     argv = [exe, "run", "--init", "--name", name, "--label", "taskflow=1"]
     if engine == "podman":
         argv.append("--rm")
@@ -258,11 +259,11 @@ def base_argv(engine: str, exe: str, c: dict[str, Any], name: str, mounts: list[
     argv += ["--user", f"{os.getuid()}:{os.getgid()}"]
     if not any(o.startswith("--ulimit") for o in user_opts):
         argv += _limits()
-    if c.get("cpus"):
-        argv += ["--cpus", str(c["cpus"])]
-    if c.get("memory_gb"):
-        argv += ["--memory", f"{max(6, int(float(c['memory_gb']) * 1024))}m"]
-    gpus = c.get("gpus") or []
+    if c.cpus:
+        argv += ["--cpus", str(c.cpus)]
+    if c.memory_gb:
+        argv += ["--memory", f"{max(6, int(float(c.memory_gb) * 1024))}m"]
+    gpus = c.gpus
     if gpus:
         if engine == "podman":
             for g in gpus:
@@ -274,7 +275,7 @@ def base_argv(engine: str, exe: str, c: dict[str, Any], name: str, mounts: list[
     return argv + binds + ["-w", cwd] + envs + user_opts
 
 
-def mounts(files: dict[str, Any], values: dict[str, Any], cwd: str,
+def mounts(files: dict[str, FileMount], values: dict[str, Any], cwd: str,
            extra: list[tuple[str, bool]] | None = None) -> list[tuple[str, bool]]:
     """(path, read-only) to bind: file and directory parameters, the working directory."""
     want: dict[str, bool] = {}
@@ -304,10 +305,10 @@ def mounts(files: dict[str, Any], values: dict[str, Any], cwd: str,
     return sorted(want.items())
 
 
-def gpu_env(options: dict[str, Any], engine: str) -> tuple[list[str], dict[str, str]]:
+def gpu_env(inv: Invocation, engine: str) -> tuple[list[str], dict[str, str]]:
     """(host GPU ids to hand over, environment the task sees inside)."""
-    ids = [g for g in ((options.get("env") or {}).get("CUDA_VISIBLE_DEVICES") or "").split(",")
-           if g.strip()]
+    place = inv.placement
+    ids = [str(g) for g in place.gpus] if place is not None else []
     if not ids:
         return [], {}
     inside = ids if engine == "apptainer" else [str(i) for i in range(len(ids))]
@@ -318,78 +319,73 @@ def container_name(tid: int) -> str:
     return f"taskflow-{os.getpid()}-{tid}-{os.urandom(3).hex()}"
 
 
-def wrap(c: dict[str, Any], probe: Probe, inner: list[str], mount_list: list[tuple[str, bool]],
+def wrap(c: Container, probe: Probe, inner: list[str], mount_list: list[tuple[str, bool]],
          cwd: str, env: dict[str, str], interactive: bool, tid: int) -> tuple[list[str], str]:
     """(the engine's whole command running ``inner`` in the image, the container's name)."""
     name = container_name(tid)
-    argv = base_argv(c["engine"], probe.exe, c, name, mount_list, cwd, env, interactive)
-    return argv + [c["image"]] + inner, name
+    argv = base_argv(c.engine, probe.exe, c, name, mount_list, cwd, env, interactive)
+    return argv + [c.image] + inner, name
 
 
-def remove(c: dict[str, Any], probe: Probe, name: str) -> None:
+def remove(engine: str, probe: Probe, name: str) -> None:
     """docker runs without --rm (see the module docstring): remove the container now."""
-    if c["engine"] == "docker":
+    if engine == "docker":
         subprocess.run([probe.exe, "rm", "-f", name], capture_output=True, timeout=60,
                        stdin=subprocess.DEVNULL)
 
 
-def program_env(env: dict[str, str], options: dict[str, Any], engine: str) -> dict[str, str]:
+def program_env(env: dict[str, str], inv: Invocation, engine: str) -> dict[str, str]:
     """What a program in a container sees: taskflow's variables, never the node's whole env."""
     out = {k: v for k, v in env.items() if k.startswith(("TASKFLOW_", "COMPSS_", "OMP_", "NX_"))}
-    out.update((options.get("env") or {}))
-    out.update(gpu_env(options, engine)[1])
+    out.update(gpu_env(inv, engine)[1])
     return out
 
 
-def prepare(options: dict[str, Any], files: dict[str, Any], values: dict[str, Any], cwd: str,
-            python: bool) -> tuple[dict[str, Any], Probe, list[tuple[str, bool]]]:
-    c = dict(options["container"])
-    c["gpus"] = gpu_env(options, c["engine"])[0]
-    probe = check(c["engine"], c["image"], python)
-    return c, probe, mounts(files, values, cwd)
+def prepare(inv: Invocation, values: dict[str, Any], cwd: str,
+            python: bool) -> tuple[Container, Probe, list[tuple[str, bool]]]:
+    """The task's container with the GPUs it holds, the engine's check, the mounts."""
+    c = inv.container
+    assert c is not None            # (only invocations with a container come here)
+    c = c._replace(gpus=tuple(gpu_env(inv, c.engine)[0]))
+    probe = check(c.engine, c.image, python)
+    return c, probe, mounts(c.files, values, cwd)
 
 
-def run_program(kind: str, cfg: dict[str, Any], options: dict[str, Any], func: Any,
-                args: list[Any], kw: dict[str, Any], tail: list[str],
+def run_program(action: Program, inv: Invocation, values: dict[str, Any], tail: list[str],
                 streams: dict[str, tuple[str, str]], cwd: str, env: dict[str, str],
-                logs: list[LineWire], log_base: str | None, fail: bool, tid: int) -> int:
+                logs: list[LineWire], log_base: str | None, tid: int) -> int:
     """@binary / @ompss in a container: the exit code, as for a plain program."""
     from . import process
-    values = command.bind(func, args, kw, cfg)
-    c, probe, mount_list = prepare(options, options["container"].get("files") or {}, values,
-                                   cwd, False)
-    argv, name = wrap(c, probe, [cfg["binary"]] + tail, mount_list, cwd,
-                      program_env(env, options, c["engine"]), "stdin" in streams, tid)
+    c, probe, mount_list = prepare(inv, values, cwd, False)
+    argv, name = wrap(c, probe, [action.binary] + tail, mount_list, cwd,
+                      program_env(env, inv, c.engine), "stdin" in streams, tid)
     try:
-        return process.run(argv, cwd, env, streams, logs, log_base, fail)
+        return process.run(argv, cwd, env, streams, logs, log_base, action.fail_by_exit_value)
     finally:
-        remove(c, probe, name)
+        remove(c.engine, probe, name)
 
 
-def rank_command(options: dict[str, Any], func: Any, args: list[Any], kw: dict[str, Any],
-                 cfg: dict[str, Any], tail: list[str], cwd: str, env: dict[str, str],
-                 tid: int) -> list[str]:
+def rank_command(inv: Invocation, binary: str, values: dict[str, Any], tail: list[str],
+                 cwd: str, env: dict[str, str], tid: int) -> list[str]:
     """@mpi: what each rank runs, ``engine run ... image binary args`` (the runner stays on
     the node). Ranks share the host's network and IPC and see the runner's OMPI_* / PMIX_*
     variables; one container per rank, so none is named."""
-    values = command.bind(func, args, kw, cfg)
-    c, probe, mount_list = prepare(options, options["container"].get("files") or {}, values,
-                                   cwd, False)
-    if c["engine"] == "docker":
-        raise unavailable("docker", c["image"], "@mpi ranks cannot run in docker containers "
+    c, probe, mount_list = prepare(inv, values, cwd, False)
+    if c.engine == "docker":
+        raise unavailable("docker", c.image, "@mpi ranks cannot run in docker containers "
                           "here (each needs --rm, whose exit code a compatible socket may lose)",
                           "Use engine='podman' or 'apptainer' for @mpi.")
-    c["cpus"] = None               # the runner's ranks share the task's slots
-    argv, name = wrap(c, probe, [cfg["binary"]] + tail, mount_list, cwd,
-                      program_env(env, options, c["engine"]), False, tid)
-    if c["engine"] == "podman":
+    c = c._replace(cpus=None)      # the runner's ranks share the task's slots
+    argv, name = wrap(c, probe, [binary] + tail, mount_list, cwd,
+                      program_env(env, inv, c.engine), False, tid)
+    if c.engine == "podman":
         i = argv.index(name)
         argv[i - 1:i + 1] = ["--network=host", "--ipc=host", "--env", "OMPI_*", "--env", "PMIX_*",
                              "--env", "PMI_*"]
     return argv
 
 
-def run_python(func: Any, args: list[Any], kw: dict[str, Any], options: dict[str, Any],
+def run_python(func: Any, args: list[Any], kw: dict[str, Any], inv: Invocation,
                logs: list[LineWire], tid: int) -> Any:
     """A Python @task in a container: the function runs under
     :mod:`taskflow.agent.invokers.container_python` there; its value comes back."""
@@ -401,10 +397,9 @@ def run_python(func: Any, args: list[Any], kw: dict[str, Any], options: dict[str
     from ...errors import ProgramFailed
     from . import process
     cwd = os.getcwd()
-    values = command.bind(func, args, kw, {})
-    c, probe, mount_list = prepare(options, options["container"].get("files") or {}, values,
-                                   cwd, True)
-    log_dir = options.get("log_dir") or tempfile.mkdtemp(prefix="taskflow-ctr-")
+    values = command.bind(func, args, kw, ())
+    c, probe, mount_list = prepare(inv, values, cwd, True)
+    log_dir = inv.log_dir or tempfile.mkdtemp(prefix="taskflow-ctr-")
     xdir = os.path.join(log_dir, f"job{tid}.ctr")
     os.makedirs(xdir, mode=0o700, exist_ok=True)
     call, result = os.path.join(xdir, "call.pkl"), os.path.join(xdir, "result.pkl")
@@ -422,7 +417,7 @@ def run_python(func: Any, args: list[Any], kw: dict[str, Any], options: dict[str
     mount_list = mounts({}, {}, cwd, mount_list + extra)
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
            "PYTHONPATH": ":".join(pypath)}
-    env.update(program_env(dict(os.environ), options, c["engine"]))
+    env.update(program_env(dict(os.environ), inv, c.engine))
     try:
         with open(call, "wb") as f:
             cloudpickle.dump((func, list(args), dict(kw), result), f)
@@ -432,14 +427,14 @@ def run_python(func: Any, args: list[Any], kw: dict[str, Any], options: dict[str
             i = argv.index("-w")
             libs: list[str] = []
             for src, mod in extra_lib:
-                libs += ["--bind" if c["engine"] == "apptainer" else "-v",
+                libs += ["--bind" if c.engine == "apptainer" else "-v",
                          f"{src}:{LIB}/{mod}:ro"]
             argv[i:i] = libs
         log_base = os.path.join(log_dir, f"job{tid}")
         try:
             code = process.run(argv, cwd, dict(os.environ), {}, logs, log_base, False)
         finally:
-            remove(c, probe, name)
+            remove(c.engine, probe, name)
         outcome = None
         if os.path.exists(result):
             with open(result, "rb") as f:

@@ -1,14 +1,14 @@
 """The @http invoker: one REST call as a task (PyCOMPSs's ``@http``), node side.
 
-``cfg``: ``url`` (the service's base URL, chosen on the master), ``request``
-(GET, POST, ...), ``resource`` (appended to the URL; ``{{name}}`` replaced by
-the parameter's value, URL-quoted), ``payload`` (the body; ``{{name}}`` alone
-sends that value: a string as it is, anything else as JSON; a file
-parameter's content), ``payload_type`` (Content-Type, default
-application/json), ``produces`` (a template of the JSON answer where
-``'{{return_0}}'``... mark the values to give back), ``updates``
-(``'{{param}}.key = {{name}}'``: set a key of an INOUT dict parameter to a
-value named in ``produces``), ``timeout`` (s).
+The :class:`~taskflow.wire.invocation.Http` record: ``url`` (the service's
+base URL, chosen on the master), ``request`` (GET, POST, ...), ``resource``
+(appended to the URL; ``{{name}}`` replaced by the parameter's value,
+URL-quoted), ``payload`` (the body; ``{{name}}`` alone sends that value: a
+string as it is, anything else as JSON; a file parameter's content),
+``payload_type`` (Content-Type, default application/json), ``produces`` (a
+template of the JSON answer where ``'{{return_0}}'``... mark the values to give
+back), ``updates`` (``'{{param}}.key = {{name}}'``: set a key of an INOUT dict
+parameter to a value named in ``produces``), ``timeout`` (s).
 
 Without ``produces`` the task's value is the answer's body as text. An
 answer with an HTTP error status fails the task with the status, the URL
@@ -24,6 +24,7 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
+from ...wire.invocation import Http
 from .command import TEMPLATE
 
 if TYPE_CHECKING:
@@ -32,31 +33,31 @@ if TYPE_CHECKING:
 _MARK = re.compile(r"^\{\{\s*(\w+)\s*\}\}$")
 
 
-def run(cfg: dict[str, Any], values: dict[str, Any], logs: list[LineWire]) -> Any:
+def run(call: Http, values: dict[str, Any], logs: list[LineWire]) -> Any:
     import time
     resource = TEMPLATE.sub(lambda m: urllib.parse.quote(str(values.get(m.group(1))), safe=""),
-                            cfg.get("resource") or "")
-    url = cfg["url"].rstrip("/") + "/" + resource.lstrip("/") if resource else cfg["url"]
+                            call.resource or "")
+    url = call.url.rstrip("/") + "/" + resource.lstrip("/") if resource else call.url
     body = None
     headers = {}
-    payload = cfg.get("payload")
+    payload = call.payload
     if payload is not None:
         m = _MARK.match(payload.strip())
         if m:
             v = values.get(m.group(1))
-            if m.group(1) in (cfg.get("file_params") or ()):
+            if m.group(1) in call.file_params:
                 with open(str(v), "rb") as f:
                     body = f.read()
             else:
                 body = (v if isinstance(v, str) else json.dumps(v)).encode()
         else:
             body = TEMPLATE.sub(lambda m2: str(values.get(m2.group(1))), payload).encode()
-        headers["Content-Type"] = cfg.get("payload_type") or "application/json"
-    req = urllib.request.Request(url, data=body, method=(cfg.get("request") or "GET").upper(),
+        headers["Content-Type"] = call.payload_type or "application/json"
+    req = urllib.request.Request(url, data=body, method=(call.request or "GET").upper(),
                                  headers=headers)
     logs.append((time.time(), "STDOUT", f"[http] {req.get_method()} {url}"))
     try:
-        with urllib.request.urlopen(req, timeout=cfg.get("timeout") or 60) as resp:
+        with urllib.request.urlopen(req, timeout=call.timeout or 60) as resp:
             text = resp.read().decode("utf-8", "replace")
             status = resp.status
     except urllib.error.HTTPError as exc:
@@ -66,7 +67,7 @@ def run(cfg: dict[str, Any], values: dict[str, Any], logs: list[LineWire]) -> An
     except urllib.error.URLError as exc:
         raise RuntimeError(f"{req.get_method()} {url} failed: {exc.reason}") from None
     logs.append((time.time(), "STDOUT", f"[http] HTTP {status}, {len(text)} characters"))
-    produces = cfg.get("produces")
+    produces = call.produces
     if not produces:
         return text
     try:
@@ -77,7 +78,7 @@ def run(cfg: dict[str, Any], values: dict[str, Any], logs: list[LineWire]) -> An
     template = _literal(produces)
     found: dict[str, Any] = {}
     _match(template, answer, found, url)
-    updates = cfg.get("updates")
+    updates = call.updates
     if updates:
         _update(updates, found, values)
     marks = sorted((k for k in found if re.fullmatch(r"return_\d+", k)),

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import cloudpickle
 
 from ...errors import ProgramFailed
+from ...wire.invocation import Invocation, Mpi
 from . import command, process
 
 if TYPE_CHECKING:
@@ -82,20 +83,22 @@ def host_args(kind: str, hosts: list[Any], hostfile: str) -> list[str]:
     return ["--hostfile" if kind == "openmpi" else "-f", hostfile]
 
 
-def run(cfg: dict[str, Any], options: dict[str, Any], func: Any, args: list[Any],
-        kw: dict[str, Any], tail: list[str], streams: dict[str, tuple[str, str]], cwd: str,
-        env: dict[str, str], logs: list[LineWire], log_base: str | None, fail: bool) -> Any:
-    runner = cfg["runner"]
+def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
+        values: dict[str, Any], tail: list[str], streams: dict[str, tuple[str, str]], cwd: str,
+        env: dict[str, str], logs: list[LineWire], log_base: str | None, tid: int) -> Any:
+    runner = call.runner
     kind = flavor(runner, env)
-    procs = cfg.get("processes") or 1
-    hosts = options.get("hosts") or [["localhost", procs]]
+    procs = call.processes or 1
+    place = inv.placement
+    hosts: Any = place.hosts if place is not None else [["localhost", procs]]
     base = log_base or os.path.join(tempfile.mkdtemp(prefix="taskflow-mpi-"), "job")
     os.makedirs(os.path.dirname(base), exist_ok=True)
     hostfile = base + ".hosts"
-    unit = (options.get("gang") or {}).get("unit", 1)
-    flags = shlex.split(cfg.get("flags") or "")
-    if kind == "slurm" and options.get("slurm_nodes"):
-        argv = [runner] + srun_args(options["slurm_nodes"], procs, unit, hostfile, env) + flags
+    unit = inv.gang.unit if inv.gang is not None else 1
+    flags = shlex.split(call.flags or "")
+    fail = call.fail_by_exit_value
+    if kind == "slurm" and place is not None and place.slurm_nodes:
+        argv = [runner] + srun_args(list(place.slurm_nodes), procs, unit, hostfile, env) + flags
     elif kind == "slurm":       # the agent is not in a Slurm job: srun gets an allocation
         argv = [runner, f"--ntasks={procs}", f"--cpus-per-task={unit}"] + flags
     else:
@@ -105,27 +108,25 @@ def run(cfg: dict[str, Any], options: dict[str, Any], func: Any, args: list[Any]
     if kind == "openmpi" and os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    if cfg.get("binary") and options.get("container"):     # every rank in a container
+    if call.binary and inv.container is not None:     # every rank in a container
         from . import container
-        argv += container.rank_command(options, func, args, kw, cfg, tail, cwd, env,
-                                       options.get("tid", 0))
-    elif cfg.get("programs"):            # MPMD: runner ... -n P1 prog1 args1 : -n P2 prog2 ...
+        argv += container.rank_command(inv, call.binary, values, tail, cwd, env, tid)
+    elif call.programs:            # MPMD: runner ... -n P1 prog1 args1 : -n P2 prog2 ...
         argv = argv[:-2] if argv[-2:] == ["-n", str(procs)] else argv
-        values = command.bind(func, args, kw, cfg)
-        for i, prog in enumerate(cfg["programs"]):
-            ptail, _ = command.build_args(dict(cfg, args=prog.get("args")), values, env, cwd)
+        for i, prog in enumerate(call.programs):
+            ptail, _ = command.build_args(call.line._replace(args=prog.args), values, env, cwd)
             if i:
                 argv.append(":")
-            argv += ["-n", str(prog.get("processes") or 1)]
-            argv += [command.resolve_binary(prog["binary"], cwd, env)] + ptail
+            argv += ["-n", str(prog.processes or 1)]
+            argv += [command.resolve_binary(prog.binary, cwd, env)] + ptail
         return process.run(argv, cwd, env, streams, logs, log_base, fail)
-    if cfg.get("binary"):
-        argv += [command.resolve_binary(cfg["binary"], cwd, env)] + tail
+    if call.binary:
+        argv += [command.resolve_binary(call.binary, cwd, env)] + tail
         return process.run(argv, cwd, env, streams, logs, log_base, fail)
     # mpi4py mode: the function itself on every rank; rank 0 writes the result.
     payload, result = base + ".call.pkl", base + ".result.pkl"
     with open(payload, "wb") as f:
-        cloudpickle.dump((func, list(args), dict(kw), result, bool(cfg.get("rank_values"))), f)
+        cloudpickle.dump((func, list(args), dict(kw), result, call.rank_values), f)
     if os.path.exists(result):
         os.unlink(result)
     argv += [sys.executable, "-m", "taskflow.agent.invokers.mpi_python", payload]

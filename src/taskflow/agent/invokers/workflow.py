@@ -17,46 +17,45 @@ import shlex
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
+from ...wire.invocation import Invocation, Workflow
 from . import command, process
 
 if TYPE_CHECKING:
     from ...wire.messages import LineWire
 
 
-def run(cfg: dict[str, Any], options: dict[str, Any], values: dict[str, Any], cwd: str,
-        env: dict[str, str], logs: list[LineWire], log_base: str | None, fail: bool,
-        tid: int) -> int:
-    script = command.substitute(cfg["script"], values)
+def run(call: Workflow, inv: Invocation, values: dict[str, Any], cwd: str,
+        env: dict[str, str], logs: list[LineWire], log_base: str | None, tid: int) -> int:
+    script = command.substitute(call.script, values)
     if not os.path.isabs(script):
         script = os.path.abspath(os.path.join(cwd, script))
     if not os.path.isfile(script):
         raise FileNotFoundError(f"the application {script} of this workflow task does not "
                                 f"exist on node {os.uname().nodename}")
-    hosts = options.get("node_hosts") or ["localhost"]
-    names = options.get("node_names") or [("localhost", int(options.get("threads") or 1))]
-    run_dir = cfg.get("run_dir") or os.path.join(cwd, ".taskflow", "runs")
-    run_id = f"{cfg.get('parent_run', 'run')}-t{tid}"
+    place = inv.placement
+    hosts = place.node_hosts if place is not None else ("localhost",)
+    names: Any = place.node_names if place is not None else [("localhost", int(inv.threads or 1))]
+    run_dir = call.run_dir or os.path.join(cwd, ".taskflow", "runs")
+    run_id = f"{call.parent_run or 'run'}-t{tid}"
     argv = [sys.executable, "-m", "taskflow", "run", "--run-dir", run_dir, "--no-progress"]
-    if cfg.get("compat"):
+    if call.compat:
         argv += ["--compat", "pycompss"]
     if len(hosts) > 1:
         argv += ["--cluster", _cluster_file(hosts, names, log_base or run_dir)]
     else:
         argv += ["--workers", str(sum(k for _, k in names))]
-    argv += shlex.split(command.substitute(cfg.get("flags") or "", values))
+    argv += shlex.split(command.substitute(call.flags or "", values))
     argv.append(script)
-    argv += command.build_args({"args": cfg.get("args"), "params": cfg.get("params") or {},
-                                "shell_words": cfg.get("shell_words", False)},
-                               values, env, cwd)[0] if cfg.get("args") else []
+    argv += command.build_args(call.line, values, env, cwd)[0] if call.line.args else []
     env = dict(env, TASKFLOW_RUN_ID=run_id)
     logs.append((time.time(), "STDOUT", f"[workflow] nested run {run_id} in {run_dir}: "
                                         f"taskflow status {run_id} --run-dir {run_dir}"))
-    return process.run(argv, cwd, env, {}, logs, log_base, fail)
+    return process.run(argv, cwd, env, {}, logs, log_base, call.fail_by_exit_value)
 
 
-def _cluster_file(hosts: list[str], names: list[Any], base: str) -> str:
+def _cluster_file(hosts: Sequence[str], names: list[Any], base: str) -> str:
     lines = ["nodes:"]
     for i, (host, (_, units)) in enumerate(zip(hosts, names)):
         if i == 0:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....api import calltime
 from ....errors import UsageError
 from ... import constraints as C
 from ...taskfn import CompatTaskFunction
@@ -58,7 +57,6 @@ def apply(tf: CompatTaskFunction, shaping: dict[str, Any], recorded: dict[str, A
     spec.set_constraints(computing_units=int(float(cu)) if cu is not None else None,
                          memory_size=float(mem) if mem is not None else None,
                          processors=procs)
-    calltime.refresh(spec)
 
 
 Constraint = constraint

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....api import calltime
 from ....errors import UsageError
 from ...taskfn import task_function
 
@@ -41,7 +40,6 @@ class on_failure:  # noqa: N801 - PyCOMPSs's name
                              f"neither 'returns' nor parameters of {spec.name}.")
         spec.on_failure = self.management
         spec.failure_defaults = dict(self.defaults) or None
-        calltime.refresh(spec)
         return tf
 
 

@@ -129,8 +129,7 @@ class _Declaration:
         fresh = [n for n, p in spec.params.items()
                  if p.kind == DIRECTORY_KIND and p.direction == "OUT"]
         if fresh:            # PyCOMPSs: the task makes its DIRECTORY_OUT itself
-            spec.hooks = dict(spec.hooks or {}, fresh_dirs=fresh)
-            spec.refresh_options()
+            spec.add_hooks(fresh_dirs=tuple(fresh))
         tf = CompatTaskFunction(func, spec, decl)
         pending = getattr(func, "__compat_constraint__", None)
         if pending:                          # @constraint written below @task

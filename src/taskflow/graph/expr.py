@@ -1,27 +1,26 @@
-"""Values decided when a task is *called*, not when it is declared.
+"""Values of a task's declaration that are decided when the task is *called*.
 
 ``@constraint`` and the external-program decorators accept, besides plain
 numbers and strings, ``"$ENV"`` strings and small expressions of the task's
-parameters (``computing_units="2 * nthreads"``, ``processes="$NP"``). They
-are evaluated on the master at call time: an environment variable or a
-parameter value that does not make sense is a ``UsageError`` naming the
-task, the decorator argument and the fix, before anything runs.
-
-:func:`build` turns a :class:`~taskflow.api.task.TaskSpec` into the
-``spec.prepare`` hook that :meth:`Runtime.submit` calls (``None`` for plain
-Python tasks, so their hot path is untouched).
+parameters (``computing_units="2 * nthreads"``, ``processes="$NP"``). An
+:class:`Expr` is such a value, checked and compiled once when the task is
+declared; :meth:`Expr.value` evaluates it for one call. An environment
+variable or a parameter value that does not make sense is a ``UsageError``
+naming the task, the decorator argument and the fix, before anything runs.
+The call-time resolution that uses them is :mod:`taskflow.runtime.calltime`.
 """
 from __future__ import annotations
 
 import ast
 import os
 import re
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import UsageError
+from ..future import Future
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from .spec import TaskSpec
 
 _VAR = re.compile(r"\$(\w+)|\$\{(\w+)\}")
 _CALLS = {"min": min, "max": max, "len": len, "int": int, "abs": abs, "round": round}
@@ -104,9 +103,8 @@ class Expr:
             if name not in os.environ:
                 raise UsageError(f"{self.where}: ${name} is not set in the environment when "
                                  f"the task is called; export {name}=... or give a number.")
-            ns[f"__env_{name}"] = _number(os.environ[name])
+            ns[f"__env_{name}"] = number(os.environ[name])
         if self.names:
-            from ..future import Future
             for n in self.names:
                 v = (bound or {}).get(n)
                 if isinstance(v, Future):
@@ -120,7 +118,8 @@ class Expr:
                              f"{type(exc).__name__}: {exc}") from None
 
 
-def _number(s: str) -> Any:
+def number(s: str) -> Any:
+    """A number from text (int, else float), else the text itself."""
     try:
         return int(s)
     except ValueError:
@@ -134,13 +133,13 @@ def as_int(v: Any, where: str, minimum: int = 1) -> int:
     if isinstance(v, float) and v.is_integer():
         v = int(v)
     if isinstance(v, str):
-        v = _number(v.strip())
+        v = number(v.strip())
     if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
         raise UsageError(f"{where} must be an int >= {minimum}, got {v!r}.")
     return v
 
 
-def bind(spec: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def bind(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     try:
         b = spec.signature.bind_partial(*args, **kwargs)
     except TypeError as exc:
@@ -162,45 +161,3 @@ def gpus_wanted(processors: Any, where: str) -> int:
             n += as_int(expand_all(p.get("computingUnits", p.get("computing_units", 1)), where),
                         f"{where}: GPU computingUnits")
     return n
-
-
-def refresh(spec: Any) -> None:
-    """After a decorator changed ``spec``: its options and its call-time hook again."""
-    spec.refresh_options()
-    spec.call_cache = None
-    spec.prepare = build(spec)
-
-
-def build(spec: Any) -> Callable[..., tuple[int, float, dict[str, Any] | None]] | None:
-    """Return the call-time hook for ``spec`` or None when nothing is decided per call."""
-    from . import external
-    params = list(spec.signature.parameters)
-    where = f"@constraint on {spec.name}"
-    cu = Expr(spec.computing_units, f"{where}: computing_units", params)
-    mem = Expr(spec.memory_size, f"{where}: memory_size", params)
-    gpus = gpus_wanted(spec.processors, where)
-    ext = spec.invoker != "python" or spec.container is not None
-    spec.gang = external.is_gang(spec)
-    if not (cu.dynamic or mem.dynamic or ext or gpus):
-        return None
-    needs_bind = bool(cu.names or mem.names) or (ext and external.needs_bound(spec))
-
-    def prepare(rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]
-                ) -> tuple[int, float, dict[str, Any] | None]:
-        bound = bind(spec, args, kwargs) if needs_bind else None
-        cus = as_int(cu.value(bound), f"{where}: computing_units")
-        m = mem.value(bound)
-        if isinstance(m, str):
-            m = _number(m)
-        if not isinstance(m, (int, float)) or isinstance(m, bool) or m < 0:
-            raise UsageError(f"{where}: memory_size (GB) must be a number >= 0, got {m!r}.")
-        opts = dict(spec.options) if spec.options else {}
-        if spec.memory_limit and m:
-            opts["mem_limit"] = float(m)        # GB: this call's memory_size (agent.limits)
-        if ext or gpus:
-            opts = external.call_options(rt, spec, bound, cus, float(m), gpus, opts)
-            if opts.get("gang"):
-                return 1, float(m), opts      # the scheduler decides the real share
-        return cus, float(m), opts or None
-
-    return prepare

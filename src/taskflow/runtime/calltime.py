@@ -1,0 +1,323 @@
+"""One call of a task resolved into what its node runs: computing units, memory, options.
+
+A task whose declaration has call-time parts (``spec.call_time``: an
+expression or ``$ENV`` in ``@constraint``, an external program, a container,
+GPUs) goes through :meth:`CallTimes.prepare` when it is called; every other
+call takes the declaration as it is (the hot path). For one call this
+
+- evaluates ``computing_units`` / ``memory_size`` (:mod:`taskflow.graph.expr`);
+- expands ``$VAR`` in the program's declared values and evaluates
+  ``processes`` / ``computing_nodes`` expressions;
+- checks the binary exists (where the nodes share the master's files), the
+  stream parameters are paths and the cluster can ever give the processes,
+  naming the task and the fix (:class:`~taskflow.errors.UsageError`);
+- builds the typed :class:`~taskflow.wire.invocation.Options` the node reads.
+
+A program whose options cannot change from call to call (no ``$VAR``, no
+expression, no container, one node) gets one :class:`Options` shared by all
+its calls (pickled once per frame, no work per call but the checks).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from ..graph.expr import Expr, as_int, bind, expand_all, expand_env, number
+from ..wire.invocation import (CommandLine, Container, Gang, Http, Invocation, Limits,
+                               MpmdProgram, Mpi, Options, Param, Program, Workflow)
+from . import gang
+
+if TYPE_CHECKING:
+    from ..graph.spec import TaskSpec
+    from ..providers.handle import NodeHandle
+    from .runtime import Runtime
+
+RUNNERS = ("mpirun", "mpiexec", "srun")
+_EXPANDED = ("binary", "working_dir", "flags", "args", "runner", "script")
+
+
+class CallTimes:
+    """The call-time resolution of each spec a runtime saw (made at its first call)."""
+
+    def __init__(self) -> None:
+        self._of: weakref.WeakKeyDictionary[TaskSpec, CallTime] = weakref.WeakKeyDictionary()
+
+    def prepare(self, rt: Runtime, spec: TaskSpec, args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> tuple[int, float, Options | None]:
+        """(computing units, memory GB, options) of one call; raises UsageError."""
+        ct = self._of.get(spec)
+        if ct is None:
+            ct = self._of[spec] = CallTime(spec)
+        return ct.prepare(rt, args, kwargs)
+
+
+class CallTime:
+    """What one spec decides per call (see the module docstring)."""
+
+    __slots__ = ("spec", "where", "ext", "needs_bind", "line", "static", "shared")
+
+    def __init__(self, spec: TaskSpec) -> None:
+        self.spec = spec
+        self.where = f"@{spec.invoker} on {spec.name}" if spec.invoker != "python" else \
+            f"@constraint on {spec.name}"
+        self.ext = spec.invoker != "python" or spec.container is not None
+        cfg = spec.invoker_cfg
+        self.needs_bind = bool(spec.cu_expr.names or spec.mem_expr.names) or (
+            self.ext and _needs_bound(cfg))
+        self.line: CommandLine | None = None
+        if spec.invoker != "python":
+            self.line = CommandLine(cfg.get("args"), {n: Param(*p) for n, p in
+                                                      (cfg.get("params") or {}).items()},
+                                    tuple(cfg.get("order") or ()), cfg.get("varargs"),
+                                    cfg.get("varkw"), bool(cfg.get("shell_words")))
+        self.static = spec.invoker != "python" and _static(spec)
+        # the options all calls share when static: (cus, mem, gpus) they were made for
+        self.shared: tuple[tuple[int, float, int], Options] | None = None
+
+    def prepare(self, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> tuple[int, float, Options | None]:
+        spec = self.spec
+        where = f"@constraint on {spec.name}"
+        bound = bind(spec, args, kwargs) if self.needs_bind else None
+        cus = as_int(spec.cu_expr.value(bound), f"{where}: computing_units")
+        m = spec.mem_expr.value(bound)
+        if isinstance(m, str):
+            m = number(m)
+        if not isinstance(m, (int, float)) or isinstance(m, bool) or m < 0:
+            raise UsageError(f"{where}: memory_size (GB) must be a number >= 0, got {m!r}.")
+        mem = float(m)
+        static = spec.options
+        limits = static.limits if static is not None else None
+        if spec.memory_limit and m:         # this call's memory_size (agent.limits)
+            limits = Limits(limits.time_out if limits is not None else None, mem)
+        if not (self.ext or spec.gpus):
+            inv = static.invocation if static is not None else None
+            return cus, mem, (Options(limits, inv) if limits or inv else None)
+        opts = self.options(rt, bound, cus, mem, limits)
+        inv = opts.invocation
+        if inv is not None and inv.gang is not None:
+            return 1, mem, opts             # the scheduler decides the real share
+        return cus, mem, opts
+
+    def options(self, rt: Runtime, bound: dict[str, Any] | None, cus: int, mem: float,
+                limits: Limits | None) -> Options:
+        """The options of an external program, a container or a GPU task for one call."""
+        spec = self.spec
+        where = self.where
+        gpus = spec.gpus
+        shared = self.shared
+        if shared is not None and shared[0] == (cus, mem, gpus):
+            opts = shared[1]
+            known = opts.invocation.action if opts.invocation is not None else None
+            if isinstance(known, (Program, Mpi)):
+                _check_programs(known, where, rt.nodes)
+            _check_streams(self.line, bound, where)
+            return opts
+        action: Program | Mpi | Http | Workflow | None = None
+        log_dir = None
+        if spec.invoker != "python":
+            cfg = _expanded(spec.invoker_cfg, bound, where)
+            if cfg.get("runner") is not None and cfg["runner"] not in RUNNERS:
+                raise UsageError(f"{where}: unknown runner {cfg['runner']!r}; use one of "
+                                 f"{', '.join(RUNNERS)}.")
+            if cfg.get("binary") and spec.container is None:   # in a container: the image's
+                _check_binary(cfg["binary"], cfg.get("working_dir"), where, rt.nodes)
+            for prog in cfg.get("programs") or ():
+                _check_binary(prog["binary"], cfg.get("working_dir"), where, rt.nodes)
+            if cfg.get("scale_by_cu") and cus > 1:   # PyCOMPSs: one rank per computing unit
+                cfg["processes"] = (cfg.get("processes") or 1) * cus
+                cus = 1
+            _check_streams(self.line, bound, where)
+            assert self.line is not None
+            action = _action(spec.invoker, cfg, self.line, rt)
+            log_dir = os.path.join(rt.run_dir, "jobs")
+        else:
+            cfg = {}
+        container = None
+        if spec.container is not None:
+            container = container_options(spec, cus, mem)
+            log_dir = os.path.join(rt.run_dir, "jobs")
+        req = gang_request(spec.invoker, cfg, cus, gpus, where) if spec.invoker != "python" \
+            else Gang(1, 1, cus, gpus)
+        if req is not None and gang.place(rt.nodes, req, free=False) is None:
+            raise UsageError(f"{where}: it needs {gang.describe(req)}, but the cluster "
+                             f"({gang.describe_nodes(rt.nodes)}) can never give that. Lower "
+                             f"processes / computing_nodes / the @constraint, or add nodes "
+                             f"(Runtime(workers=..., nodes=...)).")
+        opts = Options(limits, Invocation(action, cus, log_dir, container, spec.hooks, req))
+        if req is None and self.static:
+            self.shared = ((cus, mem, gpus), opts)   # nothing above depends on this call
+        return opts
+
+
+def _action(kind: str, cfg: dict[str, Any], line: CommandLine,
+            rt: Runtime) -> Program | Mpi | Http | Workflow | None:
+    """The typed record of what the node runs, from the declaration expanded for a call."""
+    fail = bool(cfg.get("fail_by_exit_value", True))
+    if kind in ("binary", "ompss"):
+        return Program(cfg["binary"], line, cfg.get("working_dir"), fail, kind == "ompss")
+    if kind == "mpi":
+        programs = tuple(MpmdProgram(p["binary"], p.get("args"), p.get("processes") or 1)
+                         for p in cfg.get("programs") or ())
+        return Mpi(cfg["runner"], cfg.get("processes") or 1, cfg.get("flags"),
+                   cfg.get("binary"), line, cfg.get("working_dir"), fail, programs,
+                   bool(cfg.get("rank_values")))
+    if kind == "http":
+        return Http(cfg.get("url") or "", cfg.get("request") or "GET", cfg.get("resource") or "",
+                    cfg.get("payload"), cfg.get("payload_type"), cfg.get("produces"),
+                    cfg.get("updates"), tuple(cfg.get("file_params") or ()),
+                    cfg.get("timeout"), line.order)
+    if kind == "workflow":              # a nested run: where it keeps its journal
+        script = cfg["script"]
+        if "{{" not in script and not os.path.isabs(script):
+            script = os.path.abspath(os.path.join(cfg.get("working_dir") or "", script))
+        return Workflow(script, line, cfg.get("working_dir"), cfg.get("flags"), fail,
+                        bool(cfg.get("compat")), os.path.join(rt.run_dir, "nested"), rt.run_id)
+    return None                         # multinode: the function itself
+
+
+def _expanded(cfg: dict[str, Any], bound: dict[str, Any] | None, where: str) -> dict[str, Any]:
+    """The declared values for one call: expressions evaluated, ``$VAR`` expanded."""
+    out: dict[str, Any] = {}
+    for k, v in cfg.items():
+        if isinstance(v, Expr):
+            out[k] = as_int(expand_all(v.value(bound), where), f"{where}: {k}")
+        elif k in _EXPANDED and isinstance(v, str):
+            # (read as bash would, PyCOMPSs's args expand $VAR on the node, where they run)
+            out[k] = v if k == "args" and cfg.get("shell_words") else \
+                expand_env(v, f"{where}: {k}")
+        elif k == "programs":           # @mpmd_mpi: one binary and args per program
+            out[k] = [{pk: expand_env(pv, f"{where}: programs[{i}].{pk}")
+                       if pk in ("binary", "args") and isinstance(pv, str) else pv
+                       for pk, pv in prog.items()} for i, prog in enumerate(v)]
+        else:
+            out[k] = v
+    return out
+
+
+def _check_programs(action: Program | Mpi, where: str, nodes: list[NodeHandle]) -> None:
+    if action.binary:
+        _check_binary(action.binary, action.working_dir, where, nodes)
+    if type(action) is Mpi:
+        for prog in action.programs:
+            _check_binary(prog.binary, action.working_dir, where, nodes)
+
+
+# binary -> (PATH, where it was found, when it was last seen executable there): a PATH
+# search is ~30 us of stat calls per call; a program found is looked at again after RECHECK s
+# (the node checks again before it starts it, and says so if it is gone)
+_FOUND: dict[str, tuple[str | None, str, float]] = {}
+RECHECK = 1.0
+_SHARED: list[Any] = [None, 0, True]     # the runtime's node list, its length, the answer
+
+
+def _shared_fs(nodes: list[NodeHandle]) -> bool:
+    """Every node sees the master's files (looked at again only when nodes join)."""
+    if _SHARED[0] is not nodes or _SHARED[1] != len(nodes):
+        _SHARED[:] = [nodes, len(nodes), all(getattr(n, "shared_fs", True) for n in nodes)]
+    return bool(_SHARED[2])
+
+
+def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list[NodeHandle]) -> None:
+    if not _shared_fs(nodes):
+        return                      # only the node can tell; it reports the same way
+    if working_dir and "{{" in working_dir and not os.path.isabs(binary):
+        return                      # a working directory made of parameters: the node checks
+    if os.sep in binary:
+        path = binary if os.path.isabs(binary) else \
+            os.path.abspath(os.path.join(working_dir or os.getcwd(), binary))
+        if not os.path.exists(path):
+            raise UsageError(f"{where}: binary {path} does not exist. Fix the path (relative "
+                             f"paths are taken from working_dir, else the current directory).")
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise UsageError(f"{where}: binary {path} is not executable; chmod +x it or fix "
+                             f"the path.")
+        return
+    env_path = os.environ.get("PATH")
+    found = _FOUND.get(binary)
+    if found is not None and found[0] == env_path:
+        now = time.monotonic()
+        if now - found[2] < RECHECK or os.access(found[1], os.X_OK):
+            if now - found[2] >= RECHECK:
+                _FOUND[binary] = (env_path, found[1], now)
+            return              # found on the same PATH, executable when last looked at
+    on_path = shutil.which(binary)
+    if on_path is not None:
+        if len(_FOUND) > 1024:
+            _FOUND.clear()
+        _FOUND[binary] = (env_path, on_path, time.monotonic())
+        return
+    raise UsageError(f"{where}: binary '{binary}' was not found on PATH "
+                     f"({os.environ.get('PATH', '')}); give an absolute path or install it.")
+
+
+def gang_request(kind: str, cfg: dict[str, Any], cus: int, gpus: int, where: str) -> Gang | None:
+    """How many slots on how many nodes; None when an ordinary placement does."""
+    if kind == "mpi":
+        procs = cfg.get("processes") or 1
+        ppn, nnodes = cfg.get("processes_per_node"), cfg.get("computing_nodes")
+        if ppn and nnodes and ppn * nnodes != procs:
+            raise UsageError(f"{where}: processes={procs} is not processes_per_node={ppn} x "
+                             f"computing_nodes={nnodes}; give two of them.")
+        if ppn and procs % ppn:
+            raise UsageError(f"{where}: processes={procs} is not a multiple of "
+                             f"processes_per_node={ppn}.")
+        if nnodes and not ppn:
+            if procs % nnodes:
+                raise UsageError(f"{where}: processes={procs} does not split evenly over "
+                                 f"computing_nodes={nnodes}; give processes_per_node.")
+            ppn = procs // nnodes
+        return Gang(procs, ppn, cus, gpus)
+    nnodes = cfg.get("computing_nodes") or 1
+    if kind in ("multinode", "ompss", "workflow") and (nnodes > 1 or kind == "multinode") \
+            or gpus:
+        return Gang(nnodes, 1, cus, gpus)
+    return None
+
+
+def _static(spec: TaskSpec) -> bool:
+    """Nothing in the call's options depends on the call or on the environment at call
+    time (no container: its image and options are expanded per call)."""
+    if spec.container is not None:
+        return False
+    for k, v in spec.invoker_cfg.items():
+        if isinstance(v, Expr) or (
+                k in _EXPANDED and isinstance(v, str) and "$" in v):
+            return False
+        if k == "programs" and any(isinstance(pv, str) and "$" in pv
+                                   for prog in v for pv in prog.values()):
+            return False
+    return True
+
+
+def _needs_bound(cfg: dict[str, Any]) -> bool:
+    """Whether the call's options read its arguments (expressions, streams)."""
+    return any(isinstance(v, Expr) and v.names for v in cfg.values()) or any(
+        stream is not None for (_k, _d, stream, _p) in (cfg.get("params") or {}).values())
+
+
+def _check_streams(line: CommandLine | None, bound: dict[str, Any] | None, where: str) -> None:
+    if bound is None or line is None:
+        return
+    for pname, p in line.params.items():
+        if p.stream is not None and pname in bound \
+                and not isinstance(bound[pname], (str, os.PathLike)):
+            raise UsageError(f"{where}, parameter '{pname}': a {p.stream} stream parameter "
+                             f"must be a file path (str or os.PathLike), not "
+                             f"{type(bound[pname]).__name__}.")
+
+
+def container_options(spec: TaskSpec, cus: int, mem: float) -> Container:
+    """The @container values for one call: ``$VAR`` expanded, the limits."""
+    where = f"@container on {spec.name}"
+    c = spec.container
+    assert c is not None
+    image = expand_env(c.image, f"{where}: image")
+    if not image.strip():
+        raise UsageError(f"{where}: image is empty after expanding $VAR; set it.")
+    return c._replace(image=image, options=tuple(expand_env(o, f"{where}: options")
+                                                 for o in c.options), cpus=cus, memory_gb=mem)
