@@ -158,6 +158,8 @@ def _action(kind: str, cfg: dict[str, Any], line: CommandLine,
             rt: Runtime) -> Program | Mpi | Http | Workflow | None:
     """The typed record of what the node runs, from the declaration expanded for a call."""
     fail = bool(cfg.get("fail_by_exit_value", True))
+    if cfg.get("args") != line.args:        # $VAR expanded in the template for this call
+        line = line._replace(args=cfg.get("args"))
     if kind in ("binary", "ompss"):
         return Program(cfg["binary"], line, cfg.get("working_dir"), fail, kind == "ompss")
     if kind == "mpi":
