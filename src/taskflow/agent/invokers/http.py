@@ -24,13 +24,19 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from ...wire.invocation import Http
-from .command import TEMPLATE
+from ...wire.invocation import Http, Invocation
+from .command import TEMPLATE, bind
 
 if TYPE_CHECKING:
     from ...wire.messages import LineWire
 
 _MARK = re.compile(r"^\{\{\s*(\w+)\s*\}\}$")
+
+
+def invoke(call: Http, inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
+           logs: list[LineWire], tid: int) -> Any:
+    """The REST call of task ``tid``; its value as ``produces`` says."""
+    return run(call, bind(func, args, kw, call.order), logs)
 
 
 def run(call: Http, values: dict[str, Any], logs: list[LineWire]) -> Any:

@@ -34,6 +34,7 @@ import cloudpickle
 from ...errors import ProgramFailed
 from ...wire.invocation import Invocation, Mpi
 from . import command, process
+from .environment import log_base_of, program_env
 
 if TYPE_CHECKING:
     from ...wire.messages import LineWire
@@ -81,6 +82,17 @@ def host_args(kind: str, hosts: list[Any], hostfile: str) -> list[str]:
         for h, k in hosts:
             f.write(f"{h} slots={k}\n" if kind == "openmpi" else f"{h}:{k}\n")
     return ["--hostfile" if kind == "openmpi" else "-f", hostfile]
+
+
+def invoke(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
+           logs: list[LineWire], tid: int) -> Any:
+    """The task's MPI launch (its exit code, or rank 0's value in mpi4py mode)."""
+    values = command.bind(func, args, kw, call.line.order)
+    env = program_env(inv)
+    cwd = command.working_dir(call.working_dir, values)
+    tail, streams = command.build_args(call.line, values, env, cwd)
+    return run(call, inv, func, args, kw, values, tail, streams, cwd, dict(env), logs,
+               log_base_of(inv, tid), tid)
 
 
 def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],

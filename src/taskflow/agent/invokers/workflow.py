@@ -21,9 +21,18 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ...wire.invocation import Invocation, Workflow
 from . import command, process
+from .environment import log_base_of, program_env
 
 if TYPE_CHECKING:
     from ...wire.messages import LineWire
+
+
+def invoke(call: Workflow, inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
+           logs: list[LineWire], tid: int) -> int:
+    """The nested run of task ``tid``; its exit status is the value."""
+    values = command.bind(func, args, kw, call.line.order)
+    cwd = command.working_dir(call.working_dir, values)
+    return run(call, inv, values, cwd, program_env(inv), logs, log_base_of(inv, tid), tid)
 
 
 def run(call: Workflow, inv: Invocation, values: dict[str, Any], cwd: str,

@@ -1,0 +1,35 @@
+"""What a task that is not a plain Python call sees of the resources it holds (node side)."""
+from __future__ import annotations
+
+import os
+
+from ...wire.invocation import Invocation
+from . import spawn
+
+
+def node_env(inv: Invocation) -> dict[str, str]:
+    """What every external task sees about the resources it holds."""
+    place = inv.placement
+    hosts = place.node_hosts if place is not None else ("localhost",)
+    threads = str(inv.threads or 1)
+    env = {"TASKFLOW_NUM_NODES": str(len(hosts)), "TASKFLOW_HOSTNAMES": ",".join(hosts),
+           "TASKFLOW_NUM_THREADS": threads}
+    if place is not None:
+        env["TASKFLOW_NODES"] = ",".join(f"{n}:{k}" for n, k in place.node_names)
+    for k in ("NUM_NODES", "HOSTNAMES", "NUM_THREADS"):
+        env["COMPSS_" + k] = env["TASKFLOW_" + k]
+    if place is not None and place.gpus:
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, place.gpus))
+    return env
+
+
+def program_env(inv: Invocation) -> dict[str, str]:
+    """The node's environment, what the task holds and PYTHONPATH: built once per set of
+    values (spawn.environment) and shared, so a caller that changes it copies it first."""
+    extra = node_env(inv)
+    return spawn.environment(tuple(extra.items()), extra)
+
+
+def log_base_of(inv: Invocation, tid: int) -> str | None:
+    log_dir = inv.log_dir
+    return os.path.join(log_dir, f"job{tid}") if log_dir else None
