@@ -20,6 +20,7 @@ from ..errors import ParameterError, UsageError
 from ..graph.param import Param
 from ..graph.spec import TaskSpec
 from ..runtime import current as _current
+from ..runtime import embedded as _embedded
 from . import calltime
 from .parameter import IN, parse_param
 
@@ -41,7 +42,7 @@ class TaskFunction:
             return self.__wrapped__(*args, **kwargs)
         rt = _current._current
         if rt is None:
-            rt = _current.get_or_start()
+            rt = _embedded.get_or_start()
         return rt.submit(self.spec, args, kwargs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

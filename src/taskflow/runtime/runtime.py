@@ -30,7 +30,7 @@ from ..providers.local import LocalProvider
 from .. import diagnostics
 from ..context import private_dir
 from ..wire import budget
-from . import gctune, outcomes
+from . import current, gctune, outcomes
 from .dispatch import Dispatcher
 from ..graph.keys import Keys
 from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
@@ -112,7 +112,7 @@ class Runtime(RunState):
         self.echo_logs = echo_logs
         self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
         self.journal: JournalWriter | None = None
-        self.embedded = False       # started by the first task call (runtime.current)
+        self.embedded = False       # started by the first task call (runtime.embedded)
         self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         # Resumable runs (runtime/resume.py): every call gets a key; finished calls are
         # logged before they are acted on; a resumed run restores the earlier run's.
@@ -185,7 +185,6 @@ class Runtime(RunState):
                 self.bus.emit(("node_join", time.time(), 0, "", n.name, dict(n.info, slots=n.slots)))
         for p in self.providers:    # elastic providers (Slurm pilots) add nodes later
             p.attach(self)
-        from . import current
         current.set_current(self)
         return self
 
@@ -270,7 +269,6 @@ class Runtime(RunState):
         if not self.interrupted and not self.resumable:   # else: kept for a resume
             self._cleanup_data()
         gctune.restore()
-        from . import current
         current.clear_current(self)
 
     # -- what elastic providers see (providers.base.NodeSink) -------------------
