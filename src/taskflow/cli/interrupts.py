@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..journal.root import runs_root
+
 if TYPE_CHECKING:
     from ..runtime.runtime import Runtime
 
@@ -63,8 +65,7 @@ def resume_command(rt: Runtime, script: str, args: tuple[str, ...]) -> str:
     else:
         argv = ["run", "--resume", rt.run_id]
     root = os.path.dirname(rt.run_dir)
-    default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
-    if root != default and "--run-dir" not in argv:
+    if root != runs_root() and "--run-dir" not in argv:
         argv += ["--run-dir", root]
     return shlex.join(["taskflow", *argv, script, *args])
 

@@ -33,6 +33,7 @@ from ..wire import budget
 from . import current, gctune, outcomes
 from .dispatch import Dispatcher
 from ..graph.keys import Keys
+from ..journal.root import runs_root
 from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
 from .state import RunState
 
@@ -105,8 +106,7 @@ class Runtime(RunState):
         given = os.environ.get("TASKFLOW_RUN_ID", "")      # a nested run (@workflow) is named
         self.run_id = given if given.replace("-", "").isalnum() and len(given) < 100 else \
             time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-        root = run_dir or os.environ.get("TASKFLOW_RUN_DIR") or os.path.join(".taskflow", "runs")
-        self.run_dir = os.path.abspath(os.path.join(root, self.run_id))
+        self.run_dir = os.path.join(runs_root(run_dir), self.run_id)
         self.data_dir = os.path.join(self.run_dir, "data")
         self.start_timeout = start_timeout
         self.echo_logs = echo_logs
@@ -203,9 +203,8 @@ class Runtime(RunState):
                 log.warning("no journal for this run (%s)", exc)
                 return
             root = os.path.dirname(self.run_dir)
-            default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
             self.logs_hint = f"taskflow logs {self.run_id} {{task}}" + (
-                "" if root == default else f" --run-dir {root}")
+                "" if root == runs_root() else f" --run-dir {root}")
 
     def stop(self, wait: bool = True) -> None:
         """Wait for every task (unless ``wait=False``), put files in place, shut down."""
