@@ -11,8 +11,8 @@ import socket
 import sqlite3
 from typing import Any
 
-from ..errors import RunNotFound
-from .root import runs_root
+from ..errors import RunNotFound as RunNotFound      # re-exported: the reader raises it
+from .root import runs_root as runs_root            # re-exported: the journal package names it
 from .schema import JOURNAL_NAME
 
 STATES = ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE", "FAILED", "CANCELLED",
