@@ -37,7 +37,7 @@ class RunPlan:
     runtime: dict[str, Any]         # Runtime's keywords
     grace: float = 10.0             # seconds running tasks get when the run is interrupted
     explain: bool = False           # a resumed run says why calls ran again
-    progress: bool = False          # progress bars on stderr
+    progress: bool | None = None    # progress bars on stderr (None: when it is a terminal)
     graph: bool = False             # pictures written into the run's directory at the end
     trace: bool = False
     monitor: int | None = None      # the web monitor's port (0: any free one)
@@ -122,7 +122,8 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
         sys.exit(2)
     mon = run_started(rt, plan.monitor)
     launcher.started(rt)
-    prog = Progress(rt) if plan.progress else None
+    show = sys.stderr.isatty() if plan.progress is None else plan.progress
+    prog = Progress(rt) if show else None
     signum = 0                      # the signal that interrupted the run (interrupts.py)
     end = ScriptEnd()
     sys.argv = [plan.script, *plan.script_args]

@@ -9,7 +9,6 @@ itself is :func:`.driver.drive`'s, with taskflow's own launcher or, under
 """
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -147,8 +146,7 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         resumable=resumable, resume=resume_dir, resume_check=resume_check,
         checkpoint=checkpoint, **rt_opts)
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,
-                   progress=sys.stderr.isatty() if progress is None
-                   else progress, graph=graph_, trace=trace_, monitor=monitor)
+                   progress=progress, graph=graph_, trace=trace_, monitor=monitor)
     launcher.adjust(plan)
     drive(plan, launcher)
 

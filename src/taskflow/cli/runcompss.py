@@ -223,7 +223,8 @@ class Runcompss(Launcher):
             if d:
                 sys.path.insert(0, os.path.abspath(d))
         plan.runtime["echo_logs"] = False       # task output stays in the tasks' logs
-        plan.progress = False
+        if plan.progress is None:               # runcompss shows none; --progress asks
+            plan.progress = False
         if opts.get("monitoring") and plan.monitor is None:
             plan.monitor = 0
         plan.graph = plan.graph or _truthy(opts.get("graph", False))
