@@ -224,6 +224,58 @@ def test_a_signal_stops_the_run_cleanly_and_says_how_to_continue(tmp_path, sig, 
     assert len(ran_before & again) <= tasks.get("INTERRUPTED", 0)
 
 
+SLOW_PYCOMPSS = textwrap.dedent('''
+    import os, time
+    from pycompss.api.api import compss_wait_on
+    from pycompss.api.binary import binary
+    from pycompss.api.task import task
+
+    @task(returns=int)
+    def step(i):
+        with open("runs.log", "a") as f:
+            f.write(f"step{i}\\n")
+        time.sleep(0.25)
+        return i
+
+    @binary(binary="sleep")
+    @task()
+    def nap(s):
+        pass
+
+    if __name__ == "__main__":
+        out = [step(i) for i in range(24)]
+        nap(int(os.environ.get("NAP", "60")))      # still running when the signal comes
+        print("SUM", sum(compss_wait_on(out)))
+''')
+
+
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_a_pycompss_run_as_it_stops_a_native_one(tmp_path, sig, status):
+    """`taskflow run --compat pycompss` has the one run driver: the same clean stop, exit
+    status and resume as the test above, with runcompss's closing lines."""
+    (tmp_path / "app.py").write_text(SLOW_PYCOMPSS)
+    p = _start(tmp_path, "--compat", "pycompss", "--resumable", "--grace", "3", "app.py")
+    _until(lambda: (tmp_path / "runs.log").exists() and
+           len((tmp_path / "runs.log").read_text().split()) >= 4)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == status, err
+    assert out.rstrip().endswith("Error running application\n" + "-" * 60), out
+    run, state, tasks = _journal(tmp_path)
+    assert state == "interrupted"
+    assert set(tasks) <= {"DONE", "INTERRUPTED"} and tasks.get("INTERRUPTED", 0) >= 1
+    assert f"continue it with: taskflow run --compat pycompss --resume {run} app.py" in err
+    assert "interrupted while running" in err and "never started" in err
+    done_before = tasks.get("DONE", 0)
+    ran_before = set(_ran(tmp_path))
+    r = _run(tmp_path, "--compat", "pycompss", "--resume", run, "app.py", nap="1")
+    assert r.returncode == 0, r.stderr
+    assert "SUM 276" in r.stdout and r.stdout.rstrip().endswith("-" * 60)
+    again = set(_ran(tmp_path))
+    assert f"{done_before} task(s) restored" in r.stderr
+    assert len(ran_before & again) <= tasks.get("INTERRUPTED", 0)
+
+
 STUBBORN = textwrap.dedent('''
     from taskflow import task, binary, wait_on
 

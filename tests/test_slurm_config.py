@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from taskflow.providers.cluster import ClusterConfigError, parse_cluster, slurm_cli_provider
+from taskflow.cli.nodes import slurm_cli_provider
+from taskflow.providers.cluster import ClusterConfigError, parse_cluster
 from taskflow.providers.slurm import SlurmProvider
 
 

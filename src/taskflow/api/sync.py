@@ -13,7 +13,7 @@ from ..errors import UsageError
 from ..future import _NOVALUE, Future
 from ..graph import task as T
 from ..graph.registry import materialize
-from ..runtime import current
+from ..runtime import current, embedded
 
 if TYPE_CHECKING:
     from ..runtime.runtime import Runtime
@@ -267,7 +267,7 @@ def file_exists(*paths: Any) -> Any:
 
 
 def number_of_resources() -> int:
-    rt = current.get_or_start()
+    rt = embedded.get_or_start()
     return sum(1 for n in rt.nodes if n.alive)
 
 
@@ -283,7 +283,7 @@ class TaskGroup:
         self.implicit_barrier = implicit_barrier
 
     def __enter__(self) -> "TaskGroup":
-        rt = current.get_or_start()
+        rt = embedded.get_or_start()
         rt.groups.setdefault(self.name, [])
         rt.group_stack.append(self.name)
         return self

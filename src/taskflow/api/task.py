@@ -20,6 +20,7 @@ from ..errors import ParameterError, UsageError
 from ..graph.param import Param
 from ..graph.spec import TaskSpec
 from ..runtime import current as _current
+from ..runtime import embedded as _embedded
 from .parameter import IN, parse_param
 
 _RESERVED = {"returns", "priority", "time_out", "on_failure", "retries",
@@ -40,7 +41,7 @@ class TaskFunction:
             return self.__wrapped__(*args, **kwargs)
         rt = _current._current
         if rt is None:
-            rt = _current.get_or_start()
+            rt = _embedded.get_or_start()
         return rt.submit(self.spec, args, kwargs)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:

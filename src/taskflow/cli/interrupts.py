@@ -12,11 +12,14 @@ Slurm's walltime warning (``--signal``) is a SIGTERM and takes the same path.
 """
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from ..journal.root import runs_root
 
 if TYPE_CHECKING:
     from ..runtime.runtime import Runtime
@@ -53,23 +56,24 @@ def stop_interrupted(rt: Runtime, signum: int, grace: float) -> None:
         rt.kill(name)
 
 
-def resume_command(rt: Runtime, script: str, args: tuple[str, ...]) -> str:
+def resume_command(rt: Runtime, script: str, args: tuple[str, ...],
+                   options: tuple[str, ...] = ()) -> str:
     """The command that continues this run (in a job of ``taskflow submit``: submitting it
-    again, with the same options)."""
-    import os
+    again, with the same options); ``options``: those ``run`` needs to run the script the
+    same way (``--compat pycompss``)."""
     resubmit = os.environ.get("TASKFLOW_RESUBMIT")
     if resubmit is not None:
         argv = ["submit", *shlex.split(resubmit), "--resume", rt.run_id]
     else:
-        argv = ["run", "--resume", rt.run_id]
+        argv = ["run", *options, "--resume", rt.run_id]
     root = os.path.dirname(rt.run_dir)
-    default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
-    if root != default and "--run-dir" not in argv:
+    if root != runs_root() and "--run-dir" not in argv:
         argv += ["--run-dir", root]
     return shlex.join(["taskflow", *argv, script, *args])
 
 
-def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...]) -> str:
+def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...],
+                        options: tuple[str, ...] = ()) -> str:
     c = rt.counts()
     ended = c["done"] + c["failed"] + c["cancelled"] + c["interrupted"]
     never = max(0, c["submitted"] - ended)
@@ -79,4 +83,4 @@ def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...]) -> str:
     if rt.log is None:
         return head + ("\n  (it was not resumable: start runs with --resumable to be able "
                        "to continue them)")
-    return head + f"\n  continue it with: {resume_command(rt, script, args)}"
+    return head + f"\n  continue it with: {resume_command(rt, script, args, options)}"

@@ -15,6 +15,7 @@ import click
 from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
 from ..runtime.resume import rerun_lines
+from .observe import run_dir_option
 
 
 def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
@@ -51,8 +52,7 @@ def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
 
 @click.command()
 @click.argument("run", required=False)
-@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
-              help="Where runs are kept (default $TASKFLOW_RUN_DIR or .taskflow/runs).")
+@run_dir_option
 def explain(run: str | None, run_dir: str | None) -> None:
     """Why the calls of a resumed RUN ran again, one line per task name (default: latest)."""
     try:

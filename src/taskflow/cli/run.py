@@ -3,25 +3,22 @@
 The script runs as ``__main__`` with a runtime started, progress bars on a
 terminal and a summary at the end; the exit status is non-zero when the
 script raised or a task failed (the script's ``taskflow.stop(code=N)``: N).
+This module reads the options into a :class:`.driver.RunPlan`; the run
+itself is :func:`.driver.drive`'s, with taskflow's own launcher or, under
+``--compat pycompss``, runcompss's (:mod:`.runcompss`).
 """
 from __future__ import annotations
 
-import os
-import runpy
-import sys
-import time
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
 from .. import diagnostics
-from ..errors import UsageError
 from ..observe.cliopts import OptionalValueCommand
-from . import interrupts
+from .driver import Launcher, RunPlan, drive
+from .nodes import cluster_options, slurm_cli_provider
+from .observe import run_dir_option
 from .resuming import run_to_resume
-
-if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
 
 # Resumable by default or not: chosen from benchmarks/resume_cost.py (README).
 RESUMABLE_DEFAULT = False
@@ -31,7 +28,7 @@ class RunCommand(OptionalValueCommand):
     """``run``'s parser: under ``--compat pycompss`` runcompss's options are taken off first."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        from ..compat.runcompss import translate, wants_compat
+        from .runcompss import translate, wants_compat
         takes_value = {o for p in self.params if isinstance(p, click.Option)
                        and not p.is_flag and not p.count for o in p.opts}
         if wants_compat(args, takes_value):
@@ -71,8 +68,7 @@ class RunCommand(OptionalValueCommand):
               help="With --resume: say, per task name, why calls ran again.")
 @click.option("--placement", type=click.Choice(["locality", "least-loaded", "fifo"]),
               default="locality", show_default=True, help="How a node is chosen for a task.")
-@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
-              help="Where runs are kept (default .taskflow/runs).")
+@run_dir_option
 @click.option("--memory-budget", default=None, metavar="AMOUNT",
               help="Per node: above it, values held there spill to its disk. GB, an amount "
                    "(4GiB, 512MB) or a share of the node's memory (default 60%).")
@@ -126,19 +122,17 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
         trace_: bool, monitor: int | None, compat: str | None, compat_force: bool,
         script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
+    ctx = click.get_current_context()
+    meta = ctx.meta
+    launcher = Launcher()
     if compat == "pycompss":
-        from ..compat.runcompss import run_compat
-        run_compat(dict(click.get_current_context().params), click.get_current_context().meta)
-        return
-    diagnostics.setup(log_level)
-    from ..runtime.console import Progress, summary
-    from ..runtime.failreport import end_of_run
-    from ..runtime.runtime import Runtime
-    from ..providers.cluster import cli_runtime_options
-    meta = click.get_current_context().meta
-    rt_opts = cli_runtime_options(meta.get("tf_cluster"), placement)
+        from .runcompss import Runcompss
+        launcher = Runcompss(meta.get("tf_runcompss"), script, compat_force)
+    diagnostics.setup(launcher.log_level(log_level))
+    launcher.prepare()
+    rt_opts = cluster_options(meta.get("tf_cluster"), placement)
+    launcher.nodes(rt_opts, bool(meta.get("tf_cluster") or meta.get("tf_slurm")))
     if meta.get("tf_slurm"):
-        from ..providers.cluster import slurm_cli_provider
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
                                                    meta.get("tf_slurm_opts") or ())]
     resume_dir = run_to_resume(resume, script, run_dir) if resume is not None else None
@@ -147,62 +141,14 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
             rt_opts[key] = _amount(amount)
     if memory_limit:
         rt_opts["memory_limit"] = True
-    try:
-        rt = Runtime(workers=workers, nodes=nodes, retries=retries, run_dir=run_dir,
-                     crash_limit=crash_limit, resumable=resumable, resume=resume_dir,
-                     resume_check=resume_check, checkpoint=checkpoint, **rt_opts)
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from None
-    # before the nodes start: they get the master's sys.path, so the modules beside the
-    # script import there too
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    t0 = time.time()
-    try:
-        rt.start()
-    except Exception as exc:
-        click.echo(f"taskflow: could not start the runtime: {exc}", err=True)
-        sys.exit(2)
-    from .observe import run_finished, run_started
-    mon = run_started(rt, monitor)
-    show = sys.stderr.isatty() if progress is None else progress
-    prog = Progress(rt) if show else None
-    script_failed = False
-    signum = 0                      # the signal that interrupted the run (interrupts.py)
-    script_exc: BaseException | None = None
-    sys.argv = [script, *script_args]
-    interrupts.catch_sigterm()
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit as exc:
-        script_failed = exc.code not in (None, 0)
-    except (KeyboardInterrupt, interrupts.Terminated) as exc:
-        signum = interrupts.signal_of(exc)
-    except BaseException as exc:  # noqa: BLE001 - report whatever the script raised
-        script_failed = True
-        script_exc = exc
-    if not signum:
-        try:
-            rt.wait_all()           # the end of the script waits for every task
-        except (KeyboardInterrupt, interrupts.Terminated) as exc:
-            signum = interrupts.signal_of(exc)
-    try:
-        if signum:
-            interrupts.stop_interrupted(rt, signum, grace)
-        else:
-            rt.stop()
-    finally:
-        if prog is not None:
-            prog.close()
-    if signum:
-        click.echo(interrupts.interrupted_summary(rt, script, script_args), err=True)
-        run_finished(rt, graph_, trace_, mon)
-        sys.exit(128 + signum)
-    if rt.resumer is not None:
-        _resume_report(rt, explain)
-    # every failure once: the failed tasks' blocks, then the summary line
-    click.echo(end_of_run(rt, script_exc, summary(rt, time.time() - t0)), err=True)
-    run_finished(rt, graph_, trace_, mon)
-    sys.exit(rt.exit_code or (1 if (script_failed or rt.failed) else 0))   # stop(code=N): N
+    runtime: dict[str, Any] = dict(
+        workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, crash_limit=crash_limit,
+        resumable=resumable, resume=resume_dir, resume_check=resume_check,
+        checkpoint=checkpoint, **rt_opts)
+    plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,
+                   progress=progress, graph=graph_, trace=trace_, monitor=monitor)
+    launcher.adjust(plan)
+    drive(plan, launcher)
 
 
 def _amount(text: str) -> float | str:
@@ -211,15 +157,3 @@ def _amount(text: str) -> float | str:
         return float(text)
     except ValueError:
         return text
-
-
-def _resume_report(rt: Runtime, explain: bool) -> None:
-    """What a resumed run restored, and (``--explain``) why the rest ran again."""
-    r = rt.resumer
-    assert r is not None
-    click.echo(f"taskflow: resumed run {os.path.basename(r.store.run_dir)}: {r.restored} "
-               f"task(s) restored, {sum(sum(v.values()) for v in r.reruns.values())} ran "
-               f"again", err=True)
-    if explain:
-        for line in r.lines():
-            click.echo(f"  {line}", err=True)

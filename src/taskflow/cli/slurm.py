@@ -16,6 +16,8 @@ import time
 import click
 
 from ..context import private_dir
+from ..journal.root import runs_root
+from .observe import run_dir_option
 
 
 
@@ -74,8 +76,7 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
 @click.option("--worker-init", multiple=True, metavar="CMD",
               help="A shell line run before the master and each agent (repeatable), "
                    "e.g. 'module load python/3.11'.")
-@click.option("--run-dir", type=click.Path(file_okay=False), default=None,
-              help="Where runs are kept (default .taskflow/runs).")
+@run_dir_option
 @click.option("--resumable/--not-resumable", default=True, show_default=True,
               help="Keep what finishes so that a job that hits its walltime (or is "
                    "cancelled) can be submitted again with --resume.")
@@ -97,8 +98,7 @@ def submit(nodes: int, time_limit: str, partition: str | None, cpus: int | None,
     """Submit SCRIPT to Slurm: its master and its workers run in one allocation."""
     if nodes < 1:
         raise click.BadParameter("must be >= 1", param_hint="--nodes")
-    root = os.path.abspath(run_dir or os.environ.get("TASKFLOW_RUN_DIR")
-                           or os.path.join(".taskflow", "runs"))
+    root = runs_root(run_dir)
     out_dir = os.path.join(os.path.dirname(root), "submit")
     name = job_name or "taskflow-" + os.path.splitext(os.path.basename(script))[0]
     text = job_script(script, script_args, nodes=nodes, time_limit=time_limit, job_name=name,

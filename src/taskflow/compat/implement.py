@@ -15,7 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..runtime import current
+from ..runtime import embedded
 
 if TYPE_CHECKING:
     from .taskfn import CompatTaskFunction
@@ -59,7 +59,7 @@ def choose(tf: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
     alts = alternatives(tf)
     if not alts:
         return tf
-    rt = current.get_or_start()
+    rt = embedded.get_or_start()
     impls = [tf] + alts
     nodes = [n for n in rt.nodes if n.usable]
     fitting_ever = []

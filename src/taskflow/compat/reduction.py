@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..graph.expr import bind
 from ..errors import UsageError
-from ..runtime import current
+from ..runtime import embedded
 
 if TYPE_CHECKING:
     from .taskfn import CompatTaskFunction
@@ -54,7 +54,7 @@ def reduce_call(tf: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str,
         raise UsageError(f"@reduction task {tf.spec.name}: parameter '{name}' must be a list, "
                          f"got {type(values).__name__}.")
     n = chunk_size(tf, decl.reduction)
-    rt = current.get_or_start()
+    rt = embedded.get_or_start()
     items = list(values)
     if not items:
         raise UsageError(f"@reduction task {tf.spec.name}: '{name}' is empty; nothing to reduce.")

@@ -33,6 +33,7 @@ from ..future import Future
 from ..graph.expr import bind
 from ..graph.param import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..runtime import current as _current
+from ..runtime import embedded as _embedded
 from . import implement as _impl
 from . import returns as R
 
@@ -88,7 +89,7 @@ class CompatTaskFunction(TaskFunction):
             fast = self._fast = self._static_shape()
         if fast and "returns" not in kwargs and not _impl.ALTERNATIVES and not in_worker():
             # nothing to decide per call: the declared spec as it is (most tasks)
-            rt = _current._current or _current.get_or_start()
+            rt = _current._current or _embedded.get_or_start()
             value = rt.submit(self.spec, args, kwargs)
             n = self.decl.returns.fixed
             return value if n == 1 else (list(value) if n else None)
@@ -104,7 +105,7 @@ class CompatTaskFunction(TaskFunction):
             if target is not self:
                 return target(*args, **kwargs) if call_returns is R.UNSET else \
                     target(*args, returns=call_returns, **kwargs)
-        rt = _current._current or _current.get_or_start()
+        rt = _current._current or _embedded.get_or_start()
         return self.submit(rt, args, kwargs, call_returns)
 
     def submit(self, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any],

@@ -28,7 +28,13 @@ reached = threading.Event()
 
 def _handler(signum: int, frame: object) -> None:
     if reached.is_set():
-        raise WallClockLimit(f"wall clock limit of {_limit:g} s reached")
+        raise limit_reached()
+
+
+def limit_reached() -> WallClockLimit:
+    """The error the application stops with (the launcher also makes it of the
+    KeyboardInterrupt that stops an application whose limit was armed from another thread)."""
+    return WallClockLimit(f"wall clock limit of {_limit:g} s reached")
 
 
 def arm(seconds: float) -> None:

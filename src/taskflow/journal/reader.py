@@ -11,20 +11,12 @@ import socket
 import sqlite3
 from typing import Any
 
+from ..errors import RunNotFound as RunNotFound      # re-exported: the reader raises it
+from .root import runs_root as runs_root            # re-exported: the journal package names it
 from .schema import JOURNAL_NAME
 
 STATES = ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE", "FAILED", "CANCELLED",
           "INTERRUPTED")
-
-
-class RunNotFound(LookupError):
-    """No run matches what the user asked for."""
-
-
-def runs_root(root: str | None = None) -> str:
-    """Where runs are kept: ``root``, ``$TASKFLOW_RUN_DIR`` or ``.taskflow/runs``."""
-    return os.path.abspath(root or os.environ.get("TASKFLOW_RUN_DIR")
-                           or os.path.join(".taskflow", "runs"))
 
 
 def run_ids(root: str | None = None) -> list[str]:

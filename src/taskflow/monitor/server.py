@@ -23,7 +23,6 @@ Pushed (server-sent events, :mod:`.stream`):
 from __future__ import annotations
 
 import json
-import os
 from html import escape
 import secrets
 import threading
@@ -228,4 +227,4 @@ class Monitor:
 
 
 def default_root() -> str:
-    return runs_root(os.environ.get("TASKFLOW_RUN_DIR"))
+    return runs_root()

@@ -266,55 +266,34 @@ def _mapping(node: Any, schema: dict[str, Any], path: str, what: str) -> dict[st
     return out
 
 
-def cli_runtime_options(path: str | None, placement: str) -> dict[str, Any]:
-    """Runtime keywords for ``taskflow run [--cluster FILE]`` (exits 2 on a bad file)."""
+def runtime_options(path: str | None, placement: str) -> dict[str, Any]:
+    """Runtime keywords for a run with cluster file ``path`` (None: this machine only).
+
+    Whatever keeps the file's nodes from being set up (the file itself, paramiko
+    missing, ``mode: allocation`` outside an allocation...) raises
+    :class:`ClusterConfigError` with the reason (``taskflow run`` prints it).
+    """
     if not path:
         return {"placement": placement}
     try:
         cfg = load_cluster(path)
         providers = cfg.providers()
-    except Exception as exc:  # noqa: BLE001 - the user's config: report and stop
-        import click
-        click.echo(f"taskflow: {exc}", err=True)
-        raise SystemExit(2) from None
-    # --placement given on the command line wins over the file's
+    except ClusterConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the user's config: one error type, its reason
+        raise ClusterConfigError(str(exc)) from exc
+    # a placement other than the default (given on the command line) wins over the file's
     return {"placement": placement if placement != "locality" else cfg.placement,
             "providers": providers, "memory_budget": cfg.memory_budget,
             "memory_pause": cfg.memory_pause}
 
 
-def slurm_cli_provider(mode: str, nodes: int, opts: tuple[str, ...]) -> Any:
-    """The SlurmProvider of ``taskflow run --slurm MODE --slurm-nodes N --slurm-opt K=V ...``.
+def slurm_provider(section: dict[str, Any], source: str) -> Provider:
+    """The provider of a ``slurm`` section given as a mapping (not read from a file).
 
-    The keys and their checks are the cluster file's ``slurm`` section's; a
-    mistake exits with status 2 and says which option and why.
+    Its keys and checks are the cluster file's; a wrong one raises
+    :class:`ClusterConfigError` naming ``source`` where a file would be named,
+    a provider that cannot work here its own error (a ``RuntimeError``).
     """
-    import click
-    sec: dict[str, Any] = {"mode": mode, "nodes": nodes}
-    for opt in opts:
-        key, sep, value = opt.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            click.echo(f"taskflow: --slurm-opt {opt!r}: write KEY=VALUE (e.g. partition=debug)",
-                       err=True)
-            raise SystemExit(2)
-        if key in ("sbatch", "worker_init"):
-            sec.setdefault(key, []).append(value)
-        elif key in ("time", "partition", "account", "qos", "memory", "python", "host"):
-            sec[key] = value
-        else:
-            try:
-                sec[key] = yaml.safe_load(value)
-            except yaml.YAMLError:
-                sec[key] = value
-    try:
-        (provider,) = parse_cluster(yaml.safe_dump({"slurm": sec}), "--slurm-opt").providers()
-    except ClusterConfigError as exc:
-        msg = str(exc).split(": ", 1)[-1].replace("slurm.", "--slurm-opt ")
-        click.echo(f"taskflow: {msg}", err=True)
-        raise SystemExit(2) from None
-    except RuntimeError as exc:          # e.g. --slurm allocation outside an allocation
-        msg = str(exc)
-        click.echo(f"taskflow: {msg}", err=True)
-        raise SystemExit(2) from None
+    (provider,) = parse_cluster(yaml.safe_dump({"slurm": section}), source).providers()
     return provider

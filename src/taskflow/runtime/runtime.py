@@ -31,10 +31,11 @@ from .. import diagnostics
 from ..context import private_dir
 from ..wire import budget
 from ..wire.invocation import Options, limit_memory
-from . import gctune, outcomes
+from . import current, gctune, outcomes
 from .calltime import CallTimes
 from .dispatch import Dispatcher
 from ..graph.keys import Keys
+from ..journal.root import runs_root
 from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
 from .state import RunState
 
@@ -107,14 +108,13 @@ class Runtime(RunState):
         given = os.environ.get("TASKFLOW_RUN_ID", "")      # a nested run (@workflow) is named
         self.run_id = given if given.replace("-", "").isalnum() and len(given) < 100 else \
             time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-        root = run_dir or os.environ.get("TASKFLOW_RUN_DIR") or os.path.join(".taskflow", "runs")
-        self.run_dir = os.path.abspath(os.path.join(root, self.run_id))
+        self.run_dir = os.path.join(runs_root(run_dir), self.run_id)
         self.data_dir = os.path.join(self.run_dir, "data")
         self.start_timeout = start_timeout
         self.echo_logs = echo_logs
         self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
         self.journal: JournalWriter | None = None
-        self.embedded = False       # started by the first task call (runtime.current)
+        self.embedded = False       # started by the first task call (runtime.embedded)
         self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         # Resumable runs (runtime/resume.py): every call gets a key; finished calls are
         # logged before they are acted on; a resumed run restores the earlier run's.
@@ -188,7 +188,6 @@ class Runtime(RunState):
                 self.bus.emit(("node_join", time.time(), 0, "", n.name, dict(n.info, slots=n.slots)))
         for p in self.providers:    # elastic providers (Slurm pilots) add nodes later
             p.attach(self)
-        from . import current
         current.set_current(self)
         return self
 
@@ -207,9 +206,8 @@ class Runtime(RunState):
                 log.warning("no journal for this run (%s)", exc)
                 return
             root = os.path.dirname(self.run_dir)
-            default = os.path.abspath(os.environ.get("TASKFLOW_RUN_DIR") or ".taskflow/runs")
             self.logs_hint = f"taskflow logs {self.run_id} {{task}}" + (
-                "" if root == default else f" --run-dir {root}")
+                "" if root == runs_root() else f" --run-dir {root}")
 
     def stop(self, wait: bool = True) -> None:
         """Wait for every task (unless ``wait=False``), put files in place, shut down."""
@@ -273,7 +271,6 @@ class Runtime(RunState):
         if not self.interrupted and not self.resumable:   # else: kept for a resume
             self._cleanup_data()
         gctune.restore()
-        from . import current
         current.clear_current(self)
 
     # -- what elastic providers see (providers.base.NodeSink) -------------------

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from ....api import sync
 from ....errors import UsageError
-from ....runtime import current
+from ....runtime import current, embedded
 
 log = logging.getLogger("taskflow.compat.pycompss")
 
@@ -38,7 +38,7 @@ def compss_start(log_level: str = "off", tracing: bool = False, interactive: boo
         raise UsageError("compss_start(interactive=True): the Jupyter integration of PyCOMPSs "
                          "is not supported by taskflow's PyCOMPSs layer; use taskflow.start() "
                          "in a notebook.")
-    current.get_or_start()
+    embedded.get_or_start()
 
 
 def compss_stop(code: int = 0, _hard_stop: bool = False) -> None:
@@ -139,7 +139,7 @@ def compss_get_number_of_resources() -> int:
 
 
 def _elastic(n: int, what: str) -> bool:
-    rt = current.get_or_start()
+    rt = embedded.get_or_start()
     for p in rt.providers:
         if getattr(p, "mode", None) == "pilot" and hasattr(p, "target"):
             p.target = max(1, p.target + n)       # the pilot loop submits or lets jobs end

@@ -1,5 +1,10 @@
 """``taskflow run --compat pycompss [runcompss options] app.py [args]``: the runcompss launcher.
 
+runcompss's options and its ways (:class:`Runcompss`) on the one run driver
+of ``taskflow run`` (:mod:`.driver`), so interrupts, ``--grace`` and exit
+statuses are those of ``taskflow run``. The PyCOMPSs layer it runs the
+application with is :mod:`taskflow.compat`.
+
 What a PyCOMPSs user and their test scripts expect from ``runcompss``:
 
 - the application runs as ``__main__`` in the globals runcompss's launcher
@@ -11,7 +16,7 @@ What a PyCOMPSs user and their test scripts expect from ``runcompss``:
 - runcompss's options, before the application: ``-g``/``--graph[=bool]``,
   ``-t``/``--tracing[=level]``, ``-m``/``--monitoring[=ms]``, ``-d``/``--debug``,
   ``--log_level=off|info|debug|trace``, ``--summary``, ``--project=FILE``,
-  ``--resources=FILE`` (:mod:`.xmlconfig`), ``--wall_clock_limit=S``,
+  ``--resources=FILE`` (:mod:`taskflow.compat.xmlconfig`), ``--wall_clock_limit=S``,
   ``--env_script=FILE`` (sourced with bash; its exported variables reach the
   application and every node), ``--pythonpath=DIRS``, ``--lang=python``; the
   Java runtime's own tuning options (``--jvm_*``, ``--comm``, ``--scheduler``,
@@ -19,8 +24,10 @@ What a PyCOMPSs user and their test scripts expect from ``runcompss``:
 - task output stays in the tasks' logs (``taskflow logs``), as runcompss keeps
   it in the job files, instead of the application's stdout.
 
-taskflow's own ``run`` options (``--workers``, ``--cluster``, ``--run-dir``...)
-still apply and may be mixed in.
+taskflow's own ``run`` options (``--workers``, ``--cluster``, ``--run-dir``,
+``--grace``...) still apply and may be mixed in. Ctrl-C and SIGTERM stop the
+run as they stop ``taskflow run`` (running tasks get ``--grace`` seconds, the
+exit status is 130 or 143), and the closing lines follow.
 """
 from __future__ import annotations
 
@@ -29,14 +36,17 @@ import os
 import runpy
 import subprocess
 import sys
-import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+from ..compat import importhook, services, wallclock, xmlconfig
+from ..errors import ClusterConfigError
+from .driver import Launcher, RunPlan, ScriptEnd
 
 if TYPE_CHECKING:
     from ..runtime.runtime import Runtime
-
-import click
 
 DASHES = "-" * 60
 ERROR = "Error running application"
@@ -150,134 +160,130 @@ def source_env(script: str) -> dict[str, str]:
     return env
 
 
-def run_compat(p: dict[str, Any], meta: dict[str, Any]) -> None:
-    """The body of ``taskflow run`` under ``--compat pycompss`` (``p``: run's parameters)."""
-    from .. import diagnostics
-    from ..errors import ClusterConfigError, UsageError
-    from ..providers.cluster import cli_runtime_options
-    from ..runtime.console import summary
-    from ..runtime.failreport import end_of_run
-    from ..runtime.runtime import Runtime
-    from . import importhook, services, wallclock
-    opts = meta.get("tf_runcompss") or {"ignored": []}
-    script = p["script"]
-    app = os.path.basename(script)
-    lang = opts.get("lang")
-    if lang and lang.lower() not in ("python", "py"):
-        _fail(f"--lang={lang}: taskflow runs Python applications only")
-    level = p["log_level"]
-    if opts.get("debug"):
-        level = "debug"
-    if opts.get("log_level"):
-        lv = opts["log_level"].lower()
-        if lv not in _LEVELS:
-            _fail(f"--log_level={opts['log_level']}: use off, info, debug or trace")
-        level = _LEVELS[lv]
-    diagnostics.setup(level)
-    for ign in opts["ignored"]:
-        logging.getLogger("taskflow.compat").info("%s: a COMPSs runtime option with no effect "
-                                                  "here", ign)
-    try:
-        importhook.install(force=p["compat_force"])
-    except importhook.RealPyCOMPSsInstalled as exc:
-        _fail(str(exc))
-    if opts.get("env_script"):
-        os.environ.update(source_env(opts["env_script"]))
-    rt_opts = cli_runtime_options(meta.get("tf_cluster"), p["placement"])
-    if opts.get("project") or opts.get("resources"):
-        if meta.get("tf_cluster") or meta.get("tf_slurm"):
+class Runcompss(Launcher):
+    """runcompss's launcher on the one run driver (:func:`.driver.drive`).
+
+    ``opts``: the runcompss options :func:`translate` took off the command line.
+    """
+
+    resume_options = ("--compat", "pycompss")
+
+    def __init__(self, opts: dict[str, Any] | None, script: str, force: bool) -> None:
+        self.opts = opts or {"ignored": []}
+        self.path = os.path.abspath(script)
+        self.app = os.path.basename(script)
+        self.force = force              # --compat-force: shadow a real PyCOMPSs
+
+    # -- the options --------------------------------------------------------------------
+    def log_level(self, level: str) -> str:
+        opts = self.opts
+        lang = opts.get("lang")
+        if lang and lang.lower() not in ("python", "py"):
+            _fail(f"--lang={lang}: taskflow runs Python applications only")
+        if opts.get("debug"):
+            level = "debug"
+        if opts.get("log_level"):
+            lv = opts["log_level"].lower()
+            if lv not in _LEVELS:
+                _fail(f"--log_level={opts['log_level']}: use off, info, debug or trace")
+            level = _LEVELS[lv]
+        return level
+
+    def prepare(self) -> None:
+        for ign in self.opts["ignored"]:
+            logging.getLogger("taskflow.compat").info("%s: a COMPSs runtime option with no "
+                                                      "effect here", ign)
+        try:
+            importhook.install(force=self.force)
+        except importhook.RealPyCOMPSsInstalled as exc:
+            _fail(str(exc))
+        if self.opts.get("env_script"):
+            os.environ.update(source_env(self.opts["env_script"]))
+
+    def nodes(self, rt_opts: dict[str, Any], other_nodes: bool) -> None:
+        """``--project`` / ``--resources``: the nodes of COMPSs's XML files."""
+        project, resources = self.opts.get("project"), self.opts.get("resources")
+        if not (project or resources):
+            return
+        if other_nodes:
             _fail("--project/--resources describe the nodes already; leave out --cluster "
                   "and --slurm")
-        from .xmlconfig import load
         try:
-            xml = load(opts.get("project"), opts.get("resources"))
+            xml = xmlconfig.load(project, resources)
             providers = xml.providers()
         except ClusterConfigError as exc:
             _fail(str(exc))
         services.set_services(xml.http)
         if providers:
             rt_opts["providers"] = providers
-    if meta.get("tf_slurm"):
-        from ..providers.cluster import slurm_cli_provider
-        rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
-                                                   meta.get("tf_slurm_opts") or ())]
-    for d in (opts.get("pythonpath") or "").split(":"):
-        if d:
-            sys.path.insert(0, os.path.abspath(d))
-    path = os.path.abspath(script)
-    sys.path.insert(0, os.path.dirname(path))   # before the nodes start: they get sys.path
-    from ..cli.resuming import run_to_resume
-    resume = p["resume"]
-    try:
-        rt = Runtime(workers=p["workers"], nodes=p["nodes"], retries=p["retries"],
-                     run_dir=p["run_dir"], echo_logs=False, crash_limit=p["crash_limit"],
-                     resumable=p["resumable"], resume_check=p["resume_check"],
-                     checkpoint=p.get("checkpoint"),
-                     resume=run_to_resume(resume, script, p["run_dir"]) if resume is not None
-                     else None, **rt_opts)
-    except UsageError as exc:
-        _fail(str(exc))
-    print(f"----------------- Executing {app} --------------------------", flush=True)
-    t0 = time.time()
-    try:
-        rt.start()
-    except Exception as exc:  # noqa: BLE001 - report why, then the closing line
-        click.echo(f"taskflow: could not start the runtime: {exc}", err=True)
+
+    def adjust(self, plan: RunPlan) -> None:
+        opts = self.opts
+        for d in (opts.get("pythonpath") or "").split(":"):
+            if d:
+                sys.path.insert(0, os.path.abspath(d))
+        plan.runtime["echo_logs"] = False       # task output stays in the tasks' logs
+        if plan.progress is None:               # runcompss shows none; --progress asks
+            plan.progress = False
+        if opts.get("monitoring") and plan.monitor is None:
+            plan.monitor = 0
+        plan.graph = plan.graph or _truthy(opts.get("graph", False))
+        plan.trace = plan.trace or _truthy(opts.get("tracing", False))
+
+    def refuse(self, message: str) -> NoReturn:
+        _fail(message)
+
+    # -- the run ------------------------------------------------------------------------
+    def starting(self) -> None:
+        print(f"----------------- Executing {self.app} --------------------------", flush=True)
+
+    def start_failed(self) -> None:
         print(f"\n{ERROR}\n{DASHES}", flush=True)
-        sys.exit(2)
-    from ..cli.observe import run_finished, run_started
-    mon = run_started(rt, 0 if opts.get("monitoring") and p["monitor"] is None else p["monitor"])
-    if opts.get("wall_clock_limit"):
+
+    def started(self, rt: Runtime) -> None:
+        limit = self.opts.get("wall_clock_limit")
+        if limit:
+            try:
+                wallclock.arm(float(limit))
+            except ValueError:
+                _fail(f"--wall_clock_limit={limit}: give seconds")
+
+    def run_script(self, script: str) -> None:
+        from ..compat.pycompss.api.api import compss_start, compss_stop
         try:
-            wallclock.arm(float(opts["wall_clock_limit"]))
-        except ValueError:
-            _fail(f"--wall_clock_limit={opts['wall_clock_limit']}: give seconds")
-    from .pycompss.api.api import compss_start, compss_stop
-    sys.argv = [script, *p["script_args"]]
-    status = 0
-    interrupted = False
-    try:
-        runpy.run_path(path, run_name="__main__", init_globals={
-            "sys": sys, "os": os, "logging": logging, "traceback": traceback,
-            "compss_start": compss_start, "compss_stop": compss_stop, "app_path": path})
-    except SystemExit as exc:
-        code = exc.code
-        status = code if isinstance(code, int) else (0 if code is None else 1)
-        if code not in (None, 0) and not isinstance(code, int):
-            print(code, file=sys.stderr)
-    except wallclock.WallClockLimit as exc:
-        interrupted = True
-        status = 1
-        click.echo(f"taskflow: {exc}: every task was cancelled and the application stopped",
-                   err=True)
-    except KeyboardInterrupt:
-        interrupted = True
-        status = 1
-        click.echo("taskflow: interrupted; stopping without waiting for running tasks", err=True)
-    except BaseException:  # noqa: BLE001 - the application's error, as runcompss shows it
-        status = 1
+            runpy.run_path(self.path, run_name="__main__", init_globals={
+                "sys": sys, "os": os, "logging": logging, "traceback": traceback,
+                "compss_start": compss_start, "compss_stop": compss_stop,
+                "app_path": self.path})
+        except KeyboardInterrupt:
+            if wallclock.reached.is_set():  # the limit, armed from another thread than this
+                raise wallclock.limit_reached() from None
+            raise
+        finally:
+            wallclock.disarm()
+
+    def script_ended(self, exc: BaseException) -> ScriptEnd:
+        if isinstance(exc, SystemExit):         # the application's own status
+            code = exc.code
+            if code not in (None, 0) and not isinstance(code, int):
+                print(code, file=sys.stderr)
+            return ScriptEnd(code if isinstance(code, int) else (0 if code is None else 1))
+        if isinstance(exc, wallclock.WallClockLimit):
+            click.echo(f"taskflow: {exc}: every task was cancelled and the application "
+                       f"stopped", err=True)
+            return ScriptEnd(1, cancel="the application was stopped")
+        # the application's error, as runcompss shows it
         click.echo(traceback.format_exc().rstrip(), err=True)
-    finally:
-        wallclock.disarm()
-    if interrupted:
-        rt.cancel_all("the application was stopped")
-    if not rt.stopped:
-        rt.stop(wait=not interrupted)
-    if opts.get("summary"):
-        print(task_summary(rt), flush=True)
-    # every failed task once (name, node, error, own frames), then the summary line
-    click.echo(end_of_run(rt, None, summary(rt, time.time() - t0)), err=True)
-    graph = p["graph_"] or _truthy(opts.get("graph", False))
-    trace = p["trace_"] or _truthy(opts.get("tracing", False))
-    run_finished(rt, graph, trace, mon)
-    if rt.exit_code:
-        status = rt.exit_code
-    elif status == 0 and rt.failed:
-        status = 1
-    if status:
-        print(f"\n{ERROR}", flush=True)
-    print(DASHES, flush=True)
-    sys.exit(status)
+        return ScriptEnd(1)
+
+    def ending(self, rt: Runtime) -> None:
+        if self.opts.get("summary"):
+            print(task_summary(rt), flush=True)
+
+    def closing(self, status: int) -> None:
+        if status:
+            print(f"\n{ERROR}", flush=True)
+        print(DASHES, flush=True)
 
 
 def task_summary(rt: Runtime) -> str:
@@ -304,7 +310,7 @@ def task_summary(rt: Runtime) -> str:
     return "\n".join(lines)
 
 
-def _fail(msg: str) -> None:
+def _fail(msg: str) -> NoReturn:
     click.echo(f"taskflow: {msg}", err=True)
     print(f"\n{ERROR}\n{DASHES}", flush=True)
     sys.exit(2)

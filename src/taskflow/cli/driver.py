@@ -1,0 +1,187 @@
+"""The one body of ``taskflow run``: start the runtime, run the script, stop, report, exit.
+
+``taskflow run`` and ``taskflow run --compat pycompss`` build a :class:`RunPlan`
+from their options (:mod:`.run`) and call :func:`drive` with a
+:class:`Launcher`, which holds what differs between them: taskflow's own
+(this class) and runcompss's (:class:`.runcompss.Runcompss`: its header and
+closing lines, the application's globals, its exit status). Everything else
+is one path for both, interrupts first (:mod:`.interrupts`): the first Ctrl-C
+or SIGTERM stops the run cleanly, giving running tasks ``--grace`` seconds,
+and the exit status is 128 + the signal.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+
+import click
+
+from ..errors import UsageError
+from . import interrupts
+from .observe import run_finished, run_started
+
+if TYPE_CHECKING:
+    from ..runtime.runtime import Runtime
+
+
+@dataclass
+class RunPlan:
+    """What ``taskflow run`` was asked to do, its options read."""
+
+    script: str
+    script_args: tuple[str, ...]
+    runtime: dict[str, Any]         # Runtime's keywords
+    grace: float = 10.0             # seconds running tasks get when the run is interrupted
+    explain: bool = False           # a resumed run says why calls ran again
+    progress: bool | None = None    # progress bars on stderr (None: when it is a terminal)
+    graph: bool = False             # pictures written into the run's directory at the end
+    trace: bool = False
+    monitor: int | None = None      # the web monitor's port (0: any free one)
+
+
+class ScriptEnd(NamedTuple):
+    """How the script ended when it raised (SystemExit included)."""
+
+    status: int = 0                     # the exit status it asks for (0: it ended well)
+    error: BaseException | None = None  # what the end-of-run report shows as its error
+    cancel: str | None = None           # cancel every task for this reason, do not wait
+
+
+class Launcher:
+    """What a launcher adds around the run: nothing, for ``taskflow run`` itself."""
+
+    # what `taskflow run` needs besides --resume to continue the run the same way
+    resume_options: tuple[str, ...] = ()
+
+    def log_level(self, level: str) -> str:
+        """The log level, from ``--log-level`` (``level``) and the launcher's own options."""
+        return level
+
+    def prepare(self) -> None:
+        """Before the nodes are read from the options (logging is set up)."""
+
+    def nodes(self, rt_opts: dict[str, Any], other_nodes: bool) -> None:
+        """Nodes the launcher's options describe, into ``rt_opts`` (``other_nodes``:
+        ``--cluster`` or ``--slurm`` describe some)."""
+
+    def adjust(self, plan: RunPlan) -> None:
+        """The launcher's say on the plan before the run starts."""
+
+    def refuse(self, message: str) -> NoReturn:
+        """Options that cannot make a run (before it starts): say so, exit with status 2."""
+        raise click.UsageError(message)
+
+    def starting(self) -> None:
+        """Just before the runtime starts."""
+
+    def start_failed(self) -> None:
+        """The runtime did not start (already said why); the exit status is 2."""
+
+    def started(self, rt: Runtime) -> None:
+        """The runtime runs; the script is about to."""
+
+    def run_script(self, script: str) -> None:
+        runpy.run_path(script, run_name="__main__")
+
+    def script_ended(self, exc: BaseException) -> ScriptEnd:
+        """The script raised ``exc`` (not an interrupt); called in its ``except`` block."""
+        if isinstance(exc, SystemExit):
+            return ScriptEnd(0 if exc.code in (None, 0) else 1)
+        return ScriptEnd(1, exc)
+
+    def ending(self, rt: Runtime) -> None:
+        """The run has stopped; its report comes next."""
+
+    def closing(self, status: int) -> None:
+        """The last words, before exiting with ``status``."""
+
+
+def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
+    """Run ``plan`` and exit: the script's status, ``stop(code=N)``'s N, 1 when a task
+    failed, 128 + the signal when interrupted, 2 when the runtime could not start."""
+    from ..runtime.console import Progress
+    from ..runtime.runtime import Runtime
+    try:
+        rt = Runtime(**plan.runtime)
+    except UsageError as exc:
+        launcher.refuse(str(exc))
+    # before the nodes start: they get the master's sys.path, so the modules beside the
+    # script import there too
+    sys.path.insert(0, os.path.dirname(os.path.abspath(plan.script)))
+    launcher.starting()
+    t0 = time.time()
+    try:
+        rt.start()
+    except Exception as exc:  # noqa: BLE001 - say why, whatever it was
+        click.echo(f"taskflow: could not start the runtime: {exc}", err=True)
+        launcher.start_failed()
+        sys.exit(2)
+    mon = run_started(rt, plan.monitor)
+    launcher.started(rt)
+    show = sys.stderr.isatty() if plan.progress is None else plan.progress
+    prog = Progress(rt) if show else None
+    signum = 0                      # the signal that interrupted the run (interrupts.py)
+    end = ScriptEnd()
+    sys.argv = [plan.script, *plan.script_args]
+    interrupts.catch_sigterm()
+    try:
+        launcher.run_script(plan.script)
+    except (KeyboardInterrupt, interrupts.Terminated) as exc:
+        signum = interrupts.signal_of(exc)
+    except BaseException as exc:  # noqa: BLE001 - whatever the script raised, SystemExit too
+        end = launcher.script_ended(exc)
+    if not signum and end.cancel is None and not rt.stopped:
+        try:
+            rt.wait_all()           # the end of the script waits for every task
+        except (KeyboardInterrupt, interrupts.Terminated) as exc:
+            signum = interrupts.signal_of(exc)
+    try:
+        if signum:
+            interrupts.stop_interrupted(rt, signum, plan.grace)
+        elif end.cancel is not None:
+            rt.cancel_all(end.cancel)
+            rt.stop(wait=False)
+        else:
+            rt.stop()
+    finally:
+        if prog is not None:
+            prog.close()
+    launcher.ending(rt)
+    status = _report(rt, plan, launcher, signum, end, time.time() - t0)
+    run_finished(rt, plan.graph, plan.trace, mon)
+    launcher.closing(status)
+    sys.exit(status)
+
+
+def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: ScriptEnd,
+            took: float) -> int:
+    """The end-of-run report on stderr; returns the exit status."""
+    if signum:
+        click.echo(interrupts.interrupted_summary(rt, plan.script, plan.script_args,
+                                                  launcher.resume_options), err=True)
+        return 128 + signum
+    from ..runtime.console import summary
+    from ..runtime.failreport import end_of_run
+    if rt.resumer is not None:
+        _resume_report(rt, plan.explain)
+    # every failure once: the failed tasks' blocks, then the summary line
+    click.echo(end_of_run(rt, end.error, summary(rt, took)), err=True)
+    if rt.exit_code:                # stop(code=N): N
+        return rt.exit_code
+    return 1 if end.status == 0 and rt.failed else end.status
+
+
+def _resume_report(rt: Runtime, explain: bool) -> None:
+    """What a resumed run restored, and (``--explain``) why the rest ran again."""
+    r = rt.resumer
+    assert r is not None
+    click.echo(f"taskflow: resumed run {os.path.basename(r.store.run_dir)}: {r.restored} "
+               f"task(s) restored, {sum(sum(v.values()) for v in r.reruns.values())} ran "
+               f"again", err=True)
+    if explain:
+        for line in r.lines():
+            click.echo(f"  {line}", err=True)
