@@ -117,7 +117,8 @@ class Changes:
 
     def events(self, evs: list[Event]) -> None:
         for ev in evs:
-            on = HANDLERS.get(ev[0])
+            kind, _, _, _, _, _ = ev
+            on = HANDLERS.get(kind)
             if on is not None:      # (others, e.g. node_leaving, are not journalled)
                 on(self, ev)
 
@@ -143,19 +144,24 @@ class Changes:
             late.append((tid, t0, t1, tdisp, node, att, name, code))
         if late:
             done = late + done
-        done_by = {d[0]: d for d in done} if done and sub else None    # by task id
+        by_id = bool(done and sub)
+        done_by: dict[int, DoneWire] = {}           # the done rows by task id
+        if by_id:
+            for row in done:
+                tid, _, _, _, _, _, _, _ = row
+                done_by[tid] = row
         for tid, t, info, argv, kwargs, refs, dep_ids in sub:
             sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
-            d = done_by.get(tid) if done_by else None
-            if d is not None and tid not in touched:
-                _, t0, t1, tdisp, node, att, _, code = d
+            end = done_by.get(tid) if by_id and tid not in touched else None
+            if end is not None:
+                _, t0, t1, tdisp, node, att, _, code = end
                 if code is None:
-                    del done_by[tid]  # type: ignore[union-attr]  # d came from it
+                    del done_by[tid]
                     self.ready.append((tid, sid, params, node, "DONE", t, tdisp or None,
                                        t0 or None, t1, att))
                     continue
             self.new[tid] = new_row(tid, sid, params, t)
-        return list(done_by.values()) if done_by is not None else done
+        return list(done_by.values()) if by_id else done
 
     def _start(self, tid: int, info: SpecInfo, argv: Any, kwargs: Any, refs: Any,
                dep_ids: list[int] | None) -> tuple[int, str]:
