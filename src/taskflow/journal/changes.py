@@ -18,7 +18,7 @@ inserted gets its changes as an UPDATE of the columns that changed.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
 
 from .text import params_text, ref_summary, stream_paths
 
@@ -41,7 +41,7 @@ IDX = {c: i for i, c in enumerate(COLS)}
 ENDED = frozenset({"DONE", "FAILED", "CANCELLED", "INTERRUPTED"})
 
 Row = list[Any]                             # COLS
-ReadyRow = tuple[int, int, str, str, str, float, Union[float, None], Union[float, None], float,
+ReadyRow = tuple[int, int, str, str, str, float, Optional[float], Optional[float], float,
                  int]                       # COLS up to attempts: a task that ended well
 
 
@@ -116,6 +116,7 @@ class Changes:
                 row[IDX[k]] = v
 
     def events(self, evs: list[Event]) -> None:
+        """Each of the delivery's events, in order, to its kind's handler."""
         for ev in evs:
             kind, _, _, _, _, _ = ev
             on = HANDLERS.get(kind)

@@ -252,7 +252,7 @@ class DoneRow(NamedTuple):
     node: str
     attempts: int
     name: str
-    exit_code: int | None
+    exit_code: int | None         # an external program's (graph.task.exit_code)
 
 
 class WholeRow(NamedTuple):
