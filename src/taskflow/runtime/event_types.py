@@ -6,8 +6,9 @@ events), where (``node`` "" when nowhere yet), and what the kind adds. That
 layout is public: observers of ``rt.bus.subscribe(fn)`` unpack the six
 fields (README, examples/nmmb_monarch/workflow.py), so each kind's record
 keeps it and names its sixth field and that field's type instead (``None``
-for kinds that add nothing). Its inner tuples are plain, typed by the
-aliases below.
+for kinds that add nothing). A sixth field that is a tuple is a plain one,
+typed by the aliases below (a named tuple in there would be pickled by
+class, field by field, on its way to the journal).
 
 Events are named tuples, built where they happen (:meth:`.events.EventBus.emit`).
 The journal's writer process does not load taskflow: the journal sends it
