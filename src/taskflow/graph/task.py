@@ -1,6 +1,7 @@
 """One recorded task call: what it reads, what it writes, where it is."""
 from __future__ import annotations
 
+import pickle
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 if TYPE_CHECKING:
@@ -102,3 +103,34 @@ class Task:
 
     def __repr__(self) -> str:
         return f"<Task {self.id} {self.spec.name} {self.state}>"
+
+
+def exit_code(task: Task) -> int | None:
+    """The exit code an external program's task returned, for the journal.
+
+    A program task (``@binary``, ``@ompss``, ``@mpi`` of a binary) that ended
+    well returns its program's exit code as its value; None for every other
+    task, and where the value is not at hand. (A task that failed carries its
+    code in its error: :func:`error_exit_code`.)
+    """
+    spec = task.spec
+    if spec.invoker not in ("binary", "ompss", "mpi") or not task.outputs or (
+            spec.invoker == "mpi" and not (spec.invoker_cfg or {}).get("binary")):
+        return None
+    payload = task.outputs[0]._payload
+    try:
+        value = pickle.loads(payload) if type(payload) is bytes else None
+    except Exception:  # noqa: BLE001 - the journal does without
+        return None
+    return value if type(value) is int else None
+
+
+def error_exit_code(err: BaseException) -> int | None:
+    """The exit code a task's error carries, when a program's failure made it: the
+    error's own ``exit_code`` or ``returncode``, or its cause's (``errors.ProgramFailed``)."""
+    for e in (err, getattr(err, "__cause__", None)):
+        for attr in ("exit_code", "returncode"):
+            v = getattr(e, attr, None)
+            if isinstance(v, int):
+                return v
+    return None

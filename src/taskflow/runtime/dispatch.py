@@ -24,6 +24,7 @@ from ..providers.handle import NodeHandle
 from ..wire import messages as M
 from ..wire import protocol as P
 from . import gctune, lineage, outcomes
+from .event_types import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
 from .relay import Relay
 from .remote_values import RemoteValues
@@ -105,8 +106,8 @@ class Dispatcher:
                 rt.scheduler.walltimes = True      # check job ends before placing
             rt._max_cus, rt._max_mem = rt.scheduler.capacity()
             if rt.bus.active:
-                rt.bus.emit(("node_join", time.time(), 0, "", n.name,
-                             dict(n.info, slots=n.slots, job_id=n.job_id)))
+                rt.bus.emit(NodeJoin("node_join", time.time(), 0, "", n.name,
+                                     dict(n.info, slots=n.slots, job_id=n.job_id)))
 
     def wake(self) -> None:
         if not self._wake_pending:
@@ -342,7 +343,7 @@ class Dispatcher:
             elif op == M.SAMPLE:
                 node.samples.append(body)
                 if rt.bus.active:
-                    rt.bus.emit(("sample", body["t"], 0, "", node.name, body))
+                    rt.bus.emit(Sample("sample", body["t"], 0, "", node.name, body))
             elif op == M.LEAVING:
                 self._leaving(node, body.reason, body.task_ids)
             elif op == M.MEMORY:
@@ -379,7 +380,7 @@ class Dispatcher:
                 log.warning("node %s is leaving (%s): its running tasks finish there, the "
                             "others go to other nodes", node.name, reason)
             if rt.bus.active:
-                rt.bus.emit(("node_leaving", time.time(), 0, "", node.name, reason))
+                rt.bus.emit(NodeGone("node_leaving", time.time(), 0, "", node.name, reason))
             rt._max_cus, rt._max_mem = rt.scheduler.capacity()
         for tid in tids:
             task = node.inflight.get(tid)
@@ -391,7 +392,7 @@ class Dispatcher:
         task.t_start, task.t_end, cpu, peak = timing      # type: ignore[misc]
         bus = self.rt.bus
         if bus.active:
-            bus.emit(("usage", task.t_end, task.id, task.spec.name, node.name, (cpu, peak)))
+            bus.emit(Usage("usage", task.t_end, task.id, task.spec.name, node.name, (cpu, peak)))
 
     def _memory(self, node: NodeHandle, report: M.MemoryReport) -> None:
         """The node spilled or read back values, or paused or resumed (agent.memory)."""
@@ -404,9 +405,9 @@ class Dispatcher:
                      "paused (above its memory pause mark)" if node.paused else "resumed",
                      report.rss / 1e6)
         if rt.bus.active:       # plain values: the journal's process loads no taskflow class
-            rt.bus.emit(("memory", report.t, 0, "", node.name,
-                         (report.rss, report.held, report.spilled, report.paused,
-                          [tuple(e) for e in report.events])))
+            rt.bus.emit(Memory("memory", report.t, 0, "", node.name,
+                               (report.rss, report.held, report.spilled, report.paused,
+                                [tuple(e) for e in report.events])))
 
     def _started(self, node: NodeHandle, entries: list[tuple[int, float]]) -> None:
         """Tasks that began to run on ``node`` (not sent for known-short functions)."""
@@ -419,7 +420,7 @@ class Dispatcher:
                 task.state = running
                 task.t_start = t
                 if bus.active:
-                    bus.emit(("running", t, tid, task.spec.name, node.name, None))
+                    bus.emit(Running("running", t, tid, task.spec.name, node.name, None))
 
     def _logs(self, node: NodeHandle, entries: list[M.LogWire]) -> None:
         rt = self.rt
@@ -431,7 +432,7 @@ class Dispatcher:
                 except (OSError, ValueError):
                     pass
         if rt.bus.active:
-            rt.bus.emit_many(("log", t, tid, "", node.name, (level, line))
+            rt.bus.emit_many(Log("log", t, tid, "", node.name, (level, line))
                              for tid, t, level, line in entries)
 
     def _lose(self, node: NodeHandle, reason: str, cbs: Callbacks) -> None:
@@ -458,8 +459,8 @@ class Dispatcher:
         if node.provider is not None:
             node.provider.explain_end(node)     # e.g. its Slurm state, once Slurm has it
         if rt.bus.active:
-            rt.bus.emit(("node_left" if left else "node_lost", time.time(), 0, "", node.name,
-                         reason))
+            rt.bus.emit(NodeGone("node_left" if left else "node_lost", time.time(), 0, "",
+                                 node.name, reason))
         if not left or node.inflight:
             log.warning("node %s lost: %s", node.name, reason)
         outcomes.node_lost(rt, node, reason, cbs)

@@ -5,27 +5,28 @@ when nobody does (callers test :attr:`EventBus.active` first). A bus thread
 hands the events to subscribers in batches, so a slow subscriber (the
 journal, a progress bar, the web monitor) never sits on the hot path.
 
-An event is a tuple ``(kind, t, task_id, name, node, extra)``; kinds:
-``submitted ready dispatched running done failed cancelled retry`` for
-tasks, ``node_join node_lost sample`` for nodes (``task_id`` 0), ``log`` for a
-task's output line (``extra`` = (level, line)), ``run_start run_end``.
-``submitted`` extra = (dep task ids, argv, kwargs, refs, spec) — references
-only, the journal makes the short form; ``done failed cancelled`` extra =
-(t_start, t_end, error's first line, error, attempts, t_dispatch). Tasks
-known to take under 5 ms get no ``dispatched`` event.
+An event is a named tuple of six fields, ``(kind, t, task_id, name, node,
+extra)``, one class per kind that says what its sixth field holds
+(:mod:`.event_types`); kinds: ``submitted ready dispatched running done
+failed cancelled interrupted retry rerun restored usage log`` for tasks,
+``node_join node_leaving node_left node_lost node_state sample memory`` for
+nodes. Tasks known to take under 5 ms get no ``ready``, ``dispatched`` or
+``running`` event.
 
-The two events every task has are the hot ones, so they are not built as
-event tuples when they happen: the runtime appends the :class:`Task` itself
+The two records every task has are the hot ones, so they are not built as
+events when they happen: the runtime appends the :class:`Task` itself
 to :attr:`EventBus.sub_rows` when it is submitted (with its dependencies'
 ids when it has some) and to :attr:`EventBus.done_rows` when it ends well
 (the emitters hold the runtime lock, which the bus takes to swap the lists).
 The bus thread makes the rows from them at delivery. A subscriber that says
-``rows=True`` (the journal) gets each delivery as one :data:`RowBatch`
-``(whole, submitted, events, done)``: a task submitted and ended well since
-the last delivery is one *whole* row, the others a *submitted* row and later
-a *done* row (layouts in :func:`_rows`), and ``events`` are the other events
-in order; every other subscriber gets a list of events, the rows expanded
-into the ``submitted`` / ``done`` tuples above, so its view does not change.
+``rows=True`` (the journal) gets each delivery as one
+:data:`~.event_types.RowBatch` ``(whole, submitted, events, done)``: a task
+submitted and ended well since the last delivery is one *whole* row, the
+others a *submitted* row and later a *done* row (plain tuples:
+:class:`~.event_types.WholeRow`, ``SubmittedRow``, ``DoneRow``), and
+``events`` are the other events in order; every other subscriber gets a
+list of events, the rows expanded into :class:`~.event_types.Submitted` and
+``Ended`` "done" events, so its view does not change.
 
 Delivery waits while a burst of short tasks goes on: when more than
 :attr:`EventBus.burst` task rows came in since the last tick, the bus lets
@@ -43,24 +44,16 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from ..graph.task import exit_code
+from .event_types import DoneWire, Ended, Submitted, SubmittedWire, WholeWire
+from .event_types import Event as Event     # what emit() takes (observers import it here)
+
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..graph.spec import TaskSpec
     from ..graph.task import Task
 
-Event = tuple[str, float, int, str, str, Any]   # (kind, t, task_id, name, node, extra): module doc
-# Rows, made by the bus thread from tasks (see _rows); plain tuples: they are pickled to
-# the journal's writer process, where the taskflow package is not loaded.
-# (tid, t_submit, spec, argv, kwargs, refs, dep ids or None)
-SubmittedRow = tuple[int, float, "TaskSpec", Any, Any, Any, "list[int] | None"]
-# (tid, t_start, t_end, t_dispatch, node, attempts, name, exit code)
-DoneRow = tuple[int, float, float, float, str, int, str, "int | None"]
-# a SubmittedRow + (t_start, t_end, t_dispatch, node, attempts, code)
-WholeRow = tuple[int, float, "TaskSpec", Any, Any, Any, "list[int] | None", float, float, float, str,
-                 int, "int | None"]
-# (whole rows, submitted rows, other events, done rows)
-RowBatch = tuple[list[WholeRow], list[SubmittedRow], list[Event], list[DoneRow]]
 Subscriber = Callable[[Any], None]     # gets a list[Event], or a RowBatch (rows=True)
 
 
@@ -108,6 +101,7 @@ class EventBus:
             self.active = bool(self._subs)
 
     def emit(self, ev: Event) -> None:
+        """``ev``: one of the records of :mod:`.event_types`."""
         self._buf.append(ev)
 
     def emit_many(self, evs: Iterable[Event]) -> None:
@@ -137,9 +131,8 @@ class EventBus:
     def _deliver(self) -> None:
         q = self._buf
         pop = q.popleft
-        # tasks, then the rows made from them (see _rows)
-        sub: list[Any] | None = None
-        done: list[Any] | None = None
+        entries: list[Any] = []     # submitted tasks, then the rows made of them (_rows)
+        ended: list[Task] = []
         # Events and rows are cut at one moment, under the lock their emitters hold: a row
         # never goes out behind its task's events, nor ahead of an event emitted before it
         # (the loop emits a task's "running" and appends its done row in one round: the
@@ -148,11 +141,11 @@ class EventBus:
         with lock if lock is not None else contextlib.nullcontext():
             buf = [pop() for _ in range(len(q))]
             if self.sub_rows or self.done_rows:
-                sub, self.sub_rows = self.sub_rows, []
-                done, self.done_rows = self.done_rows, []
+                entries, self.sub_rows = self.sub_rows, []
+                ended, self.done_rows = self.done_rows, []
         self._seen = 0
         now = self._last = time.monotonic()
-        if not buf and not sub and not done:
+        if not buf and not entries and not ended:
             # Nothing new, but a row subscriber may hold rows back (the journal does, for
             # up to half a second): give it one empty batch after a quiet spell, so the
             # row of a task that runs long shows before the task's next event.
@@ -165,14 +158,16 @@ class EventBus:
                         log.warning("event subscriber %r failed: %r", fn, exc)
             return
         self._quiet_at = now + QUIET
-        whole = None
-        if sub or done:
-            sub, whole, done = _rows(sub or [], done or [])
+        sub: list[SubmittedWire[TaskSpec]] = []
+        whole: list[WholeWire[TaskSpec]] = []
+        done: list[DoneWire] = []
+        if entries or ended:
+            sub, whole, done = _rows(entries, ended)
         expanded: list[Event] | None = None
         for fn in list(self._subs):
             try:
                 if fn in self._row_subs:
-                    fn((whole or [], sub or [], buf, done or []))
+                    fn((whole, sub, buf, done))
                     continue
                 if expanded is None:
                     expanded = (_expand_whole_submitted(whole) + _expand_submitted(sub) + buf
@@ -199,18 +194,13 @@ class EventBus:
 
 
 def _rows(entries: list[Any], done: list[Task]
-          ) -> tuple[list[SubmittedRow], list[WholeRow], list[DoneRow]]:
-    """(submitted rows, whole rows, done rows) for one delivery.
-
-    A task submitted and ended well since the last delivery (nearly every
-    short task) gets one *whole* row, its submitted row and its done row in
-    one tuple: (tid, t_submit, spec, argv, kwargs, refs, dep ids, t_start,
-    t_end, t_dispatch, node, attempts, exit code), one tuple to build and to
-    pickle instead of two.
-    """
+          ) -> tuple[list[SubmittedWire[TaskSpec]], list[WholeWire[TaskSpec]], list[DoneWire]]:
+    """(submitted rows, whole rows, done rows) for one delivery (event_types.WholeRow:
+    a task submitted and ended well since the last delivery, nearly every short task,
+    is one tuple to build and to pickle instead of two)."""
     ended = set(done)
-    sub: list[SubmittedRow] = []
-    whole: list[WholeRow] = []
+    sub: list[SubmittedWire[TaskSpec]] = []
+    whole: list[WholeWire[TaskSpec]] = []
     for e in entries:
         if type(e) is tuple:
             t, deps = e
@@ -229,15 +219,12 @@ def _rows(entries: list[Any], done: list[Task]
 
 
 def _code(task: Task) -> int | None:
-    """An external program's exit code (None for Python tasks)."""
-    if task.spec.invoker == "python":
-        return None
-    from .outcomes import _exit_code
-    return _exit_code(task)
+    """An external program's exit code (None for Python tasks, at no cost)."""
+    return None if task.spec.invoker == "python" else exit_code(task)
 
 
-def _done_rows(tasks: list[Task]) -> list[DoneRow]:
-    out: list[DoneRow] = []
+def _done_rows(tasks: list[Task]) -> list[DoneWire]:
+    out: list[DoneWire] = []
     for t in tasks:
         node = t.node
         out.append((t.id, t.t_start, t.t_end, t.t_dispatch, node.name if node is not None
@@ -245,21 +232,21 @@ def _done_rows(tasks: list[Task]) -> list[DoneRow]:
     return out
 
 
-def _expand_submitted(rows: list[SubmittedRow] | None) -> list[Event]:
-    return [("submitted", t, tid, spec.name, "", (deps or [], argv, kw, refs, spec))
-            for tid, t, spec, argv, kw, refs, deps in rows] if rows else []
+def _expand_submitted(rows: list[SubmittedWire[TaskSpec]]) -> list[Event]:
+    return [Submitted("submitted", t, tid, spec.name, "", (deps or [], argv, kw, refs, spec))
+            for tid, t, spec, argv, kw, refs, deps in rows]
 
 
-def _expand_whole_submitted(rows: list[WholeRow] | None) -> list[Event]:
-    return _expand_submitted([r[:7] for r in rows]) if rows else []
+def _expand_whole_submitted(rows: list[WholeWire[TaskSpec]]) -> list[Event]:
+    return [Submitted("submitted", t, tid, spec.name, "", (deps or [], argv, kw, refs, spec))
+            for tid, t, spec, argv, kw, refs, deps, _, _, _, _, _, _ in rows]
 
 
-def _expand_whole_done(rows: list[WholeRow] | None) -> list[Event]:
-    return _expand_done([(tid, t0, t1, tdisp, node, att, spec.name, code)
-                         for tid, _, spec, _, _, _, _, t0, t1, tdisp, node, att, code in rows]
-                        ) if rows else []
+def _expand_whole_done(rows: list[WholeWire[TaskSpec]]) -> list[Event]:
+    return [Ended("done", t1, tid, spec.name, node, (t0, t1, None, None, att, tdisp))
+            for tid, _, spec, _, _, _, _, t0, t1, tdisp, node, att, _ in rows]
 
 
-def _expand_done(rows: list[DoneRow] | None) -> list[Event]:
-    return [("done", t1, tid, name, node, (t0, t1, None, None, att, tdisp))
-            for tid, t0, t1, tdisp, node, att, name, _ in rows] if rows else []
+def _expand_done(rows: list[DoneWire]) -> list[Event]:
+    return [Ended("done", t1, tid, name, node, (t0, t1, None, None, att, tdisp))
+            for tid, t0, t1, tdisp, node, att, name, _ in rows]

@@ -28,6 +28,7 @@ from ..future import FINISHED, PENDING, Future
 from ..graph import task as T
 from ..graph.task import Inout, Task
 from ..wire import messages as M
+from .event_types import Retry
 
 if TYPE_CHECKING:
     from .outcomes import Callbacks
@@ -218,8 +219,8 @@ def recompute(rt: RunState, fut: Future, waiter: Waiter) -> bool:
         rt.n_retries += 1
         rt.scheduler.push(task)
         if rt.bus.active:
-            rt.bus.emit(("retry", time.time(), task.id, task.spec.name, "",
-                         "recomputing a value lost with its node"))
+            rt.bus.emit(Retry("retry", time.time(), task.id, task.spec.name, "",
+                              "recomputing a value lost with its node"))
     elif task.state in (T.FAILED, T.CANCELLED):
         return False
     w: Union[_EventWaiter, _TaskWaiter] = _EventWaiter(waiter) \

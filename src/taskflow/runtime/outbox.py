@@ -25,6 +25,7 @@ from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
 from . import gang, outcomes
+from .event_types import Dispatched
 from .resume import completion_record
 
 if TYPE_CHECKING:
@@ -105,8 +106,9 @@ class Outbox:
             if emit is not None and not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
                 # Short tasks get no event of their own: their end event carries
                 # the dispatch time, and nobody could watch them run anyway.
-                emit(("dispatched", now, task.id, spec.name, node.name,
-                      None if task.cus == 1 and task.options is None else slots_held(task, node)))
+                emit(Dispatched("dispatched", now, task.id, spec.name, node.name,
+                                None if task.cus == 1 and task.options is None
+                                else slots_held(task, node)))
         for frames in sends.values():
             batch = frames.pop()
             if batch:

@@ -26,6 +26,7 @@ from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.thresholds import MASTER_SHORT
 from . import gang, lineage
+from .event_types import Ready, Retry, ended
 from .state import RunState
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def _ready_event(rt: RunState, t: Task) -> None:
     """READY for the journal, for tasks not known to be short (as their dispatch event)."""
     spec = t.spec
     if not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
-        rt.bus.emit(("ready", time.time(), t.id, spec.name, "", None))
+        rt.bus.emit(Ready("ready", time.time(), t.id, spec.name, "", None))
 
 
 def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandle,
@@ -240,7 +241,7 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
         rt.scheduler.push(task)
     rt.n_retries += 1
     if rt.bus.active:
-        rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node_name, why))
+        rt.bus.emit(Retry("retry", time.time(), task.id, task.spec.name, node_name, why))
 
 
 def task_restored(rt: RunState, task: Task, outputs: tuple[tuple[Any, ...], ...],
@@ -333,8 +334,8 @@ def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
         task.state = T.READY
         rt.scheduler.push(task)
     if rt.bus.active and not rt.interrupting:
-        rt.bus.emit(("retry", time.time(), task.id, task.spec.name, node.name,
-                     f"handed back by node {node.name}, which is leaving ({reason})"))
+        rt.bus.emit(Retry("retry", time.time(), task.id, task.spec.name, node.name,
+                          f"handed back by node {node.name}, which is leaving ({reason})"))
 
 
 def take_back_chained(rt: RunState, task: Task) -> None:
@@ -467,20 +468,6 @@ def _fail_unrun(rt: RunState, t: Task, err: TaskError, cbs: Callbacks) -> None:
     _ended(rt, t)
 
 
-def _exit_code(task: Task) -> int | None:
-    """The exit code an external program's task returned (its result), for the journal."""
-    spec = task.spec
-    if spec.invoker not in ("binary", "ompss", "mpi") or not task.outputs or (
-            spec.invoker == "mpi" and not (spec.invoker_cfg or {}).get("binary")):
-        return None
-    payload = task.outputs[0]._payload
-    try:
-        value = pickle.loads(payload) if type(payload) is bytes else None
-    except Exception:  # noqa: BLE001 - the journal does without
-        return None
-    return value if type(value) is int else None
-
-
 def _ended(rt: RunState, task: Task) -> None:
     """The task is over: counters, its journal rows, and what it no longer holds.
 
@@ -503,10 +490,7 @@ def _ended(rt: RunState, task: Task) -> None:
         if task.state == T.DONE:
             bus.done_rows.append(task)
         else:
-            bus.emit((task.state.lower(), task.t_end or time.time(), task.id, task.spec.name,
-                      task.node.name if task.node is not None else "",
-                      (task.t_start, task.t_end, task.error and str(task.error).split("\n")[0],
-                       task.error, task.attempts, task.t_dispatch)))
+            bus.emit(ended(task))
     else:
         task.argv = None
         task.kwargs = None

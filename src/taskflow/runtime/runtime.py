@@ -34,6 +34,7 @@ from ..wire.invocation import Options, limit_memory
 from . import current, gctune, outcomes
 from .calltime import CallTimes
 from .dispatch import Dispatcher
+from .event_types import NodeJoin, NodeNote, Resumed
 from ..graph.keys import Keys
 from ..journal.root import runs_root
 from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
@@ -185,7 +186,8 @@ class Runtime(RunState):
         self._thread.start()
         if self.bus.active:
             for n in nodes:
-                self.bus.emit(("node_join", time.time(), 0, "", n.name, dict(n.info, slots=n.slots)))
+                self.bus.emit(NodeJoin("node_join", time.time(), 0, "", n.name,
+                                       dict(n.info, slots=n.slots)))
         for p in self.providers:    # elastic providers (Slurm pilots) add nodes later
             p.attach(self)
         current.set_current(self)
@@ -286,7 +288,7 @@ class Runtime(RunState):
 
     def node_event(self, kind: str, node: str, extra: Any) -> None:
         if self.bus.active:
-            self.bus.emit((kind, time.time(), 0, "", node, extra))
+            self.bus.emit(NodeNote(kind, time.time(), 0, "", node, extra))
 
     def __enter__(self) -> "Runtime":
         return self.start()
@@ -389,15 +391,15 @@ class Runtime(RunState):
         rec, why = self.resumer.find(task.key, task.spec.name, task.ordinal, task.key_parts)
         if rec is None:
             if self.bus.active:
-                self.bus.emit(("rerun", time.time(), task.id, task.spec.name, "", why))
+                self.bus.emit(Resumed("rerun", time.time(), task.id, task.spec.name, "", why))
             return False
         values = self.resumer.store.values(rec)
         if self.bus.active:
             self.bus.sub_rows.append(
                 (task, [d._producer.id for d in deps if d._producer is not None])
                 if deps else task)
-            self.bus.emit(("restored", time.time(), task.id, task.spec.name, "",
-                           f"from run {os.path.basename(self.resumer.store.run_dir)}"))
+            self.bus.emit(Resumed("restored", time.time(), task.id, task.spec.name, "",
+                                  f"from run {os.path.basename(self.resumer.store.run_dir)}"))
         cbs: Callbacks = []
         outcomes.task_restored(self, task, rec.outputs, values, cbs)
         self.resumer.restored += 1

@@ -1,0 +1,339 @@
+"""One delivery of the bus as the changes it makes to the journal's tables.
+
+Runs in the journal's writer process, which loads only this folder (the
+standard library only). A delivery (``runtime.event_types.RowBatch``) comes
+as :mod:`.wire` pickled it: the rows' specs are their :data:`~.wire.SpecInfo`
+summaries, futures ``(data id, path)``, and each event is the plain tuple of
+its record's fields, unpacked here in the order of
+:mod:`taskflow.runtime.event_types` (never read by attribute: the records'
+classes are not loaded in this process). :class:`Changes` gathers what the
+delivery changes, table by table; :data:`HANDLERS` has one function per
+event kind; ``JournalDB`` writes it all in one transaction.
+
+A task's row (``task_rows``) stays in memory, a list in :data:`COLS` order,
+until it is inserted: the rows of a task submitted and ended well within one
+delivery (nearly every short task) go in whole, in one INSERT. A row already
+inserted gets its changes as an UPDATE of the columns that changed.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
+
+from .text import params_text, ref_summary, stream_paths
+
+if TYPE_CHECKING:
+    from ..runtime.event_types import (DoneWire, Dispatched, Ended, Event, Log, Memory,
+                                       NodeGone, NodeJoin, NodeNote, Ready, Resumed, Retry,
+                                       Running, Sample, SubmittedWire, Usage, WholeWire)
+    from .wire import ErrorInfo, SpecInfo
+
+LOG_CAP = 20000          # lines stored per task; the rest are counted, then stated in the log
+
+# A task's row as the writer holds it (the ``task_rows`` table; the ``tasks`` view
+# adds the name, function and constraints from ``specs``: see schema.py).
+COLS = ("id", "spec", "params", "node", "state", "t_submit", "t_dispatch", "t_start",
+        "t_end", "attempts", "exit_code", "error", "error_full", "traceback")
+IDX = {c: i for i, c in enumerate(COLS)}
+(ID, NODE, STATE, T_SUBMIT, T_DISPATCH, T_START, T_END, ATTEMPTS, EXIT, ERROR) = (
+    IDX[c] for c in ("id", "node", "state", "t_submit", "t_dispatch", "t_start", "t_end",
+                     "attempts", "exit_code", "error"))
+ENDED = frozenset({"DONE", "FAILED", "CANCELLED", "INTERRUPTED"})
+
+Row = list[Any]                             # COLS
+ReadyRow = tuple[int, int, str, str, str, float, Optional[float], Optional[float], float,
+                 int]                       # COLS up to attempts: a task that ended well
+
+
+def new_row(tid: int, sid: int, params: str, t_submit: float) -> Row:
+    return [tid, sid, params, "", "SUBMITTED", t_submit, None, None, None, 0, None, None, None,
+            None]
+
+
+def _capped(tid: int, t: float, node: str, n: int) -> tuple[int, float, str, str, str]:
+    """The log line that says how many lines of a task the journal did not store."""
+    return (tid, t, "RAW", node, f"[taskflow] {n - LOG_CAP} more lines not stored (journal "
+            f"cap {LOG_CAP} lines per task)")
+
+
+class SpecRows:
+    """The ``specs`` table as the writer knows it: one id per (function, constraints,
+    name), and the spec rows and stream paths not written yet."""
+
+    def __init__(self, existing: Iterable[tuple[int, str, str, str]]) -> None:
+        self.ids: dict[tuple[str, str, str], int] = {(f, c, n): i for i, n, f, c in existing}
+        self.new: list[tuple[int, str, str, str]] = []      # (id, name, func, constraints)
+        # specs with stream parameters -> {parameter: stream}; their tasks' paths (STREAMS)
+        self.streams: dict[int, dict[str, str]] = {}
+        self.stream_rows: list[tuple[int, str]] = []
+
+    def id(self, info: SpecInfo) -> int:
+        func, constraints, _, name = info
+        key = (func, constraints, name)
+        sid = self.ids.get(key)
+        if sid is None:
+            sid = self.ids[key] = len(self.ids) + 1
+            self.new.append((sid, name, func, constraints))
+            if '"streams"' in constraints:
+                self.streams[sid] = json.loads(constraints)["streams"]
+        return sid
+
+
+class Changes:
+    """What one delivery changes, table by table (``JournalDB`` writes it)."""
+
+    def __init__(self, held: dict[int, Row], nlogs: dict[int, int], specs: SpecRows) -> None:
+        self.new = held         # task rows not inserted yet, by id (JournalDB.HOLD)
+        self.nlogs = nlogs      # lines seen per task (LOG_CAP)
+        self.specs = specs
+        self.ready: list[ReadyRow] = []     # rows of tasks submitted and ended well in it
+        self.changes: dict[int, dict[str, Any]] = {}    # columns of rows inserted already
+        self.deps: list[tuple[int, int]] = []
+        self.trans: list[tuple[int, float, str, str, Any]] = []
+        self.logs: list[tuple[int, float, str, str, str]] = []
+        self.nodes: list[tuple[str, float, Any, str]] = []
+        self.lost: list[tuple[float, str, str]] = []
+        self.states: list[tuple[str, str]] = []
+        self.samples: list[tuple[Any, ...]] = []
+        self.usage: list[tuple[int, float, int]] = []
+        self.memory: list[tuple[Any, ...]] = []
+
+    def change(self, tid: int, ch: dict[str, Any]) -> None:
+        """Columns of a row inserted already (an UPDATE)."""
+        old = self.changes.get(tid)
+        if old is None:
+            self.changes[tid] = ch
+        else:
+            old.update(ch)
+
+    def apply(self, tid: int, ch: dict[str, Any]) -> None:
+        """Columns of a task's row, in hand or inserted already."""
+        row = self.new.get(tid)
+        if row is None:
+            self.change(tid, ch)
+        else:
+            for k, v in ch.items():
+                row[IDX[k]] = v
+
+    def events(self, evs: list[Event]) -> None:
+        """Each of the delivery's events, in order, to its kind's handler."""
+        for ev in evs:
+            kind, _, _, _, _, _ = ev
+            on = HANDLERS.get(kind)
+            if on is not None:      # (others, e.g. node_leaving, are not journalled)
+                on(self, ev)
+
+    # -- task rows ------------------------------------------------------------------
+
+    def rows(self, whole: list[WholeWire[SpecInfo]], sub: list[SubmittedWire[SpecInfo]],
+             done: list[DoneWire], evs: list[Event]) -> list[DoneWire]:
+        """The delivery's new rows; returns the done rows left for after its events.
+
+        A task submitted and ended well within the delivery, with an exit code of
+        None and no other event of the delivery naming it, gets its whole row at once.
+        """
+        touched = {tid for kind, _, tid, _, _, _ in evs if kind != "usage"}
+        late: list[DoneWire] = []       # ends of whole rows that other events name
+        for tid, t, info, argv, kwargs, refs, dep_ids, t0, t1, tdisp, node, att, code in whole:
+            sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
+            if code is None and tid not in touched:
+                self.ready.append((tid, sid, params, node, "DONE", t, tdisp or None, t0 or None,
+                                   t1, att))
+                continue
+            self.new[tid] = new_row(tid, sid, params, t)
+            _, _, _, name = info
+            late.append((tid, t0, t1, tdisp, node, att, name, code))
+        if late:
+            done = late + done
+        by_id = bool(done and sub)
+        done_by: dict[int, DoneWire] = {}           # the done rows by task id
+        if by_id:
+            for row in done:
+                tid, _, _, _, _, _, _, _ = row
+                done_by[tid] = row
+        for tid, t, info, argv, kwargs, refs, dep_ids in sub:
+            sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
+            end = done_by.get(tid) if by_id and tid not in touched else None
+            if end is not None:
+                _, t0, t1, tdisp, node, att, _, code = end
+                if code is None:
+                    del done_by[tid]
+                    self.ready.append((tid, sid, params, node, "DONE", t, tdisp or None,
+                                       t0 or None, t1, att))
+                    continue
+            self.new[tid] = new_row(tid, sid, params, t)
+        return list(done_by.values()) if by_id else done
+
+    def _start(self, tid: int, info: SpecInfo, argv: Any, kwargs: Any, refs: Any,
+               dep_ids: list[int] | None) -> tuple[int, str]:
+        """A new task's spec row id and parameter text; its dependencies and stream paths."""
+        func, constraints, names, name = info
+        specs = self.specs
+        sid = specs.ids.get((func, constraints, name))
+        if sid is None:
+            sid = specs.id(info)
+        if dep_ids:
+            self.deps.extend([(tid, d) for d in dep_ids])
+        if refs and sid in specs.streams:
+            specs.stream_rows.append((tid, json.dumps(stream_paths(names, refs,
+                                                                   specs.streams[sid]))))
+        return sid, params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
+
+    def done_rows(self, rows: list[DoneWire]) -> None:
+        """Tasks that ended well, from the bus's rows (after the delivery's events)."""
+        nlogs = self.nlogs
+        for tid, t0, t1, tdisp, node, att, _, code in rows:
+            row = self.new.get(tid)
+            n = nlogs.pop(tid, 0) if nlogs else 0
+            if row is not None:
+                row[NODE] = node
+                row[STATE] = "DONE"
+                row[T_START] = t0 or None
+                row[T_END] = t1
+                row[ATTEMPTS] = att
+                if tdisp:
+                    row[T_DISPATCH] = tdisp
+                if code is not None:
+                    row[EXIT] = code
+            else:
+                ch: dict[str, Any] = {"state": "DONE", "t_end": t1, "attempts": att}
+                if code is not None:
+                    ch["exit_code"] = code
+                if node:
+                    ch["node"] = node
+                if t0:
+                    ch["t_start"] = t0
+                if tdisp:
+                    ch["t_dispatch"] = tdisp
+                self.change(tid, ch)
+            if n > LOG_CAP:
+                self.logs.append(_capped(tid, t1, node, n))
+
+
+# -- one handler per event kind (runtime.event_types) ----------------------------------
+
+def _ready(c: Changes, ev: Ready) -> None:
+    _, t, tid, _, node, _ = ev
+    c.trans.append((tid, t, "READY", node, None))
+    row = c.new.get(tid)
+    if row is not None:
+        if row[STATE] == "SUBMITTED":
+            row[STATE] = "READY"
+    elif tid not in c.changes:      # (an update never moves a later state back)
+        c.changes[tid] = {"state": "READY"}
+
+
+def _dispatched(c: Changes, ev: Dispatched) -> None:
+    _, t, tid, _, node, slots = ev
+    if slots is not None:           # several slots: where
+        c.trans.append((tid, t, "PLACED", node, json.dumps(slots)))
+    row = c.new.get(tid)
+    if row is not None:
+        row[NODE] = node
+        row[STATE] = "DISPATCHED"
+        row[T_DISPATCH] = t
+    else:
+        c.change(tid, {"state": "DISPATCHED", "node": node, "t_dispatch": t})
+
+
+def _running(c: Changes, ev: Running) -> None:
+    _, t, tid, _, node, _ = ev
+    row = c.new.get(tid)
+    if row is not None:
+        row[NODE] = node
+        row[STATE] = "RUNNING"
+        row[T_START] = t
+    else:
+        c.change(tid, {"state": "RUNNING", "node": node, "t_start": t})
+
+
+def _ended(c: Changes, ev: Ended) -> None:
+    """failed, cancelled, interrupted (a task that ended well comes as its done row)."""
+    kind, t, tid, _, node, (t0, t1, first_line, error, attempts, tdisp) = ev
+    ch: dict[str, Any] = {"state": kind.upper(), "t_end": t}
+    if node:
+        ch["node"] = node
+    if t0:
+        ch["t_start"] = t0
+    if t1:
+        ch["t_end"] = t1
+    if first_line:
+        ch["error"] = first_line
+    if error is not None:
+        ch["error_full"], ch["traceback"], code = cast("ErrorInfo", error)   # by wire.py
+        if code is not None:
+            ch["exit_code"] = code
+    ch["attempts"] = attempts
+    if tdisp:
+        ch["t_dispatch"] = tdisp
+    n = c.nlogs.pop(tid, 0)
+    if n > LOG_CAP:
+        c.logs.append(_capped(tid, t, node, n))
+    c.apply(tid, ch)
+
+
+def _retry(c: Changes, ev: Retry) -> None:
+    _, t, tid, _, node, why = ev
+    c.trans.append((tid, t, "RETRY", node, str(why)))
+    c.apply(tid, {"state": "READY", "node": ""})
+
+
+def _resumed(c: Changes, ev: Resumed) -> None:
+    kind, t, tid, _, node, why = ev
+    c.trans.append((tid, t, kind.upper(), node, str(why)))
+
+
+def _usage(c: Changes, ev: Usage) -> None:
+    _, _, tid, _, _, (cpu, peak) = ev
+    c.usage.append((tid, cpu, peak))
+
+
+def _log(c: Changes, ev: Log) -> None:
+    _, t, tid, _, node, (level, line) = ev
+    n = c.nlogs.get(tid, 0) + 1
+    c.nlogs[tid] = n
+    if n <= LOG_CAP:
+        c.logs.append((tid, t, level, node, line))
+
+
+def _node_join(c: Changes, ev: NodeJoin) -> None:
+    _, t, _, _, node, info = ev
+    if not isinstance(info, dict):
+        info = {}
+    c.nodes.append((node, t, info.get("slots"), json.dumps(info, default=str)))
+
+
+def _node_gone(c: Changes, ev: NodeGone) -> None:
+    _, t, _, _, node, reason = ev
+    c.lost.append((t, str(reason), node))
+
+
+def _node_state(c: Changes, ev: NodeNote) -> None:
+    """How the node's Slurm job ended."""
+    _, _, _, _, node, info = ev
+    c.states.append((f" [slurm job {info.get('job_id')}: {info.get('state')}]", node))
+
+
+def _sample(c: Changes, ev: Sample) -> None:
+    _, t, _, _, node, s = ev
+    if not isinstance(s, dict):
+        s = {}
+    c.samples.append((node, t, s.get("cpu"), s.get("mem"), s.get("load1"),
+                      json.dumps(s, default=str)))
+
+
+def _memory(c: Changes, ev: Memory) -> None:
+    _, t, _, _, node, (rss, held, spilled, paused, happened) = ev
+    spills = [n for what, _, n in happened if what == "spill"]
+    reads = sum(n for what, _, n in happened if what == "read")
+    c.memory.append((node, t, rss, held, spilled, int(paused), len(spills), sum(spills), reads))
+
+
+HANDLERS: dict[str, Callable[[Changes, Any], None]] = {
+    "ready": _ready, "dispatched": _dispatched, "running": _running,
+    "done": _ended, "failed": _ended, "cancelled": _ended, "interrupted": _ended,
+    "retry": _retry, "rerun": _resumed, "restored": _resumed,
+    "usage": _usage, "log": _log,
+    "node_join": _node_join, "node_lost": _node_gone, "node_left": _node_gone,
+    "node_state": _node_state, "sample": _sample, "memory": _memory,
+}
