@@ -60,13 +60,17 @@ class Keys:
         self.ordinals: dict[str, int] = {}      # calls so far per function name
         self._files: dict[tuple[str, int, int, int], bytes] = {}
         self._programs: dict[str, tuple[int, int, bytes]] = {}
+        # per function (what the run derives, kept here, not on its spec): the digest of its
+        # code, and (hasher of that code, KeyParts) every key of its calls starts from
+        self._code: dict[TaskSpec, bytes] = {}
+        self._bases: dict[TaskSpec, tuple[Any, KeyParts]] = {}
 
     # -- the pieces ----------------------------------------------------------------
     def code(self, spec: TaskSpec) -> bytes:
         """The digest of ``spec``'s function and the module-level functions it calls."""
-        d = spec.code_key
+        d = self._code.get(spec)
         if d is None:
-            d = spec.code_key = _code_digest(spec.func, {})
+            d = self._code[spec] = _code_digest(spec.func, {})
         return d
 
     def file(self, path: str) -> bytes:
@@ -109,10 +113,10 @@ class Keys:
         name = spec.name
         n = task.ordinal = self.ordinals.get(name, 0) + 1
         self.ordinals[name] = n
-        base = spec.key_base
+        base = self._bases.get(spec)
         if base is None:
             code = self.code(spec)
-            base = spec.key_base = (_H(code, digest_size=SIZE), KeyParts(code, ()))
+            base = self._bases[spec] = (_H(code, digest_size=SIZE), KeyParts(code, ()))
         h = base[0].copy()
         opts = task.options
         if opts:

@@ -4,7 +4,9 @@
 parameters and their directions, outputs, priority, time-out, failure policy,
 constraints and, for external programs, the invoker and its configuration.
 ``@task`` (:mod:`taskflow.api.task`) builds it; the builder, the scheduler,
-the dispatcher and the journal read it.
+the dispatcher and the journal read it. What a run derives from it (its calls'
+durations, its pickle and digest, its keys) is the run's, not the spec's:
+:mod:`taskflow.runtime.specruns` and :class:`taskflow.graph.keys.Keys`.
 """
 from __future__ import annotations
 
@@ -82,16 +84,9 @@ class TaskSpec:
         # call-time hook (api.calltime.build), None = hot path
         self.prepare: Callable[..., tuple[int, float, dict[str, Any] | None]] | None = None
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
-        self.code_key: bytes | None = None   # digest of its code (graph.keys, resumable runs)
-        self.key_base: tuple[Any, Any] | None = None   # (hasher of the code, KeyParts): keys
         self.gang = False             # placed by runtime.gang (several nodes, GPUs)
         self.call_cache: Any = None   # api.external: the options all calls share, if static
         self.options: dict[str, Any] | None = {"time_out": self.time_out} if self.time_out else None
-        self.digest: bytes | None = None
-        self.payload: bytes | None = None
-        self.stats_n = 0              # completed runs, for prefetch decisions
-        self.stats_mean = 0.0
-        self.held_mean = 0            # bytes its calls leave on their node (prefetch depth)
 
     def where(self, pname: str) -> str:
         return f"task {self.name}, parameter '{pname}'"
@@ -108,6 +103,17 @@ class TaskSpec:
         if processors is not None:
             self.processors = processors
         self.refresh_options()
+
+    def set_failure_policy(self, on_failure: str, defaults: dict[str, Any] | None) -> None:
+        """A later ``@on_failure`` (PyCOMPSs's): the policy, and for IGNORE and
+        CANCEL_SUCCESSORS the values its outputs take instead of None (checked by the
+        decorator; the API then rebuilds the call-time hook)."""
+        self.on_failure = on_failure
+        self.failure_defaults = dict(defaults) if defaults else None
+
+    def record_hints(self, **hints: Any) -> None:
+        """Declarations accepted with no effect here, kept to be shown (PyCOMPSs's)."""
+        self.recorded = dict(self.recorded or {}, **hints)
 
     def refresh_options(self) -> None:
         """The options every call of this function sends to its node."""

@@ -101,11 +101,13 @@ class Progress:
         from ..graph import task as T
         from ..wire.thresholds import MASTER_SHORT
         out: dict[str, int] = {}
+        runs = self.rt.spec_runs        # (read without the run's lock: get adds nothing)
         for n in list(self.rt.nodes):
             for t in list(n.inflight.values()):
                 spec = t.spec
-                if t.state is T.RUNNING or (t.npending == 0 and spec.stats_n
-                                            and spec.stats_mean < MASTER_SHORT):
+                learned = runs.get(spec)
+                if t.state is T.RUNNING or (t.npending == 0 and learned is not None
+                                            and learned.n and learned.mean < MASTER_SHORT):
                     out[spec.name] = out.get(spec.name, 0) + 1
         return out
 

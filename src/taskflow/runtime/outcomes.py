@@ -61,7 +61,8 @@ def finish_future(rt: RunState, fut: Future, cbs: Callbacks) -> None:
 def _ready_event(rt: RunState, t: Task) -> None:
     """READY for the journal, for tasks not known to be short (as their dispatch event)."""
     spec = t.spec
-    if not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
+    run = rt.spec_runs[spec]
+    if not (run.n and run.mean < MASTER_SHORT):
         rt.bus.emit(("ready", time.time(), t.id, spec.name, "", None))
 
 
@@ -75,7 +76,7 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         # the common end: one value that came back (no lineage, no INOUT versions)
         outs[0]._payload = outputs[0]
         finish_future(rt, outs[0], cbs)
-        _stats(task)
+        rt.spec_runs[task.spec].ran(task.t_end - task.t_start)
         rt.n_done += 1
         _ended(rt, task)
         return
@@ -103,25 +104,16 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         if type(o) is M.Held:
             held += o.size
     spec = task.spec
+    run = rt.spec_runs[spec]
     if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
-        spec.held_mean = held if not spec.held_mean else (3 * spec.held_mean + held) // 4
+        run.left(held)
     if spec.invoker == "python":    # (programs keep theirs: the journal's exit code)
         task.outputs = ()           # the task's rows and groups no longer pin its values
         task.inouts = None
-    _stats(task)
+    run.ran(task.t_end - task.t_start)
     rt.n_done += 1
     _ended(rt, task)
-
-
-def _stats(task: Task) -> None:
-    """The running mean duration of the task's function (prefetch depth, walltime fit)."""
-    spec = task.spec
-    n = spec.stats_n
-    dur = task.t_end - task.t_start
-    spec.stats_mean = dur if n == 0 else \
-        spec.stats_mean + (dur - spec.stats_mean) / (n + 1 if n < 49 else 50)
-    spec.stats_n = n + 1
 
 
 def _store(rt: RunState, fut: Future, payload: M.Output, node_name: str) -> None:
