@@ -1,19 +1,26 @@
-"""What a run derives from each task function, kept apart from what it declared.
+"""What the runtime derives from each task function, kept apart from what it declared.
 
 A :class:`~taskflow.graph.spec.TaskSpec` is what the decorator declared; the
-runtime never writes it. What a run learns from a function's calls (their mean
-duration, the bytes they leave on their node) and what it makes of the
+runtime never writes it. What runs learn from a function's calls (their mean
+duration, the bytes they leave on their node) and what they make of the
 function (its pickle and that pickle's digest: a node gets a function once, by
-digest) is a :class:`SpecRun`, one per spec, in the run's :class:`SpecRuns`
-(``RunState.spec_runs``), made on first use. A copy of a spec (a compat variant,
+digest) is a :class:`SpecRun`, one per spec, made on first use.
+
+Each run looks them up in its own :class:`SpecRuns` (``RunState.spec_runs``, a
+plain dict keyed by the spec: one subscript per task on the hot path). A run's
+first look-up of a spec takes the record earlier runs in this process left
+(:data:`_LEARNED`, held weakly by the spec, so it lives exactly as long as the
+spec, as it did when these were the spec's attributes): a second run starts
+from what the first learned. A copy of a spec (a compat variant,
 ``compat.taskfn.make_variant``) is another key, so it starts with no history.
 
 The scheduler reads the durations for every task it places, and the outcome
-rules update them for every task that ends: plain slots, read and written
-directly by the runtime's modules, and one method call per update.
+rules update them for every task that ends: plain slots, read directly, and
+one method call per update.
 """
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -44,10 +51,18 @@ class SpecRun:
         self.held_mean = nbytes if not self.held_mean else (3 * self.held_mean + nbytes) // 4
 
 
+# spec -> its SpecRun, across the runs of this process (entries go with their spec)
+_LEARNED: weakref.WeakKeyDictionary[TaskSpec, SpecRun] = weakref.WeakKeyDictionary()
+
+
 class SpecRuns(dict["TaskSpec", SpecRun]):
-    """spec -> :class:`SpecRun`, made on first use (``runs[spec]``). Read with ``get``
-    from outside the run's lock (the progress display), which adds nothing."""
+    """One run's spec -> :class:`SpecRun` (``runs[spec]``: the process's record, made on
+    first use). Read with ``get`` from outside the run's lock (the progress display),
+    which adds nothing."""
 
     def __missing__(self, spec: TaskSpec) -> SpecRun:
-        run = self[spec] = SpecRun()
+        run = _LEARNED.get(spec)
+        if run is None:
+            run = _LEARNED[spec] = SpecRun()
+        self[spec] = run
         return run
