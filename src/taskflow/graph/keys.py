@@ -131,7 +131,7 @@ class Keys:
             task.key_parts = base[1]                # shared by the function's calls
             outs = task.outputs
             if len(outs) == 1 and not task.inouts:
-                outs[0]._key = key
+                outs[0].set_key(key)
             else:
                 self._outputs(task, key)
             return
@@ -166,10 +166,10 @@ class Keys:
         """Each output's key: the task's (one output) or the task's and its position."""
         outs = task.outputs
         if len(outs) == 1 and not task.inouts:
-            outs[0]._key = key
+            outs[0].set_key(key)
             return
         for i, fut in enumerate(task.all_outputs()):
-            fut._key = _H(key + i.to_bytes(4, "big"), digest_size=SIZE).digest()
+            fut.set_key(_H(key + i.to_bytes(4, "big"), digest_size=SIZE).digest())
 
 
 def _fut_key(fut: Future, keys: Keys) -> bytes:
@@ -187,7 +187,7 @@ def _fut_key(fut: Future, keys: Keys) -> bytes:
         for b in payload.bufs:
             h.update(b)
         k = h.digest()
-    fut._key = k
+    fut.set_key(k)
     return k
 
 

@@ -232,11 +232,8 @@ class Outbox:
         holds them from now on (recorded only now, when the frame is certain to go)."""
         name = node.name
         for fut in push:
-            if fut._holders is None:
+            if fut.held_by(name):
                 self.remote.watch(fut)
-                fut._holders = {name}
-            else:
-                fut._holders.add(name)
         frames.insert(len(frames) - 1, (M.DATA, [(f._did, f._payload) for f in push]))
 
     def staged_in(self, task: Task, node: NodeHandle, futs: list[Future],
@@ -248,7 +245,7 @@ class Outbox:
             if task.state == T.READY:
                 if err is None:
                     for fut in futs:
-                        fut._holders = (fut._holders or set()) | {node.name}
+                        fut.held_by(node.name)
                     rt.scheduler.push(task)
                 elif err.type_name == "NodeLost" or not node.alive:
                     task.excluded = (task.excluded or set()) | {node.name}
@@ -266,7 +263,7 @@ class Outbox:
         with rt.lock:
             if err is None:
                 for fut in files:
-                    fut._holders = (fut._holders or set()) | {node.name}
+                    fut.held_by(node.name)
                 if rt.log is not None:      # resumable: logged before it is acted on
                     payloads: list[bytes] = []
                     rec = completion_record(task, outputs, payloads)

@@ -97,6 +97,11 @@ class RunState:
         """The command that shows a task's output (None without a journal)."""
         return self.logs_hint.format(task=task_id) if self.logs_hint else None
 
+    def add_failure(self, err: TaskError) -> None:
+        """``err`` fails the run: reported at its end unless the program sees it first."""
+        err.report_at_end()
+        self.failures.append(err)
+
     def new_did(self) -> int:
         """The next data id."""
         return next(self.dids)
