@@ -23,7 +23,8 @@ def test_short_functions_are_prefetched_deeply():
     n = node("n1", slots=2)
     st, _ = state(n)
     sp = spec()
-    sp.stats_n, sp.stats_mean = 10, MASTER_SHORT / 10
+    learned = st.spec_runs[sp]   # what the run learned of sp's calls so far
+    learned.n, learned.mean = 10, MASTER_SHORT / 10
     _ready(st, sp, 2000)
     out = st.scheduler.assign()
     assert len(out) == 2 * (1 + MASTER_DEEP)
@@ -166,7 +167,8 @@ def test_short_calls_go_to_several_nodes_in_slices_bounded_by_their_work():
     nodes = [node(f"n{i}", slots=1) for i in range(8)]
     st, _ = state(*nodes)
     sp = spec()
-    sp.stats_n, sp.stats_mean = 100, 0.00005        # 50 us: a slice is the full SLICE
+    learned = st.spec_runs[sp]   # what the run learned of sp's calls so far
+    learned.n, learned.mean = 100, 0.00005        # 50 us: a slice is the full SLICE
     _ready(st, sp, 8 * S.SLICE)
     out = st.scheduler.assign()
     per = {}
@@ -177,7 +179,8 @@ def test_short_calls_go_to_several_nodes_in_slices_bounded_by_their_work():
     nodes = [node(f"m{i}", slots=1) for i in range(8)]
     st, _ = state(*nodes)
     sp = spec()
-    sp.stats_n, sp.stats_mean = 100, 0.001
+    learned = st.spec_runs[sp]   # what the run learned of sp's calls so far
+    learned.n, learned.mean = 100, 0.001
     _ready(st, sp, 16)
     per = {}
     for n, _ in st.scheduler.assign():
@@ -189,7 +192,8 @@ def test_slices_stop_at_a_call_that_reads_a_value_held_elsewhere():
     nodes = [node(f"n{i}", slots=1) for i in range(4)]
     st, _ = state(*nodes)
     sp = spec()
-    sp.stats_n, sp.stats_mean = 100, 0.00005
+    learned = st.spec_runs[sp]   # what the run learned of sp's calls so far
+    learned.n, learned.mean = 100, 0.00005
     held = Future(None, None, 99)
     held._state = "FINISHED"
     held._holders = {"n3"}

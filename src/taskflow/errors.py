@@ -42,6 +42,20 @@ class TaskError(TaskflowError):
         self.kind = kind
         self._reported = True      # the runtime clears it for failures the run must report
 
+    @property
+    def reported(self) -> bool:
+        """The program has seen this error, or it fails no run (a cancellation)."""
+        return self._reported
+
+    def report_at_end(self) -> None:
+        """This error fails the run: the run's end reports it, unless the program sees it
+        first (:meth:`seen`)."""
+        self._reported = False
+
+    def seen(self) -> None:
+        """The program has seen this error (raised in it, or reported): not reported again."""
+        self._reported = True
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (_rebuild_task_error, (type(self), self.args[0], self.task_name, self.task_id,
                                       self.node, self.remote_traceback, self.kind))

@@ -9,16 +9,22 @@ waits through the standard machinery. The runtime itself waits through
 
 The same class carries the graph's bookkeeping for one data version: who
 produces it (``_producer``), which tasks wait for it (``_consumers``), where
-its bytes are (``_payload`` at the master, ``_holders`` on nodes).
+its bytes are (``_payload`` at the master, ``_holders`` on nodes). Others
+read these fields; they change them only through the methods below, one per
+transition (``finish``, ``fail``, ``held_by``, ``made_by``, ...): the
+runtime calls them per task, so the per-task path makes one call per
+transition, never one per field.
 """
 from __future__ import annotations
 
 import concurrent.futures as _cf
+import os
 import pickle
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NoReturn, Protocol
 
 from .wire import values
+from .wire.protocol import PROTOCOL
 
 if TYPE_CHECKING:
     from concurrent.futures._base import _Waiter
@@ -36,6 +42,7 @@ CANCELLED_AND_NOTIFIED = "CANCELLED_AND_NOTIFIED"
 
 _make_lock = threading.Lock()
 _NOVALUE = object()
+NONE_PAYLOAD = pickle.dumps(None, PROTOCOL)     # the value of a failed task's ignored outputs
 
 
 class FutureHost(Protocol):
@@ -202,6 +209,205 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             v = self._result = values.load(payload, take=own)
         return v
 
+    # -- transitions: the runtime and the graph change a future only through these,
+    # under the run's lock (finish and add_consumer are per task: each does its whole
+    # change in one call) ----------------------------------------------------------
+    def finish(self, payload: Payload | None,
+               callbacks_out: list[tuple[DoneCallback, Future]]) -> list[Task] | None:
+        """Its task's value came to the master (``payload``: its bytes): finished, with no
+        producer any more.
+
+        Returns the tasks that waited for it, if any: the caller releases them, then
+        wakes whoever waits on this future (:meth:`notify_done`; ``runtime.ending.release``
+        does both), in that order. With none, those are woken here.
+        """
+        self._payload = payload
+        self._state = FINISHED
+        self._producer = None
+        consumers = self._consumers
+        if consumers is not None:
+            self._consumers = None
+            return consumers
+        if self._wev is not None or self._cond is not None or self._done_callbacks_:
+            self.notify_done(callbacks_out)     # (most futures: nobody waits on them yet)
+        return None
+
+    def settle(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> list[Task] | None:
+        """:meth:`finish` for a future whose value, error or holders are set already."""
+        self._state = FINISHED
+        self._producer = None
+        consumers = self._consumers
+        if consumers is not None:
+            self._consumers = None
+            return consumers
+        if self._wev is not None or self._cond is not None or self._done_callbacks_:
+            self.notify_done(callbacks_out)
+        return None
+
+    def add_consumer(self, task: Task) -> None:
+        """``task`` waits for this version (released when it finishes)."""
+        consumers = self._consumers
+        if consumers is None:
+            self._consumers = [task]
+        else:
+            consumers.append(task)
+
+    def take_consumers(self) -> list[Task] | None:
+        """The tasks that wait for this version, which no longer do (they are cancelled)."""
+        consumers = self._consumers
+        if consumers is not None:
+            self._consumers = None
+        return consumers
+
+    def finish_cancelled(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> None:
+        """Its task was cancelled (its error or value is set already): finished, and who
+        waits on it wakes. Its consumers stay: the cancellation walks them itself."""
+        self._state = FINISHED
+        self._producer = None
+        self.notify_done(callbacks_out)
+
+    def fail(self, err: TaskError) -> None:
+        """Its value is ``err``: whoever asks for it gets the error raised."""
+        self._exception = err
+
+    def give_default(self, payload: Payload, value: Any) -> None:
+        """Its value is ``value`` (pickled as ``payload``), not one a task made (a failed
+        task's default output)."""
+        self._payload = payload
+        self._result = value
+
+    def void(self, cancel_readers: bool) -> None:
+        """Its failed or cancelled task gives None instead; with ``cancel_readers`` the
+        tasks that read it are cancelled (CANCEL_SUCCESSORS)."""
+        self._payload = NONE_PAYLOAD
+        self._result = None
+        if cancel_readers:
+            self._cancel_successors = True
+
+    def file_made(self, path: str | None = None) -> None:
+        """A file or directory version is written (at ``path``, when it is not where this
+        version was planned: a resumed run's earlier directory); its value is its path."""
+        if path is not None:
+            self._path = path
+        self._result = self._path
+
+    def held_by(self, node: str) -> bool:
+        """``node`` holds the value too from now on; True when it is the first node that
+        does (the caller then watches the future: runtime.remote_values)."""
+        holders = self._holders
+        if holders is None:
+            self._holders = {node}
+            return True
+        holders.add(node)
+        return False
+
+    def left_on(self, node: str) -> bool:
+        """Its task left the value on ``node``, which alone holds it; True when no node
+        held it before (the caller then watches the future: runtime.remote_values)."""
+        first = self._holders is None
+        self._holders = {node}
+        return first
+
+    def not_held_by(self, node: str) -> None:
+        """``node`` does not hold the value (any more, or will not make it after all)."""
+        holders = self._holders
+        if holders:
+            holders.discard(node)
+
+    def fetched(self, payload: Payload) -> None:
+        """The value came from a node to the master, which holds its bytes now."""
+        self._payload = payload
+
+    def drop_payload(self) -> None:
+        """The master lets go of the value's bytes (a node holds the value too)."""
+        self._payload = None
+
+    def made_by(self, task: Task) -> None:
+        """``task`` makes this version (a new write, or again: lineage): pending, on no
+        node yet."""
+        self._producer = task
+        self._state = PENDING
+        self._holders = None
+
+    def remembered(self, record: Any) -> None:
+        """``record`` can make the value again if its node is lost (runtime.lineage)."""
+        self._lineage = record
+
+    def stand_in(self, record: Any) -> None:
+        """This new future stands for a value that no node holds any more: finished, and
+        made again from ``record`` when somebody needs it (runtime.lineage)."""
+        self._state = FINISHED
+        self._holders = set()
+        self._lineage = record
+
+    def reopen(self, waiter: Waiter) -> None:
+        """The lost value is being made again (lineage): pending until then, and
+        ``waiter`` is told when it is finished."""
+        self.add_waiter(waiter)
+        self._state = PENDING
+
+    def add_waiter(self, waiter: Waiter) -> None:
+        """``waiter`` is told when this future is finished (:meth:`notify_done`)."""
+        wev = self._wev
+        if wev is None:
+            self._wev = [waiter]
+        else:
+            wev.append(waiter)
+
+    def version_of(self, item: DataItem, path: str | None = None) -> None:
+        """This is a version of ``item`` (an object written in place, a file); a file's
+        version lives at ``path``."""
+        self._item = item
+        if path is not None:
+            self._path = path
+            self._label = os.path.basename(item.path or "")
+
+    def user_version(self, item: DataItem) -> None:
+        """Version 0 of a file or directory: the user's own, as it is now (finished)."""
+        assert item.path is not None        # a file's or directory's item
+        self.version_of(item, item.path)
+        self._state = FINISHED
+        self._result = item.path
+
+    def untie(self) -> None:
+        """Its item is forgotten (the item and its versions refer to each other)."""
+        self._item = None
+
+    def moved_to(self, path: str) -> None:
+        """The file version was renamed to ``path`` (the user's: materialized)."""
+        self._path = path
+
+    def set_key(self, key: bytes) -> None:
+        """What can change this value, as one key (graph.keys; resumable runs)."""
+        self._key = key
+
+    def notify_done(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> None:
+        """Wake everybody waiting on this future; called by the runtime under its lock.
+
+        Done callbacks are collected into ``callbacks_out`` so the runtime can run
+        them after it has released its lock.
+        """
+        wev = self._wev
+        if wev is not None:
+            self._wev = None
+            for w in wev:
+                w.one_done()
+        cond = self._cond
+        if cond is not None:
+            with cond:
+                waiters = self._cf_waiters
+                if waiters:
+                    for cw in waiters:
+                        if self._exception is not None:
+                            cw.add_exception(self)
+                        else:
+                            cw.add_result(self)
+                cond.notify_all()
+        cbs = self._done_callbacks_
+        if cbs:
+            self._done_callbacks_ = None
+            callbacks_out.extend((cb, self) for cb in cbs)
+
     def __repr__(self) -> str:
         name = self._label or (self._producer.spec.name if self._producer is not None else "")
         return f"<taskflow.Future d{self._did} {name} {self._state.lower()}>"
@@ -213,31 +419,3 @@ class Future(_cf.Future):  # type: ignore[type-arg]
 
     def __getstate__(self) -> NoReturn:  # pragma: no cover - guarded by __reduce__
         raise TypeError("a taskflow Future cannot be pickled")
-
-
-def notify_done(fut: Future, callbacks_out: list[tuple[DoneCallback, Future]]) -> None:
-    """Wake everybody waiting on ``fut``; called by the runtime under its lock.
-
-    Done callbacks are collected into ``callbacks_out`` so the runtime can run
-    them after it has released its lock.
-    """
-    wev = fut._wev
-    if wev is not None:
-        fut._wev = None
-        for w in wev:
-            w.one_done()
-    cond = fut._cond
-    if cond is not None:
-        with cond:
-            waiters = fut._cf_waiters
-            if waiters:
-                for cw in waiters:
-                    if fut._exception is not None:
-                        cw.add_exception(fut)
-                    else:
-                        cw.add_result(fut)
-            cond.notify_all()
-    cbs = fut._done_callbacks_
-    if cbs:
-        fut._done_callbacks_ = None
-        callbacks_out.extend((cb, fut) for cb in cbs)

@@ -90,7 +90,7 @@ def _resolve(obj: Any, rt: Runtime, depth: int = 0) -> Any:
 def _report(fut: Future) -> Future:
     exc = fut._exception
     if exc is not None:
-        exc._reported = True
+        exc.seen()
     return fut
 
 
@@ -162,7 +162,7 @@ def _wait_item(rt: Runtime, item: Any) -> None:
     rt.wait_futures(futs)
     exc = item.latest._exception
     if exc is not None:
-        exc._reported = True
+        exc.seen()
         raise exc
 
 

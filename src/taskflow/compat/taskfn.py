@@ -223,7 +223,6 @@ def make_variant(base: TaskSpec, nout: int, none_files: frozenset[str],
                  if not (p.kind == OBJECT_KIND and p.direction == "IN")]
     v.nout, v.returns_tuple = (nout, nout > 1)
     v.plain = not v.special and v.varargs is None and v.nout == 1
-    v.stats_n, v.stats_mean = 0, 0.0
     nvar = dict(extra or ()).get("*", 0)
     if nvar:        # varargs_type: each of the call's *args values accessed as declared
         vp = base.wrapper.decl.varargs

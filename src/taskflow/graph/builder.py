@@ -21,7 +21,7 @@ from ..wire import messages as M
 from ..wire.argpath import set_path
 from .param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..errors import UsageError
-from ..future import FINISHED, Future
+from ..future import Future
 from .registry import DIR, FILE, GraphHost
 from .task import Inout, Task
 
@@ -104,9 +104,10 @@ class Builder:
             if type(a) not in SCALARS:
                 return None
         rt = self.rt
-        out = Future(rt, None, next(rt.dids))
-        task = Task(next(rt.tids), spec, args, None, None, [out], None, None, time.time())
-        out._producer = task
+        did = next(rt.dids)
+        task = Task(next(rt.tids), spec, args, None, None, (), None, None, time.time())
+        out = Future(rt, task, did)         # (the task first: its future names it as producer)
+        task.outputs = [out]
         return task, ((out,) if spec.returns_tuple else out)
 
     def build(self, spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -177,19 +178,19 @@ class Builder:
         tid = next(rt.tids)
         nout = spec.nout
         dids = rt.dids
-        if nout == 1:
-            outputs = [Future(rt, None, next(dids))]
-        else:
-            outputs = [Future(rt, None, next(dids)) for _ in range(nout)]
-        task = Task(tid, spec, argv, kw or None, refs or None, outputs, inouts or None,
+        task = Task(tid, spec, argv, kw or None, refs or None, (), inouts or None,
                     deps or None, time.time())
-        for f in outputs:
-            f._producer = task
+        # (the task first: its futures name it as their producer)
+        if nout == 1:
+            outputs = [Future(rt, task, next(dids))]
+        else:
+            outputs = [Future(rt, task, next(dids)) for _ in range(nout)]
+        task.outputs = outputs
         for item in self._v0:
             item.readers_v0.append(task)
         if inouts:
             for entry in inouts:
-                entry.version._producer = task
+                entry.version.made_by(task)
         value = tuple(outputs) if spec.returns_tuple else outputs[0]
         return task, deps, value
 
@@ -275,8 +276,7 @@ class Builder:
                     raise UsageError(f"{where}: an {param.direction} object may not contain "
                                      f"futures; wait_on() them first.")
                 first = Future(rt, None, rt.new_did())
-                first._payload = blob
-                first._state = FINISHED
+                first.finish(blob, [])       # (new: nobody waits on it)
             item = reg.track_object(value, first)
         direction = param.direction
         if direction == "CONCURRENT":
@@ -294,7 +294,7 @@ class Builder:
             refs.append((path, M.REF_VALUE, read))
         set_path(argv, kw, path, None)
         new = Future(rt, None, rt.new_did())
-        new._item = item
+        new.version_of(item)
         item.latest = new
         if direction == "CONCURRENT":
             assert item.concurrent is not None      # set above

@@ -62,13 +62,17 @@ class Keys:
         self.ordinals: dict[str, int] = {}      # calls so far per function name
         self._files: dict[tuple[str, int, int, int], bytes] = {}
         self._programs: dict[str, tuple[int, int, bytes]] = {}
+        # per function (what the run derives, kept here, not on its spec): the digest of its
+        # code, and (hasher of that code, KeyParts) every key of its calls starts from
+        self._code: dict[TaskSpec, bytes] = {}
+        self._bases: dict[TaskSpec, tuple[Any, KeyParts]] = {}
 
     # -- the pieces ----------------------------------------------------------------
     def code(self, spec: TaskSpec) -> bytes:
         """The digest of ``spec``'s function and the module-level functions it calls."""
-        d = spec.code_key
+        d = self._code.get(spec)
         if d is None:
-            d = spec.code_key = _code_digest(spec.func, {})
+            d = self._code[spec] = _code_digest(spec.func, {})
         return d
 
     def file(self, path: str) -> bytes:
@@ -111,10 +115,10 @@ class Keys:
         name = spec.name
         n = task.ordinal = self.ordinals.get(name, 0) + 1
         self.ordinals[name] = n
-        base = spec.key_base
+        base = self._bases.get(spec)
         if base is None:
             code = self.code(spec)
-            base = spec.key_base = (_H(code, digest_size=SIZE), KeyParts(code, ()))
+            base = self._bases[spec] = (_H(code, digest_size=SIZE), KeyParts(code, ()))
         h = base[0].copy()
         opts = task.options
         if opts:
@@ -129,7 +133,7 @@ class Keys:
             task.key_parts = base[1]                # shared by the function's calls
             outs = task.outputs
             if len(outs) == 1 and not task.inouts:
-                outs[0]._key = key
+                outs[0].set_key(key)
             else:
                 self._outputs(task, key)
             return
@@ -164,10 +168,10 @@ class Keys:
         """Each output's key: the task's (one output) or the task's and its position."""
         outs = task.outputs
         if len(outs) == 1 and not task.inouts:
-            outs[0]._key = key
+            outs[0].set_key(key)
             return
         for i, fut in enumerate(task.all_outputs()):
-            fut._key = _H(key + i.to_bytes(4, "big"), digest_size=SIZE).digest()
+            fut.set_key(_H(key + i.to_bytes(4, "big"), digest_size=SIZE).digest())
 
 
 def _fut_key(fut: Future, keys: Keys) -> bytes:
@@ -185,7 +189,7 @@ def _fut_key(fut: Future, keys: Keys) -> bytes:
         for b in payload.bufs:
             h.update(b)
         k = h.digest()
-    fut._key = k
+    fut.set_key(k)
     return k
 
 

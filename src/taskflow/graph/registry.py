@@ -67,17 +67,17 @@ class Registry:
 
     def track_object(self, obj: Any, first: Future) -> DataItem:
         item = DataItem(OBJ, id(obj), first, obj=obj)
-        first._item = item
+        first.version_of(item)
         self.objects[id(obj)] = item
         return item
 
     def forget_object(self, obj: Any) -> DataItem | None:
         item = self.objects.pop(id(obj), None)
         if item is not None:        # the item and its versions refer to each other: untie
-            item.latest._item = None
+            item.latest.untie()
             if item.concurrent is not None:
                 for f in item.concurrent[1]:
-                    f._item = None
+                    f.untie()
                 item.concurrent = None
         return item
 
@@ -89,11 +89,7 @@ class Registry:
         """Enter a user path; version 0 is the file as it is now (may not exist)."""
         v0 = Future(rt, None, rt.new_did())
         item = DataItem(kind, path, v0, path=path)
-        v0._path = path
-        v0._item = item
-        v0._state = FINISHED
-        v0._result = path
-        v0._label = os.path.basename(path)
+        v0.user_version(item)
         item.materialized = v0
         self.files[path] = item
         return item
@@ -102,18 +98,17 @@ class Registry:
         assert item.path is not None        # a file's or directory's item
         item.nversions += 1
         d = os.path.join(self.data_dir, f"d{fut._did}v{item.nversions}")
-        fut._path = path = os.path.join(d, os.path.basename(item.path) or "data")
-        fut._item = item
-        fut._label = os.path.basename(item.path)
+        path = os.path.join(d, os.path.basename(item.path) or "data")
+        fut.version_of(item, path)
         item.latest = fut
         return path
 
     def forget_file(self, path: str) -> DataItem | None:
         item = self.files.pop(path, None)
         if item is not None:        # untie the item from the versions it refers to
-            item.latest._item = None
+            item.latest.untie()
             if item.materialized is not None:
-                item.materialized._item = None
+                item.materialized.untie()
             item.readers_v0 = []
         return item
 
@@ -149,7 +144,7 @@ def materialize(item: DataItem, finished: bool = False, move: bool = False) -> N
             if exc.errno != errno.EXDEV:
                 raise
         else:
-            v._path = target
+            v.moved_to(target)
             item.materialized = v
             return
     os.makedirs(parent, exist_ok=True)

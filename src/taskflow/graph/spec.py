@@ -4,7 +4,9 @@
 parameters and their directions, outputs, priority, time-out, failure policy,
 constraints and, for external programs, the invoker and its configuration.
 ``@task`` (:mod:`taskflow.api.task`) builds it; the builder, the scheduler,
-the dispatcher and the journal read it.
+the dispatcher and the journal read it. What a run derives from it (its calls'
+durations, its pickle and digest, its keys) is the run's, not the spec's:
+:mod:`taskflow.runtime.specruns` and :class:`taskflow.graph.keys.Keys`.
 """
 from __future__ import annotations
 
@@ -84,8 +86,6 @@ class TaskSpec:
         self.failure_defaults: dict[str, Any] | None = None
         self.pin: str | None = None   # the node its calls run on (a replicated task's copies)
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
-        self.code_key: bytes | None = None   # digest of its code (graph.keys, resumable runs)
-        self.key_base: tuple[Any, Any] | None = None   # (hasher of the code, KeyParts): keys
         # derived from the declaration by _declared(), whenever it changes:
         self.cu_expr = Expr(1, "", [])     # computing_units and memory_size as expressions
         self.mem_expr = Expr(0.0, "", [])
@@ -95,11 +95,6 @@ class TaskSpec:
         self.call_time = False
         # what every call sends to its node, unless decided per call (None: a plain call)
         self.options: Options | None = Options(Limits(self.time_out)) if self.time_out else None
-        self.digest: bytes | None = None
-        self.payload: bytes | None = None
-        self.stats_n = 0              # completed runs, for prefetch decisions
-        self.stats_mean = 0.0
-        self.held_mean = 0            # bytes its calls leave on their node (prefetch depth)
 
     def where(self, pname: str) -> str:
         return f"task {self.name}, parameter '{pname}'"
@@ -116,6 +111,17 @@ class TaskSpec:
         if processors is not None:
             self.processors = processors
         self._declared()
+
+    def set_failure_policy(self, on_failure: str, defaults: dict[str, Any] | None) -> None:
+        """A later ``@on_failure`` (PyCOMPSs's): the policy, and for IGNORE and
+        CANCEL_SUCCESSORS the values its outputs take instead of None (checked by the
+        decorator)."""
+        self.on_failure = on_failure
+        self.failure_defaults = dict(defaults) if defaults else None
+
+    def record_hints(self, **hints: Any) -> None:
+        """Declarations accepted with no effect here, kept to be shown (PyCOMPSs's)."""
+        self.recorded = dict(self.recorded or {}, **hints)
 
     def declare_program(self, kind: str, cfg: dict[str, Any]) -> None:
         """The task runs through invoker ``kind`` (@binary, @mpi, ...: api.external)."""

@@ -54,7 +54,7 @@ class Task:
 
     def __init__(self, tid: int, spec: TaskSpec, argv: tuple[Any, ...] | list[Any] | None,
                  kwargs: dict[str, Any] | None, refs: list[TaskRef] | None,
-                 outputs: list[Future], inouts: list[Inout] | None, reads: list[Future] | None,
+                 outputs: Sequence[Future], inouts: list[Inout] | None, reads: list[Future] | None,
                  t_submit: float) -> None:
         self.id = tid
         self.spec = spec
@@ -62,7 +62,7 @@ class Task:
         self.kwargs = kwargs
         self.refs = refs
         self.npending = 0
-        self.outputs: Sequence[Future] = outputs    # () once it ended well (outcomes._ended)
+        self.outputs: Sequence[Future] = outputs    # () once it ended well (outcomes.task_done)
         self.inouts = inouts
         self.reads = reads          # data versions read (for lineage and GC)
         self.state = SUBMITTED

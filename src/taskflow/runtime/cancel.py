@@ -18,16 +18,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from ..errors import GroupAbort, TaskCancelled, TaskError
-from ..future import FINISHED, notify_done
 from ..graph import task as T
 from . import gang
-from .outcomes import _ended, cancel_successors, finish_future
+from .ending import Callbacks, cancel_successors, finish_future, task_ended
 
 if TYPE_CHECKING:
     from ..graph.task import Task
     from ..providers.handle import NodeHandle
     from ..wire.messages import ErrorInfo
-    from .outcomes import Callbacks
     from .state import RunState
 
 
@@ -75,20 +73,19 @@ def _take_back(rt: RunState, t: Task) -> None:
 
 def _cancel_one(rt: RunState, t: Task, why: str, cbs: Callbacks) -> None:
     t.state = T.CANCELLED
+    # (reported already, as every new TaskError is: a cancellation asked for is no failure
+    # of the run)
     err = TaskCancelled(f"task {t.spec.name} (id {t.id}) was cancelled: {why}",
                         task_name=t.spec.name, task_id=t.id, kind="cancelled")
-    err._reported = True            # a cancellation asked for is no failure of the run
     t.error = err
     outs = t.all_outputs()
     for fut in outs:
-        fut._exception = err
+        fut.fail(err)
     cancel_successors(rt, t, err, cbs)
     for fut in outs:
-        fut._state = FINISHED
-        fut._producer = None
-        notify_done(fut, cbs)
+        fut.finish_cancelled(cbs)
     rt.n_cancelled += 1
-    _ended(rt, t)
+    task_ended(rt, t)
 
 
 _ORDINARY = frozenset({"Exception", "ValueError", "TypeError", "KeyError", "IndexError",
@@ -134,18 +131,17 @@ def abort_group(rt: RunState, task: Task, exc: BaseException, error: ErrorInfo,
                     remote_traceback=tb,
                     kind="abort" if group is not None else "error")
     err.__cause__ = exc
-    err._reported = False
-    rt.failures.append(err)         # claimed (removed) at the group's barrier
+    rt.add_failure(err)             # claimed (removed) at the group's barrier
     task.error = err
     task.state = T.FAILED
     outs = task.all_outputs()
     for fut in outs:
-        fut._exception = err
+        fut.fail(err)
     cancel_successors(rt, task, err, cbs)
     for fut in outs:
         finish_future(rt, fut, cbs)
     rt.n_failed += 1
-    _ended(rt, task)
+    task_ended(rt, task)
     if group is not None:
         rt.group_aborts.setdefault(group, (err, exc))
         cancel_tasks(rt, rt.groups.get(group, ()),
@@ -161,6 +157,6 @@ def claim_abort(rt: RunState, group: str) -> BaseException | None:
     err, exc = entry
     if err in rt.failures:
         rt.failures.remove(err)
-    err._reported = True
+    err.seen()
     exc.task_error = err          # type: ignore[attr-defined]  # where and why, for users
     return exc

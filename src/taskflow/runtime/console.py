@@ -52,12 +52,8 @@ class Progress:
         class _Bars(RichProgress):
             def get_renderables(self) -> Any:
                 # (rich renders once in __init__, and add_task refreshes: no re-entry)
-                if getattr(owner, "bars", None) is not None and not owner._syncing:
-                    owner._syncing = True
-                    try:
-                        owner._sync()
-                    finally:
-                        owner._syncing = False
+                if getattr(owner, "bars", None) is not None:
+                    owner._sync_once()
                 yield owner._header()
                 yield from super().get_renderables()
 
@@ -101,13 +97,25 @@ class Progress:
         from ..graph import task as T
         from ..wire.thresholds import MASTER_SHORT
         out: dict[str, int] = {}
+        runs = self.rt.spec_runs        # (read without the run's lock: get adds nothing)
         for n in list(self.rt.nodes):
             for t in list(n.inflight.values()):
                 spec = t.spec
-                if t.state is T.RUNNING or (t.npending == 0 and spec.stats_n
-                                            and spec.stats_mean < MASTER_SHORT):
+                learned = runs.get(spec)
+                if t.state is T.RUNNING or (t.npending == 0 and learned is not None
+                                            and learned.n and learned.mean < MASTER_SHORT):
                     out[spec.name] = out.get(spec.name, 0) + 1
         return out
+
+    def _sync_once(self) -> None:
+        """:meth:`_sync`, unless it is running already (rich may render from inside it)."""
+        if self._syncing:
+            return
+        self._syncing = True
+        try:
+            self._sync()
+        finally:
+            self._syncing = False
 
     def _sync(self) -> None:
         """Bring the bars up to date (called by rich before each refresh)."""

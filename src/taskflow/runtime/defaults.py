@@ -45,11 +45,11 @@ def apply_defaults(task: Task, defaults: dict[str, Any]) -> None:
 
 def _set(fut: Future, value: Any) -> None:
     try:
-        fut._payload = pickle.dumps(value, P.PROTOCOL)
+        payload = pickle.dumps(value, P.PROTOCOL)
     except Exception:  # noqa: BLE001 - e.g. a class of the script: by value
         import cloudpickle
-        fut._payload = cloudpickle.dumps(value, P.PROTOCOL)
-    fut._result = value
+        payload = cloudpickle.dumps(value, P.PROTOCOL)
+    fut.give_default(payload, value)
 
 
 def _copy(fut: Future, source: Any, is_dir: bool, task: Task) -> None:
@@ -65,7 +65,7 @@ def _copy(fut: Future, source: Any, is_dir: bool, task: Task) -> None:
             shutil.copytree(src, dest, symlinks=True)
         else:
             shutil.copyfile(src, dest)
-        fut._result = dest
+        fut.file_made()
     except OSError as exc:
         log.warning("task %s (id %d) failed and its default for %s could not be copied from "
                     "%s: %s", task.spec.name, task.id, os.path.basename(dest), src, exc)

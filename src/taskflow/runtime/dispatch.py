@@ -104,7 +104,7 @@ class Dispatcher:
                 rt.scheduler.nodes.append(n)
             if n.walltime_end is not None:
                 rt.scheduler.walltimes = True      # check job ends before placing
-            rt._max_cus, rt._max_mem = rt.scheduler.capacity()
+            rt.capacity_changed()
             if rt.bus.active:
                 rt.bus.emit(NodeJoin("node_join", time.time(), 0, "", n.name,
                                      dict(n.info, slots=n.slots, job_id=n.job_id)))
@@ -334,7 +334,7 @@ class Dispatcher:
                     if fetch is None:
                         continue
                     if payload is not None:
-                        fetch.fut._payload = payload
+                        fetch.fut.fetched(payload)
                     for w in fetch.waiters:
                         if isinstance(w, threading.Event):
                             w.set()
@@ -381,7 +381,7 @@ class Dispatcher:
                             "others go to other nodes", node.name, reason)
             if rt.bus.active:
                 rt.bus.emit(NodeGone("node_leaving", time.time(), 0, "", node.name, reason))
-            rt._max_cus, rt._max_mem = rt.scheduler.capacity()
+            rt.capacity_changed()
         for tid in tids:
             task = node.inflight.get(tid)
             if task is not None:

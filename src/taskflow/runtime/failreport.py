@@ -174,7 +174,7 @@ def failure_lines(rt: Runtime, cancelled_by: dict[int, list[tuple[int, str]]] | 
         out.append(f"... and {len(errs) - ONE_LINE} more failed tasks (taskflow status "
                    f"{rt.run_id} lists them)")
     for e in errs:
-        e._reported = True
+        e.seen()
     return out
 
 

@@ -24,14 +24,14 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Union
 
-from ..future import FINISHED, PENDING, Future
+from ..future import Future
 from ..graph import task as T
 from ..graph.task import Inout, Task
 from ..wire import messages as M
 from .event_types import Retry
+from .ending import Callbacks, cancel_task
 
 if TYPE_CHECKING:
-    from .outcomes import Callbacks
     from .state import RunState, Waiter
 
 
@@ -61,13 +61,11 @@ class _Input:
         if fut is not None:
             return fut
         new = Future(None, None, rt.new_did())   # internal: nobody waits on it
-        new._state = FINISHED
         if self.record is not None:     # made again on demand (ensure -> fetch -> recompute)
-            new._holders = set()
-            new._lineage = self.record
+            new.stand_in(self.record)
             self.record.adopt(self.index, new)
         else:
-            new._payload = self.payload
+            new.finish(self.payload, [])     # (new: nobody waits on it)
         self.ref = weakref.ref(new)
         return new
 
@@ -151,9 +149,7 @@ class Record:
                     outs[:n], inouts, reads or None, time.time())
         task.cus, task.mem, task.options, task.prio = self.cus, self.mem, self.options, self.prio
         for f in outs:
-            f._producer = task
-            f._state = PENDING
-            f._holders = None
+            f.made_by(task)
         return task
 
 
@@ -169,7 +165,7 @@ def remember(task: Task) -> None:
     rec = Record(task)
     for fut in task.all_outputs():
         if fut._payload is None and fut._holders:
-            fut._lineage = rec
+            fut.remembered(rec)
 
 
 class _EventWaiter:
@@ -193,9 +189,8 @@ class _TaskWaiter:
         if self.task.state != T.READY:
             return
         if self.fut._exception is not None:
-            from . import outcomes
             cbs: Callbacks = []
-            outcomes.cancel_task(self.rt, self.task, self.producer, self.fut._exception, cbs)
+            cancel_task(self.rt, self.task, self.producer, self.fut._exception, cbs)
             for fn, f in cbs:
                 try:
                     fn(f)
@@ -225,6 +220,5 @@ def recompute(rt: RunState, fut: Future, waiter: Waiter) -> bool:
         return False
     w: Union[_EventWaiter, _TaskWaiter] = _EventWaiter(waiter) \
         if isinstance(waiter, threading.Event) else _TaskWaiter(rt, waiter, fut, task)
-    fut._wev = (fut._wev or []) + [w]
-    fut._state = PENDING
+    fut.reopen(w)
     return True

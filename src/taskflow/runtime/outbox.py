@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .dispatch import Dispatcher
     from .outcomes import Callbacks
     from .runtime import Runtime
+    from .specruns import SpecRun
 
 Frames = list[Any]    # per node this round: (op, body) pairs, then the TASKS batch being built
 
@@ -50,25 +51,28 @@ class Outbox:
         sends: dict[NodeHandle, Frames] = {}
         now = time.time()
         emit = self.rt.bus.emit if self.rt.bus.active else None
+        runs = self.rt.spec_runs
         last_spec: TaskSpec | None = None
         last_node: NodeHandle | None = None
-        frames: Frames          # frames, batch and digest: set with last_spec (the first task)
+        frames: Frames          # frames, batch, digest, learned: set with last_spec (the first task)
         batch: list[M.TaskWire]
         digest: bytes
+        learned: SpecRun
         chained: object         # its consumers (a list or None), or whether any output has some
         for node, task in assignments:
             spec = task.spec
             if spec is not last_spec or node is not last_node:
                 last_spec, last_node = spec, node
-                digest = spec.digest if spec.digest is not None else _digest(spec)
+                learned = runs[spec]
+                digest = learned.digest if learned.digest is not None else _digest(spec, learned)
                 known = sends.get(node)
                 if known is None:
                     known = sends[node] = [[]]
                 frames = known
                 if digest not in node.funcs:
                     node.funcs.add(digest)
-                    assert spec.payload is not None     # made with the digest
-                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(digest, spec.payload)))
+                    assert learned.payload is not None     # made with the digest
+                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(digest, learned.payload)))
                 batch = frames[-1]          # this round's TASKS for the node: always last
             refs = task.refs
             wire_refs = None
@@ -103,7 +107,7 @@ class Outbox:
             node.inflight[task.id] = task
             if chained:
                 self._chain(task, node, assignments)
-            if emit is not None and not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
+            if emit is not None and not (learned.n and learned.mean < MASTER_SHORT):
                 # Short tasks get no event of their own: their end event carries
                 # the dispatch time, and nobody could watch them run anyway.
                 emit(Dispatched("dispatched", now, task.id, spec.name, node.name,
@@ -153,13 +157,13 @@ class Outbox:
                     node.mem_used += c.mem
                     assignments.append((node, c))
 
-    @staticmethod
-    def _chainable(c: Task, node: NodeHandle) -> bool:
+    def _chainable(self, c: Task, node: NodeHandle) -> bool:
         spec = c.spec
         if spec.exclusive or spec.gang or c.lock_item is not None \
                 or node.stager is not None or not c.reads or spec.pin is not None:
             return False
-        extra = 1 if not spec.stats_n or spec.stats_mean >= MASTER_SHORT else MASTER_DEEP
+        learned = self.rt.spec_runs[spec]
+        extra = 1 if not learned.n or learned.mean >= MASTER_SHORT else MASTER_DEEP
         if node.used + c.cus > node.slots * (1 + extra) or node.mem_used + c.mem > node.memory_gb:
             return False
         if c.excluded and node.name in c.excluded:
@@ -230,11 +234,8 @@ class Outbox:
         holds them from now on (recorded only now, when the frame is certain to go)."""
         name = node.name
         for fut in push:
-            if fut._holders is None:
+            if fut.held_by(name):
                 self.remote.watch(fut)
-                fut._holders = {name}
-            else:
-                fut._holders.add(name)
         frames.insert(len(frames) - 1, (M.DATA, [(f._did, f._payload) for f in push]))
 
     def staged_in(self, task: Task, node: NodeHandle, futs: list[Future],
@@ -246,7 +247,7 @@ class Outbox:
             if task.state == T.READY:
                 if err is None:
                     for fut in futs:
-                        fut._holders = (fut._holders or set()) | {node.name}
+                        fut.held_by(node.name)
                     rt.scheduler.push(task)
                 elif err.type_name == "NodeLost" or not node.alive:
                     task.excluded = (task.excluded or set()) | {node.name}
@@ -264,7 +265,7 @@ class Outbox:
         with rt.lock:
             if err is None:
                 for fut in files:
-                    fut._holders = (fut._holders or set()) | {node.name}
+                    fut.held_by(node.name)
                 if rt.log is not None:      # resumable: logged before it is acted on
                     payloads: list[bytes] = []
                     rec = completion_record(task, outputs, payloads)
@@ -285,12 +286,13 @@ class Outbox:
                 traceback.print_exc()
 
 
-def _digest(spec: TaskSpec) -> bytes:
+def _digest(spec: TaskSpec, learned: SpecRun) -> bytes:
+    """The function pickled to ship, once per run, and its digest (nodes know it by that)."""
     target = spec.wrapper or spec.func
     code = getattr(spec.func, "__code__", None)
     payload: bytes = cloudpickle.dumps((target, code.co_filename if code else None), P.PROTOCOL)
-    spec.payload = payload
-    spec.digest = digest = hashlib.blake2b(payload, digest_size=16).digest()
+    learned.payload = payload
+    learned.digest = digest = hashlib.blake2b(payload, digest_size=16).digest()
     return digest
 
 

@@ -11,59 +11,30 @@ FAIL               outputs carry the error; successors are cancelled with an
 IGNORE             outputs are None; successors run
 CANCEL_SUCCESSORS  outputs are None; successors are cancelled (their values
                    None); the run does not fail
+
+What every end shares (finishing futures, cancelling successors, the
+counters and journal rows) is in :mod:`.ending`, below this module and
+:mod:`.cancel` and :mod:`.lineage`, which use it too.
 """
 from __future__ import annotations
 
 import pickle
 import time
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any
 
-from ..errors import NodeLost, TaskCancelled, TaskError, TaskMemoryExceeded, TaskTimeout
-from ..future import FINISHED, Future, notify_done
+from ..errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout
+from ..future import FINISHED, Future
 from ..graph import task as T
 from ..graph.task import Task
 from ..wire import messages as M
-from ..wire import protocol as P
-from ..wire.thresholds import MASTER_SHORT
-from . import gang, lineage
-from .event_types import Ready, Retry, ended
-from .state import RunState
+from . import cancel, gang, lineage
+from .event_types import Retry
+from .ending import Callbacks as Callbacks     # (named here by the dispatcher's annotations)
+from .ending import cancel_successors, finish_future, release, take_back_chained, task_ended
 
 if TYPE_CHECKING:
     from ..providers.handle import NodeHandle
-
-NONE_PAYLOAD = pickle.dumps(None, P.PROTOCOL)
-Callbacks = list[tuple[Callable[[Future], Any], Future]]   # run after the lock is released
-
-
-def finish_future(rt: RunState, fut: Future, cbs: Callbacks) -> None:
-    """Mark ``fut`` finished and release the tasks that wait for it."""
-    fut._state = FINISHED
-    fut._producer = None
-    consumers = fut._consumers
-    if consumers is not None:
-        fut._consumers = None
-        push = rt.scheduler.push
-        for t in consumers:
-            t.npending -= 1
-            if t.state == T.SUBMITTED:
-                if t.npending == 0:
-                    t.state = T.READY
-                    push(t)
-                    if rt.bus.active:
-                        _ready_event(rt, t)
-            elif t.state == T.DISPATCHED and fut._payload is not None:
-                # chained: make sure it gets there (DISPATCHED: its node is set)
-                rt.comm.push_data(t.node, fut)  # type: ignore[arg-type]
-    if fut._wev is not None or fut._cond is not None or fut._done_callbacks_:
-        notify_done(fut, cbs)       # (most futures: nobody waits on them yet)
-
-
-def _ready_event(rt: RunState, t: Task) -> None:
-    """READY for the journal, for tasks not known to be short (as their dispatch event)."""
-    spec = t.spec
-    if not (spec.stats_n and spec.stats_mean < MASTER_SHORT):
-        rt.bus.emit(Ready("ready", time.time(), t.id, spec.name, "", None))
+    from .state import RunState
 
 
 def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandle,
@@ -74,71 +45,67 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
     outs = task.outputs
     if len(outs) == 1 and not task.inouts and type(outputs[0]) is bytes:
         # the common end: one value that came back (no lineage, no INOUT versions)
-        outs[0]._payload = outputs[0]
-        finish_future(rt, outs[0], cbs)
-        _stats(task)
+        out = outs[0]
+        consumers = out.finish(outputs[0], cbs)
+        if consumers is not None:
+            release(rt, out, consumers, cbs)
+        rt.spec_runs[task.spec].ran(task.t_end - task.t_start)
         rt.n_done += 1
-        _ended(rt, task)
+        task_ended(rt, task)
         return
     name = node.name
     i = 0
     for fut in outs:
-        _store(rt, fut, outputs[i], name)
-        finish_future(rt, fut, cbs)
+        _finish_output(rt, fut, outputs[i], name, cbs)
         i += 1
     if task.inouts:
         for entry in task.inouts:
             fut = entry.version
             if entry.kind == M.OUT_OBJECT:
-                _store(rt, fut, outputs[i], name)
+                _finish_output(rt, fut, outputs[i], name, cbs)
             else:
-                fut._result = fut._path
+                fut.file_made()
                 item = fut._item
                 if item is not None and (item.last_done is None
                                          or item.last_done._did < fut._did):
                     item.last_done = fut
-            finish_future(rt, fut, cbs)
+                finish_future(rt, fut, cbs)
             i += 1
     held = 0
     for o in outputs:
         if type(o) is M.Held:
             held += o.size
     spec = task.spec
+    run = rt.spec_runs[spec]
     if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
-        spec.held_mean = held if not spec.held_mean else (3 * spec.held_mean + held) // 4
+        run.left(held)
     if spec.invoker == "python":    # (programs keep theirs: the journal's exit code)
         task.outputs = ()           # the task's rows and groups no longer pin its values
         task.inouts = None
-    _stats(task)
+    run.ran(task.t_end - task.t_start)
     rt.n_done += 1
-    _ended(rt, task)
+    task_ended(rt, task)
 
 
-def _stats(task: Task) -> None:
-    """The running mean duration of the task's function (prefetch depth, walltime fit)."""
-    spec = task.spec
-    n = spec.stats_n
-    dur = task.t_end - task.t_start
-    spec.stats_mean = dur if n == 0 else \
-        spec.stats_mean + (dur - spec.stats_mean) / (n + 1 if n < 49 else 50)
-    spec.stats_n = n + 1
-
-
-def _store(rt: RunState, fut: Future, payload: M.Output, node_name: str) -> None:
-    if type(payload) is M.Held:         # the value stayed on the node
-        if fut._holders is None:
+def _finish_output(rt: RunState, fut: Future, out: M.Output, node_name: str,
+                   cbs: Callbacks) -> None:
+    """One value of a task that ended well: it came back, or it stayed on the node."""
+    if type(out) is M.Held:
+        if fut.left_on(node_name):
             rt.comm.watch_remote(fut)
-        fut._holders = {node_name}
-    else:
-        fut._payload = payload
+        finish_future(rt, fut, cbs)
+        return
+    consumers = fut.finish(out, cbs)
+    if consumers is not None:
+        release(rt, fut, consumers, cbs)
 
 
 def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None,
                 node: NodeHandle | None, cbs: Callbacks) -> None:
     spec = task.spec
     if status == M.ERROR and error is not None:
-        from . import cancel        # a GroupAbort (COMPSsException) is no failure to retry
+        # a GroupAbort (COMPSsException) is no failure to retry
         abort = cancel.raised_abort(error)
         if abort is not None:
             cancel.abort_group(rt, task, abort, error, node, cbs)
@@ -205,19 +172,16 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     task.state = T.FAILED
     policy = spec.on_failure
     if policy in ("RETRY", "FAIL"):
-        err._reported = False
-        rt.failures.append(err)
+        rt.add_failure(err)
         for fut in task.all_outputs():
-            fut._exception = err
+            fut.fail(err)
         cancel_successors(rt, task, err, cbs)
         for fut in task.all_outputs():
             finish_future(rt, fut, cbs)
     else:
+        cancels = policy == "CANCEL_SUCCESSORS"
         for fut in task.all_outputs():
-            fut._payload = NONE_PAYLOAD
-            fut._result = None
-            if policy == "CANCEL_SUCCESSORS":
-                fut._cancel_successors = True
+            fut.void(cancel_readers=cancels)
         if spec.failure_defaults:       # @on_failure(..., name=value): outputs get defaults
             from .defaults import apply_defaults
             apply_defaults(task, spec.failure_defaults)
@@ -227,7 +191,7 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
             finish_future(rt, fut, cbs)
         rt.n_ignored += 1
     rt.n_failed += 1
-    _ended(rt, task)
+    task_ended(rt, task)
 
 
 def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
@@ -251,17 +215,19 @@ def task_restored(rt: RunState, task: Task, outputs: tuple[tuple[Any, ...], ...]
     task.t_start = task.t_end = time.time()
     for fut, out, value in zip(task.all_outputs(), outputs, values):
         if out[0] == "v":
-            fut._payload = value
+            consumers = fut.finish(value, cbs)
         elif out[0] == "V":             # large buffers: the Packed, pickled in-band
-            fut._payload = pickle.loads(value)      # type: ignore[arg-type]  # bytes for "V"
+            consumers = fut.finish(pickle.loads(value), cbs)  # type: ignore[arg-type]  # bytes for "V"
         else:                           # a file version, kept in the earlier run's directory
-            fut._path = fut._result = out[1]
+            fut.file_made(out[1])
             item = fut._item
             if item is not None:
                 item.last_done = fut
-        finish_future(rt, fut, cbs)
+            consumers = fut.settle(cbs)
+        if consumers is not None:
+            release(rt, fut, consumers, cbs)
     rt.n_done += 1
-    _ended(rt, task)
+    task_ended(rt, task)
 
 
 def task_interrupted(rt: RunState, task: Task, why: str, node_name: str,
@@ -273,46 +239,10 @@ def task_interrupted(rt: RunState, task: Task, why: str, node_name: str,
     task.error = err
     task.state = T.INTERRUPTED
     for fut in task.all_outputs():
-        fut._exception = err
+        fut.fail(err)
         finish_future(rt, fut, cbs)
     rt.n_interrupted += 1
-    _ended(rt, task)
-
-
-def cancel_successors(rt: RunState, task: Task, err: BaseException | None,
-                      cbs: Callbacks) -> None:
-    """Cancel every task downstream of ``task`` (iteratively, graphs can be deep)."""
-    stack = [task]
-    while stack:
-        t = stack.pop()
-        for fut in t.all_outputs():
-            consumers = fut._consumers
-            if not consumers:
-                continue
-            fut._consumers = None
-            for succ in consumers:
-                if succ.state == T.DISPATCHED and succ.npending > 0:
-                    undispatch(rt, succ)
-                if succ.state != T.SUBMITTED:
-                    continue
-                cancel_task(rt, succ, task, err, cbs, cascade=False)
-                stack.append(succ)
-
-
-def undispatch(rt: RunState, task: Task) -> None:
-    """Take back a chained task from its node (its producer failed or moved)."""
-    node = task.node
-    if node is not None and node.inflight.pop(task.id, None) is not None:
-        node.used -= task.cus
-        node.mem_used -= task.mem
-        rt.scheduler.freed(node)
-        if node.alive:
-            rt.comm.cancel_on(node, task.id)
-        for d in task.reads or ():   # the value it waited for will not be made there now
-            if d._state is not FINISHED and d._holders:
-                d._holders.discard(node.name)
-    task.node = None
-    task.state = T.SUBMITTED
+    task_ended(rt, task)
 
 
 def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
@@ -324,8 +254,8 @@ def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)
     for d in task.reads or ():   # a chained input will not be made there now
-        if d._state is not FINISHED and d._holders:
-            d._holders.discard(node.name)
+        if d._state is not FINISHED:
+            d.not_held_by(node.name)
     task.node = None
     take_back_chained(rt, task)
     if task.npending > 0:            # chained: its producer has not finished yet
@@ -336,49 +266,6 @@ def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
     if rt.bus.active and not rt.interrupting:
         rt.bus.emit(Retry("retry", time.time(), task.id, task.spec.name, node.name,
                           f"handed back by node {node.name}, which is leaving ({reason})"))
-
-
-def take_back_chained(rt: RunState, task: Task) -> None:
-    """Undispatch every chained task downstream of ``task`` (it is to run again)."""
-    stack = [task]
-    while stack:
-        t = stack.pop()
-        for fut in t.all_outputs():
-            for c in fut._consumers or ():
-                if c.state == T.DISPATCHED and c.npending > 0:
-                    undispatch(rt, c)
-                    stack.append(c)
-
-
-def cancel_task(rt: RunState, task: Task, cause: Union[Task, str], err: BaseException | None,
-                cbs: Callbacks, cascade: bool = True) -> None:
-    """Cancel a task that never ran; ``err`` None means its values become None."""
-    task.state = T.CANCELLED
-    if err is not None:
-        cname = cause.spec.name if hasattr(cause, "spec") else str(cause)
-        cid = cause.id if hasattr(cause, "id") else 0
-        cerr = TaskCancelled(
-            f"task {task.spec.name} (id {task.id}) was cancelled because task {cname} "
-            f"(id {cid}) failed:\n{err}", task_name=task.spec.name, task_id=task.id,
-            remote_traceback=getattr(err, "remote_traceback", ""), kind="cancelled")
-        cerr.__cause__ = err.__cause__ if err.__cause__ is not None else None
-        cerr._reported = True   # the root failure is what the run reports
-        task.error = cerr
-    for fut in task.all_outputs():
-        if err is not None:
-            fut._exception = task.error
-        else:
-            fut._payload = NONE_PAYLOAD
-            fut._result = None
-            fut._cancel_successors = True
-    if cascade:
-        cancel_successors(rt, task, err, cbs)
-    for fut in task.all_outputs():
-        fut._state = FINISHED
-        fut._producer = None
-        notify_done(fut, cbs)
-    rt.n_cancelled += 1
-    _ended(rt, task)
 
 
 def node_lost(rt: RunState, node: NodeHandle, reason: str, cbs: Callbacks) -> list[Task]:
@@ -431,16 +318,14 @@ def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> N
                         f"processes, which the remaining nodes can never give after node "
                         f"{lost.name} was lost ({lost.lost_reason})", task_name=spec.name,
                         task_id=t.id, node="-", kind="error")
-        err._reported = False
-        rt.failures.append(err)
+        rt.add_failure(err)
         _fail_unrun(rt, t, err, cbs)
 
 
 def fail_everything(rt: RunState, exc: BaseException, cbs: Callbacks) -> None:
     """No node can run anything any more: every unfinished task fails."""
     err = TaskError(str(exc), kind="lost")
-    err._reported = False
-    rt.failures.append(err)
+    rt.add_failure(err)
     stranded = rt.scheduler.tasks()
     for w in rt.comm.drop_fetches():     # who waited for data no node can send now
         if isinstance(w, Task):
@@ -460,75 +345,11 @@ def _fail_unrun(rt: RunState, t: Task, err: TaskError, cbs: Callbacks) -> None:
     t.state = T.FAILED
     t.error = err
     for fut in t.all_outputs():
-        fut._exception = err
+        fut.fail(err)
     cancel_successors(rt, t, err, cbs)
     for fut in t.all_outputs():
         finish_future(rt, fut, cbs)
     rt.n_failed += 1
-    _ended(rt, t)
+    task_ended(rt, t)
 
 
-def _ended(rt: RunState, task: Task) -> None:
-    """The task is over: counters, its journal rows, and what it no longer holds.
-
-    An ended task keeps no value left on a node alive: such inputs are
-    dropped here (the journal's rows need only their data ids), and such
-    outputs in :func:`task_done`, so they are freed on their node the moment
-    the caller lets go of them, not when the bus has delivered the task's
-    rows. (Values that live only in the master, small by the inline limit,
-    stay until then: no work per task for them.)
-    """
-    rt.n_active -= 1
-    task.reads = None       # free what the graph no longer needs (1M-task runs)
-    bus = rt.bus
-    if bus.active:
-        # The bus makes the rows later, in its thread (events.py): the task goes as it
-        # is, with its arguments, which its submitted row may still need.
-        refs = task.refs
-        if refs is not None and _holds_node_values(refs):
-            task.refs = _row_refs(refs)
-        if task.state == T.DONE:
-            bus.done_rows.append(task)
-        else:
-            bus.emit(ended(task))
-    else:
-        task.argv = None
-        task.kwargs = None
-        task.refs = None
-    if rt.n_active == 0 and rt.idle_waiters:
-        for w in rt.idle_waiters:
-            w.set()
-        rt.idle_waiters.clear()
-
-
-def _holds_node_values(refs: list[Any]) -> bool:
-    """Some input of a call is a value left on a node (its row must not keep it there)."""
-    for _, kind, obj in refs:
-        if kind == M.REF_VALUE:
-            if obj._holders:
-                return True
-        elif kind == M.REF_PICKLED:
-            for f in obj[1]:
-                if f._holders:
-                    return True
-    return False
-
-
-def _as_row(obj: Any) -> Any:
-    return (obj._did, obj._path) if type(obj) is Future else obj
-
-
-def _row_refs(refs: list[Any]) -> list[Any]:
-    """A call's resolved arguments as its journal row shows them: futures become
-    (data id, path), as the journal's pickler reduces them (journal/wire.py)."""
-    out = []
-    for path, kind, obj in refs:
-        if kind == M.REF_PICKLED:
-            blob, futs = obj
-            obj = (None, [_as_row(f) for f in futs])    # (the snapshot: not shown)
-        elif type(obj) is tuple:
-            obj = tuple(_as_row(f) for f in obj)
-        else:
-            obj = _as_row(obj)
-        out.append((path, kind, obj))
-    return out

@@ -137,11 +137,8 @@ class Relay:
         """The last part went to ``dst``: it holds the value from now on."""
         del self.copies[(c.fut._did, c.dst.name)]
         fut = c.fut
-        if fut._holders is None:
+        if fut.held_by(c.dst.name):
             self.rt.comm.watch_remote(fut)
-            fut._holders = {c.dst.name}
-        else:
-            fut._holders.add(c.dst.name)
         self._release(c.waiters)
 
     def _release(self, waiters: list[Waiter]) -> None:
@@ -155,8 +152,7 @@ class Relay:
     def _restart(self, c: Copy) -> None:
         """The source cannot send the value: another holder, or lineage."""
         fut = c.fut
-        if fut._holders:
-            fut._holders.discard(c.src.name)
+        fut.not_held_by(c.src.name)
         del self.copies[(fut._did, c.dst.name)]
         if fut._state is not FINISHED or fut._exception is not None:
             self._release(c.waiters)

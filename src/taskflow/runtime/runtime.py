@@ -35,6 +35,7 @@ from . import current, gctune, outcomes
 from .calltime import CallTimes
 from .dispatch import Dispatcher
 from .event_types import NodeJoin, NodeNote, Resumed
+from .ending import cancel_task
 from ..graph.keys import Keys
 from ..journal.root import runs_root
 from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
@@ -177,7 +178,7 @@ class Runtime(RunState):
         self.scheduler.nodes = nodes
         if any(n.walltime_end is not None for n in nodes):
             self.scheduler.walltimes = True      # check job ends before placing (Slurm)
-        self._max_cus, self._max_mem = self.scheduler.capacity()
+        self.capacity_changed()
         self.started = True
         gctune.tune()
         self.dispatcher.open(nodes)
@@ -275,6 +276,10 @@ class Runtime(RunState):
         gctune.restore()
         current.clear_current(self)
 
+    def capacity_changed(self) -> None:
+        """Nodes came or are leaving: the largest task any node can ever take now."""
+        self._max_cus, self._max_mem = self.scheduler.capacity()
+
     # -- what elastic providers see (providers.base.NodeSink) -------------------
     def add_node(self, node: NodeHandle) -> None:
         """Join a started node (a handshaken NodeHandle) to the running runtime; any thread."""
@@ -361,11 +366,7 @@ class Runtime(RunState):
                     if d._exception is not None or d._cancel_successors:
                         cancel_by = d
                     continue
-                cs = d._consumers
-                if cs is None:
-                    d._consumers = [task]
-                else:
-                    cs.append(task)
+                d.add_consumer(task)
                 task.npending += 1
             if self.bus.active:     # the task itself: the bus makes the row later
                 self.bus.sub_rows.append(
@@ -378,7 +379,7 @@ class Runtime(RunState):
             elif cancel_by is not None:
                 cbs = []
                 err = cancel_by._exception
-                outcomes.cancel_task(self, task, cancel_by._producer or task, err, cbs)
+                cancel_task(self, task, cancel_by._producer or task, err, cbs)
             elif task.npending == 0:
                 task.state = T.READY
                 self.scheduler.ready.push(task)
@@ -431,11 +432,7 @@ class Runtime(RunState):
                 return True
             if len(pending) > 1:
                 last = _Waiter(1)
-                f = pending[-1]
-                if f._wev is None:
-                    f._wev = [last]
-                else:
-                    f._wev.append(last)
+                pending[-1].add_waiter(last)
         if len(pending) > 1 and not self._block(last.event, _left(deadline)):
             return False
         with self.lock:
@@ -444,10 +441,7 @@ class Runtime(RunState):
                 return True
             w = _Waiter(len(pending))
             for f in pending:
-                if f._wev is None:
-                    f._wev = [w]
-                else:
-                    f._wev.append(w)
+                f.add_waiter(w)
         return self._block(w.event, _left(deadline))
 
     def _wait_idle(self, timeout: float | None) -> bool:
@@ -493,7 +487,7 @@ class Runtime(RunState):
         payload = fut._payload if fut._payload is not None else self.fetch_payload(fut)
         with self.lock:
             if fut._holders and fut._payload is not None:
-                fut._payload = None
+                fut.drop_payload()
                 return payload, True
         return payload, False
 
@@ -520,13 +514,13 @@ class Runtime(RunState):
         barrier instead: :func:`taskflow.api.sync.barrier_group`)."""
         with self.lock:
             if tasks is None:
-                errs = [e for e in self.failures if not e._reported and e.kind != "abort"]
+                errs = [e for e in self.failures if not e.reported and e.kind != "abort"]
             else:
                 ids = {t.id for t in tasks}
-                errs = [e for e in self.failures if not e._reported and e.task_id in ids
+                errs = [e for e in self.failures if not e.reported and e.task_id in ids
                         and e.kind != "abort"]
             for e in errs:
-                e._reported = True
+                e.seen()
         return errs
 
     @property

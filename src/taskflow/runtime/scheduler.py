@@ -28,6 +28,7 @@ from ..wire.thresholds import PREFETCH_BYTES
 from . import gang
 from .nodeloads import NodeLoads
 from .readyqueue import ReadyQueue
+from .specruns import SpecRun, SpecRuns
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -40,11 +41,13 @@ SLICE_WORK = 0.002   # ...holding at most this many seconds of their mean durati
 
 
 class Scheduler:
-    def __init__(self, placement: str = "locality") -> None:
+    def __init__(self, placement: str = "locality", spec_runs: SpecRuns | None = None) -> None:
         if placement not in ("locality", "least-loaded", "fifo"):
             raise ValueError(f"unknown placement policy {placement!r}: use locality, "
                              f"least-loaded or fifo")
         self.placement = placement
+        # what the run learned of each function so far: how deep to prefetch (RunState's)
+        self.spec_runs = spec_runs if spec_runs is not None else SpecRuns()
         self.ready = ReadyQueue()
         self.nodes: list[NodeHandle] = []
         self._rr = 0
@@ -96,6 +99,7 @@ class Scheduler:
         deferred: list[Task] = []
         single = nodes[0] if len(nodes) == 1 else None
         held = self.held
+        runs = self.spec_runs
         peek, pop = ready.peek, ready.pop
         while ready:
             task = peek()
@@ -108,15 +112,16 @@ class Scheduler:
                 out.append((node, task))
                 continue
             cus = task.cus
-            extra = DEEP if (spec.stats_n and spec.stats_mean < SHORT) else 1
-            if spec.held_mean and extra > 1:     # its values stay on the node: bounded depth
-                extra = max(1, min(extra, PREFETCH_BYTES // spec.held_mean))
+            learned = runs[spec]
+            extra = DEEP if (learned.n and learned.mean < SHORT) else 1
+            if learned.held_mean and extra > 1:     # its values stay on the node: bounded depth
+                extra = max(1, min(extra, PREFETCH_BYTES // learned.held_mean))
             if single is not None:
                 n = single
                 cap = n.slots * (1 + (0 if held else extra))
                 node = n if (n.used + cus <= cap
                              and n.mem_used + task.mem <= n.memory_gb
-                             and (not self.walltimes or _before_end(n, task))
+                             and (not self.walltimes or _before_end(n, task, learned))
                              and (not self.paused or _takes(n, task))) else None
                 if node is not None and not spec.call_time and not self.walltimes:
                     # the calls of one function queued together: every one fits as
@@ -171,7 +176,7 @@ class Scheduler:
         uneven over the nodes.
         """
         room = (node.slots * (1 + extra) - node.used) // cus if cus > 0 else SLICE
-        mean = task.spec.stats_mean
+        mean = self.spec_runs[task.spec].mean
         k = min(room, SLICE, int(SLICE_WORK / mean) if mean > 0 else SLICE)
         mem = task.mem
         if mem > 0:
@@ -242,7 +247,8 @@ class Scheduler:
                if n.used + cus <= n.slots * (1 + (0 if held and n.name in held else extra))
                and n.mem_used + task.mem <= n.memory_gb and n.slots >= cus]
         if self.walltimes:
-            fit = [n for n in fit if _before_end(n, task)]
+            learned = self.spec_runs[task.spec]
+            fit = [n for n in fit if _before_end(n, task, learned)]
         if self.paused:
             fit = [n for n in fit if _takes(n, task)]
         if not fit:
@@ -280,7 +286,7 @@ def _takes(node: NodeHandle, task: Task) -> bool:
     return not node.paused or bool(task.reads) or node.used <= 0
 
 
-def _before_end(node: NodeHandle, task: Task) -> bool:
+def _before_end(node: NodeHandle, task: Task, learned: SpecRun) -> bool:
     """The task is expected to end before the node's job does (walltime, issue 7).
 
     The expected duration is the task's ``time_out``, else the mean of its
@@ -294,9 +300,8 @@ def _before_end(node: NodeHandle, task: Task) -> bool:
     if left <= 0:
         return False
     opts = task.options
-    spec = task.spec
     expect: float = (opts.time_out if opts is not None else None) or \
-        (spec.stats_mean if spec.stats_n else 0)
+        (learned.mean if learned.n else 0)
     return expect <= left
 
 

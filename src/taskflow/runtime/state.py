@@ -3,7 +3,8 @@
 :class:`RunState` is what the outcome rules (:mod:`.outcomes`), lineage
 (:mod:`.lineage`) and the scheduler's users change: the ready queue and the
 nodes (:class:`~.scheduler.Scheduler`), the event bus, the counters, the
-failures. Everything that reaches a node goes through its :class:`Comm`,
+failures, and what the run derives per task function (``spec_runs``:
+:mod:`.specruns`). Everything that reaches a node goes through its :class:`Comm`,
 which the dispatcher implements; tests drive the rules with a fake one and no
 processes (as HyperQueue's scheduler core takes its ``Comm`` explicitly).
 :class:`~.runtime.Runtime` is a :class:`RunState` with a life cycle: nodes,
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol, Union
 
 from .events import EventBus
 from .scheduler import Scheduler
+from .specruns import SpecRuns
 
 if TYPE_CHECKING:
     from ..errors import TaskError
@@ -66,7 +68,8 @@ class RunState:
         # failed; not counted against its retries (Dask's allowed-failures, HyperQueue's
         # --crash-limit)
         self.crash_limit = crash_limit
-        self.scheduler = Scheduler(placement)
+        self.spec_runs = SpecRuns()        # per task function: durations, its pickle
+        self.scheduler = Scheduler(placement, self.spec_runs)
         self.bus = EventBus()
         self.bus.rows_lock = self.lock
         self.comm: Comm = comm if comm is not None else _NoComm()
@@ -93,6 +96,11 @@ class RunState:
     def logs_command(self, task_id: int) -> str | None:
         """The command that shows a task's output (None without a journal)."""
         return self.logs_hint.format(task=task_id) if self.logs_hint else None
+
+    def add_failure(self, err: TaskError) -> None:
+        """``err`` fails the run: reported at its end unless the program sees it first."""
+        err.report_at_end()
+        self.failures.append(err)
 
     def new_did(self) -> int:
         """The next data id."""

@@ -17,7 +17,7 @@ class IO:  # noqa: N801 - PyCOMPSs's name
 
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@IO")
-        tf.spec.recorded = dict(tf.spec.recorded or {}, io=True)
+        tf.spec.record_hints(io=True)
         return tf
 
 

@@ -42,7 +42,7 @@ class compss:  # noqa: N801 - PyCOMPSs's name
                         compat=True, shell_words=True)
         recorded = {k: str(kw[k]) for k in ("runcompss", "worker_in_master") if k in kw}
         if recorded:
-            tf.spec.recorded = dict(tf.spec.recorded or {}, **recorded)
+            tf.spec.record_hints(**recorded)
         return tf
 
 

@@ -37,7 +37,7 @@ class constraint:  # noqa: N801 - PyCOMPSs's name
 def apply(tf: CompatTaskFunction, shaping: dict[str, Any], recorded: dict[str, Any]) -> None:
     spec = tf.spec
     if recorded:
-        spec.recorded = dict(spec.recorded or {}, **recorded)
+        spec.record_hints(**recorded)
     if not shaping:
         return
     dynamic = any(not C.is_static(v) for k, v in shaping.items() if k != "processors")

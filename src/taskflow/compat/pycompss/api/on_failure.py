@@ -38,8 +38,7 @@ class on_failure:  # noqa: N801 - PyCOMPSs's name
         if unknown:
             raise UsageError(f"@on_failure on {spec.name}: default(s) for {unknown}, which are "
                              f"neither 'returns' nor parameters of {spec.name}.")
-        spec.on_failure = self.management
-        spec.failure_defaults = dict(self.defaults) or None
+        spec.set_failure_policy(self.management, self.defaults)
         return tf
 
 

@@ -125,7 +125,7 @@ class _Declaration:
                                  f"version; make them IN (target_direction=IN for self).")
         recorded = {k: _plain(res[k]) for k in RECORDED if k in res and res[k]}
         if recorded:
-            spec.recorded = dict(spec.recorded or {}, **recorded)
+            spec.record_hints(**recorded)
         fresh = [n for n, p in spec.params.items()
                  if p.kind == DIRECTORY_KIND and p.direction == "OUT"]
         if fresh:            # PyCOMPSs: the task makes its DIRECTORY_OUT itself

@@ -1,0 +1,203 @@
+"""What every end of a task does to the graph, however it ended.
+
+Its futures finish (the tasks waiting for them become ready, whoever waits on
+them wakes), or its successors are cancelled with it; a chained successor
+already sent to a node is taken back; and :func:`task_ended` keeps the
+counters and gives the journal its rows. The outcome rules
+(:mod:`.outcomes`: a result, a failure and its policy, a lost node),
+cancellations (:mod:`.cancel`) and lineage (:mod:`.lineage`) build on these
+and import them; this module imports none of them. Everything here runs on
+the loop thread with the run's lock held.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Callable, Union
+
+from ..errors import TaskCancelled
+from ..future import FINISHED, Future
+from ..graph import task as T
+from ..graph.task import Task
+from ..wire import messages as M
+from ..wire.thresholds import MASTER_SHORT
+from .event_types import Ready, ended
+
+if TYPE_CHECKING:
+    from .state import RunState
+
+Callbacks = list[tuple[Callable[[Future], Any], Future]]   # run after the lock is released
+
+
+def finish_future(rt: RunState, fut: Future, cbs: Callbacks) -> None:
+    """``fut``'s value, error or holders are set: mark it finished, release the tasks
+    that wait for it and wake whoever waits on it."""
+    consumers = fut.settle(cbs)
+    if consumers is not None:
+        release(rt, fut, consumers, cbs)
+
+
+def release(rt: RunState, fut: Future, consumers: list[Task], cbs: Callbacks) -> None:
+    """``fut`` just finished with ``consumers`` (:meth:`Future.finish`, ``settle``): they
+    go ready (or get the value, when chained); then whoever waits on ``fut`` wakes."""
+    push = rt.scheduler.push
+    for t in consumers:
+        t.npending -= 1
+        if t.state == T.SUBMITTED:
+            if t.npending == 0:
+                t.state = T.READY
+                push(t)
+                if rt.bus.active:
+                    _ready_event(rt, t)
+        elif t.state == T.DISPATCHED and fut._payload is not None:
+            # chained: make sure it gets there (DISPATCHED: its node is set)
+            rt.comm.push_data(t.node, fut)  # type: ignore[arg-type]
+    fut.notify_done(cbs)
+
+
+def _ready_event(rt: RunState, t: Task) -> None:
+    """READY for the journal, for tasks not known to be short (as their dispatch event)."""
+    spec = t.spec
+    run = rt.spec_runs[spec]
+    if not (run.n and run.mean < MASTER_SHORT):
+        rt.bus.emit(Ready("ready", time.time(), t.id, spec.name, "", None))
+
+
+def cancel_successors(rt: RunState, task: Task, err: BaseException | None,
+                      cbs: Callbacks) -> None:
+    """Cancel every task downstream of ``task`` (iteratively, graphs can be deep)."""
+    stack = [task]
+    while stack:
+        t = stack.pop()
+        for fut in t.all_outputs():
+            consumers = fut.take_consumers()
+            if not consumers:
+                continue
+            for succ in consumers:
+                if succ.state == T.DISPATCHED and succ.npending > 0:
+                    undispatch(rt, succ)
+                if succ.state != T.SUBMITTED:
+                    continue
+                cancel_task(rt, succ, task, err, cbs, cascade=False)
+                stack.append(succ)
+
+
+def undispatch(rt: RunState, task: Task) -> None:
+    """Take back a chained task from its node (its producer failed or moved)."""
+    node = task.node
+    if node is not None and node.inflight.pop(task.id, None) is not None:
+        node.used -= task.cus
+        node.mem_used -= task.mem
+        rt.scheduler.freed(node)
+        if node.alive:
+            rt.comm.cancel_on(node, task.id)
+        for d in task.reads or ():   # the value it waited for will not be made there now
+            if d._state is not FINISHED:
+                d.not_held_by(node.name)
+    task.node = None
+    task.state = T.SUBMITTED
+
+
+def take_back_chained(rt: RunState, task: Task) -> None:
+    """Undispatch every chained task downstream of ``task`` (it is to run again)."""
+    stack = [task]
+    while stack:
+        t = stack.pop()
+        for fut in t.all_outputs():
+            for c in fut._consumers or ():
+                if c.state == T.DISPATCHED and c.npending > 0:
+                    undispatch(rt, c)
+                    stack.append(c)
+
+
+def cancel_task(rt: RunState, task: Task, cause: Union[Task, str], err: BaseException | None,
+                cbs: Callbacks, cascade: bool = True) -> None:
+    """Cancel a task that never ran; ``err`` None means its values become None."""
+    task.state = T.CANCELLED
+    if err is not None:
+        cname = cause.spec.name if hasattr(cause, "spec") else str(cause)
+        cid = cause.id if hasattr(cause, "id") else 0
+        # (reported already, as every new TaskError is: the root failure is what the
+        # run reports)
+        cerr = TaskCancelled(
+            f"task {task.spec.name} (id {task.id}) was cancelled because task {cname} "
+            f"(id {cid}) failed:\n{err}", task_name=task.spec.name, task_id=task.id,
+            remote_traceback=getattr(err, "remote_traceback", ""), kind="cancelled")
+        cerr.__cause__ = err.__cause__ if err.__cause__ is not None else None
+        task.error = cerr
+        for fut in task.all_outputs():
+            fut.fail(cerr)
+    else:
+        for fut in task.all_outputs():
+            fut.void(cancel_readers=True)
+    if cascade:
+        cancel_successors(rt, task, err, cbs)
+    for fut in task.all_outputs():
+        fut.finish_cancelled(cbs)
+    rt.n_cancelled += 1
+    task_ended(rt, task)
+
+
+def task_ended(rt: RunState, task: Task) -> None:
+    """The task is over: counters, its journal rows, and what it no longer holds.
+
+    An ended task keeps no value left on a node alive: such inputs are
+    dropped here (the journal's rows need only their data ids), and such
+    outputs in :func:`.outcomes.task_done`, so they are freed on their node
+    the moment the caller lets go of them, not when the bus has delivered the
+    task's rows. (Values that live only in the master, small by the inline
+    limit, stay until then: no work per task for them.)
+    """
+    rt.n_active -= 1
+    task.reads = None       # free what the graph no longer needs (1M-task runs)
+    bus = rt.bus
+    if bus.active:
+        # The bus makes the rows later, in its thread (events.py): the task goes as it
+        # is, with its arguments, which its submitted row may still need.
+        refs = task.refs
+        if refs is not None and _holds_node_values(refs):
+            task.refs = _row_refs(refs)
+        if task.state == T.DONE:
+            bus.done_rows.append(task)
+        else:
+            bus.emit(ended(task))
+    else:
+        task.argv = None
+        task.kwargs = None
+        task.refs = None
+    if rt.n_active == 0 and rt.idle_waiters:
+        for w in rt.idle_waiters:
+            w.set()
+        rt.idle_waiters.clear()
+
+
+def _holds_node_values(refs: list[Any]) -> bool:
+    """Some input of a call is a value left on a node (its row must not keep it there)."""
+    for _, kind, obj in refs:
+        if kind == M.REF_VALUE:
+            if obj._holders:
+                return True
+        elif kind == M.REF_PICKLED:
+            for f in obj[1]:
+                if f._holders:
+                    return True
+    return False
+
+
+def _as_row(obj: Any) -> Any:
+    return (obj._did, obj._path) if type(obj) is Future else obj
+
+
+def _row_refs(refs: list[Any]) -> list[Any]:
+    """A call's resolved arguments as its journal row shows them: futures become
+    (data id, path), as the journal's pickler reduces them (journal/wire.py)."""
+    out = []
+    for path, kind, obj in refs:
+        if kind == M.REF_PICKLED:
+            blob, futs = obj
+            obj = (None, [_as_row(f) for f in futs])    # (the snapshot: not shown)
+        elif type(obj) is tuple:
+            obj = tuple(_as_row(f) for f in obj)
+        else:
+            obj = _as_row(obj)
+        out.append((path, kind, obj))
+    return out
