@@ -11,8 +11,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from testbed_hold import Held, hold  # noqa: E402
 
 
-def acquire(path: str, what: str, timeout: float = 240.0) -> Held:
-    """Hold the lock named by ``path``; skip the test if it stays busy past ``timeout``."""
+def acquire(path: str, what: str, timeout: float = 90.0) -> Held:
+    """Hold the lock named by ``path``; skip the test if it stays busy past ``timeout``
+    (shorter than pytest-timeout's 120 s per test: a busy testbed skips, never errors)."""
     held = hold(path, timeout)
     if held is None:
         pytest.skip(f"the {what} testbed is in use by another test session")
