@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench
+.PHONY: venv demo test lint bench docs
 
 venv: $(PY)
 
@@ -43,3 +43,8 @@ lint: venv
 bench: venv
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) benchmarks/run.py
+
+# The documentation site (mkdocs.yml, docs/) into site/; `$(VENV)/bin/mkdocs serve` serves it live.
+docs: venv
+	$(PY) -m pip install -q -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

@@ -1,7 +1,7 @@
 """taskflow: task-based workflows for clusters and HPC machines, in pure Python.
 
 Decorate functions with ``@task``; calling them records tasks and returns
-futures; ``wait_on`` gives values back. See README.md.
+futures; ``wait_on`` gives values back. See README.md and the documentation in docs/.
 """
 from __future__ import annotations
 

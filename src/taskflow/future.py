@@ -73,6 +73,14 @@ DoneCallback = Callable[["Future"], Any]
 
 
 class Future(_cf.Future):  # type: ignore[type-arg]
+    """What a task call returns: a :class:`concurrent.futures.Future` of one of its values.
+
+    ``result()``, ``done()``, ``exception()``, ``add_done_callback()`` and
+    ``concurrent.futures.wait()`` work as for any future; pass it to another task
+    to make that task depend on it, or to ``wait_on`` for its value. The runtime
+    makes futures; programs do not construct them.
+    """
+
     # What every future sets in its life is in slots: set in a varying order as
     # instance attributes they made CPython build a dict per future (one more
     # object for the cyclic GC to scan, for every task). The rest are

@@ -62,6 +62,7 @@ def _check_expressions(name: str, target: Any, **values: Any) -> None:
 
 
 def constraint(computing_units: Any = None, memory_size: Any = None, **others: Any) -> Callable[..., Any]:
+    """Declare what the task needs: slots, memory (GB), GPUs (see the module docstring)."""
     unknown = set(others) - _KNOWN
     if unknown:
         raise UsageError(f"@constraint: unknown argument(s) {sorted(unknown)}; known: "

@@ -194,6 +194,7 @@ def _close_path(rt: Runtime, p: str) -> str:
 
 
 def wait_on_directory(*paths: Any) -> Any:
+    """``wait_on_file`` for directories (``DIRECTORY_OUT`` / ``DIRECTORY_INOUT``)."""
     return wait_on_file(*paths)
 
 
@@ -245,6 +246,7 @@ def delete_file(path: Any) -> bool:
 
 
 def delete_object(obj: Any) -> bool:
+    """Forget an object the runtime tracks (one passed ``INOUT``); True if it did."""
     rt = _rt()
     if rt is None:
         return False
@@ -267,6 +269,7 @@ def file_exists(*paths: Any) -> Any:
 
 
 def number_of_resources() -> int:
+    """How many of the run's nodes are alive now (starting the runtime if none runs)."""
     rt = embedded.get_or_start()
     return sum(1 for n in rt.nodes if n.alive)
 

@@ -81,7 +81,22 @@ def _load_task_function(module: str, qualname: str) -> Callable[..., Any]:
 def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priority: Any = False,
          time_out: Any = None, on_failure: str = "RETRY", retries: int | None = None,
          **directions: Any) -> Any:
-    """Declare a task. ``@task`` or ``@task(returns=int, x=INOUT, f=FILE_IN, ...)``."""
+    """Declare a task. ``@task`` or ``@task(returns=int, x=INOUT, f=FILE_IN, ...)``.
+
+    Calling the decorated function records a task and returns a future (a tuple
+    of futures for several values) at once; the task runs when its inputs are ready.
+
+    :param returns: a type (``int``), a count (``2`` gives a tuple of two futures),
+        a tuple of types, or inferred from a ``-> tuple[int, str]`` hint; the types
+        are documentation, as in PyCOMPSs, and are not checked.
+    :param priority: ``True`` puts a call ahead of every ready call without it.
+    :param time_out: seconds after which a running call is stopped (``TaskTimeout``).
+    :param on_failure: ``RETRY`` (the default), ``FAIL``, ``IGNORE`` or ``CANCEL_SUCCESSORS``.
+    :param retries: how many times ``RETRY`` runs a failed call again (default: the
+        runtime's, 1).
+    :param directions: every other keyword names a parameter of the function and gives
+        its direction (``INOUT``, ``FILE_IN``, ...; ``IN`` when not given).
+    """
 
     def decorate(func: Callable[..., Any]) -> TaskFunction:
         if isinstance(func, TaskFunction):

@@ -20,7 +20,7 @@ from .nodes import cluster_options, slurm_cli_provider
 from .observe import run_dir_option
 from .resuming import run_to_resume
 
-# Resumable by default or not: chosen from benchmarks/resume_cost.py (README).
+# Resumable by default or not: chosen from benchmarks/resume_cost.py (docs/guide/resume.md).
 RESUMABLE_DEFAULT = False
 
 
@@ -91,7 +91,7 @@ class RunCommand(OptionalValueCommand):
               help="Serve the live web monitor on 127.0.0.1 (any free port if none given).")
 @click.option("--cluster", type=click.Path(exists=True, dir_okay=False), default=None,
               expose_value=False, callback=lambda ctx, _p, v: ctx.meta.update(tf_cluster=v),
-              help="Cluster file (YAML) listing SSH and local nodes; see README.")
+              help="Cluster file (YAML) listing SSH and local nodes; see docs/reference/cluster-file.md.")
 @click.option("--slurm", type=click.Choice(["batch", "pilot", "allocation"]), default=None,
               expose_value=False,
               callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm=v),

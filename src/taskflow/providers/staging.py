@@ -6,7 +6,7 @@ the run's data directory maps to the same relative path there, and a user's
 own file (version 0) maps to ``in/<hash>/<name>``. The dispatcher hands such
 a node's file references to :meth:`Stager.wire_refs`, which translates them.
 
-Policy (documented in README):
+Policy (documented in docs/guide/ssh.md):
 - **in**: a FILE_IN / FILE_INOUT / DIRECTORY_IN version the node does not
   have yet is uploaded over SFTP *before* the task is sent; meanwhile the
   task goes back to the ready queue and the loop never blocks.
