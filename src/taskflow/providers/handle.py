@@ -63,7 +63,7 @@ class NodeHandle:
         self.info: dict[str, Any] = {}           # the agent's READY, plus what providers add
         self.funcs: set[bytes] = set()           # function digests the node has
         self.inflight: dict[int, Task] = {}      # task id -> task sent there, not ended
-        self.used = 0            # computing units of dispatched, unfinished tasks
+        self.used = 0            # computing units of placed, unfinished tasks (release)
         self.mem_used = 0.0
         self.alive = True
         self.paused = False      # above its memory pause mark: no new producing task there
@@ -142,6 +142,27 @@ class NodeHandle:
 
     def close(self) -> None:
         self.channel.close()
+
+    # -- slots (loop thread, runtime lock held) ----------------------------------
+    # The scheduler takes a task's computing units and memory on the node it places the
+    # task on; they come back once, by one of these two. The caller then tells the
+    # scheduler the node has room (``scheduler.freed``), where and as often as it needs:
+    # the RESULTS handler once per frame, not per task.
+    def release(self, task_id: int) -> Task | None:
+        """The task sent here as ``task_id`` ended or is taken back: it leaves ``inflight``
+        and gives back what it held; returned. None, and nothing changes, when it is not
+        in flight here (released already, or the node was lost): calling twice is safe."""
+        task = self.inflight.pop(task_id, None)
+        if task is not None:            # (unplace's two lines, inline: once per result)
+            self.used -= task.cus
+            self.mem_used -= task.mem
+        return task
+
+    def unplace(self, task: Task) -> None:
+        """``task`` was placed here this round but is not sent (it waits for data): give
+        back what it was given. It is not in ``inflight``: call once."""
+        self.used -= task.cus
+        self.mem_used -= task.mem
 
     @property
     def usable(self) -> bool:

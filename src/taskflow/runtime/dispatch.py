@@ -288,16 +288,14 @@ class Dispatcher:
         rt = self.rt
         for op, body in msgs:
             if op == M.RESULTS:
-                inflight = node.inflight
                 ok = M.OK
                 if rt.log is not None and node.stager is None:
-                    self._log_completions(inflight, body)
+                    self._log_completions(node.inflight, body)
+                release = node.release      # the task leaves inflight, its slots come back
                 for tid, status, outputs, error, timing in body:
-                    task = inflight.pop(tid, None)
+                    task = release(tid)
                     if task is None:
                         continue
-                    node.used -= task.cus
-                    node.mem_used -= task.mem
                     try:
                         task.t_start, task.t_end = timing
                     except ValueError:   # measured on the node: (start, end, cpu, peak)

@@ -301,9 +301,7 @@ def cancel_successors(rt: RunState, task: Task, err: BaseException | None,
 def undispatch(rt: RunState, task: Task) -> None:
     """Take back a chained task from its node (its producer failed or moved)."""
     node = task.node
-    if node is not None and node.inflight.pop(task.id, None) is not None:
-        node.used -= task.cus
-        node.mem_used -= task.mem
+    if node is not None and node.release(task.id) is not None:
         rt.scheduler.freed(node)
         if node.alive:
             rt.comm.cancel_on(node, task.id)
@@ -316,9 +314,7 @@ def undispatch(rt: RunState, task: Task) -> None:
 
 def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
     """A draining node returns a task it never started: place it again (not a failure)."""
-    node.inflight.pop(task.id, None)
-    node.used -= task.cus
-    node.mem_used -= task.mem
+    node.release(task.id)           # (in flight there: _leaving looked it up)
     rt.scheduler.freed(node)
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)
