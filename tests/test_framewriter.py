@@ -183,3 +183,38 @@ def _read_until_eof(fd: int) -> bytes:
         if not b:
             return bytes(out)
         out += b
+
+
+class _Records:
+    """A stream that takes one 16 KiB record per send, as a TLS socket does."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.rfd = self.wfd = sock.fileno()
+        self.sends = 0
+
+    def send(self, data) -> int:
+        self.sends += 1
+        return self.sock.send(memoryview(data)[:16384])
+
+
+def test_a_stream_that_takes_a_record_at_a_time_gets_every_byte_in_order():
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    b.setblocking(False)
+    chan = _Records(a)
+    writer = FrameWriter(chan)
+    expected = _queue(writer, _frames())
+    got = bytearray()
+    while True:
+        done = writer.flush()
+        try:
+            while True:
+                got += b.recv(1 << 20)
+        except BlockingIOError:
+            pass
+        if done:
+            break
+    assert bytes(got) == expected and chan.sends > len(expected) // 16384
+    a.close()
+    b.close()

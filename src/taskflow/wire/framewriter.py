@@ -123,19 +123,20 @@ class FrameWriter:
                 return False
             out = self._out
             if out:
-                done = 0
-                with memoryview(out) as view:    # a TLS send takes one 16 KiB record at
-                    try:                         # a time: cut the buffer once, after
-                        while done < len(view):
-                            done += send(view[done:])
-                    except BlockingIOError:
-                        pass
-                if done:
-                    del out[:done]
-                if out:
-                    if not self.watching:
-                        self._watch(True)
-                    return False
+                try:
+                    done = send(out)
+                except BlockingIOError:
+                    done = 0
+                if done == len(out):            # all of it at once: the usual case
+                    out.clear()
+                else:
+                    if done:
+                        done += self._send_rest(send, out, done)
+                        del out[:done]
+                    if out:
+                        if not self.watching:
+                            self._watch(True)
+                        return False
         except OSError:
             self.discard()
             self._watch(False)
@@ -143,6 +144,19 @@ class FrameWriter:
         if self.watching:
             self._watch(False)
         return True
+
+    @staticmethod
+    def _send_rest(send: Callable[[Part], int], out: bytearray, done: int) -> int:
+        """After a short write: what more of ``out`` from ``done`` the stream takes now.
+        (A TLS send takes one 16 KiB record at a time: the buffer is cut once, after.)"""
+        more = 0
+        with memoryview(out) as view:
+            try:
+                while done + more < len(view):
+                    more += send(view[done + more:])
+            except BlockingIOError:
+                pass
+        return more
 
     def _send_parts(self, send: Callable[[Part], int]) -> bool:
         """Write the pieces while the stream takes them; a piece written in part
