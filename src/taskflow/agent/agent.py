@@ -16,7 +16,6 @@ import signal
 import socket
 import sys
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..context import private_dir, total_memory_gb
@@ -24,6 +23,7 @@ from ..errors import ProtocolError
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.channel import Channel, FdChannel
+from ..wire.framewriter import FrameWriter
 from ..wire import budget
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from .chained import Chaining
@@ -44,8 +44,8 @@ class Agent:
         self.chan: Channel = channel if channel is not None else FdChannel(rfd, wfd)
         self.reader = P.FrameReader(self.chan)
         self.sel = selectors.DefaultSelector()
-        self.out = bytearray()
-        self.parts: deque[memoryview] = deque()   # frames with values' buffers, before out
+        self.out = FrameWriter(self.chan)         # frames to the master
+        self.out.attach(self.sel, None)           # (None: the master's key, see run)
         self._term_r, self._term_w = os.pipe()
         self.state = NodeState()
         self.queue = WorkQueue()
@@ -475,75 +475,27 @@ class Agent:
             self.state.started = []
 
     def _send(self, op: int, body: Any) -> None:
-        self.out += P.encode(op, body)
+        self.out.queue(P.encode(op, body))
         self._flush()
 
     def _send_parts(self, op: int, body: Any) -> None:
         """A frame that may carry values: their buffers are written from where they are."""
-        parts = P.encode_parts(op, body)
-        if len(parts) == 1 and not self.parts:
-            self.out += parts[0]
-        else:
-            if self.out:                  # what was queued before goes first
-                self.parts.append(memoryview(self.out))
-                self.out = bytearray()
-            self.parts.extend(memoryview(p).cast("B") for p in parts)
+        self.out.queue_parts(P.encode_parts(op, body))
         self._flush()
 
     def _flush(self) -> None:
-        parts = self.parts
-        if parts:
-            try:
-                if not P.send_parts(self.chan.send, parts):
-                    self._want_write()
-                    return
-            except OSError:
-                self.running = False
-                return
-        out = self.out
-        if out:
-            send = self.chan.send
-            done = 0
-            with memoryview(out) as view:    # a TLS send takes one 16 KiB record at a
-                try:                         # time: cut the buffer once, after
-                    while done < len(view):
-                        done += send(view[done:])
-                except BlockingIOError:
-                    pass
-                except OSError:
-                    self.running = False
-                    done = -1
-            if done < 0:
-                return
-            if done:
-                del out[:done]
-        self._want_write()
-
-    def _want_write(self) -> None:
-        waiting = bool(self.out) or bool(self.parts)
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if waiting else 0)
-        if self.wfd == self.rfd:
-            self.sel.modify(self.rfd, want, None)
-        elif waiting:
-            try:
-                self.sel.register(self.wfd, selectors.EVENT_WRITE, None)
-            except KeyError:
-                pass
-        else:
-            try:
-                self.sel.unregister(self.wfd)
-            except (KeyError, ValueError):
-                pass
+        """Write what the master's stream takes now (the rest when it has room)."""
+        try:
+            self.out.flush()
+        except OSError:             # the master is gone
+            self.running = False
 
     def _shutdown(self) -> None:
         self.pool.shutdown()
         self.state.store.close()
         try:
             self.chan.set_blocking(True)
-            while self.parts:
-                P.write_all(self.chan, self.parts.popleft())
-            if self.out:
-                P.write_all(self.chan, bytes(self.out))
+            self.out.drain()
         except OSError:
             pass
 

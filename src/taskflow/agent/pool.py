@@ -4,20 +4,20 @@ The pool forks executors (and replaces those that die or are killed), keeps
 each one's queue of tasks sent but not answered, and writes its work: the
 tasks queued on an executor during one agent round go as one TASKS frame in
 one write (:meth:`Pool.send_batches`), and writes never block (what a pipe
-does not take waits in ``out`` until the pipe has room).
+does not take waits in ``out``, a :class:`~taskflow.wire.framewriter.FrameWriter`,
+until the pipe has room).
 """
 from __future__ import annotations
 
-import functools
 import os
 import selectors
 import signal
 import time
-from collections import deque
 from typing import Any
 
 from ..wire import messages as M
 from ..wire import protocol as P
+from ..wire.framewriter import FrameWriter
 from .executor import executor_main
 from .programs import PidSlot
 
@@ -29,7 +29,7 @@ class Executor:
     """One executor process, as the agent sees it."""
 
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "parts", "wreg", "batch", "bdata", "slot")
+                 "out", "batch", "bdata", "slot")
 
     def __init__(self, pid: int, wfd: int, rfd: int, slot: PidSlot | None = None) -> None:
         self.pid = pid
@@ -42,9 +42,7 @@ class Executor:
         self.digests: set[bytes] = set()    # functions it has
         self.reserved = 0                   # extra slots held by a multi-unit task running here
         self.started = 0.0                  # when its head task started (expected-end guesses)
-        self.out = bytearray()              # frames its pipe has not taken yet
-        self.parts: deque[memoryview] = deque()   # frames with values' buffers, before out
-        self.wreg = False                   # the selector watches wfd for room
+        self.out = FrameWriter(wfd)         # frames its pipe has not taken yet
         self.batch: list[M.TaskMsg] = []    # tasks for it this round: one TASKS frame
         self.bdata: dict[int, M.Payload] = {}   # the stored values those tasks read
 
@@ -100,6 +98,7 @@ class Pool:
         self.execs.append(ex)
         self.by_fd[r_r] = ex
         self.sel.register(r_r, selectors.EVENT_READ, ex)
+        ex.out.attach(self.sel, ("w", ex))       # its pipe has room again (agent.run)
         return ex
 
     def __contains__(self, ex: Any) -> bool:
@@ -114,7 +113,7 @@ class Pool:
         """Send ``ex`` a function it does not have, after the tasks batched so far."""
         if ex.batch:
             self.seal(ex)
-        ex.out += P.encode(M.FUNC, M.Func(digest, payload))
+        ex.out.queue(P.encode(M.FUNC, M.Func(digest, payload)))
         ex.digests.add(digest)
 
     def mark(self, ex: Executor) -> None:
@@ -127,12 +126,9 @@ class Pool:
         values they read are written from the store, not copied into the frame)."""
         body = (M.wire_tasks(ex.batch), ex.bdata)
         if ex.bdata and any(type(v) is M.Packed for v in ex.bdata.values()):
-            if ex.out:
-                ex.parts.append(memoryview(ex.out))
-                ex.out = bytearray()
-            ex.parts.extend(memoryview(p).cast("B") for p in P.encode_parts(M.TASKS, body))
+            ex.out.queue_parts(P.encode_parts(M.TASKS, body))
         else:
-            ex.out += P.encode(M.TASKS, body)
+            ex.out.queue(P.encode(M.TASKS, body))
         ex.batch = []
         ex.bdata = {}
 
@@ -146,33 +142,18 @@ class Pool:
             if ex in execs:
                 self.flush(ex)
 
-    def flush(self, ex: Executor) -> None:
-        out = ex.out
+    @staticmethod
+    def flush(ex: Executor) -> None:
+        """Write what ``ex``'s pipe takes now (the rest when it has room)."""
         try:
-            if ex.parts and not P.send_parts(functools.partial(os.write, ex.wfd), ex.parts):
-                raise BlockingIOError
-            while out:
-                n = os.write(ex.wfd, out)
-                del out[:n]
-        except BlockingIOError:
-            pass
+            ex.out.flush()
         except OSError:
-            out.clear()          # the executor died; the agent's read sees it and cleans up
-            ex.parts.clear()
-        waiting = bool(out) or bool(ex.parts)
-        if waiting and not ex.wreg:
-            self.sel.register(ex.wfd, selectors.EVENT_WRITE, ("w", ex))
-            ex.wreg = True
-        elif not waiting and ex.wreg:
-            self.sel.unregister(ex.wfd)
-            ex.wreg = False
+            pass            # the executor died; the agent's read sees it and cleans up
 
     # -- ends ------------------------------------------------------------------------
     def forget(self, ex: Executor) -> list[M.TaskMsg]:
         """Drop a dead or killed executor; return the tasks it was sent and had not run."""
-        if ex.wreg:
-            self.sel.unregister(ex.wfd)
-            ex.wreg = False
+        ex.out.detach()
         self.sel.unregister(ex.rfd)
         os.close(ex.rfd)
         os.close(ex.wfd)

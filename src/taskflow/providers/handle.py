@@ -2,8 +2,9 @@
 
 Only the runtime's loop thread reads and writes a connection, so nothing
 here takes a lock. Writes are non-blocking: what the pipe does not take now
-stays in ``out`` and is flushed when the descriptor is writable again, so a
-slow node can never stall the master.
+waits in ``out`` (a :class:`~taskflow.wire.framewriter.FrameWriter`) and is
+flushed when the descriptor is writable again, so a slow node can never
+stall the master.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..errors import NodeStartError, ProtocolError, VersionMismatch
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.channel import Channel, FdChannel
+from ..wire.framewriter import FrameWriter
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -51,8 +53,7 @@ class NodeHandle:
         self.wfd = wfd
         self.channel: Channel = channel if channel is not None else FdChannel(rfd, wfd)
         self.reader = P.FrameReader(self.channel)
-        self.out = bytearray()
-        self.parts: deque[memoryview] = deque()   # frames with values' buffers, before out
+        self.out = FrameWriter(self.channel)     # frames for the node (the loop attaches it)
         P.grow_pipe(rfd)
         P.grow_pipe(wfd)
         self.slots = slots
@@ -62,7 +63,7 @@ class NodeHandle:
         self.info: dict[str, Any] = {}           # the agent's READY, plus what providers add
         self.funcs: set[bytes] = set()           # function digests the node has
         self.inflight: dict[int, Task] = {}      # task id -> task sent there, not ended
-        self.used = 0            # computing units of dispatched, unfinished tasks
+        self.used = 0            # computing units of placed, unfinished tasks (release)
         self.mem_used = 0.0
         self.alive = True
         self.paused = False      # above its memory pause mark: no new producing task there
@@ -71,7 +72,6 @@ class NodeHandle:
         self.leaving: str | None = None   # the agent drains (SIGTERM, idle): no new work there
         self.samples: deque[dict[str, Any]] = deque(maxlen=720)
         self.joined = time.time()
-        self.wreg = False        # the loop watches wfd for writability (bytes wait in out)
         # Where the node is (SSH): ``address`` reachable from the other nodes; ``host`` the
         # name MPI hostfiles use; a node without the master's filesystem has a ``stager``.
         self.address = "127.0.0.1"
@@ -120,58 +120,18 @@ class NodeHandle:
                     raise NodeStartError(f"node {self.name}: {body}{describe}")
 
     # -- I/O (loop thread only) ---------------------------------------------
-    def queue(self, data: bytes) -> None:
-        self.out += data
-
-    def queue_parts(self, parts: list[P.Part]) -> None:
-        """A frame that may carry values (:func:`~taskflow.wire.protocol.encode_parts`):
-        their buffers are written from where they are, not copied into ``out``."""
-        if len(parts) == 1 and not self.parts:
-            self.out += parts[0]
-            return
-        if self.out:                  # what was queued before goes first
-            self.parts.append(memoryview(self.out))
-            self.out = bytearray()
-        self.parts.extend(memoryview(p).cast("B") for p in parts)
-
     def pending_out(self) -> int:
         """Bytes queued for the node and not written yet."""
-        return len(self.out) + sum(len(p) for p in self.parts)
+        return self.out.pending()
 
-    def flush(self) -> bool:
-        """Write what the descriptor takes; True when nothing is left."""
-        send = self.channel.send
-        if self.parts:
-            try:
-                if not P.send_parts(send, self.parts):
-                    return False
-            except OSError as exc:
-                self.alive = False
-                self.lost_reason = f"write failed: {exc}"
-                self.parts.clear()
-                self.out.clear()
-                return True
-        out = self.out
-        if not out:
-            return True
-        done = 0
-        err: OSError | None = None
-        with memoryview(out) as view:    # a TLS send takes one 16 KiB record at a time:
-            try:                         # cut the buffer once, after, not per send
-                while done < len(view):
-                    done += send(view[done:])
-            except BlockingIOError:
-                pass
-            except OSError as exc:
-                err = exc
-        if err is not None:
+    def flush(self) -> None:
+        """Write what the node takes now (``out`` watches for room while bytes wait);
+        a broken stream makes the node not alive, with the reason."""
+        try:
+            self.out.flush()
+        except OSError as exc:
             self.alive = False
-            self.lost_reason = f"write failed: {err}"
-            out.clear()
-            return True
-        if done:
-            del out[:done]
-        return not out
+            self.lost_reason = f"write failed: {exc}"
 
     def read(self) -> list[tuple[int, Any]] | None:
         try:
@@ -182,6 +142,27 @@ class NodeHandle:
 
     def close(self) -> None:
         self.channel.close()
+
+    # -- slots (loop thread, runtime lock held) ----------------------------------
+    # The scheduler takes a task's computing units and memory on the node it places the
+    # task on; they come back once, by one of these two. The caller then tells the
+    # scheduler the node has room (``scheduler.freed``), where and as often as it needs:
+    # the RESULTS handler once per frame, not per task.
+    def release(self, task_id: int) -> Task | None:
+        """The task sent here as ``task_id`` ended or is taken back: it leaves ``inflight``
+        and gives back what it held; returned. None, and nothing changes, when it is not
+        in flight here (released already, or the node was lost): calling twice is safe."""
+        task = self.inflight.pop(task_id, None)
+        if task is not None:            # (unplace's two lines, inline: once per result)
+            self.used -= task.cus
+            self.mem_used -= task.mem
+        return task
+
+    def unplace(self, task: Task) -> None:
+        """``task`` was placed here this round but is not sent (it waits for data): give
+        back what it was given. It is not in ``inflight``: call once."""
+        self.used -= task.cus
+        self.mem_used -= task.mem
 
     @property
     def usable(self) -> bool:

@@ -62,9 +62,7 @@ def cancel_all(rt: RunState, why: str, cbs: Callbacks) -> int:
 
 def _take_back(rt: RunState, t: Task) -> None:
     node = t.node
-    if node is not None and node.inflight.pop(t.id, None) is not None:
-        node.used -= t.cus
-        node.mem_used -= t.mem
+    if node is not None and node.release(t.id) is not None:
         if node.alive:
             rt.comm.cancel_on(node, t.id)
     if rt.scheduler.gangs:

@@ -83,6 +83,7 @@ class Dispatcher:
         self.sel.register(self._rfd, selectors.EVENT_READ, None)
         for n in nodes:
             self.sel.register(n.rfd, selectors.EVENT_READ, n)
+            n.out.attach(self.sel, n)
 
     def add_node(self, node: NodeHandle) -> None:
         """Any thread: a node joins the running loop (registered by the loop thread)."""
@@ -99,6 +100,7 @@ class Dispatcher:
                 n.close()
                 continue
             self.sel.register(n.rfd, selectors.EVENT_READ, n)
+            n.out.attach(self.sel, n)
             self.nodes.append(n)
             if rt.scheduler.nodes is not self.nodes:
                 rt.scheduler.nodes.append(n)
@@ -212,7 +214,7 @@ class Dispatcher:
                     if msgs:
                         arrived.append((node, msgs))
                 if mask & selectors.EVENT_WRITE:
-                    self._flush(node)
+                    node.flush()
             cbs: Callbacks = []
             with lock:
                 self._wake_pending = False
@@ -230,37 +232,38 @@ class Dispatcher:
                 pulls = self.relay.pulls() if self.relay else None
             if self.relay.forward:              # parts of copies go before the tasks that
                 for node, parts in self.relay.take_forward():     # wait for them
-                    node.queue_parts(parts)
+                    node.out.queue_parts(parts)
                     sends.setdefault(node, [])
             if pulls:
                 for node, wanted in pulls.items():
-                    node.queue(P.encode(M.PULL, wanted))
+                    node.out.queue(P.encode(M.PULL, wanted))
                     sends.setdefault(node, [])
             for node, fut in fetches:
-                node.queue(P.encode(M.FETCH, [fut._did]))
+                node.out.queue(P.encode(M.FETCH, [fut._did]))
                 sends.setdefault(node, [])
             if self.interrupt_grace is not None:     # the run is interrupted (once)
                 frame = P.encode(M.INTERRUPT, self.interrupt_grace)
                 self.interrupt_grace = None
                 for node in self.nodes:
                     if node.alive:
-                        node.queue(frame)
+                        node.out.queue(frame)
                         sends.setdefault(node, [])
             dropped = self.remote.take()
             if dropped:
                 frame = P.encode(M.DROP, dropped)
                 for node in self.nodes:
                     if node.alive:
-                        node.queue(frame)
+                        node.out.queue(frame)
                         sends.setdefault(node, [])
             for node, frames in sends.items():
+                out = node.out
                 for op, body in frames:
                     if op == M.DATA:        # values: their buffers are not copied
-                        node.queue_parts(P.encode_parts(op, body))
+                        out.queue_parts(P.encode_parts(op, body))
                     else:
-                        node.queue(P.encode(op, body))
-                if not node.wreg:     # (a node waiting for room is written when it has it)
-                    self._flush(node)
+                        out.queue(P.encode(op, body))
+                if not out.watching:  # (a node waiting for room is written when it has it)
+                    node.flush()
             if rt.log is not None and rt.log.pending:
                 rt.log.tick()
             if gcwatch.on:
@@ -281,38 +284,19 @@ class Dispatcher:
         self.data_out = {}
         self.cancel_out = {}
 
-    def _flush(self, node: NodeHandle) -> None:
-        """Write what the node takes; watch for writability only while bytes are left."""
-        want = not node.flush()
-        if not node.alive or want == node.wreg:
-            return
-        try:
-            if node.wfd == node.rfd:
-                self.sel.modify(node.rfd, selectors.EVENT_READ
-                                | (selectors.EVENT_WRITE if want else 0), node)
-            elif want:
-                self.sel.register(node.wfd, selectors.EVENT_WRITE, node)
-            else:
-                self.sel.unregister(node.wfd)
-            node.wreg = want
-        except (KeyError, ValueError, OSError):
-            pass
-
     # -- messages from nodes ----------------------------------------------------
     def _handle(self, node: NodeHandle, msgs: list[tuple[int, Any]], cbs: Callbacks) -> None:
         rt = self.rt
         for op, body in msgs:
             if op == M.RESULTS:
-                inflight = node.inflight
                 ok = M.OK
                 if rt.log is not None and node.stager is None:
-                    self._log_completions(inflight, body)
+                    self._log_completions(node.inflight, body)
+                release = node.release      # the task leaves inflight, its slots come back
                 for tid, status, outputs, error, timing in body:
-                    task = inflight.pop(tid, None)
+                    task = release(tid)
                     if task is None:
                         continue
-                    node.used -= task.cus
-                    node.mem_used -= task.mem
                     try:
                         task.t_start, task.t_end = timing
                     except ValueError:   # measured on the node: (start, end, cpu, peak)

@@ -84,9 +84,7 @@ def cancel_successors(rt: RunState, task: Task, err: BaseException | None,
 def undispatch(rt: RunState, task: Task) -> None:
     """Take back a chained task from its node (its producer failed or moved)."""
     node = task.node
-    if node is not None and node.inflight.pop(task.id, None) is not None:
-        node.used -= task.cus
-        node.mem_used -= task.mem
+    if node is not None and node.release(task.id) is not None:
         rt.scheduler.freed(node)
         if node.alive:
             rt.comm.cancel_on(node, task.id)

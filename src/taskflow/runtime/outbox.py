@@ -80,8 +80,7 @@ class Outbox:
                 wire_refs = self._wire_refs(node, task, refs, frames)
                 if wire_refs is None:       # waiting for data (from a node, or an upload)
                     task.state = T.READY
-                    node.used -= task.cus
-                    node.mem_used -= task.mem
+                    node.unplace(task)
                     self.rt.scheduler.freed(node)
                     if self.rt.scheduler.gangs:
                         gang.release(self.rt.scheduler, task)

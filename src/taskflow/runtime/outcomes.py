@@ -247,9 +247,7 @@ def task_interrupted(rt: RunState, task: Task, why: str, node_name: str,
 
 def hand_back(rt: RunState, task: Task, node: NodeHandle, reason: str) -> None:
     """A draining node returns a task it never started: place it again (not a failure)."""
-    node.inflight.pop(task.id, None)
-    node.used -= task.cus
-    node.mem_used -= task.mem
+    node.release(task.id)           # (in flight there: _leaving looked it up)
     rt.scheduler.freed(node)
     if rt.scheduler.gangs:
         gang.release(rt.scheduler, task)

@@ -2,9 +2,10 @@
 
 A frame is a 4-byte big-endian length followed by a pickled ``(op, body)``
 pair; :mod:`.messages` names the ops and says what each body holds. Frames
-are written whole; readers buffer partial reads. Pickles are read only from
-peers that proved themselves (a pipe to a child, an SSH channel, a dial-back
-connection after its handshake).
+are written whole (:class:`~.framewriter.FrameWriter` queues them for a
+non-blocking stream); readers buffer partial reads (:class:`FrameReader`).
+Pickles are read only from peers that proved themselves (a pipe to a child,
+an SSH channel, a dial-back connection after its handshake).
 
 A frame that carries large values (:class:`~.messages.Packed`) keeps their
 buffers out of the pickle (protocol 5, out of band): its length word has the
@@ -304,18 +305,3 @@ def write_parts(sink: int | Channel, parts: list[Part]) -> None:
     for p in parts:
         write_all(sink, p)
 
-
-def send_parts(send: Callable[[memoryview], int], parts: Any) -> bool:
-    """Write what ``send`` takes of the deque ``parts`` (memoryviews, in order) without
-    blocking; a piece written in part stays as its rest. True when all went."""
-    while parts:
-        view = parts[0]
-        try:
-            n = send(view)
-        except BlockingIOError:
-            return False
-        if n < len(view):
-            parts[0] = view[n:]
-            return False
-        parts.popleft()
-    return True
