@@ -404,3 +404,46 @@ def test_the_programs_own_cycles_are_collected_by_memory_growth(tmp_path, monkey
         assert gctune.WATCH.collections >= 1
         assert worst < 300 * MB, f"the master grew by {worst / MB:.0f} MB"
     assert gc.isenabled()
+
+
+CROSS = '''
+import hashlib, sys
+import taskflow
+from taskflow import task, wait_on
+
+@task()
+def make(seed, n):
+    return bytes([seed]) * n
+
+@task()
+def combine(a, b):
+    import hashlib
+    return hashlib.sha256(a + b).hexdigest()
+
+if __name__ == "__main__":
+    n = 8_000_000
+    with taskflow.Runtime(workers=2, nodes=2, run_dir=sys.argv[1]):
+        for _ in range(3):
+            outs = [combine(make(2 * i, n), make(2 * i + 1, n)) for i in range(6)]
+            want = [hashlib.sha256(bytes([2 * i]) * n + bytes([2 * i + 1]) * n).hexdigest()
+                    for i in range(6)]
+            assert wait_on(outs) == want
+    print("ok")
+'''
+
+
+def test_large_values_cross_between_two_nodes_both_ways_without_a_hang(tmp_path):
+    """Values of 8 MB made on two local nodes and combined across them: frames with large
+    buffers go both ways at once. A loop that blocked in a read in the middle of such a
+    frame, while its peer waited for the rest of one of its own, hung both (5 runs in 6
+    before the loops' reads were made non-blocking)."""
+    import subprocess
+    import sys
+    script = tmp_path / "cross.py"
+    script.write_text(CROSS)
+    try:
+        r = subprocess.run([sys.executable, str(script), str(tmp_path / "runs")], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run hung: large values crossing between two nodes")
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

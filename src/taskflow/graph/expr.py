@@ -17,7 +17,6 @@ import re
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import UsageError
-from ..future import Future
 
 if TYPE_CHECKING:
     from .spec import TaskSpec
@@ -105,7 +104,8 @@ class Expr:
                                  f"the task is called; export {name}=... or give a number.")
             ns[f"__env_{name}"] = number(os.environ[name])
         if self.names:
-            for n in self.names:
+            from ..future import Future     # (not at import: an executor unpickling a task
+            for n in self.names:            # function imports this module, not futures)
                 v = (bound or {}).get(n)
                 if isinstance(v, Future):
                     raise UsageError(f"{self.where}: parameter '{n}' is a future; a constraint "

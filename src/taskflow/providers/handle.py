@@ -136,6 +136,8 @@ class NodeHandle:
     def read(self) -> list[tuple[int, Any]] | None:
         try:
             return self.reader.feed()
+        except BlockingIOError:         # a readiness event with nothing left to read
+            return []
         except (OSError, ProtocolError) as exc:
             self.lost_reason = f"read failed: {exc}"
             return None

@@ -24,8 +24,6 @@ whose fields are those of :class:`SubmittedRow`, :class:`DoneRow` and
 of :mod:`taskflow.wire.messages`). Observers that do not take rows get them
 as :class:`Submitted` and ``Ended`` "done" events.
 """
-from __future__ import annotations
-
 import time
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Optional, TypeVar, Union
 
@@ -112,7 +110,7 @@ class Ended(NamedTuple):
     end: EndInfo
 
 
-def ended(task: Task) -> Ended:
+def ended(task: "Task") -> "Ended":
     """The event of a task that ended otherwise than well (failed, cancelled, ...)."""
     node = task.node
     err = task.error
@@ -236,7 +234,7 @@ class SubmittedRow(NamedTuple):
 
     task_id: int
     t_submit: float
-    spec: TaskSpec                # reduced by the journal's pickler (journal/wire.py)
+    spec: "TaskSpec"                # reduced by the journal's pickler (journal/wire.py)
     argv: Any
     kwargs: Any
     refs: Any                     # futures reduced by the journal's pickler
@@ -263,7 +261,7 @@ class WholeRow(NamedTuple):
 
     task_id: int
     t_submit: float
-    spec: TaskSpec
+    spec: "TaskSpec"
     argv: Any
     kwargs: Any
     refs: Any

@@ -86,6 +86,11 @@ async def run_events(run_info: RunInfo, open_journal: OpenJournal,
             for ev in events:
                 yield sse("task", ev)
             if row["state"] != last_state:
+                if row["state"] in S.ENDED and last_state in (None, "queued") \
+                        and row.get("t_start") is not None:
+                    # it started and ended between two looks: it was running all the same
+                    yield sse("run", {"id": row["id"], "state": "running", "counts": {},
+                                      "exit_code": None, "reason": None})
                 last_state = row["state"]
                 counts = await anyio.to_thread.run_sync(journal.counts) if journal else {}
                 yield sse("run", {"id": row["id"], "state": row["state"], "counts": counts,

@@ -43,7 +43,6 @@ looks at it through the named tuple with :func:`tasks` (a C-level cast,
 0.13 us a message). Cold messages (``Func``, ``Leaving``, ``ErrorInfo``,
 ``Held``) travel as the named tuples themselves.
 """
-from __future__ import annotations
 
 import functools
 import mmap
