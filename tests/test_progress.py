@@ -72,7 +72,7 @@ def test_running_tasks_are_counted_while_they_run(tmp_path):
 
 # -- off a terminal: plain lines (runtime/progress_lines.py) --------------------------------
 LINE = re.compile(r"^\[(\d\d):(\d\d)\] (\d+)/(\d+) done, (\d+) running, (\d+) queued, "
-                  r"(\d+) waiting, (\d+) failed(?:, \d+ cancelled)?(?:; (.*))?$")
+                  r"(\d+) waiting, (\d+) failed(?:, \d+ cancelled)?(?:, \d+ interrupted)?(?:; (.*))?$")
 
 
 def test_plain_lines_every_few_seconds_and_at_each_change(tmp_path):

@@ -156,3 +156,38 @@ def test_clean_says_what_it_needs():
     assert parse_age("7d") == 7 * 86400 and parse_age("1d12h") == 36 * 3600
     assert parse_age(" 90S ") == 90 and parse_age("2w") == 14 * 86400
     assert parse_age("0.5h") == 1800
+
+
+def test_a_run_being_resumed_is_kept_too(tmp_path):
+    """A resumed run reads its source's log and data while it goes on: it holds the
+    source's lock (shared), so clean keeps both."""
+    (tmp_path / "hold.py").write_text(HOLD)
+    runs = tmp_path / "runs"
+    (tmp_path / "done").touch()
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(runs))
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "-w", "1", "--no-progress",
+                        "--resumable", "hold.py", "done"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (source,) = run_ids(str(runs))
+    release = tmp_path / "release"
+    proc = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "-w", "1",
+                             "--no-progress", "--resume", "hold.py", str(release)],
+                            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 60
+        while len(run_ids(str(runs))) < 2 or not os.path.exists(runs / source / "run.lock"):
+            assert time.time() < deadline and proc.poll() is None, "the resumed run did not start"
+            time.sleep(0.05)
+        (resumed,) = set(run_ids(str(runs))) - {source}
+        r = CliRunner().invoke(main, ["clean", "--all", "--run-dir", str(runs)])
+        assert r.exit_code == 0, r.output
+        assert f"kept {source}: in use" in r.output and f"kept {resumed}: in use" in r.output
+        assert sorted(run_ids(str(runs))) == sorted([source, resumed])
+    finally:
+        release.touch()
+        proc.wait(60)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    r = CliRunner().invoke(main, ["clean", "--all", "--run-dir", str(runs)])
+    assert "removed 2 run(s)" in r.output, r.output

@@ -229,7 +229,13 @@ def clean(older_than: float | None, keep: int | None, failed: bool, all_: bool,
             if now - when <= older_than:
                 continue
         had_lock = has_lock_file(path)
-        lock = RunLock.take(path)
+        try:
+            lock = RunLock.take(path)
+        except OSError as exc:
+            click.echo(f"kept {rid}: its lock cannot be taken here ({exc}); remove it by "
+                       f"hand once it is over")
+            in_use += 1
+            continue
         if lock is None:
             who = holder(path)
             click.echo(f"kept {rid}: in use{f' ({who})' if who else ''}")

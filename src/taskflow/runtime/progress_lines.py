@@ -13,7 +13,7 @@ counts when the run ends::
 ``done`` ended well; ``running`` started on a node; ``queued`` sent to a
 node that has not started it (``runtime.occupancy``); ``waiting`` the rest
 (inputs not ready, or no free slot yet); ``failed`` and, when there are
-some, ``cancelled``. No colour, no cursor movement, no carriage return: the
+some, ``cancelled`` and ``interrupted``. No colour, no cursor movement, no carriage return: the
 model is Snakemake's "x of y steps" and Nextflow's plain log. The counts are
 the runtime's own counters, polled by one thread twice a second: nothing is
 added to the run's hot path.
@@ -74,23 +74,26 @@ class ProgressLines:
     def _nodes_text(self) -> str:
         return f"{len(self._nodes)} node(s), {sum(self._nodes.values())} slot(s)"
 
-    def counts(self) -> tuple[int, int, int, int, int, int, int]:
-        """(submitted, done, running, queued, waiting, failed, cancelled) now."""
+    def counts(self) -> tuple[int, int, int, int, int, int, int, int]:
+        """(submitted, done, running, queued, waiting, failed, cancelled, interrupted) now."""
         rt = self.rt
         occ = occupancy(rt)
         sub, done, failed, cancelled = rt.n_submitted, rt.n_done, rt.n_failed, rt.n_cancelled
-        ended = done + failed + cancelled + rt.n_interrupted
+        interrupted = rt.n_interrupted
+        ended = done + failed + cancelled + interrupted
         running, queued = occ.n_running, occ.n_queued
         waiting = max(sub - ended - running - queued, 0)
-        return sub, done, running, queued, waiting, failed, cancelled
+        return sub, done, running, queued, waiting, failed, cancelled, interrupted
 
     def line(self, counts: tuple[int, ...], note: str = "") -> str:
         """The text of one progress line (without the clock)."""
-        sub, done, running, queued, waiting, failed, cancelled = counts
+        sub, done, running, queued, waiting, failed, cancelled, interrupted = counts
         text = (f"{done}/{sub} done, {running} running, {queued} queued, {waiting} waiting, "
                 f"{failed} failed")
         if cancelled:
             text += f", {cancelled} cancelled"
+        if interrupted:
+            text += f", {interrupted} interrupted"
         return text + (f"; {note}" if note else "")
 
     def _changes(self, nodes_too: bool = True) -> str:

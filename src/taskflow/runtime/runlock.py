@@ -15,8 +15,11 @@ file is removed when the run ends.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import socket
+
+log = logging.getLogger(__name__)
 
 LOCK_NAME = "run.lock"
 
@@ -31,27 +34,42 @@ class RunLock:
     @classmethod
     def take(cls, run_dir: str, shared: bool = False) -> RunLock | None:
         """The run's lock, exclusive (the run itself, ``taskflow clean``) or shared (a run
-        resumed from it); None when somebody else holds it (or it cannot be opened)."""
+        resumed from it); None when somebody else holds it. OSError when it cannot be
+        locked at all (a file system without locks, a directory not ours)."""
         path = os.path.join(run_dir, LOCK_NAME)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError:
-            return None
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:
             os.close(fd)
             return None
+        except OSError:
+            os.close(fd)
+            raise
         return cls(fd, path)
 
     @classmethod
     def hold_for_run(cls, run_dir: str) -> RunLock | None:
-        """The lock a starting run holds for its life, with its pid and host written in."""
-        lock = cls.take(run_dir)
+        """The lock a starting run holds for its life, with its pid and host written in
+        (None, said once, where the file system has no locks: the run goes on)."""
+        try:
+            lock = cls.take(run_dir)
+        except OSError as exc:
+            log.warning("no lock on the run directory %s (%s): taskflow clean cannot tell "
+                        "that this run is going on", run_dir, exc)
+            return None
         if lock is not None:
             os.ftruncate(lock.fd, 0)
             os.write(lock.fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
         return lock
+
+    @classmethod
+    def hold_shared(cls, run_dir: str) -> RunLock | None:
+        """A shared hold on an earlier run this one reads (None if it cannot be had)."""
+        try:
+            return cls.take(run_dir, shared=True)
+        except OSError:
+            return None
 
     def release(self, remove: bool = False) -> None:
         """Give the lock back (``remove``: and delete the file: the run is over)."""

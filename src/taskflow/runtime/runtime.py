@@ -158,7 +158,7 @@ class Runtime(RunState):
         # whose lock it cannot take (runlock.py); a resumed run's source is held shared
         self.run_lock = RunLock.hold_for_run(self.run_dir)
         if self.resume_from is not None:
-            self.source_lock = RunLock.take(self.resume_from, shared=True)
+            self.source_lock = RunLock.hold_shared(self.resume_from)
         if self.resumable:
             self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint)
             if self.resume_from is not None:
