@@ -238,7 +238,7 @@ def scenario_a(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
     s = Scratch(root, "a", args.tasks, args.nap)
     workers = args.workers or 2 * args.nodes
     t0 = time.time()
-    proc = s.start("--nodes", str(args.nodes), "--workers", str(workers),
+    proc = s.start("--local-nodes", str(args.nodes), "--workers", str(workers),
                    "--crash-limit", str(args.crash_limit), tag="a")
     watch = Watcher(proc.pid)
     watch.start()
@@ -289,7 +289,7 @@ def scenario_b(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
     from taskflow.runtime.resume import ResumeStore
     s = Scratch(root, "b", args.tasks, args.nap)
     workers = args.workers or 2 * args.nodes
-    opts = ["--nodes", str(args.nodes), "--workers", str(workers)]
+    opts = ["--local-nodes", str(args.nodes), "--workers", str(workers)]
     t0 = time.time()
     proc = s.start("--resumable", *opts, tag="b-killed")
     watch = Watcher(proc.pid)
@@ -412,7 +412,7 @@ def scenario_d(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
     """The run must fail at once, saying no node is left: never hang, leave nothing."""
     s = Scratch(root, "d", args.tasks, args.nap)
     t0 = time.time()
-    proc = s.start("--nodes", "1", "--crash-limit", str(args.crash_limit), tag="d")
+    proc = s.start("--local-nodes", "1", "--crash-limit", str(args.crash_limit), tag="d")
     watch = Watcher(proc.pid)
     watch.start()
     ledger = Ledger(s.ledger)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -83,7 +84,70 @@ def test_a_failed_run_says_it_once(tmp_path):
                   "The above exception"):
         assert noise not in err
     assert err.rstrip().splitlines()[-1].startswith(f"taskflow: run {run_id} FAILED in ")
-    assert len(err.splitlines()) <= 14, err
+    report = [ln for ln in err.splitlines() if not PROGRESS_LINE.match(ln)]
+    assert len(report) <= 14, err
+
+
+PROGRESS_LINE = re.compile(r"^\[\d+:\d\d(?::\d\d)?\] ")     # runtime/progress_lines.py
+
+
+def test_plain_python_says_it_once_as_taskflow_run_does(tmp_path):
+    """`python wf.py` prints the report `taskflow run wf.py` prints (no progress lines:
+    none is asked for): the script's line, the task's block with the user's frames,
+    the summary; no Python traceback through taskflow, nothing twice."""
+    (tmp_path / "wf.py").write_text(SCRIPT)
+    env = dict(os.environ, TASKFLOW_WORKERS="2")
+    plain = subprocess.run([sys.executable, "wf.py"], cwd=tmp_path,
+                           env=dict(env, TASKFLOW_RUN_DIR=str(tmp_path / "plain")),
+                           capture_output=True, text=True, timeout=120)
+    tf = subprocess.run([sys.executable, "-m", "taskflow", "run", "-w", "2", "wf.py"],
+                        cwd=tmp_path, env=dict(env, TASKFLOW_RUN_DIR=str(tmp_path / "tf")),
+                        capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 1 and tf.returncode == 1
+    for noise in ("Traceback", "Remote traceback", "executor.py", "sync.py", "future.py",
+                  "The above exception", "task(s) failed"):
+        assert noise not in plain.stderr, plain.stderr
+    assert plain.stderr.count("FAILED on node") == 1
+    assert plain.stderr.count("ZeroDivisionError") == 1
+    (plain_id,), (tf_id,) = os.listdir(tmp_path / "plain"), os.listdir(tmp_path / "tf")
+
+    def same(text: str, run_id: str) -> list[str]:       # the run's id and wall time aside
+        text = re.sub(r" in [\d.]+ s:", " in T s:", text.replace(run_id, "RUN"))
+        # (how many retries a loaded machine counts is not this test's business)
+        text = re.sub(r"\d+ retried", "N retried", text)
+        return [ln for ln in text.splitlines() if not PROGRESS_LINE.match(ln)]
+    assert same(plain.stderr, plain_id) == same(tf.stderr, tf_id)
+    assert 'File "wf.py", line 4, in helper' in plain.stderr
+
+
+UNDECLARED = '''from taskflow import task
+
+@task()
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+write("out.txt", "hello")
+print(open("out.txt").read())
+'''
+
+
+def test_a_file_a_task_wrote_undeclared_is_named_with_the_fix(tmp_path):
+    (tmp_path / "wf.py").write_text(UNDECLARED)
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"), TASKFLOW_WORKERS="1")
+    for argv in (["-m", "taskflow", "run", "-w", "1", "--no-progress", "wf.py"], ["wf.py"]):
+        (tmp_path / "out.txt").unlink(missing_ok=True)
+        r = subprocess.run([sys.executable, *argv], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 1, r.stderr
+        err = r.stderr
+        assert "FileNotFoundError" in err and "wf.py:9" in err
+        assert "out.txt was given to task write (id 1) as a plain value (parameter path), " \
+               "not as a file" in err, err
+        assert "it exists now: the task wrote it after the script looked" in err
+        assert "fix: declare it, @task(path=FILE_OUT)" in err
+        assert "taskflow.open('out.txt')" in err
+        assert err.count("FileNotFoundError") == 2          # the error line and its text
 
 
 def test_a_script_error_is_folded_too(tmp_path):

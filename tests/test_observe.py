@@ -133,7 +133,7 @@ def test_taskflow_run_g_t(tmp_path):
     script.write_text("from taskflow import task, wait_on\n@task(returns=int)\n"
                       "def inc(x):\n    return x + 1\nwait_on(inc(inc(1)))\n")
     env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
-    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "-g", "-t", "-w", "2",
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "-g", "--trace", "-w", "2",
                         str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr

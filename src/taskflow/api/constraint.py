@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import UsageError
+from .hints import did_you_mean
 from .task import TaskFunction
 
 _KNOWN = {"computing_units", "memory_size", "processors", "memory_type", "storage_size",
@@ -63,10 +64,12 @@ def _check_expressions(name: str, target: Any, **values: Any) -> None:
 
 def constraint(computing_units: Any = None, memory_size: Any = None, **others: Any) -> Callable[..., Any]:
     """Declare what the task needs: slots, memory (GB), GPUs (see the module docstring)."""
-    unknown = set(others) - _KNOWN
+    unknown = sorted(set(others) - _KNOWN)
     if unknown:
-        raise UsageError(f"@constraint: unknown argument(s) {sorted(unknown)}; known: "
-                         f"computing_units, memory_size, processors, ...")
+        known = ["computing_units", "memory_size", *sorted(_KNOWN - {"computing_units",
+                                                                      "memory_size"})]
+        raise UsageError(f"@constraint: unknown argument {unknown[0]!r}."
+                         f"{did_you_mean(unknown[0], known)} Known: {', '.join(known)}.")
 
     limit = others.get("memory_limit")
 

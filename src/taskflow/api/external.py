@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import UsageError
 from ..graph.expr import Expr
 from ..runtime.calltime import RUNNERS
+from .hints import did_you_mean
 from .parameter import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND
 from .task import TaskFunction
 
@@ -22,13 +23,14 @@ TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 def check_arguments(deco: str, given: dict[str, Any], mandatory: tuple[str, ...],
                     supported: tuple[str, ...]) -> None:
+    known = mandatory + supported
+    unknown = sorted(set(given) - set(known))
+    if unknown:         # first: a misspelt mandatory argument is also missing
+        raise UsageError(f"@{deco}: unknown argument {unknown[0]!r}."
+                         f"{did_you_mean(unknown[0], known)} Supported: {', '.join(known)}.")
     missing = [a for a in mandatory if given.get(a) is None]
     if missing:
         raise UsageError(f"@{deco}: missing mandatory argument(s) {', '.join(missing)}.")
-    unknown = sorted(set(given) - set(mandatory) - set(supported))
-    if unknown:
-        raise UsageError(f"@{deco}: unknown argument(s) {', '.join(unknown)}; supported: "
-                         f"{', '.join(mandatory + supported)}.")
 
 
 def attach(target: Any, deco: str, cfg: dict[str, Any], outputs: bool = False) -> TaskFunction:

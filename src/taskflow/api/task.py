@@ -9,7 +9,6 @@ function and gives its direction.
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 import sys
@@ -21,10 +20,11 @@ from ..graph.param import Param
 from ..graph.spec import TaskSpec
 from ..runtime import current as _current
 from ..runtime import embedded as _embedded
+from .hints import did_you_mean
 from .parameter import IN, parse_param
 
-_RESERVED = {"returns", "priority", "time_out", "on_failure", "retries",
-             "target_direction", "numba", "cache_returns"}
+KEYWORDS = ("returns", "priority", "time_out", "on_failure", "retries")    # @task's own
+_RESERVED = {*KEYWORDS, "target_direction", "numba", "cache_returns"}       # + PyCOMPSs's
 
 
 class TaskFunction:
@@ -118,12 +118,12 @@ def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priori
             if key in _RESERVED:
                 continue
             if key not in sig.parameters:
-                close = difflib.get_close_matches(key, pnames, n=1)
-                hint = f" Did you mean '{close[0]}'?" if close else ""
+                # a misspelt parameter or a misspelt keyword of @task (retruns=int)
                 raise UsageError(
                     f"@task on {name}: '{key}' is not a parameter of {name}"
-                    f"({', '.join(pnames)}).{hint} Keyword arguments of @task other than "
-                    f"returns/priority/time_out/on_failure/retries name parameters.")
+                    f"({', '.join(pnames)}) nor a keyword of @task."
+                    f"{did_you_mean(key, [*pnames, *KEYWORDS])} Keyword arguments of @task "
+                    f"other than {'/'.join(KEYWORDS)} name parameters.")
             try:
                 params[key] = parse_param(value, f"@task on {name}, parameter '{key}'")
             except ParameterError as exc:

@@ -1,27 +1,32 @@
 """The ``taskflow`` command line (click): one module per command group.
 
 ``run`` (:mod:`.run`), the commands that read a run's journal (:mod:`.observe`:
-status, logs, runs, graph, trace, report, monitor), ``explain``
-(:mod:`.resuming`), ``submit``
-(:mod:`.slurm`) and ``serve`` (:mod:`.serve`) are registered on :data:`main`
-here, explicitly.
+status, logs, graph, trace, report, monitor), the runs kept (:mod:`.runs`: runs,
+clean), ``explain`` (:mod:`.resuming`), ``submit`` (:mod:`.slurm`) and ``serve``
+(:mod:`.serve`) are registered on :data:`main` here, explicitly. Short options
+mean one thing in every command (:mod:`.options`).
 """
 from __future__ import annotations
 
 import click
 
 from .._version import __version__
-from . import observe, resuming, run, serve, slurm
+from .options import examples
+from . import observe, resuming, run, runs, serve, slurm
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=examples("taskflow run wf.py in.txt     # run a workflow script",
+                             "taskflow runs                 # the runs kept here",
+                             "taskflow status               # the latest run",
+                             "taskflow COMMAND --help       # a command's options"))
 @click.version_option(__version__, prog_name="taskflow")
 def main() -> None:
     """taskflow: task-based workflows for clusters and HPC machines."""
 
 
 main.add_command(run.run)
-for _cmd in observe.COMMANDS:
+for _cmd in [*observe.COMMANDS, *runs.COMMANDS]:
     main.add_command(_cmd)
 main.add_command(resuming.explain)
 main.add_command(slurm.submit)

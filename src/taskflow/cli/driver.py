@@ -37,7 +37,7 @@ class RunPlan:
     runtime: dict[str, Any]         # Runtime's keywords
     grace: float = 10.0             # seconds running tasks get when the run is interrupted
     explain: bool = False           # a resumed run says why calls ran again
-    progress: bool | None = None    # progress bars on stderr (None: when it is a terminal)
+    progress: bool | None = None    # progress on stderr (None: on; bars on a terminal)
     graph: bool = False             # pictures written into the run's directory at the end
     trace: bool = False
     monitor: int | None = None      # the web monitor's port (0: any free one)
@@ -103,7 +103,7 @@ class Launcher:
 def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     """Run ``plan`` and exit: the script's status, ``stop(code=N)``'s N, 1 when a task
     failed, 128 + the signal when interrupted, 2 when the runtime could not start."""
-    from ..runtime.console import Progress
+    from ..runtime.progress_lines import start as start_progress
     from ..runtime.runtime import Runtime
     try:
         rt = Runtime(**plan.runtime)
@@ -122,8 +122,8 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
         sys.exit(2)
     mon = run_started(rt, plan.monitor)
     launcher.started(rt)
-    show = sys.stderr.isatty() if plan.progress is None else plan.progress
-    prog = Progress(rt) if show else None
+    # on unless --no-progress: bars on a terminal, plain lines elsewhere (a log, CI)
+    prog = start_progress(rt, sys.stderr.isatty()) if plan.progress is not False else None
     signum = 0                      # the signal that interrupted the run (interrupts.py)
     end = ScriptEnd()
     sys.argv = [plan.script, *plan.script_args]

@@ -1,4 +1,4 @@
-"""``taskflow status / logs / runs / graph / trace / report / monitor``: seeing a run.
+"""``taskflow status / logs / graph / trace / report / monitor``: seeing a run.
 
 Every command reads the run's journal (``<run-dir>/<run-id>/journal.db``);
 RUN is a run id, a unique part of one, or omitted for the latest run.
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .._version import DIST_NAME
-from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run
+from .options import examples, retired
+from ..journal.reader import Journal, RunNotFound, resolve_run
 
 if TYPE_CHECKING:
     from ..runtime.runtime import Runtime
@@ -46,7 +47,8 @@ def _duration(r: dict[str, Any]) -> str:
     return f"{t1 - t0:.2f} s" if t0 and t1 else "-"
 
 
-@click.command()
+@click.command(epilog=examples("taskflow status                  # the latest run",
+                               "taskflow status 20250101-1200    # a run by (part of) its id"))
 @click.argument("run", required=False)
 @run_dir_option
 def status(run: str | None, run_dir: str | None) -> None:
@@ -90,7 +92,9 @@ def status(run: str | None, run_dir: str | None) -> None:
         sys.exit(1)
 
 
-@click.command()
+@click.command(epilog=examples("taskflow logs 7                  # task 7 of the latest run",
+                               "taskflow logs RUN --follow       # every task's lines, live",
+                               "taskflow logs RUN 7 -l STDERR"))
 @click.argument("run", required=False)
 @click.argument("task", required=False, type=int)
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines while the run goes on.")
@@ -166,22 +170,8 @@ def _follow(j: Journal, task: int | None, levels: list[str] | None, follow: bool
     return count
 
 
-@click.command()
-@run_dir_option
-def runs(run_dir: str | None) -> None:
-    """The runs kept under the run directory, oldest first."""
-    rs = list_runs(run_dir)
-    if not rs:
-        click.echo("no runs yet")
-        return
-    for r in rs:
-        c = r.get("counts", {})
-        click.echo(f"{r['run_id']}  {r['state']:<11} {_when(r.get('t_start'))}  "
-                   f"{c.get('total', 0):>7} tasks  {c.get('DONE', 0):>7} done  "
-                   f"{c.get('FAILED', 0):>4} failed  {_duration(r)}")
-
-
-@click.command()
+@click.command(epilog=examples("taskflow graph                   # the latest run's graph.svg",
+                               "taskflow graph RUN -o pictures/"))
 @click.argument("run", required=False)
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Directory for graph.dot / graph.svg (default: the run's directory).")
@@ -196,7 +186,8 @@ def graph(run: str | None, out: str | None, run_dir: str | None) -> None:
     _echo_paths(paths)
 
 
-@click.command()
+@click.command(epilog=examples("taskflow trace                   # the latest run's trace.json",
+                               "taskflow trace RUN -o pictures/"))
 @click.argument("run", required=False)
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Directory for trace.json / gantt.png (default: the run's directory).")
@@ -219,7 +210,8 @@ def _echo_paths(paths: dict[str, Any]) -> None:
             click.echo(f"{k}: {v}")
 
 
-@click.command()
+@click.command(epilog=examples("taskflow report                  # the latest run, markdown",
+                               "taskflow report RUN --html report.html"))
 @click.argument("run", required=False)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="Also write an HTML report with the DAG, the Gantt chart and w(t).")
@@ -235,9 +227,11 @@ def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
         click.echo(f"html: {html_path}", err=True)
 
 
-@click.command()
+@click.command(epilog=examples("taskflow monitor                 # the latest run, any free port",
+                               "taskflow monitor RUN --port 8080"))
 @click.argument("run", required=False)
-@click.option("--port", "-p", type=int, default=0, help="Port (default: any free one).")
+@click.option("--port", type=int, default=0, help="Port (default: any free one).")
+@retired("-p", "--port", "-p is --partition in taskflow submit, as in sbatch", takes_value=True)
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but 127.0.0.1 exposes the token-protected page.")
 @click.option("--token", default=None, help="Token to require (default: a random one).")
@@ -296,4 +290,4 @@ def run_finished(rt: Runtime, graph_: bool, trace_: bool, mon: Any) -> None:
                 click.echo(f"taskflow: could not write {fn.__name__[6:]}: {exc}", err=True)
 
 
-COMMANDS = [status, logs, runs, graph, trace, report, monitor]
+COMMANDS = [status, logs, graph, trace, report, monitor]

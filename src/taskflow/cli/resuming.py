@@ -16,6 +16,7 @@ from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
 from ..runtime.resume import rerun_lines
 from .observe import run_dir_option
+from .options import examples
 
 
 def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
@@ -50,7 +51,8 @@ def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
         f"--resume RUN_ID (see `taskflow runs`)")
 
 
-@click.command()
+@click.command(epilog=examples("taskflow explain                 # the latest run",
+                               "taskflow explain 20250101-1200"))
 @click.argument("run", required=False)
 @run_dir_option
 def explain(run: str | None, run_dir: str | None) -> None:

@@ -18,6 +18,7 @@ from ..observe.cliopts import OptionalValueCommand
 from .driver import Launcher, RunPlan, drive
 from .nodes import cluster_options, slurm_cli_provider
 from .observe import run_dir_option
+from .options import examples, renamed, retired
 from .resuming import run_to_resume
 
 # Resumable by default or not: chosen from benchmarks/resume_cost.py (docs/guide/resume.md).
@@ -37,11 +38,19 @@ class RunCommand(OptionalValueCommand):
 
 
 @click.command(cls=RunCommand,
-              context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+              context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
+              epilog=examples(
+                  "taskflow run wf.py in.txt                # 'python wf.py in.txt' on every core",
+                  "taskflow run -w 8 --trace -g wf.py       # 8 slots; trace and graph at the end",
+                  "taskflow run --cluster nodes.yaml wf.py  # SSH nodes from a cluster file",
+                  "taskflow run --resume wf.py in.txt       # continue the latest run of wf.py"))
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help="Executor slots on this machine (default: number of cores).")
-@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Split the local slots over this many node agents.")
+@click.option("--local-nodes", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Split the local slots over K node agents on this machine (default 1; "
+                   "Slurm nodes: --slurm-nodes).")
+@renamed("--nodes", "--local-nodes", "node agents on this machine; Slurm nodes are "
+         "--slurm-nodes", type=click.IntRange(min=1))
 @click.option("--retries", type=int, default=1, show_default=True,
               help="Times a failed task with on_failure=RETRY is run again.")
 @click.option("--crash-limit", type=click.IntRange(min=0), default=3, show_default=True,
@@ -82,11 +91,13 @@ class RunCommand(OptionalValueCommand):
                                                case_sensitive=False), default="warning",
               show_default=True)
 @click.option("--progress/--no-progress", default=None,
-              help="Progress bars (default: on when stderr is a terminal).")
+              help="Progress on stderr (default: on): bars on a terminal; elsewhere (a log, "
+                   "CI) a line every few seconds and at each change of the run's state.")
 @click.option("--graph", "-g", "graph_", is_flag=True,
               help="Write the task graph (graph.dot, graph.svg) into the run's directory.")
-@click.option("--trace", "-t", "trace_", is_flag=True,
+@click.option("--trace", "trace_", is_flag=True,
               help="Write a Chrome/Perfetto trace and a Gantt chart into the run's directory.")
+@retired("-t", "--trace", "-t is --time in taskflow submit, as in sbatch")
 @click.option("--monitor", type=int, default=None, metavar="[PORT]",
               help="Serve the live web monitor on 127.0.0.1 (any free port if none given).")
 @click.option("--cluster", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -114,7 +125,7 @@ class RunCommand(OptionalValueCommand):
               help="With --compat pycompss: shadow a real PyCOMPSs installed here.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: float,
+def run(workers: int | None, local_nodes: int | None, retries: int, crash_limit: int, grace: float,
         resumable: bool, resume: str | None, resume_check: str, checkpoint: str | None,
         explain: bool, placement: str,
         run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
@@ -124,6 +135,10 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
     """Run SCRIPT with the taskflow runtime started."""
     ctx = click.get_current_context()
     meta = ctx.meta
+    if meta.get("renamed--nodes") is not None:
+        if local_nodes is not None:
+            raise click.UsageError("--nodes and --local-nodes say the same: give --local-nodes")
+        local_nodes = meta["renamed--nodes"]
     launcher = Launcher()
     if compat == "pycompss":
         from .runcompss import Runcompss
@@ -142,7 +157,7 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
     if memory_limit:
         rt_opts["memory_limit"] = True
     runtime: dict[str, Any] = dict(
-        workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, crash_limit=crash_limit,
+        workers=workers, nodes=local_nodes or 1, retries=retries, run_dir=run_dir, crash_limit=crash_limit,
         resumable=resumable, resume=resume_dir, resume_check=resume_check,
         checkpoint=checkpoint, **rt_opts)
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,

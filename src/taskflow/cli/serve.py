@@ -4,14 +4,18 @@ from __future__ import annotations
 import click
 
 from .. import diagnostics
+from .._version import DIST_NAME
+from .options import examples, retired
 
 
-@click.command()
+@click.command(epilog=examples("taskflow serve                   # 127.0.0.1:8765, token in its workdir",
+                               "taskflow serve --port 0 --max-runs 4"))
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback lets other machines in (with the "
                    "token).")
-@click.option("--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True,
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port (0: any free one; the URL is printed and kept in service.json).")
+@retired("-p", "--port", "-p is --partition in taskflow submit, as in sbatch", takes_value=True)
 @click.option("--workdir", type=click.Path(file_okay=False), default=".taskflow/service",
               show_default=True, help="Where the service keeps its runs, database and token.")
 @click.option("--max-runs", type=click.IntRange(1, 1024), default=2, show_default=True,
@@ -34,7 +38,7 @@ def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, ma
         from ..serve.service import ServiceBusy, serve as run_service
     except ImportError as exc:
         raise click.ClickException(f"taskflow serve needs FastAPI and uvicorn: pip install "
-                                   f"'taskflow[serve]' ({exc})") from None
+                                   f"'{DIST_NAME}[serve]' ({exc})") from None
     try:
         run_service(host, port, workdir, max_runs, max_queued, max_body, max_streams, new_token)
     except ServiceBusy as exc:

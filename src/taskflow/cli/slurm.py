@@ -17,7 +17,9 @@ import click
 
 from ..context import private_dir
 from ..journal.root import runs_root
+from ..observe.cliopts import OptionalValueCommand
 from .observe import run_dir_option
+from .options import examples
 
 
 
@@ -46,7 +48,8 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
         lines.append(f"export TASKFLOW_RESUBMIT={shlex.quote(shlex.join(resubmit))}")
     pypath = os.pathsep.join(p for p in sys.path if p)
     lines.append(f"export PYTHONPATH={shlex.quote(pypath)}${{PYTHONPATH:+:$PYTHONPATH}}")
-    run = [python, "-m", "taskflow", "run", "--no-progress", "--slurm", "allocation",
+    # progress as plain lines in the job's output (off a terminal: runtime.progress_lines)
+    run = [python, "-m", "taskflow", "run", "--slurm", "allocation",
            "--slurm-nodes", str(nodes), "--run-dir", run_dir,
            "--resumable" if resumable else "--not-resumable"]
     if resume:
@@ -60,12 +63,18 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
     return "\n".join(lines) + "\n"
 
 
-@click.command(context_settings={"ignore_unknown_options": True,
-                                "allow_interspersed_args": False})
-@click.option("--nodes", "-N", type=int, required=True, help="Nodes of the allocation.")
+@click.command(cls=OptionalValueCommand,
+               context_settings={"ignore_unknown_options": True,
+                                 "allow_interspersed_args": False},
+               epilog=examples(
+                   "taskflow submit -N 4 -t 30 -p main --cpus 48 wf.py in.txt",
+                   "taskflow submit -N 2 -t 10 --dry-run wf.py     # print the job script",
+                   "taskflow submit -N 4 -t 30 --resume wf.py      # continue the latest run"))
+@click.option("--nodes", "-N", type=int, required=True,
+              help="Slurm nodes of the allocation (sbatch -N).")
 @click.option("--time", "-t", "time_limit", required=True,
               help="Walltime (sbatch --time: minutes, or [D-]HH:MM:SS).")
-@click.option("--partition", "-p", default=None)
+@click.option("--partition", "-p", default=None, help="Slurm partition (sbatch -p).")
 @click.option("--cpus", type=int, default=None, help="CPUs (slots) per node.")
 @click.option("--account", "-A", default=None)
 @click.option("--qos", default=None)
@@ -80,9 +89,9 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
 @click.option("--resumable/--not-resumable", default=True, show_default=True,
               help="Keep what finishes so that a job that hits its walltime (or is "
                    "cancelled) can be submitted again with --resume.")
-@click.option("--resume", default=None, metavar="RUN_ID",
-              help="Continue an earlier run (a run id, or 'latest' for the latest of this "
-                   "script here): what it finished is restored, the rest runs.")
+@click.option("--resume", "resume", default=None, metavar="[RUN_ID]",
+              help="Continue an earlier run (default: the latest of this script here): what "
+                   "it finished is restored, the rest runs.")
 @click.option("--signal-before", type=click.IntRange(min=0), default=120, show_default=True,
               metavar="SECONDS",
               help="SIGTERM to the master this long before the walltime (sbatch "
@@ -133,12 +142,12 @@ def _submit_options(argv: list[str], n_args: int) -> list[str] | None:
         return None
     opts = argv[argv.index("submit") + 1:len(argv) - 1 - n_args]
     out: list[str] = []
-    skip = False
+    after_resume = False
     for o in opts:
-        if skip:
-            skip = False
-        elif o == "--resume":
-            skip = True
-        elif not o.startswith("--resume=") and o != "--dry-run":
+        if after_resume and not o.startswith("-"):     # its value (optional: see the class)
+            after_resume = False
+            continue
+        after_resume = o == "--resume"
+        if not after_resume and not o.startswith("--resume=") and o != "--dry-run":
             out.append(o)
     return out

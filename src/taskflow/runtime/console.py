@@ -5,12 +5,28 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from .occupancy import occupancy
+
 if TYPE_CHECKING:
     from .events import Event
     from .runtime import Runtime
 
 
 MAX_NAMES = 24     # one bar per task name up to this many (NMMB has 23); the rest share one
+
+
+def _state_bar(bar_width: int) -> Any:
+    """A bar column that is green, and red once a task of its bar failed (rich's default
+    pink-red for a bar in progress read as failures)."""
+    from rich.progress import BarColumn
+
+    class StateBar(BarColumn):
+        def render(self, task: Any) -> Any:
+            self.complete_style = self.finished_style = \
+                "red" if task.fields.get("n_failed") else "green"
+            return super().render(task)
+
+    return StateBar(bar_width=bar_width)
 
 
 class _Counts:
@@ -24,22 +40,24 @@ class _Counts:
 
 
 class Progress:
-    """Live progress of ``taskflow run`` on stderr (rich): a bar per task name.
+    """Live progress of ``taskflow run`` on a terminal (rich): a bar per task name.
 
-    Each bar shows done of submitted, running and failed counts, the
-    percentage, the time since the first task of that name and an estimate
-    of the time left (rich's, from the recent rate of completion); an
-    ``all tasks`` bar sums them. Up to :data:`MAX_NAMES` names get a bar
-    each (in the order they first appear); the others share an ``other``
-    bar. Counts come from the event bus; running tasks are read from the
-    nodes' in-flight tables at each refresh: those the node said have
-    started, and those of functions known to be short (< 5 ms), which run
-    without that signal.
+    Each bar shows ended of submitted, the tasks running and those queued on
+    a node, the failed ones (in red: the only red), the percentage, the time
+    since the first task of that name and an estimate of the time left
+    (rich's, from the recent rate of completion); an ``all tasks`` bar sums
+    them. A bar is green, red once a task of it failed. Up to
+    :data:`MAX_NAMES` names get a bar each (in the order they first appear);
+    the others share an ``other`` bar. Counts come from the event bus;
+    running and queued tasks are read from the nodes at each refresh
+    (:mod:`.occupancy`). Off a terminal ``taskflow run`` prints plain lines
+    instead (:mod:`.progress_lines`); given a stream that is not a terminal,
+    this prints the bars once, complete, when closed.
     """
 
     def __init__(self, rt: Runtime, interval: float = 0.5, stream: Any = None) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, TaskProgressColumn, TextColumn, TimeElapsedColumn,
+        from rich.progress import (TaskProgressColumn, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
         from rich.progress import Progress as RichProgress
         self.rt = rt
@@ -59,16 +77,18 @@ class Progress:
 
         self.bars = _Bars(
             TextColumn("{task.description}", justify="left"),
-            BarColumn(bar_width=28),
+            _state_bar(bar_width=28),
             TextColumn("{task.completed:>6.0f}/{task.total:<6.0f}"),
-            TextColumn("[cyan]{task.fields[running]:>4} running"),
+            TextColumn("{task.fields[running]:>4} running"),
+            TextColumn("{task.fields[queued]:>4} queued"),
             TextColumn("{task.fields[failed]}"),
             TaskProgressColumn(),
             TimeElapsedColumn(),
             TextColumn("eta"),
             TimeRemainingColumn(),
             console=self.console, refresh_per_second=1 / interval, transient=False)
-        self._all = self.bars.add_task("[bold]all tasks", total=0, running=0, failed="")
+        self._all = self.bars.add_task("[bold]all tasks", total=0, running=0, queued=0,
+                                       failed="", n_failed=0)
         self._other: Any = None
         self._other_names = 0
         rt.bus.subscribe(self._on_events)
@@ -94,18 +114,8 @@ class Progress:
                 setattr(c, kind, getattr(c, kind) + 1)
 
     def _running(self) -> dict[str, int]:
-        from ..graph import task as T
-        from ..wire.thresholds import MASTER_SHORT
-        out: dict[str, int] = {}
-        runs = self.rt.spec_runs        # (read without the run's lock: get adds nothing)
-        for n in list(self.rt.nodes):
-            for t in list(n.inflight.values()):
-                spec = t.spec
-                learned = runs.get(spec)
-                if t.state is T.RUNNING or (t.npending == 0 and learned is not None
-                                            and learned.n and learned.mean < MASTER_SHORT):
-                    out[spec.name] = out.get(spec.name, 0) + 1
-        return out
+        """Tasks running now, per name (:func:`.occupancy.occupancy`)."""
+        return occupancy(self.rt).running
 
     def _sync_once(self) -> None:
         """:meth:`_sync`, unless it is running already (rich may render from inside it)."""
@@ -119,34 +129,39 @@ class Progress:
 
     def _sync(self) -> None:
         """Bring the bars up to date (called by rich before each refresh)."""
-        running = self._running()
+        occ = occupancy(self.rt)
+        running, queued = occ.running, occ.queued
         with self._lock:
             rows = list(self.per_name.items())
-        tot = [0, 0, 0, 0]
-        other = [0, 0, 0, 0]
+        tot = [0, 0, 0, 0, 0]
+        other = [0, 0, 0, 0, 0]
         bars = self.bars
         for i, (name, c) in enumerate(rows):
-            run = running.get(name, 0)
-            vals = [c.submitted, c.done + c.failed + c.cancelled, run, c.failed]
+            vals = [c.submitted, c.done + c.failed + c.cancelled, running.get(name, 0),
+                    queued.get(name, 0), c.failed]
             tot = [a + b for a, b in zip(tot, vals)]
             if i >= MAX_NAMES:
                 other = [a + b for a, b in zip(other, vals)]
                 continue
             if c.bar is None:
-                c.bar = bars.add_task(name, total=0, running=0, failed="")
+                c.bar = bars.add_task(name, total=0, running=0, queued=0, failed="",
+                                      n_failed=0)
             self._update(c.bar, *vals)
         if len(rows) > MAX_NAMES:
             if self._other is None:
-                self._other = bars.add_task("other", total=0, running=0, failed="")
+                self._other = bars.add_task("other", total=0, running=0, queued=0,
+                                            failed="", n_failed=0)
             if self._other_names != len(rows) - MAX_NAMES:
                 self._other_names = len(rows) - MAX_NAMES
                 bars.update(self._other, description=f"{self._other_names} other names")
             self._update(self._other, *other)
         self._update(self._all, *tot)
 
-    def _update(self, bar: Any, submitted: int, ended: int, running: int, failed: int) -> None:
+    def _update(self, bar: Any, submitted: int, ended: int, running: int, queued: int,
+                failed: int) -> None:
         self.bars.update(bar, total=max(submitted, 1) if submitted else 0, completed=ended,
-                         running=running, failed=f"[red]{failed} failed" if failed else "")
+                         running=running, queued=queued, n_failed=failed,
+                         failed=f"[red]{failed} failed" if failed else "")
 
     def _header(self) -> Any:
         from rich.text import Text

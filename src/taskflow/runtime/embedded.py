@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from . import current
+from . import current, plainscript
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -41,6 +41,7 @@ def _start() -> None:
     rt = Runtime(workers=workers)
     rt.embedded = True
     rt.start()
+    plainscript.install()       # the script's uncaught error reported as taskflow run does
     if not _registered:
         _registered = True
         atexit.register(_stop)
@@ -53,13 +54,8 @@ def _stop() -> None:
     try:
         rt.stop()
     finally:
-        errs = rt.unreported_failures()
-        if errs:
-            from .failreport import failure_lines
-            for line in failure_lines(rt, errs=list(errs)):
-                print(line if line.startswith(" ") else "taskflow: " + line, file=sys.stderr)
+        plainscript.report_at_exit(rt)      # as taskflow run's end: once, the user's frames
         if rt.failures:
-            print(f"taskflow: {len(rt.failures)} task(s) failed", file=sys.stderr)
             # atexit cannot change the exit status; os._exit can, once output is flushed.
             sys.stdout.flush()
             sys.stderr.flush()

@@ -17,6 +17,7 @@ import traceback
 from typing import TYPE_CHECKING
 
 from ..errors import TaskCancelled, TaskError
+from .pathhint import hint
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -99,6 +100,16 @@ def log_files(run_dir: str | None, task_id: int) -> list[str]:
     return [base + ext for ext in (".out", ".err") if os.path.isfile(base + ext)]
 
 
+def _here(frame_line: str) -> str:
+    """A frame's file relative to the working directory when it is under it (``python
+    wf.py`` names the script by its absolute path, ``taskflow run wf.py`` as given)."""
+    m = _FRAME.match(frame_line)
+    cwd = os.getcwd() + os.sep
+    if m and frame_line[m.end():].startswith(cwd):
+        return frame_line[:m.end()] + frame_line[m.end() + len(cwd):]
+    return frame_line
+
+
 def describe(err: TaskError, run_dir: str | None, logs_cmd: str | None,
              cancelled: list[tuple[int, str]] | None = None) -> list[str]:
     """The block for one failed task."""
@@ -118,7 +129,7 @@ def describe(err: TaskError, run_dir: str | None, logs_cmd: str | None,
         _, folded = fold_traceback(err.remote_traceback)
         out.append(f"  in your code (most recent call last{f'; {folded} taskflow frame' if folded else ''}"
                    f"{'s' if folded > 1 else ''}{' hidden' if folded else ''}):")
-        out += ["  " + ln for ln in frames]
+        out += ["  " + _here(ln) for ln in frames]
     files = [f for f in log_files(run_dir, err.task_id) if f not in "\n".join(what)]
     if files:
         out.append("  output files: " + ", ".join(files))
@@ -197,10 +208,13 @@ def cancelled_by(rt: Runtime) -> dict[int, list[tuple[int, str]]]:
 
 
 def end_of_run(rt: Runtime, script_exc: BaseException | None, summary: str) -> str:
-    """The text ``taskflow run`` prints on stderr when the run is over."""
+    """The text ``taskflow run`` prints on stderr when the run is over (and plain ``python
+    script.py`` when its run failed: :mod:`.plainscript`)."""
     lines: list[str] = []
     if script_exc is not None:
         lines += script_error(script_exc)
+        # a missing file a task was given as a plain value: which task, and the fix
+        lines += hint(rt.run_dir if rt.journal is not None else None, script_exc)
     lines += failure_lines(rt, cancelled_by(rt))
     return "\n".join([*("taskflow: " + ln if not ln.startswith(" ") else ln for ln in lines),
                       summary])

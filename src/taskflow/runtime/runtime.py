@@ -38,6 +38,7 @@ from .event_types import NodeJoin, NodeNote, Resumed
 from .ending import cancel_task
 from ..graph.keys import Keys
 from ..journal.root import runs_root
+from .runlock import RunLock
 from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
 from .state import RunState
 
@@ -130,6 +131,8 @@ class Runtime(RunState):
             raise UsageError(str(exc)) from None
         self.log: ResumeLog | None = None
         self.resumer: Resumer | None = None
+        self.run_lock: RunLock | None = None        # held while the run goes on (runlock.py)
+        self.source_lock: RunLock | None = None     # the resumed run's, shared
         self.submit_lock = threading.Lock()
         self._since_yield = 0       # calls since the submitter last let the loop thread run
         self.registry = Registry(self.data_dir)
@@ -151,6 +154,11 @@ class Runtime(RunState):
         if self.started:
             return self
         private_dir(self.data_dir)      # and the run directory: user-only (context.py)
+        # held until the run stops, before the journal exists: `taskflow clean` keeps a run
+        # whose lock it cannot take (runlock.py); a resumed run's source is held shared
+        self.run_lock = RunLock.hold_for_run(self.run_dir)
+        if self.resume_from is not None:
+            self.source_lock = RunLock.hold_shared(self.resume_from)
         if self.resumable:
             self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint)
             if self.resume_from is not None:
@@ -174,6 +182,7 @@ class Runtime(RunState):
             if self.journal is not None:    # the journal keeps the run that did not start
                 self.bus.close()
                 self.journal.close(time.time(), "failed", self.counts())
+            self._release_locks()
             raise
         self.scheduler.nodes = nodes
         if any(n.walltime_end is not None for n in nodes):
@@ -271,10 +280,18 @@ class Runtime(RunState):
                                "failed" if self.failed else "finished", self.counts())
         if self.log is not None:
             self.log.close()
+        self._release_locks()
         if not self.interrupted and not self.resumable:   # else: kept for a resume
             self._cleanup_data()
         gctune.restore()
         current.clear_current(self)
+
+    def _release_locks(self) -> None:
+        """The run is over: its lock file goes (the earlier run's stays, unlocked)."""
+        if self.run_lock is not None:
+            self.run_lock.release(remove=True)
+        if self.source_lock is not None:
+            self.source_lock.release()
 
     def capacity_changed(self) -> None:
         """Nodes came or are leaving: the largest task any node can ever take now."""
