@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .._version import DIST_NAME
+from .._version import install_hint
 from .options import examples, retired
 from ..journal.reader import Journal, RunNotFound, resolve_run
 
@@ -250,7 +250,7 @@ def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: s
     try:
         from ..monitor import Monitor
     except ImportError as exc:
-        raise click.ClickException(f"the monitor needs Flask: pip install '{DIST_NAME}[monitor]' "
+        raise click.ClickException(f"the monitor needs Flask: {install_hint('monitor')} "
                                    f"({exc})") from None
     import os
     root = os.path.dirname(run_path) if run_path else run_dir

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 from .. import diagnostics
-from .._version import DIST_NAME
+from .._version import install_hint
 from .options import examples, retired
 
 
@@ -37,8 +37,8 @@ def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, ma
     try:
         from ..serve.service import ServiceBusy, serve as run_service
     except ImportError as exc:
-        raise click.ClickException(f"taskflow serve needs FastAPI and uvicorn: pip install "
-                                   f"'{DIST_NAME}[serve]' ({exc})") from None
+        raise click.ClickException(f"taskflow serve needs FastAPI and uvicorn: "
+                                   f"{install_hint('serve')} ({exc})") from None
     try:
         run_service(host, port, workdir, max_runs, max_queued, max_body, max_streams, new_token)
     except ServiceBusy as exc:

@@ -1,4 +1,4 @@
-"""The live web monitor (Flask + werkzeug; ``pip install 'taskflow-hpc[monitor]'``)."""
+"""The live web monitor (Flask + werkzeug: the ``monitor`` extra, e.g. ``pip install '.[monitor]'``)."""
 from __future__ import annotations
 
 from .server import Monitor

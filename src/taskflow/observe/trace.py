@@ -11,7 +11,7 @@ import json
 import os
 from typing import Any
 
-from .._version import DIST_NAME
+from .._version import install_hint
 from ..journal.reader import Journal, slots_of
 from .palette import colours
 
@@ -85,7 +85,7 @@ def write_trace(run_dir: str, out_dir: str | None = None, gantt: bool = True) ->
             try:
                 paths["gantt"] = write_gantt(j, os.path.join(out_dir, "gantt.png"))
             except ImportError:
-                paths["gantt_error"] = f"matplotlib is not installed (pip install '{DIST_NAME}[trace]')"
+                paths["gantt_error"] = f"matplotlib is not installed ({install_hint('trace')})"
     return paths
 
 

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from .._version import DIST_NAME, __version__
+from .._version import DIST_NAME, __version__, install_hint
 from ..errors import HostKeyError, NodeStartError
 from .base import Provider
 from .handle import NodeHandle, check_version
@@ -116,7 +116,7 @@ class SSHProvider(Provider):
                  accept_new_host_keys: bool = False, connect_timeout: float = 10.0,
                  heartbeat_timeout: float = 15.0, sample_interval: float = 2.0) -> None:
         if paramiko is None:
-            raise NodeStartError(f"SSH nodes need paramiko: pip install '{DIST_NAME}[ssh]'")
+            raise NodeStartError(f"SSH nodes need paramiko: {install_hint('ssh')}")
         self.nodes = [_Node(n) for n in nodes]
         self.known_hosts = os.path.expanduser(known_hosts or "~/.ssh/known_hosts")
         self.accept_new = accept_new_host_keys
