@@ -116,7 +116,7 @@ def fmt_time(s: float) -> str:
 
 
 def fmt_pct(p: float) -> str:
-    return f"{p:.0f} %"
+    return f"{p:.0f} %" if abs(p) >= 10 or p == 0 else f"{p:.2g} %"
 
 
 FORMATS = {"time": fmt_time, "bytes": fmt_bytes, "percent": fmt_pct}

@@ -30,6 +30,7 @@ TASK_GRAPH_MAX = 300      # `taskflow graph` and the monitor draw each task up t
 MAX_INCHES = 55.5         # 3,996 pt: the largest side of any drawing
 DOT_TIMEOUT = 60.0        # s
 PENDING = "#ffffff"
+TIP_MAX = 300             # characters of a box's hover text (a task's parameters)
 NAME_LEGEND_MAX = 30      # names listed in a picture's legend; the rest are counted
 ORDER = ("DONE", "RUNNING", "DISPATCHED", "READY", "SUBMITTED", "FAILED", "CANCELLED",
          "INTERRUPTED")
@@ -37,6 +38,10 @@ ORDER = ("DONE", "RUNNING", "DISPATCHED", "READY", "SUBMITTED", "FAILED", "CANCE
 
 class NoGraphviz(RuntimeError):
     """Graphviz is not installed."""
+
+
+def _short(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n - 3] + "..."
 
 
 def esc(s: Any) -> str:
@@ -83,7 +88,7 @@ def task_dot(tasks: Sequence[dict[str, Any]], edges: Sequence[tuple[int, int]],
         if t["id"] in pos:
             x, y = pos[t["id"]]
             extra = f', pos="{x:.1f},{height - y:.1f}!"'
-        tip = f"#{t['id']} {name}({t.get('params') or ''})"
+        tip = _short(f"#{t['id']} {name}({t.get('params') or ''})", TIP_MAX)
         lines.append(f'  t{t["id"]} [id="task-{t["id"]}", class="task", '
                      f'label="{esc(name_l)}\\n{esc(rest)}", '
                      f'fillcolor="{STATE_COLOURS.get(state, PENDING)}", '
