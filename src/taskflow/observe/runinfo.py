@@ -18,7 +18,7 @@ from typing import Any
 from ..journal.reader import Journal
 from ..runtime.failreport import fold_traceback, user_frames
 
-FAILURES_DETAILED = 10     # failed tasks shown with their frames; then one line each
+FAILURES_DETAILED = 5      # failed tasks shown with their frames; then one line each
 FAILURES_LISTED = 200      # ... up to this many, then a count
 _HEAD = re.compile(r"task .* \(id \d+\) failed on node \S+(?: after \d+ attempts?)?: ")
 

@@ -174,9 +174,9 @@ def timeline(lanes: Sequence[str], bars: Sequence[tuple[int, float, float, str, 
             body.append(f'<text x="{LEFT - 8}" y="{top + i * row_h + row_h - 4}" '
                         f'text-anchor="end" font-size="{11 if row_h > 10 else 8}">'
                         f'{escape(_short(lane, 26))}</text>')
-    for lane, a, b, colour, outline, tip in bars:
+    for row, a, b, colour, outline, tip in bars:
         x0, x1 = xsc(a), xsc(b)
-        body.append(f'<rect class="bar" x="{x0:.1f}" y="{top + lane * row_h + 1}" '
+        body.append(f'<rect class="bar" x="{x0:.1f}" y="{top + row * row_h + 1}" '
                     f'width="{max(x1 - x0, 0.8):.1f}" height="{row_h - 2}" fill="{colour}" '
                     f'stroke="{outline}" stroke-width="0.5"><title>{escape(tip)}</title></rect>')
     return _svg(height, body, "timeline of the slots")
