@@ -143,9 +143,11 @@ def _resources(f: dict[str, Any], d: dict[str, Any], col: dict[str, str]) -> str
     for t_, key in (("Most CPU time", "top_cpu"), ("Most memory", "top_rss")):
         if u.get(key):
             out.append(f"<details><summary>{t_}: the top ten tasks</summary>" + _table(
-                ["id", "name", "node", "CPU time", "run time", "peak memory"],
+                ["id", "name", "node", "CPU time", "run time", "peak memory", "read", "written"],
                 [[r["id"], r["name"], r["node"], distributions.fmt_time(r["cpu"]),
-                  distributions.fmt_time(r["seconds"]), distributions.fmt_bytes(r["rss"])]
+                  distributions.fmt_time(r["seconds"]), distributions.fmt_bytes(r["rss"]),
+                  "-" if r["read"] is None else distributions.fmt_bytes(r["read"]),
+                  "-" if r["written"] is None else distributions.fmt_bytes(r["written"])]
                  for r in u[key]]) + "</details>")
     return "".join(out) + "</section>"
 

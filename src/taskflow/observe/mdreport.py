@@ -160,15 +160,18 @@ def _usage_section(f: dict[str, Any]) -> list[str]:
             f"{f['C']:.3f} slot-seconds held. %CPU is CPU time over run time: 100 % is one "
             "busy core; a task with several processes or threads (an MPI task's ranks) can "
             "go above. Peak memory: the largest process of a program task, the executor's "
-            "resident set while a Python task ran.", "",
-            "| name | measured | CPU time (s) | mean CPU (s) | %CPU | peak RSS max (MiB) | "
-            "peak RSS mean (MiB) |", "|---|---|---|---|---|---|---|"]
+            "resident set while a Python task ran. Bytes read and written: what the task's "
+            "processes passed through read and write calls (files, pipes, sockets), in all.",
+            "", "| name | measured | CPU time (s) | mean CPU (s) | %CPU | peak RSS max (MiB) | "
+            "peak RSS mean (MiB) | read (MiB) | written (MiB) |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for name, s in sorted(f["per_name"].items()):
         if not s.get("measured"):
             continue
         pct = f"{s['cpu_pct']:.0f}" if s["cpu_pct"] is not None else "-"
         out.append(f"| {name} | {s['measured']} | {s['cpu']:.3f} | {s['cpu'] / s['measured']:.4f} "
-                   f"| {pct} | {_mib(s['rss_max'])} | {_mib(s['rss_mean'])} |")
+                   f"| {pct} | {_mib(s['rss_max'])} | {_mib(s['rss_mean'])} | "
+                   f"{_mib(s.get('read'))} | {_mib(s.get('written'))} |")
     for title, key in (("Most CPU time", "top_cpu"), ("Most memory", "top_rss")):
         out += ["", f"### {title}", "", "| id | name | node | CPU time (s) | run time (s) | "
                 "peak RSS (MiB) |", "|---|---|---|---|---|---|"]

@@ -163,9 +163,12 @@ def resources(usage: dict[int, tuple[Any, ...]], ran: list[dict[str, Any]],
             continue
         cpu, rss = u[0], u[1]
         rows.append({"id": t["id"], "name": t["name"], "node": t["node"], "cpu": cpu,
-                     "rss": rss, "seconds": t["t_end"] - t["t_start"]})
+                     "rss": rss, "seconds": t["t_end"] - t["t_start"],
+                     "read": u[2] if len(u) > 2 else None,
+                     "written": u[3] if len(u) > 3 else None})
     for s in per.values():
-        s.update(measured=0, cpu=0.0, cpu_pct=None, rss_max=None, rss_mean=None)
+        s.update(measured=0, cpu=0.0, cpu_pct=None, rss_max=None, rss_mean=None, read=None,
+                 written=None)
     wall: dict[str, float] = {}
     long_cpu: dict[str, float] = {}
     for r in rows:
@@ -174,6 +177,9 @@ def resources(usage: dict[int, tuple[Any, ...]], ran: list[dict[str, Any]],
         s["cpu"] += r["cpu"]
         s["rss_max"] = max(s["rss_max"] or 0, r["rss"])
         s["rss_mean"] = (s["rss_mean"] or 0) + r["rss"]
+        if r["read"] is not None:               # bytes read and written: totals per name
+            s["read"] = (s["read"] or 0) + r["read"]
+            s["written"] = (s["written"] or 0) + (r["written"] or 0)
         if r["seconds"] >= PCT_MIN_S:        # %CPU of tasks long enough for the ratio to mean
             wall[r["name"]] = wall.get(r["name"], 0.0) + r["seconds"]
             long_cpu[r["name"]] = long_cpu.get(r["name"], 0.0) + r["cpu"]

@@ -115,4 +115,6 @@ def _tip(t: dict[str, Any], u: tuple[Any, ...] | None, q: float | None) -> str:
         parts.append(f"queued {fmt_time(q)}")
     if u is not None:
         parts.append(f"CPU {fmt_time(u[0])}, peak memory {fmt_bytes(u[1])}")
+        if len(u) > 3 and u[2] is not None:
+            parts.append(f"read {fmt_bytes(u[2])}, written {fmt_bytes(u[3] or 0)}")
     return "; ".join(parts)
