@@ -284,7 +284,7 @@ def test_monitor_shows_the_run_at_its_start_middle_and_end(built, tmp_path):
                 [...document.querySelectorAll('#gantt rect.bar[data-state="RUNNING"]')]
                 .filter(r => r.textContent.includes('umo_model')).length >= 2""", timeout=90000)
             pg.screenshot(path=browser.artifact("nmmb-middle.png"), full_page=True)
-            pg.wait_for_selector("#nodes svg polyline.series-cpu", timeout=30000)
+            pg.wait_for_selector("#nodes svg polyline.series-cpu", state="attached", timeout=30000)
             assert pg.query_selector("#nodes svg polyline.series-mem") is not None
             # end: every task done, every bar drawn (the model on two slots a day)
             pg.wait_for_selector('body[data-state="finished"]', timeout=120000)

@@ -114,7 +114,8 @@ def test_monitor_of_a_60_task_run_at_start_middle_and_end(sixty):
             " a.bottom <= p.bottom; })()" % hold_id)
         pg.click("#dag-fit")
         # node charts: axes with units; no GPU chart on a node without one
-        pg.wait_for_selector("#nodes svg.cpu polyline.series-cpu", timeout=30000)
+        pg.wait_for_selector("#nodes svg.cpu polyline.series-cpu", state="attached",
+                             timeout=30000)
         cpu_labels = [t.text_content() for t in pg.query_selector_all("#nodes svg.cpu text")]
         mem_labels = [t.text_content() for t in pg.query_selector_all("#nodes svg.mem text")]
         assert "CPU (%)" in cpu_labels and "100 %" in cpu_labels and any(
