@@ -271,3 +271,19 @@ def test_report_header_names_the_journal_state_and_reason(fanout, tmp_path):
     assert h["state"] == "finished" and h["exit_status"] == "0" and h["counts"]["DONE"] == 1001
     assert h["user"] and h["host"] and h["start"] <= h["end"]
     assert h["slots"] == 2 and h["script"] is None or h["script"].endswith(".py")
+
+
+def test_report_header_shows_the_reason_the_journal_gives(fanout, tmp_path):
+    """The run's state and reason are the journal's (decided by the run): shown as they are."""
+    import sqlite3
+    from taskflow.observe.report import report
+    run_dir = str(tmp_path / os.path.basename(fanout.run_dir))
+    shutil.copytree(fanout.run_dir, run_dir)
+    with sqlite3.connect(os.path.join(run_dir, "journal.db")) as db:
+        db.execute("ALTER TABLE run ADD COLUMN reason TEXT")
+        db.execute("UPDATE run SET state='failed', reason='the script raised "
+                   "RuntimeError at crash.py:6'")
+    md = report(run_dir, str(tmp_path / "r.html"))
+    assert "| state | failed: the script raised RuntimeError at crash.py:6 |" in md
+    page = (tmp_path / "r.html").read_text()
+    assert '<p class="reason" id="reason">the script raised RuntimeError at crash.py:6</p>' in page

@@ -42,7 +42,7 @@ PAGE = """<!doctype html>
 <body data-run="__RUN__" data-colours="__COLOURS__">
 <header>
   <h1>taskflow run <span id="run"></span></h1><span id="state" class="runstate">connecting</span>
-  <span id="elapsed"></span>
+  <span id="elapsed"></span> <span id="reason"></span>
   <div id="counts"></div>
 </header>
 <div id="err"></div>

@@ -35,7 +35,10 @@ function connect() {
 
 function apply(up, first) {
   if (first) { M.tasks.clear(); M.samples.clear(); }
-  if (up.run) { M.run = up.run; setState(up.run.state); $("run").textContent = up.run.run_id; }
+  if (up.run) {
+    M.run = up.run; setState(up.run.state); $("run").textContent = up.run.run_id;
+    $("reason").textContent = up.run.reason || up.run.state_reason || "";   // the journal's words
+  }
   if (up.counts) M.counts = up.counts;
   if (up.by_name) M.byName = up.by_name;
   if (up.colours) Object.assign(M.colours, up.colours);
