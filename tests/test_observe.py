@@ -80,7 +80,9 @@ def test_graph_dot_parses_and_renders(known_run, tmp_path):
     paths = write_graph(known_run.run_dir, str(tmp_path))
     dot = open(paths["dot"]).read()
     assert dot.startswith("digraph") and "t1 -> t3;" in dot and "t2 -> t3;" in dot
-    assert "#d00000" in dot                           # the failed task stands out
+    from taskflow.observe.palette import STATE_COLOURS
+    failed = next(line for line in dot.splitlines() if line.startswith("  t5 "))
+    assert f'fillcolor="{STATE_COLOURS["FAILED"]}"' in failed     # the failed task stands out
     if shutil.which("dot") is None:
         pytest.skip("graphviz is not installed")
     out = subprocess.run(["dot", "-Tsvg", paths["dot"]], capture_output=True, text=True)
@@ -121,7 +123,9 @@ def test_cli_report_graph_trace(known_run, tmp_path):
     assert r.exit_code == 0, r.output
     assert f"# taskflow run {known_run.run_id}" in r.output
     page = open(tmp_path / "r.html").read()
-    assert "<table>" in page and "<svg" in page and "data:image/png;base64" in page
+    assert "<table>" in page and "<svg" in page and "boom 0" in page
+    assert "<script src" not in page and "<link" not in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "").replace("http://www.w3.org/1999/xlink", "")
     r = cli.invoke(main, ["graph", "--run-dir", root, "-o", str(tmp_path / "g")])
     assert r.exit_code == 0 and os.path.isfile(tmp_path / "g" / "graph.dot")
     r = cli.invoke(main, ["trace", "--run-dir", root, "-o", str(tmp_path / "t")])

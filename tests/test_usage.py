@@ -22,7 +22,8 @@ def hog(flag, code):
 
 
 HOG = ("b = bytearray(150 * 2**20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
-       "import time\nt = time.process_time() + 0.3\nwhile time.process_time() < t: pass\n")
+       "import time\nt = time.process_time() + 0.3\nwhile time.process_time() < t: pass\n"
+       "open('/dev/null', 'wb').write(bytes(6 * 2**20))\n")
 
 
 def test_cpu_and_peak_memory_are_measured_on_the_node(tmp_path, monkeypatch):
@@ -38,12 +39,14 @@ def test_cpu_and_peak_memory_are_measured_on_the_node(tmp_path, monkeypatch):
         usage = j.usage()
         f = figures(j)
         tasks = {t["id"]: t for t in j.tasks()}
-    cpu, rss = usage[1]                    # the Python task that computes and holds memory
+    cpu, rss, _, _ = usage[1]              # the Python task that computes and holds memory
     assert 0.35 <= cpu <= 0.4 + 0.5 and rss >= 120 * MiB
-    cpu, rss = usage[2]                    # the one that sleeps
+    cpu, rss, _, wrote = usage[2]          # the one that sleeps
     assert cpu < 0.2 and rss < 120 * MiB   # the peak was reset for it: not burn's
-    cpu, rss = usage[3]                    # the program: its own process, not the executor
+    assert wrote < MiB                     # its one line of output, no more
+    cpu, rss, _, wrote = usage[3]          # the program: its own process, not the executor
     assert cpu >= 0.25 and rss >= 150 * MiB
+    assert wrote >= 6 * MiB                # what the program wrote, counted when it was reaped
     assert tasks[3]["name"] == "hog"
     # tasks of a function known to be short are not measured: no-ops pay nothing for it
     noops = [i for i, t in tasks.items() if t["name"] == "noop"]

@@ -93,9 +93,11 @@ done
 step_begin Figures
 DIAGS=()
 for ((d = 1; d <= DAYS; d++)); do
+  DIAGS+=("$OUT/day$(printf "%02d" "$d")/diag.txt")
+done
+for ((d = 1; d <= DAYS; d++)); do     # one colour scale, from every day's values
   D=$(printf "%02d" "$d")
-  run Figures "$d" plot_day "$PY" "$HERE/figures.py" day "$OUT/day$D/diag.txt" "$OUT/figures/aod_day$D.png" "$d"
-  DIAGS+=("$OUT/day$D/diag.txt")
+  run Figures "$d" plot_day "$PY" "$HERE/figures.py" day "$OUT/day$D/diag.txt" "$OUT/figures/aod_day$D.png" "$d" "${DIAGS[@]}"
 done
 run Figures 0 animate "$PY" "$HERE/figures.py" anim "$OUT/figures/aod.gif" "${DIAGS[@]}"
 step_end Figures

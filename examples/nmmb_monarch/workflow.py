@@ -11,8 +11,9 @@ whose log goes to FILE_OUT_STDOUT / FILE_OUT_STDERR stream parameters, each
 day's model run reads the restart file the previous day's wrote, and the
 figures are Python tasks. Nothing in the script waits until the end: the
 13 Fixed programs run side by side, every day's Variable step runs as soon
-as its inputs exist, and post-processing and figures fill the slots the
-model leaves free (the model has priority: it is the critical path).
+as its inputs exist, and post-processing fills the slots the model leaves
+free (the model has priority: it is the critical path). The figures share
+one colour scale from every day's values, so they run after the last day.
 
 NMMB_TIMES=path writes each task's start and end (for benchmarks/nmmb_bench.py).
 """
@@ -120,9 +121,10 @@ def _figures_module(path: str):
     return mod
 
 
-@task(diag=FILE_IN, png=FILE_OUT)
-def plot_day(figures_py, diag, png, day):
-    _figures_module(figures_py).plot_day(diag, png, day)
+@task(diag=FILE_IN, png=FILE_OUT, diags=COLLECTION_FILE_IN)
+def plot_day(figures_py, diag, png, day, diags):
+    """Day ``day``'s map on the colour scale of the whole run (every day's ``diags``)."""
+    _figures_module(figures_py).plot_day(diag, png, day, list(diags))
 
 
 @task(gif=FILE_OUT, diags=COLLECTION_FILE_IN)
@@ -169,8 +171,10 @@ def main(config: str, out: str) -> dict:
         restart = f"{day}/restart.txt"                 # the next day starts from here
         post_regrid(nml, f"{day}/history.txt", f"{day}/regrid.txt")
         post_diag(nml, f"{day}/regrid.txt", fx["lookup_aerosol"], f"{day}/diag.txt")
-        plot_day(FIGURES_PY, f"{day}/diag.txt", f"{out}/figures/aod_day{d:02d}.png", d)
         diags.append(f"{day}/diag.txt")
+    # the figures share one colour scale, from every day's values: they wait for the last day
+    for d, diag in enumerate(diags, 1):
+        plot_day(FIGURES_PY, diag, f"{out}/figures/aod_day{d:02d}.png", d, diags)
     animate(FIGURES_PY, f"{out}/figures/aod.gif", diags)
     barrier()                                          # every file at its path from here on
     return {"figures": [f"{out}/figures/aod_day{d:02d}.png" for d in range(1, days + 1)],

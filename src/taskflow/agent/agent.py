@@ -286,8 +286,8 @@ class Agent:
                 tid, status, outputs, _, timing = res
                 try:
                     t0, t1 = timing
-                except ValueError:          # measured (agent.usage): start, end, cpu, peak
-                    t0, t1, _, _ = timing
+                except ValueError:          # measured (agent.usage): start, end, cpu, peak, io
+                    t0, t1 = timing[0], timing[1]
                 rs_end = t1
                 if deadlines:
                     deadlines.pop(tid, None)

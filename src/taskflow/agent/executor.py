@@ -408,7 +408,7 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
                 P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
                 results.clear()         # (in place: the caller's lists must not keep them)
                 logs_out.clear()
-        # not known to be short: its CPU time and peak memory are measured (agent.usage)
+        # not known to be short: its CPU time, peak memory and I/O are measured (agent.usage)
         before = usage.start() if m is None or m >= USAGE_MIN else None
         cur.tid = tid
         func = funcs.get(digest)
@@ -448,9 +448,9 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
                     if type(x) is packed:
                         big = True
         if before is not None:
-            cpu, peak = usage.stop(before)
+            cpu, peak, rd, wr = usage.stop(before)
             rtid, status, routs, rerr, _ = res
-            res = (rtid, status, routs, rerr, (t0, t1, cpu, peak))
+            res = (rtid, status, routs, rerr, (t0, t1, cpu, peak, rd, wr))
         results.append(res)
         d = t1 - t0
         means[digest] = d if m is None else 0.8 * m + 0.2 * d

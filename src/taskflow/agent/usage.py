@@ -14,6 +14,11 @@ call of each function, and those whose mean here is at least
   Python task, the executor's peak resident set while the task ran (Linux:
   the peak is reset first through ``clear_refs``; elsewhere it is the
   executor's lifetime peak, an upper bound). Either way in bytes.
+- Bytes read and written: what the executor and the children it waited for
+  passed through read and write calls (``rchar`` and ``wchar`` of
+  ``/proc/self/io``, which takes in a child's counts when it is reaped; the
+  figures Nextflow reports), files, pipes and sockets alike; -1 where there
+  is no ``/proc/self/io``.
 """
 from __future__ import annotations
 
@@ -22,7 +27,20 @@ import sys
 
 from .invokers import process
 
-Start = tuple[float, float]
+Start = tuple[float, float, int, int]
+Used = tuple[float, int, int, int]     # CPU seconds, peak resident bytes, bytes read, written
+
+
+def _io() -> tuple[int, int]:
+    """(bytes read, bytes written) so far by this process and its reaped children."""
+    try:
+        with open("/proc/self/io", "rb") as fh:
+            text = fh.read(256)
+        r = text.index(b"rchar: ") + 7
+        w = text.index(b"wchar: ") + 7
+        return int(text[r:text.index(b"\n", r)]), int(text[w:text.index(b"\n", w)])
+    except (OSError, ValueError):
+        return -1, -1
 
 
 def _reset_peak() -> None:
@@ -52,14 +70,18 @@ def start() -> Start:
     process.last_peak = 0
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime)
+    rd, wr = _io()
+    return (me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime, rd, wr)
 
 
-def stop(before: Start) -> tuple[float, int]:
-    """After the task: (CPU seconds, peak resident bytes)."""
+def stop(before: Start) -> Used:
+    """After the task: (CPU seconds, peak resident bytes, bytes read, bytes written)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    mine, theirs = before
+    rd, wr = _io()
+    mine, theirs, rd0, wr0 = before
     cpu = (me.ru_utime + me.ru_stime - mine) + (kids.ru_utime + kids.ru_stime - theirs)
     peak = process.last_peak or _peak_self()
-    return (max(cpu, 0.0), peak)
+    if rd < 0 or rd0 < 0:
+        return (max(cpu, 0.0), peak, -1, -1)
+    return (max(cpu, 0.0), peak, max(rd - rd0, 0), max(wr - wr0, 0))

@@ -175,15 +175,31 @@ def _follow(j: Journal, task: int | None, levels: list[str] | None, follow: bool
 @click.argument("run", required=False)
 @click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
               help="Directory for graph.dot / graph.svg (default: the run's directory).")
+@click.option("--tasks", "kind", flag_value="tasks",
+              help="One box per task, however many (the .svg up to 5,000 tasks).")
+@click.option("--names", "kind", flag_value="names",
+              help="One box per task name with its counts by state (Snakemake's rule graph).")
 @run_dir_option
-def graph(run: str | None, out: str | None, run_dir: str | None) -> None:
-    """Write RUN's task graph as graph.dot and graph.svg (graphviz)."""
+def graph(run: str | None, out: str | None, kind: str | None, run_dir: str | None) -> None:
+    """Write RUN's graph as graph.dot and graph.svg (Graphviz).
+
+    Up to 300 tasks one box per task, above that one box per task name with its counts
+    by state and arrows with the number of dependencies; --tasks / --names choose.
+    Wide fan-outs wrap into blocks, and no drawing is more than about 4,000 pt a side.
+
+    \b
+    Example:
+      taskflow graph -o pictures --names
+    """
     from ..observe.graph import write_graph
     try:
-        paths = write_graph(resolve_run(run, run_dir), out)
+        paths = write_graph(resolve_run(run, run_dir), out, kind=kind or "auto")
     except RunNotFound as exc:
         raise click.ClickException(str(exc)) from None
+    drawn = paths.pop("kind")
     _echo_paths(paths)
+    click.echo("(one box per task; --names draws one per task name)" if drawn == "tasks" else
+               "(one box per task name; --tasks draws every task)", err=True)
 
 
 @click.command(epilog=examples("taskflow trace                   # the latest run's trace.json",
@@ -214,10 +230,21 @@ def _echo_paths(paths: dict[str, Any]) -> None:
                                "taskflow report RUN --html report.html"))
 @click.argument("run", required=False)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write an HTML report with the DAG, the Gantt chart and w(t).")
+              help="Also write the report as one self-contained HTML page, with its plots.")
 @run_dir_option
 def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
-    """RUN's figures as markdown: C, W, M vs C/W, the critical path, w(t) and Slurm job waits."""
+    """RUN's report: the run, its failures, resources per task name, the scheduling model.
+
+    Markdown on stdout, summary first as Nextflow's: the command, times and exit
+    status, the failed tasks with their errors, then per task name the time, CPU and
+    memory, last the model (C, W(t), M = C / W, the critical path). --html writes the
+    same as a page that needs no network: box plots, the timeline of the slots, the
+    graph fitted to the page, w(t).
+
+    \b
+    Example:
+      taskflow report --html report.html
+    """
     from ..observe.report import report as make
     try:
         click.echo(make(resolve_run(run, run_dir), html_path), nl=False)
@@ -284,6 +311,8 @@ def run_finished(rt: Runtime, graph_: bool, trace_: bool, mon: Any) -> None:
         if wanted:
             try:
                 for k, v in fn(rt.run_dir).items():
+                    if k == "kind":
+                        continue
                     click.echo(f"taskflow: {'no ' + k[:-6] + ': ' if k.endswith('_error') else k + ': '}"
                                f"{v}", err=True)
             except Exception as exc:  # noqa: BLE001 - pictures must not fail the run

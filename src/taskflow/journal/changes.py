@@ -95,7 +95,7 @@ class Changes:
         self.lost: list[tuple[float, str, str]] = []
         self.states: list[tuple[str, str]] = []
         self.samples: list[tuple[Any, ...]] = []
-        self.usage: list[tuple[int, float, int]] = []
+        self.usage: list[tuple[int, float, int, int | None, int | None]] = []
         self.memory: list[tuple[Any, ...]] = []
 
     def change(self, tid: int, ch: dict[str, Any]) -> None:
@@ -284,8 +284,8 @@ def _resumed(c: Changes, ev: Resumed) -> None:
 
 
 def _usage(c: Changes, ev: Usage) -> None:
-    _, _, tid, _, _, (cpu, peak) = ev
-    c.usage.append((tid, cpu, peak))
+    _, _, tid, _, _, (cpu, peak, rd, wr) = ev
+    c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None))
 
 
 def _log(c: Changes, ev: Log) -> None:

@@ -208,8 +208,8 @@ class Journal:
             except ValueError:
                 pass
         t["log_files"] = self.log_files(tid)
-        u = self._rows("SELECT cpu, rss FROM usage WHERE task_id=?", (tid,))
-        t["cpu"], t["peak_rss"] = (u[0][0], u[0][1]) if u else (None, None)
+        u = self.usage_of(tid)
+        t["cpu"], t["peak_rss"], t["read_bytes"], t["written_bytes"] = u or (None,) * 4
         for col, state in (("t_submit", "SUBMITTED"), ("t_dispatch", "DISPATCHED"),
                            ("t_start", "RUNNING"), ("t_end", t["state"])):
             if t.get(col) and (col != "t_end" or t["state"] in ("DONE", "FAILED", "CANCELLED",
@@ -247,10 +247,23 @@ class Journal:
                 continue
         return out
 
-    def usage(self) -> dict[int, tuple[float, int]]:
-        """Task id -> (CPU seconds, peak resident bytes) of the tasks measured on their node."""
-        return {tid: (cpu, rss) for tid, cpu, rss in
-                self._rows("SELECT task_id, cpu, rss FROM usage")}
+    def usage(self) -> dict[int, tuple[float, int, int | None, int | None]]:
+        """Task id -> (CPU seconds, peak resident bytes, bytes read, bytes written) of the
+        tasks measured on their node (the bytes None where not known)."""
+        try:
+            rows = self._rows("SELECT task_id, cpu, rss, rchar, wchar FROM usage")
+        except sqlite3.OperationalError:          # a journal from before the bytes were kept
+            rows = [(*r, None, None) for r in self._rows("SELECT task_id, cpu, rss FROM usage")]
+        return {tid: (cpu, rss, rd, wr) for tid, cpu, rss, rd, wr in rows}
+
+    def usage_of(self, tid: int) -> tuple[float, int, int | None, int | None] | None:
+        """One task's :meth:`usage` (None when it was not measured)."""
+        try:
+            u = self._rows("SELECT cpu, rss, rchar, wchar FROM usage WHERE task_id=?", (tid,))
+        except sqlite3.OperationalError:
+            u = [(*r, None, None) for r in self._rows(
+                "SELECT cpu, rss FROM usage WHERE task_id=?", (tid,))]
+        return tuple(u[0]) if u else None
 
     def failed(self) -> list[dict[str, Any]]:
         return self._all("SELECT id, name, node, attempts, error FROM tasks "

@@ -17,8 +17,9 @@ nodes       joins and losses of node agents with their description
 samples     the resource samples the nodes report (cpu %, memory %, ...)
 logs        every captured output line: task, time, level (STDOUT, STDERR,
             RAW), node, text
-usage       CPU seconds and peak resident bytes of a task, measured on its node
-            (tasks not known to be short: taskflow.agent.usage); the last attempt
+usage       CPU seconds, peak resident bytes and bytes read and written (rchar,
+            wchar) of a task, measured on its node (tasks not known to be short:
+            taskflow.agent.usage); the last attempt
 memory      what a node's memory budget did (agent.memory): one row per report,
             with its resident bytes, bytes of values held in memory and on
             disk, whether it is paused, and the values spilled (count,
@@ -61,7 +62,7 @@ CREATE TABLE IF NOT EXISTS logs (
     node TEXT, line TEXT);
 CREATE INDEX IF NOT EXISTS logs_task ON logs(task_id, id);
 CREATE TABLE IF NOT EXISTS usage (
-    task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER);
+    task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER, rchar INTEGER, wchar INTEGER);
 CREATE TABLE IF NOT EXISTS memory (
     node TEXT, t REAL, rss INTEGER, held INTEGER, spilled INTEGER, paused INTEGER,
     spills INTEGER, spilled_bytes INTEGER, reads INTEGER);

@@ -1,29 +1,21 @@
-"""The task graph of a run as DOT (and SVG through graphviz ``dot``).
+"""The run's graph: the task graph, or the graph of task names, as DOT and SVG.
 
-Tasks are coloured by function name (fill) and by state (outline and style):
-DONE solid, FAILED thick red, CANCELLED dashed grey, not finished dotted.
+``taskflow graph`` draws one box per task up to :data:`.dotgraph.TASK_GRAPH_MAX`
+tasks and the graph of task names above (``--tasks`` / ``--names`` choose);
+:mod:`.dotgraph` says what a box looks like and how the size is bounded.
 """
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from typing import Any
 
 import networkx as nx
 
-from . import palette
-
 from ..journal.reader import Journal
+from . import dotgraph, palette
 
-STATE_STYLE = {
-    "DONE": 'style=filled, color="#333333"',
-    "FAILED": 'style="filled,bold", color="#d00000", penwidth=3',
-    "CANCELLED": 'style="filled,dashed", color="#999999", fontcolor="#777777"',
-    "INTERRUPTED": 'style="filled,dashed", color="#e6550d"',
-}
-PENDING_STYLE = 'style="filled,dotted", color="#333333"'
-SVG_MAX_TASKS = 3000     # beyond this `dot` takes minutes; the .dot is still written
+SVG_MAX_TASKS = 5000     # above this even the wrapped layout is a wall of boxes: .dot only
+KINDS = ("auto", "tasks", "names")
 
 
 def build(j: Journal) -> nx.DiGraph:
@@ -38,61 +30,73 @@ def build(j: Journal) -> nx.DiGraph:
 
 
 def colours(names: list[str]) -> dict[str, str]:
-    """A distinct fill per task name (:mod:`.palette`)."""
+    """A distinct colour per task name (:mod:`.palette`)."""
     return palette.colours(names)
 
 
 def to_dot(g: nx.DiGraph, title: str = "taskflow") -> str:
-    col = colours([d.get("name", "") for _, d in g.nodes(data=True)])
-    lines = [f'digraph "{_esc(title)}" {{', "  rankdir=TB;",
-             '  node [shape=box, fontname="Helvetica", fontsize=10];']
-    for n, d in g.nodes(data=True):
-        name = d.get("name", "?")
-        state = d.get("state", "")
-        # two lines: each part escaped on its own, joined by DOT's own line break
-        label = f"{_esc(name)}\\n#{n} {_esc(state.lower())}"
-        style = STATE_STYLE.get(state, PENDING_STYLE)
-        lines.append(f'  t{n} [label="{label}", fillcolor="{col.get(name, "#ffffff")}", '
-                     f'{style}, tooltip="{_esc(d.get("params") or "")}"];')
-    for a, b in g.edges():
-        lines.append(f"  t{a} -> t{b};")
-    lines.append("  subgraph cluster_legend { label=\"task names\"; fontsize=10;")
-    for i, (name, c) in enumerate(col.items()):
-        lines.append(f'    legend{i} [label="{_esc(name)}", fillcolor="{c}", style=filled];')
-    lines.append("  }")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    """DOT of every task of ``g`` (edges another path implies left out)."""
+    tasks = [d for _, d in sorted(g.nodes(data=True))]
+    col = colours([t.get("name", "") for t in tasks])
+    return dotgraph.task_dot(tasks, dotgraph.reduce_edges(g.edges()), col, title)[0]
 
 
-def _esc(s: Any) -> str:
-    return str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+def choose(kind: str, ntasks: int, limit: int = dotgraph.TASK_GRAPH_MAX) -> str:
+    """``tasks`` or ``names`` for ``kind`` (``auto``: tasks up to ``limit``)."""
+    if kind not in KINDS:
+        raise ValueError(f"graph kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if kind == "auto":
+        return "tasks" if ntasks <= limit else "names"
+    return kind
 
 
-def write_graph(run_dir: str, out_dir: str | None = None, svg: bool = True) -> dict[str, str]:
-    """Write ``graph.dot`` (and ``graph.svg`` when graphviz is installed); return paths."""
+def graph_dot(j: Journal, kind: str = "auto", limit: int = dotgraph.TASK_GRAPH_MAX,
+              tasks: list[dict[str, Any]] | None = None) -> tuple[str, str, str]:
+    """(kind drawn, DOT, Graphviz engine) of the run's graph."""
+    tasks = j.tasks() if tasks is None else tasks
+    edges = j.edges()
+    kind = choose(kind, len(tasks), limit)
+    title = j.run().get("run_id", "taskflow")
+    by_name = j.counts_by_name()
+    col = colours(list(by_name))
+    if kind == "tasks":
+        ids = {t["id"] for t in tasks}
+        drawn = dotgraph.reduce_edges(e for e in edges if e[0] in ids and e[1] in ids)
+        text, engine = dotgraph.task_dot(tasks, drawn, col, title)
+        return kind, text, engine
+    names = sorted(by_name)
+    return kind, dotgraph.name_dot(names, by_name, dotgraph.name_edge_counts(tasks, edges),
+                                   col), "dot"
+
+
+def write_graph(run_dir: str, out_dir: str | None = None, svg: bool = True,
+                kind: str = "auto") -> dict[str, str]:
+    """Write ``graph.dot`` (and ``graph.svg`` when Graphviz is installed); return the paths,
+    with ``kind`` (``tasks`` or ``names``) and ``svg_error`` when there is no SVG."""
     out_dir = out_dir or run_dir
     os.makedirs(out_dir, exist_ok=True)
     with Journal(run_dir) as j:
-        g = build(j)
-        title = j.run().get("run_id", "taskflow")
-    paths = {"dot": os.path.join(out_dir, "graph.dot")}
+        tasks = j.tasks()
+        drawn, text, engine = graph_dot(j, kind, tasks=tasks)
+    paths = {"dot": os.path.join(out_dir, "graph.dot"), "kind": drawn}
     with open(paths["dot"], "w") as f:
-        f.write(to_dot(g, title))
-    if svg:
-        dot = shutil.which("dot")
-        if dot is None:
-            paths["svg_error"] = "graphviz `dot` is not installed (apt-get install graphviz)"
-        elif g.number_of_nodes() > SVG_MAX_TASKS:
-            paths["svg_error"] = (f"{g.number_of_nodes()} tasks: too many to lay out; render "
-                                  f"{paths['dot']} yourself (dot -Tsvg) if you must")
-        else:
-            svg_path = os.path.join(out_dir, "graph.svg")
-            r = subprocess.run([dot, "-Tsvg", "-o", svg_path, paths["dot"]],
-                               capture_output=True, text=True)
-            if r.returncode == 0:
-                paths["svg"] = svg_path
-            else:
-                paths["svg_error"] = r.stderr.strip() or f"dot exited with {r.returncode}"
+        f.write(text)
+    if not svg:
+        return paths
+    if drawn == "tasks" and len(tasks) > SVG_MAX_TASKS:
+        paths["svg_error"] = (f"{len(tasks)} tasks: too many boxes to draw one by one; "
+                              f"--names draws the graph of task names ({paths['dot']} has "
+                              "every task)")
+        return paths
+    svg_path = os.path.join(out_dir, "graph.svg")
+    try:
+        drawing = dotgraph.render(text, engine)
+    except (dotgraph.NoGraphviz, RuntimeError) as exc:
+        paths["svg_error"] = str(exc)
+        return paths
+    with open(svg_path, "w") as f:
+        f.write(drawing)
+    paths["svg"] = svg_path
     return paths
 
 

@@ -19,6 +19,14 @@ import hashlib
 from typing import Iterable
 
 # lightness band of the fills: light enough for black text, dark enough to tell apart
+# The colour of each task state, the same in the monitor, the report and the pictures. They
+# follow the terminal's progress bars (runtime/console.py): running cyan, failed red, done
+# green (rich's finished bar).
+STATE_COLOURS: dict[str, str] = {
+    "SUBMITTED": "#e0e0e0", "READY": "#fff3b0", "DISPATCHED": "#9ecae1", "RUNNING": "#22a7c9",
+    "DONE": "#74c476", "FAILED": "#de2d26", "CANCELLED": "#bdbdbd", "INTERRUPTED": "#fd8d3c",
+}
+
 _L_LEVELS = (0.68, 0.74, 0.80, 0.86, 0.92)
 _AB_STEP = 0.02
 _AB_MAX = 0.20

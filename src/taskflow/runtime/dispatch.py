@@ -299,7 +299,7 @@ class Dispatcher:
                         continue
                     try:
                         task.t_start, task.t_end = timing
-                    except ValueError:   # measured on the node: (start, end, cpu, peak)
+                    except ValueError:   # measured on the node: (start, end, cpu, peak, io)
                         self._usage(task, node, timing)
                     if status == ok:
                         st = node.stager    # shared_fs: false nodes bring files back first
@@ -372,11 +372,12 @@ class Dispatcher:
                 outcomes.hand_back(rt, task, node, reason)
 
     def _usage(self, task: Task, node: NodeHandle, timing: M.Timing) -> None:
-        """A measured task's times, and its CPU time and peak memory for the journal."""
-        task.t_start, task.t_end, cpu, peak = timing      # type: ignore[misc]
+        """A measured task's times, and its CPU time, peak memory and I/O for the journal."""
+        task.t_start, task.t_end, cpu, peak, rd, wr = timing      # type: ignore[misc]
         bus = self.rt.bus
         if bus.active:
-            bus.emit(Usage("usage", task.t_end, task.id, task.spec.name, node.name, (cpu, peak)))
+            bus.emit(Usage("usage", task.t_end, task.id, task.spec.name, node.name,
+                           (cpu, peak, rd, wr)))
 
     def _memory(self, node: NodeHandle, report: M.MemoryReport) -> None:
         """The node spilled or read back values, or paused or resumed (agent.memory)."""

@@ -40,7 +40,7 @@ CallInfo = tuple[list[int], Any, Any, Any, "TaskSpec"]
 # how a task ended: (t_start, t_end, the error's first line, the error, attempts,
 # t_dispatch); the error is a TaskError, reduced on its way to the journal (journal/wire.py)
 EndInfo = tuple[float, float, Optional[str], Optional["TaskError"], int, float]
-UsageInfo = tuple[float, int]           # (CPU seconds, peak resident bytes)
+UsageInfo = tuple[float, int, int, int]  # CPU seconds, peak resident bytes, bytes read, written
 LogLine = tuple[str, str]               # (STDOUT | STDERR | RAW, text)
 # a node's memory report (wire MemoryReport): (rss, bytes held, bytes spilled, paused,
 # [("spill", data id, bytes), ("read", 0, how many), ("pause" | "resume", 0, rss)])

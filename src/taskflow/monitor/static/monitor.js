@@ -1,30 +1,22 @@
-// taskflow monitor: one event stream per run, the DAG laid out by the server (Graphviz),
-// a live Gantt chart of the slots, node load charts, a task table, a task's logs followed.
+// taskflow monitor: one event stream per run, the graph laid out by the server (Graphviz)
+// in a panel with fit, zoom, pan and follow (dagview.js), node charts and a live Gantt chart
+// of the slots (charts.js), a paged task table, a task's logs followed beside it.
 "use strict";
 const RUN = document.body.dataset.run;
 const API = "/api/runs/" + encodeURIComponent(RUN);
-const SVGNS = "http://www.w3.org/2000/svg";
 const STATES = ["SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE", "FAILED", "CANCELLED",
   "INTERRUPTED"];
-const COLORS = {SUBMITTED: "#e0e0e0", READY: "#fff3b0", DISPATCHED: "#9ecae1",
-  RUNNING: "#3182bd", DONE: "#74c476", FAILED: "#de2d26", CANCELLED: "#bdbdbd",
-  INTERRUPTED: "#fd8d3c"};
-const TABLE_ROWS = 500;
+const COLORS = JSON.parse(document.body.dataset.colours);   // the report's and the terminal's
+const PAGE_ROWS = 100;        // table rows per page
+const KEEP_TASKS = 5000;      // a large run: the page keeps the most recent rows only
 
 const M = {                     // what the page knows of the run
   run: null, counts: {}, byName: {}, colours: {}, detail: true,
-  tasks: new Map(), edges: [], nodes: [], samples: new Map(), now: 0, t0: null,
-  dag: null, dagTasks: -1, dagNames: "", selected: null, logSource: null,
+  tasks: new Map(), edges: [], nodes: [], samples: new Map(), now: 0,
+  dag: null, dagTasks: -1, dagNames: "", selected: null, logSource: null, page: 0,
 };
 const $ = (id) => document.getElementById(id);
 
-function el(tag, attrs, parent, text) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
 function fmt(s) { return s == null ? "" : s < 10 ? s.toFixed(2) : s.toFixed(1); }
 function clock(t) { return new Date(t * 1000).toISOString().slice(11, 23); }
 
@@ -43,13 +35,17 @@ function connect() {
 
 function apply(up, first) {
   if (first) { M.tasks.clear(); M.samples.clear(); }
-  if (up.run) { M.run = up.run; setState(up.run.state); $("run").textContent = up.run.run_id; }
+  if (up.run) {
+    M.run = up.run; setState(up.run.state); $("run").textContent = up.run.run_id;
+    $("reason").textContent = up.run.reason || up.run.state_reason || "";   // the journal's words
+  }
   if (up.counts) M.counts = up.counts;
   if (up.by_name) M.byName = up.by_name;
   if (up.colours) Object.assign(M.colours, up.colours);
   if (up.detail !== undefined) M.detail = up.detail;
   if (up.edges) M.edges = up.edges;
   for (const t of up.tasks || []) M.tasks.set(t.id, Object.assign(M.tasks.get(t.id) || {}, t));
+  if (!M.detail && M.tasks.size > KEEP_TASKS) prune();
   if (up.nodes) M.nodes = up.nodes;
   for (const s of up.samples || []) {
     if (!M.samples.has(s.node)) M.samples.set(s.node, []);
@@ -65,13 +61,19 @@ function apply(up, first) {
   }
 }
 
+// a large run streams only what changed: keep the running tasks and the newest others
+function prune() {
+  const done = [...M.tasks.values()].filter((t) => t.state !== "RUNNING").sort((a, b) => a.id - b.id);
+  for (const t of done.slice(0, M.tasks.size - KEEP_TASKS)) M.tasks.delete(t.id);
+}
+
 function setState(state) {
   const s = $("state"); s.textContent = state; s.className = "runstate " + state;
   document.body.dataset.state = state;
 }
 
 function drawAll() {
-  drawCounts(); maybeLayout(); paintDag(); drawGantt(); drawNodes(); drawTable();
+  drawCounts(); maybeLayout(); paintDag(); drawGantt(M, select); drawNodes(M); drawTable();
 }
 
 // ---- counts -------------------------------------------------------------------------
@@ -80,7 +82,7 @@ function drawCounts() {
   const c = M.counts;
   const add = (id, label, colour) => {
     const sp = document.createElement("span"); sp.id = "count-" + id; sp.textContent = label;
-    if (colour) sp.style.background = colour; else sp.style.background = "#cde";
+    sp.style.background = colour || "#cde";
     box.appendChild(sp);
   };
   add("total", "total: " + (c.total || 0));
@@ -92,7 +94,7 @@ function drawCounts() {
   }
 }
 
-// ---- the DAG: layout from the server, colours here ---------------------------------------
+// ---- the graph: layout from the server, colours and counts here -----------------------
 let layoutPending = false, layoutAgain = false;
 function maybeLayout() {
   const total = M.counts.total || 0;
@@ -117,8 +119,9 @@ function maybeLayout() {
     for (const g of box.querySelectorAll("g.name")) {
       const name = j.names[Number(g.id.slice(5))];
       g.dataset.name = name;
-      g.addEventListener("click", () => { $("search").value = name; drawTable(true); });
+      g.addEventListener("click", () => { $("search").value = name; M.page = 0; drawTable(true); });
     }
+    DagView.attach(box.querySelector("svg"));
     paintDag();
   }).catch((e) => { $("err").textContent = "graph: " + e; }).finally(() => {
     // a growing graph is laid out again at most every 2 s
@@ -158,6 +161,7 @@ function paintDag() {
     }
   }
   markSelected();
+  DagView.follow();
 }
 
 function markSelected() {
@@ -165,108 +169,35 @@ function markSelected() {
   if (M.selected !== null) { const g = $("task-" + M.selected); if (g) g.classList.add("sel"); }
 }
 
-// ---- the Gantt chart of the slots ------------------------------------------------------
-function drawGantt() {
-  const svg = $("gantt");
-  while (svg.firstChild) svg.removeChild(svg.firstChild);
-  const ran = [...M.tasks.values()].filter((t) => t.t_start).sort((a, b) => a.t_start - b.t_start || a.id - b.id);
-  const slots = {};
-  for (const n of M.nodes) slots[n.name] = Math.max(slots[n.name] || 0, n.slots || 1);
-  const ended = ran.map((t) => t.t_end || 0);
-  const now = M.run && M.run.state !== "running" && ran.length ? Math.max(...ended) : Math.max(M.now, ...ended);
-  const free = {}, bars = [];
-  for (const t of ran) {
-    const end = t.t_end || now;
-    for (const [node, k] of (t.held || [[t.node || "?", 1]])) {
-      const lanes = free[node] || (free[node] = new Array(slots[node] || 1).fill(0));
-      for (let i = 0; i < k; i++) {
-        let lane = lanes.findIndex((f) => f <= t.t_start + 1e-6);
-        if (lane < 0) { lanes.push(0); lane = lanes.length - 1; }
-        lanes[lane] = end;
-        bars.push([t, node, lane, end]);
-      }
-      slots[node] = Math.max(slots[node] || 1, lanes.length);
-    }
-  }
-  const rows = [];
-  for (const n of Object.keys(slots).sort()) for (let s = 0; s < slots[n]; s++) rows.push(n + "/" + s);
-  const t0 = M.run && M.run.t_start ? Math.min(M.run.t_start, ...ran.map((t) => t.t_start)) : (ran.length ? ran[0].t_start : 0);
-  const span = Math.max(now - t0, 1);
-  const left = 90, w = Math.max(600, $("gantt-wrap").clientWidth - 20) - left - 10, rowH = 22;
-  svg.setAttribute("width", left + w + 10); svg.setAttribute("height", rows.length * rowH + 26);
-  rows.forEach((r, i) => {
-    el("text", {x: 4, y: i * rowH + 15}, svg, r);
-    el("line", {x1: left, x2: left + w, y1: i * rowH + rowH, y2: i * rowH + rowH, stroke: "#eee"}, svg);
-  });
-  const index = Object.fromEntries(rows.map((r, i) => [r, i]));
-  for (const [t, node, lane, end] of bars) {
-    const y = index[node + "/" + lane] * rowH + 3;
-    const x = left + (t.t_start - t0) / span * w;
-    const r = el("rect", {x: x.toFixed(1), y: y, width: Math.max(1, (end - t.t_start) / span * w).toFixed(1),
-      height: rowH - 6, fill: M.colours[t.name] || "#ccc", class: "bar", "data-id": t.id,
-      "data-state": t.state, stroke: t.state === "FAILED" ? "#d00000" : (t.t_end ? "#555" : "#000"),
-      "stroke-width": t.t_end ? 0.5 : 1.5}, svg);
-    el("title", {}, r, "#" + t.id + " " + t.name + " on " + node + "/" + lane + ": " + t.state +
-       ", " + fmt(end - t.t_start) + " s");
-    r.addEventListener("click", () => select(t.id));
-  }
-  const axisY = rows.length * rowH + 16;
-  for (let k = 0; k <= 5; k++) {
-    el("text", {x: left + k * w / 5 - 8, y: axisY}, svg, fmt(k * span / 5) + " s");
-  }
-}
-
-// ---- node load ---------------------------------------------------------------------------
-function drawNodes() {
-  const box = $("nodes"); box.textContent = "";
-  for (const n of M.nodes) {
-    const div = document.createElement("div"); div.className = "node"; div.dataset.node = n.name;
-    const s = M.samples.get(n.name) || [];
-    const last = s[s.length - 1];
-    div.textContent = n.name + " — " + (n.slots || "?") + " slots" + (n.t_lost ? " (left: " + (n.reason || "") + ")" : "") +
-      (last ? " — cpu " + Math.round(last.cpu || 0) + "%, mem " + Math.round(last.mem || 0) + "%" +
-              (last.gpu != null ? ", gpu " + Math.round(last.gpu) + "%" : "") : "");
-    const svg = el("svg", {width: 300, height: 60, class: "load"});
-    if (!s.length) {
-      el("text", {x: 8, y: 34, "font-size": 11, fill: "#888"}, svg, "no load samples yet (a node reports every 2 s)");
-    } else {
-      const a = s[0].t, b = Math.max(s[s.length - 1].t, a + 1);
-      for (const [k, c] of [["cpu", "#3182bd"], ["mem", "#e6550d"], ["gpu", "#31a354"]]) {
-        const pts = s.filter((x) => x[k] != null).map((x) => ((x.t - a) / (b - a) * 290 + 5).toFixed(1) + "," +
-                                                       (57 - Math.min(100, x[k]) * 0.54).toFixed(1));
-        if (!pts.length) continue;
-        if (pts.length === 1) pts.push("295," + pts[0].split(",")[1]);
-        el("polyline", {points: pts.join(" "), fill: "none", stroke: c, "stroke-width": 1.5, class: "series-" + k}, svg);
-      }
-    }
-    div.appendChild(document.createElement("br")); div.appendChild(svg); box.appendChild(div);
-  }
-}
-
-// ---- the task table ------------------------------------------------------------------------
+// ---- the task table, a page at a time --------------------------------------------------
 let searchTimer = null, serverRows = null;
 function drawTable(fromServer) {
   const q = $("search").value.trim().toLowerCase(), st = $("filter").value;
-  if (!M.detail) {               // a big run: the server searches
+  if (!M.detail) {               // a large run: the server searches and pages
     if (fromServer !== false) {
       clearTimeout(searchTimer);
       searchTimer = setTimeout(() => {
-        fetch(API + "/tasks?limit=" + TABLE_ROWS + "&q=" + encodeURIComponent(q) + "&state=" + st)
+        fetch(API + "/tasks?limit=" + (PAGE_ROWS + 1) + "&offset=" + M.page * PAGE_ROWS +
+              "&q=" + encodeURIComponent(q) + "&state=" + st)
           .then((r) => r.json()).then((j) => { serverRows = j.tasks; drawTable(false); });
-      }, 300);
+      }, 200);
     }
     if (serverRows === null) return;
-    fillTable(serverRows.map((t) => Object.assign(t, M.tasks.get(t.id) || {})), serverRows.length);
+    const known = !q ? (st ? M.counts[st] || 0 : M.counts.total || 0) : null;
+    fillTable(serverRows.slice(0, PAGE_ROWS).map((t) => Object.assign(t, M.tasks.get(t.id) || {})),
+              known, serverRows.length > PAGE_ROWS);
     return;
   }
   const all = [...M.tasks.values()].filter((t) => (!st || t.state === st) && (!q ||
     String(t.id) === q.replace("#", "") || (t.name || "").toLowerCase().includes(q) ||
     (t.node || "").toLowerCase().includes(q) || (t.params || "").toLowerCase().includes(q)));
   all.sort((a, b) => a.id - b.id);
-  fillTable(all.slice(0, TABLE_ROWS), all.length);
+  M.page = Math.min(M.page, Math.max(0, Math.ceil(all.length / PAGE_ROWS) - 1));
+  fillTable(all.slice(M.page * PAGE_ROWS, (M.page + 1) * PAGE_ROWS), all.length,
+            (M.page + 1) * PAGE_ROWS < all.length);
 }
 
-function fillTable(rows, total) {
+function fillTable(rows, total, more) {
   const body = $("tasks").querySelector("tbody");
   body.textContent = "";
   for (const t of rows) {
@@ -284,13 +215,21 @@ function fillTable(rows, total) {
     tr.addEventListener("click", () => select(t.id));
     body.appendChild(tr);
   }
-  $("table-note").textContent = total > rows.length ? "first " + rows.length + " of " + total : total + " tasks";
+  const first = M.page * PAGE_ROWS;
+  $("table-note").textContent = !rows.length ? "no tasks" :
+    (first + 1) + "–" + (first + rows.length) + (total != null ? " of " + total : more ? " (more)" : "");
+  $("page-prev").disabled = M.page === 0;
+  $("page-next").disabled = !more;
 }
 
-// ---- a task's logs, followed ------------------------------------------------------------------
+function turnPage(d) { M.page = Math.max(0, M.page + d); drawTable(true); }
+
+// ---- a task's logs, followed, beside the table ---------------------------------------------
 function select(id) {
   M.selected = id; markSelected(); drawTable(false);
   $("logs").textContent = ""; $("logs-title").textContent = "Logs of task " + id;
+  const panel = $("logs-panel"), r = panel.getBoundingClientRect();
+  if (r.top < 0 || r.bottom > window.innerHeight) panel.scrollIntoView({block: "nearest"});
   if (M.logSource) M.logSource.close();
   fetch(API + "/tasks/" + id).then((r) => r.json()).then((j) => {
     const t = j.task; if (!t) return;
@@ -328,7 +267,10 @@ function select(id) {
 for (const st of STATES) {
   const o = document.createElement("option"); o.value = st; o.textContent = st.toLowerCase(); $("filter").appendChild(o);
 }
-$("search").addEventListener("input", () => drawTable(true));
-$("filter").addEventListener("change", () => drawTable(true));
-setInterval(() => { if (M.run && M.run.state === "running") { M.now = Math.max(M.now, Date.now() / 1000); drawGantt(); drawCounts(); } }, 1000);
+$("search").addEventListener("input", () => { M.page = 0; drawTable(true); });
+$("filter").addEventListener("change", () => { M.page = 0; drawTable(true); });
+$("page-prev").addEventListener("click", () => turnPage(-1));
+$("page-next").addEventListener("click", () => turnPage(1));
+DagView.init();
+setInterval(() => { if (M.run && M.run.state === "running") { M.now = Math.max(M.now, Date.now() / 1000); drawGantt(M, select); drawCounts(); } }, 1000);
 connect();
