@@ -109,22 +109,35 @@ def test_semantic_differences(tmp_path):
     assert out["dir_existed"] == "False"              # 4. DIRECTORY_OUT made by the task
     assert out["deep"] == 10                          # 5. any collection depth
     assert out["binary_none"] is None and out["exit_code"] == 3   # 6.
-    assert out["words"] == "-n|4|a.dat|b.dat|"       # 7. word splitting and globs
+    # 7. each value is one argument (COMPSs escapes its spaces before bash -c: never split
+    # nor globbed); the template's own words are read as bash reads them (its glob too)
+    assert out["words"] == "-n 4|*.dat|a.dat|b.dat|"
     con = journal(tmp_path)                           # 8. output in the journal only
     lines = [r[0] for r in con.execute("SELECT line FROM logs")]
     assert "TASK OUTPUT 1" in lines
 
 
-def test_binary_shell_operators_are_refused(tmp_path):
+def test_shell_syntax_in_a_value_is_one_argument_in_a_template_refused(tmp_path):
     app = tmp_path / "redirect.py"
     app.write_text("from pycompss.api.binary import binary\n"
+                   "from pycompss.api.parameter import FILE_OUT_STDOUT\n"
                    "from pycompss.api.task import task\n"
-                   "@binary(binary='echo')\n@task()\ndef e(x):\n    pass\n"
-                   "e('hello > out.txt')\n")
+                   "@binary(binary='echo')\n@task(out=FILE_OUT_STDOUT)\ndef e(x, out):\n"
+                   "    pass\n"
+                   "e('hello > out.txt; rm -rf ~', 'printed.txt')\n")
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--compat", "pycompss",
+                        str(app)], cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "printed.txt").read_text() == "hello > out.txt; rm -rf ~\n"
+    assert not (tmp_path / "out.txt").exists()
+    app.write_text("from pycompss.api.binary import binary\n"
+                   "from pycompss.api.task import task\n"
+                   "@binary(binary='echo', args='{{x}} > out.txt')\n@task()\ndef e(x):\n"
+                   "    pass\n")
     r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--compat", "pycompss",
                         str(app)], cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
-    assert "parameter 'x'" in r.stderr and "FILE_OUT_STDOUT" in r.stderr
+    assert "@binary on e: args='{{x}} > out.txt'" in r.stderr and "FILE_OUT_STDOUT" in r.stderr
     assert "Error running application" in r.stdout and r.stdout.rstrip().endswith(DASHES)
     assert not (tmp_path / "out.txt").exists()
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from taskflow.agent.invokers.words import ShellSyntax, split
+from taskflow.agent.invokers.words import ShellSyntax, UnsetVariable, fill, template_words
 from taskflow.compat import importhook, xmlconfig
 from taskflow.compat.pycompss.api import parameter as P
 from taskflow.compat.returns import count_returns, infer, parse
@@ -61,18 +61,35 @@ def test_returns_read_from_the_source():
         parse("value_of cfg", none, "f")
 
 
-def test_words_as_bash_reads_them(tmp_path):
+def test_a_value_is_one_argument_and_the_template_is_read_as_bash_reads_it(tmp_path):
+    """COMPSs escapes the spaces of every value before bash -c: only the template's own
+    blanks separate arguments; its quotes, $VAR and unquoted globs are bash's."""
     for name in ("b.dat", "a.dat", "c.txt"):
         (tmp_path / name).write_text("")
-    env = {"N": "4", "HOME": "/home/u"}
+    env = {"N": "4", "HOME": "/home/u", "TWO": "x y"}
     cwd = str(tmp_path)
-    assert split("-n $N '*.dat' *.dat", env, cwd) == ["-n", "4", "*.dat", "a.dat", "b.dat"]
-    assert split('"a b" c\\ d ${N}x', env, cwd) == ["a b", "c d", "4x"]
-    assert split("*.none", env, cwd) == ["*.none"]          # no match: kept, as bash does
-    assert split("'$N' \"$N\"", env, cwd) == ["$N", "4"]
-    for line in ("a > b", "a | b", "a; b", "$(date)", "`date`", "'open"):
+
+    def line(template: str, **values: object) -> list[str]:
+        return fill(template_words(template, env), values,
+                    lambda n: [] if values.get(n) is None else
+                    [str(v) for v in values[n]] if isinstance(values[n], list)
+                    else [str(values[n])], cwd)
+
+    assert line("-d {{when}}", when="next wednesday") == ["-d", "next wednesday"]
+    assert line("{{a}} {{b}}", a="*.dat", b="x > y; rm -rf ~") == ["*.dat", "x > y; rm -rf ~"]
+    assert line("-n $N '*.dat' *.dat") == ["-n", "4", "*.dat", "a.dat", "b.dat"]
+    assert line('"a b" c\\ d ${N}x $TWO "$TWO"') == ["a b", "c d", "4x", "x", "y", "x y"]
+    assert line("*.none") == ["*.none"]            # no match: kept, as bash does
+    assert line("'$N' \"$N\" $1") == ["$N", "4", "$1"]
+    assert line("-c '{{script}}'", script="exit 3") == ["-c", "exit 3"]
+    assert line("--in={{files}} end", files=["a b", "c"]) == ["--in=a b", "c", "end"]
+    assert line("{{files}}", files=["1", "2"]) == ["1", "2"]     # a collection: each element
+    assert line("x{{none}}y {{none}}", none=None) == ["xy"]
+    for bad in ("a > b", "a | b", "a; b", "$(date)", "`date`", "'open"):
         with pytest.raises(ShellSyntax):
-            split(line, env, cwd)
+            template_words(bad, env)
+    with pytest.raises(UnsetVariable):
+        template_words("$NOT_SET_ANYWHERE", env)
 
 
 def test_xml_files_become_nodes(tmp_path):

@@ -1,33 +1,47 @@
 """What PyCOMPSs's program decorators (@binary, @mpi, @mpmd_mpi, @ompss, @multinode,
-@compss, @http) share: argument spellings, ``fail_by_exit_value`` as a bool or a
-string, and attaching the invoker to a PyCOMPSs task.
+@compss, @http, @prolog, @epilog) share: argument spellings, PyCOMPSs's warning for an
+argument it does not know, ``fail_by_exit_value`` as a bool or a string, and attaching the
+invoker to a PyCOMPSs task with its command line read as runcompss's bash reads it.
 """
 from __future__ import annotations
 
+import difflib
+import logging
+import sys
 from typing import Any
 
-from ..agent.invokers.words import needs_shell
+from ..agent.invokers.words import check
 from ..api.external import TEMPLATE, attach
 from ..errors import UsageError
-from ..graph.param import DIRECTORY_KIND, FILE_KIND
 from .taskfn import CompatTaskFunction, task_function
 
 ALIASES = {"workingDir": "working_dir", "failByExitValue": "fail_by_exit_value",
            "computingNodes": "computing_nodes", "processesPerNode": "processes_per_node",
            "scaleByCU": "scale_by_cu", "appName": "app_name", "workerInMaster":
            "worker_in_master", "serviceName": "service_name", "payloadType": "payload_type"}
+log = logging.getLogger("taskflow.compat")
+
+
+def unexpected(key: str, deco: str, known: tuple[str, ...] = ()) -> None:
+    """PyCOMPSs's warning for an argument a decorator does not know (then ignored)."""
+    print(f"WARNING: Unexpected argument: {key} Found in @{deco} decorator.", file=sys.stderr)
+    close = difflib.get_close_matches(key, list(known), n=1)
+    if close:
+        log.warning("@%s: %s= is ignored; did you mean %s=?", deco, key, close[0])
 
 
 def normalize(deco: str, kwargs: dict[str, Any], supported: tuple[str, ...],
               refused: dict[str, str] | None = None) -> dict[str, Any]:
+    """The arguments under their current names; an unknown one is warned about and ignored,
+    as PyCOMPSs does; a ``refused`` one is an error saying why."""
     out: dict[str, Any] = {}
     for key, value in kwargs.items():
         k = ALIASES.get(key, key)
         if refused and k in refused:
             raise UsageError(f"@{deco}: {key}= {refused[k]}")
         if k not in supported:
-            raise UsageError(f"@{deco}: unknown argument {key!r}; supported: "
-                             f"{', '.join(supported)}.")
+            unexpected(key, deco, supported)
+            continue
         out[k] = value
     return out
 
@@ -45,25 +59,15 @@ def fail_by_exit_value(value: Any, deco: str, default: bool = True) -> bool:
 
 def attach_program(target: Any, deco: str, kind: str, cfg: dict[str, Any],
                    outputs: bool = False) -> CompatTaskFunction:
-    """Attach invoker ``kind`` to a PyCOMPSs task; argument lines read as bash would."""
+    """Attach invoker ``kind`` to a PyCOMPSs task; its command line is read as runcompss's
+    bash reads it, each parameter value one argument (agent.invokers.words)."""
     tf = task_function(target, f"@{deco}")
     spec = tf.spec
     for key in ("args", "flags"):
         text = cfg.get(key)
         if isinstance(text, str):
-            why = needs_shell(TEMPLATE.sub("x", text))
+            why = check(TEMPLATE.sub("x", text))
             if why:
                 raise UsageError(f"@{deco} on {spec.name}: {key}={text!r}: {why}.")
-    attach(tf, kind, dict(cfg, shell_words=True), outputs=outputs)
-    files = {n for n, p in spec.params.items() if p.kind in (FILE_KIND, DIRECTORY_KIND)}
-    tf.decl.checks.append(lambda bound: _no_shell(spec.name, deco, bound, files))
+    attach(tf, kind, dict(cfg, bash_words=True), outputs=outputs)
     return tf
-
-
-def _no_shell(name: str, deco: str, bound: dict[str, Any], files: set[str]) -> None:
-    for pname, v in bound.items():
-        if pname in files or not isinstance(v, str):
-            continue
-        why = needs_shell(v)
-        if why:
-            raise UsageError(f"@{deco} task {name}, parameter '{pname}': {v!r}: {why}.")

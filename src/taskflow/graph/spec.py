@@ -166,7 +166,11 @@ class TaskSpec:
         self.gpus = gpus_wanted(self.processors, where)
         self.gang = self._is_gang()
         ext = self.invoker != "python" or self.container is not None
-        self.call_time = bool(self.cu_expr.dynamic or self.mem_expr.dynamic or ext or self.gpus)
+        h = self.hooks        # PyCOMPSs's prolog / epilog naming $VAR: read per call
+        hooks_per_call = h is not None and any(p is not None and p.bash and p.words is None
+                                               for p in (h.prolog, h.epilog))
+        self.call_time = bool(self.cu_expr.dynamic or self.mem_expr.dynamic or ext or self.gpus
+                              or hooks_per_call)
         mem = None
         if self.memory_limit and isinstance(self.memory_size, (int, float)) and self.memory_size:
             mem = float(self.memory_size)       # GB (agent.limits)

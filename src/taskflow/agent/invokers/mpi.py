@@ -126,7 +126,8 @@ def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, An
     elif call.programs:            # MPMD: runner ... -n P1 prog1 args1 : -n P2 prog2 ...
         argv = argv[:-2] if argv[-2:] == ["-n", str(procs)] else argv
         for i, prog in enumerate(call.programs):
-            ptail, _ = command.build_args(call.line._replace(args=prog.args), values, env, cwd)
+            ptail, _ = command.build_args(call.line._replace(args=prog.args, words=prog.words),
+                                          values, env, cwd)
             if i:
                 argv.append(":")
             argv += ["-n", str(prog.processes or 1)]

@@ -39,7 +39,7 @@ class compss:  # noqa: N801 - PyCOMPSs's name
                         working_dir=kw.get("working_dir"), flags=kw.get("flags"),
                         fail_by_exit_value=fail_by_exit_value(kw.get("fail_by_exit_value"),
                                                               "compss"),
-                        compat=True, shell_words=True)
+                        compat=True, bash_words=True)
         recorded = {k: str(kw[k]) for k in ("runcompss", "worker_in_master") if k in kw}
         if recorded:
             tf.spec.record_hints(**recorded)
