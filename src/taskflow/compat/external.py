@@ -57,6 +57,32 @@ def fail_by_exit_value(value: Any, deco: str, default: bool = True) -> bool:
                      f"not {value!r}.")
 
 
+COUNTS = ("processes", "computing_nodes", "processes_per_node")
+
+
+def counts_per_call(tf: CompatTaskFunction, cfg: dict[str, Any]) -> dict[str, Any]:
+    """``processes`` / ``computing_nodes`` / ``processes_per_node`` as PyCOMPSs reads them at
+    every call: a number, a numeric string, ``$ENV`` / ``${ENV}`` (runtime.calltime), a
+    parameter, else the name of a global of the task's module, looked up when the task is
+    called (it need not exist when the task is declared: ``taskfn._cfg_extra``)."""
+    params = set(tf.spec.signature.parameters)
+    out = dict(cfg)
+    for key in COUNTS:
+        v = out.get(key)
+        if not isinstance(v, str):
+            continue
+        s = v.strip()
+        try:
+            out[key] = int(s)
+            continue
+        except ValueError:
+            pass
+        if s.isidentifier() and s not in params:
+            tf.decl.cfg_globals[key] = s
+            out[key] = 1                # (the variant of each call holds the global's value)
+    return out
+
+
 def attach_program(target: Any, deco: str, kind: str, cfg: dict[str, Any],
                    outputs: bool = False) -> CompatTaskFunction:
     """Attach invoker ``kind`` to a PyCOMPSs task; its command line is read as runcompss's

@@ -36,6 +36,9 @@ from ..runtime import current as _current
 from ..runtime import embedded as _embedded
 from . import implement as _impl
 from . import returns as R
+from .callargs import as_collections, plain_params, returned_argument
+from .generators import register as _register_generators
+from .placing import check_ranks, local_node
 
 if TYPE_CHECKING:
     from ..graph.spec import TaskSpec
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 
 
 MAX_VARIANTS = 1024      # specs kept per task function (a dropped one is made again if needed)
+_register_generators()   # a generator argument or value travels as its values
 
 
 class Decl:
@@ -62,6 +66,11 @@ class Decl:
         self.cfg_globals: dict[str, str] = {}     # invoker value -> module global read per call
         self.http: dict[str, Any] | None = None   # @http: service_name (base URL per call)
         self.varargs: Param | None = None         # varargs_type when not a plain IN
+        self.written: frozenset[str] = frozenset()      # written objects (self aside)
+        self.written_collections: frozenset[str] = frozenset()
+        self.collections: frozenset[str] = frozenset()  # COLLECTION_* / DICTIONARY_*
+        self.python_mpi: bool | None = None       # @mpi without binary: its scale_by_cu
+        self.is_local = False                     # @constraint(is_local=True)
 
 
 class CompatTaskFunction(TaskFunction):
@@ -80,7 +89,9 @@ class CompatTaskFunction(TaskFunction):
         return (d.returns.dynamic is None and not d.returns.types and not d.file_params
                 and not d.constraints and not d.checks and not d.cfg_globals
                 and d.http is None and d.varargs is None and not d.replicated
-                and d.reduction is None)
+                and d.reduction is None and not d.written and not d.written_collections
+                and not d.collections and d.python_mpi is None and not d.is_local
+                and d.returns.param is None)
 
     # -- calls -----------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -114,15 +125,17 @@ class CompatTaskFunction(TaskFunction):
         decl = self.decl
         bound: dict[str, Any] | None = None
         if decl.returns.dynamic or call_returns is not R.UNSET or decl.file_params \
-                or decl.constraints or decl.checks:
+                or decl.constraints or decl.checks or decl.written \
+                or decl.written_collections or decl.collections or decl.returns.param:
             bound = bind(spec, args, kwargs)
             for check in decl.checks:
                 check(bound)
+            if decl.collections:
+                args, kwargs = as_collections(spec, decl.collections, args, kwargs, bound)
         rets = decl.returns if call_returns is R.UNSET else \
             R.parse(call_returns, self.__wrapped__, spec.name, call_time=True)
         nout = rets.count(bound, self.__wrapped__, spec.name)
-        none_files = frozenset(n for n in decl.file_params if bound is not None
-                               and n in bound and bound[n] is None)
+        plain = plain_params(decl, bound) if bound is not None else frozenset()
         cons = None
         if decl.constraints:
             from .constraints import resolve
@@ -132,9 +145,14 @@ class CompatTaskFunction(TaskFunction):
             extra = (extra or ()) + (("*", len(args) - len(spec.names)),)
         if decl.replicated and len([n for n in rt.nodes if n.usable]) > 1:
             from .replicate import submit_replicas
-            return submit_replicas(self, rt, args, kwargs, nout, none_files, cons, rets)
-        v = self.variant(nout, none_files, cons, extra=extra)
+            return submit_replicas(self, rt, args, kwargs, nout, plain, cons, rets)
+        pin = local_node(rt, spec.name) if decl.is_local else None
+        v = self.variant(nout, plain, cons, pin=pin, extra=extra)
+        if decl.python_mpi is not None:
+            check_ranks(v, decl.python_mpi, nout, bound)
         value = rt.submit(v, args, kwargs)
+        if rets.param is not None:
+            return returned_argument(rt, spec, rets.param, bound, value)
         return self.shape(rt, value, nout, rets, bound)
 
     def shape(self, rt: Runtime, value: Any, nout: int, rets: R.Returns,
@@ -182,10 +200,10 @@ class CompatTaskFunction(TaskFunction):
         return tuple(out)
 
     # -- variants --------------------------------------------------------------------
-    def variant(self, nout: int, none_files: frozenset[str] = frozenset(),
+    def variant(self, nout: int, plain: frozenset[str] = frozenset(),
                 cons: tuple[Any, ...] | None = None, pin: str | None = None,
                 extra: tuple[tuple[str, Any], ...] | None = None) -> TaskSpec:
-        key = (nout, none_files, cons, pin, extra)
+        key = (nout, plain, cons, pin, extra)
         v = self._variants.get(key)
         if v is not None:
             return v
@@ -195,7 +213,7 @@ class CompatTaskFunction(TaskFunction):
                 if len(self._variants) >= MAX_VARIANTS:     # bounded: the oldest half goes
                     for old in list(self._variants)[:MAX_VARIANTS // 2]:
                         del self._variants[old]
-                v = self._variants[key] = make_variant(self.spec, max(nout, 1), none_files,
+                v = self._variants[key] = make_variant(self.spec, max(nout, 1), plain,
                                                        cons, pin, extra)
         return v
 
@@ -210,15 +228,16 @@ class CompatTaskFunction(TaskFunction):
         return f"<pycompss task {self.spec.name}>"
 
 
-def make_variant(base: TaskSpec, nout: int, none_files: frozenset[str],
+def make_variant(base: TaskSpec, nout: int, plain: frozenset[str],
                  cons: tuple[Any, ...] | None, pin: str | None,
                  extra: tuple[tuple[str, Any], ...] | None = None) -> TaskSpec:
-    """A copy of ``base`` with ``nout`` outputs, the ``none_files`` as plain values, the
-    resolved constraints ``cons`` ((computing_units, memory_size, processors)), for
-    replicas the node it must run on, and invoker values decided per call (``extra``)."""
+    """A copy of ``base`` with ``nout`` outputs, the ``plain`` parameters as plain IN
+    values (callargs.plain_params), the resolved constraints ``cons`` ((computing_units,
+    memory_size, processors)), the node it must run on (a replica's, @constraint
+    is_local's), and invoker values decided per call (``extra``)."""
     v = copy.copy(base)
-    if none_files:
-        v.params = {k: p for k, p in base.params.items() if k not in none_files}
+    if plain:
+        v.params = {k: p for k, p in base.params.items() if k not in plain}
     v.special = [(v.index.get(n), n, p) for n, p in v.params.items()
                  if not (p.kind == OBJECT_KIND and p.direction == "IN")]
     v.nout, v.returns_tuple = (nout, nout > 1)

@@ -6,10 +6,11 @@ mpi4py and the task's value is the list of every rank's value (rank order);
 ``returns=N`` with N = processes gives one future per rank instead.
 
 ``runner`` (default ``mpirun``; ``mpiexec``, ``srun``), ``processes`` (older
-spelling ``computing_nodes``; a number, ``"$ENV"``, a module global's name
-or an expression of the parameters), ``processes_per_node``,
+spelling ``computing_nodes``; a number, ``"$ENV"``, a parameter, or the name
+of a module global read at every call), ``processes_per_node`` (the same),
 ``scale_by_cu`` (one rank per computing unit: ``processes`` times the
-``computing_units`` of ``@constraint``, each rank one unit), ``flags``,
+``computing_units`` of ``@constraint``, each rank one unit; a Python task's
+``returns=N`` is checked against that count at the call), ``flags``,
 ``args`` / ``params``, ``working_dir``, ``fail_by_exit_value``. Collection
 layouts (``<param>_layout=...``) are not supported: every rank would get the
 whole collection, so declaring one is an error.
@@ -20,7 +21,7 @@ from typing import Any
 
 from ....api.external import RUNNERS
 from ....errors import UsageError
-from ...external import attach_program, fail_by_exit_value, normalize
+from ...external import attach_program, counts_per_call, fail_by_exit_value, normalize
 from ...taskfn import task_function
 
 SUPPORTED = ("runner", "binary", "processes", "computing_nodes", "processes_per_node",
@@ -55,24 +56,11 @@ class mpi:  # noqa: N801 - PyCOMPSs's name
 
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@mpi")
-        cfg = dict(self.cfg)
-        g = getattr(tf.__wrapped__, "__globals__", {})
-        params = set(tf.spec.signature.parameters)
-        for key in ("processes", "processes_per_node"):
-            v = cfg.get(key)
-            if isinstance(v, str) and v.isidentifier() and v not in params and v in g:
-                tf.decl.cfg_globals[key] = v      # a module global, read at each call
-                cfg[key] = 1
+        cfg = counts_per_call(tf, self.cfg)
         python = not cfg.get("binary")
-        if python:
+        if python:                 # the rank count, and returns=N against it, per call
             cfg["rank_values"] = True
-            n = tf.decl.returns.fixed
-            procs = cfg.get("processes")
-            if tf.decl.returns.dynamic is None and n > 1 and isinstance(procs, int) \
-                    and n != procs:
-                raise UsageError(f"@mpi on {tf.spec.name}: returns={n} but processes={procs}: "
-                                 f"a Python MPI task gives one value per rank (returns=1 for "
-                                 f"their list, or returns={procs}).")
+            tf.decl.python_mpi = bool(cfg.get("scale_by_cu"))
         return attach_program(tf, "mpi", "mpi", cfg, outputs=python)
 
 

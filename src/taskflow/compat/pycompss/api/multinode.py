@@ -1,6 +1,7 @@
 """``pycompss.api.multinode``: ``@multinode(computing_nodes=N)``.
 
-A Python task given N nodes (``computing_units`` of ``@constraint`` on each);
+A Python task given N nodes (``computing_units`` of ``@constraint`` on each; N a
+number, ``$ENV`` or a module global's name, read at every call);
 it runs once, on the first, and sees ``COMPSS_NUM_NODES``,
 ``COMPSS_HOSTNAMES`` and ``COMPSS_NUM_THREADS``.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....api.external import attach
-from ...external import normalize
+from ...external import counts_per_call, normalize
 from ...taskfn import task_function
 
 SUPPORTED = ("computing_nodes", "processes_per_node")
@@ -22,7 +23,7 @@ class multinode:  # noqa: N801 - PyCOMPSs's name
 
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@multinode")
-        attach(tf, "multinode", self.cfg, outputs=True)
+        attach(tf, "multinode", counts_per_call(tf, self.cfg), outputs=True)
         return tf
 
 
