@@ -208,6 +208,7 @@ def test_functions(tmp_path):
     assert out["merge_reduce"] == 91 and out["merge_n_reduce"] == 45
     assert out["map"] == [1, 4, 9] and out["timeit"] == [499500, True]
     assert out["generator"] == [4, [3, 3, 3, 3], 3, True] and out["generator_seeded"]
+    assert out["generator_rows"]          # each fragment: random.seed(seed), then its rows
 
 
 def test_software_json(tmp_path):
