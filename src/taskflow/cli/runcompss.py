@@ -53,7 +53,7 @@ DASHES = "-" * 60
 ERROR = "Error running application"
 _LEVELS = {"off": "warning", "info": "info", "debug": "debug", "trace": "debug"}
 _VALUE = ("project", "resources", "wall_clock_limit", "env_script", "log_level", "lang",
-          "pythonpath", "graph", "tracing", "monitoring")
+          "pythonpath", "graph", "tracing", "monitoring", "io_executors")
 _FLAGS = ("summary", "debug")
 _OPTIONAL_VALUE = ("graph", "tracing", "monitoring")      # -g / --graph / --graph=true
 # The Java runtime's options: no meaning for taskflow (accepted so scripts run unchanged).
@@ -239,6 +239,16 @@ class Runcompss(Launcher):
             if d:
                 sys.path.insert(0, os.path.abspath(d))
         plan.runtime["echo_logs"] = False       # task output stays in the tasks' logs
+        plan.runtime["compss_env"] = True       # every task sees COMPSS_NUM_THREADS & co.
+        if opts.get("io_executors") is not None:
+            try:
+                n = int(opts["io_executors"])
+                if n < 0:
+                    raise ValueError
+            except ValueError:
+                _fail(f"--io_executors={opts['io_executors']}: give the number of I/O "
+                      f"executors per node (an int >= 0)")
+            plan.runtime["io_executors"] = n
         if plan.progress is None:               # runcompss shows none; --progress asks
             plan.progress = False
         if opts.get("monitoring") and plan.monitor is None:

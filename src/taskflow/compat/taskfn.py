@@ -71,6 +71,7 @@ class Decl:
         self.collections: frozenset[str] = frozenset()  # COLLECTION_* / DICTIONARY_*
         self.python_mpi: bool | None = None       # @mpi without binary: its scale_by_cu
         self.is_local = False                     # @constraint(is_local=True)
+        self.io = False                           # @IO: no computing unit with I/O executors
 
 
 class CompatTaskFunction(TaskFunction):
@@ -91,7 +92,7 @@ class CompatTaskFunction(TaskFunction):
                 and d.http is None and d.varargs is None and not d.replicated
                 and d.reduction is None and not d.written and not d.written_collections
                 and not d.collections and d.python_mpi is None and not d.is_local
-                and d.returns.param is None)
+                and d.returns.param is None and not d.io)
 
     # -- calls -----------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -147,7 +148,8 @@ class CompatTaskFunction(TaskFunction):
             from .replicate import submit_replicas
             return submit_replicas(self, rt, args, kwargs, nout, plain, cons, rets)
         pin = local_node(rt, spec.name) if decl.is_local else None
-        v = self.variant(nout, plain, cons, pin=pin, extra=extra)
+        io = decl.io and rt.io_executors > 0        # the nodes' I/O executors run it
+        v = self.variant(nout, plain, cons, pin=pin, extra=extra, io=io)
         if decl.python_mpi is not None:
             check_ranks(v, decl.python_mpi, nout, bound)
         value = rt.submit(v, args, kwargs)
@@ -202,8 +204,8 @@ class CompatTaskFunction(TaskFunction):
     # -- variants --------------------------------------------------------------------
     def variant(self, nout: int, plain: frozenset[str] = frozenset(),
                 cons: tuple[Any, ...] | None = None, pin: str | None = None,
-                extra: tuple[tuple[str, Any], ...] | None = None) -> TaskSpec:
-        key = (nout, plain, cons, pin, extra)
+                extra: tuple[tuple[str, Any], ...] | None = None, io: bool = False) -> TaskSpec:
+        key = (nout, plain, cons, pin, extra, io)
         v = self._variants.get(key)
         if v is not None:
             return v
@@ -214,7 +216,7 @@ class CompatTaskFunction(TaskFunction):
                     for old in list(self._variants)[:MAX_VARIANTS // 2]:
                         del self._variants[old]
                 v = self._variants[key] = make_variant(self.spec, max(nout, 1), plain,
-                                                       cons, pin, extra)
+                                                       cons, pin, extra, io)
         return v
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -230,11 +232,12 @@ class CompatTaskFunction(TaskFunction):
 
 def make_variant(base: TaskSpec, nout: int, plain: frozenset[str],
                  cons: tuple[Any, ...] | None, pin: str | None,
-                 extra: tuple[tuple[str, Any], ...] | None = None) -> TaskSpec:
+                 extra: tuple[tuple[str, Any], ...] | None = None, io: bool = False) -> TaskSpec:
     """A copy of ``base`` with ``nout`` outputs, the ``plain`` parameters as plain IN
     values (callargs.plain_params), the resolved constraints ``cons`` ((computing_units,
     memory_size, processors)), the node it must run on (a replica's, @constraint
-    is_local's), and invoker values decided per call (``extra``)."""
+    is_local's), invoker values decided per call (``extra``), and ``io``: an @IO task
+    that holds no computing unit (the run has I/O executors)."""
     v = copy.copy(base)
     if plain:
         v.params = {k: p for k, p in base.params.items() if k not in plain}
@@ -254,6 +257,8 @@ def make_variant(base: TaskSpec, nout: int, plain: frozenset[str],
     if cons is not None:
         cu, mem, procs = cons
         v.set_constraints(computing_units=cu, memory_size=mem, processors=procs)
+    if io:
+        v.declare_io()
     v.pin = pin
     return v
 

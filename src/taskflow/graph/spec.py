@@ -85,6 +85,7 @@ class TaskSpec:
         # ("returns" or a parameter name -> value; a file parameter's value is a file to copy)
         self.failure_defaults: dict[str, Any] | None = None
         self.pin: str | None = None   # the node its calls run on (a replicated task's copies)
+        self.io = False               # holds no computing unit: an I/O executor's (PyCOMPSs)
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
         # derived from the declaration by _declared(), whenever it changes:
         self.cu_expr = Expr(1, "", [])     # computing_units and memory_size as expressions
@@ -111,6 +112,12 @@ class TaskSpec:
         if processors is not None:
             self.processors = processors
         self._declared()
+
+    def declare_io(self) -> None:
+        """The task only reads and writes (PyCOMPSs's ``@IO`` with I/O executors): it holds
+        no computing unit and runs on a node's I/O executors (runtime.scheduler)."""
+        self.io = True
+        self.set_constraints(computing_units=0)
 
     def set_failure_policy(self, on_failure: str, defaults: dict[str, Any] | None) -> None:
         """A later ``@on_failure`` (PyCOMPSs's): the policy, and for IGNORE and

@@ -89,7 +89,8 @@ class CallTime:
         spec = self.spec
         where = f"@constraint on {spec.name}"
         bound = bind(spec, args, kwargs) if self.needs_bind else None
-        cus = as_int(spec.cu_expr.value(bound), f"{where}: computing_units")
+        cus = as_int(spec.cu_expr.value(bound), f"{where}: computing_units",
+                     0 if spec.io else 1)
         m = spec.mem_expr.value(bound)
         if isinstance(m, str):
             m = number(m)

@@ -106,7 +106,7 @@ def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, An
     base = log_base or os.path.join(tempfile.mkdtemp(prefix="taskflow-mpi-"), "job")
     os.makedirs(os.path.dirname(base), exist_ok=True)
     hostfile = base + ".hosts"
-    unit = inv.gang.unit if inv.gang is not None else 1
+    unit = max(inv.gang.unit, 1) if inv.gang is not None else 1     # (0: on I/O executors)
     flags = shlex.split(call.flags or "")
     fail = call.fail_by_exit_value
     if kind == "slurm" and place is not None and place.slurm_nodes:
