@@ -20,7 +20,6 @@ installed there (:func:`taskflow.compat.importhook.load_task_function`).
 """
 from __future__ import annotations
 
-import copy
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -31,7 +30,7 @@ from ..context import in_worker
 from ..errors import UsageError
 from ..future import Future
 from ..graph.expr import bind
-from ..graph.param import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
+from ..graph.param import DIRECTORY_KIND, FILE_KIND, Param
 from ..runtime import current as _current
 from ..runtime import embedded as _embedded
 from . import implement as _impl
@@ -39,6 +38,7 @@ from . import returns as R
 from .callargs import as_collections, plain_params, returned_argument
 from .generators import register as _register_generators
 from .placing import check_ranks, local_node
+from .variants import make_variant
 
 if TYPE_CHECKING:
     from ..graph.spec import TaskSpec
@@ -228,39 +228,6 @@ class CompatTaskFunction(TaskFunction):
 
     def __repr__(self) -> str:
         return f"<pycompss task {self.spec.name}>"
-
-
-def make_variant(base: TaskSpec, nout: int, plain: frozenset[str],
-                 cons: tuple[Any, ...] | None, pin: str | None,
-                 extra: tuple[tuple[str, Any], ...] | None = None, io: bool = False) -> TaskSpec:
-    """A copy of ``base`` with ``nout`` outputs, the ``plain`` parameters as plain IN
-    values (callargs.plain_params), the resolved constraints ``cons`` ((computing_units,
-    memory_size, processors)), the node it must run on (a replica's, @constraint
-    is_local's), invoker values decided per call (``extra``), and ``io``: an @IO task
-    that holds no computing unit (the run has I/O executors)."""
-    v = copy.copy(base)
-    if plain:
-        v.params = {k: p for k, p in base.params.items() if k not in plain}
-    v.special = [(v.index.get(n), n, p) for n, p in v.params.items()
-                 if not (p.kind == OBJECT_KIND and p.direction == "IN")]
-    v.nout, v.returns_tuple = (nout, nout > 1)
-    v.plain = not v.special and v.varargs is None and v.nout == 1
-    nvar = dict(extra or ()).get("*", 0)
-    if nvar:        # varargs_type: each of the call's *args values accessed as declared
-        vp = base.wrapper.decl.varargs
-        first = len(base.names)
-        v.special = v.special + [(first + i, f"{base.varargs}[{i}]", vp) for i in range(nvar)]
-        v.plain = False
-        extra = tuple(kv for kv in extra or () if kv[0] != "*")
-    if extra:
-        v.override_program(dict(extra))
-    if cons is not None:
-        cu, mem, procs = cons
-        v.set_constraints(computing_units=cu, memory_size=mem, processors=procs)
-    if io:
-        v.declare_io()
-    v.pin = pin
-    return v
 
 
 def file_params(spec: TaskSpec) -> frozenset[str]:

@@ -151,11 +151,14 @@ class TaskSpec:
         self._declared()
 
     def add_hooks(self, prolog: HookProgram | None = None, epilog: HookProgram | None = None,
-                  fresh_dirs: tuple[str, ...] | None = None) -> None:
-        """Programs before / after the call, directories the task makes (compat)."""
+                  fresh_dirs: tuple[str, ...] | None = None,
+                  renamed: tuple[str, ...] | None = None) -> None:
+        """Programs before / after the call, directories the task makes, files it sees
+        under COMPSs's version names (compat)."""
         h = self.hooks or Hooks()
         self.hooks = Hooks(prolog or h.prolog, epilog or h.epilog,
-                           h.fresh_dirs if fresh_dirs is None else fresh_dirs)
+                           h.fresh_dirs if fresh_dirs is None else fresh_dirs,
+                           h.renamed if renamed is None else renamed)
         self._declared()
 
     def wrapped_by(self, wrapper: Any) -> None:

@@ -182,7 +182,7 @@ def _action(kind: str, cfg: dict[str, Any], line: CommandLine, rt: Runtime, bash
                          for i, p in enumerate(cfg.get("programs") or ()))
         return Mpi(cfg["runner"], cfg.get("processes") or 1, cfg.get("flags"),
                    cfg.get("binary"), line, cfg.get("working_dir"), fail, programs,
-                   bool(cfg.get("rank_values")))
+                   bool(cfg.get("rank_values")), tuple(cfg.get("layouts") or ()))
     if kind == "http":
         return Http(cfg.get("url") or "", cfg.get("request") or "GET", cfg.get("resource") or "",
                     cfg.get("payload"), cfg.get("payload_type"), cfg.get("produces"),
@@ -340,7 +340,8 @@ def gang_request(kind: str, cfg: dict[str, Any], cus: int, gpus: int, where: str
     nnodes = cfg.get("computing_nodes") or 1
     if kind in ("multinode", "ompss", "workflow") and (nnodes > 1 or kind == "multinode") \
             or gpus:
-        return Gang(nnodes, 1, cus, gpus)
+        # PyCOMPSs's @multinode asks for N groups of the units, several on a node with room
+        return Gang(nnodes, None if cfg.get("groups") else 1, cus, gpus)
     return None
 
 

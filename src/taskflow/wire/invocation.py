@@ -87,6 +87,9 @@ class Mpi(NamedTuple):
     fail_by_exit_value: bool
     programs: tuple[MpmdProgram, ...] = ()   # @mpmd_mpi: several programs in one launch
     rank_values: bool = False         # mpi4py mode: the value is every rank's (PyCOMPSs)
+    # mpi4py mode, PyCOMPSs's collection layouts: (parameter, block_count, block_length,
+    # stride); each rank receives only its blocks of that collection (agent.invokers.mpi)
+    layouts: tuple[tuple[str, int, int, int], ...] = ()
 
 
 class Http(NamedTuple):
@@ -157,6 +160,7 @@ class Hooks(NamedTuple):
     prolog: HookProgram | None = None
     epilog: HookProgram | None = None
     fresh_dirs: tuple[str, ...] = ()  # DIRECTORY_OUT parameters the task makes itself
+    renamed: tuple[str, ...] = ()     # file parameters seen under COMPSs's version names
 
 
 class Gang(NamedTuple):

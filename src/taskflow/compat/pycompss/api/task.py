@@ -38,7 +38,7 @@ from ....graph.param import COLLECTION_KIND, DIRECTORY_KIND, OBJECT_KIND
 from ....graph.spec import TaskSpec
 from ... import returns as R
 from ...taskfn import CompatTaskFunction, Decl, file_params
-from .parameter import to_native
+from .parameter import renamed, to_native
 
 log = logging.getLogger("taskflow.compat")
 LEGACY = {"targetDirection": "target_direction", "isReplicated": "is_replicated",
@@ -132,12 +132,6 @@ class _Declaration:
         decl.collections = frozenset(colls)
         decl.written_collections = frozenset(n for n in colls if spec.params[n].writes)
         decl.replicated = bool(res.get("is_replicated", False))
-        if decl.replicated:
-            written = sorted(n for n, p in spec.params.items() if p.writes)
-            if written:
-                raise UsageError(f"@task on {name}: is_replicated=True with written "
-                                 f"parameter(s) {written}: every copy would make its own "
-                                 f"version; make them IN (target_direction=IN for self).")
         recorded = {k: _plain(res[k]) for k in RECORDED if k in res and res[k]}
         if recorded:
             spec.record_hints(**recorded)
@@ -145,6 +139,10 @@ class _Declaration:
                  if p.kind == DIRECTORY_KIND and p.direction == "OUT"]
         if fresh:            # PyCOMPSs: the task makes its DIRECTORY_OUT itself
             spec.add_hooks(fresh_dirs=tuple(fresh))
+        keep = tuple(p for p, v in self.directions.items()
+                     if p in spec.params and renamed(v, f"@task on {name}, parameter '{p}'"))
+        if keep:             # Keep_rename=True: the files under COMPSs's version names
+            spec.add_hooks(renamed=keep)
         tf = CompatTaskFunction(func, spec, decl)
         pending = getattr(func, "__compat_constraint__", None)
         if pending:                          # @constraint written below @task
