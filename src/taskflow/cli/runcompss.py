@@ -19,7 +19,9 @@ What a PyCOMPSs user and their test scripts expect from ``runcompss``:
   ``--resources=FILE`` (:mod:`taskflow.compat.xmlconfig`), ``--wall_clock_limit=S``,
   ``--env_script=FILE`` (sourced with bash as runcompss does, without ``set -e``: its
   variables reach the application and every node; an error is printed and the run goes
-  on), ``--pythonpath=DIRS``, ``--lang=python``, ``--io_executors=N``; the
+  on), ``--pythonpath=DIRS``, ``--lang=python``, ``--io_executors=N``,
+  ``--walltime_margin=S`` (in a Slurm job: stop gracefully S s before its end,
+  :mod:`taskflow.compat.walltime`); the
   Java runtime's own tuning options (``--jvm_*``, ``--comm``, ``--scheduler``,
   ...) are accepted and have no effect; storage options are refused;
 - task output stays in the tasks' logs (``taskflow logs``), as runcompss keeps
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ..compat import importhook, services, wallclock, xmlconfig
+from ..compat import importhook, services, wallclock, walltime, xmlconfig
 from ..errors import ClusterConfigError
 from .driver import Launcher, RunPlan, ScriptEnd
 
@@ -53,7 +55,7 @@ DASHES = "-" * 60
 ERROR = "Error running application"
 _LEVELS = {"off": "warning", "info": "info", "debug": "debug", "trace": "debug"}
 _VALUE = ("project", "resources", "wall_clock_limit", "env_script", "log_level", "lang",
-          "pythonpath", "graph", "tracing", "monitoring", "io_executors")
+          "pythonpath", "graph", "tracing", "monitoring", "io_executors", "walltime_margin")
 _FLAGS = ("summary", "debug")
 _OPTIONAL_VALUE = ("graph", "tracing", "monitoring")      # -g / --graph / --graph=true
 # The Java runtime's options: no meaning for taskflow (accepted so scripts run unchanged).
@@ -273,6 +275,11 @@ class Runcompss(Launcher):
                 wallclock.arm(float(limit))
             except ValueError:
                 _fail(f"--wall_clock_limit={limit}: give seconds")
+        margin = self.opts.get("walltime_margin", walltime.DEFAULT_MARGIN)
+        try:
+            walltime.arm(float(margin))       # inside a Slurm job: stop before its end
+        except ValueError:
+            _fail(f"--walltime_margin={margin}: give seconds")
 
     def run_script(self, script: str) -> None:
         from ..compat.pycompss.api.api import compss_start, compss_stop

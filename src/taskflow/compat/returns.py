@@ -126,7 +126,10 @@ def _as_count(v: Any, where: str) -> int:
 
 
 def infer(func: Callable[..., Any], name: str) -> Returns:
-    """No ``returns``: type hints, else the function's ``return`` statements."""
+    """No ``returns``: type hints, else the function's ``return`` statements (a generator
+    function gives one value: its generator)."""
+    if inspect.isgeneratorfunction(inspect.unwrap(func)):
+        return Returns(1)
     try:
         hint = typing.get_type_hints(func).get("return")
     except Exception:  # noqa: BLE001 - unresolvable hints: read the source instead

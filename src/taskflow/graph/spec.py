@@ -187,7 +187,9 @@ class TaskSpec:
         limits = Limits(self.time_out, mem) if (self.time_out or mem) else None
         inv = None
         if self.hooks and not ext:      # a Python task with hooks: its function, hooks around
-            inv = Invocation(None, hooks=self.hooks)
+            cu = self.computing_units
+            inv = Invocation(None, threads=cu if isinstance(cu, int) and cu > 0 else 1,
+                             hooks=self.hooks)
         self.options = Options(limits, inv) if (limits or inv) else None
 
     def _is_gang(self) -> bool:
