@@ -66,6 +66,16 @@ def test_io_tasks_on_io_executors_and_task_environment(tmp_path):
 
 
 @needs_mpi
+def test_io_mpi_ranks_are_io_executors(tmp_path):
+    out = ok(run_app("app_io_mpi.py", cwd=tmp_path, options=("--workers", "1",
+                                                             "--io_executors=2")))
+    assert out == {"ranks": [2, 2], "overlap": True}
+    r = run_app("app_io_mpi.py", cwd=tmp_path, options=("--workers", "1", "--io_executors=1"))
+    assert r.returncode == 1
+    assert "@mpi on dump: it needs 2 processes on I/O executors" in r.stderr
+
+
+@needs_mpi
 def test_mpi_decided_at_each_call_and_collection_layouts(tmp_path):
     out = ok(run_app("app_mpi_call.py", cwd=tmp_path, options=("--workers", "4")))
     assert out["sizes"] == [[3, 3, 3], [2, 2]]          # a global, read at each call
