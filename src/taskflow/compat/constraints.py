@@ -18,6 +18,7 @@ import re
 from typing import Any, Callable
 
 from ..errors import UsageError
+from .argwarn import unexpected
 
 # camelCase (PyCOMPSs's older spelling) -> snake_case
 ALIASES = {
@@ -54,7 +55,6 @@ def normalize(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         elif k in RECORDED:
             recorded[k] = value if isinstance(value, (int, float, str, bool)) else repr(value)
         else:                       # PyCOMPSs warns and goes on without it
-            from .external import unexpected
             unexpected(key, "constraint", SHAPING + RECORDED)
     return shaping, recorded
 

@@ -5,29 +5,18 @@ invoker to a PyCOMPSs task with its command line read as runcompss's bash reads 
 """
 from __future__ import annotations
 
-import difflib
-import logging
-import sys
 from typing import Any
 
 from ..agent.invokers.words import check
 from ..api.external import TEMPLATE, attach
 from ..errors import UsageError
+from .argwarn import unexpected
 from .taskfn import CompatTaskFunction, task_function
 
 ALIASES = {"workingDir": "working_dir", "failByExitValue": "fail_by_exit_value",
            "computingNodes": "computing_nodes", "processesPerNode": "processes_per_node",
            "scaleByCU": "scale_by_cu", "appName": "app_name", "workerInMaster":
            "worker_in_master", "serviceName": "service_name", "payloadType": "payload_type"}
-log = logging.getLogger("taskflow.compat")
-
-
-def unexpected(key: str, deco: str, known: tuple[str, ...] = ()) -> None:
-    """PyCOMPSs's warning for an argument a decorator does not know (then ignored)."""
-    print(f"WARNING: Unexpected argument: {key} Found in @{deco} decorator.", file=sys.stderr)
-    close = difflib.get_close_matches(key, list(known), n=1)
-    if close:
-        log.warning("@%s: %s= is ignored; did you mean %s=?", deco, key, close[0])
 
 
 def normalize(deco: str, kwargs: dict[str, Any], supported: tuple[str, ...],

@@ -30,7 +30,7 @@ import sys
 from typing import Any, Callable
 
 from ....errors import UsageError
-from ...external import unexpected
+from ...argwarn import unexpected
 from ...taskfn import CompatTaskFunction
 
 _TYPES = ("task", "workflow", "binary", "mpi", "mpmd_mpi", "multinode", "http", "compss",
