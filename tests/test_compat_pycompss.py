@@ -197,9 +197,9 @@ def test_other_decorators(tmp_path):
 def test_mpi_ompss_multinode_mpmd(tmp_path):
     out = ok(run_app("app_programs.py", cwd=tmp_path))
     assert out["python_mpi"] == [0, 10] and out["per_rank"] == [100, 101]
-    assert out["echo"] == ["hello", "hello"]          # processes from a module global
+    assert out["echo"] == ["hello world|", "hello world|"]    # NP ranks; one argument
     assert out["scaled"] == ["x", "x"]                # scale_by_cu: 1 process x 2 units
-    assert out["mpmd"] == ["first A", "second B"]
+    assert out["mpmd"] == ["first:A a|", "second:B|"]
     assert out["threads"] == "2" and out["multinode"] == "1:1"
 
 

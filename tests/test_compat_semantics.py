@@ -28,6 +28,7 @@ def test_declarations_pycompss_accepts(tmp_path):
     assert out["immutables"] == 9 and out["after"] == [1, (2, 3), "ab"]
     assert out["declared"] == 10 and out["prolog_ran"]      # JSON constraints and prolog
     assert out["typed"] == 2 and out["local"] is True
+    assert out["prolog_arg"] is True and (tmp_path / "pro log.txt").exists()
     assert out["said"] == "hello  world\n"                   # one argument, spaces kept
     assert out["where"] == [str(tmp_path), "x"]
 

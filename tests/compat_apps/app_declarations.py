@@ -8,6 +8,7 @@ from pycompss.api.api import compss_barrier, compss_wait_on, compss_wait_on_file
 from pycompss.api.binary import binary
 from pycompss.api.constraint import constraint
 from pycompss.api.parameter import FILE_OUT_STDOUT, INOUT, OUT
+from pycompss.api.prolog import prolog
 from pycompss.api.software import software
 from pycompss.api.task import task
 
@@ -48,6 +49,12 @@ def typed(x):
     return x + 1
 
 
+@prolog(binary="touch", args="{{name}}")              # one argument: a name with a space
+@task(returns=1)
+def after_prolog(name):
+    return os.path.exists(name)
+
+
 @constraint(is_local=True)
 @task(returns=1)
 def on_master():
@@ -63,7 +70,8 @@ if __name__ == "__main__":
            "immutables": compss_wait_on(immutables(n, t, s)), "after": [n, t, s],
            "declared": compss_wait_on(declared(5)),
            "typed": compss_wait_on(typed(1)),
-           "local": compss_wait_on(on_master()) == socket.gethostname()}
+           "local": compss_wait_on(on_master()) == socket.gethostname(),
+           "prolog_arg": compss_wait_on(after_prolog("pro log.txt"))}
     compss_barrier()
     compss_wait_on_file("said.txt", "where.txt")
     out["said"] = open("said.txt").read()
