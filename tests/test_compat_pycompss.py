@@ -117,29 +117,37 @@ def test_semantic_differences(tmp_path):
     assert "TASK OUTPUT 1" in lines
 
 
-def test_shell_syntax_in_a_value_is_one_argument_in_a_template_refused(tmp_path):
+def test_shell_syntax_in_a_value_is_one_argument_redirections_in_a_template(tmp_path):
+    """A value is one argument, whatever it holds; the template's redirections are the
+    program's streams (bash -c in COMPSs); its pipes and lists are refused, naming the
+    decorator."""
     app = tmp_path / "redirect.py"
-    app.write_text("from pycompss.api.binary import binary\n"
-                   "from pycompss.api.parameter import FILE_OUT_STDOUT\n"
+    app.write_text("from pycompss.api.api import compss_barrier\n"
+                   "from pycompss.api.binary import binary\n"
+                   "from pycompss.api.parameter import FILE_OUT, FILE_OUT_STDOUT\n"
                    "from pycompss.api.task import task\n"
                    "@binary(binary='echo')\n@task(out=FILE_OUT_STDOUT)\ndef e(x, out):\n"
                    "    pass\n"
-                   "e('hello > out.txt; rm -rf ~', 'printed.txt')\n")
+                   "@binary(binary='sh', args='-c {{script}} > {{out}} 2>&1')\n"
+                   "@task(out=FILE_OUT)\ndef both(script, out):\n    pass\n"
+                   "e('hello > out.txt; rm -rf ~', 'printed.txt')\n"
+                   "both('echo to-out; echo to-err >&2', 'both.txt')\n"
+                   "compss_barrier()\n")
     r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--compat", "pycompss",
                         str(app)], cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "printed.txt").read_text() == "hello > out.txt; rm -rf ~\n"
     assert not (tmp_path / "out.txt").exists()
+    assert sorted((tmp_path / "both.txt").read_text().split()) == ["to-err", "to-out"]
     app.write_text("from pycompss.api.binary import binary\n"
                    "from pycompss.api.task import task\n"
-                   "@binary(binary='echo', args='{{x}} > out.txt')\n@task()\ndef e(x):\n"
+                   "@binary(binary='echo', args='{{x}} | wc -l')\n@task()\ndef e(x):\n"
                    "    pass\n")
     r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--compat", "pycompss",
                         str(app)], cwd=str(tmp_path), capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
-    assert "@binary on e: args='{{x}} > out.txt'" in r.stderr and "FILE_OUT_STDOUT" in r.stderr
+    assert "@binary on e: args='{{x}} | wc -l'" in r.stderr and "FILE_OUT_STDOUT" in r.stderr
     assert "Error running application" in r.stdout and r.stdout.rstrip().endswith(DASHES)
-    assert not (tmp_path / "out.txt").exists()
 
 
 def test_compss_exception_cancels_the_group(tmp_path):

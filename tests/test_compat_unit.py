@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from taskflow.agent.invokers.words import ShellSyntax, UnsetVariable, fill, template_words
+from taskflow.agent.invokers.words import (ShellSyntax, UnsetVariable, fill, redirects,
+                                          template_words)
 from taskflow.compat import importhook, xmlconfig
 from taskflow.compat.pycompss.api import parameter as P
 from taskflow.compat.returns import count_returns, infer, parse
@@ -85,9 +86,17 @@ def test_a_value_is_one_argument_and_the_template_is_read_as_bash_reads_it(tmp_p
     assert line("--in={{files}} end", files=["a b", "c"]) == ["--in=a b", "c", "end"]
     assert line("{{files}}", files=["1", "2"]) == ["1", "2"]     # a collection: each element
     assert line("x{{none}}y {{none}}", none=None) == ["xy"]
-    for bad in ("a > b", "a | b", "a; b", "$(date)", "`date`", "'open"):
+    for bad in ("a | b", "a; b", "a & b", "$(date)", "`date`", "'open", "a >"):
         with pytest.raises(ShellSyntax):
             template_words(bad, env)
+    # redirections are the program's streams, as bash opens them (relative: cwd's)
+    words = template_words("-n {{x}} > {{out}} 2>&1 <in.txt", env)
+    assert fill(words, {}, lambda n: [{"x": "1", "out": "o.txt"}[n]], cwd) == ["-n", "1"]
+    assert redirects(words, lambda n: [{"x": "1", "out": "/t/o.txt"}[n]], cwd) == {
+        "stdout": ("/t/o.txt", "OUT"), "stderr": ("/t/o.txt", "INOUT"),
+        "stdin": (str(tmp_path / "in.txt"), "IN")}
+    assert redirects(template_words("a 2>> err.log &> both", env), lambda n: [], cwd) == {
+        "stderr": (str(tmp_path / "both"), "OUT"), "stdout": (str(tmp_path / "both"), "OUT")}
     with pytest.raises(UnsetVariable):
         template_words("$NOT_SET_ANYWHERE", env)
 
@@ -186,7 +195,7 @@ def test_declaration_errors_name_the_task(capsys):
     def f(x):
         pass
     with pytest.raises(UsageError, match=r"@binary on .*f: args=.*shell syntax"):
-        binary(binary="echo", args="{{x}} > out")(task()(f))
+        binary(binary="echo", args="{{x}} | wc")(task()(f))
     with pytest.raises(UsageError, match="container"):
         binary(binary="echo", engine="DOCKER")
     # PyCOMPSs warns about an argument it does not know and goes on without it (the rank

@@ -78,9 +78,14 @@ def build_args(line: CommandLine, values: dict[str, Any], env: dict[str, str] | 
     skip = {p for p, (_, _, stream, _) in params.items() if stream is not None}
     prefix = {p: pre for p, (_, _, _, pre) in params.items() if pre}
     if line.words is not None:
-        from .words import fill
-        return fill(line.words, values, lambda n: [] if n in skip else
-                    _entries(values.get(n), prefix.get(n)), cwd), streams
+        from .words import REDIRECT, fill, redirects
+
+        def entries(n: str) -> list[str]:
+            return [] if n in skip else _entries(values.get(n), prefix.get(n))
+        argv = fill(line.words, values, entries, cwd)
+        if any(w.startswith(REDIRECT) for w in line.words):    # > f, 2>&1, < f
+            streams.update(redirects(line.words, entries, cwd))
+        return argv, streams
     tmpl = line.args
     out: list[str] = []
     if tmpl is None:

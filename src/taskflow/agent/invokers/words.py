@@ -24,7 +24,8 @@ module gives the same argv without running bash, in two steps:
   as written when nothing matches), as bash would.
 
 A word holding an unquoted glob is kept as a glob pattern (its quoted parts
-escaped) marked by a leading NUL, which no argv entry can contain.
+escaped) marked by a leading NUL, which no argv entry can contain; a
+redirection is kept as ``\x01<fd><op>\x01<target word>``.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ _GLOB = frozenset("*?[")
 _ESCAPED = re.compile(r"\[([*?\[])\]")
 OPERATORS = frozenset(";|&<>`")
 PATTERN = "\0"          # marks a word that is a glob pattern
+REDIRECT = "\x01"       # marks a redirection: \x01<fd><op>\x01<target word>
 
 
 class ShellSyntax(ValueError):
@@ -64,6 +66,7 @@ def template_words(text: str, env: Mapping[str, str] | None) -> tuple[str, ...]:
     syntax (every ``$VAR`` stands for a one-word value)."""
     words: list[str] = []
     cur: list[tuple[str, bool]] | None = None      # (piece, may glob?)
+    redirect: str | None = None                     # the next word is this one's target
 
     def add(piece: str, globbing: bool = False) -> None:
         nonlocal cur
@@ -72,9 +75,14 @@ def template_words(text: str, env: Mapping[str, str] | None) -> tuple[str, ...]:
         cur.append((piece, globbing))
 
     def end() -> None:
-        nonlocal cur
+        nonlocal cur, redirect
         if cur is not None:
-            words.append(_word(cur))
+            word = _word(cur)
+            if redirect is not None:
+                words.append(f"{REDIRECT}{redirect}{REDIRECT}{word}")
+                redirect = None
+            else:
+                words.append(word)
             cur = None
 
     def var(name: str, quoted: bool) -> None:
@@ -116,6 +124,25 @@ def template_words(text: str, env: Mapping[str, str] | None) -> tuple[str, ...]:
         elif c == "\\":
             add(text[i + 1:i + 2])
             i += 2
+        elif c in "<>" or text.startswith("&>", i):
+            if redirect is not None:
+                raise _refuse(c, text)          # two redirections in a row
+            fd = "&" if c == "&" else ""
+            if cur is not None and len(cur) == 1 and cur[0][1] and cur[0][0] in ("1", "2"):
+                fd, cur = cur[0][0], None       # 2> : the number is the descriptor's
+            end()
+            i += 2 if c == "&" else 1
+            op = c if c != "&" else ">"
+            if op == ">" and text.startswith(">", i):
+                op, i = ">>", i + 1
+            if op == ">" and text.startswith("&", i):   # 2>&1: stderr where stdout goes
+                m = re.match(r"&([12])", text[i:])
+                if not m:
+                    raise _refuse(">&", text)
+                words.append(f"{REDIRECT}{fd or '1'}>&{REDIRECT}{m.group(1)}")
+                i += 2
+                continue
+            redirect = (fd or ("0" if op == "<" else "1")) + op
         elif c in OPERATORS or text.startswith("$(", i):
             raise _refuse(c if c in OPERATORS else "$(", text)
         elif c == "$":
@@ -143,6 +170,8 @@ def template_words(text: str, env: Mapping[str, str] | None) -> tuple[str, ...]:
             add(piece, True)
             i = j
     end()
+    if redirect is not None:
+        raise ShellSyntax(f"a redirection without a file in {text!r}")
     return tuple(words)
 
 
@@ -205,6 +234,8 @@ def fill(words: tuple[str, ...], values: Mapping[str, Any],
     value as arguments, prefix included; see the module docstring)."""
     out: list[str] = []
     for w in words:
+        if w.startswith(REDIRECT):
+            continue
         if w.startswith(PATTERN):
             for pat in _put(w[1:], entries, glob.escape):
                 found = sorted(glob.glob(pat, root_dir=cwd))
@@ -213,6 +244,32 @@ def fill(words: tuple[str, ...], values: Mapping[str, Any],
             out.extend(_put(w, entries, None))
         else:
             out.append(w)
+    return out
+
+
+def redirects(words: tuple[str, ...], entries: Callable[[str], list[str]], cwd: str
+              ) -> dict[str, tuple[str, str]]:
+    """The template's redirections as the program's streams: {"stdin" | "stdout" |
+    "stderr": (absolute path, "IN" | "OUT" | "INOUT" (append))}."""
+    out: dict[str, tuple[str, str]] = {}
+    names = {"0": "stdin", "1": "stdout", "2": "stderr"}
+    for w in words:
+        if not w.startswith(REDIRECT):
+            continue
+        how, target = w[1:].split(REDIRECT, 1)
+        fd, op = how[0], how[1:]
+        if op == ">&":                  # 2>&1 / 1>&2: the same file as the other stream
+            other = out.get(names[target])
+            if other is not None:
+                out[names[fd]] = (other[0], "INOUT")
+            continue
+        paths = fill((target,), {}, entries, cwd)
+        if len(paths) != 1:
+            raise ShellSyntax(f"the redirection {op} {target!r} names {len(paths)} files")
+        path = os.path.join(cwd, paths[0])
+        mode = "IN" if op == "<" else "INOUT" if op == ">>" else "OUT"
+        for stream in (("stdout", "stderr") if fd == "&" else (names[fd],)):
+            out[stream] = (path, mode)
     return out
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...argwarn import unexpected
 from ...taskfn import task_function
 
 
 class IO:  # noqa: N801 - PyCOMPSs's name
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.kwargs = kwargs
+        for key in kwargs:              # @IO takes no argument: PyCOMPSs warns
+            unexpected(key, "IO")
 
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@IO")
