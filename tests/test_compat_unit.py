@@ -200,8 +200,10 @@ def test_declaration_errors_name_the_task(capsys):
         binary(binary="echo", engine="DOCKER")
     # PyCOMPSs warns about an argument it does not know and goes on without it (the rank
     # count of a Python @mpi task, and returns=N against it, are decided at each call)
-    mpi(processes=2, colour="blue")(task(returns=3)(f))
+    mpi(runner="mpirun", processes=2, colour="blue")(task(returns=3)(f))
     assert "WARNING: Unexpected argument: colour Found in @mpi decorator." in \
         capsys.readouterr().err
     with pytest.raises(UsageError, match="must be placed above @task"):
         binary(binary="echo")(f)
+    with pytest.raises(UsageError, match="runner is mandatory in the @mpi decorator"):
+        mpi(binary="date", workingDir="/tmp")      # as PyCOMPSs: no runner is an error

@@ -5,7 +5,7 @@ as ``@binary``). Without: the function itself runs on every rank under
 mpi4py and the task's value is the list of every rank's value (rank order);
 ``returns=N`` with N = processes gives one future per rank instead.
 
-``runner`` (default ``mpirun``; ``mpiexec``, ``srun``), ``processes`` (older
+``runner`` (mandatory, as in PyCOMPSs: ``mpirun``, ``mpiexec``, ``srun``), ``processes`` (older
 spelling ``computing_nodes``; a number, ``"$ENV"``, a parameter, or the name
 of a module global read at every call), ``processes_per_node`` (the same),
 ``scale_by_cu`` (one rank per computing unit: ``processes`` times the
@@ -36,7 +36,10 @@ class mpi:  # noqa: N801 - PyCOMPSs's name
         self.layouts = [_layout(k[:-len("_layout")], kwargs.pop(k))
                         for k in sorted(kwargs) if k.endswith("_layout")]
         kw = normalize("mpi", kwargs, SUPPORTED)
-        runner = kw.get("runner") or "mpirun"
+        runner = kw.get("runner")
+        if not runner:              # PyCOMPSs: runner is mandatory (mpirun, mpiexec, srun)
+            raise UsageError("The argument runner is mandatory in the @mpi decorator "
+                             "(runner=\"mpirun\", \"mpiexec\" or \"srun\").")
         if isinstance(runner, str) and "$" not in runner and runner not in RUNNERS:
             raise UsageError(f"@mpi: unknown runner {runner!r}; use one of "
                              f"{', '.join(RUNNERS)}.")
