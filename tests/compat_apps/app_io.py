@@ -1,6 +1,10 @@
-"""@IO tasks on the nodes' I/O executors (runcompss --io_executors), overlapping the
-computing tasks; every task's COMPSS_* / OMP_NUM_THREADS."""
+"""@IO tasks on the nodes' I/O executors (runcompss --io_executors), running while the
+computing tasks hold every computing unit; every task's COMPSS_* / OMP_NUM_THREADS.
+
+A computing task and an I/O task meet: each leaves a mark and waits (at most argv[1]
+seconds) for the other's, so both see each other only if they run at the same time."""
 import os
+import sys
 import time
 
 from pycompss.api.IO import IO
@@ -9,22 +13,28 @@ from pycompss.api.constraint import constraint
 from pycompss.api.task import task
 
 
-@constraint(computing_units=2)          # the whole node: computing tasks one at a time
+def meet(mine, other, patience):
+    open(mine, "w").close()
+    end = time.time() + patience
+    while time.time() < end:
+        if os.path.exists(other):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@constraint(computing_units=2)          # the whole node: no computing task beside it
 @task(returns=1)
-def compute(seconds):
-    t0 = time.time()
-    time.sleep(seconds)
-    return t0, time.time(), os.getpid()
+def compute(patience):
+    return meet("compute.mark", "io.mark", patience), os.getpid()
 
 
 @IO()
 @task(returns=1)
-def write(name, seconds):
-    t0 = time.time()
-    time.sleep(seconds)
+def write(name, patience):
     with open(name, "w") as f:
         f.write(name)
-    return t0, time.time(), os.getpid()
+    return meet("io.mark", "compute.mark", patience), os.getpid()
 
 
 def env():
@@ -44,15 +54,9 @@ def two_units():
 
 
 if __name__ == "__main__":
-    comp = [compute(1.0) for _ in range(2)]
-    ios = [write(f"io{i}.txt", 0.8) for i in range(2)]
-    comp, ios = compss_wait_on(comp), compss_wait_on(ios)
-
-    def overlaps(a, b):
-        return a[0] < b[1] and b[0] < a[1]
-    print("RESULT", {
-        "io_overlaps_compute": all(any(overlaps(i, c) for c in comp) for i in ios),
-        "io_overlap_each_other": overlaps(ios[0], ios[1]),
-        "io_pids_not_compute": not ({i[2] for i in ios} & {c[2] for c in comp}),
-        "files": sorted(open(f"io{i}.txt").read() for i in range(2)),
-        "env1": compss_wait_on(one_unit()), "env2": compss_wait_on(two_units())})
+    patience = float(sys.argv[1])
+    c, w = compute(patience), write("io0.txt", patience)
+    c, w = compss_wait_on(c), compss_wait_on(w)
+    print("RESULT", {"met": [c[0], w[0]], "io_pid_not_compute": c[1] != w[1],
+                     "file": open("io0.txt").read(),
+                     "env1": compss_wait_on(one_unit()), "env2": compss_wait_on(two_units())})

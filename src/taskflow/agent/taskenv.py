@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 ON = False          # set in the agent before it forks its executors
-_last = [0]         # the units the environment says now
+_units = 0          # the units the environment says now
 
 
 def compss_environment(label: str) -> None:
@@ -28,8 +28,9 @@ def compss_environment(label: str) -> None:
 
 def units(n: int) -> None:
     """The task about to run holds ``n`` computing units (0: an @IO task)."""
-    if n != _last[0]:
-        _last[0] = n
+    global _units
+    if n != _units:
+        _units = n
         s = str(n or 1)
         env = os.environ
         env["COMPSS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = env["TASKFLOW_NUM_THREADS"] = s

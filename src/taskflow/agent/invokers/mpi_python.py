@@ -24,7 +24,7 @@ def main(path: str) -> int:
     with open(path, "rb") as f:
         func, args, kw, result, *rest = cloudpickle.load(f)
     every_rank = bool(rest and rest[0])    # the value: every rank's, as a list (PyCOMPSs)
-    layouts = rest[1] if len(rest) > 1 else []
+    _, layouts = (*rest, False, [])[:2]     # [(parameter, its position), ...] (mpi.py)
     if layouts:                            # this rank's blocks of the collections
         with open(f"{path}.r{comm.Get_rank()}", "rb") as f:
             mine = cloudpickle.load(f)

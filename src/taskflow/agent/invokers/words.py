@@ -128,8 +128,8 @@ def template_words(text: str, env: Mapping[str, str] | None) -> tuple[str, ...]:
             if redirect is not None:
                 raise _refuse(c, text)          # two redirections in a row
             fd = "&" if c == "&" else ""
-            if cur is not None and len(cur) == 1 and cur[0][1] and cur[0][0] in ("1", "2"):
-                fd, cur = cur[0][0], None       # 2> : the number is the descriptor's
+            if cur is not None and len(cur) == 1 and cur[-1] in (("1", True), ("2", True)):
+                fd, cur = cur[-1][0], None      # 2> : the number is the descriptor's
             end()
             i += 2 if c == "&" else 1
             op = c if c != "&" else ">"
@@ -257,16 +257,18 @@ def redirects(words: tuple[str, ...], entries: Callable[[str], list[str]], cwd: 
         if not w.startswith(REDIRECT):
             continue
         how, target = w[1:].split(REDIRECT, 1)
-        fd, op = how[0], how[1:]
+        fd, op = how[:1], how[1:]
         if op == ">&":                  # 2>&1 / 1>&2: the same file as the other stream
             other = out.get(names[target])
             if other is not None:
-                out[names[fd]] = (other[0], "INOUT")
+                other_path, _ = other
+                out[names[fd]] = (other_path, "INOUT")
             continue
         paths = fill((target,), {}, entries, cwd)
         if len(paths) != 1:
             raise ShellSyntax(f"the redirection {op} {target!r} names {len(paths)} files")
-        path = os.path.join(cwd, paths[0])
+        (one,) = paths
+        path = os.path.join(cwd, one)
         mode = "IN" if op == "<" else "INOUT" if op == ">>" else "OUT"
         for stream in (("stdout", "stderr") if fd == "&" else (names[fd],)):
             out[stream] = (path, mode)
@@ -289,8 +291,9 @@ def _put(word: str, entries: Callable[[str], list[str]],
         if escape:
             vals = [escape(v) for v in vals]
         if vals:
-            args[-1] += vals[0]
-            args.extend(vals[1:])
+            first, *more = vals
+            args[-1] += first
+            args.extend(more)
         pos = m.end()
     args[-1] += word[pos:]
     return args
