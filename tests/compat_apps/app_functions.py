@@ -40,4 +40,9 @@ if __name__ == "__main__":
                         all(-1 <= v <= 1 for f in frags for p in f for v in p)]
     again = generator((12, 3), 4, seed=7, distribution="uniform", wait=True)
     out["generator_seeded"] = frags == again
+    # PyCOMPSs: every fragment seeds the global random with the seed, then draws its rows
+    import random
+    random.seed(7)
+    rows = [[random.uniform(-1.0, 1.0) for _ in range(3)] for _ in range(3)]
+    out["generator_rows"] = all(f == rows for f in frags)
     print("RESULT", sorted(out.items()))

@@ -27,7 +27,8 @@ def ranks_two():
     return MPI.COMM_WORLD.rank + 100
 
 
-@mpi(runner="mpirun", binary="echo", processes="NP", flags="--oversubscribe")
+@mpi(runner="mpirun", binary="printf", args="'%s|\\n' {{text}}", processes="NP",
+     flags="--oversubscribe")
 @task(out=FILE_OUT_STDOUT)
 def mpi_echo(text, out):
     pass
@@ -41,8 +42,8 @@ def scaled(text, out):
 
 
 @mpmd_mpi(runner="mpirun", flags="--oversubscribe",
-          programs=[dict(binary="echo", processes=1, args="first {{a}}"),
-                    dict(binary="echo", processes=1, args="second {{b}}")])
+          programs=[dict(binary="printf", processes=1, args="'first:%s|\\n' {{a}}"),
+                    dict(binary="printf", processes=1, args="'second:%s|\\n' {{b}}")])
 @task(out=FILE_OUT_STDOUT)
 def two_programs(a, b, out):
     pass
@@ -64,14 +65,14 @@ def nodes():
 if __name__ == "__main__":
     out = {"python_mpi": compss_wait_on(ranks()),
            "per_rank": compss_wait_on(ranks_two())}
-    mpi_echo("hello", "echo.txt")
+    mpi_echo("hello world", "echo.txt")        # a value is one argument, for MPI too
     scaled("x", "scaled.txt")
-    two_programs("A", "B", "mpmd.txt")
+    two_programs("A a", "B", "mpmd.txt")
     threads("threads.txt")
     out["multinode"] = compss_wait_on(nodes())
     compss_barrier()
     compss_wait_on_file("echo.txt", "scaled.txt", "mpmd.txt", "threads.txt")
-    out["echo"] = open("echo.txt").read().split()
+    out["echo"] = open("echo.txt").read().splitlines()
     out["scaled"] = open("scaled.txt").read().split()
     out["mpmd"] = sorted(open("mpmd.txt").read().splitlines())
     out["threads"] = open("threads.txt").read().strip()

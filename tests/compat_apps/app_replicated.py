@@ -2,7 +2,7 @@
 import os
 
 from pycompss.api.api import compss_barrier, compss_wait_on
-from pycompss.api.parameter import IN
+from pycompss.api.parameter import IN, INOUT
 from pycompss.api.task import task
 
 
@@ -20,10 +20,30 @@ class Cache(object):
         return None
 
 
+class Counter(object):
+    def __init__(self):
+        self.n = 0
+
+
+@task(c=INOUT, is_replicated=True, returns=1)
+def bump(c, k):
+    c.n += k                    # every copy reads the same version
+    return c.n
+
+
+@task(returns=1)
+def read(c):
+    return c.n
+
+
 if __name__ == "__main__":
     value = compss_wait_on(setup("copy"))
     Cache().warm()
     compss_barrier()
     files = [f for f in os.listdir(".") if f.startswith("copy-")]
+    c = Counter()
+    bumped = bump(c, 5)
+    after = read(c)             # reads the one version every copy made together
     print("RESULT", {"copies": len(files), "agents": len({f.split("-")[2] for f in files}),
-                     "value": value})
+                     "value": value, "bumped": compss_wait_on(bumped),
+                     "after": compss_wait_on(after), "counter": compss_wait_on(c).n})

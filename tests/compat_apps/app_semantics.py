@@ -58,8 +58,8 @@ def exit_code(script):
     pass
 
 
-@binary(binary="printf", args="'%s|' {{words}} {{pattern}}")
-@task(out=FILE_OUT_STDOUT)           # 7. word splitting and globs as bash -c
+@binary(binary="printf", args="'%s|' {{words}} {{pattern}} *.dat")
+@task(out=FILE_OUT_STDOUT)           # 7. a value is one argument; the template is bash's
 def words(words, pattern, out):
     pass
 

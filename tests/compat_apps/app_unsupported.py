@@ -1,4 +1,11 @@
-"""What the layer does not provide fails where it is used, naming it."""
+"""What the layer does not provide fails where it is used, naming it; a module that only
+defines names imports (the feature fails when it is called)."""
+import pycompss.interactive
+import pycompss.runtime.management.classes
+import pycompss.runtime.management.object_tracker
+import pycompss.streams.distro_stream
+import pycompss.util.context
+import pycompss.util.exceptions
 from pycompss.api.task import task
 
 out = {}
@@ -33,7 +40,7 @@ def use_opencl():
 
 
 def use_streams():
-    import pycompss.streams.distro_stream  # noqa: F401
+    pycompss.streams.distro_stream.ObjectDistroStream(alias="s")
 
 
 def use_stream_param():
@@ -49,7 +56,7 @@ def use_storage():
 
 
 def use_interactive():
-    import pycompss.interactive  # noqa: F401
+    pycompss.interactive.start(storage_conf="storage.cfg")
 
 
 def use_internals():
@@ -63,3 +70,6 @@ for name, fn in [("container", use_container), ("decaf", use_decaf), ("julia", u
     attempt(name, fn)
 for k, v in sorted(out.items()):
     print("UNSUPPORTED", k, "|", v)
+print("IMPORTED", pycompss.runtime.management.classes.Future.__module__,
+      issubclass(pycompss.util.exceptions.PyCOMPSsException, Exception),
+      pycompss.util.context.in_master())

@@ -32,6 +32,7 @@ from .memory import NodeMemory
 from .placement import Placement
 from .pool import Executor, Pool, kill_group, reap
 from .state import NodeState
+from .taskenv import compss_environment
 from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
@@ -94,13 +95,18 @@ class Agent:
         high, pause = budget.marks(hello.get("memory_budget"), hello.get("memory_pause"), mem_gb)
         self.memory = NodeMemory(store, self.pool, high, pause,
                                  lambda r: self._send(M.MEMORY, r))
+        if hello.get("compss_env"):     # PyCOMPSs: what every task sees (before the forks)
+            compss_environment(hello.get("label") or self.name)
         for _ in range(self.slots):
             self.pool.spawn()
+        io = int(hello.get("io_executors") or 0)     # @IO tasks' own executors (placement)
+        for _ in range(io):
+            self.pool.spawn(io=True)
         # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).
         self._sample_interval = hello.get("sample_interval", 2.0)
         self._sampler_at = time.time() + 0.1
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
-                         "slots": self.slots, "cpus": os.cpu_count(),
+                         "slots": self.slots, "cpus": os.cpu_count(), "io_executors": io,
                          "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
                          "version": _version(), "memory_budget": high, "memory_pause": pause}
         P.write_all(self.chan, P.encode(M.READY, info))
@@ -209,7 +215,10 @@ class Agent:
         self._hand_back()
 
     def _hand_back(self) -> None:
-        back = [t.task_id for t in self.queue.take_all()] + self.chaining.take_all()
+        io = self.placement.io_queue
+        back = [t.task_id for t in self.queue.take_all()] + self.chaining.take_all() + \
+            [t.task_id for t in io]
+        io.clear()
         self._send(M.LEAVING, M.Leaving(self.leaving or "", back))
 
     # -- frames in ---------------------------------------------------------------
@@ -370,7 +379,7 @@ class Agent:
             return
         self.interrupt_at = time.time() + grace
         self._leave("interrupted")          # the agent's queue and held tasks go back
-        for ex in self.pool.execs:
+        for ex in self.pool.every():
             if ex.queue:
                 try:
                     os.kill(ex.pid, signal.SIGINT)
@@ -379,7 +388,7 @@ class Agent:
 
     def _kill_the_rest(self) -> None:
         """The grace period is over: kill every executor still busy, with its programs."""
-        for ex in list(self.pool.execs):
+        for ex in self.pool.every():
             if ex.queue:
                 kill_group(ex.pid)
         self.interrupt_at = float("inf")    # once
@@ -416,14 +425,14 @@ class Agent:
                 self.results.append((tid, M.CRASHED, None, M.ErrorInfo(
                     "WorkerDied", f"the executor process running the task died ({status}) on "
                     f"node {self.name}{hint}", "", None), (ex.started, time.time())))
-        self.pool.spawn()
+        self.pool.spawn(io=ex.io)
 
     def _kill_exec(self, ex: Executor) -> None:
         """Kill ``ex`` (its head task timed out or was cancelled); the rest runs elsewhere."""
         _, rest = self.pool.kill(ex)
         self._replaced(ex)
         self._requeue(rest)
-        self.pool.spawn()
+        self.pool.spawn(io=ex.io)
 
     def _replaced(self, ex: Executor) -> None:
         """Values ``ex`` was to make are not coming from it any more."""
@@ -436,12 +445,16 @@ class Agent:
         for t in tasks:
             if t.refs and self.chaining.hold(t):
                 continue
+            if t.units == 0:            # an @IO task: the I/O executors' queue
+                self.placement.io_queue.append(t)
+                continue
             self.queue.push(t)
 
     def _cancel(self, tids: set[int]) -> None:
         self.chaining.drop(tids)
         self.queue.remove(tids)
-        for ex in list(self.pool.execs):
+        self.placement.drop_io(tids)
+        for ex in self.pool.every():
             if not ex.queue:
                 continue
             head = ex.queue[0].task_id

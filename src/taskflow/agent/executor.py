@@ -32,7 +32,7 @@ from ..wire import values as V
 from ..wire.argpath import get_path
 from ..wire.invocation import Invocation
 from ..wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
-from . import programs, usage
+from . import programs, taskenv, usage
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
 from .limits import MemoryLimit
 
@@ -394,8 +394,11 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
     res: M.ResultWire
     big = False
     plain = False           # a plain Python call ran (programs started later must know)
+    task_env = taskenv.ON   # PyCOMPSs: COMPSS_NUM_THREADS & co. per task (taskenv.py)
     for tmsg in tasks:
-        tid, digest, argv, refs, kwargs, nout, inouts, options, _, _, _, outdids = tmsg
+        tid, digest, argv, refs, kwargs, nout, inouts, options, _, units, _, outdids = tmsg
+        if task_env:
+            taskenv.units(units)
         if stop.set:                     # the run is interrupted: start nothing more
             results.append(_interrupted(tid, 0.0, None))
             continue

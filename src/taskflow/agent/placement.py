@@ -13,10 +13,16 @@ within ``LEAD`` (its function's mean duration here, when that is at least
 instead of one agent round trip later (~0.3-1 ms on a busy 2-core host, per
 task). A task running past its mean gets no successor queued behind it.
 Thresholds: :mod:`taskflow.wire.thresholds`.
+
+``@IO`` tasks (``units`` 0: they hold no computing unit) never go to those
+executors: they wait in :attr:`Placement.io_queue` for one of the node's I/O
+executors (``--io_executors``), one task each at a time, so they overlap the
+computing tasks.
 """
 from __future__ import annotations
 
 import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 from ..wire import messages as M
@@ -61,6 +67,7 @@ class Placement:
         self.pool = pool
         self.chaining: Chaining | None = None   # set by the agent (they call each other)
         self.lead_at: float | None = None       # when to place a long task's successor early
+        self.io_queue: deque[M.TaskMsg] = deque()   # @IO tasks waiting for an I/O executor
 
     def enqueue(self, tasks: list[M.TaskMsg]) -> None:
         """Put the master's tasks on the agent's queue.
@@ -75,6 +82,10 @@ class Placement:
         run_digest = b""
         run_prio = 0
         for t in tasks:
+            if not t.units:             # @IO: the I/O executors' own queue
+                self.io_queue.append(t)
+                run = None
+                continue
             if t.refs:
                 run = None
                 if chaining is not None and chaining.hold(t, chain=True):
@@ -119,6 +130,8 @@ class Placement:
     # -- the round's placement ----------------------------------------------------------
     def schedule(self) -> None:
         self.lead_at = None
+        if self.io_queue:
+            self._place_io()
         q = self.queue
         if not q:
             return
@@ -176,6 +189,20 @@ class Placement:
             q.put_back(entry)
         if q:       # work waits: wake the loop when a long task nears its end
             self.lead_at = self._next_lead(time.time())
+
+    def _place_io(self) -> None:
+        """One waiting @IO task to each idle I/O executor."""
+        ioq = self.io_queue
+        for ex in self.pool.io_execs:
+            if not ioq:
+                return
+            if not ex.queue:
+                self.start(ex, ioq.popleft())
+
+    def drop_io(self, tids: set[int]) -> None:
+        """Cancelled @IO tasks that have not started."""
+        if self.io_queue:
+            self.io_queue = deque(t for t in self.io_queue if t.task_id not in tids)
 
     def _place_run(self, run: list[M.TaskMsg], idle: list[Executor], nfree: int) -> int:
         """Spread the head of ``run`` over the executors with room; return ``nfree``.

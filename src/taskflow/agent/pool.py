@@ -29,10 +29,12 @@ class Executor:
     """One executor process, as the agent sees it."""
 
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "batch", "bdata", "slot")
+                 "out", "batch", "bdata", "slot", "io")
 
-    def __init__(self, pid: int, wfd: int, rfd: int, slot: PidSlot | None = None) -> None:
+    def __init__(self, pid: int, wfd: int, rfd: int, slot: PidSlot | None = None,
+                 io: bool = False) -> None:
         self.pid = pid
+        self.io = io                        # an I/O executor (@IO tasks only: placement.py)
         # the pid of the program it runs now (invokers.spawn), in memory both processes see
         self.slot = slot if slot is not None else PidSlot()
         self.wfd = wfd
@@ -58,12 +60,13 @@ class Pool:
     def __init__(self, sel: selectors.BaseSelector, keep_closed: list[int]) -> None:
         self.sel = sel
         self.keep_closed = keep_closed
-        self.execs: list[Executor] = []
+        self.execs: list[Executor] = []     # one per slot: the computing units' executors
+        self.io_execs: list[Executor] = []  # the node's I/O executors (runcompss --io_executors)
         self.by_fd: dict[int, Executor] = {}
         self.dirty: list[Executor] = []     # executors with a batch to send this round
         self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
 
-    def spawn(self) -> Executor:
+    def spawn(self, io: bool = False) -> Executor:
         t_r, t_w = os.pipe()      # agent -> executor
         r_r, r_w = os.pipe()      # executor -> agent
         slot = PidSlot()
@@ -94,19 +97,23 @@ class Pool:
         P.grow_pipe(r_r)                # results with large values: a MiB per read, not 64 KiB
         os.set_blocking(t_w, False)     # never block on an executor: it may be writing to us
         os.set_blocking(r_r, False)     # nor wait on a read that a stale event announced
-        ex = Executor(pid, t_w, r_r, slot)
-        self.execs.append(ex)
+        ex = Executor(pid, t_w, r_r, slot, io)
+        (self.io_execs if io else self.execs).append(ex)
         self.by_fd[r_r] = ex
         self.sel.register(r_r, selectors.EVENT_READ, ex)
         ex.out.attach(self.sel, ("w", ex))       # its pipe has room again (agent.run)
         return ex
 
     def __contains__(self, ex: Any) -> bool:
-        return ex in self.execs
+        return ex in self.execs or ex in self.io_execs
+
+    def every(self) -> list[Executor]:
+        """Every executor: the computing units' and the I/O ones."""
+        return self.execs + self.io_execs if self.io_execs else self.execs
 
     def busy(self) -> bool:
         """Some executor still has a task sent to it and not answered."""
-        return any(e.queue for e in self.execs)
+        return any(e.queue for e in self.execs) or any(e.queue for e in self.io_execs)
 
     # -- work to executors ------------------------------------------------------------
     def add_function(self, ex: Executor, digest: bytes, payload: bytes) -> None:
@@ -139,7 +146,7 @@ class Pool:
         for ex in dirty:
             if ex.batch:
                 self.seal(ex)
-            if ex in execs:
+            if ex in execs or ex in self.io_execs:
                 self.flush(ex)
 
     @staticmethod
@@ -157,7 +164,7 @@ class Pool:
         self.sel.unregister(ex.rfd)
         os.close(ex.rfd)
         os.close(ex.wfd)
-        self.execs.remove(ex)
+        (self.io_execs if ex.io else self.execs).remove(ex)
         del self.by_fd[ex.rfd]
         ex.slot.close()
         if ex in self.dirty:
@@ -196,9 +203,10 @@ class Pool:
                     pass
 
     def shutdown(self) -> None:
-        for ex in list(self.execs):     # each leads its process group: its programs too
+        every = self.execs + self.io_execs
+        for ex in every:                # each leads its process group: its programs too
             kill_group(ex.pid)
-        for ex in list(self.execs):
+        for ex in every:
             reap(ex.pid)
 
 

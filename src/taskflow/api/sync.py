@@ -53,7 +53,7 @@ def _collect(obj: Any, rt: Runtime, futs: list[Future], depth: int = 0) -> None:
             _collect(v, rt, futs, depth + 1)
 
 
-def _resolve(obj: Any, rt: Runtime, depth: int = 0) -> Any:
+def _resolve(obj: Any, rt: Runtime, depth: int = 0, in_place: bool = True) -> Any:
     t = type(obj)
     if t is Future:
         item = rt.registry.object_item(obj)
@@ -66,7 +66,7 @@ def _resolve(obj: Any, rt: Runtime, depth: int = 0) -> Any:
         latest = _report(item.latest)
         value = latest.result()
         rt.registry.forget_object(obj)
-        return obj if _update_in_place(obj, value) else value
+        return obj if in_place and _update_in_place(obj, value) else value
     if depth > 100:
         return obj
     if t is list:
@@ -77,13 +77,14 @@ def _resolve(obj: Any, rt: Runtime, depth: int = 0) -> Any:
                     v = x._result
                     out.append(x._value() if v is _NOVALUE else v)
                 else:
-                    out.append(_resolve(x, rt, depth + 1))
+                    out.append(_resolve(x, rt, depth + 1, in_place))
             return out
-        return [_resolve(x, rt, depth + 1) for x in obj]
+        return [_resolve(x, rt, depth + 1, in_place) for x in obj]
     if t is tuple:
-        return tuple(_resolve(x, rt, depth + 1) for x in obj)
+        return tuple(_resolve(x, rt, depth + 1, in_place) for x in obj)
     if t is dict:
-        return {_resolve(k, rt, depth + 1): _resolve(v, rt, depth + 1) for k, v in obj.items()}
+        return {_resolve(k, rt, depth + 1, in_place): _resolve(v, rt, depth + 1, in_place)
+                for k, v in obj.items()}
     return obj
 
 
@@ -122,11 +123,13 @@ def _update_in_place(obj: Any, value: Any) -> bool:
         return False
 
 
-def wait_on(*objs: Any, timeout: float | None = None) -> Any:
+def wait_on(*objs: Any, timeout: float | None = None, in_place: bool = True) -> Any:
     """Wait for futures (recursively inside lists, tuples and dicts) and return values.
 
     A task's error is raised here with its remote traceback. An object passed
-    INOUT is brought up to date (in place when its type allows) and returned.
+    INOUT is brought up to date (in place when its type allows) and returned;
+    ``in_place=False`` (PyCOMPSs's ``compss_wait_on``) returns its new value as a new
+    object and leaves the one passed as it was.
     """
     rt = _rt()
     if rt is None:
@@ -139,7 +142,7 @@ def wait_on(*objs: Any, timeout: float | None = None) -> Any:
     if futs and not rt.wait_futures(futs, timeout):
         import concurrent.futures
         raise concurrent.futures.TimeoutError(f"wait_on: not done after {timeout} s")
-    out = tuple(_resolve(o, rt) for o in objs)
+    out = tuple(_resolve(o, rt, 0, in_place) for o in objs)
     return out[0] if len(objs) == 1 else out
 
 

@@ -44,12 +44,12 @@ def workflow(script: str | None = None, args: str | None = None, computing_nodes
 
 def attach_workflow(target: Any, script: str, *, args: str | None, computing_nodes: Any,
                     working_dir: str | None, flags: str | None, fail_by_exit_value: bool,
-                    compat: bool = False, shell_words: bool = False) -> TaskFunction:
+                    compat: bool = False, bash_words: bool = False) -> TaskFunction:
     if not isinstance(script, str) or not script:
         raise UsageError(f"@workflow: script must be the path of a script, not {script!r}.")
     cfg = {"script": script, "args": args, "computing_nodes": computing_nodes,
            "working_dir": working_dir, "flags": flags,
            "fail_by_exit_value": fail_by_exit_value, "compat": compat,
-           "shell_words": shell_words}
+           "bash_words": bash_words}
     tf = attach(target, "workflow", cfg)
     return tf

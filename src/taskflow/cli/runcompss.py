@@ -17,8 +17,11 @@ What a PyCOMPSs user and their test scripts expect from ``runcompss``:
   ``-t``/``--tracing[=level]``, ``-m``/``--monitoring[=ms]``, ``-d``/``--debug``,
   ``--log_level=off|info|debug|trace``, ``--summary``, ``--project=FILE``,
   ``--resources=FILE`` (:mod:`taskflow.compat.xmlconfig`), ``--wall_clock_limit=S``,
-  ``--env_script=FILE`` (sourced with bash; its exported variables reach the
-  application and every node), ``--pythonpath=DIRS``, ``--lang=python``; the
+  ``--env_script=FILE`` (sourced with bash as runcompss does, without ``set -e``: its
+  variables reach the application and every node; an error is printed and the run goes
+  on), ``--pythonpath=DIRS``, ``--lang=python``, ``--io_executors=N``,
+  ``--walltime_margin=S`` (in a Slurm job: stop gracefully S s before its end,
+  :mod:`taskflow.compat.walltime`); the
   Java runtime's own tuning options (``--jvm_*``, ``--comm``, ``--scheduler``,
   ...) are accepted and have no effect; storage options are refused;
 - task output stays in the tasks' logs (``taskflow logs``), as runcompss keeps
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ..compat import importhook, services, wallclock, xmlconfig
+from ..compat import importhook, services, wallclock, walltime, xmlconfig
 from ..errors import ClusterConfigError
 from .driver import Launcher, RunPlan, ScriptEnd
 
@@ -52,7 +55,7 @@ DASHES = "-" * 60
 ERROR = "Error running application"
 _LEVELS = {"off": "warning", "info": "info", "debug": "debug", "trace": "debug"}
 _VALUE = ("project", "resources", "wall_clock_limit", "env_script", "log_level", "lang",
-          "pythonpath", "graph", "tracing", "monitoring")
+          "pythonpath", "graph", "tracing", "monitoring", "io_executors", "walltime_margin")
 _FLAGS = ("summary", "debug")
 _OPTIONAL_VALUE = ("graph", "tracing", "monitoring")      # -g / --graph / --graph=true
 # The Java runtime's options: no meaning for taskflow (accepted so scripts run unchanged).
@@ -142,22 +145,36 @@ def _truthy(v: Any) -> bool:
 
 
 def source_env(script: str) -> dict[str, str]:
-    """The environment after ``source script`` in bash (no shell string is built: the
-    path is bash's positional parameter)."""
+    """The environment after ``source script`` in bash, as runcompss sources it: without
+    ``set -e``, so a missing file or a failing line prints the shell's error on stderr and
+    the application runs anyway, with what the script did export (no shell string is
+    built: the path is bash's positional parameter)."""
     path = os.path.abspath(script)
-    if not os.path.isfile(path):
-        raise click.UsageError(f"--env_script: {path} does not exist")
-    proc = subprocess.run(["bash", "-c", 'set -a; . "$1" >&2 || exit $?; env -0', "env_script",
-                           path], capture_output=True, timeout=120)
-    if proc.returncode != 0:
-        raise click.UsageError(f"--env_script: sourcing {path} failed with exit code "
-                               f"{proc.returncode}: {proc.stderr.decode(errors='replace')[-500:]}")
+    proc = subprocess.run(["bash", "-c", 'set -a; . "$1"; env -0', "env_script", path],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    err = proc.stderr.decode(errors="replace")
+    if err:
+        sys.stderr.write(err if err.endswith("\n") else err + "\n")
     env = {}
     for item in proc.stdout.split(b"\0"):
         k, sep, v = item.decode(errors="surrogateescape").partition("=")
         if sep and k and k not in ("_", "SHLVL", "PWD", "OLDPWD"):
             env[k] = v
     return env
+
+
+def launch_directory() -> None:
+    """``$PWD`` is the launch directory, as runcompss's bash sets it (whatever ``PWD``
+    the process that started this one left in the environment): decorator strings
+    expand it on the master (runtime.calltime)."""
+    here = os.getcwd()
+    pwd = os.environ.get("PWD")
+    try:
+        same = pwd is not None and os.path.samefile(pwd, here)
+    except OSError:
+        same = False
+    if not same:
+        os.environ["PWD"] = here
 
 
 class Runcompss(Launcher):
@@ -197,6 +214,7 @@ class Runcompss(Launcher):
             importhook.install(force=self.force)
         except importhook.RealPyCOMPSsInstalled as exc:
             _fail(str(exc))
+        launch_directory()
         if self.opts.get("env_script"):
             os.environ.update(source_env(self.opts["env_script"]))
 
@@ -223,6 +241,16 @@ class Runcompss(Launcher):
             if d:
                 sys.path.insert(0, os.path.abspath(d))
         plan.runtime["echo_logs"] = False       # task output stays in the tasks' logs
+        plan.runtime["compss_env"] = True       # every task sees COMPSS_NUM_THREADS & co.
+        if opts.get("io_executors") is not None:
+            try:
+                n = int(opts["io_executors"])
+                if n < 0:
+                    raise ValueError
+            except ValueError:
+                _fail(f"--io_executors={opts['io_executors']}: give the number of I/O "
+                      f"executors per node (an int >= 0)")
+            plan.runtime["io_executors"] = n
         if plan.progress is None:               # runcompss shows none; --progress asks
             plan.progress = False
         if opts.get("monitoring") and plan.monitor is None:
@@ -247,6 +275,11 @@ class Runcompss(Launcher):
                 wallclock.arm(float(limit))
             except ValueError:
                 _fail(f"--wall_clock_limit={limit}: give seconds")
+        margin = self.opts.get("walltime_margin", walltime.DEFAULT_MARGIN)
+        try:
+            walltime.arm(float(margin))       # inside a Slurm job: stop before its end
+        except ValueError:
+            _fail(f"--walltime_margin={margin}: give seconds")
 
     def run_script(self, script: str) -> None:
         from ..compat.pycompss.api.api import compss_start, compss_stop

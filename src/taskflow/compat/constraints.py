@@ -18,6 +18,7 @@ import re
 from typing import Any, Callable
 
 from ..errors import UsageError
+from .argwarn import unexpected
 
 # camelCase (PyCOMPSs's older spelling) -> snake_case
 ALIASES = {
@@ -43,7 +44,8 @@ _ENV = re.compile(r"^\$\{?(\w+)\}?$")
 
 
 def normalize(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(values that shape placement, values only recorded); unknown keys are an error."""
+    """(values that shape placement, values only recorded); an unknown key is warned about
+    (PyCOMPSs's warning) and ignored."""
     shaping: dict[str, Any] = {}
     recorded: dict[str, Any] = {}
     for key, value in kwargs.items():
@@ -52,12 +54,8 @@ def normalize(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             shaping[k] = value
         elif k in RECORDED:
             recorded[k] = value if isinstance(value, (int, float, str, bool)) else repr(value)
-        else:
-            import difflib
-            close = difflib.get_close_matches(k, list(SHAPING + RECORDED), n=1)
-            raise UsageError(f"@constraint: unknown key {key!r}" +
-                             (f" (did you mean {close[0]}?)" if close else "") +
-                             f"; known: {', '.join(SHAPING + RECORDED)}.")
+        else:                       # PyCOMPSs warns and goes on without it
+            unexpected(key, "constraint", SHAPING + RECORDED)
     return shaping, recorded
 
 

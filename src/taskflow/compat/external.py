@@ -1,15 +1,16 @@
 """What PyCOMPSs's program decorators (@binary, @mpi, @mpmd_mpi, @ompss, @multinode,
-@compss, @http) share: argument spellings, ``fail_by_exit_value`` as a bool or a
-string, and attaching the invoker to a PyCOMPSs task.
+@compss, @http, @prolog, @epilog) share: argument spellings, PyCOMPSs's warning for an
+argument it does not know, ``fail_by_exit_value`` as a bool or a string, and attaching the
+invoker to a PyCOMPSs task with its command line read as runcompss's bash reads it.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from ..agent.invokers.words import needs_shell
+from ..agent.invokers.words import check
 from ..api.external import TEMPLATE, attach
 from ..errors import UsageError
-from ..graph.param import DIRECTORY_KIND, FILE_KIND
+from .argwarn import unexpected
 from .taskfn import CompatTaskFunction, task_function
 
 ALIASES = {"workingDir": "working_dir", "failByExitValue": "fail_by_exit_value",
@@ -20,14 +21,16 @@ ALIASES = {"workingDir": "working_dir", "failByExitValue": "fail_by_exit_value",
 
 def normalize(deco: str, kwargs: dict[str, Any], supported: tuple[str, ...],
               refused: dict[str, str] | None = None) -> dict[str, Any]:
+    """The arguments under their current names; an unknown one is warned about and ignored,
+    as PyCOMPSs does; a ``refused`` one is an error saying why."""
     out: dict[str, Any] = {}
     for key, value in kwargs.items():
         k = ALIASES.get(key, key)
         if refused and k in refused:
             raise UsageError(f"@{deco}: {key}= {refused[k]}")
         if k not in supported:
-            raise UsageError(f"@{deco}: unknown argument {key!r}; supported: "
-                             f"{', '.join(supported)}.")
+            unexpected(key, deco, supported)
+            continue
         out[k] = value
     return out
 
@@ -43,27 +46,43 @@ def fail_by_exit_value(value: Any, deco: str, default: bool = True) -> bool:
                      f"not {value!r}.")
 
 
+COUNTS = ("processes", "computing_nodes", "processes_per_node")
+
+
+def counts_per_call(tf: CompatTaskFunction, cfg: dict[str, Any]) -> dict[str, Any]:
+    """``processes`` / ``computing_nodes`` / ``processes_per_node`` as PyCOMPSs reads them at
+    every call: a number, a numeric string, ``$ENV`` / ``${ENV}`` (runtime.calltime), a
+    parameter, else the name of a global of the task's module, looked up when the task is
+    called (it need not exist when the task is declared: ``taskfn._cfg_extra``)."""
+    params = set(tf.spec.signature.parameters)
+    out = dict(cfg)
+    for key in COUNTS:
+        v = out.get(key)
+        if not isinstance(v, str):
+            continue
+        s = v.strip()
+        try:
+            out[key] = int(s)
+            continue
+        except ValueError:
+            pass
+        if s.isidentifier() and s not in params:
+            tf.decl.cfg_globals[key] = s
+            out[key] = 1                # (the variant of each call holds the global's value)
+    return out
+
+
 def attach_program(target: Any, deco: str, kind: str, cfg: dict[str, Any],
                    outputs: bool = False) -> CompatTaskFunction:
-    """Attach invoker ``kind`` to a PyCOMPSs task; argument lines read as bash would."""
+    """Attach invoker ``kind`` to a PyCOMPSs task; its command line is read as runcompss's
+    bash reads it, each parameter value one argument (agent.invokers.words)."""
     tf = task_function(target, f"@{deco}")
     spec = tf.spec
     for key in ("args", "flags"):
         text = cfg.get(key)
         if isinstance(text, str):
-            why = needs_shell(TEMPLATE.sub("x", text))
+            why = check(TEMPLATE.sub("x", text))
             if why:
                 raise UsageError(f"@{deco} on {spec.name}: {key}={text!r}: {why}.")
-    attach(tf, kind, dict(cfg, shell_words=True), outputs=outputs)
-    files = {n for n, p in spec.params.items() if p.kind in (FILE_KIND, DIRECTORY_KIND)}
-    tf.decl.checks.append(lambda bound: _no_shell(spec.name, deco, bound, files))
+    attach(tf, kind, dict(cfg, bash_words=True), outputs=outputs)
     return tf
-
-
-def _no_shell(name: str, deco: str, bound: dict[str, Any], files: set[str]) -> None:
-    for pname, v in bound.items():
-        if pname in files or not isinstance(v, str):
-            continue
-        why = needs_shell(v)
-        if why:
-            raise UsageError(f"@{deco} task {name}, parameter '{pname}': {v!r}: {why}.")

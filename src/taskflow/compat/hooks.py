@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..agent.invokers.words import check, template_words
 from ..api.external import TEMPLATE
 from ..errors import UsageError
 from ..wire.invocation import HookProgram
@@ -24,9 +25,15 @@ def add_hook(target: Any, which: str, kwargs: dict[str, Any],
         if n not in names:
             raise UsageError(f"@{which} on {spec.name}: args names {{{{{n}}}}}, which is not a "
                              f"parameter of {spec.name}({', '.join(names)}).")
+    why = check(TEMPLATE.sub("x", args or ""))
+    if why:
+        raise UsageError(f"@{which} on {spec.name}: args={args!r}: {why}.")
     hook = HookProgram(kw["binary"], args, kw.get("working_dir"),
                        fail_by_exit_value(kw.get("fail_by_exit_value"), which, fail_default),
-                       shell_words=True)
+                       bash=True)
+    if "$" not in "".join(v for v in (args, kw["binary"], kw.get("working_dir")) if v):
+        # nothing to expand per call: read once (runtime.calltime reads the others per call)
+        hook = hook._replace(words=template_words(args or "", {}))
     if which == "prolog":
         spec.add_hooks(prolog=hook)
     else:

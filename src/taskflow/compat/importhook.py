@@ -105,6 +105,8 @@ def install(force: bool = False) -> None:
         for name in [n for n in sys.modules if n == PREFIX or n.startswith(PREFIX + ".")]:
             del sys.modules[name]
     sys.meta_path.insert(0, _FINDER)
+    from .generators import register
+    register()                  # generators travel as PyCOMPSs sends them
 
 
 def uninstall() -> None:

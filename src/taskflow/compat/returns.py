@@ -2,7 +2,9 @@
 
 ``returns`` may be a type, a tuple or list of types, a count, a string
 holding an int, the name of a module global (read at each call),
-``"value_of(param.attr)"`` (read from the call's arguments), a class (the
+``"value_of(param.attr)"`` (read from the call's arguments), ``"{{param}}"`` (the
+call gives that argument object back, and the task's value becomes its next version), a
+class (the
 call gives an instance standing for the value), ``FILE`` (one value: the
 path the task returns) or nothing: then type hints decide, else the
 function's ``return`` statements (the most values any ``return a, b``
@@ -13,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import re
 import textwrap
 import typing
 from typing import Any, Callable
@@ -20,6 +23,7 @@ from typing import Any, Callable
 from ..errors import UsageError
 
 UNSET = object()
+_PARAM = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 _BUILTIN_TYPES = frozenset(v for v in vars(builtins).values() if isinstance(v, type))
 
 
@@ -32,13 +36,14 @@ def is_user_class(t: Any) -> bool:
 class Returns:
     """A parsed ``returns``: a fixed count, or a rule read at each call."""
 
-    __slots__ = ("fixed", "dynamic", "types")
+    __slots__ = ("fixed", "dynamic", "types", "param")
 
     def __init__(self, fixed: int, dynamic: Callable[..., int] | None = None,
-                 types: tuple[Any, ...] = ()) -> None:
+                 types: tuple[Any, ...] = (), param: str | None = None) -> None:
         self.fixed = fixed
         self.dynamic = dynamic
         self.types = types          # per output, when classes were given (stand-in objects)
+        self.param = param          # returns="{{param}}": the value is that argument's next
 
     def count(self, bound: dict[str, Any] | None, func: Callable[..., Any], name: str) -> int:
         if self.dynamic is None:
@@ -73,6 +78,9 @@ def _from_string(text: str, where: str) -> Returns:
         return Returns(int(s))
     except ValueError:
         pass
+    m = _PARAM.fullmatch(s)
+    if m:                   # the argument object itself comes back, its next version
+        return Returns(1, param=m.group(1))
     if s.startswith("value_of"):
         inner = s[len("value_of"):].strip()
         if not (inner.startswith("(") and inner.endswith(")")):
@@ -118,7 +126,10 @@ def _as_count(v: Any, where: str) -> int:
 
 
 def infer(func: Callable[..., Any], name: str) -> Returns:
-    """No ``returns``: type hints, else the function's ``return`` statements."""
+    """No ``returns``: type hints, else the function's ``return`` statements (a generator
+    function gives one value: its generator)."""
+    if inspect.isgeneratorfunction(inspect.unwrap(func)):
+        return Returns(1)
     try:
         hint = typing.get_type_hints(func).get("return")
     except Exception:  # noqa: BLE001 - unresolvable hints: read the source instead

@@ -20,7 +20,6 @@ installed there (:func:`taskflow.compat.importhook.load_task_function`).
 """
 from __future__ import annotations
 
-import copy
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -31,11 +30,15 @@ from ..context import in_worker
 from ..errors import UsageError
 from ..future import Future
 from ..graph.expr import bind
-from ..graph.param import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
+from ..graph.param import DIRECTORY_KIND, FILE_KIND, Param
 from ..runtime import current as _current
 from ..runtime import embedded as _embedded
 from . import implement as _impl
 from . import returns as R
+from .callargs import as_collections, plain_params, returned_argument
+from .generators import register as _register_generators
+from .placing import check_ranks, local_node
+from .variants import make_variant
 
 if TYPE_CHECKING:
     from ..graph.spec import TaskSpec
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 
 
 MAX_VARIANTS = 1024      # specs kept per task function (a dropped one is made again if needed)
+_register_generators()   # a generator argument or value travels as its values
 
 
 class Decl:
@@ -62,6 +66,12 @@ class Decl:
         self.cfg_globals: dict[str, str] = {}     # invoker value -> module global read per call
         self.http: dict[str, Any] | None = None   # @http: service_name (base URL per call)
         self.varargs: Param | None = None         # varargs_type when not a plain IN
+        self.written: frozenset[str] = frozenset()      # written objects (self aside)
+        self.written_collections: frozenset[str] = frozenset()
+        self.collections: frozenset[str] = frozenset()  # COLLECTION_* / DICTIONARY_*
+        self.python_mpi: bool | None = None       # @mpi without binary: its scale_by_cu
+        self.is_local = False                     # @constraint(is_local=True)
+        self.io = False                           # @IO: no computing unit with I/O executors
 
 
 class CompatTaskFunction(TaskFunction):
@@ -80,7 +90,9 @@ class CompatTaskFunction(TaskFunction):
         return (d.returns.dynamic is None and not d.returns.types and not d.file_params
                 and not d.constraints and not d.checks and not d.cfg_globals
                 and d.http is None and d.varargs is None and not d.replicated
-                and d.reduction is None)
+                and d.reduction is None and not d.written and not d.written_collections
+                and not d.collections and d.python_mpi is None and not d.is_local
+                and d.returns.param is None and not d.io)
 
     # -- calls -----------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -114,15 +126,17 @@ class CompatTaskFunction(TaskFunction):
         decl = self.decl
         bound: dict[str, Any] | None = None
         if decl.returns.dynamic or call_returns is not R.UNSET or decl.file_params \
-                or decl.constraints or decl.checks:
+                or decl.constraints or decl.checks or decl.written \
+                or decl.written_collections or decl.collections or decl.returns.param:
             bound = bind(spec, args, kwargs)
             for check in decl.checks:
                 check(bound)
+            if decl.collections:
+                args, kwargs = as_collections(spec, decl.collections, args, kwargs, bound)
         rets = decl.returns if call_returns is R.UNSET else \
             R.parse(call_returns, self.__wrapped__, spec.name, call_time=True)
         nout = rets.count(bound, self.__wrapped__, spec.name)
-        none_files = frozenset(n for n in decl.file_params if bound is not None
-                               and n in bound and bound[n] is None)
+        plain = plain_params(decl, bound) if bound is not None else frozenset()
         cons = None
         if decl.constraints:
             from .constraints import resolve
@@ -132,9 +146,15 @@ class CompatTaskFunction(TaskFunction):
             extra = (extra or ()) + (("*", len(args) - len(spec.names)),)
         if decl.replicated and len([n for n in rt.nodes if n.usable]) > 1:
             from .replicate import submit_replicas
-            return submit_replicas(self, rt, args, kwargs, nout, none_files, cons, rets)
-        v = self.variant(nout, none_files, cons, extra=extra)
+            return submit_replicas(self, rt, args, kwargs, nout, plain, cons, rets)
+        pin = local_node(rt, spec.name) if decl.is_local else None
+        io = decl.io and rt.io_executors > 0        # the nodes' I/O executors run it
+        v = self.variant(nout, plain, cons, pin=pin, extra=extra, io=io)
+        if decl.python_mpi is not None:
+            check_ranks(v, decl.python_mpi, nout, bound)
         value = rt.submit(v, args, kwargs)
+        if rets.param is not None:
+            return returned_argument(rt, spec, rets.param, bound, value)
         return self.shape(rt, value, nout, rets, bound)
 
     def shape(self, rt: Runtime, value: Any, nout: int, rets: R.Returns,
@@ -182,10 +202,10 @@ class CompatTaskFunction(TaskFunction):
         return tuple(out)
 
     # -- variants --------------------------------------------------------------------
-    def variant(self, nout: int, none_files: frozenset[str] = frozenset(),
+    def variant(self, nout: int, plain: frozenset[str] = frozenset(),
                 cons: tuple[Any, ...] | None = None, pin: str | None = None,
-                extra: tuple[tuple[str, Any], ...] | None = None) -> TaskSpec:
-        key = (nout, none_files, cons, pin, extra)
+                extra: tuple[tuple[str, Any], ...] | None = None, io: bool = False) -> TaskSpec:
+        key = (nout, plain, cons, pin, extra, io)
         v = self._variants.get(key)
         if v is not None:
             return v
@@ -195,8 +215,8 @@ class CompatTaskFunction(TaskFunction):
                 if len(self._variants) >= MAX_VARIANTS:     # bounded: the oldest half goes
                     for old in list(self._variants)[:MAX_VARIANTS // 2]:
                         del self._variants[old]
-                v = self._variants[key] = make_variant(self.spec, max(nout, 1), none_files,
-                                                       cons, pin, extra)
+                v = self._variants[key] = make_variant(self.spec, max(nout, 1), plain,
+                                                       cons, pin, extra, io)
         return v
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
@@ -208,35 +228,6 @@ class CompatTaskFunction(TaskFunction):
 
     def __repr__(self) -> str:
         return f"<pycompss task {self.spec.name}>"
-
-
-def make_variant(base: TaskSpec, nout: int, none_files: frozenset[str],
-                 cons: tuple[Any, ...] | None, pin: str | None,
-                 extra: tuple[tuple[str, Any], ...] | None = None) -> TaskSpec:
-    """A copy of ``base`` with ``nout`` outputs, the ``none_files`` as plain values, the
-    resolved constraints ``cons`` ((computing_units, memory_size, processors)), for
-    replicas the node it must run on, and invoker values decided per call (``extra``)."""
-    v = copy.copy(base)
-    if none_files:
-        v.params = {k: p for k, p in base.params.items() if k not in none_files}
-    v.special = [(v.index.get(n), n, p) for n, p in v.params.items()
-                 if not (p.kind == OBJECT_KIND and p.direction == "IN")]
-    v.nout, v.returns_tuple = (nout, nout > 1)
-    v.plain = not v.special and v.varargs is None and v.nout == 1
-    nvar = dict(extra or ()).get("*", 0)
-    if nvar:        # varargs_type: each of the call's *args values accessed as declared
-        vp = base.wrapper.decl.varargs
-        first = len(base.names)
-        v.special = v.special + [(first + i, f"{base.varargs}[{i}]", vp) for i in range(nvar)]
-        v.plain = False
-        extra = tuple(kv for kv in extra or () if kv[0] != "*")
-    if extra:
-        v.override_program(dict(extra))
-    if cons is not None:
-        cu, mem, procs = cons
-        v.set_constraints(computing_units=cu, memory_size=mem, processors=procs)
-    v.pin = pin
-    return v
 
 
 def file_params(spec: TaskSpec) -> frozenset[str]:

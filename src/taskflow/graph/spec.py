@@ -85,6 +85,7 @@ class TaskSpec:
         # ("returns" or a parameter name -> value; a file parameter's value is a file to copy)
         self.failure_defaults: dict[str, Any] | None = None
         self.pin: str | None = None   # the node its calls run on (a replicated task's copies)
+        self.io = False               # holds no computing unit: an I/O executor's (PyCOMPSs)
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
         # derived from the declaration by _declared(), whenever it changes:
         self.cu_expr = Expr(1, "", [])     # computing_units and memory_size as expressions
@@ -111,6 +112,12 @@ class TaskSpec:
         if processors is not None:
             self.processors = processors
         self._declared()
+
+    def declare_io(self) -> None:
+        """The task only reads and writes (PyCOMPSs's ``@IO`` with I/O executors): it holds
+        no computing unit and runs on a node's I/O executors (runtime.scheduler)."""
+        self.io = True
+        self.set_constraints(computing_units=0)
 
     def set_failure_policy(self, on_failure: str, defaults: dict[str, Any] | None) -> None:
         """A later ``@on_failure`` (PyCOMPSs's): the policy, and for IGNORE and
@@ -144,11 +151,14 @@ class TaskSpec:
         self._declared()
 
     def add_hooks(self, prolog: HookProgram | None = None, epilog: HookProgram | None = None,
-                  fresh_dirs: tuple[str, ...] | None = None) -> None:
-        """Programs before / after the call, directories the task makes (compat)."""
+                  fresh_dirs: tuple[str, ...] | None = None,
+                  renamed: tuple[str, ...] | None = None) -> None:
+        """Programs before / after the call, directories the task makes, files it sees
+        under COMPSs's version names (compat)."""
         h = self.hooks or Hooks()
         self.hooks = Hooks(prolog or h.prolog, epilog or h.epilog,
-                           h.fresh_dirs if fresh_dirs is None else fresh_dirs)
+                           h.fresh_dirs if fresh_dirs is None else fresh_dirs,
+                           h.renamed if renamed is None else renamed)
         self._declared()
 
     def wrapped_by(self, wrapper: Any) -> None:
@@ -166,14 +176,20 @@ class TaskSpec:
         self.gpus = gpus_wanted(self.processors, where)
         self.gang = self._is_gang()
         ext = self.invoker != "python" or self.container is not None
-        self.call_time = bool(self.cu_expr.dynamic or self.mem_expr.dynamic or ext or self.gpus)
+        h = self.hooks        # PyCOMPSs's prolog / epilog naming $VAR: read per call
+        hooks_per_call = h is not None and any(p is not None and p.bash and p.words is None
+                                               for p in (h.prolog, h.epilog))
+        self.call_time = bool(self.cu_expr.dynamic or self.mem_expr.dynamic or ext or self.gpus
+                              or hooks_per_call)
         mem = None
         if self.memory_limit and isinstance(self.memory_size, (int, float)) and self.memory_size:
             mem = float(self.memory_size)       # GB (agent.limits)
         limits = Limits(self.time_out, mem) if (self.time_out or mem) else None
         inv = None
         if self.hooks and not ext:      # a Python task with hooks: its function, hooks around
-            inv = Invocation(None, hooks=self.hooks)
+            cu = self.computing_units
+            inv = Invocation(None, threads=cu if isinstance(cu, int) and cu > 0 else 1,
+                             hooks=self.hooks)
         self.options = Options(limits, inv) if (limits or inv) else None
 
     def _is_gang(self) -> bool:

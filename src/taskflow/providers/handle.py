@@ -65,6 +65,8 @@ class NodeHandle:
         self.inflight: dict[int, Task] = {}      # task id -> task sent there, not ended
         self.used = 0            # computing units of placed, unfinished tasks (release)
         self.mem_used = 0.0
+        self.io_slots = 0        # its I/O executors (@IO tasks, which hold no unit)...
+        self.io_used = 0         # ...and the @IO tasks placed there, unfinished
         self.alive = True
         self.paused = False      # above its memory pause mark: no new producing task there
         self.memory: M.MemoryReport | None = None   # its last memory report
@@ -114,6 +116,7 @@ class NodeHandle:
                     check_version(f"node {self.name}", body.get("version"),
                                   describe=describe)
                     self.info = dict(body)
+                    self.io_slots = int(body.get("io_executors") or 0)
                     self.channel.set_blocking(False)
                     return self.info
                 if op == M.FATAL:
@@ -155,15 +158,22 @@ class NodeHandle:
         and gives back what it held; returned. None, and nothing changes, when it is not
         in flight here (released already, or the node was lost): calling twice is safe."""
         task = self.inflight.pop(task_id, None)
-        if task is not None:            # (unplace's two lines, inline: once per result)
-            self.used -= task.cus
+        if task is not None:            # (unplace's lines, inline: once per result)
+            cus = task.cus
+            if cus:
+                self.used -= cus
+            else:                       # an @IO task: an I/O executor's
+                self.io_used -= 1
             self.mem_used -= task.mem
         return task
 
     def unplace(self, task: Task) -> None:
         """``task`` was placed here this round but is not sent (it waits for data): give
         back what it was given. It is not in ``inflight``: call once."""
-        self.used -= task.cus
+        if task.cus:
+            self.used -= task.cus
+        else:
+            self.io_used -= 1
         self.mem_used -= task.mem
 
     @property

@@ -73,7 +73,8 @@ class LocalProvider(Provider):
                            memory_gb=self.memory_gb, provider=self)
             h.proc = proc
             h.gpus = self.gpus
-            cfg: Hello = {**config, "name": name, "slots": slots, "memory_gb": self.memory_gb}
+            cfg: Hello = {**config, "name": name, "slots": slots, "memory_gb": self.memory_gb,
+                          "label": "localhost"}   # the machine, as COMPSs names it
             if self.memory_budget is not None:      # this provider's own marks (cluster file)
                 cfg["memory_budget"] = self.memory_budget
             if self.memory_pause is not None:

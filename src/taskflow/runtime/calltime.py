@@ -20,6 +20,7 @@ its calls (pickled once per frame, no work per call but the checks).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import weakref
@@ -27,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..graph.expr import Expr, as_int, bind, expand_all, expand_env, number
-from ..wire.invocation import (CommandLine, Container, Gang, Http, Invocation, Limits,
-                               MpmdProgram, Mpi, Options, Param, Program, Workflow)
+from ..wire.invocation import (CommandLine, Container, Gang, HookProgram, Hooks, Http,
+                               Invocation, Limits, MpmdProgram, Mpi, Options, Param, Program,
+                               Workflow)
 from . import gang
 
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ class CallTimes:
 class CallTime:
     """What one spec decides per call (see the module docstring)."""
 
-    __slots__ = ("spec", "where", "ext", "needs_bind", "line", "static", "shared")
+    __slots__ = ("spec", "where", "ext", "needs_bind", "line", "static", "shared", "bash")
 
     def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
@@ -69,11 +71,15 @@ class CallTime:
         self.needs_bind = bool(spec.cu_expr.names or spec.mem_expr.names) or (
             self.ext and _needs_bound(cfg))
         self.line: CommandLine | None = None
+        self.bash = bool(cfg.get("bash_words"))     # PyCOMPSs's command line (words.py)
         if spec.invoker != "python":
-            self.line = CommandLine(cfg.get("args"), {n: Param(*p) for n, p in
-                                                      (cfg.get("params") or {}).items()},
+            args = cfg.get("args")
+            self.line = CommandLine(args, {n: Param(*p) for n, p in
+                                           (cfg.get("params") or {}).items()},
                                     tuple(cfg.get("order") or ()), cfg.get("varargs"),
-                                    cfg.get("varkw"), bool(cfg.get("shell_words")))
+                                    cfg.get("varkw"))
+            if self.bash and isinstance(args, str) and "$" not in args:
+                self.line = self.line._replace(words=bash_words(args, self.where))
         self.static = spec.invoker != "python" and _static(spec)
         # the options all calls share when static: (cus, mem, gpus) they were made for
         self.shared: tuple[tuple[int, float, int], Options] | None = None
@@ -83,7 +89,8 @@ class CallTime:
         spec = self.spec
         where = f"@constraint on {spec.name}"
         bound = bind(spec, args, kwargs) if self.needs_bind else None
-        cus = as_int(spec.cu_expr.value(bound), f"{where}: computing_units")
+        cus = as_int(spec.cu_expr.value(bound), f"{where}: computing_units",
+                     0 if spec.io else 1)
         m = spec.mem_expr.value(bound)
         if isinstance(m, str):
             m = number(m)
@@ -96,6 +103,8 @@ class CallTime:
             limits = Limits(limits.time_out if limits is not None else None, mem)
         if not (self.ext or spec.gpus):
             inv = static.invocation if static is not None else None
+            if inv is not None and inv.hooks is not None:
+                inv = inv._replace(hooks=resolved_hooks(inv.hooks, spec.name))
             return cus, mem, (Options(limits, inv) if limits or inv else None)
         opts = self.options(rt, bound, cus, mem, limits)
         inv = opts.invocation
@@ -133,7 +142,7 @@ class CallTime:
                 cus = 1
             _check_streams(self.line, bound, where)
             assert self.line is not None
-            action = _action(spec.invoker, cfg, self.line, rt)
+            action = _action(spec.invoker, cfg, self.line, rt, self.bash, where)
             log_dir = os.path.join(rt.run_dir, "jobs")
         else:
             cfg = {}
@@ -148,26 +157,32 @@ class CallTime:
                              f"({gang.describe_nodes(rt.nodes)}) can never give that. Lower "
                              f"processes / computing_nodes / the @constraint, or add nodes "
                              f"(Runtime(workers=..., nodes=...)).")
-        opts = Options(limits, Invocation(action, cus, log_dir, container, spec.hooks, req))
+        hooks = resolved_hooks(spec.hooks, spec.name) if spec.hooks is not None else None
+        opts = Options(limits, Invocation(action, cus, log_dir, container, hooks, req))
         if req is None and self.static:
             self.shared = ((cus, mem, gpus), opts)   # nothing above depends on this call
         return opts
 
 
-def _action(kind: str, cfg: dict[str, Any], line: CommandLine,
-            rt: Runtime) -> Program | Mpi | Http | Workflow | None:
+def _action(kind: str, cfg: dict[str, Any], line: CommandLine, rt: Runtime, bash: bool,
+            where: str) -> Program | Mpi | Http | Workflow | None:
     """The typed record of what the node runs, from the declaration expanded for a call."""
     fail = bool(cfg.get("fail_by_exit_value", True))
-    if cfg.get("args") != line.args:        # $VAR expanded in the template for this call
+    if bash:                                # PyCOMPSs: the template's words, $VAR expanded
+        if line.words is None and isinstance(cfg.get("args"), str):
+            line = line._replace(words=bash_words(cfg["args"], where))
+    elif cfg.get("args") != line.args:      # $VAR expanded in the template for this call
         line = line._replace(args=cfg.get("args"))
     if kind in ("binary", "ompss"):
         return Program(cfg["binary"], line, cfg.get("working_dir"), fail, kind == "ompss")
     if kind == "mpi":
-        programs = tuple(MpmdProgram(p["binary"], p.get("args"), p.get("processes") or 1)
-                         for p in cfg.get("programs") or ())
+        programs = tuple(MpmdProgram(p["binary"], p.get("args"), p.get("processes") or 1,
+                                     bash_words(p.get("args") or "", f"{where}: programs[{i}]")
+                                     if bash else None)
+                         for i, p in enumerate(cfg.get("programs") or ()))
         return Mpi(cfg["runner"], cfg.get("processes") or 1, cfg.get("flags"),
                    cfg.get("binary"), line, cfg.get("working_dir"), fail, programs,
-                   bool(cfg.get("rank_values")))
+                   bool(cfg.get("rank_values")), tuple(cfg.get("layouts") or ()))
     if kind == "http":
         return Http(cfg.get("url") or "", cfg.get("request") or "GET", cfg.get("resource") or "",
                     cfg.get("payload"), cfg.get("payload_type"), cfg.get("produces"),
@@ -185,20 +200,68 @@ def _action(kind: str, cfg: dict[str, Any], line: CommandLine,
 def _expanded(cfg: dict[str, Any], bound: dict[str, Any] | None, where: str) -> dict[str, Any]:
     """The declared values for one call: expressions evaluated, ``$VAR`` expanded."""
     out: dict[str, Any] = {}
+    bash = bool(cfg.get("bash_words"))
     for k, v in cfg.items():
         if isinstance(v, Expr):
             out[k] = as_int(expand_all(v.value(bound), where), f"{where}: {k}")
         elif k in _EXPANDED and isinstance(v, str):
-            # (read as bash would, PyCOMPSs's args expand $VAR on the node, where they run)
-            out[k] = v if k == "args" and cfg.get("shell_words") else \
-                expand_env(v, f"{where}: {k}")
+            # (PyCOMPSs's args are read as bash reads them when the action is made: _action)
+            out[k] = v if k == "args" and bash else expand_env(v, f"{where}: {k}")
         elif k == "programs":           # @mpmd_mpi: one binary and args per program
             out[k] = [{pk: expand_env(pv, f"{where}: programs[{i}].{pk}")
-                       if pk in ("binary", "args") and isinstance(pv, str) else pv
+                       if pk in ("binary", "args") and isinstance(pv, str)
+                       and not (pk == "args" and bash) else pv
                        for pk, pv in prog.items()} for i, prog in enumerate(v)]
         else:
             out[k] = v
     return out
+
+
+# (template, the values of the variables it names) -> its words: a template that names $VAR
+# is read again only when one of them changed
+_WORDS: dict[tuple[str, tuple[str | None, ...]], tuple[str, ...]] = {}
+_VARREF = re.compile(r"\$\{?([A-Za-z_]\w*)")
+
+
+def bash_words(text: str, where: str) -> tuple[str, ...]:
+    """PyCOMPSs's ``args`` template read as runcompss's bash reads it, ``$VAR`` from this
+    process's environment (:func:`taskflow.agent.invokers.words.template_words`)."""
+    from ..agent.invokers.words import ShellSyntax, UnsetVariable, template_words
+    key = (text, tuple(os.environ.get(n) for n in _VARREF.findall(text)))
+    words = _WORDS.get(key)
+    if words is not None:
+        return words
+    try:
+        words = template_words(text, os.environ)
+    except UnsetVariable as exc:
+        raise UsageError(f"{where}: ${exc.name} in {text!r} is not set in the environment when "
+                         f"the task is called; export {exc.name}=..., or write \\$ (or put it "
+                         f"in single quotes) for a literal $.") from None
+    except ShellSyntax as exc:
+        raise UsageError(f"{where}: {exc}.") from None
+    if len(_WORDS) > 1024:
+        _WORDS.clear()
+    _WORDS[key] = words
+    return words
+
+
+def resolved_hooks(hooks: Hooks, name: str) -> Hooks:
+    """PyCOMPSs's prolog / epilog for one call: ``$VAR`` expanded, args read as words."""
+    pro, epi = hooks.prolog, hooks.epilog
+    if not ((pro is not None and pro.bash and pro.words is None)
+            or (epi is not None and epi.bash and epi.words is None)):
+        return hooks
+    return hooks._replace(prolog=_hook(pro, f"@prolog on {name}"),
+                          epilog=_hook(epi, f"@epilog on {name}"))
+
+
+def _hook(hook: HookProgram | None, where: str) -> HookProgram | None:
+    if hook is None or not hook.bash or hook.words is not None:
+        return hook
+    return hook._replace(binary=expand_env(hook.binary, f"{where}: binary"),
+                         working_dir=expand_env(hook.working_dir, f"{where}: working_dir")
+                         if hook.working_dir else hook.working_dir,
+                         words=bash_words(hook.args or "", where))
 
 
 def _check_programs(action: Program | Mpi, where: str, nodes: list[NodeHandle]) -> None:
@@ -277,7 +340,8 @@ def gang_request(kind: str, cfg: dict[str, Any], cus: int, gpus: int, where: str
     nnodes = cfg.get("computing_nodes") or 1
     if kind in ("multinode", "ompss", "workflow") and (nnodes > 1 or kind == "multinode") \
             or gpus:
-        return Gang(nnodes, 1, cus, gpus)
+        # PyCOMPSs's @multinode asks for N groups of the units, several on a node with room
+        return Gang(nnodes, None if cfg.get("groups") else 1, cus, gpus)
     return None
 
 

@@ -12,6 +12,10 @@ invocation's :class:`~taskflow.wire.invocation.Placement`.
 
 A gang task that does not fit now blocks the ready tasks behind it (no
 backfill): nodes drain until it fits, so it cannot starve.
+
+A request of ``unit`` 0 is an ``@IO`` task's (PyCOMPSs ``@IO @mpi``): its
+processes take the nodes' I/O executors (``io_slots``), one each, not their
+computing units.
 """
 from __future__ import annotations
 
@@ -61,17 +65,21 @@ def place(nodes: list[NodeHandle], req: Gang, free: bool = True,
     unit, ppn, procs, gpus = req.unit, req.ppn, req.procs, req.gpus
     gpu_used = gpu_used or {}
     cands: list[tuple[int, NodeHandle]] = []
+    io = unit == 0                  # @IO: the I/O executors, one per process
     for n in nodes:
         if not n.usable:
             continue
-        room = (n.slots - n.used) if free else n.slots
-        if room < unit:
+        if io:
+            room = (n.io_slots - n.io_used) if free else n.io_slots
+        else:
+            room = (n.slots - n.used) if free else n.slots
+        if room < max(unit, 1):
             continue
         if gpus:
             have = gpus_of(n) - (len(gpu_used.get(n.name, ())) if free else 0)
             if have < gpus:
                 continue
-        cands.append((room // unit, n))
+        cands.append((room // max(unit, 1), n))
     if ppn:
         fit = [n for cap, n in cands if cap >= ppn]
         need = -(-procs // ppn)
@@ -113,7 +121,14 @@ def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle
     task.cus = chosen[0][1] * unit
     slurm = [slurm_node_of(n) for n, _ in chosen]
     held: list[tuple[NodeHandle, int]] = []
+    io: list[tuple[NodeHandle, int]] = []   # @IO: I/O executors beyond the one the head's
+    if unit == 0:                           # task gives back when it ends (NodeHandle)
+        head.io_used += chosen[0][1] - 1
+        io.append((head, chosen[0][1] - 1))
     for n, k in chosen[1:]:
+        if unit == 0:
+            n.io_used += k
+            io.append((n, k))
         n.used += k * unit
         held.append((n, k * unit))
         sched.held[n.name] = sched.held.get(n.name, 0) + 1
@@ -135,7 +150,9 @@ def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle
         _merge([(s, k) for s, (_, k) in zip(slurm, chosen) if s is not None])
         if all(slurm) else None,
         tuple(ids))))
-    sched.gangs[task.id] = (head, held, ids, len(chosen) > 1)
+    sched.gangs[task.id] = (head, held, ids, len(chosen) > 1, io)
+    if unit == 0:
+        head.io_used += 1                   # the head's own, given back by NodeHandle
     head.used += task.cus
     head.mem_used += task.mem
     return head
@@ -146,7 +163,9 @@ def release(sched: Scheduler, task: Task) -> None:
     entry = sched.gangs.pop(task.id, None)
     if entry is None:
         return
-    head, held, ids, multi = entry
+    head, held, ids, multi, io = entry
+    for n, k in io:
+        n.io_used -= k
     for n, k in held:
         if n.alive:
             n.used -= k
@@ -178,7 +197,9 @@ def describe(req: Gang) -> str:
     s = f"{req.procs} process{'es' if req.procs != 1 else ''}"
     if req.ppn:
         s += f" ({req.ppn} per node)"
-    if req.unit != 1:
+    if req.unit == 0:
+        s += " on I/O executors"
+    elif req.unit != 1:
         s += f" of {req.unit} computing units"
     if req.gpus:
         s += f" and {req.gpus} GPU(s) per node"

@@ -159,7 +159,8 @@ class Outbox:
     def _chainable(self, c: Task, node: NodeHandle) -> bool:
         spec = c.spec
         if spec.exclusive or spec.gang or c.lock_item is not None \
-                or node.stager is not None or not c.reads or spec.pin is not None:
+                or node.stager is not None or not c.reads or spec.pin is not None \
+                or not c.cus:       # (an @IO task waits for an I/O executor: scheduler)
             return False
         learned = self.rt.spec_runs[spec]
         extra = 1 if not learned.n or learned.mean >= MASTER_SHORT else MASTER_DEEP

@@ -81,6 +81,9 @@ class Runtime(RunState):
     ``"4GiB"`` or ``"60%"`` of the node; ``taskflow.agent.memory``); the
     cluster file may set them per node. ``memory_limit=True`` makes every
     task's ``memory_size`` a limit it may not grow past (``agent.limits``).
+    ``io_executors=N`` gives every node N executors for tasks that hold no computing
+    unit (PyCOMPSs's ``@IO`` tasks, ``runcompss --io_executors``); ``compss_env`` gives
+    every task PyCOMPSs's ``COMPSS_*`` / ``OMP_NUM_THREADS`` variables (``agent.taskenv``).
     """
 
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
@@ -91,8 +94,15 @@ class Runtime(RunState):
                  resume: str | None = None, resume_check: str = "content",
                  checkpoint: str | None = None,
                  memory_budget: float | str | None = None,
-                 memory_pause: float | str | None = None, memory_limit: bool = False) -> None:
+                 memory_pause: float | str | None = None, memory_limit: bool = False,
+                 io_executors: int = 0, compss_env: bool = False) -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
+        if isinstance(io_executors, bool) or not isinstance(io_executors, int) \
+                or io_executors < 0:
+            raise UsageError(f"io_executors={io_executors!r}: give how many I/O executors "
+                             f"each node runs (an int >= 0)")
+        self.io_executors = io_executors
+        self.compss_env = compss_env
         if isinstance(crash_limit, bool) or not isinstance(crash_limit, int) or crash_limit < 0:
             raise UsageError(f"crash_limit={crash_limit!r}: give how many workers may die "
                              f"running one task (an int >= 0)")
@@ -169,6 +179,10 @@ class Runtime(RunState):
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
                          "data_dir": self.data_dir, "run_id": self.run_id,
                          "memory_budget": self.memory_budget, "memory_pause": self.memory_pause}
+        if self.io_executors:
+            config["io_executors"] = self.io_executors
+        if self.compss_env:
+            config["compss_env"] = True
         nodes = []
         try:
             for p in self.providers:   # first: agents load their interpreters meanwhile
@@ -332,7 +346,7 @@ class Runtime(RunState):
             cus, mem, opts = self.calltimes.prepare(self, spec, args, kwargs)
         else:
             cus, mem = spec.computing_units, spec.memory_size
-        if cus > self._max_cus or mem > self._max_mem:
+        if cus > self._max_cus or mem > self._max_mem or not cus:
             self._cannot_fit(spec, cus, mem)
         if mem and self.memory_limit and spec.memory_limit is None:
             # Runtime(memory_limit=True): memory_size is a limit
@@ -427,6 +441,13 @@ class Runtime(RunState):
         return True
 
     def _cannot_fit(self, spec: TaskSpec, cus: int, mem: float) -> None:
+        if not cus and mem <= self._max_mem:        # an @IO task: an I/O executor's
+            if any(n.io_slots for n in self.scheduler.nodes if n.usable):
+                return
+            raise UsageError(
+                f"task {spec.name} holds no computing unit (an @IO task), but no node of "
+                f"this run has I/O executors: run with --io_executors=N (runcompss), or "
+                f"Runtime(io_executors=N).")
         raise UsageError(
             f"task {spec.name} needs computing_units={cus}, memory_size={mem} GB, but the "
             f"largest node has {self._max_cus} computing units and {self._max_mem:.1f} GB: no "

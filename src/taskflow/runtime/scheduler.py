@@ -18,6 +18,10 @@ Placement policies (``placement=``):
   least-loaded lowest utilisation first: the node's reported CPU load when
                it has sent samples, else its share of busy slots
   fifo         round-robin over the nodes with room
+
+An ``@IO`` task (PyCOMPSs, with ``--io_executors``) holds no computing unit
+(``task.cus`` 0): it goes to the node with the most free I/O executors
+(``io_slots``), so it overlaps the computing tasks.
 """
 from __future__ import annotations
 
@@ -52,8 +56,9 @@ class Scheduler:
         self.nodes: list[NodeHandle] = []
         self._rr = 0
         # task id -> what runtime.gang reserved beyond its node: (head node, [(node, units)],
-        # GPU ids, several nodes?)
-        self.gangs: dict[int, tuple[NodeHandle, list[tuple[NodeHandle, int]], list[int], bool]] = {}
+        # GPU ids, several nodes?, @IO: [(node, I/O executors)])
+        self.gangs: dict[int, tuple[NodeHandle, list[tuple[NodeHandle, int]], list[int], bool,
+                                    list[tuple[NodeHandle, int]]]] = {}
         self.held: dict[str, int] = {}         # node name -> gang shares held there (no prefetch)
         self.gpu_used: dict[str, set[int]] = {}   # node name -> GPU ids in use
         self.walltimes = False    # some node has a job end time (Slurm): check before placing
@@ -112,6 +117,18 @@ class Scheduler:
                 out.append((node, task))
                 continue
             cus = task.cus
+            if not cus:     # @IO: an I/O executor of some node, no computing unit
+                node = _io_node(nodes, task)
+                if node is None:
+                    deferred.append(pop())
+                    if len(deferred) >= 32:
+                        break
+                    continue
+                pop()
+                node.io_used += 1
+                node.mem_used += task.mem
+                out.append((node, task))
+                continue
             learned = runs[spec]
             extra = DEEP if (learned.n and learned.mean < SHORT) else 1
             if learned.held_mean and extra > 1:     # its values stay on the node: bounded depth
@@ -277,6 +294,20 @@ class Scheduler:
             if best_score > 0:
                 return best
         return min(fit, key=lambda n: n.load)
+
+
+def _io_node(nodes: list[NodeHandle], task: Task) -> NodeHandle | None:
+    """The node with the most free I/O executors for an @IO task (one task queued behind
+    each busy one at most), on its pinned node if it has one; None: none now."""
+    pin = task.spec.pin
+    best: NodeHandle | None = None
+    for n in nodes:
+        if not n.usable or not n.io_slots or (pin is not None and n.name != pin) \
+                or n.io_used >= 2 * n.io_slots or n.mem_used + task.mem > n.memory_gb:
+            continue
+        if best is None or n.io_used * best.io_slots < best.io_used * n.io_slots:
+            best = n
+    return best
 
 
 def _takes(node: NodeHandle, task: Task) -> bool:

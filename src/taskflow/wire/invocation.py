@@ -51,7 +51,9 @@ class CommandLine(NamedTuple):
     order: tuple[str, ...] = ()       # the parameter names, in the signature's order
     varargs: str | None = None        # the names of *args and **kwargs, if any
     varkw: str | None = None
-    shell_words: bool = False         # PyCOMPSs: values read as bash -c would (.words)
+    # PyCOMPSs: the template's words as bash reads them, $VAR expanded on the master;
+    # each value is one argument where its {{name}} stands (agent.invokers.words)
+    words: tuple[str, ...] | None = None
 
 
 class Program(NamedTuple):
@@ -70,6 +72,7 @@ class MpmdProgram(NamedTuple):
     binary: str
     args: str | None
     processes: int
+    words: tuple[str, ...] | None = None      # as CommandLine.words, for this program
 
 
 class Mpi(NamedTuple):
@@ -84,6 +87,9 @@ class Mpi(NamedTuple):
     fail_by_exit_value: bool
     programs: tuple[MpmdProgram, ...] = ()   # @mpmd_mpi: several programs in one launch
     rank_values: bool = False         # mpi4py mode: the value is every rank's (PyCOMPSs)
+    # mpi4py mode, PyCOMPSs's collection layouts: (parameter, block_count, block_length,
+    # stride); each rank receives only its blocks of that collection (agent.invokers.mpi)
+    layouts: tuple[tuple[str, int, int, int], ...] = ()
 
 
 class Http(NamedTuple):
@@ -144,7 +150,8 @@ class HookProgram(NamedTuple):
     args: str | None                  # {{name}}: the task's parameters
     working_dir: str | None
     fail_by_exit_value: bool | None   # None: a prolog's failure fails the task, an epilog's not
-    shell_words: bool = False
+    bash: bool = False                # PyCOMPSs: args read as bash reads them (CommandLine.words)
+    words: tuple[str, ...] | None = None      # those words, once resolved on the master
 
 
 class Hooks(NamedTuple):
@@ -153,6 +160,7 @@ class Hooks(NamedTuple):
     prolog: HookProgram | None = None
     epilog: HookProgram | None = None
     fresh_dirs: tuple[str, ...] = ()  # DIRECTORY_OUT parameters the task makes itself
+    renamed: tuple[str, ...] = ()     # file parameters seen under COMPSs's version names
 
 
 class Gang(NamedTuple):

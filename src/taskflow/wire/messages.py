@@ -250,6 +250,9 @@ class Hello(TypedDict, total=False):
     #                               the host for local nodes); else what the host has
     memory_budget: float | str | None   # wire.budget amounts; None: the defaults
     memory_pause: float | str | None
+    io_executors: int             # executors for tasks that hold no unit (@IO)
+    compss_env: bool              # every task sees PyCOMPSs's COMPSS_* (agent.taskenv)
+    label: str                    # the node as COMPSs names it (COMPSS_HOSTNAMES)
 
 
 class Ready(TypedDict, total=False):
@@ -258,6 +261,7 @@ class Ready(TypedDict, total=False):
     hostname: str
     pid: int
     slots: int
+    io_executors: int
     cpus: int | None
     memory_gb: float
     python: str

@@ -40,12 +40,20 @@ def run(inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
     if hooks_cfg is None:
         return _invoke(inv, func, args, kw, logs, tid)
     from . import hooks
-    values = command.bind(func, args, kw, order_of(inv))
-    env = program_env(inv)
-    log_base = log_base_of(inv, tid)
-    hooks.before(hooks_cfg, values, env, logs, log_base)
-    result = _invoke(inv, func, args, kw, logs, tid)
-    hooks.after(hooks_cfg, values, env, logs, log_base)
+    renamed = None
+    if hooks_cfg.renamed:           # PyCOMPSs Keep_rename: the files under COMPSs's names
+        from .renames import cleanup, rename
+        args, kw, renamed = rename(hooks_cfg.renamed, func, args, kw)
+    try:
+        values = command.bind(func, args, kw, order_of(inv))
+        env = program_env(inv)
+        log_base = log_base_of(inv, tid)
+        hooks.before(hooks_cfg, values, env, logs, log_base)
+        result = _invoke(inv, func, args, kw, logs, tid)
+        hooks.after(hooks_cfg, values, env, logs, log_base)
+    finally:
+        if renamed is not None:
+            cleanup(renamed)
     return result
 
 

@@ -66,9 +66,9 @@ def build_args(line: CommandLine, values: dict[str, Any], env: dict[str, str] | 
                cwd: str = ".") -> tuple[list[str], dict[str, tuple[str, str]]]:
     """Return (argv after the program, {stream: (path, direction)}).
 
-    With ``line.shell_words`` (PyCOMPSs's @binary) the line is read as
-    ``bash -c`` would (:mod:`.words`): values are word-split and globs
-    expanded; file parameters stay one word each.
+    With ``line.words`` (PyCOMPSs's programs: the template read as bash reads
+    it, on the master) each value is one argument wherever its placeholder
+    stands (:func:`.words.fill`).
     """
     params = line.params
     streams: dict[str, tuple[str, str]] = {}
@@ -77,9 +77,15 @@ def build_args(line: CommandLine, values: dict[str, Any], env: dict[str, str] | 
             streams[stream] = (os.fspath(values[pname]), direction)
     skip = {p for p, (_, _, stream, _) in params.items() if stream is not None}
     prefix = {p: pre for p, (_, _, _, pre) in params.items() if pre}
-    if line.shell_words:
-        files = {p for p, (kind, _, _, _) in params.items() if kind in FILE_KINDS}
-        return _shell_line(line, values, skip, prefix, files, env or {}, cwd), streams
+    if line.words is not None:
+        from .words import REDIRECT, fill, redirects
+
+        def entries(n: str) -> list[str]:
+            return [] if n in skip else _entries(values.get(n), prefix.get(n))
+        argv = fill(line.words, values, entries, cwd)
+        if any(w.startswith(REDIRECT) for w in line.words):    # > f, 2>&1, < f
+            streams.update(redirects(line.words, entries, cwd))
+        return argv, streams
     tmpl = line.args
     out: list[str] = []
     if tmpl is None:
@@ -101,33 +107,6 @@ def build_args(line: CommandLine, values: dict[str, Any], env: dict[str, str] | 
         out.append(TEMPLATE.sub(lambda m: " ".join(_entries(values.get(m.group(1)),
                                                             prefix.get(m.group(1)))), tok))
     return out, streams
-
-
-def _shell_line(line: CommandLine, values: dict[str, Any], skip: set[str],
-                prefix: dict[str, str], files: set[str], env: dict[str, str],
-                cwd: str) -> list[str]:
-    import shlex
-    from .words import split
-
-    def text(name: str) -> str:
-        pieces = _entries(values.get(name), prefix.get(name))
-        return " ".join(shlex.quote(p) for p in pieces) if name in files else " ".join(pieces)
-
-    tmpl = line.args
-    if tmpl is None:
-        varargs, varkw = line.varargs, line.varkw
-        parts: list[str] = []
-        for name, v in values.items():
-            if name in skip or name == varkw:
-                continue
-            if name == varargs:
-                parts.extend(" ".join(_entries(x, prefix.get(name))) for x in v)
-            else:
-                parts.append(text(name))
-        text_line = " ".join(p for p in parts if p)
-    else:
-        text_line = TEMPLATE.sub(lambda m: text(m.group(1)), tmpl)
-    return split(text_line, env, cwd)
 
 
 def substitute(template: str, values: dict[str, Any]) -> str:

@@ -10,10 +10,16 @@ from . import spawn
 def node_env(inv: Invocation) -> dict[str, str]:
     """What every external task sees about the resources it holds."""
     place = inv.placement
-    hosts = place.node_hosts if place is not None else ("localhost",)
+    if place is None:
+        hosts: tuple[str, ...] = (os.environ.get("TASKFLOW_NODE_LABEL", "localhost"),)
+    elif inv.action is None:        # @multinode: one name per group (several on a node)
+        hosts = tuple(h for h, (_, k) in zip(place.node_hosts, place.node_names)
+                      for _ in range(k))
+    else:
+        hosts = place.node_hosts
     threads = str(inv.threads or 1)
     env = {"TASKFLOW_NUM_NODES": str(len(hosts)), "TASKFLOW_HOSTNAMES": ",".join(hosts),
-           "TASKFLOW_NUM_THREADS": threads}
+           "TASKFLOW_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
     if place is not None:
         env["TASKFLOW_NODES"] = ",".join(f"{n}:{k}" for n, k in place.node_names)
     for k in ("NUM_NODES", "HOSTNAMES", "NUM_THREADS"):

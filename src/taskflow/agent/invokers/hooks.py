@@ -44,8 +44,12 @@ def after(hooks: Hooks, values: dict[str, Any], env: dict[str, str],
 def _program(hook: HookProgram, what: str, values: dict[str, Any], env: dict[str, str],
              logs: list[LineWire], log_base: str | None, fail_default: bool) -> int:
     cwd = command.working_dir(hook.working_dir, values)
-    tail, _ = command.build_args(CommandLine(hook.args or "", {}, shell_words=hook.shell_words),
-                                 values, env, cwd)
+    words = hook.words
+    if hook.bash and words is None:         # (the master resolves them; a fallback)
+        from .words import template_words
+        words = template_words(hook.args or "", env)
+    tail, _ = command.build_args(CommandLine(hook.args or "", {}, words=words), values, env,
+                                 cwd)
     argv = [command.resolve_binary(hook.binary, cwd, env)] + tail
     fail = hook.fail_by_exit_value
     base = f"{log_base}.{what}" if log_base else None

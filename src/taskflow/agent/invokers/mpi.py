@@ -84,6 +84,48 @@ def host_args(kind: str, hosts: list[Any], hostfile: str) -> list[str]:
     return ["--hostfile" if kind == "openmpi" else "-f", hostfile]
 
 
+def distribution(layout: tuple[int, int, int], rank: int, size: int) -> list[int]:
+    """The indices of a collection rank ``rank`` of ``size`` receives under a PyCOMPSs
+    layout (block_count, block_length, stride; -1: size, 1, 1): one block per rank when
+    there are as many blocks as ranks, else the blocks dealt round-robin."""
+    count, length, stride = layout
+    count = size if count == -1 else count
+    length = 1 if length == -1 else length
+    stride = 1 if stride == -1 else stride
+    blocks = [rank] if count == size else range(rank, count, size)
+    return [i for b in blocks for i in range(b * stride, b * stride + length)]
+
+
+def rank_parts(call: Mpi, values: dict[str, Any], args: list[Any], kw: dict[str, Any],
+               procs: int) -> list[tuple[str, int | None, list[list[Any]]]]:
+    """Each layout's collection cut per rank: [(parameter, its position in ``args`` or
+    None for a keyword, [rank 0's elements, rank 1's, ...])]; the collection itself leaves
+    ``args``/``kw`` (set to None there), so no rank receives all of it."""
+    order = list(call.line.order)
+    out = []
+    for name, count, length, stride in call.layouts:
+        col = values.get(name)
+        if not isinstance(col, (list, tuple)):
+            raise TypeError(f"@mpi {name}_layout: parameter '{name}' is a "
+                            f"{type(col).__name__}, not a collection")
+        blocks = []
+        for rank in range(procs):
+            idx = distribution((count, length, stride), rank, procs)
+            if idx and idx[-1] >= len(col):
+                raise IndexError(f"@mpi {name}_layout={{block_count: {count}, block_length: "
+                                 f"{length}, stride: {stride}}}: rank {rank} of {procs} needs "
+                                 f"element {idx[-1]}, but '{name}' has {len(col)}")
+            blocks.append([col[i] for i in idx])
+        pos = order.index(name) if name in order else None
+        if pos is not None and pos < len(args):
+            args[pos] = None
+        else:
+            pos = None
+            kw[name] = None
+        out.append((name, pos, blocks))
+    return out
+
+
 def invoke(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
            logs: list[LineWire], tid: int) -> Any:
     """The task's MPI launch (its exit code, or rank 0's value in mpi4py mode)."""
@@ -106,7 +148,7 @@ def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, An
     base = log_base or os.path.join(tempfile.mkdtemp(prefix="taskflow-mpi-"), "job")
     os.makedirs(os.path.dirname(base), exist_ok=True)
     hostfile = base + ".hosts"
-    unit = inv.gang.unit if inv.gang is not None else 1
+    unit = max(inv.gang.unit, 1) if inv.gang is not None else 1     # (0: on I/O executors)
     flags = shlex.split(call.flags or "")
     fail = call.fail_by_exit_value
     if kind == "slurm" and place is not None and place.slurm_nodes:
@@ -126,7 +168,8 @@ def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, An
     elif call.programs:            # MPMD: runner ... -n P1 prog1 args1 : -n P2 prog2 ...
         argv = argv[:-2] if argv[-2:] == ["-n", str(procs)] else argv
         for i, prog in enumerate(call.programs):
-            ptail, _ = command.build_args(call.line._replace(args=prog.args), values, env, cwd)
+            ptail, _ = command.build_args(call.line._replace(args=prog.args, words=prog.words),
+                                          values, env, cwd)
             if i:
                 argv.append(":")
             argv += ["-n", str(prog.processes or 1)]
@@ -137,8 +180,16 @@ def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, An
         return process.run(argv, cwd, env, streams, logs, log_base, fail)
     # mpi4py mode: the function itself on every rank; rank 0 writes the result.
     payload, result = base + ".call.pkl", base + ".result.pkl"
+    args, kw = list(args), dict(kw)
+    parts = rank_parts(call, values, args, kw, procs) if call.layouts else []
     with open(payload, "wb") as f:
-        cloudpickle.dump((func, list(args), dict(kw), result, call.rank_values), f)
+        cloudpickle.dump((func, args, kw, result, call.rank_values,
+                          [(name, pos) for name, pos, _ in parts]), f)
+    written = [payload]
+    for rank in range(procs if parts else 0):     # each rank reads only its blocks
+        written.append(f"{payload}.r{rank}")
+        with open(written[-1], "wb") as f:
+            cloudpickle.dump([blocks[rank] for _, _, blocks in parts], f)
     if os.path.exists(result):
         os.unlink(result)
     argv += [sys.executable, "-m", "taskflow.agent.invokers.mpi_python", payload]
@@ -149,7 +200,7 @@ def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, An
             with open(result, "rb") as f:
                 outcome = pickle.load(f)
     finally:
-        for p in (payload, result):
+        for p in (*written, result):
             if os.path.exists(p):
                 os.unlink(p)
     status, value = outcome if outcome is not None else (None, None)    # mpi_python._write

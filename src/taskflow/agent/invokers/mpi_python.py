@@ -1,6 +1,7 @@
 """Entry point of every rank of an mpi4py task: ``python -m taskflow.agent.invokers.mpi_python F``.
 
-``F`` holds the pickled (function, args, kwargs, result path, every rank?).
+``F`` holds the pickled (function, args, kwargs, result path, every rank?, layouts); with
+collection layouts each rank also reads ``F.r<rank>``, its blocks of those collections.
 Every rank calls the function; rank 0 writes ("ok", value) or ("error",
 exception) to the result path; with "every rank" the value is the list of
 all ranks' values, in rank order. A rank that raises aborts the whole job (the others would
@@ -23,6 +24,15 @@ def main(path: str) -> int:
     with open(path, "rb") as f:
         func, args, kw, result, *rest = cloudpickle.load(f)
     every_rank = bool(rest and rest[0])    # the value: every rank's, as a list (PyCOMPSs)
+    _, layouts = (*rest, False, [])[:2]     # [(parameter, its position), ...] (mpi.py)
+    if layouts:                            # this rank's blocks of the collections
+        with open(f"{path}.r{comm.Get_rank()}", "rb") as f:
+            mine = cloudpickle.load(f)
+        for (name, pos), blocks in zip(layouts, mine):
+            if pos is None:
+                kw[name] = blocks
+            else:
+                args[pos] = blocks
     try:
         value = func(*args, **kw)
         if every_rank:

@@ -1,113 +1,308 @@
-"""A command line read as ``bash -c`` would read it, without running a shell (node side).
+"""PyCOMPSs's command lines without a shell: each parameter value is one argument.
 
-PyCOMPSs runs a ``@binary`` through ``bash -c "<binary> <args>"``, so its
-users rely on word splitting (a value ``"-n 4"`` is two arguments), quotes,
-``$VAR`` and ``~`` expansion and globs (``*.txt`` becomes the matching
-files, sorted; a pattern matching nothing stays as written). :func:`split`
-does exactly that part of bash in Python and gives an argv list; shell
-operators (``;``, ``|``, ``&``, ``<``, ``>``, backquotes, ``$(``) that only
-a real shell could honour are refused with :class:`ShellSyntax` instead of
-being passed on as literal arguments. No shell string is ever built.
+COMPSs runs a ``@binary`` (and the programs of ``@mpi``, ``@mpmd_mpi``,
+``@ompss``, ``@compss``, prologs and epilogs) through ``bash -c`` after
+escaping the spaces of every value it puts into the line, so only the
+``args`` template separates arguments: ``myDate("-d", "next wednesday")``
+with ``args="{{flag}} {{when}}"`` runs ``date -d 'next wednesday'``. This
+module gives the same argv without running bash, in two steps:
+
+- :func:`template_words` (master, when the task is called): the template read
+  as bash reads a command line. Blanks separate words, quotes and
+  backslashes group and escape, ``$VAR`` / ``${VAR}`` expand from the
+  master's environment outside single quotes (runcompss's bash: ``$PWD`` is
+  the launch directory; an unquoted one is split on blanks), ``~`` starting
+  a word is the home directory. ``{{name}}`` placeholders stay for the
+  values. Shell operators (``;``, ``|``, ``&``, ``<``, ``>``, backquotes,
+  ``$(``) that only a real shell could honour are refused
+  (:class:`ShellSyntax`) rather than passed on as literal arguments.
+- :func:`fill` (node): the call's values put in. A value is exactly one
+  argument wherever its placeholder stands (a list or tuple: one argument
+  per element, as COMPSs serialises a collection); values are never split,
+  globbed or expanded. A glob written unquoted in the template itself
+  (``*.dat``) is expanded in the program's working directory (sorted; kept
+  as written when nothing matches), as bash would.
+
+A word holding an unquoted glob is kept as a glob pattern (its quoted parts
+escaped) marked by a leading NUL, which no argv entry can contain; a
+redirection is kept as ``\x01<fd><op>\x01<target word>``.
 """
 from __future__ import annotations
 
 import glob
 import os
 import re
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
-_VAR = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 _GLOB = frozenset("*?[")
+_ESCAPED = re.compile(r"\[([*?\[])\]")
 OPERATORS = frozenset(";|&<>`")
+PATTERN = "\0"          # marks a word that is a glob pattern
+REDIRECT = "\x01"       # marks a redirection: \x01<fd><op>\x01<target word>
 
 
 class ShellSyntax(ValueError):
     """The text needs a real shell (redirection, pipes, command substitution...)."""
 
 
-def split(text: str, env: Mapping[str, str], cwd: str) -> list[str]:
-    """``text`` -> argv as bash would split and expand it (see the module docstring)."""
-    words: list[list[tuple[str, bool]]] = []      # per word: (piece, quoted?)
-    cur: list[tuple[str, bool]] | None = None
+class UnsetVariable(ValueError):
+    """A ``$VAR`` of the template is not set in the environment."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _refuse(what: str, text: str) -> ShellSyntax:
+    return ShellSyntax(f"{what} in {text!r} is shell syntax (a redirection, a pipe, a list or "
+                       f"a substitution) that taskflow does not run a shell for; use a stream "
+                       f"parameter (FILE_OUT_STDOUT, FILE_IN_STDIN, ...) or a wrapper script")
+
+
+def template_words(text: str, env: Mapping[str, str] | None) -> tuple[str, ...]:
+    """``text`` -> its words (see the module docstring). ``env=None``: only check the
+    syntax (every ``$VAR`` stands for a one-word value)."""
+    words: list[str] = []
+    cur: list[tuple[str, bool]] | None = None      # (piece, may glob?)
+    redirect: str | None = None                     # the next word is this one's target
+
+    def add(piece: str, globbing: bool = False) -> None:
+        nonlocal cur
+        if cur is None:
+            cur = []
+        cur.append((piece, globbing))
+
+    def end() -> None:
+        nonlocal cur, redirect
+        if cur is not None:
+            word = _word(cur)
+            if redirect is not None:
+                words.append(f"{REDIRECT}{redirect}{REDIRECT}{word}")
+                redirect = None
+            else:
+                words.append(word)
+            cur = None
+
+    def var(name: str, quoted: bool) -> None:
+        if env is None:
+            add("x")
+            return
+        if name not in env:
+            raise UnsetVariable(name)
+        value = env[name]
+        if quoted:
+            add(value)
+            return
+        parts = value.split()
+        if not parts:
+            return
+        if value[:1].isspace():
+            end()
+        for j, part in enumerate(parts):
+            if j:
+                end()
+            add(part)
+        if value[-1:].isspace():
+            end()
+
     i, n = 0, len(text)
     while i < n:
         c = text[i]
         if c in " \t\n":
-            if cur is not None:
-                words.append(cur)
-                cur = None
+            end()
             i += 1
-            continue
-        if cur is None:
-            cur = []
-        if c == "'":
+        elif c == "'":
             j = text.find("'", i + 1)
             if j < 0:
                 raise ShellSyntax(f"unterminated single quote in {text!r}")
-            cur.append((text[i + 1:j], True))
+            add(text[i + 1:j])
             i = j + 1
         elif c == '"':
-            j = i + 1
-            buf = []
-            while j < n and text[j] != '"':
-                if text[j] == "\\" and j + 1 < n and text[j + 1] in '"\\$`':
-                    buf.append(text[j + 1])
-                    j += 2
-                    continue
-                if text[j] == "`" or text.startswith("$(", j):
-                    raise ShellSyntax(f"command substitution in {text!r} needs a shell")
-                buf.append(text[j])
-                j += 1
-            if j >= n:
-                raise ShellSyntax(f"unterminated double quote in {text!r}")
-            cur.append((_expand_vars("".join(buf), env), True))
-            i = j + 1
+            i = _double_quoted(text, i + 1, add, var)
         elif c == "\\":
-            if i + 1 < n:
-                cur.append((text[i + 1], True))
+            add(text[i + 1:i + 2])
             i += 2
+        elif c in "<>" or text.startswith("&>", i):
+            if redirect is not None:
+                raise _refuse(c, text)          # two redirections in a row
+            fd = "&" if c == "&" else ""
+            if cur is not None and len(cur) == 1 and cur[-1] in (("1", True), ("2", True)):
+                fd, cur = cur[-1][0], None      # 2> : the number is the descriptor's
+            end()
+            i += 2 if c == "&" else 1
+            op = c if c != "&" else ">"
+            if op == ">" and text.startswith(">", i):
+                op, i = ">>", i + 1
+            if op == ">" and text.startswith("&", i):   # 2>&1: stderr where stdout goes
+                m = re.match(r"&([12])", text[i:])
+                if not m:
+                    raise _refuse(">&", text)
+                words.append(f"{REDIRECT}{fd or '1'}>&{REDIRECT}{m.group(1)}")
+                i += 2
+                continue
+            redirect = (fd or ("0" if op == "<" else "1")) + op
         elif c in OPERATORS or text.startswith("$(", i):
-            raise ShellSyntax(f"{c if c in OPERATORS else '$('} in {text!r} is shell syntax "
-                              f"(a redirection, a pipe, a list or a substitution) that taskflow "
-                              f"does not run a shell for; use a stream parameter "
-                              f"(FILE_OUT_STDOUT, FILE_IN_STDIN, ...) or a wrapper script")
+            raise _refuse(c if c in OPERATORS else "$(", text)
+        elif c == "$":
+            i = _dollar(text, i, lambda name: var(name, False), add)
+        elif text.startswith("{{", i) and PLACEHOLDER.match(text, i):
+            m = PLACEHOLDER.match(text, i)
+            assert m is not None
+            add("{{" + m.group(1) + "}}")
+            i = m.end()
         else:
             j = i
-            while j < n and text[j] not in " \t\n'\"\\" and text[j] not in OPERATORS \
-                    and not text.startswith("$(", j):
+            while j < n and text[j] not in " \t\n'\"\\$" and text[j] not in OPERATORS \
+                    and not text.startswith("{{", j):
                 j += 1
-            piece = text[i:j]
-            if not cur and piece.startswith("~"):
+            piece = text[i:j] if j > i else c
+            j = max(j, i + 1)
+            if cur is None and piece.startswith("~"):
                 head, sep, rest = piece.partition("/")
                 home = os.path.expanduser(head)
-                piece = home + sep + rest if home != head else piece
-            cur.append((_expand_vars(piece, env), False))
+                if home != head:
+                    piece = home + sep + rest
+                    add(piece)
+                    i = j
+                    continue
+            add(piece, True)
             i = j
-    if cur is not None:
-        words.append(cur)
+    end()
+    if redirect is not None:
+        raise ShellSyntax(f"a redirection without a file in {text!r}")
+    return tuple(words)
+
+
+def _double_quoted(text: str, i: int, add: Callable[..., None],
+                   var: Callable[[str, bool], None]) -> int:
+    """The text after an opening double quote at ``i``; returns where it ended."""
+    buf: list[str] = []
+    n = len(text)
+    while i < n and text[i] != '"':
+        c = text[i]
+        if c == "\\" and i + 1 < n and text[i + 1] in '"\\$`':
+            buf.append(text[i + 1])
+            i += 2
+        elif c == "`" or text.startswith("$(", i):
+            raise _refuse("`" if c == "`" else "$(", text)
+        elif c == "$":
+            add("".join(buf))
+            buf = []
+            i = _dollar(text, i, lambda name: var(name, True), add)
+        else:
+            buf.append(c)
+            i += 1
+    if i >= n:
+        raise ShellSyntax(f"unterminated double quote in {text!r}")
+    add("".join(buf))
+    return i + 1
+
+
+def _dollar(text: str, i: int, expand: Callable[[str], None],
+            add: Callable[..., None]) -> int:
+    """``$NAME`` / ``${NAME}`` at ``i`` expanded; any other ``$`` is itself."""
+    if text.startswith("${", i):
+        j = text.find("}", i + 2)
+        if j > 0 and _NAME.fullmatch(text[i + 2:j]):
+            expand(text[i + 2:j])
+            return j + 1
+    m = _NAME.match(text, i + 1)
+    if m:
+        expand(m.group(0))
+        return m.end()
+    add("$")
+    return i + 1
+
+
+def _word(pieces: list[tuple[str, bool]]) -> str:
+    if any(g and any(ch in _GLOB for ch in p) for p, g in pieces):
+        return PATTERN + "".join(p if g or p.startswith("{{") else glob.escape(p)
+                                 for p, g in pieces)
+    return "".join(p for p, _ in pieces)
+
+
+def names(words: tuple[str, ...]) -> set[str]:
+    """The parameters the words name."""
+    return {m.group(1) for w in words for m in PLACEHOLDER.finditer(w)}
+
+
+def fill(words: tuple[str, ...], values: Mapping[str, Any],
+         entries: Callable[[str], list[str]], cwd: str) -> list[str]:
+    """The argv the words give with the call's values (``entries(name)``: a parameter's
+    value as arguments, prefix included; see the module docstring)."""
     out: list[str] = []
     for w in words:
-        text_w = "".join(p for p, _ in w)
-        if any(not q and any(ch in _GLOB for ch in p) for p, q in w):
-            pattern = "".join(p if not q else glob.escape(p) for p, q in w)
-            found = sorted(glob.glob(pattern, root_dir=cwd))
-            if found:
-                out.extend(found)
-                continue
-        out.append(text_w)
+        if w.startswith(REDIRECT):
+            continue
+        if w.startswith(PATTERN):
+            for pat in _put(w[1:], entries, glob.escape):
+                found = sorted(glob.glob(pat, root_dir=cwd))
+                out.extend(found or [_ESCAPED.sub(r"\1", pat)])
+        elif "{{" in w:
+            out.extend(_put(w, entries, None))
+        else:
+            out.append(w)
     return out
 
 
-def _expand_vars(s: str, env: Mapping[str, str]) -> str:
-    if "$" not in s:
-        return s
-    return _VAR.sub(lambda m: env.get(m.group(1) or m.group(2), ""), s)
+def redirects(words: tuple[str, ...], entries: Callable[[str], list[str]], cwd: str
+              ) -> dict[str, tuple[str, str]]:
+    """The template's redirections as the program's streams: {"stdin" | "stdout" |
+    "stderr": (absolute path, "IN" | "OUT" | "INOUT" (append))}."""
+    out: dict[str, tuple[str, str]] = {}
+    names = {"0": "stdin", "1": "stdout", "2": "stderr"}
+    for w in words:
+        if not w.startswith(REDIRECT):
+            continue
+        how, target = w[1:].split(REDIRECT, 1)
+        fd, op = how[:1], how[1:]
+        if op == ">&":                  # 2>&1 / 1>&2: the same file as the other stream
+            other = out.get(names[target])
+            if other is not None:
+                other_path, _ = other
+                out[names[fd]] = (other_path, "INOUT")
+            continue
+        paths = fill((target,), {}, entries, cwd)
+        if len(paths) != 1:
+            raise ShellSyntax(f"the redirection {op} {target!r} names {len(paths)} files")
+        (one,) = paths
+        path = os.path.join(cwd, one)
+        mode = "IN" if op == "<" else "INOUT" if op == ">>" else "OUT"
+        for stream in (("stdout", "stderr") if fd == "&" else (names[fd],)):
+            out[stream] = (path, mode)
+    return out
 
 
-def needs_shell(text: str) -> str | None:
-    """The shell operator ``text`` uses outside quotes, if any (checked on the master)."""
+def _put(word: str, entries: Callable[[str], list[str]],
+         escape: Callable[[str], str] | None) -> list[str]:
+    """``word`` with its placeholders replaced; a value of several entries starts a new
+    argument at each (COMPSs: the text before sticks to the first, after to the last)."""
+    m = PLACEHOLDER.fullmatch(word)
+    if m:
+        vals = entries(m.group(1))
+        return [escape(v) for v in vals] if escape else vals
+    args = [""]
+    pos = 0
+    for m in PLACEHOLDER.finditer(word):
+        args[-1] += word[pos:m.start()]
+        vals = entries(m.group(1))
+        if escape:
+            vals = [escape(v) for v in vals]
+        if vals:
+            first, *more = vals
+            args[-1] += first
+            args.extend(more)
+        pos = m.end()
+    args[-1] += word[pos:]
+    return args
+
+
+def check(text: str) -> str | None:
+    """What in ``text`` needs a shell, if anything (checked when the task is declared)."""
     try:
-        split(text, {}, ".")
+        template_words(text, None)
     except ShellSyntax as exc:
         return str(exc)
     return None

@@ -1,5 +1,46 @@
-"""``pycompss.interactive``: the Jupyter integration of PyCOMPSs is not supported."""
-from ..unsupported import module
+"""``pycompss.interactive``: PyCOMPSs in a notebook, on taskflow's runtime.
 
-module("pycompss.interactive", "the Jupyter integration",
-       "in a notebook use taskflow.start() / taskflow.stop() with taskflow's own API")
+``start(...)`` starts the run (taskflow's runtime with the local machine's
+cores, or the one ``taskflow run --compat pycompss`` started) and ``stop()``
+waits for every task and stops it, as PyCOMPSs's ``start`` / ``stop`` do. The
+runtime options of PyCOMPSs's ``start`` (tracing, monitoring, project and
+resources files, storage...) are accepted and have no effect here, except
+``storage_impl`` / ``storage_conf``: persistent storage is not supported.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..unsupported import NotSupported
+
+_STARTED_HERE = False
+
+
+def start(*args: Any, **kwargs: Any) -> None:
+    """Start the run if none is on (PyCOMPSs's ``interactive.start``)."""
+    global _STARTED_HERE
+    if kwargs.get("storage_impl") or kwargs.get("storage_conf"):
+        raise NotSupported("pycompss.interactive.start(storage_impl=/storage_conf=): "
+                           "persistent storage is not supported by taskflow's PyCOMPSs layer "
+                           "(docs/compat-pycompss.md).")
+    from ...runtime import current, embedded
+    if current.get() is None:
+        _STARTED_HERE = True
+    embedded.get_or_start()
+
+
+def stop(*args: Any, sync: bool = False, **kwargs: Any) -> None:
+    """Wait for every task; stop the run if :func:`start` started it."""
+    global _STARTED_HERE
+    from ... import stop as tf_stop
+    from ...api import sync as S
+    from ...runtime import current
+    if current.get() is None:
+        return
+    S.barrier()
+    if _STARTED_HERE:
+        _STARTED_HERE = False
+        tf_stop()
+
+
+__all__ = ["start", "stop"]

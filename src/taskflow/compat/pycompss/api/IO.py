@@ -1,23 +1,28 @@
 """``pycompss.api.IO``: ``@IO()`` marks an I/O task.
 
-COMPSs schedules I/O tasks outside the computing units so they overlap with
-computation. In taskflow an I/O task runs like any other task (it takes a
-slot); the mark is accepted and recorded in the journal.
+As in COMPSs, an I/O task holds no computing unit: with ``runcompss
+--io_executors=N`` it runs on one of the N I/O executors of a node, so it
+overlaps the computing tasks (an ``@IO`` ``@mpi`` task's ranks are I/O
+executors too). Without I/O executors (the default, 0) it takes a slot like
+any other task, and it is recorded as an I/O task in the journal.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from ...argwarn import unexpected
 from ...taskfn import task_function
 
 
 class IO:  # noqa: N801 - PyCOMPSs's name
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.kwargs = kwargs
+        for key in kwargs:              # @IO takes no argument: PyCOMPSs warns
+            unexpected(key, "IO")
 
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@IO")
         tf.spec.record_hints(io=True)
+        tf.decl.io = True
         return tf
 
 

@@ -8,6 +8,8 @@ one argument, a list for several, and nested lists/tuples keep their nesting.
 from __future__ import annotations
 
 import logging
+import os
+import time
 from typing import Any, Callable
 
 from ....api import sync
@@ -43,9 +45,16 @@ def compss_start(log_level: str = "off", tracing: bool = False, interactive: boo
 
 def compss_stop(code: int = 0, _hard_stop: bool = False) -> None:
     """Stop the run: wait for every task, or with a code other than 0 cancel every running
-    and waiting task (``taskflow run`` then exits with ``code``)."""
-    from .... import stop
-    stop(wait=not _hard_stop, code=int(code))
+    and waiting task. As in PyCOMPSs the code is not the exit status: an application that
+    then ends normally exits 0 (its own ``sys.exit(code)`` decides)."""
+    rt = current.get()
+    if rt is None:
+        return
+    if int(code):
+        rt.cancel_all(f"the application called compss_stop({int(code)})")
+        rt.stop(wait=False)
+    else:
+        rt.stop(wait=not _hard_stop)
 
 
 def compss_file_exists(*file_name: Any) -> Any:
@@ -62,13 +71,24 @@ def compss_delete_file(*file_name: Any) -> Any:
     return _shaped(sync.delete_file, file_name)
 
 
+def _wait_file(name: Any) -> Any:
+    """One name: wait for its last writer if a task reads or writes it; a name no task
+    uses (never used, or deleted) is given back as it is, whether it exists or not."""
+    rt = current.get()
+    if rt is None or not isinstance(name, (str, os.PathLike)) or \
+            rt.registry.file_item(os.path.abspath(os.fspath(name))) is None:
+        return name
+    return sync.wait_on_file(name)
+
+
 def compss_wait_on_file(*file_name: Any) -> Any:
-    """Wait for the last writer of each file and put it at its path; gives the names back."""
-    return _shaped(sync.wait_on_file, file_name)
+    """Wait for the last writer of each file and put it at its path; gives the names back
+    in the same nested shape."""
+    return _shaped(_wait_file, file_name)
 
 
 def compss_wait_on_directory(*directory_name: Any) -> Any:
-    return _shaped(sync.wait_on_directory, directory_name)
+    return _shaped(_wait_file, directory_name)
 
 
 def compss_delete_object(*obj: Any) -> Any:
@@ -130,8 +150,34 @@ def compss_wait_on(*args: Any, **kwargs: Any) -> Any:
         raise UsageError(f"compss_wait_on: mode={mode!r} must be 'r' or 'rw'.")
     if not args:
         return None
-    value = sync.wait_on(*args)
+    value = sync.wait_on(*args, in_place=False)     # the object passed keeps its content
     return list(value) if len(args) > 1 else value
+
+
+def compss_wait_on_any(*args: Any, timeout: float | None = None) -> Any:
+    """PyCOMPSs 4.0: wait until one of the futures given (anywhere inside lists, tuples and
+    dicts) has ended and return its value (its error is raised here); the others go on,
+    to be waited for later. Values already there: the first of them."""
+    import concurrent.futures as cf
+
+    from ....future import Future
+    rt = current.get()
+    futs: list[Future] = []
+    if rt is not None:
+        for a in args:
+            sync._collect(a, rt, futs)
+    if not futs:
+        return compss_wait_on(*args) if args else None
+    done = [f for f in futs if f.done()]
+    if not done:
+        end = None if timeout is None else time.time() + timeout
+        while not done:
+            step = 0.5 if end is None else max(0.0, min(0.5, end - time.time()))
+            finished, _ = cf.wait(futs, timeout=step, return_when=cf.FIRST_COMPLETED)
+            done = [f for f in futs if f in finished]
+            if not done and end is not None and time.time() >= end:
+                raise cf.TimeoutError(f"compss_wait_on_any: nothing ended within {timeout} s")
+    return compss_wait_on(done[0])
 
 
 def compss_get_number_of_resources() -> int:
@@ -180,6 +226,6 @@ def compss_add_logger(logger_name: str) -> logging.Logger:
 __all__ = ["compss_start", "compss_stop", "compss_file_exists", "compss_open",
            "compss_delete_file", "compss_wait_on_file", "compss_wait_on_directory",
            "compss_delete_object", "compss_barrier", "compss_barrier_group",
-           "compss_cancel_group", "compss_snapshot", "compss_wait_on",
+           "compss_cancel_group", "compss_snapshot", "compss_wait_on", "compss_wait_on_any",
            "compss_get_number_of_resources", "compss_request_resources",
            "compss_free_resources", "compss_set_wall_clock", "compss_add_logger", "TaskGroup"]

@@ -1,15 +1,18 @@
 """``pycompss.api.binary``: ``@binary(binary=..., args=..., working_dir=..., fail_by_exit_value=...)``.
 
 Above ``@task``. ``params`` is the older spelling of ``args``, ``workingDir``
-of ``working_dir``. The command line is read as PyCOMPSs's ``bash -c`` would
-read it, without a shell: parameter values are word-split and globs
-expanded (a value ``"-n 4"`` gives two arguments, ``"*.txt"`` the matching
-files); file parameters stay one argument; shell operators (``>``, ``|``,
-``;``...) are refused when the task is declared or called, naming the
-parameter (use ``FILE_OUT_STDOUT`` and friends). Without ``returns`` the
-call gives ``None``; with ``returns=int`` the exit code. A non-zero exit
-code fails the task unless ``fail_by_exit_value=False``. ``engine`` /
-``image`` (a binary in a container) belong to ``@container``.
+of ``working_dir``. As in COMPSs, each parameter value is one argument of the
+program (COMPSs escapes its spaces before ``bash -c``): only the blanks of the
+``args`` template separate arguments, and the template is read as bash reads
+a command line (quotes, ``$VAR`` from the launch environment, unquoted
+globs, redirections ``> f`` ``2>&1`` ``< f`` as the program's streams),
+without a shell (:mod:`taskflow.agent.invokers.words`); pipes and lists in the
+template (``|``, ``;``...) are refused when the task is declared (use
+``FILE_OUT_STDOUT`` and friends, or a wrapper script). Without ``returns`` the
+call gives ``None``; with ``returns=int`` the exit code. A non-zero exit code
+fails the task unless ``fail_by_exit_value=False``. An argument PyCOMPSs does
+not know is warned about and ignored; ``engine`` / ``image`` (a binary in a
+container) belong to ``@container``.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ....api.workflow import attach_workflow
 from ....errors import UsageError
-from ...external import fail_by_exit_value, normalize
+from ...external import counts_per_call, fail_by_exit_value, normalize
 from ...taskfn import task_function
 
 SUPPORTED = ("app_name", "runcompss", "flags", "computing_nodes", "working_dir", "args",
@@ -33,13 +33,13 @@ class compss:  # noqa: N801 - PyCOMPSs's name
 
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@compss")
-        kw = self.kw
+        kw = counts_per_call(tf, self.kw)
         attach_workflow(tf, kw["app_name"], args=kw.get("args"),
                         computing_nodes=kw.get("computing_nodes", 1),
                         working_dir=kw.get("working_dir"), flags=kw.get("flags"),
                         fail_by_exit_value=fail_by_exit_value(kw.get("fail_by_exit_value"),
                                                               "compss"),
-                        compat=True, shell_words=True)
+                        compat=True, bash_words=True)
         recorded = {k: str(kw[k]) for k in ("runcompss", "worker_in_master") if k in kw}
         if recorded:
             tf.spec.record_hints(**recorded)

@@ -7,7 +7,8 @@ name or an expression of the parameters, read at each call. Every other
 documented key (``processor_architecture``, ``operating_system_type``,
 ``app_software``, ``host_queues``, ``storage_size``, ...; camelCase too) is
 accepted and recorded in the journal: it only steers placement in COMPSs.
-See :mod:`taskflow.compat.constraints`.
+``is_local=True`` runs the task on the master's own node. An unknown key is
+warned about and ignored, as PyCOMPSs does. See :mod:`taskflow.compat.constraints`.
 """
 from __future__ import annotations
 
@@ -22,20 +23,26 @@ class constraint:  # noqa: N801 - PyCOMPSs's name
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args:
             raise UsageError(f"@constraint takes keyword arguments only, got {args!r}.")
-        self.shaping, self.recorded = C.normalize(kwargs)
+        kw = dict(kwargs)
+        local = kw.pop("is_local", kw.pop("isLocal", False))
+        self.is_local = local is True or str(local).strip().lower() == "true"
+        self.shaping, self.recorded = C.normalize(kw)
 
     def __call__(self, target: Any) -> Any:
         if not isinstance(target, CompatTaskFunction):
             if callable(target):          # below @task: @task picks it up
-                target.__compat_constraint__ = (self.shaping, self.recorded)
+                target.__compat_constraint__ = (self.shaping, self.recorded, self.is_local)
                 return target
             raise UsageError(f"@constraint must decorate a task, not {target!r}.")
-        apply(target, self.shaping, self.recorded)
+        apply(target, self.shaping, self.recorded, self.is_local)
         return target
 
 
-def apply(tf: CompatTaskFunction, shaping: dict[str, Any], recorded: dict[str, Any]) -> None:
+def apply(tf: CompatTaskFunction, shaping: dict[str, Any], recorded: dict[str, Any],
+          is_local: bool = False) -> None:
     spec = tf.spec
+    if is_local:                    # runs on the master's own node (compat.placing)
+        tf.decl.is_local = True
     if recorded:
         spec.record_hints(**recorded)
     if not shaping:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....errors import UsageError
+from ...argwarn import unexpected
 from ...implement import register
 from ...taskfn import task_function
 
@@ -17,9 +18,8 @@ class implement:  # noqa: N801 - PyCOMPSs's name
     def __init__(self, *args: Any, source_class: str | None = None, method: str | None = None,
                  **kwargs: Any) -> None:
         source_class = source_class or kwargs.pop("sourceClass", None)
-        if kwargs:
-            raise UsageError(f"@implement: unknown argument(s) {sorted(kwargs)}; supported: "
-                             f"source_class, method.")
+        for key in kwargs:              # PyCOMPSs warns and goes on without it
+            unexpected(key, "implement", ("source_class", "method"))
         if not source_class or not method:
             raise UsageError("@implement: source_class and method are both mandatory "
                              "(the module or class and the name of the task implemented).")

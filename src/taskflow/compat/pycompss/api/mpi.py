@@ -5,14 +5,17 @@ as ``@binary``). Without: the function itself runs on every rank under
 mpi4py and the task's value is the list of every rank's value (rank order);
 ``returns=N`` with N = processes gives one future per rank instead.
 
-``runner`` (default ``mpirun``; ``mpiexec``, ``srun``), ``processes`` (older
-spelling ``computing_nodes``; a number, ``"$ENV"``, a module global's name
-or an expression of the parameters), ``processes_per_node``,
+``runner`` (mandatory, as in PyCOMPSs: ``mpirun``, ``mpiexec``, ``srun``), ``processes`` (older
+spelling ``computing_nodes``; a number, ``"$ENV"``, a parameter, or the name
+of a module global read at every call), ``processes_per_node`` (the same),
 ``scale_by_cu`` (one rank per computing unit: ``processes`` times the
-``computing_units`` of ``@constraint``, each rank one unit), ``flags``,
-``args`` / ``params``, ``working_dir``, ``fail_by_exit_value``. Collection
-layouts (``<param>_layout=...``) are not supported: every rank would get the
-whole collection, so declaring one is an error.
+``computing_units`` of ``@constraint``, each rank one unit; a Python task's
+``returns=N`` is checked against that count at the call), ``flags``,
+``args`` / ``params``, ``working_dir``, ``fail_by_exit_value``. A Python
+task's collection layouts (``<param>_layout={block_count: B, block_length: L,
+stride: S}``) give each rank only its blocks of that collection: one block of L
+elements starting at rank x S when B is the number of ranks, else blocks
+dealt round-robin (-1: the ranks, 1, 1).
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from typing import Any
 
 from ....api.external import RUNNERS
 from ....errors import UsageError
-from ...external import attach_program, fail_by_exit_value, normalize
+from ...external import attach_program, counts_per_call, fail_by_exit_value, normalize
 from ...taskfn import task_function
 
 SUPPORTED = ("runner", "binary", "processes", "computing_nodes", "processes_per_node",
@@ -30,13 +33,13 @@ SUPPORTED = ("runner", "binary", "processes", "computing_nodes", "processes_per_
 
 class mpi:  # noqa: N801 - PyCOMPSs's name
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        layouts = sorted(k for k in kwargs if k.endswith("_layout"))
-        if layouts:
-            raise UsageError(f"@mpi: {layouts[0]}=: collection layouts are not supported by "
-                             f"taskflow's PyCOMPSs layer (every rank would get the whole "
-                             f"collection); split the collection in the task by rank.")
+        self.layouts = [_layout(k[:-len("_layout")], kwargs.pop(k))
+                        for k in sorted(kwargs) if k.endswith("_layout")]
         kw = normalize("mpi", kwargs, SUPPORTED)
-        runner = kw.get("runner") or "mpirun"
+        runner = kw.get("runner")
+        if not runner:              # PyCOMPSs: runner is mandatory (mpirun, mpiexec, srun)
+            raise UsageError("The argument runner is mandatory in the @mpi decorator "
+                             "(runner=\"mpirun\", \"mpiexec\" or \"srun\").")
         if isinstance(runner, str) and "$" not in runner and runner not in RUNNERS:
             raise UsageError(f"@mpi: unknown runner {runner!r}; use one of "
                              f"{', '.join(RUNNERS)}.")
@@ -55,25 +58,41 @@ class mpi:  # noqa: N801 - PyCOMPSs's name
 
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@mpi")
-        cfg = dict(self.cfg)
-        g = getattr(tf.__wrapped__, "__globals__", {})
-        params = set(tf.spec.signature.parameters)
-        for key in ("processes", "processes_per_node"):
-            v = cfg.get(key)
-            if isinstance(v, str) and v.isidentifier() and v not in params and v in g:
-                tf.decl.cfg_globals[key] = v      # a module global, read at each call
-                cfg[key] = 1
+        cfg = counts_per_call(tf, self.cfg)
         python = not cfg.get("binary")
-        if python:
+        if python:                 # the rank count, and returns=N against it, per call
             cfg["rank_values"] = True
-            n = tf.decl.returns.fixed
-            procs = cfg.get("processes")
-            if tf.decl.returns.dynamic is None and n > 1 and isinstance(procs, int) \
-                    and n != procs:
-                raise UsageError(f"@mpi on {tf.spec.name}: returns={n} but processes={procs}: "
-                                 f"a Python MPI task gives one value per rank (returns=1 for "
-                                 f"their list, or returns={procs}).")
+            tf.decl.python_mpi = bool(cfg.get("scale_by_cu"))
+        if self.layouts:
+            names = list(tf.spec.signature.parameters)
+            for name, *_ in self.layouts:
+                if not python:
+                    raise UsageError(f"@mpi on {tf.spec.name}: {name}_layout= cuts a collection "
+                                     f"over the ranks of a Python MPI task; a binary gets its "
+                                     f"arguments on its command line.")
+                if name not in names:
+                    raise UsageError(f"@mpi on {tf.spec.name}: {name}_layout= names no "
+                                     f"parameter of {tf.spec.name}({', '.join(names)}).")
+            cfg["layouts"] = tuple(self.layouts)
         return attach_program(tf, "mpi", "mpi", cfg, outputs=python)
+
+
+def _layout(name: str, value: Any) -> tuple[str, int, int, int]:
+    """``<name>_layout={block_count: B, block_length: L, stride: S}`` -> (name, B, L, S)."""
+    if not isinstance(value, dict):
+        raise UsageError(f"@mpi: {name}_layout must be a dict of block_count, block_length "
+                         f"and stride, not {value!r}.")
+    unknown = sorted(set(value) - {"block_count", "block_length", "stride"})
+    if unknown:
+        raise UsageError(f"@mpi: {name}_layout: unknown key(s) {unknown}; use block_count, "
+                         f"block_length, stride (from pycompss.api.parameter).")
+    out = []
+    for key in ("block_count", "block_length", "stride"):
+        v = value.get(key, -1)
+        if isinstance(v, bool) or not isinstance(v, int) or (v < 1 and v != -1):
+            raise UsageError(f"@mpi: {name}_layout {key}={v!r} must be an int >= 1 (or -1).")
+        out.append(v)
+    return (name, out[0], out[1], out[2])
 
 
 Mpi = mpi

@@ -20,7 +20,10 @@ SUPPORTED = ("runner", "programs", "working_dir", "fail_by_exit_value", "process
 class mpmd_mpi:  # noqa: N801 - PyCOMPSs's name
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kw = normalize("mpmd_mpi", kwargs, SUPPORTED)
-        runner = kw.get("runner") or "mpirun"
+        runner = kw.get("runner")
+        if not runner:              # PyCOMPSs: runner is mandatory (mpirun, mpiexec, srun)
+            raise UsageError("The argument runner is mandatory in the @mpmd_mpi decorator "
+                             "(runner=\"mpirun\", \"mpiexec\" or \"srun\").")
         if runner not in ("mpirun", "mpiexec"):
             raise UsageError(f"@mpmd_mpi: runner={runner!r}: use mpirun or mpiexec (srun has "
                              f"no colon syntax for several programs).")

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ....errors import UsageError
-from ...external import attach_program, fail_by_exit_value, normalize
+from ...external import attach_program, counts_per_call, fail_by_exit_value, normalize
+from ...taskfn import task_function
 
 SUPPORTED = ("binary", "computing_nodes", "args", "params", "working_dir",
              "fail_by_exit_value")
@@ -27,7 +28,8 @@ class ompss:  # noqa: N801 - PyCOMPSs's name
                                                              "ompss")}
 
     def __call__(self, target: Any) -> Any:
-        return attach_program(target, "ompss", "ompss", self.cfg)
+        tf = task_function(target, "@ompss")
+        return attach_program(tf, "ompss", "ompss", counts_per_call(tf, self.cfg))
 
 
 OmpSs = ompss

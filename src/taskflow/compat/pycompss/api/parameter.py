@@ -16,8 +16,10 @@ Differences from taskflow's own constants (PyCOMPSs behaviour):
   ``FILE_INOUT_*`` (taskflow orders those accesses like INOUT);
 - ``STDIN``, ``STDOUT`` and ``STDERR`` given alone are files bound to that
   stream (``FILE_IN_STDIN``, ``FILE_OUT_STDOUT``, ``FILE_OUT_STDERR``);
-- ``Keep_rename``, ``Cache`` and ``Weight`` are hints: accepted, and
-  without effect here (a task always sees its file under its own name);
+- ``Keep_rename=True`` on a file (or a ``COLLECTION_FILE``) gives the task the
+  runtime's version name (``d<id>v<version>_<stamp>.IT``,
+  :mod:`taskflow.agent.invokers.renames`); without it a file keeps its name;
+- ``Cache`` and ``Weight`` are hints: accepted, and without effect here;
 - ``STREAM_IN`` / ``STREAM_OUT`` (distributed streams) are not supported:
   declaring a task with one is an error.
 """
@@ -198,10 +200,13 @@ COLLECTION_IN = _p("COLLECTION_IN", TYPE.COLLECTION)
 COLLECTION_IN_DELETE = _p("COLLECTION_IN_DELETE", TYPE.COLLECTION, _D.IN_DELETE)
 COLLECTION_OUT = _p("COLLECTION_OUT", TYPE.COLLECTION, _D.OUT)
 COLLECTION_INOUT = _p("COLLECTION_INOUT", TYPE.COLLECTION, _D.INOUT)
-COLLECTION_FILE = _p("COLLECTION_FILE", TYPE.COLLECTION, elem_file=True)
-COLLECTION_FILE_IN = _p("COLLECTION_FILE_IN", TYPE.COLLECTION, elem_file=True)
-COLLECTION_FILE_OUT = _p("COLLECTION_FILE_OUT", TYPE.COLLECTION, _D.OUT, elem_file=True)
-COLLECTION_FILE_INOUT = _p("COLLECTION_FILE_INOUT", TYPE.COLLECTION, _D.INOUT, elem_file=True)
+COLLECTION_FILE = _p("COLLECTION_FILE", TYPE.COLLECTION, elem_file=True, keep_rename=False)
+COLLECTION_FILE_IN = _p("COLLECTION_FILE_IN", TYPE.COLLECTION, elem_file=True,
+                        keep_rename=False)
+COLLECTION_FILE_OUT = _p("COLLECTION_FILE_OUT", TYPE.COLLECTION, _D.OUT, elem_file=True,
+                         keep_rename=False)
+COLLECTION_FILE_INOUT = _p("COLLECTION_FILE_INOUT", TYPE.COLLECTION, _D.INOUT,
+                           elem_file=True, keep_rename=False)
 
 DICTIONARY = _p("DICTIONARY", TYPE.DICT_COLLECTION)
 DICTIONARY_IN = _p("DICTIONARY_IN", TYPE.DICT_COLLECTION)
@@ -326,6 +331,14 @@ def to_native(value: Any, where: str) -> Param:
                      elem_kind=FILE_KIND if cp.elem_file else OBJECT_KIND, name=cp.name)
     return Param(kind=kind, direction=direction, stream=stream, prefix=cp.prefix,
                  name=cp.name)
+
+
+def renamed(value: Any, where: str) -> bool:
+    """Whether a parameter description asks for COMPSs's version names (``Keep_rename``
+    on a file or a collection of files)."""
+    cp = _as_compat(value, where)
+    return cp.keep_rename and cp.stream == IOSTREAM.UNSPECIFIED and (
+        cp.content_type == TYPE.FILE or cp.elem_file)
 
 
 def is_file_like(p: Param) -> bool:

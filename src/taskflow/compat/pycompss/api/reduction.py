@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from ....errors import UsageError
+from ...argwarn import unexpected
 from ...taskfn import task_function
 
 
 class reduction:  # noqa: N801 - PyCOMPSs's name
     def __init__(self, *args: Any, chunk_size: Any = 2, **kwargs: Any) -> None:
         chunk_size = kwargs.pop("chunkSize", chunk_size)
-        if kwargs:
-            raise UsageError(f"@reduction: unknown argument(s) {sorted(kwargs)}; supported: "
-                             f"chunk_size.")
+        for key in kwargs:              # PyCOMPSs warns and goes on without it
+            unexpected(key, "reduction", ("chunk_size",))
         self.chunk_size = chunk_size
 
     def __call__(self, target: Any) -> Any:

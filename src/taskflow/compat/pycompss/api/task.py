@@ -18,22 +18,29 @@ older PyCOMPSs spellings):
   ``tracing_hook``: placement and performance hints with no effect here;
   accepted and recorded.
 - every other keyword names a parameter: a constant of
-  :mod:`pycompss.api.parameter`, its dictionary form or ``Parameter(...)``.
+  :mod:`pycompss.api.parameter`, its dictionary form or ``Parameter(...)``. A
+  keyword that names no parameter is ignored, as PyCOMPSs stores it and never
+  looks it up (one close to a parameter's name is warned about).
+- a generator function may be a task: its generator travels back as its
+  values and is a generator again on the master (:mod:`taskflow.compat.generators`).
 
 ``self`` of a task method is INOUT unless declared otherwise.
 """
 from __future__ import annotations
 
+import difflib
 import inspect
+import logging
 from typing import Any, Callable
 
-from ....api.task import task as native_task
 from ....errors import UsageError
-from ....graph.param import DIRECTORY_KIND, OBJECT_KIND
+from ....graph.param import COLLECTION_KIND, DIRECTORY_KIND, OBJECT_KIND
+from ....graph.spec import TaskSpec
 from ... import returns as R
 from ...taskfn import CompatTaskFunction, Decl, file_params
-from .parameter import to_native
+from .parameter import renamed, to_native
 
+log = logging.getLogger("taskflow.compat")
 LEGACY = {"targetDirection": "target_direction", "isReplicated": "is_replicated",
           "isDistributed": "is_distributed", "varargsType": "varargs_type",
           "timeOut": "time_out", "cacheReturns": "cache_returns", "onFailure": "on_failure",
@@ -80,10 +87,15 @@ class _Declaration:
             raise UsageError(f"@task must decorate a function or a method, not {func!r}.")
         name = getattr(func, "__qualname__", repr(func))
         res = self.reserved
-        params = {p: to_native(v, f"@task on {name}, parameter '{p}'")
-                  for p, v in self.directions.items()}
         sig = inspect.signature(func)
         names = list(sig.parameters)
+        for p in [p for p in self.directions if p not in sig.parameters]:
+            close = difflib.get_close_matches(p, names, n=1)
+            if close:           # PyCOMPSs ignores it; a likely typo is worth a word
+                log.warning("@task on %s: %s= names no parameter and is ignored (did you mean "
+                            "%s?)", name, p, close[0])
+        params = {p: to_native(v, f"@task on {name}, parameter '{p}'")
+                  for p, v in self.directions.items() if p in sig.parameters}
         modifier = res.get("is_modifier", True) is not False
         target = res.get("target_direction")
         if target is not None:
@@ -106,23 +118,20 @@ class _Declaration:
                              f"varargs_type=, not from {varargs}=.")
         rets = R.parse(res.get("returns"), func, name)
         on_failure = str(res.get("on_failure", "RETRY")).upper()
-        native = native_task(None, returns=max(rets.fixed, 1) if rets.dynamic is None else 1,
-                             priority=res.get("priority", False),
-                             time_out=res.get("time_out"), on_failure=on_failure,
-                             retries=res.get("retries"), **params)(func)
-        spec = native.spec
+        spec = TaskSpec(func, params, max(rets.fixed, 1) if rets.dynamic is None else 1,
+                        res.get("priority", False), res.get("time_out"), on_failure,
+                        res.get("retries"))
         decl = Decl()
         decl.returns = rets
         decl.file_params = file_params(spec)
         decl.on_failure_defaults = dict(res.get("defaults") or {})
         decl.varargs = vparam
+        decl.written = frozenset(n for n, p in spec.params.items()
+                                 if p.kind == OBJECT_KIND and p.writes and n != "self")
+        colls = [n for n, p in spec.params.items() if p.kind == COLLECTION_KIND]
+        decl.collections = frozenset(colls)
+        decl.written_collections = frozenset(n for n in colls if spec.params[n].writes)
         decl.replicated = bool(res.get("is_replicated", False))
-        if decl.replicated:
-            written = sorted(n for n, p in spec.params.items() if p.writes)
-            if written:
-                raise UsageError(f"@task on {name}: is_replicated=True with written "
-                                 f"parameter(s) {written}: every copy would make its own "
-                                 f"version; make them IN (target_direction=IN for self).")
         recorded = {k: _plain(res[k]) for k in RECORDED if k in res and res[k]}
         if recorded:
             spec.record_hints(**recorded)
@@ -130,6 +139,10 @@ class _Declaration:
                  if p.kind == DIRECTORY_KIND and p.direction == "OUT"]
         if fresh:            # PyCOMPSs: the task makes its DIRECTORY_OUT itself
             spec.add_hooks(fresh_dirs=tuple(fresh))
+        keep = tuple(p for p, v in self.directions.items()
+                     if p in spec.params and renamed(v, f"@task on {name}, parameter '{p}'"))
+        if keep:             # Keep_rename=True: the files under COMPSs's version names
+            spec.add_hooks(renamed=keep)
         tf = CompatTaskFunction(func, spec, decl)
         pending = getattr(func, "__compat_constraint__", None)
         if pending:                          # @constraint written below @task

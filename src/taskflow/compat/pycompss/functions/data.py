@@ -4,8 +4,10 @@
 wait=False)`` gives ``num_frag`` fragments (futures, or lists with
 ``wait=True``), each a list of ``elements // num_frag`` points of ``dim``
 values drawn from ``random`` (uniform [0, 1)), ``normal`` (Gauss 0, 1) or
-``uniform`` ([-1, 1]). Fragment ``i`` uses its own generator seeded from
-``seed`` and ``i``, so a seeded data set is the same on any number of nodes.
+``uniform`` ([-1, 1]). As in PyCOMPSs, every fragment seeds the global
+``random`` with ``seed`` and then draws its rows, so with a seed the fragments
+are equal (and the same on any number of nodes); ``seed=None`` seeds from the
+system's entropy, fragment by fragment.
 """
 from __future__ import annotations
 
@@ -36,14 +38,14 @@ def chunks(lst: list[Any], n: int, balanced: bool = False) -> Any:
 @task(returns=list)
 def _fragment(dim: int, count: int, seed: Any, index: int, distribution: str) -> list[Any]:
     import random
-    rng = random.Random(None if seed is None else f"{seed}/{index}")
+    random.seed(seed)
 
     def draw() -> float:
         if distribution == "normal":
-            return rng.gauss(0.0, 1.0)
+            return random.gauss(mu=0.0, sigma=1.0)
         if distribution == "uniform":
-            return rng.uniform(-1.0, 1.0)
-        return rng.random()
+            return random.uniform(-1.0, 1.0)
+        return random.random()
     return [[draw() for _ in range(dim)] for _ in range(count)]
 
 

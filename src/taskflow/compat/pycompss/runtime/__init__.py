@@ -1,1 +1,2 @@
-"""``pycompss.runtime``: only ``management.classes.Future`` is provided (the rest is COMPSs's runtime)."""
+"""``pycompss.runtime``: ``management.classes.Future`` and ``management.object_tracker.OT``
+(the rest is COMPSs's runtime)."""

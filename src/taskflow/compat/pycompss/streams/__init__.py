@@ -1,5 +1,7 @@
-"""``pycompss.streams``: distributed streams (Kafka, object and file streams) are not supported."""
-from ...unsupported import module
+"""``pycompss.streams``: distributed streams (Kafka, object and file streams).
 
-module("pycompss.streams", "distributed streams: Kafka, object and file streams",
-       "exchange the data through files (FILE_OUT / FILE_IN) or task results")
+Importing the modules works, so an application that only defines names
+imports; creating a stream raises :class:`~taskflow.compat.unsupported.NotSupported`:
+taskflow's PyCOMPSs layer does not provide distributed streams (exchange the
+data through files or task results instead).
+"""

@@ -1,0 +1,36 @@
+"""What every task sees of the resources it holds, as PyCOMPSs tasks see them (node side).
+
+Under ``taskflow run --compat pycompss`` (the master's HELLO says
+``compss_env``) every task gets ``COMPSS_NUM_NODES``, ``COMPSS_HOSTNAMES``
+(its node, named as the resources description names it: ``localhost`` for
+the local machine), and ``COMPSS_NUM_THREADS`` / ``OMP_NUM_THREADS`` /
+``TASKFLOW_NUM_THREADS`` = the computing units it holds. The node's part is
+set once in the agent (its executors inherit it); the units are set by the
+executor when a task holds another number of them than the one before it
+(one integer comparison per task). Tasks on several nodes get theirs from
+their placement (:mod:`taskflow.agent.invokers.environment`).
+"""
+from __future__ import annotations
+
+import os
+
+ON = False          # set in the agent before it forks its executors
+_units = 0          # the units the environment says now
+
+
+def compss_environment(label: str) -> None:
+    """The node's part (agent, before the executors are forked)."""
+    global ON
+    os.environ.update({"COMPSS_NUM_NODES": "1", "COMPSS_HOSTNAMES": label,
+                       "TASKFLOW_NODE_LABEL": label})
+    ON = True
+
+
+def units(n: int) -> None:
+    """The task about to run holds ``n`` computing units (0: an @IO task)."""
+    global _units
+    if n != _units:
+        _units = n
+        s = str(n or 1)
+        env = os.environ
+        env["COMPSS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = env["TASKFLOW_NUM_THREADS"] = s

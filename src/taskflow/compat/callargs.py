@@ -1,0 +1,99 @@
+"""What a PyCOMPSs call's arguments decide before it becomes a native call.
+
+- A FILE / DIRECTORY parameter given ``None`` reaches the task as ``None``.
+- INOUT / OUT (or CONCURRENT, COMMUTATIVE) on an immutable value (a number,
+  a string, a tuple, ...) is accepted: nothing can change it in place, so the
+  task reads it and the value afterwards is the same (PyCOMPSs's behaviour).
+  A written collection whose leaves are all immutable is read the same way.
+- A COLLECTION_* parameter takes any sized iterable (a set, a range, a numpy
+  array, ...) and gives the task a list; ``None`` is an empty collection.
+- ``returns="{{param}}"``: the call gives the argument object back and the
+  task's value becomes that object's next version (:func:`returned_argument`).
+
+The parameters a call passes as plain IN values (:func:`plain_params`) make
+the call's spec variant (``taskfn.make_variant``), one per combination.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sized
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from ..future import Future
+
+if TYPE_CHECKING:
+    from ..graph.spec import TaskSpec
+    from ..runtime.runtime import Runtime
+    from .taskfn import Decl
+
+IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)
+
+
+def plain_params(decl: Decl, bound: dict[str, Any]) -> frozenset[str]:
+    """The declared parameters this call passes as plain IN values (module docstring)."""
+    out = [n for n in decl.file_params if n in bound and bound[n] is None]
+    out += [n for n in decl.written if n in bound and _immutable(bound[n])]
+    out += [n for n in decl.written_collections if n in bound and _all_immutable(bound[n])]
+    return frozenset(out)
+
+
+def _immutable(v: Any) -> bool:
+    return isinstance(v, IMMUTABLE)
+
+
+def _all_immutable(v: Any, depth: int = 0) -> bool:
+    if depth > 50:
+        return False
+    if isinstance(v, dict):
+        return all(_all_immutable(x, depth + 1) for x in v.values())
+    if isinstance(v, (list, tuple)):
+        return all(_all_immutable(x, depth + 1) for x in v)
+    return _immutable(v)
+
+
+def as_collections(spec: TaskSpec, names: frozenset[str], args: tuple[Any, ...],
+                   kwargs: dict[str, Any], bound: dict[str, Any]
+                   ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args``/``kwargs`` with every collection argument a list, tuple or dict (module
+    docstring); the same objects when nothing changed."""
+    for name in names:
+        if name not in bound:
+            continue
+        v = bound[name]
+        if isinstance(v, (list, tuple, dict)):
+            continue
+        if v is None:
+            new: Any = []
+        elif isinstance(v, Iterable) and isinstance(v, Sized) and not isinstance(v, (str, bytes)):
+            new = list(v)
+        else:
+            raise UsageError(f"task {spec.name}, parameter '{name}' is a collection but got "
+                             f"{type(v).__name__}; pass a list (or any sized iterable), a "
+                             f"dict, or None for an empty collection.")
+        bound[name] = new
+        pos = spec.index.get(name)
+        if pos is not None and pos < len(args):
+            args = args[:pos] + (new,) + args[pos + 1:]
+        else:
+            kwargs = dict(kwargs, **{name: new})
+    return args, kwargs
+
+
+def returned_argument(rt: Runtime, spec: TaskSpec, param: str, bound: dict[str, Any] | None,
+                      value: Any) -> Any:
+    """``returns="{{param}}"``: the argument object, whose next version the task's value
+    (the future ``value``) is; an immutable argument cannot be followed by identity, so the
+    call gives the future itself."""
+    if bound is None or param not in bound:
+        raise UsageError(f"task {spec.name}: returns=\"{{{{{param}}}}}\" names parameter "
+                         f"'{param}', which this call does not give.")
+    obj = bound[param]
+    if _immutable(obj) or isinstance(obj, Future):
+        return value
+    reg = rt.registry
+    with rt.submit_lock:
+        item = reg.object_item(obj)
+        if item is not None and item.obj is obj:
+            reg.forget_object(obj)
+        reg.track_object(obj, value)
+    return obj
