@@ -239,3 +239,23 @@ def test_the_sampler_finds_its_own_process_tree_without_reading_every_process():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_no_short_task_waits_behind_a_long_or_untimed_one_while_another_executor_can_take_it():
+    st, q, pool, pl, _ = _parts(2)
+    g = b"g" * 16                        # a function never timed on this node
+    st.funcs[g] = b"payload"
+    pl.enqueue([M.TaskMsg(task_id=1, digest=g, argv=(1,), refs=None, kwargs=None, nout=1,
+                          inouts=None, options=None, priority=0, units=1, exclusive=False,
+                          outputs=[1001])])
+    pl.schedule()
+    (busy,) = [e for e in pool.execs if e.queue]
+    (other,) = [e for e in pool.execs if e is not busy]
+    pl.enqueue([_t(i) for i in range(2, 102)])
+    pl.schedule()
+    assert [t.task_id for t in busy.queue] == [1]       # nothing waits behind it
+    assert len(other.queue) == NODE_DEEP                # the other executor takes the run
+    st.mean[g] = 5.0                                    # timed now, and long: the same
+    other.queue.clear()
+    pl.schedule()
+    assert [t.task_id for t in busy.queue] == [1] and len(other.queue) == NODE_DEEP

@@ -127,6 +127,16 @@ class Placement:
                if end is not None and end - LEAD > now]
         return min(due) if due else None
 
+    def _behind_ok(self, e: Executor) -> bool:
+        """Work may queue behind ``e``'s running task: it is known here to end within
+        LEAD_MIN_MEAN, or no other executor could start the work sooner (one executor).
+        Behind a long or never-timed task, a short one would wait for it while another
+        executor idles (a 6 s task kept a 10 ms one waiting for its whole run)."""
+        if len(self.pool.execs) == 1:
+            return True
+        m = self.state.mean.get(e.queue[0].digest)
+        return m is not None and m < LEAD_MIN_MEAN
+
     # -- the round's placement ----------------------------------------------------------
     def schedule(self) -> None:
         self.lead_at = None
@@ -174,7 +184,8 @@ class Placement:
                 if depth > 1:
                     for e in execs:
                         eq = e.queue
-                        if e.reserved or not eq or eq[0].exclusive or len(eq) >= depth:
+                        if e.reserved or not eq or eq[0].exclusive or len(eq) >= depth \
+                                or not self._behind_ok(e):
                             continue
                         if best is None or len(eq) < len(best.queue):
                             best = e
@@ -228,7 +239,7 @@ class Placement:
                 if e.reserved or nidle >= nfree:
                     continue
                 nidle += 1
-            elif e.reserved or eq[0].exclusive or len(eq) > low:
+            elif e.reserved or eq[0].exclusive or len(eq) > low or not self._behind_ok(e):
                 continue
             cands.append(e)
         if not cands:
