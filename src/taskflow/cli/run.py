@@ -42,8 +42,9 @@ class RunCommand(OptionalValueCommand):
               help="Executor slots on this machine (default: number of cores).")
 @click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True,
               help="Split the local slots over this many node agents.")
-@click.option("--retries", type=int, default=1, show_default=True,
-              help="Times a failed task with on_failure=RETRY is run again.")
+@click.option("--retries", type=click.IntRange(min=0), default=None,
+              help="Times a failed task with on_failure=RETRY is run again (default: 0; "
+                   "under --compat pycompss, PyCOMPSs's 2).")
 @click.option("--crash-limit", type=click.IntRange(min=0), default=3, show_default=True,
               help="Workers (executors, nodes) that may die running one task before it "
                    "fails; not counted against --retries.")
@@ -114,7 +115,7 @@ class RunCommand(OptionalValueCommand):
               help="With --compat pycompss: shadow a real PyCOMPSs installed here.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: float,
+def run(workers: int | None, nodes: int, retries: int | None, crash_limit: int, grace: float,
         resumable: bool, resume: str | None, resume_check: str, checkpoint: str | None,
         explain: bool, placement: str,
         run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
@@ -141,8 +142,10 @@ def run(workers: int | None, nodes: int, retries: int, crash_limit: int, grace: 
             rt_opts[key] = _amount(amount)
     if memory_limit:
         rt_opts["memory_limit"] = True
+    if retries is not None:         # else the launcher's default (Runtime's, or PyCOMPSs's)
+        rt_opts["retries"] = retries
     runtime: dict[str, Any] = dict(
-        workers=workers, nodes=nodes, retries=retries, run_dir=run_dir, crash_limit=crash_limit,
+        workers=workers, nodes=nodes, run_dir=run_dir, crash_limit=crash_limit,
         resumable=resumable, resume=resume_dir, resume_check=resume_check,
         checkpoint=checkpoint, **rt_opts)
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,

@@ -135,10 +135,9 @@ def materialize(item: DataItem, finished: bool = False, move: bool = False) -> N
     assert target is not None           # a file's or directory's item
     parent = os.path.dirname(target) or "."
     if move and item.kind != DIR:
-        try:
-            os.replace(v._path, target)
-        except FileNotFoundError:       # the user's folder went away meanwhile
+        if not os.path.isdir(parent):   # a new folder (or the user's went away meanwhile)
             os.makedirs(parent, exist_ok=True)
+        try:
             os.replace(v._path, target)
         except OSError as exc:
             if exc.errno != errno.EXDEV:

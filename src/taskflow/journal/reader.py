@@ -98,9 +98,12 @@ class Journal:
         if not rows:
             return {"run_id": os.path.basename(self.run_dir), "state": "unknown"}
         r = rows[0]
+        r.setdefault("reason", None)        # (journals of earlier versions have no reason)
         if r["state"] == "running" and r.get("hostname") == socket.gethostname() \
                 and not _pid_alive(r.get("pid")):
             r["state"] = "interrupted"
+            r["reason"] = (f"its master process (pid {r.get('pid')}) ended without closing "
+                           f"the run: it was killed (SIGKILL, out of memory) or crashed")
         r["run_dir"] = self.run_dir
         return r
 
@@ -109,8 +112,9 @@ class Journal:
         for state, n in self._rows("SELECT state, COUNT(*) FROM tasks GROUP BY state"):
             c[state] = n
         c["total"] = sum(c[s] for s in STATES)
-        c["retries"] = sum(r[0] for r in self._rows(
-            "SELECT COUNT(*) FROM transitions WHERE state='RETRY'"))
+        # runs beyond the first (a task placed again before it started is no retry)
+        c["retries"] = sum(r[0] or 0 for r in self._rows(
+            "SELECT SUM(attempts - 1) FROM tasks WHERE attempts > 1"))
         return c
 
     def counts_by_name(self) -> dict[str, dict[str, int]]:

@@ -171,8 +171,10 @@ class JournalDB:
                 self.db.executemany(_INSERT, [r for r in rows if r[EXIT] is not None
                                               or r[ERROR] is not None])
 
-    def close_run(self, t_end: float, state: str, counts: dict[str, int]) -> None:
-        """Mark the run finished, failed or interrupted and close the database.
+    def close_run(self, t_end: float, state: str, reason: str | None,
+                  counts: dict[str, int]) -> None:
+        """Mark the run finished, failed or interrupted (``reason``: why, one line) and
+        close the database.
 
         An interrupted run's tasks that did not end are marked INTERRUPTED.
         """
@@ -183,9 +185,9 @@ class JournalDB:
                 self.db.execute("UPDATE task_rows SET state='INTERRUPTED' WHERE state NOT IN "
                                 "('DONE', 'FAILED', 'CANCELLED', 'INTERRUPTED')")
             self.db.execute(
-                "UPDATE run SET t_end=?, state=?, n_submitted=?, n_done=?, n_failed=?, "
-                "n_cancelled=?, n_retries=? WHERE run_id=?",
-                (t_end, state, c.get("submitted"), c.get("done"), c.get("failed"),
+                "UPDATE run SET t_end=?, state=?, reason=?, n_submitted=?, n_done=?, "
+                "n_failed=?, n_cancelled=?, n_retries=? WHERE run_id=?",
+                (t_end, state, reason, c.get("submitted"), c.get("done"), c.get("failed"),
                  c.get("cancelled"), c.get("retries"), self.run_id))
         finally:
             self.db.close()
@@ -239,15 +241,16 @@ class JournalWriter:
             _, delivery = pickle.loads(body)
             self.db.write(delivery)
 
-    def close(self, t_end: float, state: str, c: dict[str, int]) -> None:
-        """Mark the run ``state`` with its counts (after the bus delivered everything)."""
+    def close(self, t_end: float, state: str, reason: str | None, c: dict[str, int]) -> None:
+        """Mark the run ``state`` (``reason``: why, one line) with its counts (after the
+        bus delivered everything)."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
             if self.proc is not None:
                 from .child import finish
-                finish(self.proc, (t_end, state, c))
+                finish(self.proc, (t_end, state, reason, c))
             else:
                 assert self.db is not None      # thread mode, or on_events' fallback
-                self.db.close_run(t_end, state, c)
+                self.db.close_run(t_end, state, reason, c)

@@ -135,7 +135,7 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     elif status == M.LOST:              # sent there, not started: placed again elsewhere
         if (rt.scheduler.fits_ever(task.cus, task.mem) or rt.nodes_coming()) \
                 and task.attempts < 100:
-            _retry(rt, task, node_name, f"node {node_name} lost")
+            _retry(rt, task, node_name, f"node {node_name} lost", rerun=False)
             return
     else:
         task.attempts += 1
@@ -194,7 +194,9 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     task_ended(rt, task)
 
 
-def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
+def _retry(rt: RunState, task: Task, node_name: str, why: str, rerun: bool = True) -> None:
+    """``task`` goes back to the ready queue; ``rerun``: it had started, so it runs again
+    (the summary's "retried" counts those: the journal's attempts beyond the first)."""
     task.excluded = (task.excluded or set()) | {node_name}
     task.node = None
     take_back_chained(rt, task)
@@ -203,7 +205,8 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
     else:
         task.state = T.READY
         rt.scheduler.push(task)
-    rt.n_retries += 1
+    if rerun:
+        rt.n_retries += 1
     if rt.bus.active:
         rt.bus.emit(Retry("retry", time.time(), task.id, task.spec.name, node_name, why))
 

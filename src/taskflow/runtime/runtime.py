@@ -39,7 +39,7 @@ from .ending import cancel_task
 from ..graph.keys import Keys
 from ..journal.root import runs_root
 from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
-from .state import RunState
+from .state import RETRIES, RunState
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class Runtime(RunState):
     task's ``memory_size`` a limit it may not grow past (``agent.limits``).
     """
 
-    def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
+    def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = RETRIES,
                  placement: str = "locality", run_dir: str | None = None,
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
@@ -118,6 +118,7 @@ class Runtime(RunState):
         self.journal: JournalWriter | None = None
         self.embedded = False       # started by the first task call (runtime.embedded)
         self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
+        self.end_reason: str | None = None      # why it failed besides its tasks (runend.py)
         # Resumable runs (runtime/resume.py): every call gets a key; finished calls are
         # logged before they are acted on; a resumed run restores the earlier run's.
         self.resumable = resumable or resume is not None or checkpoint is not None
@@ -173,7 +174,8 @@ class Runtime(RunState):
                 p.stop()
             if self.journal is not None:    # the journal keeps the run that did not start
                 self.bus.close()
-                self.journal.close(time.time(), "failed", self.counts())
+                self.journal.close(time.time(), "failed", "the runtime did not start",
+                                   self.counts())
             raise
         self.scheduler.nodes = nodes
         if any(n.walltime_end is not None for n in nodes):
@@ -267,8 +269,7 @@ class Runtime(RunState):
             p.stop()
         self.bus.close()
         if self.journal is not None:
-            self.journal.close(time.time(), "interrupted" if self.interrupted else
-                               "failed" if self.failed else "finished", self.counts())
+            self.journal.close(time.time(), *self.end_state(), self.counts())
         if self.log is not None:
             self.log.close()
         if not self.interrupted and not self.resumable:   # else: kept for a resume
@@ -299,7 +300,37 @@ class Runtime(RunState):
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
+        if exc[1] is not None:          # the program raised in the with block
+            self.script_ended(exc[1])
         self.stop(wait=exc[0] is None)
+
+    def script_ended(self, exc: BaseException) -> None:
+        """The program ended with ``exc``: a failed run unless it is ``sys.exit(0)``;
+        an interrupt (KeyboardInterrupt) is an interrupted one."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.interrupted = self.interrupted or "KeyboardInterrupt"
+            return
+        from .runend import script_reason
+        reason = script_reason(exc)
+        if reason is not None:
+            self.fail_run(reason)
+
+    def fail_run(self, reason: str) -> None:
+        """The run fails for ``reason`` (one line), whatever its tasks did; the first
+        reason given is the one the journal keeps."""
+        if self.end_reason is None:
+            self.end_reason = reason
+
+    def end_state(self) -> tuple[str, str | None]:
+        """(state, reason) of the run as it ends: interrupted, failed or finished."""
+        if self.interrupted:
+            return "interrupted", self.interrupted
+        if self.end_reason is not None:
+            return "failed", self.end_reason
+        if self.failures:
+            from .runend import tasks_reason
+            return "failed", tasks_reason(self.failures)
+        return "finished", None
 
     # -- recording tasks -------------------------------------------------------
     def new_tid(self) -> int:
@@ -525,7 +556,8 @@ class Runtime(RunState):
 
     @property
     def failed(self) -> bool:
-        return bool(self.failures)
+        """A task failed, or the run itself did (:meth:`fail_run`)."""
+        return bool(self.failures) or self.end_reason is not None
 
     # -- files -------------------------------------------------------------------
     def _materialize_all(self, idle: bool = False) -> None:

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 Waiter = Union[threading.Event, "Task"]    # who waits for a value being fetched
 
+# Times a failed call with on_failure=RETRY runs again unless told (@task(retries=N),
+# Runtime(retries=N), taskflow run --retries N): none, as in Dask, Parsl, Nextflow and
+# Snakemake. A worker that dies under a task is no failure of the task: --crash-limit.
+RETRIES = 0
+
 
 class Comm(Protocol):
     """What the rules ask of the node I/O (the dispatcher; a fake in unit tests).
@@ -59,7 +64,7 @@ class Comm(Protocol):
 class RunState:
     """One run's state on the master, guarded by :attr:`lock`."""
 
-    def __init__(self, *, retries: int = 1, placement: str = "locality",
+    def __init__(self, *, retries: int = RETRIES, placement: str = "locality",
                  comm: Comm | None = None, providers: list[Provider] | None = None,
                  crash_limit: int = 3) -> None:
         self.lock = threading.Lock()
