@@ -14,7 +14,7 @@ import click
 
 from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
-from ..runtime.resume import rerun_lines
+from ..runtime.resumestore import rerun_lines
 from .observe import run_dir_option
 
 

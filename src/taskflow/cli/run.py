@@ -19,9 +19,8 @@ from .driver import Launcher, RunPlan, drive
 from .nodes import cluster_options, slurm_cli_provider
 from .observe import run_dir_option
 from .resuming import run_to_resume
+from ..runtime.resume import RESUMABLE
 
-# Resumable by default or not: chosen from benchmarks/resume_cost.py (docs/guide/resume.md).
-RESUMABLE_DEFAULT = False
 
 
 class RunCommand(OptionalValueCommand):
@@ -51,9 +50,11 @@ class RunCommand(OptionalValueCommand):
 @click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds running tasks get to stop when the run is interrupted (Ctrl-C, "
                    "SIGTERM) before they are killed.")
-@click.option("--resumable/--not-resumable", default=RESUMABLE_DEFAULT, show_default=True,
+@click.option("--resumable/--no-resumable", " /--not-resumable", default=RESUMABLE,
+              show_default=True,
               help="Log every finished task (values, file versions) so that a later "
-                   "`--resume` restores it instead of running it again.")
+                   "`--resume` restores it instead of running it again (the cost: "
+                   "docs/guide/resume.md).")
 @click.option("--resume", "resume", default=None, metavar="[RUN_ID]",
               help="Continue an earlier run (default: the latest of this script here): calls "
                    "it finished are restored, the rest runs.")

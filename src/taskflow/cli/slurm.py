@@ -48,7 +48,7 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
     lines.append(f"export PYTHONPATH={shlex.quote(pypath)}${{PYTHONPATH:+:$PYTHONPATH}}")
     run = [python, "-m", "taskflow", "run", "--no-progress", "--slurm", "allocation",
            "--slurm-nodes", str(nodes), "--run-dir", run_dir,
-           "--resumable" if resumable else "--not-resumable"]
+           "--resumable" if resumable else "--no-resumable"]
     if resume:
         run += ["--resume", resume]
     if cpus:
@@ -77,7 +77,7 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
               help="A shell line run before the master and each agent (repeatable), "
                    "e.g. 'module load python/3.11'.")
 @run_dir_option
-@click.option("--resumable/--not-resumable", default=True, show_default=True,
+@click.option("--resumable/--no-resumable", " /--not-resumable", default=True, show_default=True,
               help="Keep what finishes so that a job that hits its walltime (or is "
                    "cancelled) can be submitted again with --resume.")
 @click.option("--resume", default=None, metavar="RUN_ID",

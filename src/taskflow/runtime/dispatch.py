@@ -28,7 +28,9 @@ from .event_types import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
 from .relay import Relay
 from .remote_values import RemoteValues
-from .resume import completion_record
+from ..errors import RecordFailed
+from .recordfail import record_failed
+from .resume import end_record
 from .state import Waiter
 
 log = logging.getLogger(__name__)
@@ -224,6 +226,8 @@ class Dispatcher:
                     self._handle(node, msgs, cbs)
                 for node in lost:
                     self._lose(node, node.lost_reason or "its connection closed", cbs)
+                if rt.dead and rt.scheduler.ready:      # nothing may start any more
+                    outcomes.fail_everything(rt, RuntimeError(rt.dead), cbs)
                 sends = self.outbox.prepare(rt.scheduler.assign(), cbs) \
                     if rt.scheduler.ready and not rt.interrupting else {}
                 fetches, self.fetch_queue = self.fetch_queue, []
@@ -291,7 +295,7 @@ class Dispatcher:
             if op == M.RESULTS:
                 ok = M.OK
                 if rt.log is not None and node.stager is None:
-                    self._log_completions(node.inflight, body)
+                    self._log_completions(node.inflight, body, cbs)
                 release = node.release      # the task leaves inflight, its slots come back
                 for tid, status, outputs, error, timing in body:
                     task = release(tid)
@@ -319,6 +323,11 @@ class Dispatcher:
                         continue
                     if payload is not None:
                         fetch.fut.fetched(payload)
+                        if rt.log is not None:      # kept for a resume too
+                            try:
+                                rt.log.fetched(did, payload)
+                            except RecordFailed as exc:
+                                record_failed(rt, str(exc), cbs)
                     for w in fetch.waiters:
                         if isinstance(w, threading.Event):
                             w.set()
@@ -337,23 +346,42 @@ class Dispatcher:
             elif op == M.FATAL:
                 self._lose(node, body, cbs)
 
-    def _log_completions(self, inflight: dict[int, Task], results: list[M.ResultWire]) -> None:
+    def _log_completions(self, inflight: dict[int, Task], results: list[M.ResultWire],
+                         cbs: Callbacks) -> None:
         """Resumable runs: the tasks that ended well, in the resume log before anything is
-        done with their results (one write for the frame; runtime/resume.py)."""
-        records = []
+        done with their results (one write for the frame; runtime/resume.py). A plain call
+        whose key was not computed (graph/keys.py) is logged as itself: the short path."""
+        rt = self.rt
+        keys = rt.keys
+        records: list[tuple[Any, ...]] = []
         payloads: list[bytes] = []
         ok = M.OK
+        last: Any = None            # the task function of the last plain call, and its number
+        no = 0
         for tid, status, outputs, _, _ in results:
             if status == ok and outputs is not None:
                 task = inflight.get(tid)
                 if task is not None:
-                    rec = completion_record(task, outputs, payloads)
-                    if rec is not None:
-                        records.append(rec)
-        if records:
-            log = self.rt.log
-            assert log is not None
-            log.add(records, payloads)
+                    if task.key is None and task.ordinal and keys is not None:
+                        o = outputs[0]
+                        if type(o) is bytes:
+                            spec = task.spec
+                            if spec is not last:
+                                last, no = spec, keys.number(spec)
+                            rec = (no, task.ordinal, task.argv, len(o))
+                            task.outputs[0].set_key(rec)    # its key, when a call reads it
+                            records.append(rec)
+                            payloads.append(o)
+                            continue
+                    r = end_record(task, outputs, payloads, keys)
+                    if r is not None:
+                        records.append(r)
+        log = rt.log
+        if records and log is not None:
+            try:
+                log.add(records, payloads)
+            except RecordFailed as exc:     # the results stand; the run stops and fails
+                record_failed(rt, str(exc), cbs)
 
     def _leaving(self, node: NodeHandle, reason: str, tids: list[int]) -> None:
         """The node drains: no new work goes there; what it did not start runs elsewhere."""

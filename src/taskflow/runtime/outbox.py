@@ -26,7 +26,9 @@ from ..wire import protocol as P
 from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
 from . import gang, outcomes
 from .event_types import Dispatched
-from .resume import completion_record
+from ..errors import RecordFailed
+from .recordfail import record_failed
+from .resume import end_record
 
 if TYPE_CHECKING:
     from ..graph.task import TaskRef
@@ -267,9 +269,12 @@ class Outbox:
                     fut.held_by(node.name)
                 if rt.log is not None:      # resumable: logged before it is acted on
                     payloads: list[bytes] = []
-                    rec = completion_record(task, outputs, payloads)
+                    rec = end_record(task, outputs, payloads, rt.keys)
                     if rec is not None:
-                        rt.log.add([rec], payloads)
+                        try:
+                            rt.log.add([rec], payloads)
+                        except RecordFailed as exc:     # the result stands; the run fails
+                            record_failed(rt, str(exc), cbs)
                 outcomes.task_done(rt, task, outputs, node, cbs)
             else:
                 outcomes.task_failed(rt, task, M.LOST, M.ErrorInfo("NodeLost", err, "", None),

@@ -34,11 +34,12 @@ from ..wire.invocation import Options, limit_memory
 from . import current, gctune, outcomes
 from .calltime import CallTimes
 from .dispatch import Dispatcher
-from .event_types import NodeJoin, NodeNote, Resumed
+from .event_types import NodeJoin, NodeNote
 from .ending import cancel_task
 from ..graph.keys import Keys
 from ..journal.root import runs_root
-from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
+from .resume import LOG_NAME, RESUMABLE, ResumeLog, checkpoint_policy
+from .resumestore import ResumeStore, Resumer, failed_calls
 from .state import RETRIES, RunState
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ class Runtime(RunState):
                  placement: str = "locality", run_dir: str | None = None,
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
-                 journal: bool = True, crash_limit: int = 3, resumable: bool = False,
+                 journal: bool = True, crash_limit: int = 3, resumable: bool | None = None,
                  resume: str | None = None, resume_check: str = "content",
                  checkpoint: str | None = None,
                  memory_budget: float | str | None = None,
@@ -118,9 +119,10 @@ class Runtime(RunState):
         self.journal: JournalWriter | None = None
         self.embedded = False       # started by the first task call (runtime.embedded)
         self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
-        self.end_reason: str | None = None      # why it failed besides its tasks (runend.py)
-        # Resumable runs (runtime/resume.py): every call gets a key; finished calls are
+        # Resumable runs (runtime/resume.py; by default, with a journal): finished calls are
         # logged before they are acted on; a resumed run restores the earlier run's.
+        if resumable is None:
+            resumable = RESUMABLE and journal
         self.resumable = resumable or resume is not None or checkpoint is not None
         self.resume_from = resume               # the earlier run's directory
         self.keys = Keys(resume_check) if self.resumable else None
@@ -152,11 +154,14 @@ class Runtime(RunState):
         if self.started:
             return self
         private_dir(self.data_dir)      # and the run directory: user-only (context.py)
-        if self.resumable:
-            self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint)
+        if self.keys is not None:
             if self.resume_from is not None:
-                self.resumer = Resumer(ResumeStore(self.resume_from),
-                                       failed_calls(self.resume_from))
+                store = ResumeStore(self.resume_from)
+                if store.damaged:
+                    log.warning("%s", store.damaged)
+                self.resumer = Resumer(store, failed_calls(self.resume_from))
+            self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint,
+                                 keys=self.keys)
         diagnostics.setup()
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
@@ -315,12 +320,6 @@ class Runtime(RunState):
         if reason is not None:
             self.fail_run(reason)
 
-    def fail_run(self, reason: str) -> None:
-        """The run fails for ``reason`` (one line), whatever its tasks did; the first
-        reason given is the one the journal keeps."""
-        if self.end_reason is None:
-            self.end_reason = reason
-
     def end_state(self) -> tuple[str, str | None]:
         """(state, reason) of the run as it ends: interrupted, failed or finished."""
         if self.interrupted:
@@ -357,8 +356,12 @@ class Runtime(RunState):
             task, value = made
             if own:
                 task.cus, task.mem, task.options = cus, mem, opts
-            if self.keys is not None:       # resumable: the call's key (graph.keys)
-                self.keys.assign(task)
+            keys = self.keys
+            if keys is not None:            # resumable: the call's key (graph.keys) ...
+                if self.resumer is None and task.options is None:
+                    keys.count(task)        # ... computed at its end, if ever needed
+                else:
+                    keys.assign(task)
             self._record(task, ())
         else:
             with self.submit_lock:
@@ -390,7 +393,7 @@ class Runtime(RunState):
         with self.lock:
             self.n_active += 1
             self.n_submitted += 1
-            if self.resumer is not None and self._restored(task, deps):
+            if self.resumer is not None and self.resumer.restore(self, task, deps):
                 return
             for d in deps:
                 if d._state is FINISHED:
@@ -416,29 +419,6 @@ class Runtime(RunState):
                 self.scheduler.ready.push(task)
                 if not self.dispatcher._wake_pending:
                     self.dispatcher.wake()
-
-    def _restored(self, task: Task, deps: Iterable[Future]) -> bool:
-        """Under the lock: finish ``task`` from the earlier run's record, if it has one."""
-        assert self.resumer is not None
-        rec, why = self.resumer.find(task.key, task.spec.name, task.ordinal, task.key_parts)
-        if rec is None:
-            if self.bus.active:
-                self.bus.emit(Resumed("rerun", time.time(), task.id, task.spec.name, "", why))
-            return False
-        values = self.resumer.store.values(rec)
-        if self.bus.active:
-            self.bus.sub_rows.append(
-                (task, [d._producer.id for d in deps if d._producer is not None])
-                if deps else task)
-            self.bus.emit(Resumed("restored", time.time(), task.id, task.spec.name, "",
-                                  f"from run {os.path.basename(self.resumer.store.run_dir)}"))
-        cbs: Callbacks = []
-        outcomes.task_restored(self, task, rec.outputs, values, cbs)
-        self.resumer.restored += 1
-        if self.log is not None:        # kept here too: a later resume of this run finds it
-            self.log.add([(rec.key, rec.name, task.ordinal, rec.parts, rec.outputs)],
-                         [v for v in values if v is not None])
-        return True
 
     def _cannot_fit(self, spec: TaskSpec, cus: int, mem: float) -> None:
         raise UsageError(

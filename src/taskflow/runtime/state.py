@@ -87,6 +87,7 @@ class RunState:
         self.n_active = 0
         self.interrupting = False          # the run is being interrupted: nothing new starts
         self.dead: str | None = None       # why no task can run any more (no nodes left)
+        self.end_reason: str | None = None  # why the run failed besides its tasks (runend.py)
         self.groups: dict[str, list[Task]] = {}          # task groups: their tasks so far
         # group -> (error recorded as a failure, the GroupAbort a task raised): raised in the
         # program at the group's barrier (runtime.cancel)
@@ -101,6 +102,12 @@ class RunState:
     def logs_command(self, task_id: int) -> str | None:
         """The command that shows a task's output (None without a journal)."""
         return self.logs_hint.format(task=task_id) if self.logs_hint else None
+
+    def fail_run(self, reason: str) -> None:
+        """The run fails for ``reason`` (one line), whatever its tasks did; the first
+        reason given is the one the journal keeps."""
+        if self.end_reason is None:
+            self.end_reason = reason
 
     def add_failure(self, err: TaskError) -> None:
         """``err`` fails the run: reported at its end unless the program sees it first."""
