@@ -39,7 +39,7 @@ def test_journal_successes_failures_retries(tmp_path, monkeypatch):
         with pytest.raises(taskflow.TaskError) as ei:
             taskflow.wait_on(after)
         seen["err"] = ei.value
-    rt = _run(tmp_path, monkeypatch, body)
+    rt = _run(tmp_path, monkeypatch, body, retries=1)       # (the default is none)
     path = os.path.join(rt.run_dir, "journal.db")
     assert os.path.isfile(path)
     db = sqlite3.connect(path)
@@ -267,7 +267,7 @@ class _Ended:
     def __init__(self, tid):
         from types import SimpleNamespace
         self.id, self.t_submit, self.t_start, self.t_end, self.t_dispatch = tid, 1.0, 2.0, 3.0, 1.5
-        self.node, self.attempts = None, 0
+        self.node, self.attempts, self.crashes = None, 0, 0
         self.argv = self.kwargs = self.refs = None
         self.spec = SimpleNamespace(name="f", invoker="python")
 

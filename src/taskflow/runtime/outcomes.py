@@ -137,6 +137,9 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
                 and task.attempts < 100:
             _retry(rt, task, node_name, f"node {node_name} lost", rerun=False)
             return
+    elif status == M.MISSING:           # its node lacked an input: not started, goes again
+        _retry(rt, task, node_name, f"{etype}: {emsg}", rerun=False)
+        return
     else:
         task.attempts += 1
         retries = spec.retries if spec.retries is not None else rt.retries
