@@ -11,10 +11,21 @@ from __future__ import annotations
 import click
 
 from .._version import __version__
+from ..errors import RecordDamaged
 from . import observe, resuming, run, serve, slurm
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """A journal or resume log that cannot be read is one line, from every command."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except RecordDamaged as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="taskflow")
 def main() -> None:
     """taskflow: task-based workflows for clusters and HPC machines."""

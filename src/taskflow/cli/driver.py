@@ -173,7 +173,8 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
     from ..runtime.failreport import end_of_run
     if rt.resumer is not None:
         _resume_report(rt, plan.explain)
-    if end.error is None and rt.end_reason is not None:     # (a traceback says it otherwise)
+    # (a traceback says it otherwise; a failed record was said when it happened, and below)
+    if end.error is None and rt.end_reason is not None and rt.dead is None:
         click.echo(f"taskflow: {rt.end_reason}", err=True)
     # every failure once: the failed tasks' blocks, then the summary line
     click.echo(end_of_run(rt, end.error, summary(rt, took)), err=True)

@@ -327,9 +327,15 @@ def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> N
 
 
 def fail_everything(rt: RunState, exc: BaseException, cbs: Callbacks) -> None:
-    """No node can run anything any more: every unfinished task fails."""
-    err = TaskError(str(exc), kind="lost")
-    rt.add_failure(err)
+    """No node can run anything any more: every unfinished task fails (with the run's one
+    error: the tasks called after it do not make a failure each)."""
+    last = rt.failures[-1] if rt.failures else None
+    if rt.dead == str(exc) and last is not None and last.kind == "lost" \
+            and str(last) == rt.dead:
+        err = last
+    else:
+        err = TaskError(str(exc), kind="lost")
+        rt.add_failure(err)
     stranded = rt.scheduler.tasks()
     for w in rt.comm.drop_fetches():     # who waited for data no node can send now
         if isinstance(w, Task):

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..errors import RuntimeNotStarted, TaskError, UsageError
+from ..errors import RecordFailed, RuntimeNotStarted, TaskError, UsageError
 from ..future import FINISHED, Future
 from ..graph import task as T
 from ..graph.builder import Builder
@@ -206,15 +206,16 @@ class Runtime(RunState):
         then overlap the agents' start-up instead of the first tasks (on two cores a
         writer starting during a burst of no-op tasks cost ~10 % of its throughput)."""
         if self.journal_on and self.journal is None:
-            try:
-                from .._version import __version__
-                from ..journal.writer import JournalWriter, run_row
+            from .._version import __version__
+            from ..journal.writer import JournalWriter, WriteFailed, run_row
+            from .recordfail import from_thread
+            try:            # a run that cannot keep its record does not start
                 self.journal = JournalWriter(
                     self.run_dir, run_row(self.run_id, self.t_start, self.workers, __version__),
-                    self.bus)
-            except Exception as exc:  # noqa: BLE001 - no journal is better than no run
-                log.warning("no journal for this run (%s)", exc)
-                return
+                    self.bus, on_failure=lambda message: from_thread(self, message))
+            except WriteFailed as exc:
+                raise RecordFailed(f"{exc} (give another --run-dir, or Runtime(journal=False) "
+                                   f"for a run without one)") from None
             root = os.path.dirname(self.run_dir)
             self.logs_hint = f"taskflow logs {self.run_id} {{task}}" + (
                 "" if root == runs_root() else f" --run-dir {root}")
@@ -275,6 +276,9 @@ class Runtime(RunState):
         self.bus.close()
         if self.journal is not None:
             self.journal.close(time.time(), *self.end_state(), self.counts())
+            if self.journal.failed is not None and self.end_reason is None:
+                log.error("%s: the run's end is not recorded", self.journal.failed)
+                self.fail_run(self.journal.failed)
         if self.log is not None:
             self.log.close()
         if not self.interrupted and not self.resumable:   # else: kept for a resume
