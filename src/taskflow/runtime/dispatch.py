@@ -416,6 +416,13 @@ class Dispatcher:
             log.info("node %s %s: %.0f MB resident", node.name,
                      "paused (above its memory pause mark)" if node.paused else "resumed",
                      report.rss / 1e6)
+        for what, code, free in report.events:
+            if what == "full":          # a spill failed: values stay in memory, over budget
+                log.warning("node %s could not spill values to its disk (%s): the disk holding "
+                            "the run's directory %s has %s bytes free there; they stay in "
+                            "memory, above the node's memory budget. Free space on that disk, "
+                            "or raise --memory-budget", node.name, os.strerror(code) if code
+                            else "error", rt.run_dir, free if free >= 0 else "?")
         if rt.bus.active:       # plain values: the journal's process loads no taskflow class
             rt.bus.emit(Memory("memory", report.t, 0, "", node.name,
                                (report.rss, report.held, report.spilled, report.paused,

@@ -259,7 +259,7 @@ class Outbox:
         self._after_staging(cbs)
 
     def brought_back(self, task: Task, node: NodeHandle, outputs: list[M.Output],
-                     files: list[Future], err: str | None) -> None:
+                     files: list[Future], err: M.ErrorInfo | None) -> None:
         """A stager's thread: the files ``task`` wrote on ``node`` are here (or lost)."""
         rt = self.rt
         cbs: Callbacks = []
@@ -276,9 +276,9 @@ class Outbox:
                         except RecordFailed as exc:     # the result stands; the run fails
                             record_failed(rt, str(exc), cbs)
                 outcomes.task_done(rt, task, outputs, node, cbs)
-            else:
-                outcomes.task_failed(rt, task, M.LOST, M.ErrorInfo("NodeLost", err, "", None),
-                                     node, cbs)
+            else:           # the node gone (placed again), or a full disk (the task's)
+                outcomes.task_failed(rt, task, M.LOST if err.type_name == "NodeLost" else
+                                     M.ERROR, err, node, cbs)
         self._after_staging(cbs)
 
     def _after_staging(self, cbs: Callbacks) -> None:

@@ -142,6 +142,7 @@ class Runtime(RunState):
         self.tids = itertools.count(1)      # task ids
         self.group_stack: list[str] = []
         self.exit_code = 0          # stop(code): the status a launcher exits with
+        self.kept_versions = False  # a file could not be put in place: its version stays
         self.started = False
         self.stopped = False
         self.t_start = 0.0
@@ -281,8 +282,8 @@ class Runtime(RunState):
                 self.fail_run(self.journal.failed)
         if self.log is not None:
             self.log.close()
-        if not self.interrupted and not self.resumable:   # else: kept for a resume
-            self._cleanup_data()
+        if not self.interrupted and not self.resumable and not self.kept_versions:
+            self._cleanup_data()        # (else: kept for a resume, or not put in place)
         gctune.restore()
         current.clear_current(self)
 
@@ -552,8 +553,13 @@ class Runtime(RunState):
             try:
                 materialize(item, finished=self.interrupted is not None,
                             move=idle and not self.resumable)
-            except OSError as exc:
-                log.warning("could not put %s in place: %s", item.path, exc)
+            except OSError as exc:      # never lost: the version stays, the run fails
+                from ..journal.failure import describe
+                why = (f"could not put {item.path} in place ({describe('output', item.path or '', exc)}"
+                       f"): the task's file is kept at {item.latest._path}")
+                log.error("%s", why)
+                self.fail_run(why)
+                self.kept_versions = True
 
     def _cleanup_data(self) -> None:
         import shutil

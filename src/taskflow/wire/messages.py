@@ -225,6 +225,7 @@ class MemoryReport(NamedTuple):
     spilled: int                  # bytes of values on the node's disk
     paused: bool                  # above the pause mark: no new producing task
     events: list[tuple[str, int, int]]   # ("spill", data id, bytes), ("read", 0, how many),
+    #                                      ("full", errno, bytes free): a spill failed,
     #                                      ("pause" | "resume", 0, bytes resident)
 
 
