@@ -178,6 +178,16 @@ def none_or_value(x):
     return -1 if x is None else x
 
 
+class UnprintableError(Exception):
+    def __str__(self):
+        raise RuntimeError("no text for this one")
+
+
+@task(returns=int)
+def raise_unprintable(x):
+    raise UnprintableError(x)
+
+
 @task(returns=int)
 def fail_counted(marker_dir):
     """Always fails; leaves one file per attempt in ``marker_dir`` (no retries of its own)."""

@@ -19,7 +19,6 @@ import atexit
 import os
 import sys
 import threading
-from types import TracebackType
 from typing import TYPE_CHECKING, NoReturn
 
 from . import current
@@ -85,16 +84,9 @@ def _program_end(rt: Runtime) -> BaseException | None:
         return None
     # Python sets an exception's __traceback__ when a handler (except, finally, with) meets
     # it: none at all, it went straight up and ended the program
-    tb: TracebackType | None = exc.__traceback__
-    if tb is None:
+    if exc.__traceback__ is None:
         return exc
-    while tb is not None and "runpy" in tb.tb_frame.f_code.co_filename:
-        tb = tb.tb_next         # (python -m: runpy's frames come first)
-    # uncaught, it went through the main module's own frame (caught, it stopped below)
-    if tb is not None and tb.tb_frame.f_code.co_name == "<module>" \
-            and tb.tb_frame.f_globals.get("__name__") == "__main__":
-        return exc
-    # met by a handler in a function: re-raised (with, finally) unless the program went on
+    # a handler met it: re-raised (with, finally), unless the program went on to call tasks
     return exc if rt.n_submitted == _exit_calls else None
 
 
