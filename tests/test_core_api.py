@@ -244,7 +244,7 @@ def test_taskflow_run_end_to_end(tmp_path):
     assert len(bars) == 1 and " 10/10 " in bars[0] and "100%" in bars[0]   # sq: 10 of 10 done
     assert any(line.startswith("all tasks ") and " 11/11 " in line for line in r.stderr.splitlines())
     (tmp_path / "bad.py").write_text("raise SystemExit(3)\n")
-    assert _run(cli + ["bad.py"], tmp_path).returncode == 1
+    assert _run(cli + ["bad.py"], tmp_path).returncode == 3     # the script's own status
 
 
 def test_public_names_load_on_use_and_an_agent_needs_neither_the_api_nor_psutil():
