@@ -41,7 +41,7 @@ import os
 import pickle
 import shutil
 import types
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..wire import messages as M
 from ..wire.invocation import Options
@@ -89,6 +89,10 @@ class Keys:
         # the functions whose plain calls the resume log kept as themselves, by number
         self.specs: list[TaskSpec] = []
         self._numbers: dict[TaskSpec, int] = {}
+        self.keyed = 0              # calls given their key when made (assign)
+        # makes the records of the calls that ended so far (the bus's delivery: they are
+        # made there, runtime/resume.py); None: nothing to wait for
+        self.settle: Callable[[], None] | None = None
 
     # -- the pieces ----------------------------------------------------------------
     def code(self, spec: TaskSpec) -> bytes:
@@ -178,6 +182,7 @@ class Keys:
         name = spec.name
         n = task.ordinal = self.ordinals.get(name, 0) + 1
         self.ordinals[name] = n
+        self.keyed += 1
         base = self._bases.get(spec) or self._base(spec)
         h = base[0].copy()
         opts = task.options
@@ -240,7 +245,10 @@ def _fut_key(fut: Future, keys: Keys) -> bytes:
         made = fut._producer        # (read once: the loop thread clears it when it ends)
         if made is not None and made.ordinal and made.key is None:
             return keys.deferred(made)  # a plain call whose key waited, not ended yet
-        k = fut._key                # (again: it ended meanwhile, its record set first)
+        k = fut._key
+        if k is None and keys.settle is not None and fut._item is None:
+            keys.settle()           # it ended: its record, made at the bus's next delivery
+            k = fut._key
     if isinstance(k, bytes):
         return k
     if k is not None:               # a plain call's log record (runtime.resume): its key now

@@ -85,6 +85,33 @@ def _release(path: str) -> None:
         pass
 
 
+def mark_failed(db: Any, path: str, t: float, reason: str) -> bool:
+    """After a failed write: the run's row says ``failed`` and why (its task rows may be
+    missing: it must not read as running, let alone finished), in the room the reserve
+    file kept. False if even that could not be written (readers then say the run was
+    interrupted)."""
+    _release(path)
+    try:
+        db.execute("PRAGMA busy_timeout = 1000")     # (not another LOCK_WAIT)
+        db.execute("UPDATE run SET t_end=?, state='failed', reason=?", (t, reason))
+        return True
+    except Exception:  # noqa: BLE001 - still full, or locked
+        return False
+
+
+def mark_file_failed(path: str, t: float, reason: str) -> bool:
+    """:func:`mark_failed` from the master, when the writer process is gone."""
+    import sqlite3
+    try:
+        db = sqlite3.connect(path, isolation_level=None, timeout=1.0)
+    except sqlite3.Error:
+        return False
+    try:
+        return mark_failed(db, path, t, reason)
+    finally:
+        db.close()
+
+
 class WriteFailed(Exception):
     """A write of the journal failed; the message says which file and why (one line)."""
 
@@ -243,18 +270,9 @@ class JournalDB:
             self.db.close()
 
     def mark_failed(self, t: float, reason: str) -> bool:
-        """After a failed write: the run's row says ``failed`` and why (its task rows may be
-        missing: it must not read as running, let alone finished), in the room the reserve
-        file kept. False if even that could not be written (readers then say the run was
-        interrupted)."""
-        _release(self.path)
-        try:
-            self.db.execute("PRAGMA busy_timeout = 1000")     # (not another LOCK_WAIT)
-            self.db.execute("UPDATE run SET t_end=?, state='failed', reason=? WHERE run_id=?",
-                            (t, reason, self.run_id))
-            return True
-        except Exception:  # noqa: BLE001 - still full, or locked
-            return False
+        """After a failed write: the run's row says ``failed`` and why (see
+        :func:`mark_failed`)."""
+        return mark_failed(self.db, self.path, t, reason)
 
     def close_failed(self, t_end: float, reason: str) -> None:
         """The run's end after a failed write (``reason``: the runtime's), then close."""
@@ -311,10 +329,23 @@ class JournalWriter:
                 self.on_failure(message)
 
     def _watch_writer(self) -> None:
-        """The writer process's status pipe: a line when a write failed; EOF when it ends."""
+        """The writer process's status pipe: a line when a write failed; EOF when it ends
+        (a writer that dies before the run's end fails it, and the master marks it so)."""
         from .child import read_status
-        for message in read_status(self.proc):
+        proc = self.proc
+        for message in read_status(proc):
             self._failed(message)
+        status = proc.wait()
+        if status and self.failed is None and not self.closed:
+            self._gone(status)
+
+    def _gone(self, status: int) -> None:
+        """The writer process died: the run fails, and its row says so if it can."""
+        how = f"was killed by signal {-status}" if status < 0 else f"ended with status {status}"
+        message = (f"journal {self.path}: its writer process {how}; rows it had not written "
+                   f"are missing")
+        mark_file_failed(self.path, time.time(), message)
+        self._failed(message)
 
     def on_events(self, batch: RowBatch) -> None:
         """From the bus thread: one delivery (``runtime.event_types.RowBatch``)."""
@@ -328,9 +359,8 @@ class JournalWriter:
                 from .child import send_body
                 try:
                     send_body(self.proc, body)
-                except RuntimeError as exc:     # gone: what it had not written is lost
-                    self._failed(f"journal {self.path}: {exc}; rows it had not written are "
-                                 f"missing")
+                except RuntimeError:            # gone: what it had not written is lost
+                    self._gone(self.proc.wait())
                 return
             assert self.db is not None      # thread mode
             _, delivery = pickle.loads(body)
@@ -352,11 +382,9 @@ class JournalWriter:
                 if self._watch is not None:
                     self._watch.join(10)
                 if status and self.failed is None:
-                    how = f"was killed by signal {-status}" if status < 0 else \
-                        f"ended with status {status}"
-                    self._failed(f"journal {self.path}: its writer process {how} (on a full "
-                                 f"disk: SIGBUS, 7, when SQLite's shared memory file could not "
-                                 f"grow); the journal may be missing rows")
+                    self._gone(status)
+                elif self.failed is not None and status:     # its end, if it could not
+                    mark_file_failed(self.path, t_end, reason or self.failed)
                 return
             assert self.db is not None      # thread mode
             try:

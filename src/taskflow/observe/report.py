@@ -106,6 +106,7 @@ def figures(j: Journal) -> dict[str, Any]:
         "w_curve": curve, "W_held": W_held, "C_over_W_held": C / W_held if W_held > 0 else 0.0,
         "utilisation": integral / held if held > 0 else 0.0, "jobs": workers.jobs(nodes),
         "run_id": run.get("run_id"), "state": run.get("state"), "slots": slots,
+        "reason": run.get("reason"),
         "tasks": len(tasks), "ran": len(ran), "counts": j.counts(),
         "C": C, "M": M, "W": W, "C_over_W": C / W if W > 0 else 0.0,
         "C_over_P": C / slots, "L": L, "critical_path": path,
@@ -193,6 +194,8 @@ def _usage_section(f: dict[str, Any]) -> list[str]:
 def to_markdown(f: dict[str, Any]) -> str:
     c = f["counts"]
     lines = [f"# taskflow run {f['run_id']} ({f['state']})", "",
+             *([f"Why: {f['reason']}.", ""] if f.get("reason") and f["state"] != "finished"
+               else []),
              f"{f['tasks']} tasks: " + ", ".join(f"{c[s]} {s.lower()}" for s in
                                                  ("DONE", "FAILED", "CANCELLED") if c.get(s))
              + (f"; {c['retries']} retried" if c.get("retries") else "") +

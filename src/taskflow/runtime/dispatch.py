@@ -30,7 +30,7 @@ from .relay import Relay
 from .remote_values import RemoteValues
 from ..errors import RecordFailed
 from .recordfail import record_failed
-from .resume import end_record
+from .resume import completion_record
 from .state import Waiter
 
 log = logging.getLogger(__name__)
@@ -294,7 +294,7 @@ class Dispatcher:
         for op, body in msgs:
             if op == M.RESULTS:
                 ok = M.OK
-                if rt.log is not None and node.stager is None:
+                if rt.keys is not None and rt.keys.keyed and node.stager is None:
                     self._log_completions(node.inflight, body, cbs)
                 release = node.release      # the task leaves inflight, its slots come back
                 for tid, status, outputs, error, timing in body:
@@ -348,32 +348,18 @@ class Dispatcher:
 
     def _log_completions(self, inflight: dict[int, Task], results: list[M.ResultWire],
                          cbs: Callbacks) -> None:
-        """Resumable runs: the tasks that ended well, in the resume log before anything is
-        done with their results (one write for the frame; runtime/resume.py). A plain call
-        whose key was not computed (graph/keys.py) is logged as itself: the short path."""
+        """Resumable runs with keyed calls: the tasks with a key that ended well, in the
+        resume log before anything is done with their results (one write for the frame;
+        runtime/resume.py). Plain calls are kept by the bus thread (ResumeLog.ended)."""
         rt = self.rt
-        keys = rt.keys
         records: list[tuple[Any, ...]] = []
         payloads: list[bytes] = []
         ok = M.OK
-        last: Any = None            # the task function of the last plain call, and its number
-        no = 0
         for tid, status, outputs, _, _ in results:
             if status == ok and outputs is not None:
                 task = inflight.get(tid)
-                if task is not None:
-                    if task.key is None and task.ordinal and keys is not None:
-                        o = outputs[0]
-                        if type(o) is bytes:
-                            spec = task.spec
-                            if spec is not last:
-                                last, no = spec, keys.number(spec)
-                            rec = (no, task.ordinal, task.argv, len(o))
-                            task.outputs[0].set_key(rec)    # its key, when a call reads it
-                            records.append(rec)
-                            payloads.append(o)
-                            continue
-                    r = end_record(task, outputs, payloads, keys)
+                if task is not None and task.key is not None:
+                    r = completion_record(task, outputs, payloads)
                     if r is not None:
                         records.append(r)
         log = rt.log

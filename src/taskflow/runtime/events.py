@@ -26,7 +26,10 @@ others a *submitted* row and later a *done* row (plain tuples:
 :class:`~.event_types.WholeRow`, ``SubmittedRow``, ``DoneRow``), and
 ``events`` are the other events in order; every other subscriber gets a
 list of events, the rows expanded into :class:`~.event_types.Submitted` and
-``Ended`` "done" events, so its view does not change.
+``Ended`` "done" events, so its view does not change. The resume log takes
+the tasks that ended well themselves, before their rows are made
+(:meth:`EventBus.watch_ended`): it keeps their calls and values
+(runtime/resume.py) at no cost to the loop thread.
 
 Delivery waits while a burst of short tasks goes on: when more than
 :attr:`EventBus.burst` task rows came in since the last tick, the bus lets
@@ -80,6 +83,8 @@ class EventBus:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
+        self._delivering = threading.Lock()     # one delivery at a time (flush, the thread)
+        self._ended_hook: Callable[[list[Task]], None] | None = None
 
     def subscribe(self, fn: Subscriber, rows: bool = False) -> None:
         """``fn(events)`` is called from the bus thread with a list of events."""
@@ -93,12 +98,23 @@ class EventBus:
                                                 daemon=True)
                 self._thread.start()
 
+    def watch_ended(self, fn: Callable[[list[Task]], None]) -> None:
+        """``fn(tasks)`` gets, at each delivery and before any subscriber, the tasks that
+        ended well since the last one (the bus keeps them from then on, journal or not)."""
+        with self._cv:
+            self._ended_hook = fn
+            self.active = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="taskflow-events",
+                                                daemon=True)
+                self._thread.start()
+
     def unsubscribe(self, fn: Subscriber) -> None:
         with self._cv:
             if fn in self._subs:
                 self._subs.remove(fn)
             self._row_subs.discard(fn)
-            self.active = bool(self._subs)
+            self.active = bool(self._subs) or self._ended_hook is not None
 
     def emit(self, ev: Event) -> None:
         """``ev``: one of the records of :mod:`.event_types`."""
@@ -129,6 +145,10 @@ class EventBus:
         return grew > self.burst and time.monotonic() - self._last < self.max_delay
 
     def _deliver(self) -> None:
+        with self._delivering:
+            self._deliver_now()
+
+    def _deliver_now(self) -> None:
         q = self._buf
         pop = q.popleft
         entries: list[Any] = []     # submitted tasks, then the rows made of them (_rows)
@@ -145,6 +165,11 @@ class EventBus:
                 ended, self.done_rows = self.done_rows, []
         self._seen = 0
         now = self._last = time.monotonic()
+        if ended and self._ended_hook is not None:
+            try:
+                self._ended_hook(ended)
+            except Exception as exc:  # (the hook says its own failures; this is a bug)
+                log.error("the ended-tasks hook %r failed: %r", self._ended_hook, exc)
         if not buf and not entries and not ended:
             # Nothing new, but a row subscriber may hold rows back (the journal does, for
             # up to half a second): give it one empty batch after a quiet spell, so the

@@ -28,7 +28,7 @@ from . import gang, outcomes
 from .event_types import Dispatched
 from ..errors import RecordFailed
 from .recordfail import record_failed
-from .resume import end_record
+from .resume import completion_record
 
 if TYPE_CHECKING:
     from ..graph.task import TaskRef
@@ -269,7 +269,7 @@ class Outbox:
                     fut.held_by(node.name)
                 if rt.log is not None:      # resumable: logged before it is acted on
                     payloads: list[bytes] = []
-                    rec = end_record(task, outputs, payloads, rt.keys)
+                    rec = completion_record(task, outputs, payloads)
                     if rec is not None:
                         try:
                             rt.log.add([rec], payloads)

@@ -80,7 +80,9 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
     if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
         run.left(held)
-    if spec.invoker == "python":    # (programs keep theirs: the journal's exit code)
+    if spec.invoker == "python" and (task.key is not None or not task.ordinal):
+        # (programs keep theirs: the journal's exit code; a plain call whose key waited
+        # keeps its one until the resume log has it: runtime/resume.py ResumeLog.ended)
         task.outputs = ()           # the task's rows and groups no longer pin its values
         task.inouts = None
     run.ran(task.t_end - task.t_start)

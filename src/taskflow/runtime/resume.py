@@ -97,6 +97,7 @@ class ResumeLog:
         self.pending = False        # records wait in memory (a policy is set)
         self.failed: str | None = None      # why a write failed (nothing is written after)
 
+
     def frame(self, records: list[RecordWire], payloads: list[bytes]) -> bytes:
         """One frame of ``records`` whose values are ``payloads``, in order."""
         functions: list[tuple[int, str, bytes]] = []
@@ -123,6 +124,47 @@ class ResumeLog:
                     (self.every_seconds and
                      time.monotonic() - self._t_flush >= self.every_seconds):
                 self._flush_locked()
+
+    def ended(self, tasks: list[Task]) -> None:
+        """From the bus thread, at each delivery: the tasks that ended well since the last.
+        A plain call whose key waited (graph/keys.py) is kept as itself, and its future
+        keeps its record, from which its key is made if a later call reads it; one whose
+        value stayed on its node gets its key now (a later fetch of the value names it).
+        Tasks with a key were kept by the loop thread already."""
+        keys = self.keys
+        if keys is None:
+            return
+        records: list[RecordWire] = []
+        payloads: list[bytes] = []
+        number = keys.number
+        last: Any = None
+        no = 0
+        for t in tasks:
+            if t.key is not None or not t.ordinal or not t.outputs:
+                continue
+            fut = t.outputs[0]
+            p = fut._payload
+            if type(p) is bytes:
+                spec = t.spec
+                if spec is not last:
+                    last, no = spec, number(spec)
+                rec: RecordWire = (no, t.ordinal, t.argv, len(p))
+                payloads.append(p)
+            elif type(p) is Packed:         # large buffers out of band: kept in-band here
+                blob = pickle.dumps(p, 5)
+                rec = (number(t.spec), t.ordinal, t.argv, ("V", len(blob)))
+                payloads.append(blob)
+            elif fut._holders:              # stayed on its node: keyed, for a later fetch
+                rec = ("k", t.id, keys.deferred(t), t.spec.name, t.ordinal, t.key_parts,
+                       (("h",),), (fut._did,))
+                records.append(rec)
+                continue
+            else:
+                continue                    # (no value: nothing to restore)
+            fut.set_key(rec)                # its key, when a later call reads it
+            records.append(rec)
+        if records:
+            self.add(records, payloads)
 
     def fetched(self, did: int, payload: Any) -> None:
         """A value that stayed on its node came to the master: keep it too."""
@@ -212,31 +254,11 @@ def _describe(o: Any, payloads: list[bytes]) -> Output | None:
     return None
 
 
-def end_record(task: Task, outputs: list[Any], payloads: list[bytes],
-               keys: Keys | None) -> RecordWire | None:
-    """The record of a task that ended well (None: nothing to keep of it); its values are
-    appended to ``payloads``. A plain call whose key waited (graph/keys.py) is kept as
-    itself, unless its value stayed on its node: then its key is computed, so that a
-    later fetch of the value can be kept for it too."""
-    if task.key is None:
-        if not task.ordinal or keys is None:
-            return None                     # (a call lineage makes again: not a new one)
-        out = task.outputs[0] if task.outputs else None
-        desc = _describe(outputs[0], payloads)
-        if desc is not None:
-            rec = (keys.number(task.spec), task.ordinal, task.argv,
-                   desc[1] if desc[0] == "v" else desc)
-            if out is not None:
-                out.set_key(rec)            # its key, when a later call reads it
-            return rec
-        keys.deferred(task)
-    return completion_record(task, outputs, payloads)
-
-
 def completion_record(task: Task, outputs: list[Any],
                       payloads: list[bytes]) -> RecordWire | None:
-    """The record of a task that ended well whose key is known (None: it has none); its
-    values are appended to ``payloads``."""
+    """The record of a task that ended well whose key is known (None: it has none, a
+    plain call's is kept by :meth:`ResumeLog.ended`); its values are appended to
+    ``payloads``. Written by the loop thread before the result is acted on."""
     key = task.key
     if key is None:
         return None

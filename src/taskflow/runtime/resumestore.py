@@ -51,10 +51,12 @@ class ResumeStore:
                                     f"resume from")
         self._specs: dict[int, tuple[str, bytes, KeyParts]] = {}
         self._held: dict[int, tuple[bytes, int]] = {}    # data id -> (key, output index)
+        self._got: dict[int, Output] = {}       # fetched values of records not read yet
         with open(self.path, "rb") as f:
             self._read(f, os.fstat(f.fileno()).st_size)
         self._specs = {}
         self._held = {}
+        self._got = {}
 
     def _read(self, f: Any, size: int) -> None:
         magic = f.read(len(MAGIC))
@@ -98,9 +100,11 @@ class ResumeStore:
             descs = []
             for i, o in enumerate(outputs):
                 d, start = _placed(o, start)
+                if o[0] == "h":         # fetched later (or before: kept by the bus thread)
+                    d = self._got.pop(dids[i], d)
+                    if d[0] == "h":
+                        self._held[dids[i]] = (key, i)
                 descs.append(d)
-                if o[0] == "h":
-                    self._held[dids[i]] = (key, i)
             self._put(Record(key, name, ordinal, KeyParts(*parts), tuple(descs)))
         elif tag == "g":
             _, did, out = rec
@@ -111,6 +115,8 @@ class ResumeStore:
                 outs = list(old.outputs)
                 outs[where[1]] = d
                 self._put(old._replace(outputs=tuple(outs)))
+            else:
+                self._got[did] = d
         else:
             raise ValueError(f"a record of an unknown kind {tag!r}")
         return start

@@ -163,6 +163,9 @@ class Runtime(RunState):
                 self.resumer = Resumer(store, failed_calls(self.resume_from))
             self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint,
                                  keys=self.keys)
+            # plain calls are kept at the bus's deliveries, off the loop thread (resume.py)
+            self.keys.settle = self.bus.flush
+            self.bus.watch_ended(self._ended_well)
         diagnostics.setup()
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
@@ -201,6 +204,22 @@ class Runtime(RunState):
             p.attach(self)
         current.set_current(self)
         return self
+
+    def keep_records(self) -> None:
+        """Every finished task's record in the resume log now, whatever the checkpoint
+        policy (``compss_snapshot``): the bus delivers the plain calls', the log writes."""
+        if self.log is not None:
+            self.bus.flush()
+            self.log.flush()
+
+    def _ended_well(self, tasks: list[Task]) -> None:
+        """The bus's delivery: the resume log keeps the plain calls that ended well."""
+        if self.log is not None:
+            try:
+                self.log.ended(tasks)
+            except RecordFailed as exc:
+                from .recordfail import from_thread
+                from_thread(self, str(exc))
 
     def _open_journal(self) -> None:
         """Start the journal before the nodes: the writer's interpreter and SQLite set-up
@@ -364,7 +383,12 @@ class Runtime(RunState):
             keys = self.keys
             if keys is not None:            # resumable: the call's key (graph.keys) ...
                 if self.resumer is None and task.options is None:
-                    keys.count(task)        # ... computed at its end, if ever needed
+                    # ... computed at its end, if ever needed: only its ordinal now
+                    # (Keys.count, inline: every short task comes here)
+                    ords = keys.ordinals
+                    name = spec.name
+                    task.ordinal = n = ords.get(name, 0) + 1
+                    ords[name] = n
                 else:
                     keys.assign(task)
             self._record(task, ())

@@ -112,7 +112,7 @@ def compss_snapshot() -> None:
         return
     rt._materialize_all()
     if rt.log is not None:
-        rt.log.flush()
+        rt.keep_records()
     elif not _SNAPSHOT_WARNED:
         _SNAPSHOT_WARNED = True
         log.warning("compss_snapshot: the files of finished tasks are in place; this run "
