@@ -205,3 +205,18 @@ def test_a_journal_locked_for_less_than_the_wait_loses_nothing(tmp_path):
         assert db.execute("SELECT state, reason FROM run").fetchone() == ("finished", None)
     finally:
         db.close()
+
+
+def test_a_run_that_cannot_keep_its_journal_does_not_start(tmp_path, small_disk):
+    with open(small_disk / "filler", "wb") as f:       # the disk full before the run
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError:
+            pass
+    (tmp_path / "wf.py").write_text("print('ran')\n")
+    r = _tf(tmp_path, "run", "--run-dir", str(small_disk / "runs"), "wf.py")
+    assert r.returncode == 2 and "ran" not in r.stdout
+    (line,) = [ln for ln in r.stderr.splitlines() if "could not start the runtime" in ln]
+    assert ("journal " in line or "resume log " in line) and "the disk is full" in line
+    assert "give another --run-dir" in line

@@ -82,7 +82,7 @@ def _ran(tmp_path):
 def wf(tmp_path):
     (tmp_path / "wf.py").write_text(WF)
     (tmp_path / "input.txt").write_text("hello\n")
-    r = _run(tmp_path, "--resumable", "wf.py")
+    r = _run(tmp_path, "wf.py")                 # resumable without being asked
     assert r.returncode == 0, r.stderr
     assert "RESULT 14 12" in r.stdout
     assert sorted(_ran(tmp_path)) == sorted(["square"] * 4 + ["0", "1", "2", "3"] +
@@ -304,8 +304,10 @@ def test_a_second_signal_ends_the_run_at_once(tmp_path):
 
 
 def test_a_master_killed_mid_run_is_resumed_without_redoing_finished_tasks(tmp_path):
+    """A run started with no flag (resumable by default), SIGKILLed mid-run: what it had
+    recorded is never redone, the rest runs."""
     (tmp_path / "wf.py").write_text(SLOW.replace('nap(int(os.environ.get("NAP", "60")))', ""))
-    p = _start(tmp_path, "--resumable", "wf.py")
+    p = _start(tmp_path, "wf.py")
     _until(lambda: (tmp_path / "runs.log").exists() and
            len((tmp_path / "runs.log").read_text().split()) >= 8)
     os.kill(p.pid, signal.SIGKILL)

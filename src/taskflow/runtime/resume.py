@@ -84,7 +84,8 @@ class ResumeLog:
                 _write_all(self._fd, MAGIC)
         except OSError as exc:
             from ..journal.failure import describe
-            raise RecordFailed(describe("resume log", path, exc)) from None
+            raise RecordFailed(f"{describe('resume log', path, exc)} (give another "
+                               f"--run-dir, or --no-resumable for a run without one)") from None
         self._lock = threading.Lock()
         self.keys = keys                # the run's: its numbers of task functions
         self._named = 0                 # functions named in the log so far
