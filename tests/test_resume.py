@@ -90,6 +90,22 @@ def wf(tmp_path):
     return tmp_path
 
 
+def test_an_output_is_kept_once_and_a_changed_one_is_made_again(wf):
+    """A resumable run moves its outputs to your paths as any run does (no second copy in
+    the run's directory); a resume takes them from there while they are as they were,
+    and makes again one that was changed since."""
+    (first,) = os.listdir(wf / "runs")
+    data = wf / "runs" / first / "data"
+    assert not [f for _, _, fs in os.walk(data) for f in fs if f == "result.txt"]
+    r = _run(wf, "--resume", "--explain", "wf.py")
+    assert r.returncode == 0 and _ran(wf) == [], r.stderr
+    (wf / "result.txt").write_text("tampered\n")
+    r = _run(wf, "--resume", "--explain", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert _ran(wf) == ["write"] and (wf / "result.txt").read_text() == "14\n"
+    assert "write: 1 ran again (the file it wrote was changed or removed since)" in r.stderr
+
+
 def test_an_unchanged_script_restores_everything(wf):
     r = _run(wf, "--resume", "--explain", "wf.py")
     assert r.returncode == 0, r.stderr

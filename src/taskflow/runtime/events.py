@@ -234,9 +234,10 @@ def _rows(entries: list[Any], done: list[Task]
         if t in ended:
             ended.discard(t)
             node = t.node
+            # attempts: its runs (a call a resumed run restored ran on no node: none)
             whole.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps, t.t_start,
                           t.t_end, t.t_dispatch, node.name if node is not None else "",
-                          t.attempts + t.crashes + 1, _code(t)))
+                          t.attempts + t.crashes + 1 if node is not None else 0, _code(t)))
         else:
             sub.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps))
     rest = _done_rows([t for t in done if t in ended]) if ended else []
@@ -253,7 +254,8 @@ def _done_rows(tasks: list[Task]) -> list[DoneWire]:
     for t in tasks:
         node = t.node
         out.append((t.id, t.t_start, t.t_end, t.t_dispatch, node.name if node is not None
-                    else "", t.attempts + t.crashes + 1, t.spec.name, _code(t)))
+                    else "", t.attempts + t.crashes + 1 if node is not None else 0,
+                    t.spec.name, _code(t)))
     return out
 
 

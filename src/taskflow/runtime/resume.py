@@ -32,6 +32,11 @@ tuples, by their first field:
 ``("g", did, output)``
     a value that stayed on its node (``("h",)``) and was fetched later: it is
     kept too, so a resume restores it.
+``("m", version, path, size, mtime_ns)``
+    a file version was moved to the user's path at the end of the run (or at a
+    barrier), as in a run that keeps no log: a resume takes it from there while
+    its size and modification time are the same (the run's directory does not
+    keep a second copy of every output).
 
 A truncated last frame (the master died while writing it) is ignored; a
 damaged one is reported (:mod:`.resumestore`, the reader). A write that
@@ -166,6 +171,15 @@ class ResumeLog:
             records.append(rec)
         if records:
             self.add(records, payloads)
+
+    def moved(self, version: str, path: str) -> None:
+        """A file version was moved to the user's ``path`` at the end (or a barrier): a
+        resume takes it there while it is as it was (its size and modification time)."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        self.add([("m", version, path, st.st_size, st.st_mtime_ns)], [])
 
     def fetched(self, did: int, payload: Any) -> None:
         """A value that stayed on its node came to the master: keep it too."""

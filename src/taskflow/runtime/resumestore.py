@@ -45,6 +45,7 @@ class ResumeStore:
         self.by_key: dict[bytes, Record] = {}
         self.by_call: dict[tuple[str, int], Record] = {}
         self.damaged: str | None = None         # where and why the log could not be read
+        self.moved: dict[str, tuple[str, int, int]] = {}   # version -> (path, size, mtime)
         if not os.path.exists(self.path):
             raise FileNotFoundError(f"{run_dir} has no {LOG_NAME}: that run was not resumable "
                                     f"(started with --no-resumable): it kept no record to "
@@ -106,6 +107,9 @@ class ResumeStore:
                         self._held[dids[i]] = (key, i)
                 descs.append(d)
             self._put(Record(key, name, ordinal, KeyParts(*parts), tuple(descs)))
+        elif tag == "m":
+            _, version, path, size, mtime = rec
+            self.moved[version] = (path, size, mtime)
         elif tag == "g":
             _, did, out = rec
             d, start = _placed(out, start)
@@ -184,10 +188,14 @@ class Resumer:
         """The record to restore from, or None and why the call runs again."""
         rec = self.store.by_key.get(key) if key is not None else None
         if rec is not None:
+            if any(o[0] == "f" for o in rec.outputs):
+                rec = self._files_where(rec)
             if any(o[0] == "h" for o in rec.outputs):
                 why = "its value stayed on a node and was not kept"
             elif any(o[0] == "f" and not os.path.exists(o[1]) for o in rec.outputs):
                 why = "the file it wrote is gone from the earlier run's directory"
+            elif any(o[0] == "f?" for o in rec.outputs):
+                why = "the file it wrote was changed or removed since"
             else:
                 return rec, ""
         else:
@@ -196,6 +204,22 @@ class Resumer:
         counts = self.reruns.setdefault(name, {})
         counts[why] = counts.get(why, 0) + 1
         return None, why
+
+    def _files_where(self, rec: Record) -> Record:
+        """``rec`` with its file versions where they are now: moved to the user's path at
+        the earlier run's end, and still as it left them (else ``("f?",)``)."""
+        outs = []
+        for o in rec.outputs:
+            if o[0] == "f" and o[1] in self.store.moved:
+                path, size, mtime = self.store.moved[o[1]]
+                try:
+                    st = os.stat(path)
+                    same = (st.st_size, st.st_mtime_ns) == (size, mtime)
+                except OSError:
+                    same = False
+                o = ("f", path) if same else ("f?",)
+            outs.append(o)
+        return rec._replace(outputs=tuple(outs))
 
     def restore(self, rt: Runtime, task: Task, deps: Iterable[Future]) -> bool:
         """Under the run's lock: finish ``task`` from the earlier run's record, if it has
@@ -222,6 +246,9 @@ class Resumer:
             rt.log.add([("k", task.id, rec.key, rec.name, task.ordinal, rec.parts,
                          plain_descs(rec.outputs), tuple(f._did for f in futs))],
                        [v for v in values if v is not None])
+            for o in rec.outputs:       # (a file at the user's path: checked again then)
+                if o[0] == "f" and not o[1].startswith(self.store.run_dir + os.sep):
+                    rt.log.moved(o[1], o[1])
         return True
 
     def lines(self) -> list[str]:

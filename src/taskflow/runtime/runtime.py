@@ -575,8 +575,9 @@ class Runtime(RunState):
         from ..graph.registry import materialize
         for item in list(self.registry.files.values()):
             try:
-                materialize(item, finished=self.interrupted is not None,
-                            move=idle and not self.resumable)
+                moved = materialize(item, finished=self.interrupted is not None, move=idle)
+                if moved is not None and self.log is not None and item.path is not None:
+                    self.log.moved(moved, item.path)    # (a resume finds it there)
             except OSError as exc:      # never lost: the version stays, the run fails
                 from ..journal.failure import describe
                 why = (f"could not put {item.path} in place ({describe('output', item.path or '', exc)}"
