@@ -397,3 +397,48 @@ def test_a_wrong_checkpoint_policy_is_refused(tmp_path):
     (tmp_path / "wf.py").write_text(CKPT)
     r = _run(tmp_path, "--checkpoint", "every=3", "wf.py")
     assert r.returncode == 2 and "tasks=N" in r.stderr
+
+
+MIXED = textwrap.dedent('''
+    from taskflow import task, wait_on
+
+    def mark(what):
+        with open("runs.log", "a") as f:
+            f.write(what + "\\n")
+
+    @task(returns=int)
+    def inc(x):
+        mark(f"inc{x}")
+        return x + 1
+
+    @task(returns=int)
+    def add(x, y):
+        mark(f"add{x}")
+        return x + y
+
+    @task(returns=bytes)
+    def big(n):
+        mark("big")
+        return b"x" * n
+
+    a = [inc(i) for i in range(5)]
+    wait_on(a)                          # ended: their keys are made when b's calls read them
+    b = [add(x, 1) for x in a]
+    c = inc(7)
+    d = add(c, 2)                       # c not ended yet: its key now, from the call
+    g = big(400_000)                    # stays on its node, fetched by wait_on: kept too
+    print("RESULT", sum(wait_on(b)), wait_on(d), len(wait_on(g)))
+''')
+
+
+def test_plain_calls_kept_as_themselves_resume_with_the_calls_that_read_them(tmp_path):
+    """Plain calls' keys are made from their log records (by the reader, or when a later
+    call reads their value, ended or not): the same keys as a resumed run computes."""
+    (tmp_path / "wf.py").write_text(MIXED)
+    r = _run(tmp_path, "wf.py")
+    assert r.returncode == 0 and "RESULT 20 10 400000" in r.stdout, r.stderr
+    assert len(_ran(tmp_path)) == 13
+    for _ in range(2):                  # a resumed run can be resumed in turn
+        r = _run(tmp_path, "--resume", "wf.py")
+        assert r.returncode == 0 and "RESULT 20 10 400000" in r.stdout, r.stderr
+        assert _ran(tmp_path) == [] and "13 task(s) restored, 0 ran again" in r.stderr
