@@ -118,7 +118,6 @@ class Runtime(RunState):
         self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
         self.journal: JournalWriter | None = None
         self.embedded = False       # started by the first task call (runtime.embedded)
-        self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         # Resumable runs (runtime/resume.py; by default, with a journal): finished calls are
         # logged before they are acted on; a resumed run restores the earlier run's.
         if resumable is None:
@@ -332,28 +331,6 @@ class Runtime(RunState):
         if exc[1] is not None:          # the program raised in the with block
             self.script_ended(exc[1])
         self.stop(wait=exc[0] is None)
-
-    def script_ended(self, exc: BaseException) -> None:
-        """The program ended with ``exc``: a failed run unless it is ``sys.exit(0)``;
-        an interrupt (KeyboardInterrupt) is an interrupted one."""
-        if isinstance(exc, KeyboardInterrupt):
-            self.interrupted = self.interrupted or "KeyboardInterrupt"
-            return
-        from .runend import script_reason
-        reason = script_reason(exc)
-        if reason is not None:
-            self.fail_run(reason)
-
-    def end_state(self) -> tuple[str, str | None]:
-        """(state, reason) of the run as it ends: interrupted, failed or finished."""
-        if self.interrupted:
-            return "interrupted", self.interrupted
-        if self.end_reason is not None:
-            return "failed", self.end_reason
-        if self.failures:
-            from .runend import tasks_reason
-            return "failed", tasks_reason(self.failures)
-        return "finished", None
 
     # -- recording tasks -------------------------------------------------------
     def new_tid(self) -> int:

@@ -88,6 +88,7 @@ class RunState:
         self.interrupting = False          # the run is being interrupted: nothing new starts
         self.dead: str | None = None       # why no task can run any more (no nodes left)
         self.end_reason: str | None = None  # why the run failed besides its tasks (runend.py)
+        self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         self.groups: dict[str, list[Task]] = {}          # task groups: their tasks so far
         # group -> (error recorded as a failure, the GroupAbort a task raised): raised in the
         # program at the group's barrier (runtime.cancel)
@@ -108,6 +109,28 @@ class RunState:
         reason given is the one the journal keeps."""
         if self.end_reason is None:
             self.end_reason = reason
+
+    def script_ended(self, exc: BaseException) -> None:
+        """The program ended with ``exc``: a failed run unless it is ``sys.exit(0)``;
+        an interrupt (KeyboardInterrupt) is an interrupted one."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.interrupted = self.interrupted or "KeyboardInterrupt"
+            return
+        from .runend import script_reason
+        reason = script_reason(exc)
+        if reason is not None:
+            self.fail_run(reason)
+
+    def end_state(self) -> tuple[str, str | None]:
+        """(state, reason) of the run as it ends: interrupted, failed or finished."""
+        if self.interrupted:
+            return "interrupted", self.interrupted
+        if self.end_reason is not None:
+            return "failed", self.end_reason
+        if self.failures:
+            from .runend import tasks_reason
+            return "failed", tasks_reason(self.failures)
+        return "finished", None
 
     def add_failure(self, err: TaskError) -> None:
         """``err`` fails the run: reported at its end unless the program sees it first."""
