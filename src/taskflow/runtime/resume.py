@@ -147,33 +147,39 @@ class ResumeLog:
             return
         records: list[RecordWire] = []
         payloads: list[bytes] = []
+        keep, keep_value = records.append, payloads.append
         number = keys.number
         last: Any = None
         no = 0
-        for t in tasks:
-            if t.key is not None or not t.ordinal or not t.outputs:
+        for t in tasks:                 # (the bus thread's hot loop: one pass, short)
+            if t.key is not None or not t.ordinal:
                 continue
-            fut = t.outputs[0]
+            outs = t.outputs
+            if not outs:
+                continue
+            fut = outs[0]
             p = fut._payload
             if type(p) is bytes:
                 spec = t.spec
                 if spec is not last:
                     last, no = spec, number(spec)
                 rec: RecordWire = (no, t.ordinal, t.argv, len(p))
-                payloads.append(p)
-            elif type(p) is Packed:         # large buffers out of band: kept in-band here
+                fut.set_key(rec)            # its key, when a later call reads it
+                keep(rec)
+                keep_value(p)
+                continue
+            if type(p) is Packed:           # large buffers out of band: kept in-band here
                 blob = pickle.dumps(p, 5)
                 rec = (number(t.spec), t.ordinal, t.argv, ("V", len(blob)))
-                payloads.append(blob)
+                keep_value(blob)
             elif fut._holders:              # stayed on its node: keyed, for a later fetch
-                rec = ("k", t.id, keys.deferred(t), t.spec.name, t.ordinal, t.key_parts,
-                       (("h",),), (fut._did,))
-                records.append(rec)
+                keep(("k", t.id, keys.deferred(t), t.spec.name, t.ordinal, t.key_parts,
+                      (("h",),), (fut._did,)))
                 continue
             else:
                 continue                    # (no value: nothing to restore)
-            fut.set_key(rec)                # its key, when a later call reads it
-            records.append(rec)
+            fut.set_key(rec)
+            keep(rec)
         if records:
             self.add(records, payloads)
 
