@@ -89,7 +89,9 @@ class Keys:
         # the functions whose plain calls the resume log kept as themselves, by number
         self.specs: list[TaskSpec] = []
         self._numbers: dict[TaskSpec, int] = {}
-        self.keyed = 0              # calls given their key when made (assign)
+        # calls given their key when made (assign) that have not ended well yet: while there
+        # are some, the loop thread looks for them among the results (runtime/dispatch.py)
+        self.keyed = 0
         # makes the records of the calls that ended so far (the bus's delivery: they are
         # made there, runtime/resume.py); None: nothing to wait for
         self.settle: Callable[[], None] | None = None
@@ -154,18 +156,17 @@ class Keys:
         return plain_key(self.code(self.specs[rec[0]]), rec[2])
 
     def deferred(self, task: Task) -> bytes:
-        """The key of a counted plain call (:meth:`count`), computed now; it and its
-        output get it as :meth:`assign` would have given it."""
-        key = task.key
-        if key is None:
-            spec = task.spec
-            code = self.code(spec)
-            key = plain_key(code, task.argv)
-            task.key_parts = self._base(spec)[1]
-            task.key = key
-            for fut in task.outputs:        # (one; none once its values were let go)
-                fut.set_key(key)
+        """The key of a counted plain call (:meth:`count`), computed now, as :meth:`assign`
+        would have; its output gets it. The call stays a plain one (the resume log keeps
+        it as itself: runtime/resume.py)."""
+        key = plain_key(self.code(task.spec), task.argv)
+        for fut in task.outputs:        # (one; none once its values were let go)
+            fut.set_key(key)
         return key
+
+    def parts(self, spec: TaskSpec) -> KeyParts:
+        """The pieces of the key of a plain call of ``spec`` (its code alone)."""
+        return self._base(spec)[1]
 
     def _base(self, spec: TaskSpec) -> tuple[Any, KeyParts]:
         base = self._bases.get(spec)

@@ -362,6 +362,9 @@ class Dispatcher:
                     r = completion_record(task, outputs, payloads)
                     if r is not None:
                         records.append(r)
+        keys = rt.keys
+        if keys is not None:            # (those that failed keep the count above 0: fine)
+            keys.keyed = max(0, keys.keyed - len(records))
         log = rt.log
         if records and log is not None:
             try:

@@ -270,6 +270,8 @@ class Outbox:
                 if rt.log is not None:      # resumable: logged before it is acted on
                     payloads: list[bytes] = []
                     rec = completion_record(task, outputs, payloads)
+                    if rec is not None and rt.keys is not None:
+                        rt.keys.keyed = max(0, rt.keys.keyed - 1)
                     if rec is not None:
                         try:
                             rt.log.add([rec], payloads)

@@ -173,8 +173,8 @@ class ResumeLog:
                 rec = (number(t.spec), t.ordinal, t.argv, ("V", len(blob)))
                 keep_value(blob)
             elif fut._holders:              # stayed on its node: keyed, for a later fetch
-                keep(("k", t.id, keys.deferred(t), t.spec.name, t.ordinal, t.key_parts,
-                      (("h",),), (fut._did,)))
+                keep(("k", t.id, keys.deferred(t), t.spec.name, t.ordinal,
+                      keys.parts(t.spec), (("h",),), (fut._did,)))
                 continue
             else:
                 continue                    # (no value: nothing to restore)
