@@ -286,7 +286,7 @@ def scenario_a(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
 
 # -- (b) the master killed, then resumed --------------------------------------------------------
 def scenario_b(root: str, args: argparse.Namespace, rng: random.Random) -> dict[str, Any]:
-    from taskflow.runtime.resume import ResumeStore
+    from taskflow.runtime.resumestore import ResumeStore
     s = Scratch(root, "b", args.tasks, args.nap)
     workers = args.workers or 2 * args.nodes
     opts = ["--local-nodes", str(args.nodes), "--workers", str(workers)]

@@ -178,6 +178,24 @@ def none_or_value(x):
     return -1 if x is None else x
 
 
+class UnprintableError(Exception):
+    def __str__(self):
+        raise RuntimeError("no text for this one")
+
+
+@task(returns=int)
+def raise_unprintable(x):
+    raise UnprintableError(x)
+
+
+@task(returns=int)
+def fail_counted(marker_dir):
+    """Always fails; leaves one file per attempt in ``marker_dir`` (no retries of its own)."""
+    n = len(os.listdir(marker_dir))
+    open(os.path.join(marker_dir, f"attempt{n}"), "w").close()
+    raise ValueError(f"attempt {n} fails")
+
+
 @task(returns=int, on_failure="RETRY", retries=2)
 def flaky(marker_dir, fail_times):
     """Fails ``fail_times`` times (counted with files), then succeeds."""

@@ -73,7 +73,8 @@ def test_returns_in_every_form(tmp_path):
 
 
 def test_api_calls_and_their_shapes(tmp_path):
-    r = run_app("app_api.py", cwd=tmp_path)
+    # (runs are resumable by default: compss_snapshot's word about a run that is not)
+    r = run_app("app_api.py", cwd=tmp_path, options=("--workers", "2", "--no-resumable"))
     out = ok(r)
     assert out["nested"] == {"a": [2, (3, 4)], "b": {"c": 5}}
     assert out["several"] == [11, 21]

@@ -244,7 +244,7 @@ def test_taskflow_run_end_to_end(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("[")]
     assert lines and lines[-1].endswith("] 11/11 done, 0 running, 0 queued, 0 waiting, 0 failed")
     (tmp_path / "bad.py").write_text("raise SystemExit(3)\n")
-    assert _run(cli + ["bad.py"], tmp_path).returncode == 1
+    assert _run(cli + ["bad.py"], tmp_path).returncode == 3     # the script's own status
 
 
 def test_public_names_load_on_use_and_an_agent_needs_neither_the_api_nor_psutil():

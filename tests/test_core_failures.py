@@ -8,6 +8,7 @@ import pytest
 import tasks_lib as L
 import taskflow
 from taskflow import TaskCancelled, TaskError, TaskTimeout, wait_on
+from taskflow.journal import Journal
 
 
 def test_exception_reaches_wait_on_with_remote_traceback(rt):
@@ -24,10 +25,38 @@ def test_exception_reaches_wait_on_with_remote_traceback(rt):
     assert bad.exception() is err and bad.done()
 
 
-def test_retry_is_the_default_and_then_fails(rt):
-    with pytest.raises(TaskError, match="after 2 attempts"):
-        wait_on(L.fail_if(3, 3))     # default retries=1: two attempts in all
-    assert rt.n_retries == 1
+def test_a_failing_task_runs_once_by_default(rt, tmp_path):
+    """No retries unless asked (as Dask, Parsl, Nextflow, Snakemake): one run, one error."""
+    marker = tmp_path / "m"
+    marker.mkdir()
+    with pytest.raises(TaskError) as info:
+        wait_on(L.fail_counted(str(marker)))
+    assert len(os.listdir(marker)) == 1 and rt.n_retries == 0
+    first = str(info.value).split("\n", 1)[0]
+    assert "ValueError: attempt 0 fails" in first and "attempts" not in first
+    assert wait_on(L.inc(1)) == 2
+    rt.stop()
+    with Journal(rt.run_dir) as j:
+        t = {r["name"]: r for r in j.tasks()}
+        assert (t["fail_counted"]["attempts"], t["inc"]["attempts"]) == (1, 1)  # 1: first run
+        assert j.counts()["retries"] == 0
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_retries_n_runs_a_failing_task_n_plus_1_times(tmp_path, monkeypatch, n):
+    """--retries N / Runtime(retries=N): N + 1 runs; the summary's count and the journal's
+    attempts agree."""
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "m"
+    marker.mkdir()
+    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs"), retries=n) as rt:
+        with pytest.raises(TaskError, match=f"after {n + 1} attempts"):
+            wait_on(L.fail_counted(str(marker)))
+    assert len(os.listdir(marker)) == n + 1 and rt.n_retries == n
+    with Journal(rt.run_dir) as j:
+        (t,) = j.tasks()
+        assert t["state"] == "FAILED" and t["attempts"] == n + 1
+        assert j.counts()["retries"] == n
 
 
 def test_retry_count_is_configurable_and_can_succeed(rt, tmp_path):

@@ -39,7 +39,7 @@ def test_journal_successes_failures_retries(tmp_path, monkeypatch):
         with pytest.raises(taskflow.TaskError) as ei:
             taskflow.wait_on(after)
         seen["err"] = ei.value
-    rt = _run(tmp_path, monkeypatch, body)
+    rt = _run(tmp_path, monkeypatch, body, retries=1)       # (the default is none)
     path = os.path.join(rt.run_dir, "journal.db")
     assert os.path.isfile(path)
     db = sqlite3.connect(path)
@@ -229,11 +229,18 @@ def test_thread_mode_and_writer_process_loss(tmp_path, monkeypatch):
         time.sleep(0.3)
         os.kill(rt.journal.proc.pid, signal.SIGKILL)
         rt.journal.proc.wait()
-        taskflow.wait_on(ot.add(2, 2))
+        deadline = time.time() + 10
+        while rt.dead is None and time.time() < deadline:     # the watcher sees it at once
+            time.sleep(0.05)
+        with pytest.raises(taskflow.TaskError, match="writer process was killed by signal 9"):
+            taskflow.wait_on(ot.add(2, 2))      # nothing new starts: rows would be missing
+    # A writer that dies may take rows with it: the run fails, and says so (not finished)
     rt = _run(tmp_path, monkeypatch, lose_writer)
+    assert rt.failed and "writer process was killed by signal 9" in rt.end_reason
     with Journal(rt.run_dir) as j:
-        assert j.run()["state"] == "finished"
-        assert [t["params"] for t in j.tasks()][-1] == "a=2, b=2"
+        r = j.run()
+        assert r["state"] == "failed" and "writer process was killed" in r["reason"]
+        assert [t["params"] for t in j.tasks()] == ["a=1, b=1"]
 
 
 def test_python_dash_m_taskflow_cli_has_every_subcommand():
@@ -267,7 +274,7 @@ class _Ended:
     def __init__(self, tid):
         from types import SimpleNamespace
         self.id, self.t_submit, self.t_start, self.t_end, self.t_dispatch = tid, 1.0, 2.0, 3.0, 1.5
-        self.node, self.attempts = None, 0
+        self.node, self.attempts, self.crashes = None, 0, 0
         self.argv = self.kwargs = self.refs = None
         self.spec = SimpleNamespace(name="f", invoker="python")
 

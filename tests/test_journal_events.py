@@ -21,7 +21,7 @@ def _write(tmp_path, *deliveries):
     db = JournalDB(path, ("run", 1.0, "running", "[]", "/", "host", 1, 2, "v"))
     for whole, sub, evs, done in deliveries:
         db.write((whole, sub, [tuple(e) for e in evs], done))    # as JournalWriter sends them
-    db.close_run(50.0, "finished", {"submitted": 3})
+    db.close_run(50.0, "finished", None, {"submitted": 3})
     con = sqlite3.connect(path)
     con.row_factory = sqlite3.Row
     return con

@@ -82,12 +82,28 @@ def _ran(tmp_path):
 def wf(tmp_path):
     (tmp_path / "wf.py").write_text(WF)
     (tmp_path / "input.txt").write_text("hello\n")
-    r = _run(tmp_path, "--resumable", "wf.py")
+    r = _run(tmp_path, "wf.py")                 # resumable without being asked
     assert r.returncode == 0, r.stderr
     assert "RESULT 14 12" in r.stdout
     assert sorted(_ran(tmp_path)) == sorted(["square"] * 4 + ["0", "1", "2", "3"] +
                                             ["total", "write", "count", "double", "prog"])
     return tmp_path
+
+
+def test_an_output_is_kept_once_and_a_changed_one_is_made_again(wf):
+    """A resumable run moves its outputs to your paths as any run does (no second copy in
+    the run's directory); a resume takes them from there while they are as they were,
+    and makes again one that was changed since."""
+    (first,) = os.listdir(wf / "runs")
+    data = wf / "runs" / first / "data"
+    assert not [f for _, _, fs in os.walk(data) for f in fs if f == "result.txt"]
+    r = _run(wf, "--resume", "--explain", "wf.py")
+    assert r.returncode == 0 and _ran(wf) == [], r.stderr
+    (wf / "result.txt").write_text("tampered\n")
+    r = _run(wf, "--resume", "--explain", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert _ran(wf) == ["write"] and (wf / "result.txt").read_text() == "14\n"
+    assert "write: 1 ran again (the file it wrote was changed or removed since)" in r.stderr
 
 
 def test_an_unchanged_script_restores_everything(wf):
@@ -304,14 +320,16 @@ def test_a_second_signal_ends_the_run_at_once(tmp_path):
 
 
 def test_a_master_killed_mid_run_is_resumed_without_redoing_finished_tasks(tmp_path):
+    """A run started with no flag (resumable by default), SIGKILLed mid-run: what it had
+    recorded is never redone, the rest runs."""
     (tmp_path / "wf.py").write_text(SLOW.replace('nap(int(os.environ.get("NAP", "60")))', ""))
-    p = _start(tmp_path, "--resumable", "wf.py")
+    p = _start(tmp_path, "wf.py")
     _until(lambda: (tmp_path / "runs.log").exists() and
            len((tmp_path / "runs.log").read_text().split()) >= 8)
     os.kill(p.pid, signal.SIGKILL)
     p.communicate(timeout=30)
     (run,) = os.listdir(tmp_path / "runs")
-    from taskflow.runtime.resume import ResumeStore
+    from taskflow.runtime.resumestore import ResumeStore
     finished = {f"step{r.ordinal - 1}" for r in ResumeStore(str(tmp_path / "runs" / run))
                 .by_key.values()}
     assert finished, "nothing was recorded before the kill"
@@ -357,7 +375,7 @@ def test_a_checkpoint_policy_writes_records_in_batches(tmp_path, policy, kept, s
     """--checkpoint: records wait in memory until N tasks or T seconds (the loop writes
     them after T even when nothing else finishes), or until compss_snapshot(); a killed
     master loses what waited."""
-    from taskflow.runtime.resume import ResumeStore
+    from taskflow.runtime.resumestore import ResumeStore
     (tmp_path / "wf.py").write_text(CKPT.replace("# SNAPSHOT", SNAPSHOT if snapshot else ""))
     p = _start(tmp_path, "--checkpoint", policy, "wf.py")      # implies --resumable
     assert p.stdout is not None
@@ -379,3 +397,48 @@ def test_a_wrong_checkpoint_policy_is_refused(tmp_path):
     (tmp_path / "wf.py").write_text(CKPT)
     r = _run(tmp_path, "--checkpoint", "every=3", "wf.py")
     assert r.returncode == 2 and "tasks=N" in r.stderr
+
+
+MIXED = textwrap.dedent('''
+    from taskflow import task, wait_on
+
+    def mark(what):
+        with open("runs.log", "a") as f:
+            f.write(what + "\\n")
+
+    @task(returns=int)
+    def inc(x):
+        mark(f"inc{x}")
+        return x + 1
+
+    @task(returns=int)
+    def add(x, y):
+        mark(f"add{x}")
+        return x + y
+
+    @task(returns=bytes)
+    def big(n):
+        mark("big")
+        return b"x" * n
+
+    a = [inc(i) for i in range(5)]
+    wait_on(a)                          # ended: their keys are made when b's calls read them
+    b = [add(x, 1) for x in a]
+    c = inc(7)
+    d = add(c, 2)                       # c not ended yet: its key now, from the call
+    g = big(400_000)                    # stays on its node, fetched by wait_on: kept too
+    print("RESULT", sum(wait_on(b)), wait_on(d), len(wait_on(g)))
+''')
+
+
+def test_plain_calls_kept_as_themselves_resume_with_the_calls_that_read_them(tmp_path):
+    """Plain calls' keys are made from their log records (by the reader, or when a later
+    call reads their value, ended or not): the same keys as a resumed run computes."""
+    (tmp_path / "wf.py").write_text(MIXED)
+    r = _run(tmp_path, "wf.py")
+    assert r.returncode == 0 and "RESULT 20 10 400000" in r.stdout, r.stderr
+    assert len(_ran(tmp_path)) == 13
+    for _ in range(2):                  # a resumed run can be resumed in turn
+        r = _run(tmp_path, "--resume", "wf.py")
+        assert r.returncode == 0 and "RESULT 20 10 400000" in r.stdout, r.stderr
+        assert _ran(tmp_path) == [] and "13 task(s) restored, 0 ran again" in r.stderr

@@ -79,8 +79,10 @@ def stop(wait: bool = True, code: int = 0) -> None:
     rt = current.get()
     if rt is not None:
         if code:
-            rt.cancel_all(f"the program stopped the run with code {code}")
+            why = f"the program stopped the run with code {code}"
+            rt.cancel_all(why)
             rt.exit_code = code
+            rt.fail_run(why)
         rt.stop(wait=wait)
 
 

@@ -143,6 +143,17 @@ class RunNotFound(TaskflowError, LookupError):
     """No run matches what the user asked for."""
 
 
+class RecordFailed(TaskflowError, RuntimeError):
+    """The run's record (its journal or its resume log) could not be written: a full
+    disk, a journal locked by another process past the wait, a damaged file. The run
+    starts no more tasks, keeps what it has and fails; the message names the file and why."""
+
+
+class RecordDamaged(TaskflowError, ValueError):
+    """A run's journal or resume log cannot be read (damaged, or not one); the message
+    names the file and what else the run kept."""
+
+
 class ProgramFailed(TaskflowError, RuntimeError):
     """An external program exited with a non-zero code (``fail_by_exit_value=True``)."""
 

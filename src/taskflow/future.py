@@ -86,7 +86,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     # object for the cyclic GC to scan, for every task). The rest are
     # class-level defaults: an instance only stores what differs from them.
     __slots__ = ("_state", "_rt", "_producer", "_did", "_result", "_exception", "_payload",
-                 "_holders", "_consumers", "_wev")
+                 "_holders", "_consumers", "_wev", "_key")
     _cond: threading.Condition | None = None
     _cf_waiters: list[_Waiter] | None = None
     _done_callbacks_: list[DoneCallback] | None = None
@@ -95,7 +95,6 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     _label = ""                        # repr only
     _lineage: Any = None               # what recomputes a value lost with its node (lineage)
     _cancel_successors = False         # its task was CANCEL_SUCCESSORS: readers are cancelled
-    _key: bytes | None = None          # what can change this value (graph.keys; resumable runs)
 
     def __init__(self, rt: FutureHost | None = None, producer: Task | None = None,
                  did: int = 0) -> None:
@@ -110,6 +109,9 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._holders: set[str] | None = None      # node names that hold the value
         self._consumers: list[Task] | None = None  # tasks waiting for this version
         self._wev: list[Waiter] | None = None      # runtime waiters
+        # what can change this value (graph.keys; resumable runs): its key, or the record of
+        # the plain call that made it, whose key is computed when asked (runtime.resume)
+        self._key: bytes | tuple[Any, ...] | None = None
 
     # -- the concurrent.futures internals, made lazily -------------------
     @property
@@ -385,8 +387,9 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         """The file version was renamed to ``path`` (the user's: materialized)."""
         self._path = path
 
-    def set_key(self, key: bytes) -> None:
-        """What can change this value, as one key (graph.keys; resumable runs)."""
+    def set_key(self, key: bytes | tuple[Any, ...]) -> None:
+        """What can change this value, as one key (graph.keys; resumable runs), or the
+        resume log's record of the plain call that made it (its key when asked)."""
         self._key = key
 
     def notify_done(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> None:

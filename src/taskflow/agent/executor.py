@@ -12,6 +12,7 @@ tuples and the output lines of the tasks).
 """
 from __future__ import annotations
 
+import errno
 import io
 import os
 import pickle
@@ -177,15 +178,45 @@ class _Capture(io.TextIOBase):
 
 
 def _error_info(exc: BaseException) -> M.ErrorInfo:
+    """What a task raised, for the master: its type, text, traceback and pickle. An
+    exception whose ``__str__`` (or pickling) raises is still the task's own failure,
+    under its own type: nothing here may raise, or the executor would die with it."""
     import traceback
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     blob: bytes | None
     try:
         blob = cloudpickle.dumps(exc)
         pickle.loads(blob)
-    except Exception:
+    except BaseException:  # noqa: BLE001 - a user's __reduce__ / __init__ may raise anything
         blob = None
-    return M.ErrorInfo(type(exc).__name__, str(exc), tb, blob)
+    return M.ErrorInfo(type(exc).__name__, _text(exc), tb, blob)
+
+
+def _text(exc: BaseException) -> str:
+    """``str(exc)``, or what went wrong making it (a user's ``__str__`` that raises); a full
+    disk says how much room is left where (a task writing a file version, say)."""
+    try:
+        text = str(exc)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            text += f" ({free_space(exc.filename)})"
+        return text
+    except BaseException as inner:  # noqa: BLE001 - a user's __str__ may raise anything
+        try:
+            why = f"{type(inner).__name__}: {inner}"
+        except BaseException:  # noqa: BLE001 - and so may that exception's
+            why = type(inner).__name__
+        return f"<its __str__ raised {why}>"
+
+
+def free_space(path: object) -> str:
+    """'the disk holding PATH has N bytes free' (PATH: a file a write failed on)."""
+    import shutil           # (not at the top: every executor's start-up)
+    where = os.path.dirname(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "."
+    try:
+        free = shutil.disk_usage(where or ".").free
+    except OSError:
+        return "the disk is full"
+    return f"the disk holding {where} is full: {free} bytes free"
 
 
 def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,

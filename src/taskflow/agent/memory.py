@@ -90,6 +90,9 @@ class NodeMemory:
                 events.append(("spill", did, n))
                 used -= n
             self._held_then = store.nbytes
+            if store.failed is not None:        # (the disk is full: the master says so)
+                events.append(("full", *store.failed))
+                store.failed = None
         if store.nreads > self._reads_then:
             events.append(("read", 0, store.nreads - self._reads_then))
             self._reads_then = store.nreads

@@ -9,6 +9,11 @@ there is read back when a task, another node or the master needs it, and
 its file goes when the master drops the value. A spilled value's file holds
 its pickle and its out-of-band buffers one after the other (written from
 where they are, read straight into their own buffers).
+
+A spill that fails (the disk holding the run's directory is full) loses
+nothing: the value stays in memory, the node reports it (:attr:`ValueStore.failed`,
+a "full" memory event the master turns into one warning naming the run's
+directory), and spilling is tried again after :data:`FULL_WAIT` seconds.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import os
 import pickle
 import shutil
 import struct
+import time
 from typing import Any, BinaryIO, Iterator
 
 from ..context import private_dir
@@ -24,6 +30,7 @@ from ..wire.messages import Packed, Payload
 from ..wire.protocol import buffer
 
 SPILL_MIN = 64 * 1024        # bytes: smaller values are not worth a file
+FULL_WAIT = 10.0             # s between spills after one failed (a full disk)
 _HEAD = struct.Struct(">4sII")     # magic, pickle length (or 0 for plain bytes), buffer count
 _SIZE = struct.Struct(">Q")
 _PLAIN = b"TFv1"
@@ -33,7 +40,8 @@ _PACKED = b"TFp1"
 class ValueStore:
     """data id -> value (``bytes`` or :class:`~taskflow.wire.messages.Packed`)."""
 
-    __slots__ = ("mem", "large", "disk", "nbytes", "spilled", "dir", "nspills", "nreads")
+    __slots__ = ("mem", "large", "disk", "nbytes", "spilled", "dir", "nspills", "nreads",
+                 "failed", "_retry_at")
 
     def __init__(self, spill_dir: str | None = None) -> None:
         self.mem: dict[int, Payload] = {}            # in memory, oldest first
@@ -44,6 +52,8 @@ class ValueStore:
         self.dir = spill_dir
         self.nspills = 0
         self.nreads = 0
+        self.failed: tuple[int, int] | None = None   # a spill failed: (errno, bytes free)
+        self._retry_at = 0.0        # no spill before this (monotonic) after a failed one
 
     # -- the mapping the agent's parts use ------------------------------------------------
     def __contains__(self, did: object) -> bool:
@@ -100,12 +110,24 @@ class ValueStore:
         return [(data id, bytes)] of those written."""
         out: list[tuple[int, int]] = []
         freed = 0
+        if self._retry_at and time.monotonic() < self._retry_at:
+            return out
         for did in list(self.large):
             if freed >= want:
                 break
             v = self.mem[did]
             n = len(v)
-            self.disk[did] = (self._write(did, v), n)
+            try:
+                path = self._write(did, v)
+            except OSError as exc:      # it stays in memory; the master is told
+                self._retry_at = time.monotonic() + FULL_WAIT
+                try:
+                    free = shutil.disk_usage(self.dir or ".").free
+                except OSError:
+                    free = -1
+                self.failed = (exc.errno or 0, free)
+                break
+            self.disk[did] = (path, n)
             del self.mem[did]
             del self.large[did]
             self.nbytes -= n
@@ -130,8 +152,11 @@ class ValueStore:
                 while view:
                     n = os.write(fd, view)
                     view = view[n:]
-        finally:
+        except BaseException:
             os.close(fd)
+            os.unlink(path)             # (a part of a value is no value)
+            raise
+        os.close(fd)
         return path
 
     def _read(self, did: int) -> Payload:

@@ -93,7 +93,7 @@ def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priori
     :param time_out: seconds after which a running call is stopped (``TaskTimeout``).
     :param on_failure: ``RETRY`` (the default), ``FAIL``, ``IGNORE`` or ``CANCEL_SUCCESSORS``.
     :param retries: how many times ``RETRY`` runs a failed call again (default: the
-        runtime's, 1).
+        runtime's, 0: ``Runtime(retries=N)``, ``taskflow run --retries N``).
     :param directions: every other keyword names a parameter of the function and gives
         its direction (``INOUT``, ``FILE_IN``, ...; ``IN`` when not given).
     """

@@ -11,11 +11,22 @@ from __future__ import annotations
 import click
 
 from .._version import __version__
+from ..errors import RecordDamaged
 from .options import examples
 from . import observe, resuming, run, runs, serve, slurm
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+class _Main(click.Group):
+    """A journal or resume log that cannot be read is one line, from every command."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except RecordDamaged as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]},
              epilog=examples("taskflow run wf.py in.txt     # run a workflow script",
                              "taskflow runs                 # the runs kept here",
                              "taskflow status               # the latest run",

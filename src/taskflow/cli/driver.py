@@ -89,8 +89,11 @@ class Launcher:
 
     def script_ended(self, exc: BaseException) -> ScriptEnd:
         """The script raised ``exc`` (not an interrupt); called in its ``except`` block."""
-        if isinstance(exc, SystemExit):
-            return ScriptEnd(0 if exc.code in (None, 0) else 1)
+        if isinstance(exc, SystemExit):     # the script's own status, as Python exits
+            from ..runtime.runend import exit_status
+            if exc.code is not None and not isinstance(exc.code, int):
+                click.echo(str(exc.code), err=True)
+            return ScriptEnd(exit_status(exc))
         return ScriptEnd(1, exc)
 
     def ending(self, rt: Runtime) -> None:
@@ -102,7 +105,8 @@ class Launcher:
 
 def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     """Run ``plan`` and exit: the script's status, ``stop(code=N)``'s N, 1 when a task
-    failed, 128 + the signal when interrupted, 2 when the runtime could not start."""
+    failed or the run's record could not be kept, 128 + the signal when interrupted, 2
+    when the runtime could not start (docs/guide/failures.md#exit-status)."""
     from ..runtime.progress_lines import start as start_progress
     from ..runtime.runtime import Runtime
     try:
@@ -134,6 +138,7 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
         signum = interrupts.signal_of(exc)
     except BaseException as exc:  # noqa: BLE001 - whatever the script raised, SystemExit too
         end = launcher.script_ended(exc)
+        rt.script_ended(exc)        # the journal says the run failed, and why
     if not signum and end.cancel is None and not rt.stopped:
         try:
             rt.wait_all()           # the end of the script waits for every task
@@ -168,6 +173,9 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
     from ..runtime.failreport import end_of_run
     if rt.resumer is not None:
         _resume_report(rt, plan.explain)
+    # (a traceback says it otherwise; a failed record was said when it happened, and below)
+    if end.error is None and rt.end_reason is not None and rt.dead is None:
+        click.echo(f"taskflow: {rt.end_reason}", err=True)
     # every failure once: the failed tasks' blocks, then the summary line
     click.echo(end_of_run(rt, end.error, summary(rt, took)), err=True)
     if rt.exit_code:                # stop(code=N): N

@@ -81,6 +81,6 @@ def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...],
             f"finished, {c['interrupted']} interrupted while running, {never} never started"
             + (f", {c['failed']} failed" if c["failed"] else ""))
     if rt.log is None:
-        return head + ("\n  (it was not resumable: start runs with --resumable to be able "
-                       "to continue them)")
+        return head + ("\n  (it was not resumable: it was started --no-resumable; runs "
+                       "without it can be continued)")
     return head + f"\n  continue it with: {resume_command(rt, script, args, options)}"

@@ -62,6 +62,8 @@ def status(run: str | None, run_dir: str | None) -> None:
         c = j.counts()
         click.echo(f"run {r['run_id']}: {r['state']}  (started {_when(r.get('t_start'))}, "
                    f"{_duration(r)})")
+        if r.get("reason") and r["state"] != "finished":
+            click.echo(f"  why: {r['reason']}")
         click.echo(f"  {j.run_dir}")
         click.echo(f"tasks: {c['total']}  " + "  ".join(
             f"{s.lower()} {c[s]}" for s in ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE",

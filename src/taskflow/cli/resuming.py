@@ -14,7 +14,7 @@ import click
 
 from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
-from ..runtime.resume import rerun_lines
+from ..runtime.resumestore import rerun_lines
 from .observe import run_dir_option
 from .options import examples
 
@@ -46,8 +46,8 @@ def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
                if isinstance(a, str)) and os.path.exists(os.path.join(run_path, "resume.log")):
             return run_path
     raise click.UsageError(
-        f"--resume: no earlier resumable run of {script} in {cwd} (runs under {root}); "
-        f"start one with `taskflow run --resumable {script}`, or name a run: "
+        f"--resume: no earlier resumable run of {script} in {cwd} (runs under {root}; "
+        f"one started --no-resumable cannot be); name a run: "
         f"--resume RUN_ID (see `taskflow runs`)")
 
 

@@ -20,9 +20,8 @@ from .nodes import cluster_options, slurm_cli_provider
 from .observe import run_dir_option
 from .options import examples, renamed, retired
 from .resuming import run_to_resume
+from ..runtime.resume import RESUMABLE
 
-# Resumable by default or not: chosen from benchmarks/resume_cost.py (docs/guide/resume.md).
-RESUMABLE_DEFAULT = False
 
 
 class RunCommand(OptionalValueCommand):
@@ -51,17 +50,20 @@ class RunCommand(OptionalValueCommand):
                    "Slurm nodes: --slurm-nodes).")
 @renamed("--nodes", "--local-nodes", "node agents on this machine; Slurm nodes are "
          "--slurm-nodes", type=click.IntRange(min=1))
-@click.option("--retries", type=int, default=1, show_default=True,
-              help="Times a failed task with on_failure=RETRY is run again.")
+@click.option("--retries", type=click.IntRange(min=0), default=None,
+              help="Times a failed task with on_failure=RETRY is run again (default: 0; "
+                   "under --compat pycompss, PyCOMPSs's 2).")
 @click.option("--crash-limit", type=click.IntRange(min=0), default=3, show_default=True,
               help="Workers (executors, nodes) that may die running one task before it "
                    "fails; not counted against --retries.")
 @click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds running tasks get to stop when the run is interrupted (Ctrl-C, "
                    "SIGTERM) before they are killed.")
-@click.option("--resumable/--not-resumable", default=RESUMABLE_DEFAULT, show_default=True,
+@click.option("--resumable/--no-resumable", " /--not-resumable", default=RESUMABLE,
+              show_default=True,
               help="Log every finished task (values, file versions) so that a later "
-                   "`--resume` restores it instead of running it again.")
+                   "`--resume` restores it instead of running it again (the cost: "
+                   "docs/guide/resume.md).")
 @click.option("--resume", "resume", default=None, metavar="[RUN_ID]",
               help="Continue an earlier run (default: the latest of this script here): calls "
                    "it finished are restored, the rest runs.")
@@ -125,7 +127,7 @@ class RunCommand(OptionalValueCommand):
               help="With --compat pycompss: shadow a real PyCOMPSs installed here.")
 @click.argument("script", type=click.Path(exists=True, dir_okay=False))
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
-def run(workers: int | None, local_nodes: int | None, retries: int, crash_limit: int, grace: float,
+def run(workers: int | None, local_nodes: int | None, retries: int | None, crash_limit: int, grace: float,
         resumable: bool, resume: str | None, resume_check: str, checkpoint: str | None,
         explain: bool, placement: str,
         run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
@@ -156,8 +158,10 @@ def run(workers: int | None, local_nodes: int | None, retries: int, crash_limit:
             rt_opts[key] = _amount(amount)
     if memory_limit:
         rt_opts["memory_limit"] = True
+    if retries is not None:         # else the launcher's default (Runtime's, or PyCOMPSs's)
+        rt_opts["retries"] = retries
     runtime: dict[str, Any] = dict(
-        workers=workers, nodes=local_nodes or 1, retries=retries, run_dir=run_dir, crash_limit=crash_limit,
+        workers=workers, nodes=local_nodes or 1, run_dir=run_dir, crash_limit=crash_limit,
         resumable=resumable, resume=resume_dir, resume_check=resume_check,
         checkpoint=checkpoint, **rt_opts)
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from ..runtime.runtime import Runtime
 
 DASHES = "-" * 60
+# PyCOMPSs's own default for a failed task (on_failure="RETRY"): COMPSs runs it again once on
+# the same worker, then once on another (taskflow's own default is none: runtime.state)
+RETRIES = 2
 ERROR = "Error running application"
 _LEVELS = {"off": "warning", "info": "info", "debug": "debug", "trace": "debug"}
 _VALUE = ("project", "resources", "wall_clock_limit", "env_script", "log_level", "lang",
@@ -251,6 +254,7 @@ class Runcompss(Launcher):
                 _fail(f"--io_executors={opts['io_executors']}: give the number of I/O "
                       f"executors per node (an int >= 0)")
             plan.runtime["io_executors"] = n
+        plan.runtime.setdefault("retries", RETRIES)     # (--retries N: N)
         if plan.progress is None:               # runcompss shows none; --progress asks
             plan.progress = False
         if opts.get("monitoring") and plan.monitor is None:

@@ -51,7 +51,7 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
     # progress as plain lines in the job's output (off a terminal: runtime.progress_lines)
     run = [python, "-m", "taskflow", "run", "--slurm", "allocation",
            "--slurm-nodes", str(nodes), "--run-dir", run_dir,
-           "--resumable" if resumable else "--not-resumable"]
+           "--resumable" if resumable else "--no-resumable"]
     if resume:
         run += ["--resume", resume]
     if cpus:
@@ -86,7 +86,7 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
               help="A shell line run before the master and each agent (repeatable), "
                    "e.g. 'module load python/3.11'.")
 @run_dir_option
-@click.option("--resumable/--not-resumable", default=True, show_default=True,
+@click.option("--resumable/--no-resumable", " /--not-resumable", default=True, show_default=True,
               help="Keep what finishes so that a job that hits its walltime (or is "
                    "cancelled) can be submitted again with --resume.")
 @click.option("--resume", "resume", default=None, metavar="[RUN_ID]",

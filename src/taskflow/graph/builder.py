@@ -325,6 +325,8 @@ class Builder:
                         f"{where} is {param!r} but {upath} {state} when the task is called, and "
                         f"no earlier task writes it. Create it first, fix the path, or declare "
                         f"the parameter as {'DIRECTORY' if is_dir else 'FILE'}_OUT.")
+            else:
+                _check_out_target(upath, is_dir, where, param)
             item = reg.track_file(upath, DIR if is_dir else FILE, self.rt)
         elif item.kind != (DIR if is_dir else FILE):
             raise UsageError(f"{where}: {upath} was used as a {item.kind} before and now as a {what}.")
@@ -370,3 +372,19 @@ class Builder:
             else:
                 self._access(elem, leaf, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
                              argv, kw)
+
+
+def _check_out_target(upath: str, is_dir: bool, where: str, param: Param) -> None:
+    """A FILE_OUT path that is a directory (or a DIRECTORY_OUT that is a file) would lose
+    the task's output at the end of the run: say so when the task is called."""
+    if is_dir:
+        if os.path.exists(upath) and not os.path.isdir(upath):
+            raise UsageError(
+                f"{where} is {param!r} but {upath} is a file, not a directory: the task's "
+                f"directory could not be put there. Remove the file, choose another path, or "
+                f"declare the parameter as FILE_OUT.")
+    elif os.path.isdir(upath):
+        raise UsageError(
+            f"{where} is {param!r} but {upath} is a directory: the file the task writes "
+            f"could not be put there. Give the path of a file inside it (e.g. "
+            f"{os.path.join(upath, 'out.txt')}), or declare the parameter as DIRECTORY_OUT.")

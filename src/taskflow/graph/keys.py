@@ -21,6 +21,17 @@ A task's key (16 bytes, BLAKE2b) covers, in this order:
 Each output of a task gets its own key (the task's key and its position), so
 consumers name exactly what they read. :class:`KeyParts` keeps enough of the
 pieces for ``--explain`` to say which part changed.
+
+A run that resumes nothing does not compute the key of a *plain* call (scalar
+positional arguments, no options: nearly every short task) when it is made:
+the call is only counted (its ordinal), and its end writes the call itself
+(function, arguments) to the resume log, whose reader computes the key with
+:func:`plain_key`, as :meth:`Keys.assign` does for the same call in the
+resumed run. A key that is needed before (a later call reads the plain call's
+value) is computed then: from the task while it runs (:meth:`Keys.deferred`),
+from its log record, which its future keeps, once it ended. So being resumable
+costs a short task a counter at its call and a record at its end
+(docs/guide/resume.md).
 """
 from __future__ import annotations
 
@@ -30,7 +41,7 @@ import os
 import pickle
 import shutil
 import types
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..wire import messages as M
 from ..wire.invocation import Options
@@ -42,6 +53,15 @@ if TYPE_CHECKING:
 
 _H = hashlib.blake2b
 SIZE = 16
+
+
+def plain_key(code: bytes, argv: Any) -> bytes:
+    """The key of a plain call (positional arguments ``argv``, no keywords, no options)
+    of the function whose code digest is ``code``: :meth:`Keys.assign`'s for that call,
+    and the resume log reader's for a call the log kept as itself."""
+    h = _H(code, digest_size=SIZE)
+    h.update(pickle.dumps((argv, None), 4))
+    return h.digest()
 
 
 class KeyParts(NamedTuple):
@@ -66,6 +86,15 @@ class Keys:
         # code, and (hasher of that code, KeyParts) every key of its calls starts from
         self._code: dict[TaskSpec, bytes] = {}
         self._bases: dict[TaskSpec, tuple[Any, KeyParts]] = {}
+        # the functions whose plain calls the resume log kept as themselves, by number
+        self.specs: list[TaskSpec] = []
+        self._numbers: dict[TaskSpec, int] = {}
+        # calls given their key when made (assign) that have not ended well yet: while there
+        # are some, the loop thread looks for them among the results (runtime/dispatch.py)
+        self.keyed = 0
+        # makes the records of the calls that ended so far (the bus's delivery: they are
+        # made there, runtime/resume.py); None: nothing to wait for
+        self.settle: Callable[[], None] | None = None
 
     # -- the pieces ----------------------------------------------------------------
     def code(self, spec: TaskSpec) -> bytes:
@@ -107,6 +136,45 @@ class Keys:
         return known[2]
 
     # -- a task's key ----------------------------------------------------------------
+    def count(self, task: Task) -> None:
+        """A plain call whose key waits (see the module doc): only its ordinal now."""
+        name = task.spec.name
+        n = task.ordinal = self.ordinals.get(name, 0) + 1
+        self.ordinals[name] = n
+
+    def number(self, spec: TaskSpec) -> int:
+        """``spec``'s number in this run's resume log (:attr:`specs`)."""
+        no = self._numbers.get(spec)
+        if no is None:
+            no = self._numbers[spec] = len(self.specs)
+            self.specs.append(spec)
+        return no
+
+    def ended(self, rec: tuple[Any, ...]) -> bytes:
+        """The key of the plain call the resume log kept as ``rec`` (runtime/resume.py:
+        ``(function number, ordinal, argv, value)``)."""
+        return plain_key(self.code(self.specs[rec[0]]), rec[2])
+
+    def deferred(self, task: Task) -> bytes:
+        """The key of a counted plain call (:meth:`count`), computed now, as :meth:`assign`
+        would have; its output gets it. The call stays a plain one (the resume log keeps
+        it as itself: runtime/resume.py)."""
+        key = plain_key(self.code(task.spec), task.argv)
+        for fut in task.outputs:        # (one; none once its values were let go)
+            fut.set_key(key)
+        return key
+
+    def parts(self, spec: TaskSpec) -> KeyParts:
+        """The pieces of the key of a plain call of ``spec`` (its code alone)."""
+        return self._base(spec)[1]
+
+    def _base(self, spec: TaskSpec) -> tuple[Any, KeyParts]:
+        base = self._bases.get(spec)
+        if base is None:
+            code = self.code(spec)
+            base = self._bases[spec] = (_H(code, digest_size=SIZE), KeyParts(code, ()))
+        return base
+
     def assign(self, task: Task) -> None:
         """Set ``task.ordinal`` (this call is the n-th of its function), ``task.key``,
         ``task.key_parts`` and the keys of its outputs. (Every call of a resumable run
@@ -115,10 +183,8 @@ class Keys:
         name = spec.name
         n = task.ordinal = self.ordinals.get(name, 0) + 1
         self.ordinals[name] = n
-        base = self._bases.get(spec)
-        if base is None:
-            code = self.code(spec)
-            base = self._bases[spec] = (_H(code, digest_size=SIZE), KeyParts(code, ()))
+        self.keyed += 1
+        base = self._bases.get(spec) or self._base(spec)
         h = base[0].copy()
         opts = task.options
         if opts:
@@ -176,8 +242,20 @@ class Keys:
 
 def _fut_key(fut: Future, keys: Keys) -> bytes:
     k = fut._key
-    if k is not None:
+    if k is None:
+        made = fut._producer        # (read once: the loop thread clears it when it ends)
+        if made is not None and made.ordinal and made.key is None:
+            return keys.deferred(made)  # a plain call whose key waited, not ended yet
+        k = fut._key
+        if k is None and keys.settle is not None and fut._item is None:
+            keys.settle()           # it ended: its record, made at the bus's next delivery
+            k = fut._key
+    if isinstance(k, bytes):
         return k
+    if k is not None:               # a plain call's log record (runtime.resume): its key now
+        key = keys.ended(k)
+        fut.set_key(key)
+        return key
     # a value no task made here: a first version of an INOUT object (its snapshot)
     payload = fut._payload
     if payload is None:
@@ -195,8 +273,9 @@ def _fut_key(fut: Future, keys: Keys) -> bytes:
 
 def _version_key(fut: Future, keys: Keys) -> tuple[str, bytes]:
     """A file version read: the key of the task that wrote it, or the user's file."""
-    if fut._key is not None:
-        return "task", fut._key
+    k = fut._key
+    if type(k) is bytes:
+        return "task", k
     return "file", keys.file(fut._path or "")
 
 

@@ -113,40 +113,41 @@ class Registry:
         return item
 
 
-def materialize(item: DataItem, finished: bool = False, move: bool = False) -> None:
-    """Put the latest version of a file/dir at the user's path (atomically).
+def materialize(item: DataItem, finished: bool = False, move: bool = False) -> str | None:
+    """Put the latest version of a file/dir at the user's path (atomically); the version's
+    path when it was moved there (else None).
 
     ``finished``: the newest version a task finished writing, when newer
     writers never ran (an interrupted run).
     ``move``: no task will read the version any more (the run is idle and the
     file goes back to the program), so a file is renamed into place instead of
     copied (one system call instead of a dozen and the data; a copy when the
-    two paths are on different filesystems). Not for a resumable run, whose
-    log names the version in the run's store.
+    two paths are on different filesystems). A resumable run's log names the
+    version in the run's store: it is told where the version went (runtime).
     """
     v: Future | None = item.latest
     if finished and v is not None and v._state != FINISHED:
         v = item.last_done
     if v is None or v is item.materialized or v._path is None or v._path == item.path:
-        return
+        return None
     if v._exception is not None or not os.path.exists(v._path):
-        return  # a failed or ignored writer: leave the user's file as it was
+        return None     # a failed or ignored writer: leave the user's file as it was
     target = item.path
     assert target is not None           # a file's or directory's item
     parent = os.path.dirname(target) or "."
     if move and item.kind != DIR:
-        try:
-            os.replace(v._path, target)
-        except FileNotFoundError:       # the user's folder went away meanwhile
+        if not os.path.isdir(parent):   # a new folder (or the user's went away meanwhile)
             os.makedirs(parent, exist_ok=True)
-            os.replace(v._path, target)
+        was = v._path
+        try:
+            os.replace(was, target)
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
         else:
             v.moved_to(target)
             item.materialized = v
-            return
+            return was
     os.makedirs(parent, exist_ok=True)
     if item.kind == DIR:
         tmp = tempfile.mkdtemp(prefix=".taskflow-", dir=parent)
@@ -171,3 +172,4 @@ def materialize(item: DataItem, finished: bool = False, move: bool = False) -> N
                 os.unlink(tmp)
             raise
     item.materialized = v
+    return None

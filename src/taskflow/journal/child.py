@@ -1,9 +1,14 @@
 """The journal's writer process: reads pickled batches on stdin, writes SQLite.
 
-Frames are a 4-byte big-endian length and a pickle: ``("events", [...])``
-then ``("close", (t_end, state, counts))``. At end of input without a close
-(the master died) it commits what it has and leaves the run "running", which
-readers show as interrupted.
+Frames are a 4-byte big-endian length and a pickle: ``("open", (path,
+row))``, ``("events", [...])`` then ``("close", (t_end, state, reason,
+counts))``. At end of input without a close (the master died) it commits what
+it has and leaves the run "running", which readers show as interrupted.
+
+A write that fails is said on stdout, the status pipe the master watches, as
+one line ``failed <why>`` (journal/failure.py); the writer then keeps nothing
+more but the run's end (its state and reason, if the database takes them),
+and exits with status 3.
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import pickle
 import struct
 import subprocess
 import sys
-from typing import Any
+from typing import Any, Iterator
 
 _LEN = struct.Struct(">I")
 
@@ -24,7 +29,8 @@ def spawn(path: str, row: tuple[Any, ...]) -> subprocess.Popen[bytes]:
     # No preexec_fn: it makes subprocess fork the whole master in Python (~20 ms of the
     # run's start-up); the writer lowers its own priority first thing (main()).
     proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__)],
-                            stdin=subprocess.PIPE, close_fds=True, start_new_session=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
+                            start_new_session=True)
     assert proc.stdin is not None       # stdin=PIPE
     try:                  # a 1 MiB pipe: a batch goes in one write, not in 64 KiB hand-offs
         import fcntl
@@ -62,7 +68,19 @@ def send_body(proc: subprocess.Popen[bytes], body: bytes) -> None:
             from exc
 
 
-def finish(proc: subprocess.Popen[bytes], end: tuple[Any, ...], timeout: float = 60.0) -> None:
+def read_status(proc: subprocess.Popen[bytes]) -> Iterator[str]:
+    """The writer's failures, one message each, until it ends (blocks: a watcher thread)."""
+    assert proc.stdout is not None      # made by spawn(), with stdout=PIPE
+    for line in proc.stdout:
+        text = line.decode("utf-8", "replace").rstrip("\n")
+        if text.startswith("failed "):
+            yield text[len("failed "):]
+
+
+def finish(proc: subprocess.Popen[bytes], end: tuple[Any, ...]) -> int:
+    """Send the run's end and wait for the writer; its exit status (0: all written)."""
+    from .failure import LOCK_WAIT      # (the master's side: a module of the package here)
+    timeout = 60.0 + LOCK_WAIT          # (its last write may wait for a lock)
     assert proc.stdin is not None       # made by spawn(), with stdin=PIPE
     try:
         send(proc, ("close", end))
@@ -75,11 +93,17 @@ def finish(proc: subprocess.Popen[bytes], end: tuple[Any, ...], timeout: float =
         print("taskflow: the journal writer did not finish; killing it", file=sys.stderr)
         proc.kill()
         proc.wait()
+    return proc.returncode or 0
 
 
 def _read(f: Any, n: int) -> bytes | None:
     data = f.read(n)
     return data if data is not None and len(data) == n else None
+
+
+def _say(message: str) -> None:  # pragma: no cover - runs in the writer process
+    sys.stdout.write("failed " + " ".join(message.split()) + "\n")
+    sys.stdout.flush()
 
 
 def _load_writer() -> Any:
@@ -104,6 +128,7 @@ def main() -> None:
     JournalDB = _load_writer()
     f = sys.stdin.buffer
     db = None
+    failed = False
     while True:
         head = _read(f, 4)
         if head is None:
@@ -112,16 +137,23 @@ def main() -> None:
         if body is None:
             break
         kind, payload = pickle.loads(body)
-        if kind == "open":
-            db = JournalDB(*payload)
-        elif kind == "events" and db is not None:
-            try:
+        try:
+            if kind == "open":
+                db = JournalDB(*payload)
+            elif kind == "events" and db is not None and not failed:
                 db.write(payload)
-            except Exception as exc:  # noqa: BLE001 - keep the rest of the journal
-                print(f"taskflow: journal write failed: {exc!r}", file=sys.stderr)
-        elif kind == "close" and db is not None:
-            db.close_run(*payload)
-            return
+            elif kind == "close":
+                if db is not None and failed:
+                    t_end, _, reason, _ = payload
+                    db.close_failed(t_end, reason)
+                elif db is not None:
+                    db.close_run(*payload)
+                sys.exit(3 if failed else 0)
+        except Exception as exc:  # noqa: BLE001 - said on the status pipe: the run fails
+            _say(str(exc) or repr(exc))
+            failed = True
+            if kind == "close":
+                sys.exit(3)
     if db is not None:
         db.db.close()
 

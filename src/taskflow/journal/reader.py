@@ -2,6 +2,10 @@
 
 Readers open the database while the run may still write it (WAL mode), so
 ``taskflow status``, ``taskflow logs --follow`` and the monitor work live.
+A journal that cannot be read (damaged, not a database, a full disk under its
+shared-memory file) raises :class:`~taskflow.errors.RecordDamaged`, one line
+naming the file and where the rest of the run is: every command says that,
+not a traceback.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import socket
 import sqlite3
 from typing import Any
 
+from ..errors import RecordDamaged
 from ..errors import RunNotFound as RunNotFound      # re-exported: the reader raises it
 from .root import runs_root as runs_root            # re-exported: the journal package names it
 from .schema import JOURNAL_NAME
@@ -60,6 +65,16 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
+def damaged(path: str, exc: BaseException) -> RecordDamaged:
+    """The error for a journal at ``path`` that cannot be read (``exc``: SQLite's word)."""
+    run_dir = os.path.dirname(path)
+    jobs = os.path.join(run_dir, "jobs")
+    rest = f"; programs' output files are in {jobs}" if os.path.isdir(jobs) else ""
+    return RecordDamaged(f"{path} is damaged ({exc}): the run's task rows and logs in it cannot "
+                         f"be read (`sqlite3 {path} .recover` may save some); the run's other "
+                         f"files are in {run_dir}{rest}")
+
+
 class Journal:
     """A read view of one run's ``journal.db``."""
 
@@ -68,8 +83,12 @@ class Journal:
         self.path = os.path.join(run_dir, JOURNAL_NAME)
         if not os.path.isfile(self.path):
             raise RunNotFound(f"{run_dir} has no {JOURNAL_NAME}")
-        self.db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-        self.db.row_factory = sqlite3.Row
+        try:
+            self.db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
+            self.db.row_factory = sqlite3.Row
+            self.db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise damaged(self.path, exc) from None
 
     def close(self) -> None:
         self.db.close()
@@ -87,7 +106,11 @@ class Journal:
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return []
-            raise
+            if "locked" in str(exc):        # (a writer holds it longer than the wait)
+                raise
+            raise damaged(self.path, exc) from None
+        except sqlite3.DatabaseError as exc:
+            raise damaged(self.path, exc) from None
 
     def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         return [dict(r) for r in self._rows(sql, args)]
@@ -98,9 +121,12 @@ class Journal:
         if not rows:
             return {"run_id": os.path.basename(self.run_dir), "state": "unknown"}
         r = rows[0]
+        r.setdefault("reason", None)        # (journals of earlier versions have no reason)
         if r["state"] == "running" and r.get("hostname") == socket.gethostname() \
                 and not _pid_alive(r.get("pid")):
             r["state"] = "interrupted"
+            r["reason"] = (f"its master process (pid {r.get('pid')}) ended without closing "
+                           f"the run: it was killed (SIGKILL, out of memory) or crashed")
         r["run_dir"] = self.run_dir
         return r
 
@@ -109,8 +135,9 @@ class Journal:
         for state, n in self._rows("SELECT state, COUNT(*) FROM tasks GROUP BY state"):
             c[state] = n
         c["total"] = sum(c[s] for s in STATES)
-        c["retries"] = sum(r[0] for r in self._rows(
-            "SELECT COUNT(*) FROM transitions WHERE state='RETRY'"))
+        # runs beyond the first (a task placed again before it started is no retry)
+        c["retries"] = sum(r[0] or 0 for r in self._rows(
+            "SELECT SUM(attempts - 1) FROM tasks WHERE attempts > 1"))
         return c
 
     def counts_by_name(self) -> dict[str, dict[str, int]]:
@@ -174,7 +201,10 @@ class Journal:
 
     def data_version(self) -> int:
         """Changes when another connection (the writer) commits: nothing new while equal."""
-        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+        try:
+            return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.DatabaseError as exc:
+            raise damaged(self.path, exc) from None
 
     def tasks_page(self, state: str | None = None, name: str | None = None, limit: int = 100,
                    offset: int = 0) -> tuple[list[dict[str, Any]], int]:
@@ -346,8 +376,8 @@ def list_runs(root: str | None = None) -> list[dict[str, Any]]:
             with Journal(os.path.join(where, rid)) as j:
                 r = j.run()
                 r["counts"] = j.counts()
-        except (sqlite3.Error, RunNotFound) as exc:
-            r = {"run_id": rid, "state": f"unreadable ({exc})", "counts": {}}
+        except (sqlite3.Error, RunNotFound, RecordDamaged) as exc:
+            r = {"run_id": rid, "state": "damaged", "reason": str(exc), "counts": {}}
         out.append(r)
     return out
 

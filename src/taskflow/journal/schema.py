@@ -1,10 +1,12 @@
 """The journal's tables (SQLite, WAL mode), shared by the writer and the reader.
 
-run         one row: the run's id, times, state, command line, slot count
+run         one row: the run's id, times, state (and the reason when it failed or
+            was interrupted, one line), command line, slot count
 tasks       a view, one row per task: name, function, parameters in short
             form, constraints, node, state, timestamps of each state,
-            attempts, exit code, error's first line, full error and remote
-            traceback. It joins task_rows (what differs per task) with specs
+            attempts (the times it was started in the run: 1 is its first run,
+            one more per retry or worker death), exit code, error's first line,
+            full error and remote traceback. It joins task_rows (what differs per task) with specs
             (name, function and constraints, once per task function): a
             narrower row is about a third cheaper to insert, and a run
             inserts tens of thousands of them a second
@@ -33,7 +35,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS run (
     run_id TEXT PRIMARY KEY, t_start REAL, t_end REAL, state TEXT, argv TEXT, cwd TEXT,
     hostname TEXT, pid INTEGER, workers INTEGER, version TEXT, n_submitted INTEGER,
-    n_done INTEGER, n_failed INTEGER, n_cancelled INTEGER, n_retries INTEGER);
+    n_done INTEGER, n_failed INTEGER, n_cancelled INTEGER, n_retries INTEGER, reason TEXT);
 CREATE TABLE IF NOT EXISTS specs (
     id INTEGER PRIMARY KEY, name TEXT, func TEXT, constraints TEXT);
 CREATE TABLE IF NOT EXISTS task_rows (

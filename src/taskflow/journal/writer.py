@@ -13,6 +13,14 @@ finished within one delivery (the common case for short tasks) become one
 INSERT; other changes are coalesced per task and applied with
 ``executemany``. WAL mode lets ``taskflow status``, ``taskflow logs
 --follow`` and the monitor read while the run writes.
+
+A write that fails (a full disk; the database locked by another process for
+longer than :data:`.failure.LOCK_WAIT`; a damaged file) is not swallowed: the
+writer says why in one line (:func:`.failure.describe`) on its status pipe,
+keeps nothing more, and the runtime fails the run (runtime/recordfail.py).
+So that the run's row can still say ``failed`` and why on a full disk, the
+journal keeps :data:`RESERVE` bytes of room in a file beside it, let go of
+to write that row (and when the run ends well).
 """
 from __future__ import annotations
 
@@ -24,9 +32,10 @@ import socket
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .changes import COLS, ENDED, ERROR, EXIT, ID, STATE, T_SUBMIT, Changes, Row, SpecRows
+from .failure import LOCK_WAIT, describe
 from .schema import JOURNAL_NAME, SCHEMA
 
 if TYPE_CHECKING:
@@ -62,22 +71,79 @@ def run_row(run_id: str, t_start: float, workers: int, version: str) -> tuple[An
             socket.gethostname(), os.getpid(), workers, version)
 
 
+RESERVE = 64 * 1024     # bytes kept free beside the journal for its last row (see above)
+
+
+def _reserve_path(path: str) -> str:
+    return os.path.join(os.path.dirname(path), ".journal-reserve")
+
+
+def _release(path: str) -> None:
+    try:
+        os.unlink(_reserve_path(path))
+    except OSError:
+        pass
+
+
+def mark_failed(db: Any, path: str, t: float, reason: str) -> bool:
+    """After a failed write: the run's row says ``failed`` and why (its task rows may be
+    missing: it must not read as running, let alone finished), in the room the reserve
+    file kept. False if even that could not be written (readers then say the run was
+    interrupted)."""
+    _release(path)
+    try:
+        db.execute("PRAGMA busy_timeout = 1000")     # (not another LOCK_WAIT)
+        db.execute("UPDATE run SET t_end=?, state='failed', reason=?", (t, reason))
+        return True
+    except Exception:  # noqa: BLE001 - still full, or locked
+        return False
+
+
+def mark_file_failed(path: str, t: float, reason: str) -> bool:
+    """:func:`mark_failed` from the master, when the writer process is gone."""
+    import sqlite3
+    try:
+        db = sqlite3.connect(path, isolation_level=None, timeout=1.0)
+    except sqlite3.Error:
+        return False
+    try:
+        return mark_failed(db, path, t, reason)
+    finally:
+        db.close()
+
+
+class WriteFailed(Exception):
+    """A write of the journal failed; the message says which file and why (one line)."""
+
+
 class JournalDB:
     """The SQLite side: owns ``journal.db`` while the run goes on."""
 
     def __init__(self, path: str, row: tuple[Any, ...]) -> None:
         self.path = path
         import sqlite3      # here: the master imports this module without opening a database
-        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
+        try:
+            # a lock another process holds is waited for, LOCK_WAIT seconds at most
+            self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                      timeout=LOCK_WAIT)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+            self._specs = SpecRows(self.db.execute(
+                "SELECT id, name, func, constraints FROM specs"))
+            self.db.execute(
+                "INSERT OR REPLACE INTO run (run_id, t_start, state, argv, cwd, hostname, "
+                "pid, workers, version) VALUES (?,?,?,?,?,?,?,?,?)", row)
+        except (sqlite3.Error, OSError) as exc:
+            raise WriteFailed(describe("journal", path, exc)) from None
+        if not os.path.exists(_reserve_path(path)):
+            try:
+                with open(_reserve_path(path), "wb") as f:
+                    f.write(bytes(RESERVE))
+            except OSError:                 # no room even for that: said at the first write
+                _release(path)
         self._nlogs: dict[int, int] = {}    # log lines seen per task (changes.LOG_CAP)
         self._held: dict[int, Row] = {}     # task rows not inserted yet (see HOLD)
-        self._specs = SpecRows(self.db.execute("SELECT id, name, func, constraints FROM specs"))
-        self.db.execute(
-            "INSERT OR REPLACE INTO run (run_id, t_start, state, argv, cwd, hostname, pid, "
-            "workers, version) VALUES (?,?,?,?,?,?,?,?,?)", row)
         self.run_id, *_ = row
 
     HOLD = 0.5   # s a new task's row waits in memory, so its end lands in the same INSERT
@@ -93,13 +159,19 @@ class JournalDB:
         if done:
             c.done_rows(done)
         db = self.db
-        db.execute("BEGIN")
         try:
+            db.execute("BEGIN IMMEDIATE")       # (the write lock now, or a wait for it)
             self._commit(c, final)
             db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        except Exception as exc:
+            if db.in_transaction:       # (SQLite may have rolled back already: a full disk)
+                try:
+                    db.execute("ROLLBACK")
+                except Exception:  # noqa: BLE001 - the first error is the one to tell
+                    pass
+            why = describe("journal", self.path, exc)
+            self.mark_failed(time.time(), why)      # readers see it now, as well as they can
+            raise WriteFailed(why) from None
 
     def _commit(self, c: Changes, final: bool) -> None:
         """The delivery's changes, table by table (inside write's transaction)."""
@@ -172,22 +244,41 @@ class JournalDB:
                 self.db.executemany(_INSERT, [r for r in rows if r[EXIT] is not None
                                               or r[ERROR] is not None])
 
-    def close_run(self, t_end: float, state: str, counts: dict[str, int]) -> None:
-        """Mark the run finished, failed or interrupted and close the database.
+    def close_run(self, t_end: float, state: str, reason: str | None,
+                  counts: dict[str, int]) -> None:
+        """Mark the run finished, failed or interrupted (``reason``: why, one line) and
+        close the database.
 
         An interrupted run's tasks that did not end are marked INTERRUPTED.
         """
-        self.write(([], [], [], []), final=True)
         c = counts
         try:
+            self.write(([], [], [], []), final=True)
             if state == "interrupted":
                 self.db.execute("UPDATE task_rows SET state='INTERRUPTED' WHERE state NOT IN "
                                 "('DONE', 'FAILED', 'CANCELLED', 'INTERRUPTED')")
             self.db.execute(
-                "UPDATE run SET t_end=?, state=?, n_submitted=?, n_done=?, n_failed=?, "
-                "n_cancelled=?, n_retries=? WHERE run_id=?",
-                (t_end, state, c.get("submitted"), c.get("done"), c.get("failed"),
+                "UPDATE run SET t_end=?, state=?, reason=?, n_submitted=?, n_done=?, "
+                "n_failed=?, n_cancelled=?, n_retries=? WHERE run_id=?",
+                (t_end, state, reason, c.get("submitted"), c.get("done"), c.get("failed"),
                  c.get("cancelled"), c.get("retries"), self.run_id))
+            _release(self.path)
+        except WriteFailed:
+            raise
+        except Exception as exc:
+            raise WriteFailed(describe("journal", self.path, exc)) from None
+        finally:
+            self.db.close()
+
+    def mark_failed(self, t: float, reason: str) -> bool:
+        """After a failed write: the run's row says ``failed`` and why (see
+        :func:`mark_failed`)."""
+        return mark_failed(self.db, self.path, t, reason)
+
+    def close_failed(self, t_end: float, reason: str) -> None:
+        """The run's end after a failed write (``reason``: the runtime's), then close."""
+        try:
+            self.mark_failed(t_end, reason)
         finally:
             self.db.close()
 
@@ -196,12 +287,14 @@ class JournalWriter:
     """The runtime's side: subscribes to the bus, feeds a :class:`JournalDB`.
 
     ``mode`` "process" (default) writes from a child process, "thread" from
-    the bus thread; ``$TASKFLOW_JOURNAL`` sets the default.
+    the bus thread; ``$TASKFLOW_JOURNAL`` sets the default. The first write
+    that fails is reported to ``on_failure`` (once, from the bus thread or the
+    thread that watches the writer process) and :attr:`failed` says why;
+    nothing is written after it but the run's end.
     """
 
-    def __init__(self, run_dir: str, row: tuple[Any, ...], bus: EventBus, mode: str | None = None
-                 ) -> None:
-        _private(run_dir, os.path.join(run_dir, JOURNAL_NAME))
+    def __init__(self, run_dir: str, row: tuple[Any, ...], bus: EventBus, mode: str | None = None,
+                 on_failure: Callable[[str], None] | None = None) -> None:
         self.path = os.path.join(run_dir, JOURNAL_NAME)
         self.mode = mode or os.environ.get("TASKFLOW_JOURNAL", "process")
         self._lock = threading.Lock()
@@ -210,19 +303,55 @@ class JournalWriter:
         self.closed = False
         self.proc: Any = None
         self.db: JournalDB | None = None
+        self.failed: str | None = None          # why a write failed (one line)
+        self.on_failure = on_failure
+        self._watch: threading.Thread | None = None
         self._row = row
+        try:
+            _private(run_dir, self.path)
+        except OSError as exc:
+            raise WriteFailed(describe("journal", self.path, exc)) from None
         if self.mode == "process":
             from .child import spawn
             JournalDB(self.path, self._row).db.close()   # tables exist before anyone reads
             self.proc = spawn(self.path, self._row)
+            self._watch = threading.Thread(target=self._watch_writer, daemon=True,
+                                           name="taskflow-journal-watch")
+            self._watch.start()
         else:
             self.db = JournalDB(self.path, self._row)
         bus.subscribe(self.on_events, rows=True)
 
+    def _failed(self, message: str) -> None:
+        """The first failure: kept, and told to the runtime."""
+        if self.failed is None:
+            self.failed = message
+            if self.on_failure is not None:
+                self.on_failure(message)
+
+    def _watch_writer(self) -> None:
+        """The writer process's status pipe: a line when a write failed; EOF when it ends
+        (a writer that dies before the run's end fails it, and the master marks it so)."""
+        from .child import read_status
+        proc = self.proc
+        for message in read_status(proc):
+            self._failed(message)
+        status = proc.wait()
+        if status and self.failed is None and not self.closed:
+            self._gone(status)
+
+    def _gone(self, status: int) -> None:
+        """The writer process died: the run fails, and its row says so if it can."""
+        how = f"was killed by signal {-status}" if status < 0 else f"ended with status {status}"
+        message = (f"journal {self.path}: its writer process {how}; rows it had not written "
+                   f"are missing")
+        mark_file_failed(self.path, time.time(), message)
+        self._failed(message)
+
     def on_events(self, batch: RowBatch) -> None:
         """From the bus thread: one delivery (``runtime.event_types.RowBatch``)."""
         with self._lock:
-            if self.closed:
+            if self.closed or self.failed is not None:
                 return
             whole, sub, evs, done = batch
             # events as plain tuples: the writer process does not load their classes
@@ -231,24 +360,38 @@ class JournalWriter:
                 from .child import send_body
                 try:
                     send_body(self.proc, body)
-                    return
-                except RuntimeError as exc:     # carry on in this process
-                    log.warning("%s; writing the journal from the master from now on", exc)
-                    self.proc = None
-                    self.db = JournalDB(self.path, self._row)
-            assert self.db is not None      # thread mode, or the fallback above
+                except RuntimeError:            # gone: what it had not written is lost
+                    self._gone(self.proc.wait())
+                return
+            assert self.db is not None      # thread mode
             _, delivery = pickle.loads(body)
-            self.db.write(delivery)
+            try:
+                self.db.write(delivery)
+            except WriteFailed as exc:
+                self._failed(str(exc))
 
-    def close(self, t_end: float, state: str, c: dict[str, int]) -> None:
-        """Mark the run ``state`` with its counts (after the bus delivered everything)."""
+    def close(self, t_end: float, state: str, reason: str | None, c: dict[str, int]) -> None:
+        """Mark the run ``state`` (``reason``: why, one line) with its counts (after the
+        bus delivered everything). A failure is in :attr:`failed` afterwards."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
             if self.proc is not None:
                 from .child import finish
-                finish(self.proc, (t_end, state, c))
-            else:
-                assert self.db is not None      # thread mode, or on_events' fallback
-                self.db.close_run(t_end, state, c)
+                status = finish(self.proc, (t_end, state, reason, c))
+                if self._watch is not None:
+                    self._watch.join(10)
+                if status and self.failed is None:
+                    self._gone(status)
+                elif self.failed is not None and status:     # its end, if it could not
+                    mark_file_failed(self.path, t_end, reason or self.failed)
+                return
+            assert self.db is not None      # thread mode
+            try:
+                if self.failed is not None:
+                    self.db.close_failed(t_end, reason or self.failed)
+                else:
+                    self.db.close_run(t_end, state, reason, c)
+            except WriteFailed as exc:
+                self.failed = self.failed or str(exc)

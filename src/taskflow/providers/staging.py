@@ -53,7 +53,7 @@ class StageHost(Protocol):
         """Inputs of ``task`` are on ``node`` now (or could not be put there: ``err``)."""
 
     def brought_back(self, task: Task, node: NodeHandle, outputs: list[M.Output],
-                     files: list[Future], err: str | None) -> None:
+                     files: list[Future], err: M.ErrorInfo | None) -> None:
         """The files ``task`` wrote on ``node`` are on the master now (or lost: ``err``)."""
 
 
@@ -166,6 +166,10 @@ class Stager:
         except FileNotFoundError as exc:
             err = M.ErrorInfo("StagingError",
                               f"cannot stage a file to node {self.node.name}: {exc}", "", None)
+        except OSError as exc:
+            err = _disk_full(exc, f"staging {lp} to node {self.node.name}", rp) or \
+                M.ErrorInfo("NodeLost", f"staging a file to node {self.node.name} failed: "
+                                        f"{exc!r}", "", None)
         except Exception as exc:  # noqa: BLE001 - the node is probably gone
             err = M.ErrorInfo("NodeLost", f"staging a file to node {self.node.name} failed: "
                               f"{exc!r}", "", None)
@@ -181,7 +185,10 @@ class Stager:
                 self.present.add(fut._did)
                 self.n_out += 1
         except Exception as exc:  # noqa: BLE001
-            err = f"could not bring back {fut._path} from node {self.node.name}: {exc!r}"
+            err = (_disk_full(exc, f"bringing {fut._path} back from node {self.node.name}",
+                              fut._path) if isinstance(exc, OSError) else None) or \
+                M.ErrorInfo("NodeLost", f"could not bring back {fut._path} from node "
+                                        f"{self.node.name}: {exc!r}", "", None)
         assert self.host is not None
         self.host.brought_back(task, self.node, outputs, files, err)
 
@@ -247,3 +254,13 @@ class Stager:
                 self.sftp.close()
             except Exception:  # noqa: BLE001
                 pass
+
+
+def _disk_full(exc: OSError, doing: str, path: str | None) -> M.ErrorInfo | None:
+    """A full disk while a file version moved: the task's failure, naming the disk and the
+    run's directory (not a lost node, which would send the task elsewhere to fail again)."""
+    from ..journal.failure import describe, is_full
+    if not is_full(exc):
+        return None
+    return M.ErrorInfo("DiskFull", f"{doing}: {describe('file version', path or '?', exc)}",
+                       "", None)

@@ -28,6 +28,8 @@ from .event_types import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
 from .relay import Relay
 from .remote_values import RemoteValues
+from ..errors import RecordFailed
+from .recordfail import record_failed
 from .resume import completion_record
 from .state import Waiter
 
@@ -224,6 +226,8 @@ class Dispatcher:
                     self._handle(node, msgs, cbs)
                 for node in lost:
                     self._lose(node, node.lost_reason or "its connection closed", cbs)
+                if rt.dead and rt.scheduler.ready:      # nothing may start any more
+                    outcomes.fail_everything(rt, RuntimeError(rt.dead), cbs)
                 sends = self.outbox.prepare(rt.scheduler.assign(), cbs) \
                     if rt.scheduler.ready and not rt.interrupting else {}
                 fetches, self.fetch_queue = self.fetch_queue, []
@@ -290,8 +294,8 @@ class Dispatcher:
         for op, body in msgs:
             if op == M.RESULTS:
                 ok = M.OK
-                if rt.log is not None and node.stager is None:
-                    self._log_completions(node.inflight, body)
+                if rt.keys is not None and rt.keys.keyed and node.stager is None:
+                    self._log_completions(node.inflight, body, cbs)
                 release = node.release      # the task leaves inflight, its slots come back
                 for tid, status, outputs, error, timing in body:
                     task = release(tid)
@@ -319,6 +323,11 @@ class Dispatcher:
                         continue
                     if payload is not None:
                         fetch.fut.fetched(payload)
+                        if rt.log is not None:      # kept for a resume too
+                            try:
+                                rt.log.fetched(did, payload)
+                            except RecordFailed as exc:
+                                record_failed(rt, str(exc), cbs)
                     for w in fetch.waiters:
                         if isinstance(w, threading.Event):
                             w.set()
@@ -337,23 +346,31 @@ class Dispatcher:
             elif op == M.FATAL:
                 self._lose(node, body, cbs)
 
-    def _log_completions(self, inflight: dict[int, Task], results: list[M.ResultWire]) -> None:
-        """Resumable runs: the tasks that ended well, in the resume log before anything is
-        done with their results (one write for the frame; runtime/resume.py)."""
-        records = []
+    def _log_completions(self, inflight: dict[int, Task], results: list[M.ResultWire],
+                         cbs: Callbacks) -> None:
+        """Resumable runs with keyed calls: the tasks with a key that ended well, in the
+        resume log before anything is done with their results (one write for the frame;
+        runtime/resume.py). Plain calls are kept by the bus thread (ResumeLog.ended)."""
+        rt = self.rt
+        records: list[tuple[Any, ...]] = []
         payloads: list[bytes] = []
         ok = M.OK
         for tid, status, outputs, _, _ in results:
             if status == ok and outputs is not None:
                 task = inflight.get(tid)
-                if task is not None:
-                    rec = completion_record(task, outputs, payloads)
-                    if rec is not None:
-                        records.append(rec)
-        if records:
-            log = self.rt.log
-            assert log is not None
-            log.add(records, payloads)
+                if task is not None and task.key is not None:
+                    r = completion_record(task, outputs, payloads)
+                    if r is not None:
+                        records.append(r)
+        keys = rt.keys
+        if keys is not None:            # (those that failed keep the count above 0: fine)
+            keys.keyed = max(0, keys.keyed - len(records))
+        log = rt.log
+        if records and log is not None:
+            try:
+                log.add(records, payloads)
+            except RecordFailed as exc:     # the results stand; the run stops and fails
+                record_failed(rt, str(exc), cbs)
 
     def _leaving(self, node: NodeHandle, reason: str, tids: list[int]) -> None:
         """The node drains: no new work goes there; what it did not start runs elsewhere."""
@@ -389,6 +406,13 @@ class Dispatcher:
             log.info("node %s %s: %.0f MB resident", node.name,
                      "paused (above its memory pause mark)" if node.paused else "resumed",
                      report.rss / 1e6)
+        for what, code, free in report.events:
+            if what == "full":          # a spill failed: values stay in memory, over budget
+                log.warning("node %s could not spill values to its disk (%s): the disk holding "
+                            "the run's directory %s has %s bytes free there; they stay in "
+                            "memory, above the node's memory budget. Free space on that disk, "
+                            "or raise --memory-budget", node.name, os.strerror(code) if code
+                            else "error", rt.run_dir, free if free >= 0 else "?")
         if rt.bus.active:       # plain values: the journal's process loads no taskflow class
             rt.bus.emit(Memory("memory", report.t, 0, "", node.name,
                                (report.rss, report.held, report.spilled, report.paused,

@@ -3,6 +3,15 @@
 With no runtime started, the first task call starts a local one (as many
 slots as cores) and the end of the program waits for every task, puts files
 in place, reports failures and stops it.
+
+The journal says how the program ended, as under ``taskflow run``: an
+exception it did not catch (``sys.last_value``, set before ``atexit``
+handlers run) or a ``sys.exit(n)`` with n != 0 that ended it is a failed run
+with that reason. ``atexit`` cannot see a ``SystemExit``'s status, so
+``sys.exit`` is wrapped while the embedded runtime runs to note it; a noted
+exit that a handler met on its way up (a ``with`` or ``try`` around it) counts
+unless tasks were submitted after it (then it was caught and the program went
+on). A bare ``raise SystemExit(n)`` is not seen: ``taskflow run`` sees every end.
 """
 from __future__ import annotations
 
@@ -10,7 +19,7 @@ import atexit
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from . import current, plainscript
 
@@ -19,6 +28,8 @@ if TYPE_CHECKING:
 
 _lock = threading.Lock()
 _registered = False
+_exit: SystemExit | None = None     # the last SystemExit sys.exit raised (see the doc)
+_exit_calls = 0                     # tasks submitted when it was raised
 
 
 def get_or_start() -> Runtime:
@@ -45,18 +56,58 @@ def _start() -> None:
     if not _registered:
         _registered = True
         atexit.register(_stop)
+        _watch_exit()
+
+
+def _watch_exit() -> None:
+    """Wrap ``sys.exit`` so that the status the program exits with is known at exit."""
+    real = sys.exit
+
+    def exit(status: object = None) -> NoReturn:
+        global _exit, _exit_calls
+        rt = current._current
+        _exit_calls = rt.n_submitted if rt is not None else 0
+        _exit = exc = SystemExit(status)
+        raise exc
+
+    exit.__doc__ = real.__doc__
+    exit.__wrapped__ = real         # type: ignore[attr-defined]
+    sys.exit = exit
+
+
+def _program_end(rt: Runtime) -> BaseException | None:
+    """What ended the program: an uncaught exception, or the sys.exit that ended it."""
+    last = getattr(sys, "last_value", None)
+    if isinstance(last, BaseException):
+        return last
+    exc = _exit
+    if exc is None:
+        return None
+    # Python sets an exception's __traceback__ when a handler (except, finally, with) meets
+    # it: none at all, it went straight up and ended the program
+    if exc.__traceback__ is None:
+        return exc
+    # a handler met it: re-raised (with, finally), unless the program went on to call tasks
+    return exc if rt.n_submitted == _exit_calls else None
 
 
 def _stop() -> None:
     rt = current._current
     if rt is None or not rt.embedded:
         return
+    end = _program_end(rt)
+    if end is not None:
+        rt.script_ended(end)            # the journal says the run failed, and why
     try:
         rt.stop()
     finally:
         plainscript.report_at_exit(rt)      # as taskflow run's end: once, the user's frames
-        if rt.failures:
+        if not rt.failures and rt.end_reason is not None and end is None:  # (else said)
+            print(f"taskflow: the run FAILED: {rt.end_reason}", file=sys.stderr)
+        # a failed task or record fails the program (its own end: its status stands)
+        if rt.failures or (rt.end_reason is not None and end is None):
             # atexit cannot change the exit status; os._exit can, once output is flushed.
             sys.stdout.flush()
             sys.stderr.flush()
-            os._exit(1)
+            from .runend import exit_status
+            os._exit((exit_status(end) or 1) if isinstance(end, SystemExit) else 1)

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
 # What some kinds add (the sixth field):
 # the call of a submitted task: (dep task ids, argv, kwargs, refs, spec), references only
 CallInfo = tuple[list[int], Any, Any, Any, "TaskSpec"]
-# how a task ended: (t_start, t_end, the error's first line, the error, attempts,
-# t_dispatch); the error is a TaskError, reduced on its way to the journal (journal/wire.py)
+# how a task ended: (t_start, t_end, the error's first line, the error, attempts (the times
+# it was started: 1 is the first run), t_dispatch); the error is a TaskError, reduced on its
+# way to the journal (journal/wire.py)
 EndInfo = tuple[float, float, Optional[str], Optional["TaskError"], int, float]
 UsageInfo = tuple[float, int, int, int]  # CPU seconds, peak resident bytes, bytes read, written
 LogLine = tuple[str, str]               # (STDOUT | STDERR | RAW, text)
@@ -117,7 +118,7 @@ def ended(task: "Task") -> "Ended":
     return Ended(ENDED_KIND[task.state], task.t_end or time.time(), task.id, task.spec.name,
                  node.name if node is not None else "",
                  (task.t_start, task.t_end, str(err).split("\n")[0] if err is not None else None,
-                  err, task.attempts, task.t_dispatch))
+                  err, task.attempts + task.crashes, task.t_dispatch))
 
 
 class Retry(NamedTuple):

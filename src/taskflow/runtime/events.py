@@ -26,7 +26,11 @@ others a *submitted* row and later a *done* row (plain tuples:
 :class:`~.event_types.WholeRow`, ``SubmittedRow``, ``DoneRow``), and
 ``events`` are the other events in order; every other subscriber gets a
 list of events, the rows expanded into :class:`~.event_types.Submitted` and
-``Ended`` "done" events, so its view does not change.
+``Ended`` "done" events, so its view does not change. The resume log takes
+the tasks that ended well themselves (:meth:`EventBus.watch_ended`): it keeps
+their calls and values (runtime/resume.py) at no cost to the loop thread, and
+later still than the rows: when a delivery finds nothing new (the burst is
+over), after ``max_delay`` at the latest, or when flushed.
 
 Delivery waits while a burst of short tasks goes on: when more than
 :attr:`EventBus.burst` task rows came in since the last tick, the bus lets
@@ -80,6 +84,10 @@ class EventBus:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
+        self._delivering = threading.Lock()     # one delivery at a time (flush, the thread)
+        self._ended_hook: Callable[[list[Task]], None] | None = None
+        self._ended: list[Task] = []     # ended well, for the hook (see the module doc)
+        self._ended_since = 0.0          # when the oldest of them came
 
     def subscribe(self, fn: Subscriber, rows: bool = False) -> None:
         """``fn(events)`` is called from the bus thread with a list of events."""
@@ -93,12 +101,23 @@ class EventBus:
                                                 daemon=True)
                 self._thread.start()
 
+    def watch_ended(self, fn: Callable[[list[Task]], None]) -> None:
+        """``fn(tasks)`` gets, at each delivery and before any subscriber, the tasks that
+        ended well since the last one (the bus keeps them from then on, journal or not)."""
+        with self._cv:
+            self._ended_hook = fn
+            self.active = True
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="taskflow-events",
+                                                daemon=True)
+                self._thread.start()
+
     def unsubscribe(self, fn: Subscriber) -> None:
         with self._cv:
             if fn in self._subs:
                 self._subs.remove(fn)
             self._row_subs.discard(fn)
-            self.active = bool(self._subs)
+            self.active = bool(self._subs) or self._ended_hook is not None
 
     def emit(self, ev: Event) -> None:
         """``ev``: one of the records of :mod:`.event_types`."""
@@ -118,7 +137,7 @@ class EventBus:
                 stop = self._stop
             if not stop and self._bursting():
                 continue
-            self._deliver()
+            self._deliver(force=stop)
             if stop:
                 return
 
@@ -128,7 +147,26 @@ class EventBus:
         grew, self._seen = n - self._seen, n
         return grew > self.burst and time.monotonic() - self._last < self.max_delay
 
-    def _deliver(self) -> None:
+    def _deliver(self, force: bool = False) -> None:
+        with self._delivering:
+            self._deliver_now(force)
+
+    def _ended_well(self, ended: list[Task], quiet: bool, now: float) -> None:
+        """The hook gets the tasks that ended well once the burst is over (``quiet``), or
+        they waited ``max_delay``."""
+        if ended:
+            if not self._ended:
+                self._ended_since = now
+            self._ended.extend(ended)
+        if self._ended and (quiet or now - self._ended_since >= self.max_delay):
+            tasks, self._ended = self._ended, []
+            assert self._ended_hook is not None
+            try:
+                self._ended_hook(tasks)
+            except Exception as exc:  # (the hook says its own failures; this is a bug)
+                log.error("the ended-tasks hook %r failed: %r", self._ended_hook, exc)
+
+    def _deliver_now(self, force: bool = False) -> None:
         q = self._buf
         pop = q.popleft
         entries: list[Any] = []     # submitted tasks, then the rows made of them (_rows)
@@ -145,6 +183,8 @@ class EventBus:
                 ended, self.done_rows = self.done_rows, []
         self._seen = 0
         now = self._last = time.monotonic()
+        if self._ended_hook is not None:
+            self._ended_well(ended, force or not (buf or entries or ended), now)
         if not buf and not entries and not ended:
             # Nothing new, but a row subscriber may hold rows back (the journal does, for
             # up to half a second): give it one empty batch after a quiet spell, so the
@@ -180,7 +220,7 @@ class EventBus:
         """Deliver everything emitted so far (from any thread but the bus's)."""
         if self._thread is not None:
             with self._cv:
-                self._deliver()
+                self._deliver(force=True)
 
     def close(self) -> None:
         if self._thread is None:
@@ -189,7 +229,7 @@ class EventBus:
             self._stop = True
             self._cv.notify()
         self._thread.join(5)
-        self._deliver()
+        self._deliver(force=True)
         self._thread = None
 
 
@@ -209,9 +249,10 @@ def _rows(entries: list[Any], done: list[Task]
         if t in ended:
             ended.discard(t)
             node = t.node
+            # attempts: its runs (a call a resumed run restored ran on no node: none)
             whole.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps, t.t_start,
                           t.t_end, t.t_dispatch, node.name if node is not None else "",
-                          t.attempts, _code(t)))
+                          t.attempts + t.crashes + 1 if node is not None else 0, _code(t)))
         else:
             sub.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps))
     rest = _done_rows([t for t in done if t in ended]) if ended else []
@@ -228,7 +269,8 @@ def _done_rows(tasks: list[Task]) -> list[DoneWire]:
     for t in tasks:
         node = t.node
         out.append((t.id, t.t_start, t.t_end, t.t_dispatch, node.name if node is not None
-                    else "", t.attempts, t.spec.name, _code(t)))
+                    else "", t.attempts + t.crashes + 1 if node is not None else 0,
+                    t.spec.name, _code(t)))
     return out
 
 

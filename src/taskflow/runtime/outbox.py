@@ -26,6 +26,8 @@ from ..wire import protocol as P
 from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
 from . import gang, outcomes
 from .event_types import Dispatched
+from ..errors import RecordFailed
+from .recordfail import record_failed
 from .resume import completion_record
 
 if TYPE_CHECKING:
@@ -258,7 +260,7 @@ class Outbox:
         self._after_staging(cbs)
 
     def brought_back(self, task: Task, node: NodeHandle, outputs: list[M.Output],
-                     files: list[Future], err: str | None) -> None:
+                     files: list[Future], err: M.ErrorInfo | None) -> None:
         """A stager's thread: the files ``task`` wrote on ``node`` are here (or lost)."""
         rt = self.rt
         cbs: Callbacks = []
@@ -269,12 +271,17 @@ class Outbox:
                 if rt.log is not None:      # resumable: logged before it is acted on
                     payloads: list[bytes] = []
                     rec = completion_record(task, outputs, payloads)
+                    if rec is not None and rt.keys is not None:
+                        rt.keys.keyed = max(0, rt.keys.keyed - 1)
                     if rec is not None:
-                        rt.log.add([rec], payloads)
+                        try:
+                            rt.log.add([rec], payloads)
+                        except RecordFailed as exc:     # the result stands; the run fails
+                            record_failed(rt, str(exc), cbs)
                 outcomes.task_done(rt, task, outputs, node, cbs)
-            else:
-                outcomes.task_failed(rt, task, M.LOST, M.ErrorInfo("NodeLost", err, "", None),
-                                     node, cbs)
+            else:           # the node gone (placed again), or a full disk (the task's)
+                outcomes.task_failed(rt, task, M.LOST if err.type_name == "NodeLost" else
+                                     M.ERROR, err, node, cbs)
         self._after_staging(cbs)
 
     def _after_staging(self, cbs: Callbacks) -> None:

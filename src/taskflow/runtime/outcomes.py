@@ -80,7 +80,9 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
     if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
         run.left(held)
-    if spec.invoker == "python":    # (programs keep theirs: the journal's exit code)
+    if spec.invoker == "python" and (task.key is not None or not task.ordinal):
+        # (programs keep theirs: the journal's exit code; a plain call whose key waited
+        # keeps its one until the resume log has it: runtime/resume.py ResumeLog.ended)
         task.outputs = ()           # the task's rows and groups no longer pin its values
         task.inouts = None
     run.ran(task.t_end - task.t_start)
@@ -135,8 +137,11 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     elif status == M.LOST:              # sent there, not started: placed again elsewhere
         if (rt.scheduler.fits_ever(task.cus, task.mem) or rt.nodes_coming()) \
                 and task.attempts < 100:
-            _retry(rt, task, node_name, f"node {node_name} lost")
+            _retry(rt, task, node_name, f"node {node_name} lost", rerun=False)
             return
+    elif status == M.MISSING:           # its node lacked an input: not started, goes again
+        _retry(rt, task, node_name, f"{etype}: {emsg}", rerun=False)
+        return
     else:
         task.attempts += 1
         retries = spec.retries if spec.retries is not None else rt.retries
@@ -194,7 +199,9 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     task_ended(rt, task)
 
 
-def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
+def _retry(rt: RunState, task: Task, node_name: str, why: str, rerun: bool = True) -> None:
+    """``task`` goes back to the ready queue; ``rerun``: it had started, so it runs again
+    (the summary's "retried" counts those: the journal's attempts beyond the first)."""
     task.excluded = (task.excluded or set()) | {node_name}
     task.node = None
     take_back_chained(rt, task)
@@ -203,7 +210,8 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str) -> None:
     else:
         task.state = T.READY
         rt.scheduler.push(task)
-    rt.n_retries += 1
+    if rerun:
+        rt.n_retries += 1
     if rt.bus.active:
         rt.bus.emit(Retry("retry", time.time(), task.id, task.spec.name, node_name, why))
 
@@ -321,9 +329,15 @@ def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> N
 
 
 def fail_everything(rt: RunState, exc: BaseException, cbs: Callbacks) -> None:
-    """No node can run anything any more: every unfinished task fails."""
-    err = TaskError(str(exc), kind="lost")
-    rt.add_failure(err)
+    """No node can run anything any more: every unfinished task fails (with the run's one
+    error: the tasks called after it do not make a failure each)."""
+    last = rt.failures[-1] if rt.failures else None
+    if rt.dead == str(exc) and last is not None and last.kind == "lost" \
+            and str(last) == rt.dead:
+        err = last
+    else:
+        err = TaskError(str(exc), kind="lost")
+        rt.add_failure(err)
     stranded = rt.scheduler.tasks()
     for w in rt.comm.drop_fetches():     # who waited for data no node can send now
         if isinstance(w, Task):

@@ -1,55 +1,76 @@
-"""What a resumable run keeps of every finished task, and how a later run finds it.
+"""What a run keeps of every finished task so that a later run can resume it: the writer.
 
-``<run dir>/resume.log`` is append-only: a record per finished task, written by
-the loop thread *before* the task's result is acted on (its futures finished,
-its successors released, the program told): a master killed at any moment
-(SIGKILL, an OOM kill, a walltime) redoes no task whose completion it had
-acted on. A record is written with one ``write`` per loop round into the
-page cache: it survives the death of the process; a crash of the machine
-itself can lose what the OS had not yet written back (Linux: up to ~30 s).
+Runs are resumable by default (:data:`RESUMABLE`; ``--no-resumable``,
+``Runtime(resumable=False)``). ``<run dir>/resume.log`` is append-only: a
+record per finished task, written by the loop thread *before* the task's
+result is acted on (its futures finished, its successors released, the
+program told): a master killed at any moment (SIGKILL, an OOM kill, a
+walltime) redoes no task whose completion it had acted on. Records are
+written with one ``write`` per loop round into the page cache: they survive
+the death of the process; a crash of the machine itself can lose what the
+OS had not yet written back (Linux: up to ~30 s).
 
-The log is a sequence of frames, one per loop round: two big-endian lengths,
-a pickled header (a list of records ``(key, name, ordinal, parts, outputs)``,
-pickled together so that what they share, a function's code digest, is
-written once) and the outputs' bytes in record order. ``outputs`` says, per
-output of the task in order, ``("v", n)`` a value of n bytes (in the frame), ``("V", n)`` one with
-large buffers (a :class:`~taskflow.wire.messages.Packed`, pickled in-band),
-``("f", path)`` a file or directory version (kept in the run's data
-directory) or ``("h",)`` a value that stayed on its node (not kept: the task
-runs again). A truncated last frame (the master died while writing it) is
-ignored.
+The file starts with :data:`MAGIC`, then a frame per loop round: two
+big-endian lengths, a pickled header and the values' bytes in record order.
+The header is ``(functions, records)``: ``functions`` are the task functions
+first named in this frame, ``(number, name, code digest)``; records are
+tuples, by their first field:
+
+``("k", tid, key, name, ordinal, parts, outputs, dids)``
+    a task with its key (graph/keys.py): ``outputs`` says, per output in
+    order, ``("v", n)`` a value of n bytes (in the frame), ``("V", n)`` one
+    with large buffers (a :class:`~taskflow.wire.messages.Packed`, pickled
+    in-band), ``("f", path)`` a file or directory version (kept in the run's
+    data directory) or ``("h",)`` a value that stayed on its node; ``dids``
+    are its outputs' data ids.
+``(function, ordinal, argv, n)`` (a number first)
+    a *plain* call (scalar positional arguments, no options) whose key was
+    not computed (graph/keys.py): the reader computes it from the function's
+    code digest and ``argv``; its value is n bytes (``n`` may be an output
+    description as above). Nearly every short task ends as one of these: a
+    small tuple, pickled with the frame's others in one call.
+``("g", did, output)``
+    a value that stayed on its node (``("h",)``) and was fetched later: it is
+    kept too, so a resume restores it.
+``("m", version, path, size, mtime_ns)``
+    a file version was moved to the user's path at the end of the run (or at a
+    barrier), as in a run that keeps no log: a resume takes it from there while
+    its size and modification time are the same (the run's directory does not
+    keep a second copy of every output).
+
+A truncated last frame (the master died while writing it) is ignored; a
+damaged one is reported (:mod:`.resumestore`, the reader). A write that
+fails (a full disk) fails the run loudly (:class:`~taskflow.errors.RecordFailed`).
 """
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import struct
 import threading
 import time
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..context import private_file
-from ..graph.keys import KeyParts
+from ..errors import RecordFailed
 from ..wire.messages import Packed
 
+if TYPE_CHECKING:
+    from ..graph.keys import Keys
+    from ..graph.task import Task
+
 LOG_NAME = "resume.log"
-_HEAD = struct.Struct(">II")
+MAGIC = b"taskflow resume log 2\n"
+# Whether a run keeps a resume log unless told (docs/guide/resume.md: what it costs)
+RESUMABLE = True
+HEAD = struct.Struct(">II")
 Output = tuple[Any, ...]          # ("v", n) | ("V", n) | ("f", path) | ("h",)
-# one record in a frame's header: (key, name, ordinal, parts, outputs)
-RecordWire = tuple[bytes, str, int, KeyParts, tuple[Output, ...]]
-
-
-class Record(NamedTuple):
-    key: bytes
-    name: str
-    ordinal: int                  # this call is the ordinal-th of its function in the run
-    parts: KeyParts
-    outputs: tuple[Output, ...]
-    offset: int                   # where its values start in the log
+RecordWire = tuple[Any, ...]      # one of the records above
 
 
 class ResumeLog:
-    """The writer: append records, one write per batch (any thread).
+    """The writer: append records, one write per batch (any thread, under its lock).
 
     By default (no policy) every batch is written before its tasks' results
     are acted on, so a master killed at any moment redoes no task it had acted
@@ -59,11 +80,21 @@ class ResumeLog:
     that many finished tasks.
     """
 
-    def __init__(self, path: str, every_tasks: int = 0, every_seconds: float = 0.0) -> None:
-        private_file(path)
+    def __init__(self, path: str, every_tasks: int = 0, every_seconds: float = 0.0,
+                 keys: Keys | None = None) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            private_file(path)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            if os.fstat(self._fd).st_size == 0:
+                _write_all(self._fd, MAGIC)
+        except OSError as exc:
+            from ..journal.failure import describe
+            raise RecordFailed(f"{describe('resume log', path, exc)} (give another "
+                               f"--run-dir, or --no-resumable for a run without one)") from None
         self._lock = threading.Lock()
+        self.keys = keys                # the run's: its numbers of task functions
+        self._named = 0                 # functions named in the log so far
         self.every_tasks = every_tasks
         self.every_seconds = every_seconds
         self.buffered = every_tasks > 0 or every_seconds > 0
@@ -71,18 +102,30 @@ class ResumeLog:
         self._payloads: list[bytes] = []
         self._t_flush = time.monotonic()
         self.pending = False        # records wait in memory (a policy is set)
+        self.failed: str | None = None      # why a write failed (nothing is written after)
 
-    @staticmethod
-    def frame(records: list[RecordWire], payloads: list[bytes]) -> bytes:
-        """One frame of ``records`` whose ``("v", n)`` outputs are ``payloads``, in order."""
-        header = pickle.dumps(records, 4)
+
+    def frame(self, records: list[RecordWire], payloads: list[bytes]) -> bytes:
+        """One frame of ``records`` whose values are ``payloads``, in order."""
+        functions: list[tuple[int, str, bytes]] = []
+        keys = self.keys
+        if keys is not None and len(keys.specs) > self._named:
+            functions = [(no, spec.name, keys.code(spec))
+                         for no, spec in enumerate(keys.specs[self._named:], self._named)]
+            self._named = len(keys.specs)
+        buf = io.BytesIO()
+        pickler = pickle.Pickler(buf, 4)
+        pickler.fast = True         # no memo: records share nothing, and it costs a third
+        pickler.dump((functions, records))
+        header = buf.getvalue()
         body = b"".join(payloads)
-        return _HEAD.pack(len(header), len(body)) + header + body
+        return HEAD.pack(len(header), len(body)) + header + body
 
     def add(self, records: list[RecordWire], payloads: list[bytes]) -> None:
         """Records of finished tasks: written now, or kept until the policy says."""
         if not self.buffered:
-            self._write(self.frame(records, payloads))
+            with self._lock:
+                self._write_locked(records, payloads)
             return
         with self._lock:
             self._records.extend(records)
@@ -92,6 +135,69 @@ class ResumeLog:
                     (self.every_seconds and
                      time.monotonic() - self._t_flush >= self.every_seconds):
                 self._flush_locked()
+
+    def ended(self, tasks: list[Task]) -> None:
+        """From the bus thread, at each delivery: the tasks that ended well since the last.
+        A plain call whose key waited (graph/keys.py) is kept as itself, and its future
+        keeps its record, from which its key is made if a later call reads it; one whose
+        value stayed on its node gets its key now (a later fetch of the value names it).
+        Tasks with a key were kept by the loop thread already."""
+        keys = self.keys
+        if keys is None:
+            return
+        records: list[RecordWire] = []
+        payloads: list[bytes] = []
+        keep, keep_value = records.append, payloads.append
+        number = keys.number
+        last: Any = None
+        no = 0
+        for t in tasks:                 # (the bus thread's hot loop: one pass, short)
+            if t.key is not None or not t.ordinal:
+                continue
+            outs = t.outputs
+            if not outs:
+                continue
+            fut = outs[0]
+            p = fut._payload
+            if type(p) is bytes:
+                spec = t.spec
+                if spec is not last:
+                    last, no = spec, number(spec)
+                rec: RecordWire = (no, t.ordinal, t.argv, len(p))
+                fut.set_key(rec)            # its key, when a later call reads it
+                keep(rec)
+                keep_value(p)
+                continue
+            if type(p) is Packed:           # large buffers out of band: kept in-band here
+                blob = pickle.dumps(p, 5)
+                rec = (number(t.spec), t.ordinal, t.argv, ("V", len(blob)))
+                keep_value(blob)
+            elif fut._holders:              # stayed on its node: keyed, for a later fetch
+                keep(("k", t.id, keys.deferred(t), t.spec.name, t.ordinal,
+                      keys.parts(t.spec), (("h",),), (fut._did,)))
+                continue
+            else:
+                continue                    # (no value: nothing to restore)
+            fut.set_key(rec)
+            keep(rec)
+        if records:
+            self.add(records, payloads)
+
+    def moved(self, version: str, path: str) -> None:
+        """A file version was moved to the user's ``path`` at the end (or a barrier): a
+        resume takes it there while it is as it was (its size and modification time)."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        self.add([("m", version, path, st.st_size, st.st_mtime_ns)], [])
+
+    def fetched(self, did: int, payload: Any) -> None:
+        """A value that stayed on its node came to the master: keep it too."""
+        out: list[bytes] = []
+        desc = _describe(payload, out)
+        if desc is not None:
+            self.add([("g", did, desc)], out)
 
     def tick(self) -> None:
         """The loop's round: write records that have waited ``every_seconds``."""
@@ -109,28 +215,35 @@ class ResumeLog:
             records, payloads = self._records, self._payloads
             self._records, self._payloads = [], []
             self.pending = False
-            self._write_locked(self.frame(records, payloads))
+            self._write_locked(records, payloads)
 
-    def _write(self, data: bytes) -> None:
-        with self._lock:
-            self._write_locked(data)
-
-    def _write_locked(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+    def _write_locked(self, records: list[RecordWire], payloads: list[bytes]) -> None:
+        if self.failed is not None:
+            return
+        try:
+            _write_all(self._fd, self.frame(records, payloads))
+        except OSError as exc:
+            from ..journal.failure import describe
+            self.failed = describe("resume log", self.path, exc)
+            raise RecordFailed(self.failed) from None
 
     def close(self) -> None:
         with self._lock:
             try:
                 self._flush_locked()
-            except OSError:
-                pass
+            except RecordFailed:
+                pass                # (said when it happened)
             try:
                 os.close(self._fd)
             except OSError:
                 pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
 
 
 def checkpoint_policy(text: str | None) -> tuple[int, float]:
@@ -155,168 +268,40 @@ def checkpoint_policy(text: str | None) -> tuple[int, float]:
     return tasks, seconds
 
 
-class ResumeStore:
-    """The reader: an earlier run's records, indexed by key and by (name, ordinal).
-
-    Only the headers are held in memory; values are read from the log when a
-    task is restored.
-    """
-
-    def __init__(self, run_dir: str) -> None:
-        self.run_dir = run_dir
-        self.path = os.path.join(run_dir, LOG_NAME)
-        self.by_key: dict[bytes, Record] = {}
-        self.by_call: dict[tuple[str, int], Record] = {}
-        if not os.path.exists(self.path):
-            raise FileNotFoundError(f"{run_dir} has no {LOG_NAME}: that run was not resumable "
-                                    f"(start it with taskflow run --resumable)")
-        with open(self.path, "rb") as f:
-            pos = 0
-            while True:
-                head = f.read(_HEAD.size)
-                if len(head) < _HEAD.size:
-                    break
-                hlen, blen = _HEAD.unpack(head)
-                raw = f.read(hlen)
-                if len(raw) < hlen:
-                    break
-                start = pos + _HEAD.size + hlen
-                if f.seek(blen, os.SEEK_CUR) > os.fstat(f.fileno()).st_size:
-                    break                       # truncated by the master's death
-                pos = start + blen
-                try:
-                    records = pickle.loads(raw)
-                except Exception:  # noqa: BLE001 - a damaged tail: what came before counts
-                    break
-                for key, name, ordinal, parts, outputs in records:
-                    rec = Record(key, name, ordinal, KeyParts(*parts), outputs, start)
-                    start += sum(o[1] for o in outputs if o[0] in ("v", "V"))
-                    self.by_key[key] = rec
-                    self.by_call[(name, ordinal)] = rec
-
-    def __len__(self) -> int:
-        return len(self.by_key)
-
-    def values(self, rec: Record) -> list[bytes | None]:
-        """The bytes of each ``("v", n)`` output of ``rec`` (None for the others)."""
-        out: list[bytes | None] = []
-        with open(self.path, "rb") as f:
-            f.seek(rec.offset)
-            for o in rec.outputs:
-                if o[0] == "v":
-                    out.append(f.read(o[1]))
-                elif o[0] == "V":                 # a Packed pickled (outcomes loads it)
-                    out.append(f.read(o[1]))
-                else:
-                    out.append(None)
-        return out
+def _describe(o: Any, payloads: list[bytes]) -> Output | None:
+    """An output's description in a record (its bytes appended to ``payloads``)."""
+    if type(o) is bytes:
+        payloads.append(o)
+        return ("v", len(o))
+    if type(o) is Packed:                   # large buffers out of band: kept in-band here
+        blob = pickle.dumps(o, 5)
+        payloads.append(blob)
+        return ("V", len(blob))
+    return None
 
 
-def explain(old: Record | None, parts: KeyParts, failed_before: bool) -> str:
-    """Why a call whose key found no record runs again (one short phrase)."""
-    if old is None:
-        return "it failed in the earlier run" if failed_before else \
-            "no earlier result (it did not finish)"
-    if old.parts.code != parts.code:
-        return "its code changed"
-    before = {(n, k): d for n, k, d in old.parts.inputs}
-    for name, kind, digest in parts.inputs:
-        if before.get((name, kind)) != digest:
-            if kind == "task":
-                return f"an upstream task changed (parameter {name})"
-            if kind == "file":
-                return f"input file changed (parameter {name})"
-            if kind == "path":
-                return f"it writes another path (parameter {name})"
-            return f"an argument changed (parameter {name})"
-    if len(before) != len(parts.inputs):
-        return "its inputs changed"
-    return "an argument or option changed"
-
-
-class Resumer:
-    """In a resumed run: restore the calls an earlier run finished; say why others rerun."""
-
-    def __init__(self, store: ResumeStore, failed: set[tuple[str, int]]) -> None:
-        self.store = store
-        self.failed = failed                       # (name, ordinal) of its failed calls
-        self.reruns: dict[str, dict[str, int]] = {}   # name -> reason -> count
-        self.restored = 0
-
-    def find(self, key: bytes | None, name: str, ordinal: int,
-             parts: KeyParts | None) -> tuple[Record | None, str]:
-        """The record to restore from, or None and why the call runs again."""
-        rec = self.store.by_key.get(key) if key is not None else None
-        if rec is not None:
-            if any(o[0] == "h" for o in rec.outputs):
-                why = "its value stayed on a node and was not kept"
-            elif any(o[0] == "f" and not os.path.exists(o[1]) for o in rec.outputs):
-                why = "the file it wrote is gone from the earlier run's directory"
-            else:
-                return rec, ""
-        else:
-            why = explain(self.store.by_call.get((name, ordinal)), parts or KeyParts(b"", ()),
-                          (name, ordinal) in self.failed)
-        counts = self.reruns.setdefault(name, {})
-        counts[why] = counts.get(why, 0) + 1
-        return None, why
-
-    def lines(self) -> list[str]:
-        """One line per task name that ran again: how many, and why."""
-        return rerun_lines(self.reruns)
-
-
-def rerun_lines(reruns: dict[str, dict[str, int]]) -> list[str]:
-    """``name: N ran again (why)``, one line per task name (``--explain``, ``taskflow explain``)."""
-    out = []
-    for name in sorted(reruns):
-        reasons = reruns[name]
-        total = sum(reasons.values())
-        why = "; ".join(f"{n} {r}" if len(reasons) > 1 else r
-                        for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
-        out.append(f"{name}: {total} ran again ({why})")
-    return out
-
-
-def failed_calls(run_dir: str) -> set[tuple[str, int]]:
-    """(name, ordinal) of the calls that failed in an earlier run (from its journal)."""
-    from ..journal.reader import Journal
-    out: set[tuple[str, int]] = set()
-    seen: dict[str, int] = {}
-    try:
-        with Journal(run_dir) as j:
-            for t in sorted(j.tasks(), key=lambda t: t["id"]):
-                n = seen[t["name"]] = seen.get(t["name"], 0) + 1
-                if t["state"] in ("FAILED", "CANCELLED"):
-                    out.add((t["name"], n))
-    except Exception:  # noqa: BLE001 - no journal: reasons are vaguer, nothing else changes
-        pass
-    return out
-
-
-def completion_record(task: Any, outputs: list[Any],
+def completion_record(task: Task, outputs: list[Any],
                       payloads: list[bytes]) -> RecordWire | None:
-    """The record of a task that ended well (None when it has no key); its values are
-    appended to ``payloads``."""
+    """The record of a task that ended well whose key is known (None: it has none, a
+    plain call's is kept by :meth:`ResumeLog.ended`); its values are appended to
+    ``payloads``. Written by the loop thread before the result is acted on."""
     key = task.key
     if key is None:
         return None
-    if len(outputs) == 1 and not task.inouts:      # one output: the common case, short
-        o = outputs[0]
-        if type(o) is bytes:
-            payloads.append(o)
-            return key, task.spec.name, task.ordinal, task.key_parts, (("v", len(o)),)
     descs: list[Output] = []
-    for fut, o in zip(task.all_outputs(), outputs):
-        if type(o) is bytes:
-            descs.append(("v", len(o)))
-            payloads.append(o)
-        elif type(o) is Packed:             # large buffers out of band: kept in-band here
-            blob = pickle.dumps(o, 5)
-            descs.append(("V", len(blob)))
-            payloads.append(blob)
+    futs = task.all_outputs()
+    for fut, o in zip(futs, outputs):
+        d = _describe(o, payloads)
+        if d is not None:
+            descs.append(d)
         elif o is None:                     # a file or directory the task wrote
             descs.append(("f", fut._path))
         else:                               # Held: stayed on its node
             descs.append(("h",))
-    return key, task.spec.name, task.ordinal, task.key_parts, tuple(descs)
+    return ("k", task.id, key, task.spec.name, task.ordinal, task.key_parts, tuple(descs),
+            tuple(f._did for f in futs))
+
+
+def plain_descs(outputs: tuple[Output, ...]) -> tuple[Output, ...]:
+    """A read record's outputs as a record writes them (without where the values were)."""
+    return tuple(o[:2] if o[0] in ("v", "V") else o for o in outputs)

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..errors import RuntimeNotStarted, TaskError, UsageError
+from ..errors import RecordFailed, RuntimeNotStarted, TaskError, UsageError
 from ..future import FINISHED, Future
 from ..graph import task as T
 from ..graph.builder import Builder
@@ -31,16 +31,17 @@ from .. import diagnostics
 from ..context import private_dir
 from ..wire import budget
 from ..wire.invocation import Options, limit_memory
-from . import current, gctune, outcomes
+from . import current, gctune, outcomes, putinplace
 from .calltime import CallTimes
 from .dispatch import Dispatcher
-from .event_types import NodeJoin, NodeNote, Resumed
+from .event_types import NodeJoin, NodeNote
 from .ending import cancel_task
 from ..graph.keys import Keys
 from ..journal.root import runs_root
 from .runlock import RunLock
-from .resume import LOG_NAME, ResumeLog, ResumeStore, Resumer, checkpoint_policy, failed_calls
-from .state import RunState
+from .resume import LOG_NAME, RESUMABLE, ResumeLog, checkpoint_policy
+from .resumestore import ResumeStore, Resumer, failed_calls
+from .state import RETRIES, RunState
 
 log = logging.getLogger(__name__)
 
@@ -86,11 +87,11 @@ class Runtime(RunState):
     every task PyCOMPSs's ``COMPSS_*`` / ``OMP_NUM_THREADS`` variables (``agent.taskenv``).
     """
 
-    def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = 1,
+    def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = RETRIES,
                  placement: str = "locality", run_dir: str | None = None,
                  providers: list[Provider] | None = None, echo_logs: bool = True,
                  memory_gb: float | None = None, start_timeout: float = 60.0,
-                 journal: bool = True, crash_limit: int = 3, resumable: bool = False,
+                 journal: bool = True, crash_limit: int = 3, resumable: bool | None = None,
                  resume: str | None = None, resume_check: str = "content",
                  checkpoint: str | None = None,
                  memory_budget: float | str | None = None,
@@ -128,9 +129,10 @@ class Runtime(RunState):
         self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
         self.journal: JournalWriter | None = None
         self.embedded = False       # started by the first task call (runtime.embedded)
-        self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
-        # Resumable runs (runtime/resume.py): every call gets a key; finished calls are
+        # Resumable runs (runtime/resume.py; by default, with a journal): finished calls are
         # logged before they are acted on; a resumed run restores the earlier run's.
+        if resumable is None:
+            resumable = RESUMABLE and journal
         self.resumable = resumable or resume is not None or checkpoint is not None
         self.resume_from = resume               # the earlier run's directory
         self.keys = Keys(resume_check) if self.resumable else None
@@ -152,6 +154,7 @@ class Runtime(RunState):
         self.tids = itertools.count(1)      # task ids
         self.group_stack: list[str] = []
         self.exit_code = 0          # stop(code): the status a launcher exits with
+        self.kept_versions = False  # a file could not be put in place: its version stays
         self.started = False
         self.stopped = False
         self.t_start = 0.0
@@ -169,11 +172,17 @@ class Runtime(RunState):
         self.run_lock = RunLock.hold_for_run(self.run_dir)
         if self.resume_from is not None:
             self.source_lock = RunLock.hold_shared(self.resume_from)
-        if self.resumable:
-            self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint)
+        if self.keys is not None:
             if self.resume_from is not None:
-                self.resumer = Resumer(ResumeStore(self.resume_from),
-                                       failed_calls(self.resume_from))
+                store = ResumeStore(self.resume_from)
+                if store.damaged:
+                    log.warning("%s", store.damaged)
+                self.resumer = Resumer(store, failed_calls(self.resume_from))
+            self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint,
+                                 keys=self.keys)
+            # plain calls are kept at the bus's deliveries, off the loop thread (resume.py)
+            self.keys.settle = self.bus.flush
+            self.bus.watch_ended(self._ended_well)
         diagnostics.setup()
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
@@ -195,7 +204,8 @@ class Runtime(RunState):
                 p.stop()
             if self.journal is not None:    # the journal keeps the run that did not start
                 self.bus.close()
-                self.journal.close(time.time(), "failed", self.counts())
+                self.journal.close(time.time(), "failed", "the runtime did not start",
+                                   self.counts())
             self._release_locks()
             raise
         self.scheduler.nodes = nodes
@@ -217,20 +227,37 @@ class Runtime(RunState):
         current.set_current(self)
         return self
 
+    def keep_records(self) -> None:
+        """Every finished task's record in the resume log now, whatever the checkpoint
+        policy (``compss_snapshot``): the bus delivers the plain calls', the log writes."""
+        if self.log is not None:
+            self.bus.flush()
+            self.log.flush()
+
+    def _ended_well(self, tasks: list[Task]) -> None:
+        """The bus's delivery: the resume log keeps the plain calls that ended well."""
+        if self.log is not None:
+            try:
+                self.log.ended(tasks)
+            except RecordFailed as exc:
+                from .recordfail import from_thread
+                from_thread(self, str(exc))
+
     def _open_journal(self) -> None:
         """Start the journal before the nodes: the writer's interpreter and SQLite set-up
         then overlap the agents' start-up instead of the first tasks (on two cores a
         writer starting during a burst of no-op tasks cost ~10 % of its throughput)."""
         if self.journal_on and self.journal is None:
-            try:
-                from .._version import __version__
-                from ..journal.writer import JournalWriter, run_row
+            from .._version import __version__
+            from ..journal.writer import JournalWriter, WriteFailed, run_row
+            from .recordfail import from_thread
+            try:            # a run that cannot keep its record does not start
                 self.journal = JournalWriter(
                     self.run_dir, run_row(self.run_id, self.t_start, self.workers, __version__),
-                    self.bus)
-            except Exception as exc:  # noqa: BLE001 - no journal is better than no run
-                log.warning("no journal for this run (%s)", exc)
-                return
+                    self.bus, on_failure=lambda message: from_thread(self, message))
+            except WriteFailed as exc:
+                raise RecordFailed(f"{exc} (give another --run-dir, or Runtime(journal=False) "
+                                   f"for a run without one)") from None
             root = os.path.dirname(self.run_dir)
             self.logs_hint = f"taskflow logs {self.run_id} {{task}}" + (
                 "" if root == runs_root() else f" --run-dir {root}")
@@ -290,13 +317,16 @@ class Runtime(RunState):
             p.stop()
         self.bus.close()
         if self.journal is not None:
-            self.journal.close(time.time(), "interrupted" if self.interrupted else
-                               "failed" if self.failed else "finished", self.counts())
+            self.journal.close(time.time(), *self.end_state(), self.counts())
+            if self.journal.failed is not None and self.end_reason is None:
+                log.error("%s: the run's end is not recorded", self.journal.failed)
+                self.fail_run(self.journal.failed)
         if self.log is not None:
             self.log.close()
         self._release_locks()
-        if not self.interrupted and not self.resumable:   # else: kept for a resume
-            self._cleanup_data()
+        if not self.interrupted and not self.resumable and not self.kept_versions:
+            putinplace.remove_data(self.data_dir, self.run_dir)  # (else: kept for a resume,
+            #                                                  or not put in place)
         gctune.restore()
         current.clear_current(self)
 
@@ -330,6 +360,8 @@ class Runtime(RunState):
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
+        if exc[1] is not None:          # the program raised in the with block
+            self.script_ended(exc[1])
         self.stop(wait=exc[0] is None)
 
     # -- recording tasks -------------------------------------------------------
@@ -357,8 +389,17 @@ class Runtime(RunState):
             task, value = made
             if own:
                 task.cus, task.mem, task.options = cus, mem, opts
-            if self.keys is not None:       # resumable: the call's key (graph.keys)
-                self.keys.assign(task)
+            keys = self.keys
+            if keys is not None:            # resumable: the call's key (graph.keys) ...
+                if self.resumer is None and task.options is None:
+                    # ... computed at its end, if ever needed: only its ordinal now
+                    # (Keys.count, inline: every short task comes here)
+                    ords = keys.ordinals
+                    name = spec.name
+                    task.ordinal = n = ords.get(name, 0) + 1
+                    ords[name] = n
+                else:
+                    keys.assign(task)
             self._record(task, ())
         else:
             with self.submit_lock:
@@ -390,7 +431,7 @@ class Runtime(RunState):
         with self.lock:
             self.n_active += 1
             self.n_submitted += 1
-            if self.resumer is not None and self._restored(task, deps):
+            if self.resumer is not None and self.resumer.restore(self, task, deps):
                 return
             for d in deps:
                 if d._state is FINISHED:
@@ -416,29 +457,6 @@ class Runtime(RunState):
                 self.scheduler.ready.push(task)
                 if not self.dispatcher._wake_pending:
                     self.dispatcher.wake()
-
-    def _restored(self, task: Task, deps: Iterable[Future]) -> bool:
-        """Under the lock: finish ``task`` from the earlier run's record, if it has one."""
-        assert self.resumer is not None
-        rec, why = self.resumer.find(task.key, task.spec.name, task.ordinal, task.key_parts)
-        if rec is None:
-            if self.bus.active:
-                self.bus.emit(Resumed("rerun", time.time(), task.id, task.spec.name, "", why))
-            return False
-        values = self.resumer.store.values(rec)
-        if self.bus.active:
-            self.bus.sub_rows.append(
-                (task, [d._producer.id for d in deps if d._producer is not None])
-                if deps else task)
-            self.bus.emit(Resumed("restored", time.time(), task.id, task.spec.name, "",
-                                  f"from run {os.path.basename(self.resumer.store.run_dir)}"))
-        cbs: Callbacks = []
-        outcomes.task_restored(self, task, rec.outputs, values, cbs)
-        self.resumer.restored += 1
-        if self.log is not None:        # kept here too: a later resume of this run finds it
-            self.log.add([(rec.key, rec.name, task.ordinal, rec.parts, rec.outputs)],
-                         [v for v in values if v is not None])
-        return True
 
     def _cannot_fit(self, spec: TaskSpec, cus: int, mem: float) -> None:
         if not cus and mem <= self._max_mem:        # an @IO task: an I/O executor's
@@ -563,27 +581,14 @@ class Runtime(RunState):
 
     @property
     def failed(self) -> bool:
-        return bool(self.failures)
+        """A task failed, or the run itself did (:meth:`fail_run`)."""
+        return bool(self.failures) or self.end_reason is not None
 
     # -- files -------------------------------------------------------------------
     def _materialize_all(self, idle: bool = False) -> None:
         """Every file's last version at its path (``idle``: no task runs or waits, so
-        versions are moved there, not copied)."""
-        from ..graph.registry import materialize
-        for item in list(self.registry.files.values()):
-            try:
-                materialize(item, finished=self.interrupted is not None,
-                            move=idle and not self.resumable)
-            except OSError as exc:
-                log.warning("could not put %s in place: %s", item.path, exc)
-
-    def _cleanup_data(self) -> None:
-        import shutil
-        shutil.rmtree(self.data_dir, ignore_errors=True)
-        try:
-            os.rmdir(self.run_dir)  # only when nothing else (journal) lives there
-        except OSError:
-            pass
+        versions are moved there, not copied); see :mod:`.putinplace`."""
+        putinplace.materialize_all(self, idle)
 
     # -- information --------------------------------------------------------------
     def counts(self) -> dict[str, int]:

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 Waiter = Union[threading.Event, "Task"]    # who waits for a value being fetched
 
+# Times a failed call with on_failure=RETRY runs again unless told (@task(retries=N),
+# Runtime(retries=N), taskflow run --retries N): none, as in Dask, Parsl, Nextflow and
+# Snakemake. A worker that dies under a task is no failure of the task: --crash-limit.
+RETRIES = 0
+
 
 class Comm(Protocol):
     """What the rules ask of the node I/O (the dispatcher; a fake in unit tests).
@@ -59,7 +64,7 @@ class Comm(Protocol):
 class RunState:
     """One run's state on the master, guarded by :attr:`lock`."""
 
-    def __init__(self, *, retries: int = 1, placement: str = "locality",
+    def __init__(self, *, retries: int = RETRIES, placement: str = "locality",
                  comm: Comm | None = None, providers: list[Provider] | None = None,
                  crash_limit: int = 3) -> None:
         self.lock = threading.Lock()
@@ -82,6 +87,8 @@ class RunState:
         self.n_active = 0
         self.interrupting = False          # the run is being interrupted: nothing new starts
         self.dead: str | None = None       # why no task can run any more (no nodes left)
+        self.end_reason: str | None = None  # why the run failed besides its tasks (runend.py)
+        self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         self.groups: dict[str, list[Task]] = {}          # task groups: their tasks so far
         # group -> (error recorded as a failure, the GroupAbort a task raised): raised in the
         # program at the group's barrier (runtime.cancel)
@@ -96,6 +103,34 @@ class RunState:
     def logs_command(self, task_id: int) -> str | None:
         """The command that shows a task's output (None without a journal)."""
         return self.logs_hint.format(task=task_id) if self.logs_hint else None
+
+    def fail_run(self, reason: str) -> None:
+        """The run fails for ``reason`` (one line), whatever its tasks did; the first
+        reason given is the one the journal keeps."""
+        if self.end_reason is None:
+            self.end_reason = reason
+
+    def script_ended(self, exc: BaseException) -> None:
+        """The program ended with ``exc``: a failed run unless it is ``sys.exit(0)``;
+        an interrupt (KeyboardInterrupt) is an interrupted one."""
+        if isinstance(exc, KeyboardInterrupt):
+            self.interrupted = self.interrupted or "KeyboardInterrupt"
+            return
+        from .runend import script_reason
+        reason = script_reason(exc)
+        if reason is not None:
+            self.fail_run(reason)
+
+    def end_state(self) -> tuple[str, str | None]:
+        """(state, reason) of the run as it ends: interrupted, failed or finished."""
+        if self.interrupted:
+            return "interrupted", self.interrupted
+        if self.end_reason is not None:
+            return "failed", self.end_reason
+        if self.failures:
+            from .runend import tasks_reason
+            return "failed", tasks_reason(self.failures)
+        return "finished", None
 
     def add_failure(self, err: TaskError) -> None:
         """``err`` fails the run: reported at its end unless the program sees it first."""

@@ -80,7 +80,7 @@ LOST: Final = 3                   # the node was lost (never sent by a node)
 CANCELLED_ON_NODE: Final = 4
 CRASHED: Final = 5                # the executor running it died (not the task's own failure)
 INTERRUPTED: Final = 6            # the run was interrupted while it ran (or before it started)
-MISSING: Final = 7                # executor -> agent: an input is not there; the agent resends
+MISSING: Final = 7                # an input is not there: the agent resends, or the master places it again
 OVER_MEMORY: Final = 8            # the task grew past its memory limit (agent.limits)
 
 # -- how a task's argument is resolved on the node (Ref.kind) ----------------------
@@ -226,6 +226,7 @@ class MemoryReport(NamedTuple):
     spilled: int                  # bytes of values on the node's disk
     paused: bool                  # above the pause mark: no new producing task
     events: list[tuple[str, int, int]]   # ("spill", data id, bytes), ("read", 0, how many),
+    #                                      ("full", errno, bytes free): a spill failed,
     #                                      ("pause" | "resume", 0, bytes resident)
 
 

@@ -123,7 +123,7 @@ _SNAPSHOT_WARNED = False
 
 def compss_snapshot() -> None:
     """Save what has finished so far: the files of ended tasks put in place and, in a
-    resumable run (``taskflow run --resumable``), every finished task's record written to
+    resumable run (every run unless ``--no-resumable``), every finished task's record written to
     the resume log now, whatever the checkpoint policy; ``--resume`` restarts from there.
     """
     global _SNAPSHOT_WARNED
@@ -132,12 +132,13 @@ def compss_snapshot() -> None:
         return
     rt._materialize_all()
     if rt.log is not None:
-        rt.log.flush()
+        rt.keep_records()
     elif not _SNAPSHOT_WARNED:
         _SNAPSHOT_WARNED = True
         log.warning("compss_snapshot: the files of finished tasks are in place; this run "
-                    "is not resumable, so nothing can restart from the snapshot (run with "
-                    "--resumable to keep finished tasks for taskflow run --resume)")
+                    "is not resumable, so nothing can restart from the snapshot (it was "
+                    "started --no-resumable: runs keep finished tasks for taskflow run "
+                    "--resume by default)")
 
 
 def compss_wait_on(*args: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,284 @@
+"""Resuming a run: an earlier run's resume log read, and its finished calls restored.
+
+:class:`ResumeStore` reads the log :mod:`.resume` writes (its format is
+described there) into records indexed by key and by (name, ordinal); only
+the headers are held in memory, values are read from the log when a task is
+restored. :class:`Resumer` is the resumed run's side: it finds a call's
+record, restores it (its values, its file versions, its futures done at
+once) or says why the call runs again (``--explain``).
+
+A truncated last frame (the master died while writing it) is ignored. A log
+that is damaged before its end, or that another version of taskflow wrote,
+is said in one line (:attr:`ResumeStore.damaged`): the records before the
+damage count, the rest of the calls run again.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+
+from ..graph.keys import KeyParts, plain_key
+from .resume import HEAD, LOG_NAME, MAGIC, Output, plain_descs
+
+if TYPE_CHECKING:
+    from ..future import Future
+    from ..graph.task import Task
+    from .runtime import Runtime
+
+
+class Record(NamedTuple):
+    key: bytes
+    name: str
+    ordinal: int                  # this call is the ordinal-th of its function in the run
+    parts: KeyParts
+    outputs: tuple[Output, ...]   # ("v" | "V", bytes, offset in the log) | ("f", path) | ("h",)
+
+
+class ResumeStore:
+    """An earlier run's records, indexed by key and by (name, ordinal)."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+        self.path = os.path.join(run_dir, LOG_NAME)
+        self.by_key: dict[bytes, Record] = {}
+        self.by_call: dict[tuple[str, int], Record] = {}
+        self.damaged: str | None = None         # where and why the log could not be read
+        self.moved: dict[str, tuple[str, int, int]] = {}   # version -> (path, size, mtime)
+        if not os.path.exists(self.path):
+            raise FileNotFoundError(f"{run_dir} has no {LOG_NAME}: that run was not resumable "
+                                    f"(started with --no-resumable): it kept no record to "
+                                    f"resume from")
+        self._specs: dict[int, tuple[str, bytes, KeyParts]] = {}
+        self._held: dict[int, tuple[bytes, int]] = {}    # data id -> (key, output index)
+        self._got: dict[int, Output] = {}       # fetched values of records not read yet
+        with open(self.path, "rb") as f:
+            self._read(f, os.fstat(f.fileno()).st_size)
+        self._specs = {}
+        self._held = {}
+        self._got = {}
+
+    def _read(self, f: Any, size: int) -> None:
+        magic = f.read(len(MAGIC))
+        if magic != MAGIC:
+            if magic:
+                self.damaged = (f"{self.path} is not a resume log this taskflow can read (an "
+                                f"earlier version wrote it, or it is damaged): nothing is "
+                                f"restored from it")
+            return
+        pos = len(MAGIC)
+        while pos + HEAD.size <= size:
+            hlen, blen = HEAD.unpack(f.read(HEAD.size))
+            start = pos + HEAD.size + hlen
+            end = start + blen
+            if end > size:
+                break                       # truncated by the master's death
+            try:
+                functions, records = pickle.loads(f.read(hlen))
+                for no, name, code in functions:
+                    self._specs[no] = (name, code, KeyParts(code, ()))
+                for rec in records:
+                    start = self._add(rec, start)
+            except Exception as exc:  # noqa: BLE001 - a damaged frame: what came before counts
+                self.damaged = (f"{self.path} is damaged at byte {pos} ({type(exc).__name__}: "
+                                f"{exc}): the {len(self.by_key)} record(s) before it are used, "
+                                f"the calls after it run again")
+                return
+            f.seek(end)
+            pos = end
+
+    def _add(self, rec: tuple[Any, ...], start: int) -> int:
+        """One record of a frame whose values start at ``start``; where the next ones do."""
+        tag = rec[0]
+        if type(tag) is int:            # a plain call, kept as itself: its key now
+            no, ordinal, argv, out = rec
+            name, code, parts = self._specs[no]
+            desc, start = _placed(("v", out) if type(out) is int else out, start)
+            self._put(Record(plain_key(code, argv), name, ordinal, parts, (desc,)))
+        elif tag == "k":
+            _, _, key, name, ordinal, parts, outputs, dids = rec
+            descs = []
+            for i, o in enumerate(outputs):
+                d, start = _placed(o, start)
+                if o[0] == "h":         # fetched later (or before: kept by the bus thread)
+                    d = self._got.pop(dids[i], d)
+                    if d[0] == "h":
+                        self._held[dids[i]] = (key, i)
+                descs.append(d)
+            self._put(Record(key, name, ordinal, KeyParts(*parts), tuple(descs)))
+        elif tag == "m":
+            _, version, path, size, mtime = rec
+            self.moved[version] = (path, size, mtime)
+        elif tag == "g":
+            _, did, out = rec
+            d, start = _placed(out, start)
+            where = self._held.pop(did, None)
+            old = self.by_key.get(where[0]) if where is not None else None
+            if where is not None and old is not None:
+                outs = list(old.outputs)
+                outs[where[1]] = d
+                self._put(old._replace(outputs=tuple(outs)))
+            else:
+                self._got[did] = d
+        else:
+            raise ValueError(f"a record of an unknown kind {tag!r}")
+        return start
+
+    def _put(self, rec: Record) -> None:
+        self.by_key[rec.key] = rec
+        self.by_call[(rec.name, rec.ordinal)] = rec
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def values(self, rec: Record) -> list[bytes | None]:
+        """The bytes of each value output of ``rec`` (None for the others)."""
+        out: list[bytes | None] = []
+        with open(self.path, "rb") as f:
+            for o in rec.outputs:
+                if o[0] in ("v", "V"):      # "V": a Packed pickled (outcomes loads it)
+                    f.seek(o[2])
+                    out.append(f.read(o[1]))
+                else:
+                    out.append(None)
+        return out
+
+
+def _placed(out: Output, start: int) -> tuple[Output, int]:
+    """A value's description with where its bytes are in the log; where the next start."""
+    if out[0] in ("v", "V"):
+        return (out[0], out[1], start), start + out[1]
+    return out, start
+
+
+def explain(old: Record | None, parts: KeyParts, failed_before: bool) -> str:
+    """Why a call whose key found no record runs again (one short phrase)."""
+    if old is None:
+        return "it failed in the earlier run" if failed_before else \
+            "no earlier result (it did not finish)"
+    if old.parts.code != parts.code:
+        return "its code changed"
+    before = {(n, k): d for n, k, d in old.parts.inputs}
+    for name, kind, digest in parts.inputs:
+        if before.get((name, kind)) != digest:
+            if kind == "task":
+                return f"an upstream task changed (parameter {name})"
+            if kind == "file":
+                return f"input file changed (parameter {name})"
+            if kind == "path":
+                return f"it writes another path (parameter {name})"
+            return f"an argument changed (parameter {name})"
+    if len(before) != len(parts.inputs):
+        return "its inputs changed"
+    return "an argument or option changed"
+
+
+class Resumer:
+    """In a resumed run: restore the calls an earlier run finished; say why others rerun."""
+
+    def __init__(self, store: ResumeStore, failed: set[tuple[str, int]]) -> None:
+        self.store = store
+        self.failed = failed                       # (name, ordinal) of its failed calls
+        self.reruns: dict[str, dict[str, int]] = {}   # name -> reason -> count
+        self.restored = 0
+
+    def find(self, key: bytes | None, name: str, ordinal: int,
+             parts: KeyParts | None) -> tuple[Record | None, str]:
+        """The record to restore from, or None and why the call runs again."""
+        rec = self.store.by_key.get(key) if key is not None else None
+        if rec is not None:
+            if any(o[0] == "f" for o in rec.outputs):
+                rec = self._files_where(rec)
+            if any(o[0] == "h" for o in rec.outputs):
+                why = "its value stayed on a node and was not kept"
+            elif any(o[0] == "f" and not os.path.exists(o[1]) for o in rec.outputs):
+                why = "the file it wrote is gone from the earlier run's directory"
+            elif any(o[0] == "f?" for o in rec.outputs):
+                why = "the file it wrote was changed or removed since"
+            else:
+                return rec, ""
+        else:
+            why = explain(self.store.by_call.get((name, ordinal)), parts or KeyParts(b"", ()),
+                          (name, ordinal) in self.failed)
+        counts = self.reruns.setdefault(name, {})
+        counts[why] = counts.get(why, 0) + 1
+        return None, why
+
+    def _files_where(self, rec: Record) -> Record:
+        """``rec`` with its file versions where they are now: moved to the user's path at
+        the earlier run's end, and still as it left them (else ``("f?",)``)."""
+        outs = []
+        for o in rec.outputs:
+            if o[0] == "f" and o[1] in self.store.moved:
+                path, size, mtime = self.store.moved[o[1]]
+                try:
+                    st = os.stat(path)
+                    same = (st.st_size, st.st_mtime_ns) == (size, mtime)
+                except OSError:
+                    same = False
+                o = ("f", path) if same else ("f?",)
+            outs.append(o)
+        return rec._replace(outputs=tuple(outs))
+
+    def restore(self, rt: Runtime, task: Task, deps: Iterable[Future]) -> bool:
+        """Under the run's lock: finish ``task`` from the earlier run's record, if it has
+        one (True); else say why it runs again (False)."""
+        from . import outcomes
+        from .event_types import Resumed
+        rec, why = self.find(task.key, task.spec.name, task.ordinal, task.key_parts)
+        bus = rt.bus
+        if rec is None:
+            if bus.active:
+                bus.emit(Resumed("rerun", time.time(), task.id, task.spec.name, "", why))
+            return False
+        values = self.store.values(rec)
+        if bus.active:
+            bus.sub_rows.append(
+                (task, [d._producer.id for d in deps if d._producer is not None])
+                if deps else task)
+            bus.emit(Resumed("restored", time.time(), task.id, task.spec.name, "",
+                             f"from run {os.path.basename(self.store.run_dir)}"))
+        futs = task.all_outputs()
+        outcomes.task_restored(rt, task, rec.outputs, values, [])
+        self.restored += 1
+        if rt.log is not None:          # kept here too: a later resume of this run finds it
+            rt.log.add([("k", task.id, rec.key, rec.name, task.ordinal, rec.parts,
+                         plain_descs(rec.outputs), tuple(f._did for f in futs))],
+                       [v for v in values if v is not None])
+            for o in rec.outputs:       # (a file at the user's path: checked again then)
+                if o[0] == "f" and not o[1].startswith(self.store.run_dir + os.sep):
+                    rt.log.moved(o[1], o[1])
+        return True
+
+    def lines(self) -> list[str]:
+        """One line per task name that ran again: how many, and why."""
+        return rerun_lines(self.reruns)
+
+
+def rerun_lines(reruns: dict[str, dict[str, int]]) -> list[str]:
+    """``name: N ran again (why)``, one line per task name (``--explain``, ``taskflow explain``)."""
+    out = []
+    for name in sorted(reruns):
+        reasons = reruns[name]
+        total = sum(reasons.values())
+        why = "; ".join(f"{n} {r}" if len(reasons) > 1 else r
+                        for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
+        out.append(f"{name}: {total} ran again ({why})")
+    return out
+
+
+def failed_calls(run_dir: str) -> set[tuple[str, int]]:
+    """(name, ordinal) of the calls that failed in an earlier run (from its journal)."""
+    from ..journal.reader import Journal
+    out: set[tuple[str, int]] = set()
+    seen: dict[str, int] = {}
+    try:
+        with Journal(run_dir) as j:
+            for t in sorted(j.tasks(), key=lambda t: t["id"]):
+                n = seen[t["name"]] = seen.get(t["name"], 0) + 1
+                if t["state"] in ("FAILED", "CANCELLED"):
+                    out.add((t["name"], n))
+    except Exception:  # noqa: BLE001 - no journal: reasons are vaguer, nothing else changes
+        pass
+    return out
