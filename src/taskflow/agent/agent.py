@@ -26,16 +26,24 @@ from ..wire.channel import Channel, FdChannel
 from ..wire.framewriter import FrameWriter
 from ..wire import budget
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
+from . import loglines
 from .chained import Chaining
 from .holding import INLINE_MAX, Holding
 from .memory import NodeMemory
 from .placement import Placement
 from .pool import Executor, Pool, kill_group, reap
 from .state import NodeState
+from .tracking import Tracker
 from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from .sampler import Sampler
+
+# bytes waiting for the master above which the executors are not read (their results and
+# output lines wait in their pipes: the node holds no more than this of them), and below
+# which they are read again
+OUT_HIGH = 8 * loglines.ROW_MAX
+OUT_LOW = 2 * loglines.ROW_MAX
 
 class Agent:
     def __init__(self, rfd: int, wfd: int, channel: Channel | None = None) -> None:
@@ -69,6 +77,7 @@ class Agent:
         self._held_next = 0.0             # when to look for held tasks waiting in vain
         self.interrupt_at: float | None = None    # the run is interrupted: kill at this time
         self.memory: NodeMemory | None = None     # the budget (set at the handshake)
+        self.tracker: Tracker | None = None       # what tasks start (set at the handshake)
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -90,10 +99,13 @@ class Agent:
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
+            # (the run's directory on this node: its job logs, as programs' are)
+            loglines.KEEP_DIR[:] = [os.path.join(os.path.dirname(hello["data_dir"]), "jobs")]
         mem_gb = float(hello.get("memory_gb") or total_memory_gb())
         high, pause = budget.marks(hello.get("memory_budget"), hello.get("memory_pause"), mem_gb)
         self.memory = NodeMemory(store, self.pool, high, pause,
                                  lambda r: self._send(M.MEMORY, r))
+        self.tracker = self.pool.tracker = Tracker()    # before the executors: they join it
         for _ in range(self.slots):
             self.pool.spawn()
         # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).
@@ -104,6 +116,7 @@ class Agent:
                          "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
                          "version": _version(), "memory_budget": high, "memory_pause": pause}
         P.write_all(self.chan, P.encode(M.READY, info))
+        self.tracker.arm()                  # (after READY: the sub-reaper costs an import)
         self.chan.set_blocking(False)
         self.sel.register(self.rfd, selectors.EVENT_READ, None)
         # SIGTERM (Slurm's walltime warning, scancel, a user's kill) drains the node:
@@ -150,9 +163,16 @@ class Agent:
             if pool.dirty:
                 pool.send_batches()
             self._sample()
+            if self.tracker is not None and self.tracker.subreaper:
+                self.tracker.reap({e.pid for e in pool.execs}, time.time())
             if self.memory is not None:
                 self.memory.check(time.time())
             self._send_batches()
+            pending = self.out.pending()
+            if pending > OUT_HIGH:      # the master takes less than the executors send
+                pool.pause_reads()
+            elif not pool.reading and pending < OUT_LOW:
+                pool.resume_reads()
             if self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
                     self._hand_back()
@@ -381,7 +401,7 @@ class Agent:
         """The grace period is over: kill every executor still busy, with its programs."""
         for ex in list(self.pool.execs):
             if ex.queue:
-                kill_group(ex.pid)
+                kill_group(ex)
         self.interrupt_at = float("inf")    # once
 
     def _interrupted_results(self, ex: Executor, why: str) -> None:
@@ -411,11 +431,20 @@ class Agent:
                 self.cancelled.discard(tid)
             else:
                 limit = head.options.memory_limit if head.options is not None else None
-                hint = f"; it had a memory limit of {limit:g} GB and may have died allocating " \
-                    f"past it (in code that does not raise MemoryError)" if limit else ""
-                self.results.append((tid, M.CRASHED, None, M.ErrorInfo(
-                    "WorkerDied", f"the executor process running the task died ({status}) on "
-                    f"node {self.name}{hint}", "", None), (ex.started, time.time())))
+                over = None
+                if limit:                   # the kernel's limit (agent.limits)?
+                    from .limits import executor_killed
+                    over = executor_killed(tid, limit)
+                if over is not None:
+                    self.results.append((tid, M.OVER_MEMORY, None, over,
+                                         (ex.started, time.time())))
+                else:
+                    hint = f"; it had a memory limit of {limit:g} GB and may have died " \
+                        f"allocating past it (in code that does not raise MemoryError)" \
+                        if limit else ""
+                    self.results.append((tid, M.CRASHED, None, M.ErrorInfo(
+                        "WorkerDied", f"the executor process running the task died ({status}) "
+                        f"on node {self.name}{hint}", "", None), (ex.started, time.time())))
         self.pool.spawn()
 
     def _kill_exec(self, ex: Executor) -> None:
@@ -492,6 +521,8 @@ class Agent:
 
     def _shutdown(self) -> None:
         self.pool.shutdown()
+        if self.tracker is not None:        # what the tasks left (daemons, kept children)
+            self.tracker.end()
         self.state.store.close()
         try:
             self.chan.set_blocking(True)

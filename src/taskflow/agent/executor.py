@@ -35,6 +35,7 @@ from ..wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
 from . import programs, usage
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
 from .limits import MemoryLimit
+from .loglines import ROW_MAX, TASK_BYTES, Lines, keep_file
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 HOLD = EXEC_HOLD           # s; ... and before a task this short, for at most this long
@@ -81,13 +82,15 @@ class _Current:
     whether the captures need an end-of-task flush.
     """
 
-    __slots__ = ("tid", "t0", "logs", "wrote")
+    __slots__ = ("tid", "t0", "logs", "wrote", "held", "total")
 
     def __init__(self) -> None:
         self.tid = 0
         self.t0 = 0.0
         self.logs: list[M.LineWire] | None = None
         self.wrote = False       # a capture was written to since the last end_task
+        self.held = 0            # characters in logs not sent yet
+        self.total = 0           # characters of the task's lines for the journal so far
 
     def lines(self) -> list[M.LineWire]:
         logs = self.logs
@@ -99,30 +102,49 @@ class _Current:
 class _Capture(io.TextIOBase):
     """sys.stdout / sys.stderr replacement that keeps lines with timestamps.
 
-    Lines go to the current task's log list and travel with its result. Once
-    a task has run for STREAM_AFTER seconds, lines written from the executor's
-    thread are also sent on at once (at most every STREAM_EVERY s) as a
-    RESULTS frame with no results, so a long task's output
-    reaches the journal while it runs; short tasks pay nothing for this.
-    A capture a task wrote to is reset by :meth:`end_task`.
+    Lines go to the current task's log list and travel with its result, cut
+    and with their carriage returns handled as :mod:`.loglines` says. Once a
+    task has run for STREAM_AFTER seconds, or LIVE_BYTES of its lines wait,
+    lines written from the executor's thread are sent on at once (at most
+    every STREAM_EVERY s) as a RESULTS frame with no results, so a long task's
+    output reaches the journal while it runs and memory holds at most that
+    much of it; short tasks pay nothing for this. Lines of the task's other
+    threads go with the result, up to HELD_MAX characters (the rest are
+    counted). Past TASK_BYTES of the task's output, lines go to a file on the
+    node (:func:`.loglines.keep_file`), named in one row. A capture a task
+    wrote to is reset by :meth:`end_task`.
     """
 
     STREAM_AFTER = 0.5
     STREAM_EVERY = 0.2
+    LIVE_BYTES = 4 * ROW_MAX
+    HELD_MAX = 16 * ROW_MAX
 
     def __init__(self, level: str, cur: _Current, wfd: int | None = None) -> None:
         self.level = level
         self.cur = cur
         self.wfd = wfd           # to the agent, for lines of long tasks (None: never)
         self.thread = get_ident()
-        self.partial = ""
+        self.buf: Lines[str] = Lines("")
         self.dropped = 0
         self.kept = 0
         self.t_sent = 0.0
+        self.spill: Any = None    # the file past TASK_BYTES (opened at the first such line)
 
     def end_task(self) -> None:
         """After a task that wrote here: its last partial line, then a clean state."""
-        self.flush_partial()
+        rows = self.buf.flush()
+        if rows:
+            self._keep(rows, time.time(), live=False)
+        if self.spill is not None:
+            self.spill.close()
+            self.spill = None
+        if self.dropped:
+            self.cur.lines().append((time.time(), "RAW",
+                                     f"[taskflow] {self.dropped} more {self.level} lines "
+                                     f"dropped (cap {INLINE_LOG_LINES} {self.level} lines "
+                                     f"per task)"))
+            self.dropped = 0
         self.kept = 0
         self.t_sent = 0.0
 
@@ -133,47 +155,65 @@ class _Capture(io.TextIOBase):
         if not s:
             return 0
         self.cur.wrote = True
-        text = self.partial + s
-        lines = text.split("\n")
-        self.partial = lines.pop()
-        if lines:
-            t = time.time()
-            sink = self.cur.lines()
-            for line in lines:
-                if self.kept < INLINE_LOG_LINES:
-                    sink.append((t, self.level, line))
-                    self.kept += 1
-                else:
-                    self.dropped += 1
-            if t - self.t_sent > self.STREAM_EVERY and t - self.cur.t0 > self.STREAM_AFTER \
-                    and self.wfd is not None:
-                self._send_live(t)
+        rows = self.buf.add(s)
+        if rows:
+            self._keep(rows, time.time(), self.wfd is not None)
         return len(s)
+
+    def _keep(self, rows: list[str], t: float, live: bool) -> None:
+        cur = self.cur
+        if cur.held > self.HELD_MAX and get_ident() != self.thread:
+            self.dropped += len(rows)       # another thread's lines, with no room left
+            return
+        if cur.total > TASK_BYTES:
+            self._spill(rows, t)
+            return
+        sink = cur.lines()
+        level = self.level
+        for line in rows:
+            if self.kept < INLINE_LOG_LINES:
+                sink.append((t, level, line))
+                self.kept += 1
+                cur.held += len(line)
+                cur.total += len(line)
+            else:
+                self.dropped += 1
+        if live and (cur.held > self.LIVE_BYTES or (t - self.t_sent > self.STREAM_EVERY
+                                                     and t - cur.t0 > self.STREAM_AFTER)):
+            self._send_live(t)
+
+    def _spill(self, rows: list[str], t: float) -> None:
+        """The task's output is past what the journal keeps: to its file on this node."""
+        if self.spill is None:
+            path = keep_file(self.cur.tid, self.level)
+            if path is None:
+                self.dropped += len(rows)
+                return
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            self.spill = open(fd, "a", encoding="utf-8", errors="surrogatepass")
+            self.cur.lines().append((t, "RAW", f"[taskflow] this task's {self.level} past "
+                                     f"{TASK_BYTES >> 20} MiB of output is in {path} on this "
+                                     f"task's node"))
+        self.spill.write("\n".join(rows) + "\n")
 
     def _send_live(self, t: float) -> None:
         if get_ident() != self.thread:
             return   # another thread of the task: its lines go with the result
         self.t_sent = t
-        assert self.wfd is not None   # write() checks it before calling
-        cur = self.cur
-        if cur.logs:
-            lines = list(cur.logs)
-            del cur.logs[:]
-            P.write_all(self.wfd, P.encode(M.RESULTS, ([], [(cur.tid, lines)])))
-
-    def flush_partial(self) -> None:
-        if self.partial:
-            self.cur.lines().append((time.time(), self.level, self.partial))
-            self.partial = ""
-        if self.dropped:
-            self.cur.lines().append((time.time(), "RAW",
-                                     f"[taskflow] {self.dropped} more {self.level} lines "
-                                     f"dropped (cap {INLINE_LOG_LINES} {self.level} lines "
-                                     f"per task)"))
-            self.dropped = 0
+        send_lines(self.wfd, self.cur, self.cur.logs)
 
     def isatty(self) -> bool:
         return False
+
+
+def send_lines(wfd: int | None, cur: _Current, logs: list[M.LineWire] | None) -> None:
+    """Send the running task's lines so far to the agent (a RESULTS frame with no
+    results) and empty ``logs``, in place: the task's captures keep appending to it."""
+    if wfd is not None and logs:
+        lines = list(logs)
+        del logs[:]
+        cur.held = 0
+        P.write_all(wfd, P.encode(M.RESULTS, ([], [(cur.tid, lines)])))
 
 
 def _error_info(exc: BaseException) -> M.ErrorInfo:
@@ -226,27 +266,42 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
 
 def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, Any],
              inv: Invocation | None, cur: _Current, msg: M.TaskWire) -> M.ResultWire:
-    """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded."""
+    """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded.
+
+    The task's log says which limit applied (the kernel's, or RLIMIT_AS). A
+    program the kernel killed at the limit is that error too, whether or not
+    its exit code fails the task."""
     tid, *_ = msg
     t0 = cur.t0
-    guard = MemoryLimit(limit)
+    guard = MemoryLimit(limit, tid, python=inv is None or inv.action is None)
     try:
         with guard:
+            cur.lines().append((time.time(), "RAW", guard.describe()))
             if inv is None:
                 programs.python_ran()
                 result = func(*args, **kw)
             else:
                 result = _invoke(inv, func, args, kw, cur.lines(), tid)
-    except MemoryError as exc:
-        import traceback
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        err = TaskMemoryExceeded(guard.message(name, exc), task_name=name, task_id=tid,
-                                 kind="memory")
-        err.limit, err.peak = guard.limit, guard.peak
-        info = _error_info(err)
-        return (tid, M.OVER_MEMORY, None, M.ErrorInfo(info.type_name, info.message, tb,
-                                                      info.pickled), (t0, time.time()))
+    except BaseException as exc:  # noqa: BLE001 - a task may raise anything
+        if isinstance(exc, MemoryError) or guard.killed:
+            return _over_memory(guard, name, tid, t0, exc)
+        raise
+    if guard.killed:
+        return _over_memory(guard, name, tid, t0, None)
     return _finish(name, result, args, kw, msg, t0)
+
+
+def _over_memory(guard: MemoryLimit, name: str, tid: int, t0: float,
+                 exc: BaseException | None) -> M.ResultWire:
+    import traceback
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)) \
+        if exc is not None else ""
+    err = TaskMemoryExceeded(guard.message(name, exc), task_name=name, task_id=tid,
+                             kind="memory")
+    err.limit, err.peak = guard.limit, guard.peak
+    info = _error_info(err)
+    return (tid, M.OVER_MEMORY, None, M.ErrorInfo(info.type_name, info.message, tb,
+                                                  info.pickled), (t0, time.time()))
 
 
 def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.TaskWire,
@@ -317,11 +372,12 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     signal.signal(signal.SIGINT, _on_sigint)
     programs.attach(slot)
     funcs: dict[bytes, Any] = {}
+    cur = _Current()
+    programs.STATE.live = lambda logs: send_lines(wfd, cur, logs)
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr
     pending: list[tuple[int, Any]] = []
     means: dict[bytes, float] = {}          # function digest -> mean duration here
-    cur = _Current()
     out, err = _Capture("STDOUT", cur, wfd), _Capture("STDERR", cur, wfd)
     while True:
         if not pending:
@@ -456,10 +512,9 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
         means[digest] = d if m is None else 0.8 * m + 0.2 * d
         if cur.wrote:
             cur.wrote = False
-            if out.kept or out.partial or out.dropped:
-                out.end_task()
-            if err.kept or err.partial or err.dropped:
-                err.end_task()
+            out.end_task()
+            err.end_task()
+            cur.held = cur.total = 0
         if cur.logs is not None:
             if cur.logs:
                 logs_out.append((tid, cur.logs))

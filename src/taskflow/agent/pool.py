@@ -20,6 +20,7 @@ from ..wire import protocol as P
 from ..wire.framewriter import FrameWriter
 from .executor import executor_main
 from .programs import PidSlot
+from .tracking import Tracker
 
 
 PROGRAM_GRACE = 5.0      # s a killed task's programs get between SIGTERM and SIGKILL
@@ -62,6 +63,8 @@ class Pool:
         self.by_fd: dict[int, Executor] = {}
         self.dirty: list[Executor] = []     # executors with a batch to send this round
         self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
+        self.tracker: Tracker | None = None  # a new executor joins it (agent.tracking)
+        self.reading = True                 # executors' pipes are watched (see pause_reads)
 
     def spawn(self) -> Executor:
         t_r, t_w = os.pipe()      # agent -> executor
@@ -81,6 +84,8 @@ class Pool:
                 # Its own process group, which the programs its tasks start join: killing
                 # the executor (cancel, time_out) ends them and their children too (kill).
                 os.setpgid(0, 0)
+                if self.tracker is not None:
+                    self.tracker.join()
                 executor_main(t_r, r_w, slot)
             finally:
                 os._exit(1)
@@ -97,7 +102,8 @@ class Pool:
         ex = Executor(pid, t_w, r_r, slot)
         self.execs.append(ex)
         self.by_fd[r_r] = ex
-        self.sel.register(r_r, selectors.EVENT_READ, ex)
+        if self.reading:
+            self.sel.register(r_r, selectors.EVENT_READ, ex)
         ex.out.attach(self.sel, ("w", ex))       # its pipe has room again (agent.run)
         return ex
 
@@ -150,11 +156,26 @@ class Pool:
         except OSError:
             pass            # the executor died; the agent's read sees it and cleans up
 
+    def pause_reads(self) -> None:
+        """Stop reading the executors (the master's stream is full: they wait in their
+        writes, so what they send is not held in this process meanwhile)."""
+        if self.reading:
+            self.reading = False
+            for ex in self.execs:
+                self.sel.unregister(ex.rfd)
+
+    def resume_reads(self) -> None:
+        if not self.reading:
+            self.reading = True
+            for ex in self.execs:
+                self.sel.register(ex.rfd, selectors.EVENT_READ, ex)
+
     # -- ends ------------------------------------------------------------------------
     def forget(self, ex: Executor) -> list[M.TaskMsg]:
         """Drop a dead or killed executor; return the tasks it was sent and had not run."""
         ex.out.detach()
-        self.sel.unregister(ex.rfd)
+        if self.reading:
+            self.sel.unregister(ex.rfd)
         os.close(ex.rfd)
         os.close(ex.wfd)
         self.execs.remove(ex)
@@ -169,10 +190,12 @@ class Pool:
     def kill(self, ex: Executor) -> tuple[str, list[M.TaskMsg]]:
         """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run).
 
-        The programs its task started (its process group, children included) get
-        SIGTERM first, and SIGKILL ``PROGRAM_GRACE`` seconds later if they are
-        still there (:meth:`kill_doomed`); the executor itself ignores SIGTERM.
+        The program its task runs (its own process group, children included) and
+        what else the executor's group holds get SIGTERM first, and SIGKILL
+        ``PROGRAM_GRACE`` seconds later if they are still there
+        (:meth:`kill_doomed`); the executor itself ignores SIGTERM.
         """
+        prog = ex.slot.terminate(signal.SIGTERM)
         try:
             os.killpg(ex.pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):
@@ -181,7 +204,10 @@ class Pool:
             os.kill(ex.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self.doomed[ex.pid] = time.time() + PROGRAM_GRACE
+        due = time.time() + PROGRAM_GRACE
+        self.doomed[ex.pid] = due
+        if prog:
+            self.doomed[prog] = due
         how = reap(ex.pid)
         return how, self.forget(ex)
 
@@ -196,8 +222,8 @@ class Pool:
                     pass
 
     def shutdown(self) -> None:
-        for ex in list(self.execs):     # each leads its process group: its programs too
-            kill_group(ex.pid)
+        for ex in list(self.execs):     # each with its process group and its program's
+            kill_group(ex)
         for ex in list(self.execs):
             reap(ex.pid)
 
@@ -206,8 +232,10 @@ def _ignore(signum: int, frame: Any) -> None:
     pass
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL an executor and the programs it started (its process group)."""
+def kill_group(ex: Executor) -> None:
+    """SIGKILL an executor and the program it runs (their process groups)."""
+    ex.slot.terminate(signal.SIGKILL)
+    pid = ex.pid
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
