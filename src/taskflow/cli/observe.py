@@ -256,8 +256,8 @@ def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: s
     try:
         from ..monitor import Monitor
     except ImportError as exc:
-        raise click.ClickException(f"the monitor needs Flask: pip install '{DIST_NAME}[monitor]' "
-                                   f"({exc})") from None
+        raise click.ClickException(f"the monitor needs Flask, uvicorn and a2wsgi: pip install "
+                                   f"'{DIST_NAME}[monitor]' ({exc})") from None
     import os
     root = os.path.dirname(run_path) if run_path else run_dir
     mon = Monitor(root, os.path.basename(run_path) if run_path else None, host, port, token)
