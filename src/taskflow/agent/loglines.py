@@ -63,9 +63,8 @@ class Lines(Generic[S]):
     left to it); None: a long line goes on in the next rows.
     """
 
-    __slots__ = ("nl", "cr", "empty", "parts", "size", "pending_cr", "skipping", "mark",
-                 "text", "fast",
-                 "to_file")
+    __slots__ = ("nl", "cr", "empty", "parts", "size", "pending_cr", "skipping", "kept_in",
+                 "text", "fast")
 
     def __init__(self, sample: S, kept_in: str | None = None) -> None:
         self.text = isinstance(sample, str)
@@ -76,8 +75,7 @@ class Lines(Generic[S]):
         self.size = 0                   # characters (text) or bytes held in parts
         self.pending_cr = False         # the last piece ended with \r: the next rewrites
         self.skipping = False           # a cut line whose rest is in the file
-        self.mark = IN_FILE.format(path=kept_in) if kept_in else CONTINUED
-        self.to_file = kept_in is not None
+        self.kept_in = kept_in
         # a text line this long may be over ROW_MAX bytes (4 bytes a character at most)
         self.fast = ROW_MAX // 4 if self.text else ROW_MAX
 
@@ -187,7 +185,7 @@ class Lines(Generic[S]):
         raw: bytes = line.encode("utf-8", "surrogatepass") if isinstance(line, str) else line
         if len(raw) <= ROW_MAX:
             return [], line
-        mark = self.mark.encode()
+        mark = (IN_FILE.format(path=self.kept_in) if self.kept_in else CONTINUED).encode()
         room = ROW_MAX - len(mark)
         rows: list[S] = []
         start = 0
@@ -195,7 +193,7 @@ class Lines(Generic[S]):
             k = _utf8_start(raw, start + room)
             rows.append(self._decoded(raw[start:k] + mark))
             start = k
-            if self.to_file:                    # the rest of the line is in the file
+            if self.kept_in:                    # the rest of the line is in the file
                 self.skipping = not final
                 return rows, self.empty
         return rows, self._decoded(raw[start:])

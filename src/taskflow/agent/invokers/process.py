@@ -28,7 +28,7 @@ import shutil
 import signal
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ProgramFailed
 from .. import loglines
@@ -135,8 +135,9 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
             os.close(fd)
         tail: deque[str] = deque(maxlen=TAIL)
         try:
-            exited = _pump(pid, pipes, files, logs, tail, keep_background) if pipes else False
-            code = _reap(pid, keep_background, exited)
+            if pipes:
+                _pump(pid, pipes, files, logs, tail, keep_background)
+            code = _reap(pid, keep_background)
         except KeyboardInterrupt:       # the run is interrupted: SIGTERM the program (its
             spawn.signal_group(pid, signal.SIGTERM)     # group) and wait for it (after the
             spawn.reap(pid)             # grace period the agent kills what is left)
@@ -162,16 +163,18 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
     return code
 
 
-def _reap(pid: int, keep: bool, signalled: bool) -> int:
-    """Wait for the program, end its group (unless ``keep``), keep its peak resident set
-    (``last_peak``, agent.usage)."""
+def _reap(pid: int, keep: bool) -> int:
+    """Wait for the program, then end what is left of its group (unless ``keep``); keep its
+    peak resident set (``last_peak``, agent.usage).
+
+    After the leader is reaped its group id cannot be reused while a member is
+    left, so one SIGTERM to the group tells whether there are any (none: ESRCH)."""
     global last_peak
-    code, peak = spawn.reap(pid, usage=True, group=None if keep or signalled
-                            else signal.SIGTERM)
+    code, peak = spawn.reap(pid, usage=True)
     last_peak = max(last_peak, peak)
-    if not keep and spawn.group_alive(pid) and spawn.group_members(pid):
-        # background processes that do not hold the pipes got SIGTERM: SIGKILL the rest
-        # (group_alive also counts the group's zombies, orphans that init reaps later)
+    if not keep and spawn.signal_group(pid, signal.SIGTERM):
+        # background processes that do not hold the pipes: SIGKILL those left after DRAIN
+        # (a member may be an orphan's zombie that init reaps later: not waited for)
         deadline = time.monotonic() + DRAIN
         while time.monotonic() < deadline and spawn.group_members(pid):
             time.sleep(0.02)
@@ -266,62 +269,74 @@ class _Rows:
 
 
 def _pump(pid: int, pipes: dict[str, int], files: _JobFiles, logs: list[LineWire],
-          tail: deque[str], keep: bool) -> bool:
-    """Read the program's captured streams until they end or the program exited and DRAIN
-    passed; True when the program's exit was seen here (its group signalled)."""
+          tail: deque[str], keep: bool) -> None:
+    """Read the program's captured streams until they end, or until DRAIN s after the
+    program exited (its group got SIGTERM then; SIGKILL when they still hold the pipes).
+
+    The program's exit is watched (a pidfd) only once its pipes were quiet for
+    EXIT_LOOK s: a short program costs no more than reading its pipes."""
     poll = select.poll()
-    what: dict[int, tuple[str, str, loglines.Lines[bytes]]] = {}
+    what: dict[int, list[Any]] = {}       # fd -> [stream, level, its Lines (at the first byte)]
     for name, fd in pipes.items():
         poll.register(fd, select.POLLIN)
-        what[fd] = (name, "STDOUT" if name == "stdout" else "STDERR",
-                    loglines.Lines(b"", files.path(name)))
-    rows = _Rows(logs, tail, files)
+        what[fd] = [name, "STDOUT" if name == "stdout" else "STDERR", None]
+    rows: _Rows | None = None
     pidfd = -1
     exited = False
-    timeout: float | None = EXIT_LOOK
+    timeout: float | None = EXIT_LOOK * 1000
     drain_end = 0.0
     try:
         while what:
-            ready = poll.poll(None if timeout is None else timeout * 1000)
+            ready = poll.poll(timeout)
             if not ready:
                 if exited:                   # drained: the rest of the group holds the pipes
                     break
                 pidfd = _watch_exit(pid, poll)
-                timeout = None if pidfd >= 0 else EXIT_LOOK
+                timeout = None if pidfd >= 0 else EXIT_LOOK * 1000
                 if pidfd < 0 and spawn.has_exited(pid):
-                    exited, timeout, drain_end = _exited(pid, keep)
+                    exited, drain_end = True, _exited(pid, keep)
+                    timeout = DRAIN * 1000
                 continue
             for fd, _ in ready:
                 if fd == pidfd:
                     poll.unregister(pidfd)
-                    exited, timeout, drain_end = _exited(pid, keep)
+                    exited, drain_end = True, _exited(pid, keep)
                     continue
-                name, level, lines = what[fd]
+                entry = what[fd]
+                name, level, lines = entry
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     poll.unregister(fd)
                     del what[fd]
                     os.close(fd)
+                    if lines is None:
+                        continue
                     got = lines.flush()
                 else:
                     files.write(name, chunk)
+                    if lines is None:
+                        lines = entry[2] = loglines.Lines(b"", files.path(name))
                     got = lines.add(chunk)
                 if got:
+                    if rows is None:
+                        rows = _Rows(logs, tail, files)
                     rows.add(got, level, name == "stderr")
             if exited:
-                timeout = max(0.0, drain_end - time.monotonic())
+                timeout = max(0.0, drain_end - time.monotonic()) * 1000
     finally:
         for fd, (name, level, lines) in what.items():
-            got = lines.flush()
+            got = lines.flush() if lines is not None else None
             if got:
+                if rows is None:
+                    rows = _Rows(logs, tail, files)
                 rows.add(got, level, name == "stderr")
             os.close(fd)
         if pidfd >= 0:
             os.close(pidfd)
-        rows.end()
+        if rows is not None:
+            rows.end()
     if what and exited and not keep:
         spawn.signal_group(pid, signal.SIGKILL)     # they kept the pipes past DRAIN
-    return exited
 
 
 def _watch_exit(pid: int, poll: select.poll) -> int:
@@ -334,12 +349,12 @@ def _watch_exit(pid: int, poll: select.poll) -> int:
     return fd
 
 
-def _exited(pid: int, keep: bool) -> tuple[bool, float, float]:
-    """The program exited while its pipes are open: end its group (unless ``keep``) and
-    read the pipes for DRAIN more seconds."""
+def _exited(pid: int, keep: bool) -> float:
+    """The program exited while its pipes are open: end its group (unless ``keep``); the
+    pipes are read until the time returned (DRAIN more seconds)."""
     if not keep:
         spawn.signal_group(pid, signal.SIGTERM)
-    return True, DRAIN, time.monotonic() + DRAIN
+    return time.monotonic() + DRAIN
 
 
 def _write_all(fd: int, data: bytes) -> None:

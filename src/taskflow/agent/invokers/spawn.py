@@ -40,7 +40,7 @@ from .. import cgroups
 from ..programs import STATE, PidSlot, attach, python_ran
 
 __all__ = ["PidSlot", "attach", "python_ran", "environment", "start", "reap", "SIGDEF",
-           "signal_group", "group_alive", "group_members", "has_exited"]
+           "signal_group", "group_members", "has_exited"]
 
 SIGDEF = tuple(getattr(signal, s) for s in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") if hasattr(signal, s))
 _FD_DIR = "/proc/self/fd"
@@ -133,22 +133,21 @@ _OWN_GROUP: dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11)
 
 
 @overload
-def reap(pid: int, *, group: int | None = None) -> int: ...
+def reap(pid: int) -> int: ...
 @overload
-def reap(pid: int, usage: Literal[True], group: int | None = None) -> tuple[int, int]: ...
+def reap(pid: int, usage: Literal[True]) -> tuple[int, int]: ...
 
 
-def reap(pid: int, usage: bool = False, group: int | None = None) -> int | tuple[int, int]:
+def reap(pid: int, usage: bool = False) -> int | tuple[int, int]:
     """Wait for ``pid`` to end; its exit code (-N: killed by signal N), and with ``usage``
-    its peak resident set in bytes too (wait4). With ``group``, that signal goes to the
-    program's process group once it has exited (its background children).
+    its peak resident set in bytes too (wait4).
 
     The slot is cleared while the ended program is still a zombie, so the
     agent never signals a pid that the system could have given to another
-    process; the group is signalled then too, while its id cannot be reused.
+    process.
     """
     slot = STATE.slot
-    if slot is not None or group is not None:
+    if slot is not None:
         while True:
             try:
                 os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
@@ -157,10 +156,7 @@ def reap(pid: int, usage: bool = False, group: int | None = None) -> int | tuple
                 continue
             except ChildProcessError:
                 break
-        if slot is not None:
-            slot.set(0)
-        if group is not None:
-            signal_group(pid, group)
+        slot.set(0)
     if usage:
         _, status, ru = os.wait4(pid, 0)
         return os.waitstatus_to_exitcode(status), int(ru.ru_maxrss) * 1024   # KiB on Linux
@@ -168,18 +164,10 @@ def reap(pid: int, usage: bool = False, group: int | None = None) -> int | tuple
     return os.waitstatus_to_exitcode(status)
 
 
-def signal_group(pgid: int, sig: int) -> None:
-    """Send ``sig`` to a program's process group (gone already: nothing to do)."""
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to a program's process group; False when no process is left in it."""
     try:
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a process of the group is left (after its leader was reaped)."""
-    try:
-        os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
     return True
