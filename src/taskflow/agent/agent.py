@@ -105,7 +105,7 @@ class Agent:
         high, pause = budget.marks(hello.get("memory_budget"), hello.get("memory_pause"), mem_gb)
         self.memory = NodeMemory(store, self.pool, high, pause,
                                  lambda r: self._send(M.MEMORY, r))
-        self.tracker = self.pool.tracker = Tracker()    # before the executors: they join it
+        self.tracker = Tracker()        # before the executors: a cgroup is theirs too
         for _ in range(self.slots):
             self.pool.spawn()
         # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).

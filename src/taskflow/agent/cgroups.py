@@ -1,20 +1,22 @@
 """The node's control groups, as far as this agent may use them (Linux).
 
-Two uses, each found when the agent starts (:func:`find`):
+* **memory limits** (:mod:`.limits`): a task with ``memory_limit`` runs in
+  ``taskflow-<agent pid>/task-<id>``, made below its executor's own group where
+  the node lets the agent use a memory controller (cgroup v2 with ``memory``
+  enabled below that group, or the v1 ``memory`` hierarchy; root, or a
+  delegated subtree), with the limit set there: the kernel enforces it. They
+  are made when the first such task comes (:func:`memory_groups`) and removed
+  when the agent ends (:func:`remove`).
+* **tracking**, when asked (``TASKFLOW_NODE_TRACKING=cgroup``, :mod:`.tracking`):
+  the agent moves itself into ``taskflow-<agent pid>-all`` (cgroup v2, or the
+  v1 ``pids`` / ``freezer`` hierarchy) before it forks its executors, so
+  everything below it is in that group whatever it does with its sessions and
+  parents. Moving a process between groups takes the kernel milliseconds (6 to
+  27 ms on this project's machine, cgroup v2): the default tracking is the
+  sub-reaper, and executors inherit the group rather than join it.
 
-* **tracking**: the agent makes ``taskflow-<agent pid>`` under its own group
-  (cgroup v2, or the v1 ``pids`` / ``freezer`` / ``memory`` hierarchy) and
-  every executor joins it (v2: its ``executors`` child), so whatever a task
-  starts, daemons that called ``setsid`` included, is in it and ends with
-  the agent (:mod:`.tracking`);
-* **memory limits**: a task with ``memory_limit`` runs in ``task-<id>`` below
-  a group whose memory controller the agent may use (v2 with ``memory`` in the
-  controllers below it, or the v1 ``memory`` hierarchy), with the limit set
-  there: the kernel enforces it (:mod:`.limits`).
-
-A hierarchy is usable when the agent can make a group in it (root, or a
-subtree delegated to the user); otherwise that use is off and the agent says
-why (:attr:`NodeGroups.why`). ``TASKFLOW_NODE_CGROUPS=off`` turns both off.
+``TASKFLOW_NODE_CGROUPS=off`` turns both off. Where a use is not allowed, the
+reason is kept (a task's log quotes it).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from typing import NamedTuple
 
 CGROUPS_ENV = "TASKFLOW_NODE_CGROUPS"      # "off": neither tracking nor limits by cgroup
 PREFIX = "taskflow-"
+AGENT: list[int] = []          # the agent's pid (set before it forks: executors inherit it)
 
 
 class Mount(NamedTuple):
@@ -130,30 +133,124 @@ class Group:
         """rmdir it and the groups below it (False: a process is still in one)."""
         ok = True
         for here, _, _ in sorted(os.walk(self.path), key=lambda w: -len(w[0])):
-            for _ in range(20):       # a killed process leaves its group a moment later
+            for _ in range(50):       # a killed process leaves its group a moment later
                 try:
                     os.rmdir(here)
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.01)
+                    time.sleep(0.02)
             else:
                 ok = False
         return ok
 
 
-class NodeGroups(NamedTuple):
-    """What this agent may use: a group its executors join, a base for memory limits."""
+class MemoryGroups(NamedTuple):
+    """Where a task with a memory limit goes: below ``base``; its executor comes back to
+    ``home`` (the group it was in)."""
 
-    track: Group | None      # where executors go (None: not tracked by cgroup)
-    base: Group | None       # taskflow-<pid> in the tracking hierarchy (removed at the end)
-    memory: Group | None     # task-<id> groups with a memory limit go below it
-    home: Group | None       # the memory group executors are in (they come back to it)
-    why: str                 # why tracking / limits are off, when they are
+    base: Group
+    home: Group
 
 
-NODE: NodeGroups | None = None     # set by the agent before it forks executors (they inherit it)
+_memory: list[MemoryGroups | str] = []     # this process's answer, once found
+
+
+def off() -> str | None:
+    """Why cgroups are not to be used at all (None: they may be)."""
+    if os.environ.get(CGROUPS_ENV, "").lower() in ("off", "0", "no"):
+        return f"{CGROUPS_ENV}=off"
+    return None
+
+
+def memory_groups() -> MemoryGroups | str:
+    """The memory groups of this agent, made at the first call (in an executor: its first
+    task with a memory limit); a string says why there are none."""
+    if not _memory:
+        _memory.append(off() or _find_memory())
+    got, *_ = _memory
+    return got
+
+
+def _name() -> str:
+    pid, *_ = AGENT or [os.getppid()]     # (an executor's parent is its agent)
+    return f"{PREFIX}{pid}"
+
+
+def _find_memory() -> MemoryGroups | str:
+    found = mounts()
+    why = []
+    u = found.get("unified")
+    if u is not None:
+        if "memory" in _read_words(os.path.join(u.path, "cgroup.subtree_control")):
+            try:
+                base = Group(os.path.join(u.path, _name()), 2).make()
+                base.write("cgroup.subtree_control", "+memory")
+                return MemoryGroups(base, Group(u.path, 2))
+            except OSError as exc:
+                why.append(f"cgroup v2 at {u.path} not writable ({exc.strerror})")
+        else:
+            why.append("cgroup v2 without the memory controller below this node's group")
+    m = found.get("memory")
+    if m is not None and m.version == 1:
+        try:
+            base = Group(os.path.join(m.path, _name()), 1).make()
+            _clean_stale(m.path)
+            return MemoryGroups(base, Group(m.path, 1))
+        except OSError as exc:
+            why.append(f"cgroup v1 memory at {m.path} not writable ({exc.strerror})")
+    if not found:
+        why.append("no cgroup hierarchy mounted")
+    return "; ".join(why) or "no memory controller this node may use"
+
+
+def tracking_group() -> Group | str:
+    """Move this process (the agent, before it forks) into a new group of its own; a
+    string says why it could not."""
+    why = off()
+    if why is not None:
+        return why
+    found = mounts()
+    reasons = []
+    for key in ("unified", "pids", "freezer", "name=systemd"):
+        m = found.get(key)
+        if m is None:
+            continue
+        g = Group(os.path.join(m.path, f"{_name()}-all"), m.version)
+        try:
+            g.make()
+            _clean_stale(m.path)
+            g.add(os.getpid())
+            return g
+        except OSError as exc:
+            reasons.append(f"{key} at {m.path}: {exc.strerror or exc}")
+            g.remove()
+    return "; ".join(reasons) or "no cgroup hierarchy mounted"
+
+
+def remove(track: Group | None) -> None:
+    """The agent ends: end what is left in its groups and remove them (the memory groups
+    its executors made included)."""
+    if off() is not None:
+        return
+    for m in mounts().values():
+        g = Group(os.path.join(m.path, _name()), m.version)
+        if os.path.isdir(g.path):
+            g.end(0.0)
+            g.remove()
+    if track is not None:
+        leave(track)
+        track.end(0.0)
+        track.remove()
+
+
+def leave(track: Group) -> None:
+    """Move this process out of ``track`` (into its parent), so ending it spares us."""
+    try:
+        Group(os.path.dirname(track.path), track.version).add(os.getpid())
+    except OSError:
+        pass
 
 
 def mounts() -> dict[str, Mount]:
@@ -202,59 +299,6 @@ def _read_words(path: str) -> frozenset[str]:
         return frozenset()
 
 
-def find(agent_pid: int) -> NodeGroups:
-    """The groups this agent makes for itself (made here; nothing when not allowed)."""
-    if os.environ.get(CGROUPS_ENV, "").lower() in ("off", "0", "no"):
-        return NodeGroups(None, None, None, None, f"{CGROUPS_ENV}=off")
-    found = mounts()
-    name = f"{PREFIX}{agent_pid}"
-    why: list[str] = []
-    track = base = memory = home = None
-    unified = found.get("unified")
-    if unified is not None:
-        try:
-            base = Group(os.path.join(unified.path, name), 2).make()
-            _clean_stale(unified.path)
-            track = base.child("executors").make()
-            if "memory" in _read_words(os.path.join(base.path, "cgroup.controllers")):
-                try:
-                    base.write("cgroup.subtree_control", "+memory")
-                    memory, home = base, track
-                except OSError as exc:
-                    why.append(f"cgroup v2 memory controller not delegated ({exc.strerror})")
-            else:
-                why.append("cgroup v2 without the memory controller below this agent's group")
-        except OSError as exc:
-            why.append(f"cgroup v2 at {unified.path} not writable ({exc.strerror})")
-            base = track = None
-    if track is None:
-        for key in ("pids", "freezer", "memory", "name=systemd"):
-            m = found.get(key)
-            if m is None:
-                continue
-            try:
-                base = track = Group(os.path.join(m.path, name), 1).make()
-                _clean_stale(m.path)
-                break
-            except OSError as exc:
-                why.append(f"cgroup v1 {key} at {m.path} not writable ({exc.strerror})")
-    if memory is None and "memory" in found and found["memory"].version == 1:
-        m = found["memory"]
-        try:
-            memory = Group(os.path.join(m.path, name), 1).make()
-            if track is not None and track.path == memory.path:
-                home = track                 # executors are tracked in this very group
-            else:
-                _clean_stale(m.path)
-                home = Group(m.path, 1)
-        except OSError as exc:
-            why.append(f"cgroup v1 memory at {m.path} not writable ({exc.strerror})")
-            memory = None
-    if not found:
-        why.append("no cgroup hierarchy mounted")
-    return NodeGroups(track, base, memory, home, "; ".join(why))
-
-
 def _clean_stale(parent: str) -> None:
     """Remove empty groups of agents that are gone (killed before they removed theirs)."""
     try:
@@ -262,7 +306,7 @@ def _clean_stale(parent: str) -> None:
     except OSError:
         return
     for n in names:
-        pid = n[len(PREFIX):]
+        pid = n[len(PREFIX):].removesuffix("-all")
         if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
             g = Group(os.path.join(parent, n), 1)
             if not g.procs():

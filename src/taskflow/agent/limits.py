@@ -65,12 +65,12 @@ def _reset_peak() -> None:
         pass
 
 
-def task_group(tid: int) -> cgroups.Group | None:
-    """The memory group of task ``tid`` on this node (None: limits are not by cgroup)."""
-    node = cgroups.NODE
-    if node is None or node.memory is None:
-        return None
-    return node.memory.child(f"task-{tid}")
+def task_group(tid: int) -> cgroups.Group | str:
+    """The memory group of task ``tid`` on this node (a string: why there is none)."""
+    found = cgroups.memory_groups()
+    if isinstance(found, str):
+        return found
+    return found.base.child(f"task-{tid}")
 
 
 class GroupUse:
@@ -99,7 +99,7 @@ class MemoryLimit:
     executor runs the function itself; else it starts programs)."""
 
     __slots__ = ("limit", "saved", "base_rss", "peak", "group", "python", "how", "killed",
-                 "prefix")
+                 "prefix", "why")
 
     def __init__(self, gb: float, tid: int = 0, python: bool = True) -> None:
         self.limit = int(gb * GB)
@@ -107,7 +107,9 @@ class MemoryLimit:
         self.base_rss = 0
         self.peak = 0
         self.python = python
-        self.group = task_group(tid) if tid else None
+        got = task_group(tid) if tid else "no task id"
+        self.group = None if isinstance(got, str) else got
+        self.why = got if isinstance(got, str) else ""
         self.how = ""
         self.killed = False      # the kernel killed the task's process at the limit
         self.prefix: list[str] | None = None
@@ -130,10 +132,8 @@ class MemoryLimit:
                 self.how = (f"enforced by the kernel: systemd-run --user --scope with "
                             f"MemoryMax={self.limit}")
                 return self
-        node = cgroups.NODE
-        reason = node.why if node is not None and node.why else "no cgroup on this node"
         self.how = (f"measured: RLIMIT_AS on the growth of the executor's address space "
-                    f"(no kernel limit here: {reason}{why})")
+                    f"(no kernel limit here: {self.why or 'no cgroup'}{why})")
         if resource is None:
             return self
         soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -174,10 +174,10 @@ class MemoryLimit:
         if g is not None:
             STATE.spawn_group = None
             if self.python:
-                node = cgroups.NODE
-                if node is not None and node.home is not None:
+                found = cgroups.memory_groups()
+                if not isinstance(found, str):
                     try:
-                        node.home.add(os.getpid())
+                        found.home.add(os.getpid())
                     except OSError:
                         pass
             use = GroupUse(g)
@@ -239,7 +239,7 @@ def executor_killed(tid: int, limit_gb: float) -> M.ErrorInfo | None:
     says the kernel killed it at the task's limit (None: something else killed it). The
     group is removed."""
     g = task_group(tid)
-    if g is None or not os.path.isdir(g.path):
+    if isinstance(g, str) or not os.path.isdir(g.path):
         return None
     use = GroupUse(g)
     killed, peak = use.kills() > 0, use.peak()

@@ -20,7 +20,6 @@ from ..wire import protocol as P
 from ..wire.framewriter import FrameWriter
 from .executor import executor_main
 from .programs import PidSlot
-from .tracking import Tracker
 
 
 PROGRAM_GRACE = 5.0      # s a killed task's programs get between SIGTERM and SIGKILL
@@ -63,7 +62,6 @@ class Pool:
         self.by_fd: dict[int, Executor] = {}
         self.dirty: list[Executor] = []     # executors with a batch to send this round
         self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
-        self.tracker: Tracker | None = None  # a new executor joins it (agent.tracking)
         self.reading = True                 # executors' pipes are watched (see pause_reads)
 
     def spawn(self) -> Executor:
@@ -84,8 +82,6 @@ class Pool:
                 # Its own process group, which the programs its tasks start join: killing
                 # the executor (cancel, time_out) ends them and their children too (kill).
                 os.setpgid(0, 0)
-                if self.tracker is not None:
-                    self.tracker.join()
                 executor_main(t_r, r_w, slot)
             finally:
                 os._exit(1)

@@ -6,15 +6,16 @@ daemon that forked twice) or that a Python task started is still the run's.
 The agent keeps track of all of them, and when it ends (the run ended, or
 its master is gone) they get SIGTERM and, ``GRACE`` seconds later, SIGKILL:
 
-* with a control group where the node lets the agent make one
-  (:mod:`.cgroups`): every executor joins it, so everything below an
-  executor is in it, whatever it does with its sessions and parents;
-* otherwise as a **sub-reaper** (``PR_SET_CHILD_SUBREAPER``): an orphan
-  below the agent is given to the agent instead of to init, so the agent
-  finds it among its own children (and reaps it when it ends).
-
-``TASKFLOW_NODE_TRACKING=subreaper`` uses the sub-reaper even where a cgroup
-could be made (the tests use it to check both).
+* as a **sub-reaper** (``PR_SET_CHILD_SUBREAPER``, the default): an orphan
+  below the agent is given to the agent instead of to init, so the agent finds
+  it among its own children (and reaps those that end meanwhile);
+* with ``TASKFLOW_NODE_TRACKING=cgroup``, in a control group of its own where
+  the node lets the agent make one (:mod:`.cgroups`): the agent moves into it
+  before it forks its executors, so everything below it is in the group
+  whatever it does with its sessions and parents, even after the agent is
+  gone. (Moving a process costs the kernel milliseconds, which the default
+  does not pay at every agent's start.) Where no group can be made, the
+  sub-reaper is used.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import time
 
 from . import cgroups
 
-TRACKING_ENV = "TASKFLOW_NODE_TRACKING"      # "cgroup" (default where possible) | "subreaper"
+TRACKING_ENV = "TASKFLOW_NODE_TRACKING"      # "subreaper" (default) | "cgroup"
 GRACE = 1.0                 # s between SIGTERM and SIGKILL of what is left at the end
 REAP_EVERY = 1.0            # s between looks for ended orphans (sub-reaper)
 PR_SET_CHILD_SUBREAPER = 36
@@ -37,31 +38,30 @@ class Tracker:
     """The agent's record of what its tasks started (made before it forks executors)."""
 
     def __init__(self) -> None:
-        groups = cgroups.find(os.getpid())
-        cgroups.NODE = groups               # executors inherit it (limits, joining)
-        self.groups = groups
+        cgroups.AGENT[:] = [os.getpid()]    # executors inherit it (their memory groups)
+        self.group: cgroups.Group | None = None
+        self.why = ""
+        if os.environ.get(TRACKING_ENV) == "cgroup":
+            got = cgroups.tracking_group()
+            if isinstance(got, str):
+                self.why = got
+                log.warning("no cgroup to track the tasks' processes (%s): tracking them as "
+                            "their sub-reaper", got)
+            else:
+                self.group = got
         self.subreaper = False
         self.next_reap = 0.0
 
     def arm(self) -> None:
-        """Become the sub-reaper, where no cgroup tracks the executors (or when told to)."""
-        if os.environ.get(TRACKING_ENV) == "subreaper" or self.groups.track is None:
+        """Become the sub-reaper, unless a cgroup tracks the processes."""
+        if self.group is None:
             self.subreaper = _set_subreaper()
 
     @property
     def how(self) -> str:
-        if not self.subreaper and self.groups.track is not None:
-            return f"cgroup {self.groups.track.path}"
-        return "sub-reaper" if self.subreaper else f"none ({self.groups.why})"
-
-    def join(self) -> None:
-        """In a new executor: join the tracking group (everything it starts is in it)."""
-        track = self.groups.track
-        if track is not None and os.environ.get(TRACKING_ENV) != "subreaper":
-            try:
-                track.add(os.getpid())
-            except OSError:
-                pass
+        if self.group is not None:
+            return f"cgroup {self.group.path}"
+        return "sub-reaper" if self.subreaper else "none (not Linux)"
 
     def reap(self, executors: set[int], now: float) -> None:
         """Reap orphans given to the agent that have ended (sub-reaper; every REAP_EVERY s)."""
@@ -78,15 +78,12 @@ class Tracker:
     def end(self) -> int:
         """The agent ends (its executors are gone): end what its tasks left; how many."""
         n = 0
-        g = self.groups
-        if g.base is not None:
-            n += g.base.end(GRACE)
+        if self.group is not None:
+            cgroups.leave(self.group)
+            n += self.group.end(GRACE)
         if self.subreaper:
             n += _end_children(GRACE)
-        for group in (g.memory, g.base):
-            if group is not None:
-                group.end(0.0)
-                group.remove()
+        cgroups.remove(self.group)
         return n
 
 

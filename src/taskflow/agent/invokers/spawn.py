@@ -93,14 +93,15 @@ def start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int,
         argv = st.spawn_prefix + [path] + argv[1:]
         path, *_ = st.spawn_prefix
     group = st.spawn_group
-    node = cgroups.NODE
-    if group is None or node is None or node.home is None:
+    if group is None:
         return _start(path, argv, cwd, env, stdin, stdout, stderr)
+    found = cgroups.memory_groups()
     group.add(os.getpid())
     try:
         return _start(path, argv, cwd, env, stdin, stdout, stderr)
     finally:
-        node.home.add(os.getpid())
+        if not isinstance(found, str):
+            found.home.add(os.getpid())
 
 
 def _start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int, stdout: int,
