@@ -115,6 +115,8 @@ def test_the_guard_closes_silent_and_slow_connections_at_their_deadlines(guarded
         assert _closed_by_server(s, 1.0)
     r = httpx.post(f"http://127.0.0.1:{port}/", content=b"abc", timeout=5)
     assert r.status_code == 200 and r.text == "got 3"
+    got = _raw(port, b"\x16\x03\x01 not http\r\n\r\n")         # (TLS to a plain port)
+    assert got.startswith(b"HTTP/1.1 400") and b'{"error": "Invalid HTTP request' in got
 
 
 def test_the_guard_keeps_room_for_a_new_client_and_sets_tcp_nodelay(guarded):

@@ -19,12 +19,14 @@ requests sent one byte at a time, made every request answer 503. Here:
   one included): it is the newest;
 * **TCP_NODELAY** on every connection (a keep-alive request took 44 ms
   without it: Nagle's algorithm against the client's delayed ACK);
+* a request that is not HTTP gets a JSON 400, as every other error;
 * uvicorn's ``limit_concurrency`` is off; what the application does at once
   is bounded by the application (streams, thread pools).
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import socket
 from collections import OrderedDict
@@ -116,6 +118,21 @@ class GuardedH11(H11Protocol):
         self._cancel()
         self.guard.busy(self, self.peer)
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to bytes that are not an HTTP request, as JSON."""
+        body = json.dumps({"error": f"{msg.rstrip('.')}: this server speaks HTTP/1.1"}).encode()
+        event = h11.Response(status_code=400, reason=b"Bad Request",
+                             headers=[(b"content-type", b"application/json"),
+                                      (b"content-length", str(len(body)).encode()),
+                                      (b"connection", b"close")])
+        try:
+            self.transport.write(self.conn.send(event) or b"")
+            self.transport.write(self.conn.send(h11.Data(data=body)) or b"")
+            self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
+        except h11.LocalProtocolError:
+            pass
+        self.drop()
 
     def drop(self) -> None:
         """Close the connection (a deadline passed, or a newer one needs the room)."""
