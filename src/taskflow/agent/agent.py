@@ -163,8 +163,9 @@ class Agent:
             if pool.dirty:
                 pool.send_batches()
             self._sample()
-            if self.tracker is not None and self.tracker.subreaper:
-                self.tracker.reap({e.pid for e in pool.execs}, time.time())
+            tracker = self.tracker
+            if tracker is not None and tracker.subreaper and time.time() >= tracker.next_reap:
+                tracker.reap({e.pid for e in pool.execs}, time.time())
             if self.memory is not None:
                 self.memory.check(time.time())
             self._send_batches()

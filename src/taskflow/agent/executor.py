@@ -170,14 +170,18 @@ class _Capture(io.TextIOBase):
             return
         sink = cur.lines()
         level = self.level
+        kept = self.kept
+        size = 0
         for line in rows:
-            if self.kept < INLINE_LOG_LINES:
+            if kept < INLINE_LOG_LINES:
                 sink.append((t, level, line))
-                self.kept += 1
-                cur.held += len(line)
-                cur.total += len(line)
+                kept += 1
+                size += len(line)
             else:
                 self.dropped += 1
+        self.kept = kept
+        cur.held += size
+        cur.total += size
         if live and (cur.held > self.LIVE_BYTES or (t - self.t_sent > self.STREAM_EVERY
                                                      and t - cur.t0 > self.STREAM_AFTER)):
             self._send_live(t)
@@ -512,8 +516,10 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
         means[digest] = d if m is None else 0.8 * m + 0.2 * d
         if cur.wrote:
             cur.wrote = False
-            out.end_task()
-            err.end_task()
+            if out.kept or out.buf.parts or out.dropped or out.spill is not None:
+                out.end_task()
+            if err.kept or err.buf.parts or err.dropped or err.spill is not None:
+                err.end_task()
             cur.held = cur.total = 0
         if cur.logs is not None:
             if cur.logs:

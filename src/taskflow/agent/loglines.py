@@ -34,6 +34,7 @@ CONTINUED = " [taskflow: line cut at 1 MiB, continued in the next line]"
 IN_FILE = " [taskflow: line cut at 1 MiB; the whole line is in {path}]"
 
 S = TypeVar("S", str, bytes)
+_NONE: list[str] = []      # what add() returns when no line ended (never changed)
 
 
 def keep_file(tid: int, level: str) -> str | None:
@@ -81,26 +82,46 @@ class Lines(Generic[S]):
 
     # -- feeding ------------------------------------------------------------------------
     def add(self, s: S) -> list[S]:
-        """Take what the stream wrote; return the rows of the lines it completed."""
+        """Take what the stream wrote; return the rows of the lines it completed (a list
+        the caller may keep; the same empty list when there are none: do not change it)."""
         if self.pending_cr:
             self.pending_cr = False
             if s and not s.startswith(self.nl):
                 self._clear()
         if self.cr in s:
             return self._add_cr(s)
-        if self.nl not in s:
-            self._hold(s)
-            return self._cut_partial() if self.size > ROW_MAX else []
+        if self.nl not in s:                # most writes: a piece of a line
+            if not self.skipping:
+                self.parts.append(s)
+                self.size += len(s)
+                if self.size > ROW_MAX:
+                    return self._cut_partial()
+            return _NONE                    # type: ignore[return-value]
         pieces = s.split(self.nl)
         last = pieces.pop()
-        out: list[S] = []
+        if self.skipping:                   # the rest of a cut line: in the file already
+            self.skipping = False
+            self._clear()
+            del pieces[0]
+        elif self.parts:
+            parts = self.parts
+            parts.append(pieces[0])
+            pieces[0] = self.empty.join(parts)
+            self._clear()
+        fast = self.fast
         for p in pieces:
-            self._line(p, out)
+            if len(p) > fast:               # a long line: cut (rarely)
+                out: list[S] = []
+                for q in pieces:
+                    self._line(q, out)
+                pieces = out
+                break
         if last:
-            self._hold(last)
+            self.parts.append(last)
+            self.size += len(last)
             if self.size > ROW_MAX:
-                out.extend(self._cut_partial())
-        return out
+                pieces.extend(self._cut_partial())
+        return pieces
 
     def _add_cr(self, s: S) -> list[S]:
         """:meth:`add` for a piece with carriage returns: what follows one replaces the line."""
