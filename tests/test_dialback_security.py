@@ -135,18 +135,23 @@ def test_a_relay_in_the_middle_cannot_use_an_agents_proof():
 
 
 def test_connections_in_their_handshake_are_bounded():
+    """Silent connections: at most PER_ADDRESS of one address wait (a newer one closes the
+    oldest), and one thread each."""
     srv = dialback.DialbackServer(lambda meta: {"name": "x", "slots": 1}, lambda h: None)
     before = threading.active_count()
     conns = []
     try:
-        for _ in range(dialback.MAX_HANDSHAKES + 10):      # silent: never say a word
+        n = dialback.MAX_HANDSHAKES + 10
+        for _ in range(n):      # silent: never say a word
             conns.append(socket.create_connection((srv.host, srv.port), timeout=5))
         deadline = time.time() + 5
-        while time.time() < deadline and sum("in their handshake" in m
-                                              for m in srv.refused) < 10:
+        while time.time() < deadline and sum("closed to make room" in m
+                                              for m in srv.refused) < n - dialback.PER_ADDRESS:
             time.sleep(0.05)
-        assert sum("in their handshake" in m for m in srv.refused) >= 10
-        assert threading.active_count() <= before + dialback.MAX_HANDSHAKES
+        made_room = [m for m in srv.refused if "closed to make room" in m]
+        assert len(made_room) == n - dialback.PER_ADDRESS, srv.refused
+        assert "more than 4 handshakes from 127.0.0.1" in made_room[0]
+        assert threading.active_count() <= before + dialback.PER_ADDRESS + 2
     finally:
         for c in conns:
             c.close()

@@ -279,11 +279,23 @@ def test_memory_amounts_are_checked_where_they_are_given(tmp_path):
     assert budget.marks("2GB", "1GB", 8.0) == (2 * 10**9, 2 * 10**9)
 
 
-def test_a_task_past_its_memory_limit_is_stopped_with_its_limit_and_peak(rt):
-    """memory_limit=True: RLIMIT_AS on the executor while the task runs; an allocation past
-    memory_size fails, the task ends with TaskMemoryExceeded (not retried: the same limit
-    would stop it again), and the executor goes on with its old limit."""
+@pytest.fixture
+def rt_rlimit(tmp_path, monkeypatch):
+    """A 2-slot runtime whose nodes may not use cgroups: memory limits fall back to
+    RLIMIT_AS (test_harden_programs.py checks the kernel's limits)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TASKFLOW_NODE_CGROUPS", "off")
+    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")) as r:
+        yield r
+
+
+def test_a_task_past_its_memory_limit_is_stopped_with_its_limit_and_peak(rt_rlimit):
+    """memory_limit=True without a cgroup: RLIMIT_AS on the executor while the task runs;
+    an allocation past memory_size fails, the task ends with TaskMemoryExceeded (not
+    retried: the same limit would stop it again), and the executor goes on with its old
+    limit."""
     from taskflow.errors import TaskMemoryExceeded
+    rt = rt_rlimit
     assert wait_on(MT.allocate_limited(50)) == 50 * 2**20          # within the limit
     with pytest.raises(TaskMemoryExceeded) as info:
         wait_on(MT.allocate_limited(1024))                           # 1 GiB > 0.25 GB
@@ -301,6 +313,7 @@ def test_a_task_past_its_memory_limit_is_stopped_with_its_limit_and_peak(rt):
 def test_the_run_wide_memory_limit_applies_every_memory_size(tmp_path, monkeypatch):
     from taskflow.errors import TaskMemoryExceeded, UsageError
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TASKFLOW_NODE_CGROUPS", "off")
     with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs"), memory_limit=True):
         assert wait_on(MT.allocate_sized(20)) == 20 * 2**20
         with pytest.raises(TaskMemoryExceeded, match="memory limit of 0.25 GB"):

@@ -26,6 +26,7 @@ from ..wire.channel import Channel, FdChannel
 from ..wire.framewriter import FrameWriter
 from ..wire import budget
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
+from . import loglines
 from .chained import Chaining
 from .holding import INLINE_MAX, Holding
 from .memory import NodeMemory
@@ -33,10 +34,17 @@ from .placement import Placement
 from .pool import Executor, Pool, kill_group, reap
 from .state import NodeState
 from .taskenv import compss_environment
+from .tracking import Tracker
 from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
     from .sampler import Sampler
+
+# bytes waiting for the master above which the executors are not read (their results and
+# output lines wait in their pipes: the node holds no more than this of them), and below
+# which they are read again
+OUT_HIGH = 8 * loglines.ROW_MAX
+OUT_LOW = 2 * loglines.ROW_MAX
 
 class Agent:
     def __init__(self, rfd: int, wfd: int, channel: Channel | None = None) -> None:
@@ -70,6 +78,7 @@ class Agent:
         self._held_next = 0.0             # when to look for held tasks waiting in vain
         self.interrupt_at: float | None = None    # the run is interrupted: kill at this time
         self.memory: NodeMemory | None = None     # the budget (set at the handshake)
+        self.tracker: Tracker | None = None       # what tasks start (set at the handshake)
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -91,12 +100,15 @@ class Agent:
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
+            # (the run's directory on this node: its job logs, as programs' are)
+            loglines.KEEP_DIR[:] = [os.path.join(os.path.dirname(hello["data_dir"]), "jobs")]
         mem_gb = float(hello.get("memory_gb") or total_memory_gb())
         high, pause = budget.marks(hello.get("memory_budget"), hello.get("memory_pause"), mem_gb)
         self.memory = NodeMemory(store, self.pool, high, pause,
                                  lambda r: self._send(M.MEMORY, r))
         if hello.get("compss_env"):     # PyCOMPSs: what every task sees (before the forks)
             compss_environment(hello.get("label") or self.name)
+        self.tracker = Tracker()        # before the executors: a cgroup is theirs too
         for _ in range(self.slots):
             self.pool.spawn()
         io = int(hello.get("io_executors") or 0)     # @IO tasks' own executors (placement)
@@ -110,6 +122,7 @@ class Agent:
                          "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
                          "version": _version(), "memory_budget": high, "memory_pause": pause}
         P.write_all(self.chan, P.encode(M.READY, info))
+        self.tracker.arm()                  # (after READY: the sub-reaper costs an import)
         self.chan.set_blocking(False)
         self.sel.register(self.rfd, selectors.EVENT_READ, None)
         # SIGTERM (Slurm's walltime warning, scancel, a user's kill) drains the node:
@@ -156,9 +169,17 @@ class Agent:
             if pool.dirty:
                 pool.send_batches()
             self._sample()
+            tracker = self.tracker
+            if tracker is not None and tracker.subreaper and time.time() >= tracker.next_reap:
+                tracker.reap({e.pid for e in pool.every()}, time.time())
             if self.memory is not None:
                 self.memory.check(time.time())
             self._send_batches()
+            pending = self.out.pending()
+            if pending > OUT_HIGH:      # the master takes less than the executors send
+                pool.pause_reads()
+            elif not pool.reading and pending < OUT_LOW:
+                pool.resume_reads()
             if self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
                     self._hand_back()
@@ -390,7 +411,7 @@ class Agent:
         """The grace period is over: kill every executor still busy, with its programs."""
         for ex in self.pool.every():
             if ex.queue:
-                kill_group(ex.pid)
+                kill_group(ex)
         self.interrupt_at = float("inf")    # once
 
     def _interrupted_results(self, ex: Executor, why: str) -> None:
@@ -420,11 +441,20 @@ class Agent:
                 self.cancelled.discard(tid)
             else:
                 limit = head.options.memory_limit if head.options is not None else None
-                hint = f"; it had a memory limit of {limit:g} GB and may have died allocating " \
-                    f"past it (in code that does not raise MemoryError)" if limit else ""
-                self.results.append((tid, M.CRASHED, None, M.ErrorInfo(
-                    "WorkerDied", f"the executor process running the task died ({status}) on "
-                    f"node {self.name}{hint}", "", None), (ex.started, time.time())))
+                over = None
+                if limit:                   # the kernel's limit (agent.limits)?
+                    from .limits import executor_killed
+                    over = executor_killed(tid, limit)
+                if over is not None:
+                    self.results.append((tid, M.OVER_MEMORY, None, over,
+                                         (ex.started, time.time())))
+                else:
+                    hint = f"; it had a memory limit of {limit:g} GB and may have died " \
+                        f"allocating past it (in code that does not raise MemoryError)" \
+                        if limit else ""
+                    self.results.append((tid, M.CRASHED, None, M.ErrorInfo(
+                        "WorkerDied", f"the executor process running the task died ({status}) "
+                        f"on node {self.name}{hint}", "", None), (ex.started, time.time())))
         self.pool.spawn(io=ex.io)
 
     def _kill_exec(self, ex: Executor) -> None:
@@ -505,6 +535,8 @@ class Agent:
 
     def _shutdown(self) -> None:
         self.pool.shutdown()
+        if self.tracker is not None:        # what the tasks left (daemons, kept children)
+            self.tracker.end()
         self.state.store.close()
         try:
             self.chan.set_blocking(True)

@@ -14,11 +14,13 @@ import socket
 import ssl
 import struct
 import sys
+import time
 from typing import Any
 
 from ..wire.tlschannel import TlsChannel
 from ..wire.dialback import (MAGIC, NONCE, PROOF, SECRET_ENV, SECRET_FILE_ENV,
-                             certificate_binding, client_context, proof, recv_exact)
+                             certificate_binding, client_context, proof, recv_exact, send_all,
+                             tls_handshake)
 
 
 def read_secret() -> str:
@@ -47,12 +49,16 @@ def connect(address: str, secret: str, meta: dict[str, Any] | None = None,
     """Open the TLS connection and pass the mutual handshake; return the socket.
 
     Nothing is unpickled before the master proved it holds ``secret`` for
-    this very connection (:mod:`taskflow.wire.dialback`).
+    this very connection (:mod:`taskflow.wire.dialback`). ``timeout`` is for
+    all of it (connecting, TLS, the proofs), however the master trickles its bytes.
     """
     host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + timeout
     raw = socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout)
     try:
-        sock = client_context().wrap_socket(raw)
+        raw.setblocking(False)
+        sock = client_context().wrap_socket(raw, do_handshake_on_connect=False)
+        tls_handshake(sock, deadline)
     except (ssl.SSLError, OSError) as exc:
         raw.close()
         raise ConnectionError(f"{address}: no TLS connection ({exc}): not a taskflow master "
@@ -62,15 +68,15 @@ def connect(address: str, secret: str, meta: dict[str, Any] | None = None,
         if not der:
             raise ConnectionError(f"{address} showed no certificate")
         binding = certificate_binding(der)
-        head = recv_exact(sock, len(MAGIC) + NONCE)
+        head = recv_exact(sock, len(MAGIC) + NONCE, deadline)
         if head[:len(MAGIC)] != MAGIC:
             raise ConnectionError(f"{address} is not a taskflow master (of this version)")
         nonce_m = head[len(MAGIC):]
         nonce_a = secrets.token_bytes(NONCE)
         body = json.dumps(meta if meta is not None else agent_meta()).encode()
-        sock.sendall(nonce_a + proof(secret, b"agent", nonce_m, nonce_a, binding)
-                     + struct.pack(">I", len(body)) + body)
-        reply = recv_exact(sock, 2 + PROOF)
+        send_all(sock, nonce_a + proof(secret, b"agent", nonce_m, nonce_a, binding)
+                 + struct.pack(">I", len(body)) + body, deadline)
+        reply = recv_exact(sock, 2 + PROOF, deadline)
         if reply[:2] != b"OK" or not hmac.compare_digest(
                 reply[2:], proof(secret, b"master", nonce_a, nonce_m, binding)):
             raise ConnectionError(f"{address} did not prove it holds the run's secret: "
@@ -79,10 +85,14 @@ def connect(address: str, secret: str, meta: dict[str, Any] | None = None,
         sock.close()
         raise ConnectionError(f"{address} closed the connection during the handshake: it "
                               f"refused this agent (is the secret this run's?)") from None
+    except TimeoutError:
+        sock.close()
+        raise ConnectionError(f"{address} did not finish the handshake within {timeout:g} s") \
+            from None
     except BaseException:
         sock.close()
         raise
-    sock.settimeout(None)
+    sock.setblocking(True)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 

@@ -13,14 +13,12 @@ tuples and the output lines of the tasks).
 from __future__ import annotations
 
 import errno
-import io
 import os
 import pickle
 import select
 import signal
 import sys
 import time
-from _thread import get_ident
 from typing import Any
 
 import cloudpickle
@@ -34,12 +32,12 @@ from ..wire.argpath import get_path
 from ..wire.invocation import Invocation
 from ..wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
 from . import programs, taskenv, usage
+from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
 from .limits import MemoryLimit
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
 HOLD = EXEC_HOLD           # s; ... and before a task this short, for at most this long
-INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped
 
 
 class _Interrupt:
@@ -72,109 +70,6 @@ def _interrupted(tid: int, t0: float, exc: BaseException | None) -> M.ResultWire
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return (tid, M.INTERRUPTED, None, M.ErrorInfo(
         "Interrupted", "stopped by the run's interrupt while it ran", tb, None), (t0, now))
-
-
-class _Current:
-    """The task an executor runs now, shared by its two captures.
-
-    Per task the executor sets two slots; the log list is made only when
-    the task writes a line (most write none), and ``wrote`` tells the loop
-    whether the captures need an end-of-task flush.
-    """
-
-    __slots__ = ("tid", "t0", "logs", "wrote")
-
-    def __init__(self) -> None:
-        self.tid = 0
-        self.t0 = 0.0
-        self.logs: list[M.LineWire] | None = None
-        self.wrote = False       # a capture was written to since the last end_task
-
-    def lines(self) -> list[M.LineWire]:
-        logs = self.logs
-        if logs is None:
-            logs = self.logs = []
-        return logs
-
-
-class _Capture(io.TextIOBase):
-    """sys.stdout / sys.stderr replacement that keeps lines with timestamps.
-
-    Lines go to the current task's log list and travel with its result. Once
-    a task has run for STREAM_AFTER seconds, lines written from the executor's
-    thread are also sent on at once (at most every STREAM_EVERY s) as a
-    RESULTS frame with no results, so a long task's output
-    reaches the journal while it runs; short tasks pay nothing for this.
-    A capture a task wrote to is reset by :meth:`end_task`.
-    """
-
-    STREAM_AFTER = 0.5
-    STREAM_EVERY = 0.2
-
-    def __init__(self, level: str, cur: _Current, wfd: int | None = None) -> None:
-        self.level = level
-        self.cur = cur
-        self.wfd = wfd           # to the agent, for lines of long tasks (None: never)
-        self.thread = get_ident()
-        self.partial = ""
-        self.dropped = 0
-        self.kept = 0
-        self.t_sent = 0.0
-
-    def end_task(self) -> None:
-        """After a task that wrote here: its last partial line, then a clean state."""
-        self.flush_partial()
-        self.kept = 0
-        self.t_sent = 0.0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, s: str) -> int:
-        if not s:
-            return 0
-        self.cur.wrote = True
-        text = self.partial + s
-        lines = text.split("\n")
-        self.partial = lines.pop()
-        if lines:
-            t = time.time()
-            sink = self.cur.lines()
-            for line in lines:
-                if self.kept < INLINE_LOG_LINES:
-                    sink.append((t, self.level, line))
-                    self.kept += 1
-                else:
-                    self.dropped += 1
-            if t - self.t_sent > self.STREAM_EVERY and t - self.cur.t0 > self.STREAM_AFTER \
-                    and self.wfd is not None:
-                self._send_live(t)
-        return len(s)
-
-    def _send_live(self, t: float) -> None:
-        if get_ident() != self.thread:
-            return   # another thread of the task: its lines go with the result
-        self.t_sent = t
-        assert self.wfd is not None   # write() checks it before calling
-        cur = self.cur
-        if cur.logs:
-            lines = list(cur.logs)
-            del cur.logs[:]
-            P.write_all(self.wfd, P.encode(M.RESULTS, ([], [(cur.tid, lines)])))
-
-    def flush_partial(self) -> None:
-        if self.partial:
-            self.cur.lines().append((time.time(), self.level, self.partial))
-            self.partial = ""
-        if self.dropped:
-            self.cur.lines().append((time.time(), "RAW",
-                                     f"[taskflow] {self.dropped} more {self.level} lines "
-                                     f"dropped (cap {INLINE_LOG_LINES} {self.level} lines "
-                                     f"per task)"))
-            self.dropped = 0
-
-    def isatty(self) -> bool:
-        return False
 
 
 def _error_info(exc: BaseException) -> M.ErrorInfo:
@@ -219,7 +114,7 @@ def free_space(path: object) -> str:
     return f"the disk holding {where} is full: {free} bytes free"
 
 
-def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
+def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: Current,
              data: dict[int, M.Payload]) -> M.ResultWire:
     """Run one task message; return its ResultMsg (lines of programs go to ``cur``).
 
@@ -256,28 +151,43 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: _Current,
 
 
 def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, Any],
-             inv: Invocation | None, cur: _Current, msg: M.TaskWire) -> M.ResultWire:
-    """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded."""
+             inv: Invocation | None, cur: Current, msg: M.TaskWire) -> M.ResultWire:
+    """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded.
+
+    The task's log says which limit applied (the kernel's, or RLIMIT_AS). A
+    program the kernel killed at the limit is that error too, whether or not
+    its exit code fails the task."""
     tid, *_ = msg
     t0 = cur.t0
-    guard = MemoryLimit(limit)
+    guard = MemoryLimit(limit, tid, python=inv is None or inv.action is None)
     try:
         with guard:
+            cur.lines().append((time.time(), "RAW", guard.describe()))
             if inv is None:
                 programs.python_ran()
                 result = func(*args, **kw)
             else:
                 result = _invoke(inv, func, args, kw, cur.lines(), tid)
-    except MemoryError as exc:
-        import traceback
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        err = TaskMemoryExceeded(guard.message(name, exc), task_name=name, task_id=tid,
-                                 kind="memory")
-        err.limit, err.peak = guard.limit, guard.peak
-        info = _error_info(err)
-        return (tid, M.OVER_MEMORY, None, M.ErrorInfo(info.type_name, info.message, tb,
-                                                      info.pickled), (t0, time.time()))
+    except BaseException as exc:  # noqa: BLE001 - a task may raise anything
+        if isinstance(exc, MemoryError) or guard.killed:
+            return _over_memory(guard, name, tid, t0, exc)
+        raise
+    if guard.killed:
+        return _over_memory(guard, name, tid, t0, None)
     return _finish(name, result, args, kw, msg, t0)
+
+
+def _over_memory(guard: MemoryLimit, name: str, tid: int, t0: float,
+                 exc: BaseException | None) -> M.ResultWire:
+    import traceback
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)) \
+        if exc is not None else ""
+    err = TaskMemoryExceeded(guard.message(name, exc), task_name=name, task_id=tid,
+                             kind="memory")
+    err.limit, err.peak = guard.limit, guard.peak
+    info = _error_info(err)
+    return (tid, M.OVER_MEMORY, None, M.ErrorInfo(info.type_name, info.message, tb,
+                                                  info.pickled), (t0, time.time()))
 
 
 def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.TaskWire,
@@ -348,12 +258,13 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     signal.signal(signal.SIGINT, _on_sigint)
     programs.attach(slot)
     funcs: dict[bytes, Any] = {}
+    cur = Current()
+    programs.STATE.live = lambda logs: send_lines(wfd, cur, logs)
     reader = P.FrameReader(rfd)
     real_out, real_err = sys.stdout, sys.stderr
     pending: list[tuple[int, Any]] = []
     means: dict[bytes, float] = {}          # function digest -> mean duration here
-    cur = _Current()
-    out, err = _Capture("STDOUT", cur, wfd), _Capture("STDERR", cur, wfd)
+    out, err = Capture("STDOUT", cur, wfd), Capture("STDERR", cur, wfd)
     while True:
         if not pending:
             msgs = reader.feed()
@@ -400,8 +311,8 @@ _SMALL_TYPES = frozenset({int, float, bool, type(None), str})
 
 
 def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[bytes, Any],
-               means: dict[bytes, float], cur: _Current,
-               out: _Capture, err: _Capture, wfd: int, results: list[M.ResultWire],
+               means: dict[bytes, float], cur: Current,
+               out: Capture, err: Capture, wfd: int, results: list[M.ResultWire],
                logs_out: list[M.TaskLines]) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
     """Run one TASKS frame's tasks in order; return (results, logs) not yet sent.
 
@@ -490,10 +401,11 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
         means[digest] = d if m is None else 0.8 * m + 0.2 * d
         if cur.wrote:
             cur.wrote = False
-            if out.kept or out.partial or out.dropped:
+            if out.kept or out.buf.parts or out.dropped or out.spill is not None:
                 out.end_task()
-            if err.kept or err.partial or err.dropped:
+            if err.kept or err.buf.parts or err.dropped or err.spill is not None:
                 err.end_task()
+            cur.held = cur.total = 0
         if cur.logs is not None:
             if cur.logs:
                 logs_out.append((tid, cur.logs))

@@ -65,6 +65,7 @@ class Pool:
         self.by_fd: dict[int, Executor] = {}
         self.dirty: list[Executor] = []     # executors with a batch to send this round
         self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
+        self.reading = True                 # executors' pipes are watched (see pause_reads)
 
     def spawn(self, io: bool = False) -> Executor:
         t_r, t_w = os.pipe()      # agent -> executor
@@ -100,7 +101,8 @@ class Pool:
         ex = Executor(pid, t_w, r_r, slot, io)
         (self.io_execs if io else self.execs).append(ex)
         self.by_fd[r_r] = ex
-        self.sel.register(r_r, selectors.EVENT_READ, ex)
+        if self.reading:
+            self.sel.register(r_r, selectors.EVENT_READ, ex)
         ex.out.attach(self.sel, ("w", ex))       # its pipe has room again (agent.run)
         return ex
 
@@ -157,11 +159,26 @@ class Pool:
         except OSError:
             pass            # the executor died; the agent's read sees it and cleans up
 
+    def pause_reads(self) -> None:
+        """Stop reading the executors (the master's stream is full: they wait in their
+        writes, so what they send is not held in this process meanwhile)."""
+        if self.reading:
+            self.reading = False
+            for ex in self.every():
+                self.sel.unregister(ex.rfd)
+
+    def resume_reads(self) -> None:
+        if not self.reading:
+            self.reading = True
+            for ex in self.every():
+                self.sel.register(ex.rfd, selectors.EVENT_READ, ex)
+
     # -- ends ------------------------------------------------------------------------
     def forget(self, ex: Executor) -> list[M.TaskMsg]:
         """Drop a dead or killed executor; return the tasks it was sent and had not run."""
         ex.out.detach()
-        self.sel.unregister(ex.rfd)
+        if self.reading:
+            self.sel.unregister(ex.rfd)
         os.close(ex.rfd)
         os.close(ex.wfd)
         (self.io_execs if ex.io else self.execs).remove(ex)
@@ -176,10 +193,12 @@ class Pool:
     def kill(self, ex: Executor) -> tuple[str, list[M.TaskMsg]]:
         """SIGKILL ``ex``, reap it and forget it: (how it ended, the tasks it had not run).
 
-        The programs its task started (its process group, children included) get
-        SIGTERM first, and SIGKILL ``PROGRAM_GRACE`` seconds later if they are
-        still there (:meth:`kill_doomed`); the executor itself ignores SIGTERM.
+        The program its task runs (its own process group, children included) and
+        what else the executor's group holds get SIGTERM first, and SIGKILL
+        ``PROGRAM_GRACE`` seconds later if they are still there
+        (:meth:`kill_doomed`); the executor itself ignores SIGTERM.
         """
+        prog = ex.slot.terminate(signal.SIGTERM)
         try:
             os.killpg(ex.pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):
@@ -188,7 +207,10 @@ class Pool:
             os.kill(ex.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self.doomed[ex.pid] = time.time() + PROGRAM_GRACE
+        due = time.time() + PROGRAM_GRACE
+        self.doomed[ex.pid] = due
+        if prog:
+            self.doomed[prog] = due
         how = reap(ex.pid)
         return how, self.forget(ex)
 
@@ -203,9 +225,9 @@ class Pool:
                     pass
 
     def shutdown(self) -> None:
-        every = self.execs + self.io_execs
-        for ex in every:                # each leads its process group: its programs too
-            kill_group(ex.pid)
+        every = self.every()
+        for ex in every:                # each with its process group and its program's
+            kill_group(ex)
         for ex in every:
             reap(ex.pid)
 
@@ -214,8 +236,10 @@ def _ignore(signum: int, frame: Any) -> None:
     pass
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL an executor and the programs it started (its process group)."""
+def kill_group(ex: Executor) -> None:
+    """SIGKILL an executor and the program it runs (their process groups)."""
+    ex.slot.terminate(signal.SIGKILL)
+    pid = ex.pid
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

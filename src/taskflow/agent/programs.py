@@ -10,7 +10,7 @@ from __future__ import annotations
 import mmap
 import os
 import signal
-from typing import Any
+from typing import Any, Callable
 
 
 class PidSlot:
@@ -37,23 +37,35 @@ class PidSlot:
         self.mem.close()
 
     def terminate(self, sig: int = signal.SIGTERM) -> int:
-        """Signal the program the executor runs now, if any; return its pid (0: none)."""
+        """Signal the program the executor runs now, if any, with its process group (its
+        children); return its pid (0: none)."""
         pid = self.get()
         if pid > 0:
             try:
-                os.kill(pid, sig)
+                os.killpg(pid, sig)
             except (ProcessLookupError, PermissionError):
-                pass
+                try:
+                    os.kill(pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
         return pid
 
 
 class _State:
     """This executor's slot and what it keeps between program starts."""
 
-    __slots__ = ("slot", "env_key", "env", "fds_checked", "leaky")
+    __slots__ = ("slot", "env_key", "env", "fds_checked", "leaky", "live", "spawn_group",
+                 "spawn_prefix")
 
     def __init__(self) -> None:
         self.slot: PidSlot | None = None
+        # sends the running task's lines so far to the agent and empties the list it is
+        # given (a long program's output travels while it runs: invokers.process)
+        self.live: Callable[[list[Any]], None] | None = None
+        # the cgroup a program starts in (a task's kernel memory limit: agent.limits)
+        self.spawn_group: Any = None
+        # the command a program starts through (systemd-run --user --scope ...: agent.limits)
+        self.spawn_prefix: list[str] | None = None
         self.env_key: Any = None
         self.env: dict[str, str] | None = None
         self.fds_checked = False

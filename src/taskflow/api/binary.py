@@ -11,6 +11,11 @@ master's environment when the task is called.
 
 The result is the exit code. With ``fail_by_exit_value=True`` (the default)
 a non-zero exit code is a task failure that follows ``on_failure``.
+
+The task ends when the program exits; background processes it started in its
+process group get SIGTERM then (``sleep 30 &`` does not hold the task up).
+``keep_background=True`` leaves them running (the task's log names them);
+they end with the run.
 """
 from __future__ import annotations
 
@@ -19,15 +24,16 @@ from typing import Any, Callable
 from .external import attach, check_arguments
 
 MANDATORY = ("binary",)
-SUPPORTED = ("args", "working_dir", "fail_by_exit_value")
+SUPPORTED = ("args", "working_dir", "fail_by_exit_value", "keep_background")
 DEPRECATED = ("workingDir", "engine", "image")   # PyCOMPSs spellings not supported here
 FAIL_BY_EXIT_VALUE = True
 
 
 def binary(binary: str | None = None, args: str | None = None, working_dir: str | None = None,
-           fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, **others: Any) -> Callable[..., Any]:
+           fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, keep_background: bool = False,
+           **others: Any) -> Callable[..., Any]:
     """Declare that the task below runs ``binary`` (on PATH, absolute, or in working_dir)."""
     check_arguments("binary", dict(others, binary=binary), MANDATORY, SUPPORTED)
     cfg = {"binary": binary, "args": args, "working_dir": working_dir,
-           "fail_by_exit_value": fail_by_exit_value}
+           "fail_by_exit_value": fail_by_exit_value, "keep_background": keep_background}
     return lambda target: attach(target, "binary", cfg)

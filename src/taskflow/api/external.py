@@ -66,6 +66,9 @@ def attach(target: Any, deco: str, cfg: dict[str, Any], outputs: bool = False) -
     if not isinstance(fbev, bool):
         raise UsageError(f"@{deco} on {spec.name}: fail_by_exit_value must be True or False, "
                          f"not {fbev!r}.")
+    if not isinstance(cfg.get("keep_background", False), bool):
+        raise UsageError(f"@{deco} on {spec.name}: keep_background must be True or False, "
+                         f"not {cfg['keep_background']!r}.")
     for key in ("binary", "working_dir", "flags", "runner"):
         v = cfg.get(key)
         if v is not None and not isinstance(v, str):

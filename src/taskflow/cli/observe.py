@@ -279,7 +279,7 @@ def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: s
     try:
         from ..monitor import Monitor
     except ImportError as exc:
-        raise click.ClickException(f"the monitor needs Flask: {install_hint('monitor')} "
+        raise click.ClickException(f"the monitor needs Flask, uvicorn and a2wsgi: {install_hint('monitor')} "
                                    f"({exc})") from None
     import os
     root = os.path.dirname(run_path) if run_path else run_dir

@@ -3,9 +3,17 @@
 Everything is read from the runs' journals (SQLite, WAL), so the same server
 shows a run that is going on (``taskflow run --monitor``) and one that ended
 (``taskflow monitor RUN``). It binds to 127.0.0.1 unless told otherwise and
-answers 401 without a token and 403 with a wrong one. The token is accepted
-as ``?token=``, as ``Authorization: Bearer <token>``, or in the cookie the
-page sets.
+answers 401 without a token and 403 with a wrong one (compared as bytes, so
+any text is a wrong token, not an error). The token is accepted as
+``?token=``, as ``Authorization: Bearer <token>``, or in the cookie the page
+sets.
+
+The server is bounded: uvicorn (one event-loop thread, every connection in
+it) behind :mod:`taskflow.netguard` (deadlines for a request's head and body,
+at most so many waiting connections per client), and the Flask application
+in a pool of ``MAX_STREAMS + 8`` threads (a2wsgi): an open page's event
+stream holds one of them until the page goes away, the others answer
+requests. A thousand idle connections cost no thread.
 
 API (JSON; ``<run>`` is a run id, a unique prefix, or ``latest``):
   GET /api/runs                               every run: state, counts
@@ -23,14 +31,16 @@ Pushed (server-sent events, :mod:`.stream`):
 from __future__ import annotations
 
 import json
+import socket
 from html import escape
 import secrets
 import threading
 import time
 from typing import Any
 
+import uvicorn
+from a2wsgi import WSGIMiddleware
 from flask import Flask, Response, abort, jsonify, request
-from werkzeug.serving import WSGIRequestHandler, make_server
 
 from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run, runs_root
 from ..observe.palette import colours
@@ -49,6 +59,7 @@ def create_app(root: str, token: str, default_run: str | None = None,
     root = runs_root(root)
     slots = slots or stream.Slots()
     layouts = Layouts()
+    token_bytes = token.encode()
 
     @app.before_request
     def _auth() -> Any:
@@ -59,7 +70,7 @@ def create_app(root: str, token: str, default_run: str | None = None,
         if not given:
             return jsonify(error="a token is required: open the URL printed at start-up "
                                  "(…/?token=…)"), 401
-        if not secrets.compare_digest(given, token):
+        if not secrets.compare_digest(given.encode("utf-8", "surrogatepass"), token_bytes):
             return jsonify(error="wrong token"), 403
         return None
 
@@ -124,9 +135,14 @@ def create_app(root: str, token: str, default_run: str | None = None,
         if not slots.take():
             return jsonify(error=f"too many open monitor pages ({slots.limit}); close one"), 503
 
+        gone = request.environ.get("asgi.scope", {}).get(GONE)
+
         def body() -> Any:
             try:
-                yield from make()
+                for chunk in make():
+                    if gone is not None and gone.is_set():
+                        return          # the page went away: free the slot and the thread
+                    yield chunk
             finally:
                 slots.give()
         return Response(body(), mimetype="text/event-stream",
@@ -178,41 +194,98 @@ def create_app(root: str, token: str, default_run: str | None = None,
     return app
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, *args: Any, **kwargs: Any) -> None:  # no access log on the console
-        pass
+GONE = "taskflow.gone"       # in the ASGI scope: a threading.Event set when the client left
+
+
+class _Disconnects:
+    """ASGI middleware: reads a request's body for the application, then watches for the
+    client going away and sets ``scope[GONE]`` (a WSGI stream cannot see it: its writes
+    to a closed connection are dropped without an error)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        import asyncio
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        gone = scope[GONE] = threading.Event()
+        parts = []
+        while True:
+            msg = await receive()
+            if msg["type"] != "http.request":
+                return
+            parts.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        whole = {"type": "http.request", "body": b"".join(parts), "more_body": False}
+        given = False
+
+        async def replay() -> Any:
+            nonlocal given
+            if not given:
+                given = True
+                return whole
+            return {"type": "http.disconnect"}
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.ensure_future(watch())
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            watcher.cancel()
 
 
 class Monitor:
-    """The monitor server in a background thread of this process."""
+    """The monitor server (in a background thread of this process, or in the caller's)."""
 
     def __init__(self, root: str | None = None, run: str | None = None,
-                 host: str = "127.0.0.1", port: int = 0, token: str | None = None) -> None:
+                 host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+                 guard: Any = None) -> None:
+        from .. import netguard
         self.root = runs_root(root)
         self.run = run
         self.token = token or secrets.token_urlsafe(18)
         self.streams = stream.Slots()
         self.app = create_app(self.root, self.token, run, self.streams)
-        self.server = make_server(host, port, self.app, threaded=True,
-                                  request_handler=_QuietHandler)
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(1024)
+        self.sock.set_inheritable(False)
+        self.guard = guard if guard is not None else netguard.Guard()
+        wsgi = WSGIMiddleware(self.app, workers=self.streams.limit + 8)
+        self.server = uvicorn.Server(netguard.config(_Disconnects(wsgi), self.guard,
+                                                     timeout_graceful_shutdown=1))
         self.host = host
-        self.port = self.server.server_port
+        self.port = self.sock.getsockname()[1]
         self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
         host = self.host if self.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        host = f"[{host}]" if ":" in host else host
         run = f"&run={self.run}" if self.run else ""
         return f"http://{host}:{self.port}/?token={self.token}{run}"
 
     def start(self) -> "Monitor":
-        self._thread = threading.Thread(target=self.server.serve_forever, name="taskflow-monitor",
+        self._thread = threading.Thread(target=self.serve_forever, name="taskflow-monitor",
                                         daemon=True)
         self._thread.start()
+        for _ in range(200):        # answering before start() returns
+            if self.server.started:
+                break
+            time.sleep(0.01)
         return self
 
     def serve_forever(self) -> None:
-        self.server.serve_forever()
+        self.server.run(sockets=[self.sock])
 
     def stop(self, grace: float = 0.0) -> None:
         """Stop serving; with ``grace``, first give open pages that long to get the end."""
@@ -220,10 +293,10 @@ class Monitor:
         while self.streams.open and time.monotonic() < deadline:
             time.sleep(0.05)
         self.streams.stopping.set()     # open event streams end at their next tick
-        self.server.shutdown()
+        self.server.should_exit = True
         if self._thread is not None:
             self._thread.join(5)
-        self.server.server_close()
+        self.sock.close()
 
 
 def default_root() -> str:

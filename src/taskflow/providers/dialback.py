@@ -7,6 +7,15 @@ read, is :mod:`taskflow.wire.dialback` (the agent's side is
 silence) is refused, logged and closed. Then the connection carries the one
 framed protocol (HELLO -> READY), over the socket fd for both directions,
 like every other transport.
+
+Strangers cannot hold the port: a connection has ``AUTH_TIMEOUT`` s for its
+whole handshake, TLS included (not per read); at most ``PER_ADDRESS``
+connections of one address are in their handshake at once and at most
+``MAX_HANDSHAKES`` overall, and one more closes the *oldest* of them (of its
+address first): a real agent's handshake takes milliseconds, so it is never
+the oldest, and it is admitted while strangers hold connections from any
+address, its own included. One thread per handshake, so at most
+``MAX_HANDSHAKES`` of them.
 """
 from __future__ import annotations
 
@@ -19,16 +28,20 @@ import socket
 import ssl
 import struct
 import threading
+import time
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import NodeStartError
 from ..wire.tlschannel import TlsChannel
 from ..wire.dialback import (AUTH_TIMEOUT, MAGIC, MAX_META, NONCE, PROOF, SECRET_ENV,
-                             SECRET_FILE_ENV, certificate_binding, proof, recv_exact)
+                             SECRET_FILE_ENV, certificate_binding, proof, recv_exact, send_all,
+                             tls_handshake)
 from .handle import NodeHandle
 from .tls import server_context
 
-MAX_HANDSHAKES = 32      # connections authenticating at once; more are refused at once
+MAX_HANDSHAKES = 32      # connections in their handshake at once; one more closes the oldest
+PER_ADDRESS = 4          # ... of one source address
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
@@ -72,7 +85,11 @@ class DialbackServer:
         #                                 authenticated but failed their start
         self.tls, cert = server_context()
         self.binding = certificate_binding(cert)
-        self._handshakes = threading.BoundedSemaphore(MAX_HANDSHAKES)
+        # connections in their handshake, oldest first: descriptor -> source address (a
+        # descriptor leaves before it is closed, under the lock: never one reused)
+        self._pending: OrderedDict[int, str] = OrderedDict()
+        self._dropped: dict[int, str] = {}      # shut to make room: why
+        self._lock = threading.Lock()
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, 0))
@@ -93,12 +110,43 @@ class DialbackServer:
                 conn, peer = self.sock.accept()
             except OSError:
                 return
-            if not self._handshakes.acquire(blocking=False):
-                self._refuse(conn, peer, f"{MAX_HANDSHAKES} connections are in their handshake "
-                                         f"already")
-                continue
+            self._admit(conn.fileno(), peer)
             threading.Thread(target=self._serve, args=(conn, peer), daemon=True,
                              name="taskflow-dialback-auth").start()
+
+    def _admit(self, conn: int, peer: Any) -> None:
+        """Make room for a new handshake: shut the oldest of its address past PER_ADDRESS,
+        the oldest of all past MAX_HANDSHAKES (their threads see the end and refuse them)."""
+        host, *_port = peer             # (host, port[, flow, scope])
+        host = str(host)
+        with self._lock:
+            mine = [c for c, h in self._pending.items() if h == host]
+            victims = mine[:len(mine) + 1 - PER_ADDRESS] if len(mine) >= PER_ADDRESS else []
+            rest = len(self._pending) - len(victims)
+            if rest >= MAX_HANDSHAKES:
+                victims += [c for c in self._pending if c not in victims][:rest + 1
+                                                                          - MAX_HANDSHAKES]
+            for c in victims:
+                del self._pending[c]
+                self._dropped[c] = f"closed to make room: more than {PER_ADDRESS} " \
+                    f"handshakes from {host} at once" if c in mine else \
+                    f"closed to make room: more than {MAX_HANDSHAKES} handshakes at once"
+            self._pending[conn] = host
+            for c in victims:
+                try:
+                    s = socket.socket(fileno=c)
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    finally:
+                        s.detach()          # (the descriptor stays its thread's)
+                except OSError:
+                    pass
+
+    def _done(self, fd: int) -> str | None:
+        """A handshake ends (before its socket is closed): why it was shut, if it was."""
+        with self._lock:
+            self._pending.pop(fd, None)
+            return self._dropped.pop(fd, None)
 
     def _refuse(self, conn: socket.socket | ssl.SSLSocket, peer: Any, why: str) -> None:
         host, port = peer[:2]
@@ -111,25 +159,28 @@ class DialbackServer:
             pass
 
     def _serve(self, raw: socket.socket, peer: Any) -> None:
-        try:
-            self._serve_one(raw, peer)
-        finally:
-            self._handshakes.release()
-
-    def _serve_one(self, raw: socket.socket, peer: Any) -> None:
+        """One connection's handshake, then its agent's start (the handshake leaves
+        ``_pending`` before its socket may close: its descriptor number is then free)."""
+        fd = raw.fileno()
         conn: socket.socket | ssl.SSLSocket = raw
+        deadline = time.monotonic() + AUTH_TIMEOUT      # for all of it, TLS included
         try:
-            raw.settimeout(AUTH_TIMEOUT)
-            conn = self.tls.wrap_socket(raw, server_side=True)
-            meta = self._authenticate(conn)
+            raw.setblocking(False)
+            conn = self.tls.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+            tls_handshake(conn, deadline)
+            meta = self._authenticate(conn, deadline)
         except Exception as exc:  # noqa: BLE001 - any failure is a refusal
-            self._refuse(conn, peer, str(exc) or type(exc).__name__)
+            why = str(exc) or type(exc).__name__
+            if isinstance(exc, TimeoutError):
+                why = f"no complete handshake within {AUTH_TIMEOUT:g} s"
+            self._refuse(conn, peer, self._done(fd) or why)
             return
+        self._done(fd)
         if self.closed:
             conn.close()
             return
         assert isinstance(conn, ssl.SSLSocket)
-        conn.settimeout(None)
+        conn.setblocking(True)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         chan = TlsChannel(conn)
         cfg = self.config(meta)
@@ -152,22 +203,23 @@ class DialbackServer:
         h.info.update({k: v for k, v in meta.items() if k not in h.info})
         self.on_node(h)
 
-    def _authenticate(self, conn: ssl.SSLSocket) -> dict[str, Any]:
+    def _authenticate(self, conn: ssl.SSLSocket, deadline: float) -> dict[str, Any]:
         """The agent proves the secret first; then the master proves it (see wire.dialback)."""
         nonce_m = secrets.token_bytes(NONCE)
-        conn.sendall(MAGIC + nonce_m)
-        nonce_a = recv_exact(conn, NONCE)
-        mac = recv_exact(conn, PROOF)
+        send_all(conn, MAGIC + nonce_m, deadline)
+        nonce_a = recv_exact(conn, NONCE, deadline)
+        mac = recv_exact(conn, PROOF, deadline)
         if not hmac.compare_digest(mac, proof(self.secret, b"agent", nonce_m, nonce_a,
                                               self.binding)):
             raise PermissionError("wrong secret (HMAC mismatch)")
-        (size,) = struct.unpack(">I", recv_exact(conn, 4))
+        (size,) = struct.unpack(">I", recv_exact(conn, 4, deadline))
         if size > MAX_META:
             raise ValueError(f"meta of {size} bytes")
-        meta = json.loads(recv_exact(conn, size).decode())
+        meta = json.loads(recv_exact(conn, size, deadline).decode())
         if not isinstance(meta, dict):
             raise ValueError("meta is not an object")
-        conn.sendall(b"OK" + proof(self.secret, b"master", nonce_a, nonce_m, self.binding))
+        send_all(conn, b"OK" + proof(self.secret, b"master", nonce_a, nonce_m, self.binding),
+                 deadline)
         return meta
 
     def close(self) -> None:

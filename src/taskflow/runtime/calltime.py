@@ -174,7 +174,8 @@ def _action(kind: str, cfg: dict[str, Any], line: CommandLine, rt: Runtime, bash
     elif cfg.get("args") != line.args:      # $VAR expanded in the template for this call
         line = line._replace(args=cfg.get("args"))
     if kind in ("binary", "ompss"):
-        return Program(cfg["binary"], line, cfg.get("working_dir"), fail, kind == "ompss")
+        return Program(cfg["binary"], line, cfg.get("working_dir"), fail, kind == "ompss",
+                       bool(cfg.get("keep_background")))
     if kind == "mpi":
         programs = tuple(MpmdProgram(p["binary"], p.get("args"), p.get("processes") or 1,
                                      bash_words(p.get("args") or "", f"{where}: programs[{i}]")

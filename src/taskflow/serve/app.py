@@ -3,13 +3,18 @@
 Every route but the OpenAPI document (``/api/v1/openapi.json``) needs
 ``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one.
 Every error is JSON, ``{"error": "<what went wrong and what to do>"}`` (422
-and 400 add ``details``); none stops the service. Bounds: a request body of
-at most ``max_body`` bytes (413), at most ``max_queued`` waiting runs (429),
-at most ``max_streams`` open event or log streams (503), pages of at most
-``MAX_PAGE`` items.
+and 400 add ``details``); none stops the service, and no input gets a 500:
+every string of a submission is checked first (:mod:`.inputs`), and an
+answer that holds text that is not UTF-8 (a run recorded by an older
+service) is sent with ``\\u`` escapes. Bounds: a request body of at most
+``max_body`` bytes, with a Content-Length or chunked (413), at most
+``max_queued`` waiting runs (429), at most ``max_streams`` open event or log
+streams (503), pages of at most ``MAX_PAGE`` items; slow and idle
+connections: :mod:`taskflow.netguard`.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -20,7 +25,6 @@ from typing import Any, Callable
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -29,37 +33,12 @@ from ..journal.reader import STATES as TASK_STATES
 from ..journal.reader import Journal, run_ids
 from . import store as S
 from . import streams
+from .inputs import FileIn, RunIn
 from .runs import NotCancellable, QueueFull, RunManager, console_tail
 
 PREFIX = "/api/v1"
 MAX_PAGE = 1000
 RUN_ID = re.compile(r"^[a-z0-9]{6,40}$")
-
-
-class FileIn(BaseModel):
-    """A file given to a run: ``path`` under the service's workdir, or its ``content``."""
-    model_config = ConfigDict(extra="forbid")
-    path: str | None = Field(None, description="A path under the service's workdir "
-                                                "(relative to it, or absolute inside it).")
-    name: str | None = Field(None, description="File name for uploaded content.",
-                             pattern=r"^[A-Za-z0-9_.-]{1,100}$")
-    content: str | None = Field(None, description="The file's text (an upload).")
-
-
-class RunIn(BaseModel):
-    """A run to start: a workflow script, its arguments and options."""
-    model_config = ConfigDict(extra="forbid")
-    script: FileIn | str = Field(..., description="The workflow script: a path under the "
-                                                  "workdir, or {path} or {name, content}.")
-    args: list[str] = Field(default_factory=list, max_length=1000,
-                            description="Arguments after the script.")
-    cluster: FileIn | str | None = Field(None, description="A cluster file (YAML) for "
-                                                           "`taskflow run --cluster`.")
-    workers: int | None = Field(None, ge=1, le=4096, description="Executor slots (--workers).")
-    nodes: int | None = Field(None, ge=1, le=256, description="Local node agents (--nodes).")
-    retries: int | None = Field(None, ge=0, le=100, description="--retries")
-    priority: int = Field(0, ge=-1000, le=1000, description="Higher starts first when runs "
-                                                            "wait; equal ones by age.")
 
 
 class Service:
@@ -77,16 +56,31 @@ class Service:
         self.lock = threading.Lock()
 
 
+class SafeJSON(JSONResponse):
+    """JSON as UTF-8; text that cannot be UTF-8 (a lone surrogate) as ``\\u`` escapes."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False,
+                              separators=(",", ":")).encode("ascii")
+
+
 def error(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status,
-                        headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else \
+        {"Connection": "close"} if status == 413 else None
+    return SafeJSON({"error": message, **extra}, status_code=status, headers=headers)
 
 
 class BodyLimit:
-    """Answer 413 to a request whose body is larger than ``limit`` bytes (ASGI middleware).
+    """Read a request's body before the application does; 413 when it is larger than
+    ``limit`` bytes (ASGI middleware).
 
-    Content-Length is checked first; a body sent without one is counted as it
-    arrives, so nothing larger than the limit is ever held.
+    Content-Length is checked first; a body sent without one (chunked) is
+    counted as it arrives and refused once past the limit, so nothing larger
+    than the limit is held. The application then reads the body from here
+    (FastAPI turns an error raised while it reads a body into a 400).
     """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
@@ -104,38 +98,37 @@ class BodyLimit:
             if k == b"content-length" and v.isdigit() and int(v) > self.limit:
                 await too_big(scope, receive, send)
                 return
+        parts: list[bytes] = []
         seen = 0
-        started = False
-
-        async def counted() -> Message:
-            nonlocal seen
+        while True:
             msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
-                if seen > self.limit:
-                    raise _TooBig()
-            return msg
-
-        async def tracked(msg: Message) -> None:
-            nonlocal started
-            if msg["type"] == "http.response.start":
-                started = True
-            await send(msg)
-
-        try:
-            await self.app(scope, counted, tracked)
-        except _TooBig:
-            if not started:
+            if msg["type"] != "http.request":       # the client went away
+                return
+            body = msg.get("body", b"")
+            seen += len(body)
+            if seen > self.limit:
                 await too_big(scope, receive, send)
+                return
+            parts.append(body)
+            if not msg.get("more_body", False):
+                break
+        whole: Message = {"type": "http.request", "body": b"".join(parts), "more_body": False}
+        given = False
 
+        async def replay() -> Message:
+            nonlocal given
+            if not given:
+                given = True
+                return whole
+            return await receive()          # (then: the disconnect, for streams)
 
-class _TooBig(Exception):
-    pass
+        await self.app(scope, replay, send)
 
 
 def create_app(svc: Service) -> FastAPI:
     app = FastAPI(title="taskflow service", version=__version__,
                   openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
+                  default_response_class=SafeJSON,
                   description="Submit taskflow workflow runs, follow their tasks, logs and "
                               "events. Every route needs `Authorization: Bearer <token>` (the "
                               "token `taskflow serve` printed and keeps in service.token).")
@@ -193,9 +186,11 @@ def _handlers(app: FastAPI) -> None:
 
 
 def _plain(errs: Any) -> list[dict[str, Any]]:
+    """Validation errors as JSON, without the values given (they may be large, or not
+    text: the message says what is wrong with them)."""
     return [{k: (list(v) if isinstance(v, tuple) else v
                  if isinstance(v, (str, int, float, list, type(None))) else str(v))
-             for k, v in e.items() if k != "ctx"} for e in errs]
+             for k, v in e.items() if k not in ("ctx", "input", "url")} for e in errs]
 
 
 # -- helpers over the store and the journals ----------------------------------------------
@@ -233,17 +228,16 @@ def view(svc: Service, r: dict[str, Any], detail: bool = True) -> dict[str, Any]
     return out
 
 
-def _file(svc: Service, given: FileIn | str, what: str, run_dir: str, default_name: str) -> str:
-    """The absolute path of a file given by path (checked) or content (written)."""
+def _source(svc: Service, given: FileIn | str, what: str,
+            default_name: str) -> tuple[str, str | None]:
+    """A file given by path (its absolute path, checked) or by content (its name in the
+    run's directory, and the content to write there): nothing is written yet."""
     if isinstance(given, str):
         given = FileIn(path=given, name=None, content=None)
     if (given.path is None) == (given.content is None):
         raise HTTPException(422, f"{what}: give either path (under the workdir) or content")
     if given.content is not None:
-        path = os.path.join(run_dir, given.name or default_name)
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-            f.write(given.content)
-        return path
+        return given.name or default_name, given.content
     assert given.path is not None
     path = os.path.realpath(os.path.join(svc.workdir, given.path))
     if not path.startswith(os.path.realpath(svc.workdir) + os.sep):
@@ -252,6 +246,14 @@ def _file(svc: Service, given: FileIn | str, what: str, run_dir: str, default_na
     if not os.path.isfile(path):
         raise HTTPException(422, f"{what}: {given.path} does not exist under the workdir "
                                  f"{svc.workdir}; put it there or upload its content")
+    return path, None
+
+
+def _write(run_dir: str, name: str, content: str) -> str:
+    path = os.path.join(run_dir, name)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w",
+              encoding="utf-8") as f:
+        f.write(content)
     return path
 
 
@@ -292,21 +294,28 @@ def _levels(level: str | None) -> list[str] | None:
 def _routes(api: APIRouter, svc: Service) -> None:
     @api.post("/runs", status_code=201, summary="Submit a run")
     def submit(body: RunIn) -> dict[str, Any]:
+        script, text = _source(svc, body.script, "script", "workflow.py")
+        cluster, ctext = (None, None) if body.cluster is None else \
+            _source(svc, body.cluster, "cluster", "cluster.yaml")
+        if text is not None and ctext is not None and script == cluster:
+            raise HTTPException(422, f"cluster: the upload's name {cluster!r} is the "
+                                     f"script's; give the cluster file another name")
         rid = secrets.token_hex(6)
         run_dir = os.path.join(svc.workdir, "runs", rid)
         os.makedirs(run_dir, mode=0o700)
         try:
-            script = _file(svc, body.script, "script", run_dir, "workflow.py")
+            if text is not None:
+                script = _write(run_dir, script, text)
             opts: dict[str, Any] = {"workers": body.workers, "nodes": body.nodes,
                                     "retries": body.retries}
-            if body.cluster is not None:
-                opts["cluster"] = _file(svc, body.cluster, "cluster", run_dir, "cluster.yaml")
+            if cluster is not None:
+                opts["cluster"] = cluster if ctext is None else _write(run_dir, cluster, ctext)
             row = svc.manager.submit(rid, body.priority, script, body.args, opts, run_dir)
         except QueueFull as exc:
             _drop(run_dir)
             raise HTTPException(429, f"{exc}; retry when one has started") from None
-        except HTTPException:
-            _drop(run_dir)
+        except BaseException:
+            _drop(run_dir)          # nothing of a refused run stays behind
             raise
         return view(svc, row, detail=False)
 

@@ -4,10 +4,15 @@ Each run is ``python -m taskflow run --run-dir <run>/journal ... SCRIPT ARGS``
 started in ``<workdir>/runs/<id>/`` in a process group of its own, its
 console (stdout and stderr) in ``<run>/console.log``. At most ``max_runs`` run
 at once; the others wait, higher priority first, then older. One thread (the
-*launcher*) starts, watches and stops them: the run processes are told to die
-with it (PR_SET_PDEATHSIG, which follows the thread that forked), so a
-service killed with SIGKILL leaves no run behind, and a service started again
-marks the runs it had running ``interrupted`` (:meth:`RunManager.recover`).
+*launcher*) decides what starts, watches and stops the runs; a run that cannot
+start (whatever the reason) is ``failed`` with that reason and the next one
+starts, and no error ends the launcher. The processes themselves are forked by
+another thread, the *spawner*, which does nothing else and lives as long as the
+service process: they are told to die with it (PR_SET_PDEATHSIG follows the
+thread that forked), so a service killed with SIGKILL leaves no run behind, and
+a service started again marks the runs it had running ``interrupted``
+(:meth:`RunManager.recover`) and fails the queued runs that an older service
+accepted but cannot start (:mod:`.inputs`).
 
 Cancel: a queued run is dropped from the queue at once; a running one gets
 SIGINT (``taskflow run`` stops without waiting for running tasks), SIGTERM to
@@ -18,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -27,6 +33,7 @@ from collections import deque
 from typing import Any
 
 from . import store as S
+from .inputs import stored_problem
 
 log = logging.getLogger("taskflow.serve")
 
@@ -43,7 +50,7 @@ class NotCancellable(Exception):
     """The run has ended already."""
 
 
-def _die_with_launcher() -> None:  # pragma: no cover - runs in the child
+def _die_with_spawner() -> None:  # pragma: no cover - runs in the child
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -65,8 +72,42 @@ def console_tail(run_dir: str, n: int = CONSOLE_TAIL) -> list[str]:
     return list(lines)
 
 
+class Spawner:
+    """The thread that forks the run processes, for as long as the service process lives.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked a process ends: this
+    one never does (it catches everything and goes on), so the runs die with the
+    service process and nothing else.
+    """
+
+    def __init__(self) -> None:
+        self.requests: queue.SimpleQueue[tuple[list[str], dict[str, Any], list[Any],
+                                               threading.Event]] = queue.SimpleQueue()
+        threading.Thread(target=self._loop, name="taskflow-serve-spawner", daemon=True).start()
+
+    def popen(self, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+        """``subprocess.Popen(argv, **kw)`` in the spawner thread (its exceptions raised here)."""
+        box: list[Any] = []
+        done = threading.Event()
+        self.requests.put((argv, kw, box, done))
+        done.wait()
+        (got,) = box
+        if isinstance(got, BaseException):
+            raise got
+        return got  # type: ignore[no-any-return]
+
+    def _loop(self) -> None:
+        while True:
+            argv, kw, box, done = self.requests.get()
+            try:
+                box.append(subprocess.Popen(argv, **kw))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box.append(exc)
+            done.set()
+
+
 class RunManager:
-    """The queue and the running processes (one launcher thread)."""
+    """The queue and the running processes (one launcher thread, one spawner thread)."""
 
     def __init__(self, workdir: str, store: S.Store, max_runs: int, max_queued: int) -> None:
         self.workdir = workdir
@@ -79,6 +120,8 @@ class RunManager:
         self.stopping = False
         self.thread = threading.Thread(target=self._loop, name="taskflow-serve-runs",
                                        daemon=True)
+        self.spawner = Spawner()
+        self.unstartable: set[str] = set()       # could not even be marked failed
 
     # -- start-up -------------------------------------------------------------------
     def recover(self) -> list[str]:
@@ -94,6 +137,10 @@ class RunManager:
             self.store.set_state(r["id"], S.INTERRUPTED, (S.RUNNING,), t_end=time.time(),
                                  reason="the service stopped while the run was going on")
             out.append(r["id"])
+        for r in self.store.queued():
+            why = stored_problem(r["script"], r["args"], r["options"])
+            if why is not None:
+                self._fail(r["id"], f"cannot start: {why}; submit it again with that fixed")
         return out
 
     def start(self) -> None:
@@ -138,17 +185,43 @@ class RunManager:
             with self.cond:
                 if self.stopping:
                     return
-                self._reap()
-                self._signal_cancels()
-                while len(self.procs) < self.max_runs:
-                    queued = self.store.queued()
-                    if not queued:
-                        break
-                    self._launch(queued[0])
+                try:
+                    self._round()
+                except Exception:       # noqa: BLE001 - logged; the launcher goes on
+                    log.exception("the run launcher's round failed; it goes on")
                 self.cond.wait(TICK)
+
+    def _round(self) -> None:
+        self._reap()
+        self._signal_cancels()
+        while len(self.procs) < self.max_runs:
+            queued = [r for r in self.store.queued() if r["id"] not in self.unstartable]
+            if not queued:
+                break
+            first, *_ = queued
+            try:
+                self._launch(first)
+            except Exception as exc:  # noqa: BLE001 - this run cannot start; the next one can
+                self._fail(first["id"], f"could not start: {type(exc).__name__}: {exc}")
+
+    def _fail(self, rid: str, reason: str) -> None:
+        """A queued run that cannot start: failed with the reason (never first in the queue
+        again, even when the record cannot be written)."""
+        log.warning("run %s %s", rid, reason)
+        try:
+            now = time.time()
+            if self.store.set_state(rid, S.FAILED, (S.QUEUED,), t_start=now, t_end=now,
+                                    reason=reason):
+                return
+        except Exception:  # noqa: BLE001
+            log.exception("could not record run %s as failed", rid)
+        self.unstartable.add(rid)
 
     def _launch(self, r: dict[str, Any]) -> None:
         rid, o = r["id"], r["options"]
+        why = stored_problem(r["script"], r["args"], o)
+        if why is not None:
+            raise ValueError(why)
         argv = [sys.executable, "-m", "taskflow", "run", "--no-progress",
                 "--run-dir", os.path.join(r["dir"], "journal")]
         for key in ("workers", "nodes", "retries"):
@@ -157,16 +230,11 @@ class RunManager:
         if o.get("cluster"):
             argv += ["--cluster", o["cluster"]]
         argv += [r["script"], *r["args"]]
-        try:
-            with open(os.path.join(r["dir"], "console.log"), "ab") as console:
-                proc = subprocess.Popen(argv, cwd=r["dir"], stdin=subprocess.DEVNULL,
-                                        stdout=console, stderr=subprocess.STDOUT,
-                                        start_new_session=True, preexec_fn=_die_with_launcher,
-                                        env=dict(os.environ, TASKFLOW_SERVICE_RUN=rid))
-        except OSError as exc:
-            self.store.set_state(rid, S.FAILED, t_start=time.time(), t_end=time.time(),
-                                 reason=f"could not start {argv[0]}: {exc}")
-            return
+        with open(os.path.join(r["dir"], "console.log"), "ab") as console:
+            proc = self.spawner.popen(argv, cwd=r["dir"], stdin=subprocess.DEVNULL,
+                                      stdout=console, stderr=subprocess.STDOUT,
+                                      start_new_session=True, preexec_fn=_die_with_spawner,
+                                      env=dict(os.environ, TASKFLOW_SERVICE_RUN=rid))
         self.procs[rid] = proc
         self.store.set_state(rid, S.RUNNING, (S.QUEUED,), t_start=time.time(), pid=proc.pid)
         log.info("run %s started (pid %d)", rid, proc.pid)

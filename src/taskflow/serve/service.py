@@ -4,7 +4,9 @@ The workdir (0700) holds ``service.db`` (the runs), ``service.token`` (0600,
 kept across restarts unless ``new_token``), ``service.json`` (0600: url and
 pid of the service now running), ``service.lock`` (one service per workdir)
 and ``runs/<id>/`` per run. The socket is bound before anything is printed,
-so the URL printed is one that answers; port 0 takes any free port.
+so the URL printed is one that answers; port 0 takes any free port. uvicorn
+serves it behind :mod:`taskflow.netguard` (deadlines for a request's head and
+body, bounds per client, TCP_NODELAY).
 """
 from __future__ import annotations
 
@@ -84,7 +86,7 @@ def _server_class() -> Any:
 def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, max_body: int,
           max_streams: int, new_token: bool = False) -> None:
     """Run the service until SIGINT / SIGTERM (blocks)."""
-    import uvicorn
+    from .. import netguard
     workdir = os.path.abspath(workdir)
     os.makedirs(os.path.join(workdir, "runs"), mode=0o700, exist_ok=True)
     os.chmod(workdir, 0o700)
@@ -99,7 +101,7 @@ def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, ma
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    sock.listen(128)
+    sock.listen(1024)
     sock.set_inheritable(False)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
@@ -117,9 +119,7 @@ def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, ma
               f"stopped; marked interrupted: {', '.join(interrupted)}", file=sys.stderr)
     sys.stderr.flush()
     manager.start()
-    config = uvicorn.Config(app, log_level="warning", access_log=False,
-                            limit_concurrency=max(64, 4 * max_streams), timeout_keep_alive=5,
-                            timeout_graceful_shutdown=3)
+    config = netguard.config(app, netguard.Guard(), timeout_graceful_shutdown=3)
     server = _server_class()(config)
     try:
         server.run(sockets=[sock])

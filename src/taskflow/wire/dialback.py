@@ -12,6 +12,11 @@ run; the agent does not need to know it in advance):
     master -> agent   b"OK" + proof("master", nonce_a, nonce_m, F)
                       (or the connection is closed: wrong secret)
 
+The whole handshake, TLS included, has one deadline (``AUTH_TIMEOUT`` s from
+the connection), not one per read: a peer that sends a byte now and then is
+dropped at the deadline all the same (:func:`tls_handshake`, :func:`recv_exact`
+and :func:`send_all` wait for the socket against it).
+
 ``proof`` is HMAC-SHA256 keyed by the secret. Binding F into both proofs
 means a listener in the middle, which must show its own certificate, can
 neither use an agent's proof with the real master nor answer the agent
@@ -24,14 +29,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import select
 import socket
 import ssl
+import time
 
 MAGIC = b"TFDB2"
 NONCE = 32
 PROOF = 32
 MAX_META = 64 * 1024
-AUTH_TIMEOUT = 5.0
+AUTH_TIMEOUT = 5.0       # s for the whole handshake of one connection, TLS included
 SECRET_ENV = "TASKFLOW_DIALBACK_SECRET"
 SECRET_FILE_ENV = "TASKFLOW_DIALBACK_SECRET_FILE"
 
@@ -56,13 +63,61 @@ def client_context() -> ssl.SSLContext:
     return ctx
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    """Read exactly ``n`` bytes (EOFError when the peer closes first)."""
+def _wait(sock: socket.socket, write: bool, deadline: float) -> None:
+    """Wait until ``sock`` is readable (writable) or the deadline passed (TimeoutError)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the handshake took longer than its deadline")
+    p = select.poll()
+    p.register(sock.fileno(), select.POLLOUT if write else select.POLLIN)
+    if not p.poll(left * 1000):
+        raise TimeoutError("the handshake took longer than its deadline")
+
+
+def tls_handshake(sock: ssl.SSLSocket, deadline: float) -> None:
+    """The TLS handshake of a socket wrapped with ``do_handshake_on_connect=False``."""
+    sock.setblocking(False)
+    while True:
+        try:
+            sock.do_handshake()
+            return
+        except ssl.SSLWantReadError:
+            _wait(sock, False, deadline)
+        except ssl.SSLWantWriteError:
+            _wait(sock, True, deadline)
+
+
+def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
+    """Read exactly ``n`` bytes (EOFError when the peer closes first; TimeoutError past
+    ``deadline``, a ``time.monotonic()`` value, on a non-blocking socket)."""
     parts, left = [], n
     while left:
-        b = sock.recv(left)
+        try:
+            b = sock.recv(left)
+        except (ssl.SSLWantReadError, BlockingIOError):
+            if deadline is None:
+                raise
+            _wait(sock, False, deadline)
+            continue
+        except ssl.SSLWantWriteError:
+            if deadline is None:
+                raise
+            _wait(sock, True, deadline)
+            continue
         if not b:
             raise EOFError("connection closed during the handshake")
         parts.append(b)
         left -= len(b)
     return b"".join(parts)
+
+
+def send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
+    """Write all of ``data`` to a non-blocking socket before ``deadline``."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[sock.send(view):]
+        except (ssl.SSLWantWriteError, BlockingIOError):
+            _wait(sock, True, deadline)
+        except ssl.SSLWantReadError:
+            _wait(sock, False, deadline)

@@ -64,6 +64,7 @@ class Program(NamedTuple):
     working_dir: str | None
     fail_by_exit_value: bool
     openmp: bool = False              # @ompss: OMP_NUM_THREADS and NX_ARGS from the threads
+    keep_background: bool = False     # its background processes outlive it (to the run's end)
 
 
 class MpmdProgram(NamedTuple):

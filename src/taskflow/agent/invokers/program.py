@@ -35,4 +35,5 @@ def invoke(action: Program, inv: Invocation, func: Any, args: list[Any], kw: dic
         return container.run_program(action, inv, values, tail, streams, cwd, dict(env), logs,
                                      log_base, tid)
     argv = [command.resolve_binary(action.binary, cwd, env)] + tail
-    return process.run(argv, cwd, env, streams, logs, log_base, action.fail_by_exit_value)
+    return process.run(argv, cwd, env, streams, logs, log_base, action.fail_by_exit_value,
+                       action.keep_background)

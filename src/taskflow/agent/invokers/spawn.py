@@ -10,13 +10,15 @@ runs Python in the child before ``exec``: 3-4 ms a program on this project's
   ``subprocess``'s ``restore_signals`` does); a working directory other than
   the executor's goes through ``subprocess`` without ``preexec_fn`` (vfork),
   since ``posix_spawn`` has no ``chdir`` before Python 3.13;
+* a program leads a process group of its own (``setpgroup``): when it exits,
+  its background children are ended with that group (:mod:`.process`);
 * no Python runs in the child, so nothing can set ``PR_SET_PDEATHSIG`` there.
   Instead the executor publishes the running program's pid in a word of
   memory it shares with its agent (:class:`PidSlot`); whenever the agent kills
   an executor (``time_out``, cancellation, shutdown) or finds it dead, it sends
-  that program SIGTERM first, as the death signal did. The pid is cleared
-  before the program is reaped (``waitid(WNOWAIT)`` first), so the slot never
-  names a pid that could have been reused;
+  that program's group SIGTERM first, as the death signal did. The pid is
+  cleared before the program is reaped (``waitid(WNOWAIT)`` first), so the slot
+  never names a pid that could have been reused;
 * descriptors: every descriptor taskflow opens is close-on-exec (Python's
   default). A Python task run by the same executor may have made one
   inheritable; after any Python task the next program start looks at
@@ -34,9 +36,11 @@ import subprocess
 import sys
 from typing import Any, Literal, overload
 
+from .. import cgroups
 from ..programs import STATE, PidSlot, attach, python_ran
 
-__all__ = ["PidSlot", "attach", "python_ran", "environment", "start", "reap", "SIGDEF"]
+__all__ = ["PidSlot", "attach", "python_ran", "environment", "start", "reap", "SIGDEF",
+           "signal_group", "group_members", "has_exited"]
 
 SIGDEF = tuple(getattr(signal, s) for s in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") if hasattr(signal, s))
 _FD_DIR = "/proc/self/fd"
@@ -80,8 +84,28 @@ def start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int,
     """Start ``argv`` (``path`` resolved) with the three descriptors; return its pid.
 
     The pid goes into the executor's slot at once. Raises OSError when the
-    program cannot be started.
+    program cannot be started. A task with a kernel memory limit starts its
+    programs in its memory group (the executor is in it only for the spawn) or
+    through ``systemd-run`` (:mod:`..limits`).
     """
+    st = STATE
+    if st.spawn_prefix is not None:
+        argv = st.spawn_prefix + [path] + argv[1:]
+        path, *_ = st.spawn_prefix
+    group = st.spawn_group
+    if group is None:
+        return _start(path, argv, cwd, env, stdin, stdout, stderr)
+    found = cgroups.memory_groups()
+    group.add(os.getpid())
+    try:
+        return _start(path, argv, cwd, env, stdin, stdout, stderr)
+    finally:
+        if not isinstance(found, str):
+            found.home.add(os.getpid())
+
+
+def _start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int, stdout: int,
+           stderr: int) -> int:
     if cwd == os.getcwd():
         actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, stdin, 0),
                                           (os.POSIX_SPAWN_DUP2, stdout, 1),
@@ -89,18 +113,24 @@ def start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int,
         leaky = _inheritable()
         if leaky:
             actions.extend((os.POSIX_SPAWN_CLOSE, fd) for fd in leaky if fd not in (stdin, stdout, stderr))
-        pid = os.posix_spawn(path, argv, env, file_actions=actions, setsigdef=SIGDEF)
+        pid = os.posix_spawn(path, argv, env, file_actions=actions, setsigdef=SIGDEF,
+                             setpgroup=0)
     else:
         # posix_spawn cannot chdir (Python < 3.13): subprocess without preexec_fn, which
         # uses vfork and leaves the child to C; the pid is ours to reap (see reap()).
         proc = subprocess.Popen(argv, executable=path, cwd=cwd, env=env, stdin=stdin,
-                                stdout=stdout, stderr=stderr, close_fds=True)
+                                stdout=stdout, stderr=stderr, close_fds=True, **_OWN_GROUP)
         pid = proc.pid
         proc.returncode = 0      # Popen must never wait for it: reap() does
     slot = STATE.slot
     if slot is not None:
         slot.set(pid)
     return pid
+
+
+# the program's own process group (setpgid(0, 0) in the child; setsid before Python 3.11)
+_OWN_GROUP: dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) \
+    else {"start_new_session": True}
 
 
 @overload
@@ -133,3 +163,41 @@ def reap(pid: int, usage: bool = False) -> int | tuple[int, int]:
         return os.waitstatus_to_exitcode(status), int(ru.ru_maxrss) * 1024   # KiB on Linux
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to a program's process group; False when no process is left in it."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def has_exited(pid: int) -> bool:
+    """Whether the program has exited (it stays a zombie: reap() takes its status)."""
+    try:
+        got = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return got is not None
+
+
+def group_members(pgid: int) -> list[int]:
+    """The processes of a process group (read from /proc)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue
+        try:
+            state, _, pgrp, *_ = fields
+        except ValueError:
+            continue
+        if pgrp == str(pgid).encode() and state != b"Z":
+            out.append(int(name))
+    return sorted(out)
