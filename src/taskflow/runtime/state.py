@@ -43,8 +43,9 @@ class Comm(Protocol):
     def cancel_on(self, node: NodeHandle, task_id: int) -> None:
         """Take task ``task_id`` back from ``node`` (it is not to run there)."""
 
-    def watch_remote(self, fut: Future) -> None:
-        """``fut``'s value now lives on a node: drop it there once ``fut`` is garbage."""
+    def watch_remote(self, fut: Future, node: str | None = None) -> None:
+        """``fut``'s value now lives on a node (its holders, and ``node`` when given): drop
+        it there once ``fut`` is garbage; call whenever a node gets it."""
 
     def request_fetch(self, fut: Future, waiter: Waiter) -> None:
         """Bring ``fut``'s value from a node holding it; ``waiter`` resumes after."""
@@ -116,7 +117,7 @@ class _NoComm:
 
     def push_data(self, node: Any, fut: Any) -> None: ...
     def cancel_on(self, node: Any, task_id: int) -> None: ...
-    def watch_remote(self, fut: Any) -> None: ...
+    def watch_remote(self, fut: Any, node: str | None = None) -> None: ...
     def request_fetch(self, fut: Any, waiter: Any) -> None: ...
     def drop_fetches(self) -> list[Waiter]: return []
     def wake(self) -> None: ...
