@@ -103,7 +103,7 @@ class Simulator:
             timers = self.timers
             wait = 1.0
             if timers:
-                wait = max(0.0, min(wait, timers[0][0] - time.time()))
+                wait = max(0.0, min(wait, _first_due(timers) - time.time()))
             for key, mask in sel.select(wait):
                 node = key.data
                 if node is None:
@@ -114,7 +114,7 @@ class Simulator:
                 if mask & selectors.EVENT_WRITE and node.alive:
                     self._flush(node)
             now = time.time()
-            while timers and timers[0][0] <= now:
+            while timers and _first_due(timers) <= now:
                 _, _, kind, node, tid, what = heapq.heappop(timers)
                 if node.alive:
                     self._due(node, kind, tid, what, now)
@@ -199,7 +199,7 @@ class Simulator:
             if d <= 0:
                 node.results.append((tid, M.OK, outs, None, (now, now)))
                 continue
-            start = max(free_at[0], now)      # the virtual slot that frees first
+            start = max(min(free_at), now)    # the virtual slot that frees first
             end = start + d
             heapq.heapreplace(free_at, end)
             if signal:
@@ -267,6 +267,13 @@ class Simulator:
             lost = self.by_name.get(name)
             if word == "lose" and lost is not None:
                 self._close(lost)         # the host is gone: its stream ends, no goodbye
+
+
+def _first_due(timers: list[tuple[float, int, str, SimNode, int, Any]]) -> float:
+    """When the heap's first timer is due."""
+    for due, *_ in timers[:1]:
+        return due
+    return float("inf")
 
 
 def _sample(now: float) -> dict[str, Any]:

@@ -118,6 +118,8 @@ def figures(j: Journal) -> dict[str, Any]:
         "memory": memory_figures(j.memory(), nodes, t_last),
         # before the first submission: the start, with the wait for a batch allocation
         "startup": max(t_first - run["t_start"], 0.0) if run.get("t_start") else None,
+        # the Slurm provider's decisions (--slurm auto's first), journaled as task 0's lines
+        "slurm": [ln["line"] for ln in j.logs(task=0, levels=["SLURM"], limit=SLURM_LINES)],
     }
 
 
@@ -211,6 +213,7 @@ def to_markdown(f: dict[str, Any]) -> str:
              else "| M / lower bound | - |",
              f"| W / P, slot utilisation | {100 * f['efficiency']:.1f} % |", "",
              *_held_section(f),
+             *_slurm_section(f),
              *_memory_section(f),
              "## Time queued vs running", "",
              f"Ready but waiting for a slot: {f['queued']:.3f} s in total; running: "
@@ -233,6 +236,18 @@ def to_markdown(f: dict[str, Any]) -> str:
         lines += ["", f"Critical path (task ids): {cp}"
                   + (" ..." if len(f["critical_path"]) > 30 else "")]
     return "\n".join(lines) + "\n"
+
+
+SLURM_LINES = 40     # the Slurm decisions the report shows (the journal keeps them all)
+
+
+def _slurm_section(f: dict[str, Any]) -> list[str]:
+    lines = f.get("slurm") or []
+    if not lines:
+        return []
+    return ["## Slurm decisions", "", *[f"- {ln}" for ln in lines],
+            *(["- ... (all of them: taskflow logs RUN --level SLURM)"]
+              if len(lines) >= SLURM_LINES else []), ""]
 
 
 def memory_figures(reports: list[dict[str, Any]], nodes: list[dict[str, Any]],

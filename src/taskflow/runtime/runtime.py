@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..errors import RuntimeNotStarted, TaskError, UsageError
+from ..errors import NodeLost, RuntimeNotStarted, TaskError, UsageError
 from ..future import FINISHED, Future
 from ..graph import task as T
 from ..graph.builder import Builder
@@ -294,6 +294,18 @@ class Runtime(RunState):
     def node_event(self, kind: str, node: str, extra: Any) -> None:
         if self.bus.active:
             self.bus.emit(NodeNote(kind, time.time(), 0, "", node, extra))
+
+    def no_more_nodes(self, reason: str) -> None:
+        """An elastic provider gave up: if no node left can run a task, every task fails
+        with ``reason`` (as when the last node is lost) instead of waiting for nodes."""
+        cbs: Callbacks = []
+        with self.lock:
+            if self.started and not self.stopped and not self.nodes_coming() \
+                    and not self.scheduler.fits_ever(1, 0):
+                outcomes.fail_everything(self, NodeLost(reason), cbs)
+        for fn, fut in cbs:
+            fn(fut)
+        self.dispatcher.wake()
 
     def __enter__(self) -> "Runtime":
         return self.start()
