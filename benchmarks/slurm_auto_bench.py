@@ -38,7 +38,7 @@ def _sh(*cmd: str) -> str:
 
 
 def _block(blockers: list[tuple[int, float]]) -> list[str]:
-    jids = [_sh("sbatch", "--parsable", "-J", "tf-bench-busy", "-N", str(n), "--exclusive",
+    jids = [_sh("sbatch", "--parsable", "-J", "tf-bench-busy", "-o", "/dev/null", "-N", str(n), "--exclusive",
                 "--time=1", "--wrap", f"sleep {s}") for n, s in blockers]
     deadline = time.time() + 30
     while jids and time.time() < deadline:

@@ -52,7 +52,7 @@ def work(i: int, d: float) -> int:
 def _busy(nodes: int, seconds: float) -> str | None:
     if seconds <= 0 or nodes < 2:
         return None
-    out = subprocess.run(["sbatch", "--parsable", "-J", "tf-bench-busy", "-N", str(nodes - 1),
+    out = subprocess.run(["sbatch", "--parsable", "-J", "tf-bench-busy", "-o", "/dev/null", "-N", str(nodes - 1),
                           "--exclusive", "--wrap", f"sleep {seconds}"],
                          capture_output=True, text=True, check=True).stdout.strip()
     deadline = time.time() + 30
