@@ -6,6 +6,8 @@ import gc
 import random
 import time
 
+import pytest
+
 from fakes import node, spec, state, task
 from taskflow.future import Future
 from taskflow.runtime.remote_values import EVERY_NODE, RemoteValues
@@ -158,3 +160,27 @@ def test_a_holder_is_found_by_name_not_by_a_scan():
     nodes[250].alive = False
     assert st.scheduler.holder(fut) is None
     assert _Looks.n == 0
+
+
+def test_a_big_task_group_keeps_its_tasks_in_flight_and_its_failures_not_all(rt):
+    from taskflow import TaskGroup, barrier_group, task, wait_on
+    from taskflow.errors import TaskError
+
+    @task(returns=1)
+    def ok(x):
+        return x
+
+    @task(returns=1)
+    def bad(x):
+        raise ValueError(f"bad {x}")
+
+    got = []
+    with TaskGroup("big", implicit_barrier=False):
+        bad(7)
+        for k in range(0, 16000, 2000):           # a program that waits as it goes
+            got += wait_on([ok(i) for i in range(k, k + 2000)])
+    assert got == list(range(16000))
+    kept = rt.groups["big"]
+    assert len(kept) < 4096 + 2000, len(kept)    # it forgot tasks that ended well
+    with pytest.raises(TaskError, match="bad 7"):
+        barrier_group("big")                      # the failure is still there

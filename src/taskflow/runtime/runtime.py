@@ -364,7 +364,7 @@ class Runtime(RunState):
         if self.group_stack:
             task.group = tuple(self.group_stack)
             for g in self.group_stack:
-                self.groups[g].append(task)
+                self.join_group(g, task)
                 if g in self.group_aborts:
                     aborted = g
         cancel_by = None

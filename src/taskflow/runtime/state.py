@@ -16,6 +16,7 @@ import itertools
 import threading
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Union
 
+from ..graph import task as T
 from .events import EventBus
 from .scheduler import Scheduler
 from .specruns import SpecRuns
@@ -28,6 +29,8 @@ if TYPE_CHECKING:
     from ..providers.handle import NodeHandle
 
 Waiter = Union[threading.Event, "Task"]    # who waits for a value being fetched
+
+GROUP_FORGET = 4096     # tasks in a group before it first forgets those that ended well
 
 
 class Comm(Protocol):
@@ -84,11 +87,25 @@ class RunState:
         self.interrupting = False          # the run is being interrupted: nothing new starts
         self.dead: str | None = None       # why no task can run any more (no nodes left)
         self.groups: dict[str, list[Task]] = {}          # task groups: their tasks so far
+        self._group_marks: dict[str, int] = {}           # group -> its size at the next forget
         # group -> (error recorded as a failure, the GroupAbort a task raised): raised in the
         # program at the group's barrier (runtime.cancel)
         self.group_aborts: dict[str, tuple[TaskError, BaseException]] = {}
         self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
         self.dids: Iterator[int] = itertools.count(1)      # data (version) ids
+
+    def join_group(self, name: str, task: Task) -> None:
+        """``task`` is one of group ``name``'s. A group forgets its tasks that ended well
+        (its barrier waits for the others and raises their failures) each time it has
+        doubled since it last did, so a group of ten million tasks holds the tasks in
+        flight and those that failed, not every task done (the journal has them all)."""
+        tasks = self.groups[name]
+        tasks.append(task)
+        if len(tasks) >= self._group_marks.get(name, GROUP_FORGET):
+            done = T.DONE
+            kept = [t for t in tasks if t.state != done]
+            self.groups[name] = kept
+            self._group_marks[name] = max(GROUP_FORGET, 2 * len(kept))
 
     def nodes_coming(self) -> bool:
         """An elastic provider (Slurm pilots) will bring more nodes."""
