@@ -184,3 +184,40 @@ def test_a_big_task_group_keeps_its_tasks_in_flight_and_its_failures_not_all(rt)
     assert len(kept) < 4096 + 2000, len(kept)    # it forgot tasks that ended well
     with pytest.raises(TaskError, match="bad 7"):
         barrier_group("big")                      # the failure is still there
+
+
+def test_a_journal_slower_than_the_tasks_holds_back_the_submitter_not_the_records(tmp_path):
+    """Undelivered rows hold their tasks' records: past the bus's backlog limit the program
+    waits for the journal instead of the master keeping every finished task."""
+    import threading
+
+    import taskflow
+    from taskflow import task, wait_on
+    from taskflow.providers.simulated import SimulatedProvider
+
+    @task(returns=1)
+    def echo(x):
+        return x
+
+    rt = taskflow.Runtime(providers=[SimulatedProvider(4)], run_dir=str(tmp_path),
+                          echo_logs=False).start()
+    try:
+        rt.bus.backlog_limit = 2000
+        seen: list[int] = []
+        rt.bus.subscribe(lambda batch: time.sleep(0.05), rows=True)   # a slow observer
+        stop = threading.Event()
+
+        def watch():
+            while not stop.is_set():
+                seen.append(rt.bus.backlog())
+                time.sleep(0.002)
+        w = threading.Thread(target=watch, daemon=True)
+        w.start()
+        got = wait_on([echo(i) for i in range(30000)])
+        stop.set()
+        w.join(5)
+    finally:
+        rt.stop()
+    assert got == list(range(30000))
+    # the lists never held much more than the limit (plus what one delivery took)
+    assert max(seen) < 2 * 2000 + 2 * 128, max(seen)

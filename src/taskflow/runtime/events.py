@@ -34,6 +34,14 @@ them pile up, for at most :attr:`EventBus.max_delay` seconds. Rows and
 pickles for observers then cost the master's GIL after the burst, when it
 waits, and not while it feeds the nodes; a run of long tasks, or a slow
 trickle, is delivered every ``interval`` as before.
+
+The rows are bounded: a row holds its task's record until it is delivered,
+so a journal slower than the tasks (its process starved of CPU) would let
+them, and the master's memory, grow with the tasks done. Past
+:attr:`EventBus.backlog_limit` rows not yet delivered the bus delivers at once and the
+thread that submits tasks waits (:meth:`EventBus.wait_backlog`) until half
+are: the run goes at the journal's pace instead of holding ten million
+finished tasks.
 """
 from __future__ import annotations
 
@@ -63,6 +71,7 @@ QUIET = 0.6     # s without events after which row subscribers get an empty batc
 class EventBus:
     burst = 2000        # task rows per tick above which delivery waits (see module doc)
     max_delay = 1.0     # s: the longest a row waits for delivery
+    backlog_limit = 50_000   # rows not delivered yet before the submitting thread waits
 
     def __init__(self, interval: float = 0.1) -> None:
         self.interval = interval
@@ -80,6 +89,8 @@ class EventBus:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
+        self._delivering = 0         # rows of the delivery under way (taken from the lists)
+        self._urgent = False         # a submitter waits on the backlog: deliver now
 
     def subscribe(self, fn: Subscriber, rows: bool = False) -> None:
         """``fn(events)`` is called from the bus thread with a list of events."""
@@ -122,9 +133,24 @@ class EventBus:
             if stop:
                 return
 
+    def backlog(self) -> int:
+        """Task rows not delivered yet (each holds its task's record)."""
+        return len(self.sub_rows) + len(self.done_rows) + self._delivering
+
+    def wait_backlog(self, below: int) -> None:
+        """A thread that submits tasks (holding no lock the bus takes) waits until fewer
+        than ``below`` rows wait for delivery; the bus delivers meanwhile, burst or not."""
+        with self._cv:
+            while self.backlog() >= below and not self._stop and self._thread is not None:
+                self._urgent = True
+                self._cv.notify_all()
+                self._cv.wait(0.5)
+
     def _bursting(self) -> bool:
         """Many rows came in since the last tick, and none has waited max_delay yet."""
         n = len(self.sub_rows) + len(self.done_rows)
+        if self._urgent or n >= self.backlog_limit:
+            return False
         grew, self._seen = n - self._seen, n
         return grew > self.burst and time.monotonic() - self._last < self.max_delay
 
@@ -143,6 +169,18 @@ class EventBus:
             if self.sub_rows or self.done_rows:
                 entries, self.sub_rows = self.sub_rows, []
                 ended, self.done_rows = self.done_rows, []
+                self._delivering = len(entries) + len(ended)
+        try:
+            self._deliver_taken(buf, entries, ended)
+        finally:
+            if self._delivering or self._urgent:
+                with self._cv:          # (a submitter may wait on the backlog)
+                    self._delivering = 0
+                    self._urgent = False
+                    self._cv.notify_all()
+
+    def _deliver_taken(self, buf: list[Event], entries: list[Any], ended: list[Task]) -> None:
+        """Hand what :meth:`_deliver` took to the subscribers."""
         self._seen = 0
         now = self._last = time.monotonic()
         if not buf and not entries and not ended:

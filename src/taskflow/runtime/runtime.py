@@ -356,6 +356,9 @@ class Runtime(RunState):
         if self._since_yield >= YIELD_EVERY:
             self._since_yield = 0
             self.dispatcher.let_run()
+            bus = self.bus
+            if bus.active and bus.backlog() >= bus.backlog_limit:   # the journal is behind:
+                bus.wait_backlog(bus.backlog_limit // 2)    # its rows hold task records
         return value
 
     def _record(self, task: Task, deps: Iterable[Future]) -> None:
