@@ -71,7 +71,7 @@ QUIET = 0.6     # s without events after which row subscribers get an empty batc
 class EventBus:
     burst = 2000        # task rows per tick above which delivery waits (see module doc)
     max_delay = 1.0     # s: the longest a row waits for delivery
-    backlog_limit = 50_000   # rows not delivered yet before the submitting thread waits
+    backlog_limit = 200_000  # rows not delivered yet before the submitting thread waits
 
     def __init__(self, interval: float = 0.1) -> None:
         self.interval = interval
@@ -90,6 +90,7 @@ class EventBus:
         self._thread: threading.Thread | None = None
         self._stop = False
         self._delivering = 0         # rows of the delivery under way (taken from the lists)
+        self.waited = 0.0            # s submitters waited on the backlog (the journal's pace)
         self._urgent = False         # a submitter waits on the backlog: deliver now
 
     def subscribe(self, fn: Subscriber, rows: bool = False) -> None:
@@ -140,11 +141,13 @@ class EventBus:
     def wait_backlog(self, below: int) -> None:
         """A thread that submits tasks (holding no lock the bus takes) waits until fewer
         than ``below`` rows wait for delivery; the bus delivers meanwhile, burst or not."""
+        t0 = time.monotonic()
         with self._cv:
             while self.backlog() >= below and not self._stop and self._thread is not None:
                 self._urgent = True
                 self._cv.notify_all()
                 self._cv.wait(0.5)
+        self.waited += time.monotonic() - t0
 
     def _bursting(self) -> bool:
         """Many rows came in since the last tick, and none has waited max_delay yet."""
