@@ -221,3 +221,18 @@ def test_a_journal_slower_than_the_tasks_holds_back_the_submitter_not_the_record
     assert got == list(range(30000))
     # the lists never held much more than the limit (plus what one delivery took)
     assert max(seen) < 2 * 2000 + 2 * 128, max(seen)
+
+
+def test_a_burst_keeps_new_rows_back_until_their_task_ends_never_behind_its_events():
+    from taskflow.runtime.event_types import Running
+    from taskflow.runtime.events import SUB_HOLD, _hold_back
+
+    st, _ = state(node("n1"))
+    sp = spec()
+    fresh, ended, told, old, dep = (task(sp, st=st) for _ in range(5))
+    old.t_submit = time.time() - 2 * SUB_HOLD
+    buf = [Running("running", time.time(), told.id, "f", "n1", None)]
+    now, later = _hold_back([fresh, ended, told, old, (dep, [ended.id])], [ended], buf)
+    assert later == [fresh, (dep, [ended.id])]       # new, not ended, nothing said of them
+    assert now == [ended, told, old]                 # one row with its end; before its
+    #                                                  event; waited long enough

@@ -66,6 +66,7 @@ Subscriber = Callable[[Any], None]     # gets a list[Event], or a RowBatch (rows
 
 
 QUIET = 0.6     # s without events after which row subscribers get an empty batch
+SUB_HOLD = 0.5  # s a new task's row may wait for its end to go out as one row (_hold_back)
 
 
 class EventBus:
@@ -130,7 +131,7 @@ class EventBus:
                 stop = self._stop
             if not stop and self._bursting():
                 continue
-            self._deliver()
+            self._deliver(hold=not stop)
             if stop:
                 return
 
@@ -157,7 +158,11 @@ class EventBus:
         grew, self._seen = n - self._seen, n
         return grew > self.burst and time.monotonic() - self._last < self.max_delay
 
-    def _deliver(self) -> None:
+    def _deliver(self, hold: bool = False) -> None:
+        """Hand everything emitted so far to the subscribers; ``hold`` (the bus thread's
+        deliveries): in a burst, the rows of tasks submitted in the last :data:`SUB_HOLD`
+        seconds that have not ended and have no event in this delivery wait for the next
+        one, where most of them go out as one whole row instead of two."""
         q = self._buf
         pop = q.popleft
         entries: list[Any] = []     # submitted tasks, then the rows made of them (_rows)
@@ -172,6 +177,8 @@ class EventBus:
             if self.sub_rows or self.done_rows:
                 entries, self.sub_rows = self.sub_rows, []
                 ended, self.done_rows = self.done_rows, []
+                if hold and len(entries) > self.burst:
+                    entries, self.sub_rows = _hold_back(entries, ended, buf)
                 self._delivering = len(entries) + len(ended)
         try:
             self._deliver_taken(buf, entries, ended)
@@ -232,6 +239,28 @@ class EventBus:
         self._thread.join(5)
         self._deliver()
         self._thread = None
+
+
+def _hold_back(entries: list[Any], ended: list[Task], buf: list[Event]
+               ) -> tuple[list[Any], list[Any]]:
+    """(the submitted rows to deliver now, those to keep for the next delivery): a row
+    waits when its task was submitted less than SUB_HOLD s ago, has not ended, and no
+    event of it goes out now (a row never follows its task's events)."""
+    cut = time.time() - SUB_HOLD
+    done = set(ended)
+    told = {ev.task_id for ev in buf}
+    now: list[Any] = []
+    later: list[Any] = []
+    for e in entries:
+        if type(e) is tuple:
+            t, _ = e
+        else:
+            t = e
+        if t.t_submit > cut and t not in done and t.id not in told:
+            later.append(e)
+        else:
+            now.append(e)
+    return now, later
 
 
 def _rows(entries: list[Any], done: list[Task]
