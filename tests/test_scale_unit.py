@@ -229,10 +229,10 @@ def test_a_burst_keeps_new_rows_back_until_their_task_ends_never_behind_its_even
 
     st, _ = state(node("n1"))
     sp = spec()
-    fresh, ended, told, old, dep = (task(sp, st=st) for _ in range(5))
-    old.t_submit = time.time() - 2 * SUB_HOLD
+    old, fresh, ended, told, dep = (task(sp, st=st) for _ in range(5))
+    old.t_submit = time.time() - 2 * SUB_HOLD       # (rows come in submission order)
     buf = [Running("running", time.time(), told.id, "f", "n1", None)]
-    now, later = _hold_back([fresh, ended, told, old, (dep, [ended.id])], [ended], buf)
+    now, later = _hold_back([old, fresh, ended, told, (dep, [ended.id])], [ended], buf)
     assert later == [fresh, (dep, [ended.id])]       # new, not ended, nothing said of them
-    assert now == [ended, told, old]                 # one row with its end; before its
-    #                                                  event; waited long enough
+    assert now == [old, ended, told]                 # waited long enough; one row with its
+    #                                                  end; before its event

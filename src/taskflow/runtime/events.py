@@ -177,8 +177,13 @@ class EventBus:
             if self.sub_rows or self.done_rows:
                 entries, self.sub_rows = self.sub_rows, []
                 ended, self.done_rows = self.done_rows, []
-                if hold and len(entries) > self.burst:
-                    entries, self.sub_rows = _hold_back(entries, ended, buf)
+                self._delivering = len(entries) + len(ended)
+        if hold and len(entries) > self.burst and len(buf) < len(entries) // 8:
+            # (short tasks: they have no other events; the scan without the runtime's lock)
+            entries, later = _hold_back(entries, ended, buf)
+            if later:
+                with lock if lock is not None else contextlib.nullcontext():
+                    self.sub_rows = later + self.sub_rows
                 self._delivering = len(entries) + len(ended)
         try:
             self._deliver_taken(buf, entries, ended)
@@ -245,22 +250,34 @@ def _hold_back(entries: list[Any], ended: list[Task], buf: list[Event]
                ) -> tuple[list[Any], list[Any]]:
     """(the submitted rows to deliver now, those to keep for the next delivery): a row
     waits when its task was submitted less than SUB_HOLD s ago, has not ended, and no
-    event of it goes out now (a row never follows its task's events)."""
+    event of it goes out now (a row never follows its task's events). Rows are in
+    submission order: those submitted before the cut go at once, unlooked at."""
     cut = time.time() - SUB_HOLD
+    lo, hi = 0, len(entries)
+    while lo < hi:                  # the first row submitted after the cut
+        mid = (lo + hi) // 2
+        e = entries[mid]
+        t = e if type(e) is not tuple else _task_of(e)
+        if t.t_submit > cut:
+            hi = mid
+        else:
+            lo = mid + 1
     done = set(ended)
     told = {ev.task_id for ev in buf}
-    now: list[Any] = []
+    now: list[Any] = entries[:lo]
     later: list[Any] = []
-    for e in entries:
-        if type(e) is tuple:
-            t, _ = e
-        else:
-            t = e
-        if t.t_submit > cut and t not in done and t.id not in told:
+    for e in entries[lo:]:
+        t = e if type(e) is not tuple else _task_of(e)
+        if t not in done and t.id not in told:
             later.append(e)
         else:
             now.append(e)
     return now, later
+
+
+def _task_of(entry: tuple[Task, list[int]]) -> Task:
+    t, _ = entry
+    return t
 
 
 def _rows(entries: list[Any], done: list[Task]
