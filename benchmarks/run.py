@@ -209,11 +209,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--workers", type=int, default=2, help="worker processes W for A, B, C, E, G")
     p.add_argument("--json", default=str(RESULTS / "latest.json"), help="where to write the JSON figures")
+    p.add_argument("--resumable", choices=("on", "off"), default=None,
+                   help="taskflow's runs resumable or not (default: the runtime's default)")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.resumable is not None:      # the taskflow peer reads it (children inherit it)
+        os.environ["TASKFLOW_BENCH_RESUMABLE"] = args.resumable
     keys = list("ABCDEG") if args.all else (args.only or DEFAULT_WORKLOADS).upper().replace(" ", "").split(",")
     bad = [k for k in keys if k not in workloads.WORKLOADS]
     if bad:
@@ -284,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         "runtimes": names,
         "unavailable": unavailable,  # e.g. taskflow installed but not importable yet
         "g_tasks": args.g_tasks if "G" in keys else None,
+        "resumable": args.resumable,
         "wall_s": time.perf_counter() - t_all,
     }
     out = Path(args.json)

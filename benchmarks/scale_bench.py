@@ -2,6 +2,21 @@
 
     python benchmarks/scale_bench.py [--nodes 2,8,32,64,128] [--tasks 100000] [--repeat 3]
                                      [--sleep-tasks 10000] [--json PATH]
+    python benchmarks/scale_bench.py --simulated 2,64,1024[,4096] [--tasks 100000]
+                                     [--repeat 3] [--sleep-tasks 10000] [--json PATH]
+
+--simulated: the real master against N simulated node agents of one slot
+(taskflow.providers.simulated: every node a real endpoint of the wire,
+served by one process per 1,024 nodes, no executors), so what is measured
+is the master alone. Each sample is a fresh interpreter (its peak RSS is its
+own); node counts take turns in every repetition. Per sample: --tasks no-op
+tasks after a warm-up, tasks/s, the master's CPU per task (this process, all
+threads, until the journal has taken every row of the sample) and its peak
+RSS; then S2 on 1,024 nodes (or the largest N): --sleep-tasks tasks of 50 ms
+on simulated one-slot nodes, makespan / ideal with ideal = ceil(tasks / N) x
+50 ms (tasks are whole). JSON: {"simulated": [{"nodes", "tasks",
+"tasks_per_s", "master_cpu_us_per_task", "master_peak_rss_mb"}, ...]} (the
+medians) plus the samples and S2.
 
 S   100,000 no-op tasks (submit all, wait all) on N local node agents of one
     slot each, N in --nodes, and on 2 agents of N/2 slots each for the largest
@@ -102,12 +117,23 @@ class Config:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--simulated", default=None, metavar="N,N,...",
+                   help="simulated one-slot nodes (e.g. 2,64,1024,4096) instead of local agents")
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)   # a child's sample (JSON)
     p.add_argument("--nodes", default="2,8,32,64,128")
     p.add_argument("--tasks", type=int, default=100_000)
     p.add_argument("--sleep-tasks", type=int, default=10_000, help="0: skip S2")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--json", default=str(RESULTS / "scale.json"))
+    p.add_argument("--json", default=None, help="default: results/scale.json (simulated: results/scale_simulated.json)")
     args = p.parse_args(argv)
+    if args.one is not None:
+        import simulated_scale
+        print(json.dumps(simulated_scale.one(json.loads(args.one))))
+        return 0
+    if args.simulated is not None:
+        import simulated_scale
+        return simulated_scale.main(args, [int(x) for x in args.simulated.split(",") if x],
+                                    RESULTS)
     counts = [int(x) for x in args.nodes.split(",") if x]
     big = max(counts)
     shapes = [(n, 1) for n in counts] + ([(2, big // 2)] if big > 2 else [])
@@ -156,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cores": os.cpu_count(), "tasks": args.tasks,
             "repeat": args.repeat}
-    Path(args.json).write_text(json.dumps({"meta": meta, "samples": samples, "medians": med,
+    Path(args.json or RESULTS / "scale.json").write_text(json.dumps({"meta": meta, "samples": samples, "medians": med,
                                            "starts": starts, "table": table}, indent=2))
     return 0
 

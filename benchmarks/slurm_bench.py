@@ -2,6 +2,14 @@
 
     python benchmarks/slurm_bench.py [--nodes 3] [--tasks 48] [--duration 0.5]
                                      [--busy SECONDS] [--json out.json]
+    python benchmarks/slurm_bench.py --auto [--json out.json]
+
+--auto: the scenarios of benchmarks/slurm_auto_bench.py (an idle cluster and a
+busy one, blocker jobs holding nodes): in each, --slurm auto's decision
+(taskflow.providers.slurm_auto.choose) from the queue as the run would see
+it, then both modes run for the measurement; JSON {"auto": [{"scenario",
+"chosen", "predicted_batch_s", "predicted_pilot_s", "measured_batch_s",
+"measured_pilot_s"}, ...]}.
 
 The same workflow (``--tasks`` tasks sleeping ``--duration`` s, so the
 figures do not depend on the load of a shared machine) runs once with one
@@ -44,7 +52,7 @@ def work(i: int, d: float) -> int:
 def _busy(nodes: int, seconds: float) -> str | None:
     if seconds <= 0 or nodes < 2:
         return None
-    out = subprocess.run(["sbatch", "--parsable", "-J", "tf-bench-busy", "-N", str(nodes - 1),
+    out = subprocess.run(["sbatch", "--parsable", "-J", "tf-bench-busy", "-o", "/dev/null", "-N", str(nodes - 1),
                           "--exclusive", "--wrap", f"sleep {seconds}"],
                          capture_output=True, text=True, check=True).stdout.strip()
     deadline = time.time() + 30
@@ -57,12 +65,14 @@ def _busy(nodes: int, seconds: float) -> str | None:
     return out
 
 
-def one(mode: str, nodes: int, tasks: int, duration: float, busy: float) -> dict:
+def one(mode: str, nodes: int, tasks: int, duration: float, busy: float,
+        **provider: object) -> dict:
     blocker = _busy(nodes, busy)
     lost: dict = {}
-    p = SlurmProvider(mode, nodes, cpus=2, max_queued=nodes)
+    p = SlurmProvider(mode, nodes, **{"cpus": 2, "max_queued": nodes, **provider})
     with tempfile.TemporaryDirectory() as tmp:
-        rt = taskflow.Runtime(providers=[p], run_dir=tmp, echo_logs=False, journal=False)
+        rt = taskflow.Runtime(providers=[p], run_dir=tmp, echo_logs=False, journal=False,
+                              start_timeout=180)
         rt.bus.subscribe(lambda evs: lost.update({e[4]: e[1] for e in evs
                                                   if e[0] == "node_lost"}))
         t0 = time.time()
@@ -94,18 +104,33 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=0.5)
     ap.add_argument("--busy", type=float, default=0.0)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--auto", action="store_true", help="--slurm auto's scenarios")
     a = ap.parse_args()
     own = not os.environ.get("SLURM_CONF")
     script = ROOT / "runtime" / "testbed" / "slurm.sh"
-    if own:
+    held = None
+    if own:      # the tests' lock (runtime/testbed/testbed_hold.py): a test session waits
+        sys.path.insert(0, str(ROOT / "runtime" / "testbed"))
+        from testbed_hold import hold
+        tb = os.environ.get("TF_SLURM_TB", "/tmp/taskflow-slurm")
+        held = hold(os.path.join(os.path.dirname(tb), "taskflow-slurm.lock"), 1800)
+        if held is None:
+            sys.exit("the Slurm testbed stayed in use by another session")
+        subprocess.run(["bash", str(script), "down"], capture_output=True)
         subprocess.run(["bash", str(script), "up", str(a.nodes)], check=True)
         os.environ["SLURM_CONF"] = os.path.join(os.environ.get("TF_SLURM_TB", "/tmp/taskflow-slurm"),
                                                 "slurm", "slurm.conf")
     try:
+        if a.auto:
+            import slurm_auto_bench
+            slurm_auto_bench.main(a.json)
+            return
         rows = [one(m, a.nodes, a.tasks, a.duration, a.busy) for m in ("batch", "pilot")]
     finally:
         if own:
             subprocess.run(["bash", str(script), "down"])
+        if held is not None:
+            held.close()
     b, p = rows
     print("| mode | M (s) | W (slots) | C (slot-s) | C/W (s) | jobs | queue wait per job (s) |")
     print("|---|---|---|---|---|---|---|")

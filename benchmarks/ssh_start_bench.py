@@ -9,6 +9,12 @@ slot each, shared filesystem, the venv's interpreter), then over 1/4 and 1/2
 of them, so the growth with the host count shows; each start is followed by
 one 0.2 s task per node (every node answers) and a stop. Reported: seconds
 to all nodes ready (handshaken), and to a result from every node.
+
+The floor, measured in the same run just before each start (same hosts):
+OpenSSH's client connecting to every host at once and running the same
+interpreter with ``-c "import taskflow"`` there (one process per host, all
+in parallel), seconds until the last one exited. Target: all ready within
+1.3x of the floor for 60 hosts.
 """
 from __future__ import annotations
 
@@ -47,6 +53,23 @@ def where(i):
 
 def _env() -> dict:
     return testbed.hosts_env(TB)
+
+
+def floor(env: dict, n: int) -> float:
+    """Seconds for OpenSSH to run the interpreter with ``import taskflow`` on n hosts at once."""
+    hosts = env["TF_TB_HOSTS"].split()[:n]
+    wrap = env["TF_TB_SSH_WRAP"]
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen([wrap, h, sys.executable, "-c", "'import taskflow'"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for h in hosts]
+    bad = [(h, p.wait(), p.stderr.read().decode() if p.stderr else "")
+           for h, p in zip(hosts, procs)]
+    took = time.perf_counter() - t0
+    failed = [(h, rc, err.strip()[-200:]) for h, rc, err in bad if rc != 0]
+    if failed:
+        raise RuntimeError(f"the OpenSSH floor failed on {len(failed)} hosts: {failed[:3]}")
+    return took
 
 
 def one_start(env: dict, n: int, run_dir: str) -> dict:
@@ -98,20 +121,28 @@ def main() -> int:
         sizes = sorted({max(1, n // 4), max(1, n // 2), n})
         for rep in range(a.repeat):
             for k in sizes:
+                f = floor(env, k)
                 r = one_start(env, k, run_dir)
+                r["floor_s"] = f
+                r["ready_over_floor"] = r["ready_s"] / f
                 samples.setdefault(k, []).append(r)
                 print(f"[rep {rep + 1}] {k} SSH nodes: ready in {r['ready_s']:.2f} s, a result "
-                      f"from each in {r['first_results_s']:.2f} s", file=sys.stderr, flush=True)
+                      f"from each in {r['first_results_s']:.2f} s; OpenSSH floor {f:.2f} s "
+                      f"({r['ready_over_floor']:.2f}x)", file=sys.stderr, flush=True)
     finally:
         subprocess.run(["bash", SCRIPT, "down"], env=env_tb)
         if before:          # someone had hosts up (a crashed session): leave as many up
             subprocess.run(["bash", SCRIPT, "up", str(before)], env=env_tb)
         lock.close()
-    lines = ["| SSH nodes | s to all ready (min-max) | s to a result from each |", "|---|---|---|"]
+    lines = ["| SSH nodes | s to all ready (min-max) | OpenSSH floor s (min-max) | ready / floor "
+             "(median of the same-run ratios) | s to a result from each |", "|---|---|---|---|---|"]
     for k, rs in sorted(samples.items()):
         ready = [r["ready_s"] for r in rs]
         first = [r["first_results_s"] for r in rs]
+        fl = [r["floor_s"] for r in rs]
+        ratio = statistics.median(r["ready_over_floor"] for r in rs)
         lines.append(f"| {k} | {statistics.median(ready):.2f} ({min(ready):.2f}-{max(ready):.2f}) | "
+                     f"{statistics.median(fl):.2f} ({min(fl):.2f}-{max(fl):.2f}) | {ratio:.2f} | "
                      f"{statistics.median(first):.2f} |")
     lines.append(f"\n(testbed: {n} network-namespace hosts with their own sshd, brought up in "
                  f"{up_s:.1f} s; one slot each; {os.cpu_count()} cores run every sshd, agent and "

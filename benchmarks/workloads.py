@@ -178,4 +178,6 @@ COLUMNS: list[tuple[str, str, str, bool]] = [
     ("E", "teardown_s", "E teardown s", False),
     ("G", "tasks_per_s", "G tasks/s", True),
     ("G", "bytes_per_task", "G bytes/task", False),
+    ("G", "master_peak_rss_mb", "G master peak RSS MB", False),
+    ("G", "g_over_a", "G / A (same sitting)", True),
 ]

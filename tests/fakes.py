@@ -37,7 +37,7 @@ class FakeComm:
     def cancel_on(self, node: NodeHandle, task_id: int) -> None:
         self.cancelled.append((node.name, task_id))
 
-    def watch_remote(self, fut: Future) -> None:
+    def watch_remote(self, fut: Future, node: str | None = None) -> None:
         self.watched.append(fut._did)
 
     def request_fetch(self, fut: Future, waiter: Any) -> None:

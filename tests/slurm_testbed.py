@@ -27,12 +27,56 @@ class SlurmTestbed:
     def __init__(self, conf: str) -> None:
         self.conf = conf
         self.nodes = [f"n{i}" for i in range(1, NODES + 1)]
+        self.controller_down = False
+
+    def stop_controller(self) -> None:
+        """slurmctld stops (SIGTERM: it saves its state); the slurmd and their jobs go on."""
+        r = _sh("ctld-stop", timeout=60)
+        assert r.returncode == 0, r.stderr
+        self.controller_down = True
+
+    def start_controller(self) -> None:
+        """slurmctld starts again on its saved state (the jobs are still there)."""
+        r = _sh("ctld-start", timeout=60)
+        assert r.returncode == 0, r.stderr
+        self.controller_down = False
 
     def squeue(self, name: str) -> dict:
         """job id -> state of the jobs called ``name`` (all states)."""
         r = subprocess.run(["squeue", "-h", "-t", "all", "-n", name, "-o", "%i|%T"],
                            capture_output=True, text=True, timeout=15)
         return dict(ln.split("|", 1) for ln in r.stdout.split() if "|" in ln)
+
+
+COMMANDS = ("squeue", "sacct", "sbatch", "scancel", "scontrol", "sinfo")
+
+
+@pytest.fixture
+def slurm_calls(tmp_path, monkeypatch):
+    """Wrappers for the Slurm commands, first on PATH: each call is a line in calls.log."""
+    bindir = tmp_path / "slurm-wrappers"
+    bindir.mkdir()
+    calls = tmp_path / "calls.log"
+    for name in COMMANDS:
+        real = shutil.which(name)
+        if real is None:
+            continue
+        w = bindir / name
+        w.write_text(f'#!/bin/sh\necho "$(date +%s.%N) {name} $*" >> {calls}\nexec {real} "$@"\n')
+        w.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+
+    def read(name: str | None = None, since: float = 0.0) -> list[str]:
+        if not calls.exists():
+            return []
+        out = []
+        for line in calls.read_text().splitlines():
+            t, _, rest = line.partition(" ")
+            if float(t) >= since and (name is None or rest.split()[0] == name):
+                out.append(rest)
+        return out
+    return read
 
 
 def _why_not() -> str | None:

@@ -58,8 +58,8 @@ def test_least_loaded_reads_the_nodes_reported_cpu():
     n1, n2 = node("n1"), node("n2")
     st, _ = state(n1, n2)
     st.scheduler.placement = "least-loaded"
-    n1.samples.append({"t": 0, "cpu": 95.0, "cpu_own": 0.0})   # busy with outside work
-    n2.samples.append({"t": 0, "cpu": 5.0, "cpu_own": 0.0})
+    n1.sample = {"t": 0, "cpu": 95.0, "cpu_own": 0.0}   # busy with outside work
+    n2.sample = {"t": 0, "cpu": 5.0, "cpu_own": 0.0}
     t = task(spec(), st=st)
     assert st.scheduler.assign() == [(n2, t)]
 

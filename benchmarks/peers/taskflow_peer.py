@@ -7,6 +7,7 @@ level so they pickle by reference, with the same bodies as the plain ones in
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import taskflow
@@ -64,7 +65,10 @@ TASKS: dict[str, Any] = {
 
 class TaskflowHandle:
     def __init__(self, workers: int) -> None:
-        self.rt = taskflow.Runtime(workers=workers)
+        # run.py --resumable on|off (else the runtime's default)
+        resumable = os.environ.get("TASKFLOW_BENCH_RESUMABLE")
+        kw = {} if resumable is None else {"resumable": resumable == "on"}
+        self.rt = taskflow.Runtime(workers=workers, **kw)
         self.rt.start()
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:

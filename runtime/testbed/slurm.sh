@@ -7,6 +7,8 @@
 #   bash runtime/testbed/slurm.sh up [N]   # default 3 nodes, $TF_SLURM_CPUS (2) CPUs each
 #   bash runtime/testbed/slurm.sh down     # scancel everything, stop the daemons (recorded PIDs)
 #   bash runtime/testbed/slurm.sh status
+#   bash runtime/testbed/slurm.sh ctld-stop    # stop slurmctld only (SIGTERM: it saves its state)
+#   bash runtime/testbed/slurm.sh ctld-start   # start it again on that state (jobs are kept)
 # Then: source $TF_SLURM_TB/env.sh  (exports SLURM_CONF)
 set -euo pipefail
 TB=${TF_SLURM_TB:-/tmp/taskflow-slurm}
@@ -87,6 +89,13 @@ cmd_down() {
   for f in "$P"/slurmd-*.pid "$P"/slurmctld.pid "$P"/munged.pid; do [ -e "$f" ] && stop_pid "$f"; done
   log "down"
 }
+ctld_ok() { SLURM_CONF=$S/slurm.conf timeout 5 scontrol ping 2>/dev/null | grep -q "is UP"; }
+cmd_ctld_stop() { [ -f "$P/slurmctld.pid" ] && stop_pid "$P/slurmctld.pid"; log "slurmctld stopped"; }
+cmd_ctld_start() {
+  start slurmctld /usr/sbin/slurmctld -D -i -f "$S/slurm.conf"
+  waitfor 30 ctld_ok || { tail -5 "$L"/slurmctld*.log; exit 1; }
+  log "slurmctld up again"
+}
 cmd_status() {
   for f in "$P"/*.pid; do [ -e "$f" ] || continue; p=$(cat "$f")
     printf '%-16s %-7s %s\n' "$(basename "$f" .pid)" "$p" "$(kill -0 "$p" 2>/dev/null && echo up || echo dead)"; done
@@ -95,5 +104,6 @@ cmd_status() {
 c=${1:-status}; shift || true
 case $c in
   up) cmd_up "$@" ;; down) cmd_down ;; status) cmd_status ;;
+  ctld-stop) cmd_ctld_stop ;; ctld-start) cmd_ctld_start ;;
   *) sed -n '2,10p' "$0"; exit 2 ;;
 esac

@@ -40,7 +40,8 @@ def slurm_cli_provider(mode: str, nodes: int, opts: tuple[str, ...]) -> Provider
             _refuse(f"--slurm-opt {opt!r}: write KEY=VALUE (e.g. partition=debug)")
         if key in ("sbatch", "worker_init"):
             sec.setdefault(key, []).append(value)
-        elif key in ("time", "partition", "account", "qos", "memory", "python", "host"):
+        elif key in ("time", "partition", "account", "qos", "memory", "python", "host",
+                     "history"):
             sec[key] = value
         else:
             try:

@@ -105,10 +105,11 @@ class RunCommand(OptionalValueCommand):
 @click.option("--cluster", type=click.Path(exists=True, dir_okay=False), default=None,
               expose_value=False, callback=lambda ctx, _p, v: ctx.meta.update(tf_cluster=v),
               help="Cluster file (YAML) listing SSH and local nodes; see docs/reference/cluster-file.md.")
-@click.option("--slurm", type=click.Choice(["batch", "pilot", "allocation"]), default=None,
-              expose_value=False,
+@click.option("--slurm", type=click.Choice(["batch", "pilot", "auto", "allocation"]),
+              default=None, expose_value=False,
               callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm=v),
-              help="Workers from Slurm: one batch allocation, pilot jobs, or the allocation "
+              help="Workers from Slurm: one batch allocation, pilot jobs, auto (the one the "
+                   "queue and the run's work predict to finish first), or the allocation "
                    "this runs in (taskflow submit); agents dial back.")
 @click.option("--slurm-nodes", type=int, default=1, show_default=True, expose_value=False,
               callback=lambda ctx, _p, v: ctx.meta.update(tf_slurm_nodes=v),
@@ -118,7 +119,8 @@ class RunCommand(OptionalValueCommand):
               help="A Slurm setting, as in the cluster file's slurm section (repeatable): "
                    "cpus=4, partition=debug, time=30, account=..., qos=..., memory=8G, "
                    "max_queued=2, idle_timeout=120, drain_margin=60, host=10.0.0.5, "
-                   "sbatch=--exclusive, worker_init='module load python'.")
+                   "sbatch=--exclusive, worker_init='module load python', work=3600 "
+                   "(--slurm auto: the run's slot-seconds of work).")
 @click.option("--compat", type=click.Choice(["pycompss"]), default=None,
               help="Run an application written for another system unchanged: pycompss makes "
                    "pycompss.* resolve to taskflow and behaves as runcompss (its options, "
@@ -150,8 +152,11 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
     rt_opts = cluster_options(meta.get("tf_cluster"), placement)
     launcher.nodes(rt_opts, bool(meta.get("tf_cluster") or meta.get("tf_slurm")))
     if meta.get("tf_slurm"):
+        opts = tuple(meta.get("tf_slurm_opts") or ())
+        if meta["tf_slurm"] == "auto" and run_dir:    # where its earlier runs' work is
+            opts += (f"history={run_dir}",)
         rt_opts["providers"] = [slurm_cli_provider(meta["tf_slurm"], meta["tf_slurm_nodes"],
-                                                   meta.get("tf_slurm_opts") or ())]
+                                                   opts)]
     resume_dir = run_to_resume(resume, script, run_dir) if resume is not None else None
     for key, amount in (("memory_budget", memory_budget), ("memory_pause", memory_pause)):
         if amount is not None:      # the command line wins over the cluster file

@@ -23,7 +23,7 @@ from . import distributions, mdreport, svgcharts, timeline
 from .dotgraph import NoGraphviz, render
 from .graph import graph_dot
 from .palette import STATE_COLOURS, colours
-from .model import PerTask
+from .model import SLURM_LINES, PerTask
 from .trace import slot_intervals
 
 TASK_GRAPH_MAX = 50       # the report draws each task up to this many, else the task names
@@ -237,7 +237,18 @@ def _model(f: dict[str, Any], pt: PerTask) -> str:
             + f"<p>Critical path ({len(cp)} tasks, {f['L']:.3f} s): {escape(path)}"
             + (" ..." if len(cp) > 30 else "") + "</p><h3>Slots over time, W(t)</h3>" + chart
             + "<h3>Workers held (SPA)</h3>" + _table(["figure", "value"], held_rows, {1})
-            + jobs + "</section>")
+            + jobs + _slurm(f) + "</section>")
+
+
+def _slurm(f: dict[str, Any]) -> str:
+    """The Slurm provider's decisions, one line each (--slurm auto's first)."""
+    lines = f.get("slurm") or []
+    if not lines:
+        return ""
+    more = ("<li>... (all of them: <code>taskflow logs RUN --level SLURM</code>)</li>"
+            if len(lines) >= SLURM_LINES else "")
+    return ('<h3 id="slurm">Slurm decisions</h3><ul class="slurm">'
+            + "".join(f"<li>{escape(ln)}</li>" for ln in lines) + more + "</ul>")
 
 
 def page(j: Journal, f: dict[str, Any], pt: PerTask, head: dict[str, Any],

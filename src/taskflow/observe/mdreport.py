@@ -9,6 +9,7 @@ import datetime
 from typing import Any
 
 from . import workers
+from .model import SLURM_LINES
 
 NAMES_LISTED = 100        # task names in the per-name table; the rest are summed in one row
 
@@ -141,7 +142,17 @@ def to_markdown(f: dict[str, Any], head: dict[str, Any] | None = None,
         lines += [f"Critical path (task ids): {cp}"
                   + (" ..." if len(f["critical_path"]) > 30 else ""), ""]
     lines += _held_section(f)
+    lines += _slurm_section(f)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _slurm_section(f: dict[str, Any]) -> list[str]:
+    lines = f.get("slurm") or []
+    if not lines:
+        return []
+    return ["## Slurm decisions", "", *[f"- {ln}" for ln in lines],
+            *(["- ... (all of them: taskflow logs RUN --level SLURM)"]
+              if len(lines) >= SLURM_LINES else []), ""]
 
 
 def _mib(b: float | None) -> str:

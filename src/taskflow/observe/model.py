@@ -69,6 +69,8 @@ class PerTask(NamedTuple):
     usage: dict[int, tuple[Any, ...]]
     intervals: list[tuple[float, float, int]]
 
+SLURM_LINES = 40     # the Slurm decisions the report shows (the journal keeps them all)
+
 
 def figures(j: Journal) -> dict[str, Any]:
     """Every number the report shows, as a dict (the monitor's API serves it too)."""
@@ -144,6 +146,8 @@ def compute(j: Journal) -> tuple[dict[str, Any], PerTask]:
         "memory": memory_figures(j.memory(), nodes, t_last),
         # before the first submission: the start, with the wait for a batch allocation
         "startup": max(t_first - run["t_start"], 0.0) if run.get("t_start") else None,
+        # the Slurm provider's decisions (--slurm auto's first), journaled as task 0's lines
+        "slurm": [ln["line"] for ln in j.logs(task=0, levels=["SLURM"], limit=SLURM_LINES)],
     }
     return out, PerTask(g, ran, ready_at, waits, usage, intervals)
 

@@ -24,7 +24,13 @@ class NodeSink(Protocol):
         """Tasks are ready and waiting for a slot."""
 
     def node_event(self, kind: str, node: str, extra: Any) -> None:
-        """Record something about a node in the run's journal (e.g. ``node_state``)."""
+        """Record something about a node in the run's journal: ``node_state`` (how a
+        Slurm job ended), ``log`` (a provider's line, ``(level, text)``, journaled as a
+        line of task 0 from ``node``)."""
+
+    def no_more_nodes(self, reason: str) -> None:
+        """The provider will bring no more nodes (it gave up): tasks that no node left can
+        run fail, with ``reason``, instead of waiting (any thread)."""
 
 
 class Provider:

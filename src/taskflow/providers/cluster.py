@@ -128,9 +128,17 @@ class ClusterConfig:
             from .slurm import SlurmProvider
             kw = dict(self.slurm)
             mode = kw.pop("mode", "batch")
+            work, history = kw.pop("work", None), kw.pop("history", None)
             if mode == "allocation":        # the master runs inside it (taskflow submit)
                 from .slurm_alloc import AllocationProvider
                 out.append(AllocationProvider(kw.pop("nodes", None), **kw))
+            elif mode == "auto":            # batch or pilots, from the SPA model
+                from .slurm_auto import choose
+                nodes = kw.pop("nodes", 1)
+                mode, line, numbers = choose(nodes, kw, work, root=history)
+                provider = SlurmProvider(mode, nodes, **kw)
+                provider.chose(line, numbers)
+                out.append(provider)
             else:
                 out.append(SlurmProvider(mode, kw.pop("nodes", 1), **kw))
         return out
@@ -143,7 +151,8 @@ _TOP = {"placement": str, "known_hosts": str, "accept_new_host_keys": bool,
 _SLURM = {"mode": str, "nodes": int, "cpus": int, "partition": str, "time": (str, int),
           "account": str, "qos": str, "memory": str, "sbatch": list, "worker_init": list,
           "max_queued": int, "idle_timeout": (int, float), "drain_margin": (int, float),
-          "python": str, "host": str}
+          "python": str, "host": str, "poll": (int, float), "poll_slow": (int, float),
+          "controller_wait": (int, float), "work": (int, float), "history": str}
 _SLURM_KW = {"time": "time_limit", "sbatch": "sbatch_lines"}   # file key -> SlurmProvider's
 _NODE = {"name": str, "host": str, "port": int, "user": str, "identity_file": str,
          "computing_units": int, "memory": (int, float), "gpus": int, "python": str,
@@ -227,9 +236,9 @@ def _slurm_section(entry: tuple[Any, Any], path: str) -> dict[str, Any]:
     out = {}
     for key, (vnode, value) in raw.items():
         line = vnode.start_mark.line + 1
-        if key == "mode" and value not in ("batch", "pilot", "allocation"):
-            raise ClusterConfigError(f"{path}:{line}: slurm.mode {value!r} is not batch, pilot "
-                                     f"or allocation")
+        if key == "mode" and value not in ("batch", "pilot", "auto", "allocation"):
+            raise ClusterConfigError(f"{path}:{line}: slurm.mode {value!r} is not batch, pilot, "
+                                     f"auto or allocation")
         if key in ("nodes", "cpus", "max_queued") and value < 1:
             raise ClusterConfigError(f"{path}:{line}: slurm.{key} must be >= 1")
         if key in ("sbatch", "worker_init") and not all(isinstance(x, str) for x in value):

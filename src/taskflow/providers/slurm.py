@@ -28,14 +28,27 @@ Every job is ``scancel``led at ``stop``, and by :mod:`slurm_reaper` if the
 master dies first. Agents connect back over TCP to
 127.0.0.1 (:mod:`taskflow.providers.dialback`), proving the per-run secret held
 in a 0600 file; each node's ``job_id`` is its Slurm job id.
+
+One manager thread talks to Slurm (:mod:`.slurm_queue`): one batched
+``squeue`` for all the run's jobs per look, every ``poll`` seconds while a
+decision waits on the queue and every ``poll_slow`` seconds once every job
+runs; no call per job. Each decision (a pilot submitted, replaced, held
+back; a job that ended or vanished) is one line in the log (``--log-level
+info``) and in the journal (``taskflow logs RUN 0``). A controller that does
+not answer is said once; the run goes on with the nodes it has and submits
+nothing until the controller answers (an ``sbatch`` that got no answer is
+looked for by its token in the job's comment before anything is submitted
+again: a job is never submitted twice); after ``controller_wait`` seconds
+the provider gives up on Slurm, says so, and tasks that no node left can run
+fail instead of waiting.
 """
 from __future__ import annotations
 
 import logging
 import os
 import queue
+import secrets
 import shlex
-import subprocess
 import sys
 import tempfile
 import threading
@@ -48,27 +61,16 @@ from . import slurm_reaper
 from .base import NodeSink, Provider
 from .dialback import SECRET_FILE_ENV, DialbackServer, write_secret
 from .handle import NodeHandle
+from .slurm_manager import SlurmManager
+from .slurm_queue import ENDED, SlurmQueue, controller_away, walltime_seconds
+from .slurm_queue import slurm as _slurm
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
 
 log = logging.getLogger(__name__)
 
-ENDED = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
-         "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"}
-
-
-def _slurm(cmd: list[str], timeout: float = 30.0) -> str:
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise SlurmError(f"{cmd[0]} not found: is Slurm installed here?") from None
-    except subprocess.TimeoutExpired:
-        raise SlurmError(f"{' '.join(cmd)} did not answer within {timeout:g} s") from None
-    if p.returncode != 0:
-        raise SlurmError(f"{cmd[0]} failed (exit {p.returncode}): "
-                         f"{(p.stderr or p.stdout).strip()}")
-    return p.stdout
+__all__ = ["SlurmProvider", "ENDED", "_slurm"]
 
 
 class SlurmProvider(Provider):
@@ -76,6 +78,7 @@ class SlurmProvider(Provider):
 
     name = "slurm"
     reap_on_master_death = True     # scancel our jobs if the master dies (slurm_reaper)
+    owns_jobs = True                # scancel the run's jobs at stop
 
     def __init__(self, mode: str = "batch", nodes: int = 1, *, cpus: int | None = None,
                  partition: str | None = None, time_limit: str | None = None,
@@ -84,7 +87,8 @@ class SlurmProvider(Provider):
                  worker_init: list[str] | None = None, max_queued: int = 4,
                  idle_timeout: float | None = None, python: str = sys.executable,
                  host: str = "127.0.0.1", work_dir: str | None = None,
-                 memory_gb: float = 2.0, poll: float = 0.5, drain_margin: float = 30.0) -> None:
+                 memory_gb: float = 2.0, poll: float = 2.0, poll_slow: float = 30.0,
+                 controller_wait: float = 300.0, drain_margin: float = 30.0) -> None:
         if mode not in ("batch", "pilot"):
             raise ValueError(f"slurm mode {mode!r}: use batch or pilot")
         if nodes < 1 or max_queued < 1:
@@ -103,21 +107,49 @@ class SlurmProvider(Provider):
         self.host = host
         self.work_dir = work_dir
         self.memory_gb = memory_gb
-        self.poll = poll
+        self.poll = poll                    # s between looks while a decision waits on them
+        self.poll_slow = poll_slow          # s between looks once every job runs
+        self.controller_wait = controller_wait   # s without an answer before giving up
         self.drain_margin = drain_margin    # no new task this close to the job's end
         self.sink: NodeSink | None = None      # the running runtime (attach)
         self.server: DialbackServer | None = None
-        self.jobs: dict[str, str] = {}         # job id -> last Slurm state seen
+        self.queue: SlurmQueue | None = None   # what Slurm says about our jobs (start)
         self.handles: dict[str, list[NodeHandle]] = {}     # job id -> joined handles
         self.submitted: list[tuple[float, str]] = []   # (time, job id)
-        self.max_pending_seen = 0
-        self.idle_retired: list[str] = []
+        self.unconfirmed: dict[str, tuple[float, int]] = {}   # token -> (time, looks since)
+        self.manager = SlurmManager(self)      # the thread that looks, decides, explains
+        self.auto: dict[str, Any] | None = None   # --slurm auto's numbers, when it chose
         self._joined: queue.Queue[NodeHandle] = queue.Queue()
-        self._lock = threading.Lock()
-        self._stopping = False
-        self._monitor: threading.Thread | None = None
+        self.lock = threading.Lock()
+        self.stopping = False
         self._seq = 0
+        self._tokens = 0
         self._reaper: int | None = None
+
+    @property
+    def jobs(self) -> dict[str, str]:
+        """job id -> its last Slurm state."""
+        return {j: job.state for j, job in (self.queue.jobs if self.queue else {}).items()}
+
+    def chose(self, line: str, numbers: dict[str, Any]) -> None:
+        """``--slurm auto`` chose this provider's mode: print why, keep it for the journal."""
+        self.auto = numbers
+        log.warning("%s", line)
+        self.manager.decisions.append(line)
+
+    @property
+    def decisions(self) -> list[str]:
+        """Every line the manager explained a decision in, in order."""
+        return self.manager.decisions
+
+    @property
+    def idle_retired(self) -> list[str]:
+        """Pilot jobs that left for lack of work (not replaced until work waits)."""
+        return self.manager.idle_retired
+
+    @property
+    def max_pending_seen(self) -> int:
+        return self.manager.max_pending_seen
 
     # -- start ----------------------------------------------------------------
     def start(self, config: Hello, timeout: float = 60.0) -> list[NodeHandle]:
@@ -127,6 +159,8 @@ class SlurmProvider(Provider):
         self.dir = os.path.abspath(self.dir)
         private_dir(self.dir)
         self.job_name = f"tf-{config.get('run_id', 'run')}"
+        self.queue = SlurmQueue(self.job_name, fast=self.poll, slow=self.poll_slow,
+                                controller_wait=self.controller_wait)
         self.server = DialbackServer(self._hello, self._on_node, host=self.host,
                                      memory_gb=self.memory_gb, provider=self,
                                      ready_timeout=timeout)
@@ -136,36 +170,40 @@ class SlurmProvider(Provider):
             self._reaper = slurm_reaper.spawn(self.job_name, pwd.getpwuid(os.getuid()).pw_name)
         try:
             if self.mode == "batch":
-                self._submit(self.target)
-                return self._wait_joins(self.target, timeout)
-            for _ in range(min(self.target, self.max_queued)):
-                self._submit(1)
-            first = self._wait_joins(1, timeout)
-            self._monitor = threading.Thread(target=self._pilot_loop, daemon=True,
-                                             name="taskflow-slurm-pilots")
-            self._monitor.start()
-            return first
+                self.submit(self.target, "the batch allocation of the run")
+                first = self.target
+            else:
+                for i in range(min(self.target, self.max_queued)):
+                    self.submit(1, f"pilot {i + 1} of {self.target} at the start "
+                                   f"(at most {self.max_queued} queued)")
+                first = 1
+            self.manager.start()
+            return self._wait_joins(first, timeout)
         except BaseException:
             self.stop()
             raise
 
     def attach(self, sink: NodeSink) -> None:
         """Called by the runtime once running: later joins go straight to it."""
-        with self._lock:
+        with self.lock:
             self.sink = sink
             early = []
             while not self._joined.empty():
                 early.append(self._joined.get_nowait())
+            said = list(self.decisions)
+        for line in said:       # what was decided before the run had a journal to hold it
+            sink.node_event("log", "slurm", ("SLURM", line))
         for h in early:
             sink.add_node(h)
 
     def nodes_coming(self) -> bool:
-        """Pilots replace lost ones: the run does not fail while the provider runs."""
-        return self.mode == "pilot" and not self._stopping
+        """Pilots replace lost ones: the run does not fail while the provider runs (and has
+        not given up on an unanswering controller)."""
+        return self.mode == "pilot" and not self.stopping and not self.manager.gave_up
 
     def _hello(self, meta: dict[str, Any]) -> Hello:
         jid = str(meta.get("job_id") or "nojob")
-        with self._lock:
+        with self.lock:
             self._seq += 1
             seq = self._seq
         node = meta.get("slurm_node") or meta.get("hostname") or "node"
@@ -180,15 +218,16 @@ class SlurmProvider(Provider):
 
     def _on_node(self, h: NodeHandle) -> None:
         jid = str(h.job_id)
-        with self._lock:
-            if self._stopping:
+        with self.lock:
+            if self.stopping:
                 h.close()
                 return
             self.handles.setdefault(jid, []).append(h)
             submitted = next((t for t, j in self.submitted if j == jid), None)
         h.info["job_submitted"] = submitted
         self._job_times(h)
-        with self._lock:
+        self.manager.wake.set()     # a look soon: the job's exact start and end
+        with self.lock:
             sink = self.sink
             if sink is None:
                 self._joined.put(h)
@@ -196,18 +235,25 @@ class SlurmProvider(Provider):
         sink.add_node(h)
 
     def _job_times(self, h: NodeHandle) -> None:
-        """The job's start and end time from Slurm; the scheduler respects the end."""
-        try:
-            out = _slurm(["squeue", "-h", "-j", str(h.job_id), "-o", "%S|%e"], 15).strip()
-            start, end = out.split("|")
-            h.info["job_started"] = time.mktime(time.strptime(start, "%Y-%m-%dT%H:%M:%S"))
-            if not self.time_limit:
-                return
-            h.walltime_end = time.mktime(time.strptime(end, "%Y-%m-%dT%H:%M:%S"))
-        except (SlurmError, ValueError):
+        """The job's start and end from the last look; until a look saw it run, its end is
+        at most its time limit from now (the agent joined after the job started: the error
+        is the agent's start-up, well inside ``drain_margin``). The scheduler respects it."""
+        job = self.queue.jobs.get(str(h.job_id)) if self.queue is not None else None
+        known = job is not None and job.state == "RUNNING" and job.start is not None
+        if known:
+            assert job is not None
+            h.info["job_started"] = job.start
+        if not self.time_limit:
             return
+        end = job.end if known and job is not None else None
+        if end is None:
+            limit = walltime_seconds(self.time_limit)
+            if limit is None:
+                return
+            end = time.time() + limit
+        h.walltime_end = end
         h.drain_margin = self.drain_margin
-        h.info["walltime_end"] = h.walltime_end
+        h.info["walltime_end"] = end
 
     def draining(self, h: NodeHandle) -> bool:
         end = h.walltime_end
@@ -216,15 +262,18 @@ class SlurmProvider(Provider):
     def _wait_joins(self, n: int, timeout: float) -> list[NodeHandle]:
         out: list[NodeHandle] = []
         deadline = time.time() + timeout
-        next_check = time.time() + 1.0
         while len(out) < n:
             left = deadline - time.time()
+            q = self.queue
+            assert q is not None and self.server is not None       # start() made them
             if left <= 0:
                 failed = (f"; agents that failed their start: "
                           f"{'; '.join(str(e) for e in self.server.failed[-3:])}"
-                          if self.server is not None and self.server.failed else "")
+                          if self.server.failed else "")
+                away = (f"; the Slurm controller has not answered for {q.down_for():.0f} s "
+                        f"({q.down_error})" if q.down_since is not None else "")
                 raise NodeStartError(f"slurm {self.mode}: {len(out)} of {n} agents joined "
-                                     f"within {timeout:g} s; jobs {self._states()}{failed}; "
+                                     f"within {timeout:g} s; jobs {q.states()}{away}{failed}; "
                                      f"logs in {self.dir}")
             try:
                 out.append(self._joined.get(timeout=min(0.2, left)))
@@ -232,22 +281,26 @@ class SlurmProvider(Provider):
             except queue.Empty:
                 pass
             mismatch = next((e for e in self.server.failed if isinstance(e, VersionMismatch)),
-                            None) if self.server is not None else None
+                            None)
             if mismatch is not None:     # every agent would fail so: say it now
                 raise VersionMismatch(f"slurm {self.mode}: {mismatch}; logs in {self.dir}")
-            if time.time() >= next_check:
-                next_check = time.time() + 1.0
-                self._refresh()
-                if self.mode == "batch" and all(s in ENDED for s in self.jobs.values()):
-                    raise NodeStartError(f"slurm batch job ended ({self._states()}) before its "
-                                         f"agents joined: {self._log_tail()}")
+            if self.manager.gave_up:
+                raise NodeStartError(f"slurm {self.mode}: the Slurm controller has not "
+                                     f"answered for {self.controller_wait:g} s "
+                                     f"({q.down_error}); {len(out)} of {n} agents joined")
+            if self.mode == "batch" and q.jobs and not self.unconfirmed \
+                    and all(j.ended for j in q.jobs.values()):
+                raise NodeStartError(f"slurm batch job ended ({q.states()}) before its "
+                                     f"agents joined: {self._log_tail()}")
         return out
 
     # -- sbatch ------------------------------------------------------------------
-    def _script(self, nodes: int) -> str:
+    def _script(self, nodes: int, token: str = "") -> str:
         lines = ["#!/bin/bash", f"#SBATCH --job-name={self.job_name}",
                  f"#SBATCH --nodes={nodes}", "#SBATCH --ntasks-per-node=1",
                  f"#SBATCH --output={self.dir}/%x-%j.out", f"#SBATCH --chdir={os.getcwd()}"]
+        if token:           # how a job whose sbatch got no answer is found (never twice)
+            lines.append(f"#SBATCH --comment={token}")
         if self.cpus:
             lines.append(f"#SBATCH --cpus-per-task={self.cpus}")
         if self.time_limit:     # SIGTERM before the walltime: the agents drain
@@ -271,36 +324,40 @@ class SlurmProvider(Provider):
             lines += ["trap '' TERM", f"exec {agent}"]
         return "\n".join(lines) + "\n"
 
-    def _submit(self, nodes: int) -> str:
-        path = os.path.join(self.dir, f"{self.mode}-{len(self.submitted) + 1}.sh")
+    def submit(self, nodes: int, why: str) -> str | None:
+        """sbatch one job; its id, or None when the controller did not answer (the job
+        may exist: it is looked for by its token before anything is submitted again).
+        A refusal (a wrong partition, ...) raises :class:`SlurmError`."""
+        with self.lock:
+            self._tokens += 1
+            token = f"{self.job_name}-{self._tokens}-{secrets.token_hex(3)}"
+        path = os.path.join(self.dir, f"{self.mode}-{self._tokens}.sh")
         with open(path, "w") as f:
-            f.write(self._script(nodes))
-        out = _slurm(["sbatch", "--parsable", path])
+            f.write(self._script(nodes, token))
+        assert self.queue is not None
+        try:
+            out = self.queue._call(["sbatch", "--parsable", path])
+        except SlurmError as exc:
+            if not controller_away(exc):
+                raise
+            with self.lock:
+                self.unconfirmed[token] = (time.time(), 0)
+            self.manager.say(f"sbatch got no answer ({exc}): {why} may have been submitted; "
+                      f"nothing more is submitted until the controller answers and the queue "
+                      f"shows whether it was (token {token})", warn=True)
+            return None
         jid = out.strip().split(";")[0]
-        with self._lock:
-            self.jobs[jid] = "PENDING"
-            self.submitted.append((time.time(), jid))
+        self.submitted_job(jid, token)
+        self.manager.say(f"submitted job {jid}: {why}")
         return jid
 
-    # -- pilots ------------------------------------------------------------------
-    def _refresh(self) -> dict[str, str]:
-        try:
-            out = _slurm(["squeue", "-h", "-t", "all", "-n", self.job_name, "-o", "%i|%T"], 15)
-        except SlurmError as exc:
-            log.warning(f"slurm: {exc}")
-            return self.jobs
-        seen = dict(ln.split("|", 1) for ln in out.split() if "|" in ln)
-        with self._lock:
-            for jid in self.jobs:
-                # a job squeue no longer lists has ended long ago
-                self.jobs[jid] = seen.get(jid, "COMPLETED" if self.jobs[jid] != "PENDING"
-                                          else self.jobs[jid])
-            pending = sum(1 for s in self.jobs.values() if s == "PENDING")
-            self.max_pending_seen = max(self.max_pending_seen, pending)
-        return self.jobs
-
-    def _states(self) -> str:
-        return ", ".join(f"{j} {s}" for j, s in self.jobs.items()) or "none submitted"
+    def submitted_job(self, jid: str, token: str) -> None:
+        """Job ``jid`` (sbatch token ``token``) is the run's."""
+        assert self.queue is not None
+        with self.lock:
+            self.queue.add(jid, token)
+            self.submitted.append((time.time(), jid))
+            self.unconfirmed.pop(token, None)
 
     def _log_tail(self) -> str:
         tails = []
@@ -313,69 +370,19 @@ class SlurmProvider(Provider):
                 pass
         return "\n".join(tails) or "(no job output)"
 
-    def _pilot_loop(self) -> None:
-        while not self._stopping:
-            time.sleep(self.poll)
-            try:
-                self._pilot_round()
-            except Exception as exc:  # noqa: BLE001 - keep managing pilots
-                log.warning(f"slurm pilots: {exc}")
-
-    def _pilot_round(self) -> None:
-        jobs = self._refresh()
-        if self._stopping:
-            return
-        sink = self.sink
-        for jid, hs in list(self.handles.items()):
-            if jid not in self.idle_retired and any(
-                    (h.leaving or "").startswith("idle") for h in hs):
-                self.idle_retired.append(jid)        # it left by itself for lack of work
-        live = [j for j, s in jobs.items() if s not in ENDED and not (
-            self.handles.get(j) and all(self.draining(h) for h in self.handles[j]))]
-        pending = sum(1 for j in live if jobs[j] == "PENDING")
-        if self.idle_retired and not (sink is not None and sink.work_waiting()):
-            return          # pilots left for lack of work: replace them when work is ready
-        while len(live) < self.target and pending < self.max_queued and not self._stopping:
-            try:
-                live.append(self._submit(1))
-            except SlurmError as exc:
-                log.warning(f"slurm: cannot submit a pilot: {exc}")
-                return
-            pending += 1
-        with self._lock:
-            self.max_pending_seen = max(self.max_pending_seen, pending)
-
     def explain_end(self, h: NodeHandle) -> None:
         """A node of job ``h.job_id`` is gone: say, once Slurm knows, how the job ended.
 
-        Runs in a thread (the caller is the runtime loop); the state
-        (TIMEOUT, CANCELLED, NODE_FAIL, COMPLETED, ...) is printed, set on the
-        handle and sent on the event bus as ``node_state``.
+        The manager's next looks (every ``poll`` seconds while it waits) tell; the state
+        (TIMEOUT, CANCELLED, NODE_FAIL, COMPLETED, ...) is logged, set on the handle and
+        sent on the event bus as ``node_state``.
         """
-        def look() -> None:
-            jid = str(h.job_id)
-            state = "UNKNOWN"
-            deadline = time.time() + 20.0
-            while time.time() < deadline and not self._stopping:
-                try:
-                    out = _slurm(["squeue", "-h", "-t", "all", "-j", jid, "-o", "%T|%r"], 10)
-                except SlurmError:
-                    break
-                job_state, _, reason = out.strip().partition("|")
-                if job_state:
-                    state = job_state if reason in ("None", "") else f"{job_state} ({reason})"
-                    if job_state in ENDED:
-                        break
-                time.sleep(0.5)
-            with self._lock:
-                self.jobs[jid] = state.split()[0]
-            h.slurm_state = state
-            log.warning("node %s: slurm job %s ended in state %s", h.name, jid, state)
-            sink = self.sink
-            if sink is not None:
-                sink.node_event("node_state", h.name, {"job_id": jid, "state": state})
+        self.manager.explain(h)
 
-        threading.Thread(target=look, daemon=True, name=f"taskflow-slurm-{h.job_id}").start()
+    def look(self) -> bool:
+        """One look at every job of the run (the manager's); True when Slurm answered."""
+        assert self.queue is not None
+        return self.queue.look()
 
     # -- stop --------------------------------------------------------------------
     def _scancel(self, jids: list[str]) -> None:
@@ -390,17 +397,16 @@ class SlurmProvider(Provider):
         self._scancel([str(handle.job_id)])
 
     def stop(self, timeout: float = 5.0) -> None:
-        with self._lock:
-            self._stopping = True
+        with self.lock:
+            self.stopping = True
             handles = [h for hs in self.handles.values() for h in hs]
-            jids = list(self.jobs)
-        if self._monitor is not None:
-            self._monitor.join(max(2.0, self.poll * 4))
+            jids = list(self.jobs) + list(self.unconfirmed)
+        self.manager.join(2.0)
         if self.server is not None:
             self.server.close()
         for h in handles:         # EOF to the agents: they exit, the jobs end
             h.close()
-        if jids:
+        if jids and self.owns_jobs:
             try:
                 _slurm(["scancel", "-n", self.job_name], 15)
             except SlurmError as exc:

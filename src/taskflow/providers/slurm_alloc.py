@@ -57,7 +57,9 @@ class AllocationProvider(SlurmProvider):
         self.step: subprocess.Popen[bytes] | None = None
         self.step_log = ""
 
-    def _submit(self, nodes: int) -> str:
+    owns_jobs = False               # stop never scancels: the allocation is the user's
+
+    def submit(self, nodes: int, why: str = "") -> str:
         cpus = self.cpus or int(os.environ.get("SLURM_CPUS_ON_NODE") or 1)
         assert self.server is not None      # start() made it
         argv = ["srun", "--overlap", f"--nodes={nodes}", f"--ntasks={nodes}",
@@ -76,16 +78,18 @@ class AllocationProvider(SlurmProvider):
                                              start_new_session=True)
             except FileNotFoundError:
                 raise SlurmError("srun not found: is this a Slurm node?") from None
-        with self._lock:
-            self.jobs[self.alloc_job] = "RUNNING"
+        assert self.queue is not None
+        self.queue.add(self.alloc_job).state = "RUNNING"
+        with self.lock:
             self.submitted.append((time.time(), self.alloc_job))
         return self.alloc_job
 
-    def _refresh(self) -> dict[str, str]:
-        if self.step is not None and self.step.poll() is not None:
-            with self._lock:
-                self.jobs[self.alloc_job] = "COMPLETED" if self.step.returncode == 0 else "FAILED"
-        return self.jobs
+    def look(self) -> bool:
+        """The agents' srun step is the job here: no Slurm command to ask."""
+        job = self.queue.jobs.get(self.alloc_job) if self.queue is not None else None
+        if job is not None and self.step is not None and self.step.poll() is not None:
+            job.state = "COMPLETED" if self.step.returncode == 0 else "FAILED"
+        return True
 
     def _log_tail(self) -> str:
         try:
@@ -98,9 +102,7 @@ class AllocationProvider(SlurmProvider):
         """The allocation outlives its agents: nothing to ask Slurm."""
 
     def stop(self, timeout: float = 5.0) -> None:
-        jid = self.alloc_job
-        self.jobs.pop(jid, None)         # never scancel the allocation we run in
-        super().stop(timeout)
+        super().stop(timeout)            # (owns_jobs: never scancels the allocation we run in)
         step = self.step
         if step is not None and step.poll() is None:
             try:

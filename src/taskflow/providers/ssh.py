@@ -2,16 +2,23 @@
 
 For each node the master opens one SSH connection, checks the host key
 against known_hosts (unknown or changed keys are refused unless
-``accept_new_host_keys`` is set), probes the remote Python and taskflow, then
-runs ``<python> -m taskflow.node --stdio`` in the node's working directory.
+``accept_new_host_keys`` is set), then runs ``<python> -m taskflow.node
+--stdio`` in the node's working directory: one remote interpreter per host,
+and the agent's READY is the version check (there is no separate probe: a
+probe and an agent per host started twice as many interpreters, about half
+the start-up of 60 hosts). The shell line before it prints the working
+directory on stderr (for nodes without the master's filesystem), and a start
+that fails is explained from the shell's exit status and the remote stderr:
+an interpreter that is not there, taskflow not importable by it, a working
+directory that cannot be made, a set-up command that failed. Hosts connect
+and start in parallel, at most ``max_starting`` at once.
+
 The channel is bridged to a local socketpair by two small pump threads, so
 the runtime's :class:`NodeHandle` and loop see an ordinary file descriptor
 and speak the one framed protocol, whatever the transport. All traffic,
-including SFTP file staging, stays inside that SSH connection.
-
-taskflow is *not* shipped to the node: the probe checks that the node's
-``python`` imports the same taskflow version as the master and, if not, the
-error says how to install it there.
+including SFTP file staging, stays inside that SSH connection. taskflow is
+*not* shipped to the node: a node whose ``python`` imports another version
+(or none) is refused with how to install the master's there.
 """
 from __future__ import annotations
 
@@ -24,9 +31,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._version import DIST_NAME, __version__, install_hint
-from ..errors import HostKeyError, NodeStartError
+from ..errors import HostKeyError, NodeStartError, VersionMismatch
 from .base import Provider
-from .handle import NodeHandle, check_version
+from .handle import NodeHandle
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +46,8 @@ try:
 except ImportError:  # pragma: no cover - optional dependency
     paramiko = None  # type: ignore[assignment]  # a module or None: not expressible
 
-_PROBE = ("import sys, os\n"
-          "try:\n"
-          "    import taskflow\n"
-          "except Exception as e:\n"
-          "    sys.stderr.write('taskflow-import-error: %r\\n' % (e,)); sys.exit(3)\n"
-          "print(taskflow.__version__); print(sys.version.split()[0]); print(os.getcwd())\n")
+CWD_MARK = b"taskflow-cwd:"   # the shell's line on stderr before the agent: where it runs
+MAX_STARTING = 64             # hosts connecting and starting at once (pdsh's fan-out is 32)
 
 
 def _py(c: NodeConfig) -> str:
@@ -114,10 +117,12 @@ class SSHProvider(Provider):
 
     def __init__(self, nodes: list[NodeConfig], *, known_hosts: str | None = None,
                  accept_new_host_keys: bool = False, connect_timeout: float = 10.0,
-                 heartbeat_timeout: float = 15.0, sample_interval: float = 2.0) -> None:
+                 heartbeat_timeout: float = 15.0, sample_interval: float = 2.0,
+                 max_starting: int = MAX_STARTING) -> None:
         if paramiko is None:
             raise NodeStartError(f"SSH nodes need paramiko: {install_hint('ssh')}")
         self.nodes = [_Node(n) for n in nodes]
+        self.starting = threading.BoundedSemaphore(max(1, max_starting))
         self.known_hosts = os.path.expanduser(known_hosts or "~/.ssh/known_hosts")
         self.accept_new = accept_new_host_keys
         self.connect_timeout = connect_timeout
@@ -145,9 +150,9 @@ class SSHProvider(Provider):
 
     def _start_one(self, n: _Node, config: Hello, timeout: float, errors: list[Exception]) -> None:
         try:
-            self._connect(n)
-            self._probe(n)
-            self._launch(n, config, timeout)
+            with self.starting:         # at most max_starting hosts connect and start at once
+                self._connect(n)
+                self._launch(n, config, timeout)
         except NodeStartError as exc:
             errors.append(exc)
         except Exception as exc:  # noqa: BLE001 - report every start-up failure
@@ -227,41 +232,66 @@ class SSHProvider(Provider):
         chan.close()
         return rc, out.decode(errors="replace"), err.decode(errors="replace")
 
-    def _probe(self, n: _Node) -> None:
+    def _why(self, n: _Node, code: int | None, err: str) -> str:
+        """Why the agent did not start, from the shell's exit status and remote stderr."""
         c = n.cfg
-        cmd = self._prefix(c) + f"exec {_py(c)} -c {shlex.quote(_PROBE)}"
-        rc, out, err = self._run(n, cmd, self.connect_timeout + 20)
-        shown = f"{c.python} -c <version probe>"
-        if rc == 0:
-            version, _, workdir = (line.strip() for line in out.split("\n")[:3])
-            n.workdir = workdir
-            check_version(n.where, version, c.python)
-            return
-        stderr = err.strip() or "(empty)"
-        if rc == 3 and "taskflow-import-error" in err:
-            why = (f"taskflow is not importable by {c.python}: install it there "
-                   f"(`{c.python} -m pip install {DIST_NAME}=={__version__}` or your checkout), "
-                   f"add a set-up command that activates a virtualenv that has it, or point "
-                   f"python: at such an interpreter")
-        elif rc == 127:
-            why = (f"the Python interpreter {c.python!r} was not found: set python: to an "
-                   f"absolute path of an interpreter on {c.host}")
-        elif rc == 96:
-            why = f"cannot create or enter working_dir {c.working_dir!r}"
-        elif rc == 97:
-            why = "a set-up command failed"
-        else:
-            why = f"the probe exited with code {rc}"
-        raise NodeStartError(f"{n.where}: {why}.\n  command: {shown}\n  remote stderr: {stderr}")
+        if "No module named" in err and "taskflow" in err or "taskflow" in err and \
+                ("ImportError" in err or "ModuleNotFoundError" in err):
+            return (f"taskflow is not importable by {c.python}: install it there "
+                    f"(`{c.python} -m pip install {DIST_NAME}=={__version__}` or your "
+                    f"checkout), add a set-up command that activates a virtualenv that has it, "
+                    f"or point python: at such an interpreter")
+        if code == 127 or (code == 126 and "denied" in err):
+            return (f"the Python interpreter {c.python!r} was not found: set python: to an "
+                    f"absolute path of an interpreter on {c.host}")
+        if code == 96:
+            return f"cannot create or enter working_dir {c.working_dir!r}"
+        if code == 97:
+            return "a set-up command failed"
+        return "the agent did not start" + (f" (exit code {code})" if code is not None else "")
+
+    def _failed(self, n: _Node, what: str, wait: float = 3.0) -> NodeStartError:
+        """The start failed (``what``): the error with the why, the command, remote stderr."""
+        err = self._wait_stderr(n, wait)
+        code = n.chan.recv_exit_status() if n.chan is not None and \
+            n.chan.exit_status_ready() else None
+        return NodeStartError(f"{n.where}: {self._why(n, code, err)} ({what}).\n"
+                              f"  command: {n.command}\n  remote stderr: {err or '(empty)'}")
+
+    def _read_cwd(self, n: _Node, timeout: float) -> str | None:
+        """The working directory the shell printed before it exec'd the agent (None: the
+        shell ended first: its stderr and exit status say why)."""
+        chan = n.chan
+        buf = b""
+        deadline = time.time() + timeout
+        while CWD_MARK not in buf or not buf.split(CWD_MARK, 1)[1].count(b"\n"):
+            chan.settimeout(max(0.01, deadline - time.time()))
+            try:
+                data = chan.recv_stderr(65536)
+            except socket.timeout:
+                data = None
+            if not data:
+                n.stderr += buf
+                return None
+            buf += data
+        before, _, rest = buf.partition(CWD_MARK)
+        line, _, after = rest.partition(b"\n")
+        n.stderr += before + after        # what set-up commands said, and anything after
+        return line.decode(errors="replace")
 
     def _launch(self, n: _Node, config: Hello, timeout: float) -> None:
         c = n.cfg
         n.command = f"{c.python} -m taskflow.node --stdio"
-        cmd = self._prefix(c) + f"exec {_py(c)} -m taskflow.node --stdio"
+        cmd = (self._prefix(c) + f'printf "{CWD_MARK.decode()}%s\\n" "$PWD" >&2\n'
+               f"exec {_py(c)} -m taskflow.node --stdio")
         chan = n.client.get_transport().open_session(timeout=self.connect_timeout)
         chan.exec_command(cmd)
-        chan.settimeout(0.25)
         n.chan = chan
+        workdir = self._read_cwd(n, self.connect_timeout + 20)
+        if workdir is None:
+            raise self._failed(n, "its shell ended before the agent started")
+        n.workdir = workdir
+        chan.settimeout(1.0)
         ours, theirs = socket.socketpair()
         n.sock = theirs
         fd = ours.detach()
@@ -293,10 +323,12 @@ class SSHProvider(Provider):
         describe = f"\n  command: {n.command}"
         try:
             info = h.handshake(cfg, timeout, describe=describe)
+        except VersionMismatch as exc:      # the agent answered: taskflow of another version
+            raise VersionMismatch(f"{n.where}: {exc}") from None
         except NodeStartError as exc:
-            err = self._wait_stderr(n)
-            raise NodeStartError(f"{n.where}: {exc}\n  remote stderr: {err or '(empty)'}") \
-                from None
+            raise self._failed(n, str(exc).split(": ", 1)[-1].split("\n")[0]) from None
+        except (OSError, EOFError) as exc:      # the agent was gone before HELLO went out
+            raise self._failed(n, f"the agent exited at once: {exc!r}") from None
         h.slots = int(info.get("slots") or 1)
         if not h.memory_gb:
             h.memory_gb = float(info.get("memory_gb") or 1.0)

@@ -388,3 +388,22 @@ def container_options(spec: TaskSpec, cus: int, mem: float) -> Container:
         raise UsageError(f"{where}: image is empty after expanding $VAR; set it.")
     return c._replace(image=image, options=tuple(expand_env(o, f"{where}: options")
                                                  for o in c.options), cpus=cus, memory_gb=mem)
+
+
+def cannot_fit(spec: TaskSpec, cus: int, mem: float, max_cus: int, max_mem: float,
+               nodes: list[NodeHandle]) -> None:
+    """A call no node can take (``cus`` or ``mem`` above the largest node's, or no computing
+    unit at all): raise naming the task and the fix; an ``@IO`` task with an I/O executor
+    to go to passes."""
+    if not cus and mem <= max_mem:        # an @IO task: an I/O executor's
+        if any(n.io_slots for n in nodes if n.usable):
+            return
+        raise UsageError(
+            f"task {spec.name} holds no computing unit (an @IO task), but no node of "
+            f"this run has I/O executors: run with --io_executors=N (runcompss), or "
+            f"Runtime(io_executors=N).")
+    raise UsageError(
+        f"task {spec.name} needs computing_units={cus}, memory_size={mem} GB, but the "
+        f"largest node has {max_cus} computing units and {max_mem:.1f} GB: no "
+        f"node can ever run it. Lower the @constraint or add a bigger node "
+        f"(taskflow.start(workers=...) or the cluster file).")

@@ -27,13 +27,19 @@ from . import gctune, lineage, outcomes
 from .event_types import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
 from .relay import Relay
-from .remote_values import RemoteValues
+from .remote_values import EVERY_NODE, RemoteValues
 from ..errors import RecordFailed
 from .recordfail import record_failed
 from .resume import completion_record
 from .state import Waiter
 
 log = logging.getLogger(__name__)
+
+# Load samples a second the journal takes from all the nodes together, at most: a node's
+# sample goes in when len(nodes) / SAMPLE_ROWS seconds passed since its last one there, so
+# up to 200 nodes at the default 2 s every sample is kept, and 1,024 nodes do not write
+# 512 rows a second (1.8 million an hour). Placement reads each node's latest sample.
+SAMPLE_ROWS = 100.0
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -78,6 +84,7 @@ class Dispatcher:
         self.nodes: list[NodeHandle] = []
         self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
         self.interrupt_grace: float | None = None  # to send INTERRUPT with (once)
+        self.sample_every = 0.0                # s between a node's samples in the journal
 
     # -- called from other threads -------------------------------------------
     def open(self, nodes: list[NodeHandle]) -> None:
@@ -86,6 +93,7 @@ class Dispatcher:
         for n in nodes:
             self.sel.register(n.rfd, selectors.EVENT_READ, n)
             n.out.attach(self.sel, n)
+        self.sample_every = len(nodes) / SAMPLE_ROWS
 
     def add_node(self, node: NodeHandle) -> None:
         """Any thread: a node joins the running loop (registered by the loop thread)."""
@@ -109,6 +117,7 @@ class Dispatcher:
             if n.walltime_end is not None:
                 rt.scheduler.walltimes = True      # check job ends before placing
             rt.capacity_changed()
+            self.sample_every = len(self.nodes) / SAMPLE_ROWS
             if rt.bus.active:
                 rt.bus.emit(NodeJoin("node_join", time.time(), 0, "", n.name,
                                      dict(n.info, slots=n.slots, job_id=n.job_id)))
@@ -151,8 +160,7 @@ class Dispatcher:
         did = fut._did
         fetch = self.fetches.get(did)
         if fetch is None:
-            node = next((n for n in self.nodes if n.alive and n.name in (fut._holders or ())),
-                        None)
+            node = self.rt.scheduler.holder(fut)
             if node is None:
                 if lineage.recompute(self.rt, fut, waiter):   # lost with its node: rerun
                     self.wake()
@@ -171,8 +179,8 @@ class Dispatcher:
         self.fetches.clear()
         return waiters
 
-    def watch_remote(self, fut: Future) -> None:
-        self.remote.watch(fut)
+    def watch_remote(self, fut: Future, node: str | None = None) -> None:
+        self.remote.watch(fut, node)
 
     def push_data(self, node: NodeHandle, fut: Future) -> None:
         """Send a value to a node where a chained task waits for it."""
@@ -254,11 +262,7 @@ class Dispatcher:
                         sends.setdefault(node, [])
             dropped = self.remote.take()
             if dropped:
-                frame = P.encode(M.DROP, dropped)
-                for node in self.nodes:
-                    if node.alive:
-                        node.out.queue(frame)
-                        sends.setdefault(node, [])
+                self._drop(dropped, sends)
             for node, frames in sends.items():
                 out = node.out
                 for op, body in frames:
@@ -278,6 +282,22 @@ class Dispatcher:
                     fn(fut)
                 except Exception:
                     traceback.print_exc()
+
+    def _drop(self, dropped: dict[str, list[int]], sends: dict[NodeHandle, Frames]) -> None:
+        """DROP the values nobody can use any more, on the nodes that may hold them."""
+        everywhere = dropped.pop(EVERY_NODE, None)
+        if everywhere:
+            frame = P.encode(M.DROP, everywhere)
+            for node in self.nodes:
+                if node.alive:
+                    node.out.queue(frame)
+                    sends.setdefault(node, [])
+        named = self.rt.scheduler.named
+        for name, dids in dropped.items():
+            holder = named(name)
+            if holder is not None and holder.alive:
+                holder.out.queue(P.encode(M.DROP, dids))
+                sends.setdefault(holder, [])
 
     def _early_frames(self, sends: dict[NodeHandle, Frames]) -> None:
         """Data and cancellations for chained tasks go before this round's work."""
@@ -334,9 +354,12 @@ class Dispatcher:
                         elif w.state == T.READY:
                             rt.scheduler.push(w)
             elif op == M.SAMPLE:
-                node.samples.append(body)
+                node.sample = body
                 if rt.bus.active:
-                    rt.bus.emit(Sample("sample", body["t"], 0, "", node.name, body))
+                    t = body["t"]
+                    if t - node.sample_logged >= self.sample_every * 0.9:
+                        node.sample_logged = t
+                        rt.bus.emit(Sample("sample", t, 0, "", node.name, body))
             elif op == M.LEAVING:
                 self._leaving(node, body.reason, body.task_ids)
             elif op == M.MEMORY:

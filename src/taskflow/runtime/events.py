@@ -38,6 +38,14 @@ them pile up, for at most :attr:`EventBus.max_delay` seconds. Rows and
 pickles for observers then cost the master's GIL after the burst, when it
 waits, and not while it feeds the nodes; a run of long tasks, or a slow
 trickle, is delivered every ``interval`` as before.
+
+The rows are bounded: a row holds its task's record until it is delivered,
+so a journal slower than the tasks (its process starved of CPU) would let
+them, and the master's memory, grow with the tasks done. Past
+:attr:`EventBus.backlog_limit` rows not yet delivered the bus delivers at once and the
+thread that submits tasks waits (:meth:`EventBus.wait_backlog`) until half
+are: the run goes at the journal's pace instead of holding ten million
+finished tasks.
 """
 from __future__ import annotations
 
@@ -62,11 +70,13 @@ Subscriber = Callable[[Any], None]     # gets a list[Event], or a RowBatch (rows
 
 
 QUIET = 0.6     # s without events after which row subscribers get an empty batch
+SUB_HOLD = 0.5  # s a new task's row may wait for its end to go out as one row (_hold_back)
 
 
 class EventBus:
     burst = 2000        # task rows per tick above which delivery waits (see module doc)
     max_delay = 1.0     # s: the longest a row waits for delivery
+    backlog_limit = 200_000  # rows not delivered yet before the submitting thread waits
 
     def __init__(self, interval: float = 0.1) -> None:
         self.interval = interval
@@ -84,10 +94,13 @@ class EventBus:
         self._cv = threading.Condition()
         self._thread: threading.Thread | None = None
         self._stop = False
-        self._delivering = threading.Lock()     # one delivery at a time (flush, the thread)
+        self._delivering = 0         # rows of the delivery under way (taken from the lists)
+        self._one_delivery = threading.Lock()   # one delivery at a time (flush, the thread)
         self._ended_hook: Callable[[list[Task]], None] | None = None
         self._ended: list[Task] = []     # ended well, for the hook (see the module doc)
         self._ended_since = 0.0          # when the oldest of them came
+        self.waited = 0.0            # s submitters waited on the backlog (the journal's pace)
+        self._urgent = False         # a submitter waits on the backlog: deliver now
 
     def subscribe(self, fn: Subscriber, rows: bool = False) -> None:
         """``fn(events)`` is called from the bus thread with a list of events."""
@@ -137,19 +150,36 @@ class EventBus:
                 stop = self._stop
             if not stop and self._bursting():
                 continue
-            self._deliver(force=stop)
+            self._deliver(force=stop, hold=not stop)
             if stop:
                 return
+
+    def backlog(self) -> int:
+        """Task rows not delivered yet (each holds its task's record)."""
+        return len(self.sub_rows) + len(self.done_rows) + self._delivering
+
+    def wait_backlog(self, below: int) -> None:
+        """A thread that submits tasks (holding no lock the bus takes) waits until fewer
+        than ``below`` rows wait for delivery; the bus delivers meanwhile, burst or not."""
+        t0 = time.monotonic()
+        with self._cv:
+            while self.backlog() >= below and not self._stop and self._thread is not None:
+                self._urgent = True
+                self._cv.notify_all()
+                self._cv.wait(0.5)
+        self.waited += time.monotonic() - t0
 
     def _bursting(self) -> bool:
         """Many rows came in since the last tick, and none has waited max_delay yet."""
         n = len(self.sub_rows) + len(self.done_rows)
+        if self._urgent or n >= self.backlog_limit:
+            return False
         grew, self._seen = n - self._seen, n
         return grew > self.burst and time.monotonic() - self._last < self.max_delay
 
-    def _deliver(self, force: bool = False) -> None:
-        with self._delivering:
-            self._deliver_now(force)
+    def _deliver(self, force: bool = False, hold: bool = False) -> None:
+        with self._one_delivery:
+            self._deliver_now(force, hold)
 
     def _ended_well(self, ended: list[Task], quiet: bool, now: float) -> None:
         """The hook gets the tasks that ended well once the burst is over (``quiet``), or
@@ -166,7 +196,11 @@ class EventBus:
             except Exception as exc:  # (the hook says its own failures; this is a bug)
                 log.error("the ended-tasks hook %r failed: %r", self._ended_hook, exc)
 
-    def _deliver_now(self, force: bool = False) -> None:
+    def _deliver_now(self, force: bool = False, hold: bool = False) -> None:
+        """Hand everything emitted so far to the subscribers; ``hold`` (the bus thread's
+        deliveries): in a burst, the rows of tasks submitted in the last :data:`SUB_HOLD`
+        seconds that have not ended and have no event in this delivery wait for the next
+        one, where most of them go out as one whole row instead of two."""
         q = self._buf
         pop = q.popleft
         entries: list[Any] = []     # submitted tasks, then the rows made of them (_rows)
@@ -181,6 +215,26 @@ class EventBus:
             if self.sub_rows or self.done_rows:
                 entries, self.sub_rows = self.sub_rows, []
                 ended, self.done_rows = self.done_rows, []
+                self._delivering = len(entries) + len(ended)
+        if hold and len(entries) > self.burst and len(buf) < len(entries) // 8:
+            # (short tasks: they have no other events; the scan without the runtime's lock)
+            entries, later = _hold_back(entries, ended, buf)
+            if later:
+                with lock if lock is not None else contextlib.nullcontext():
+                    self.sub_rows = later + self.sub_rows
+                self._delivering = len(entries) + len(ended)
+        try:
+            self._deliver_taken(buf, entries, ended, force)
+        finally:
+            if self._delivering or self._urgent:
+                with self._cv:          # (a submitter may wait on the backlog)
+                    self._delivering = 0
+                    self._urgent = False
+                    self._cv.notify_all()
+
+    def _deliver_taken(self, buf: list[Event], entries: list[Any], ended: list[Task],
+                       force: bool) -> None:
+        """Hand what :meth:`_deliver` took to the subscribers (the ended-tasks hook first)."""
         self._seen = 0
         now = self._last = time.monotonic()
         if self._ended_hook is not None:
@@ -219,8 +273,8 @@ class EventBus:
     def flush(self) -> None:
         """Deliver everything emitted so far (from any thread but the bus's)."""
         if self._thread is not None:
-            with self._cv:
-                self._deliver(force=True)
+            # (not under _cv: a delivery takes _one_delivery, then _cv at its end)
+            self._deliver(force=True)
 
     def close(self) -> None:
         if self._thread is None:
@@ -231,6 +285,40 @@ class EventBus:
         self._thread.join(5)
         self._deliver(force=True)
         self._thread = None
+
+
+def _hold_back(entries: list[Any], ended: list[Task], buf: list[Event]
+               ) -> tuple[list[Any], list[Any]]:
+    """(the submitted rows to deliver now, those to keep for the next delivery): a row
+    waits when its task was submitted less than SUB_HOLD s ago, has not ended, and no
+    event of it goes out now (a row never follows its task's events). Rows are in
+    submission order: those submitted before the cut go at once, unlooked at."""
+    cut = time.time() - SUB_HOLD
+    lo, hi = 0, len(entries)
+    while lo < hi:                  # the first row submitted after the cut
+        mid = (lo + hi) // 2
+        e = entries[mid]
+        t = e if type(e) is not tuple else _task_of(e)
+        if t.t_submit > cut:
+            hi = mid
+        else:
+            lo = mid + 1
+    done = set(ended)
+    told = {ev.task_id for ev in buf}
+    now: list[Any] = entries[:lo]
+    later: list[Any] = []
+    for e in entries[lo:]:
+        t = e if type(e) is not tuple else _task_of(e)
+        if t not in done and t.id not in told:
+            later.append(e)
+        else:
+            now.append(e)
+    return now, later
+
+
+def _task_of(entry: tuple[Task, list[int]]) -> Task:
+    t, _ = entry
+    return t
 
 
 def _rows(entries: list[Any], done: list[Task]
@@ -249,9 +337,9 @@ def _rows(entries: list[Any], done: list[Task]
         if t in ended:
             ended.discard(t)
             node = t.node
-            # attempts: its runs (a call a resumed run restored ran on no node: none)
             whole.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps, t.t_start,
                           t.t_end, t.t_dispatch, node.name if node is not None else "",
+                          # attempts: its runs (a call a resumed run restored ran on no node)
                           t.attempts + t.crashes + 1 if node is not None else 0, _code(t)))
         else:
             sub.append((t.id, t.t_submit, t.spec, t.argv, t.kwargs, t.refs, deps))

@@ -13,7 +13,8 @@ master's time per task. :class:`NodeLoads` keeps a heap of
   old entry would keep it too deep: the dispatcher does that once per
   RESULTS frame, and so do the rare paths that take work back from a node
   (a task waiting for data, a chained task taken back, a gang released);
-* a node that is lost or leaving drops out when its entry comes up;
+* a node that is lost or leaving, or past its Slurm job's drain point, drops out
+  when its entry comes up;
 * the heap is rebuilt from the nodes when it holds four times as many
   entries as there are nodes (each task and each frame adds at most one).
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -69,12 +71,18 @@ class NodeLoads:
             heapq.heappush(self.heap, (node.used / node.slots, next(self.seq), node.used, node))
 
     def least(self) -> NodeHandle | None:
-        """The usable node with the least load (None: no usable node)."""
+        """The usable node with the least load (None: no usable node). A node past the
+        drain point of its Slurm job (``walltime_end - drain_margin``) takes nothing new:
+        it leaves the heap like a lost one (a result from it pushes it again: freed)."""
         heap = self.heap
         while heap:
             _, _, used, node = heap[0]
             if used == node.used and node.usable:
-                return node
+                end = node.walltime_end
+                if end is None or time.time() < end - node.drain_margin:
+                    return node
+                heapq.heappop(heap)
+                continue
             if node.usable:
                 heapq.heapreplace(heap, (node.used / node.slots, next(self.seq), node.used, node))
             else:

@@ -218,8 +218,7 @@ class Outbox:
         if holders is not None and node.name in holders:
             return True
         if fut._state is not FINISHED:        # chained: made on this node, where the agent
-            if holders is None:               # may keep it for the tasks waiting for it
-                self.remote.watch(fut)
+            self.remote.watch(fut, node.name)     # may keep it for the tasks waiting for it
             return True
         if fut._payload is not None:
             push.append(fut)
@@ -236,8 +235,8 @@ class Outbox:
         holds them from now on (recorded only now, when the frame is certain to go)."""
         name = node.name
         for fut in push:
-            if fut.held_by(name):
-                self.remote.watch(fut)
+            fut.held_by(name)
+            self.remote.watch(fut)
         frames.insert(len(frames) - 1, (M.DATA, [(f._did, f._payload) for f in push]))
 
     def staged_in(self, task: Task, node: NodeHandle, futs: list[Future],

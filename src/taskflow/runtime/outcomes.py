@@ -94,8 +94,8 @@ def _finish_output(rt: RunState, fut: Future, out: M.Output, node_name: str,
                    cbs: Callbacks) -> None:
     """One value of a task that ended well: it came back, or it stayed on the node."""
     if type(out) is M.Held:
-        if fut.left_on(node_name):
-            rt.comm.watch_remote(fut)
+        fut.left_on(node_name)
+        rt.comm.watch_remote(fut)
         finish_future(rt, fut, cbs)
         return
     consumers = fut.finish(out, cbs)

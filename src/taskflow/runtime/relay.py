@@ -82,9 +82,7 @@ class Relay:
         return True
 
     def _source(self, fut: Future, dst: NodeHandle) -> NodeHandle | None:
-        holders = fut._holders or ()
-        return next((n for n in self.rt.nodes if n.alive and n is not dst
-                     and n.name in holders), None)
+        return self.rt.scheduler.holder(fut, dst)
 
     def _lost(self, fut: Future, waiter: Waiter) -> bool:
         """No node holds the value: lineage makes it again, the waiter resumes after."""
@@ -137,8 +135,8 @@ class Relay:
         """The last part went to ``dst``: it holds the value from now on."""
         del self.copies[(c.fut._did, c.dst.name)]
         fut = c.fut
-        if fut.held_by(c.dst.name):
-            self.rt.comm.watch_remote(fut)
+        fut.held_by(c.dst.name)
+        self.rt.comm.watch_remote(fut)
         self._release(c.waiters)
 
     def _release(self, waiters: list[Waiter]) -> None:

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..errors import RecordFailed, RuntimeNotStarted, TaskError, UsageError
+from ..errors import NodeLost, RecordFailed, RuntimeNotStarted, TaskError, UsageError
 from ..future import FINISHED, Future
 from ..graph import task as T
 from ..graph.builder import Builder
@@ -32,7 +32,7 @@ from ..context import private_dir
 from ..wire import budget
 from ..wire.invocation import Options, limit_memory
 from . import current, gctune, outcomes, putinplace
-from .calltime import CallTimes
+from .calltime import CallTimes, cannot_fit
 from .dispatch import Dispatcher
 from .event_types import NodeJoin, NodeNote
 from .ending import cancel_task
@@ -356,6 +356,18 @@ class Runtime(RunState):
         if self.bus.active:
             self.bus.emit(NodeNote(kind, time.time(), 0, "", node, extra))
 
+    def no_more_nodes(self, reason: str) -> None:
+        """An elastic provider gave up: if no node left can run a task, every task fails
+        with ``reason`` (as when the last node is lost) instead of waiting for nodes."""
+        cbs: Callbacks = []
+        with self.lock:
+            if self.started and not self.stopped and not self.nodes_coming() \
+                    and not self.scheduler.fits_ever(1, 0):
+                outcomes.fail_everything(self, NodeLost(reason), cbs)
+        for fn, fut in cbs:
+            fn(fut)
+        self.dispatcher.wake()
+
     def __enter__(self) -> "Runtime":
         return self.start()
 
@@ -379,7 +391,7 @@ class Runtime(RunState):
         else:
             cus, mem = spec.computing_units, spec.memory_size
         if cus > self._max_cus or mem > self._max_mem or not cus:
-            self._cannot_fit(spec, cus, mem)
+            cannot_fit(spec, cus, mem, self._max_cus, self._max_mem, self.scheduler.nodes)
         if mem and self.memory_limit and spec.memory_limit is None:
             # Runtime(memory_limit=True): memory_size is a limit
             opts = limit_memory(opts if own else spec.options, float(mem))
@@ -416,6 +428,9 @@ class Runtime(RunState):
         if self._since_yield >= YIELD_EVERY:
             self._since_yield = 0
             self.dispatcher.let_run()
+            bus = self.bus
+            if bus.active and bus.backlog() >= bus.backlog_limit:   # the journal is behind:
+                bus.wait_backlog(bus.backlog_limit // 2)    # its rows hold task records
         return value
 
     def _record(self, task: Task, deps: Iterable[Future]) -> None:
@@ -424,7 +439,7 @@ class Runtime(RunState):
         if self.group_stack:
             task.group = tuple(self.group_stack)
             for g in self.group_stack:
-                self.groups[g].append(task)
+                self.join_group(g, task)
                 if g in self.group_aborts:
                     aborted = g
         cancel_by = None
@@ -457,20 +472,6 @@ class Runtime(RunState):
                 self.scheduler.ready.push(task)
                 if not self.dispatcher._wake_pending:
                     self.dispatcher.wake()
-
-    def _cannot_fit(self, spec: TaskSpec, cus: int, mem: float) -> None:
-        if not cus and mem <= self._max_mem:        # an @IO task: an I/O executor's
-            if any(n.io_slots for n in self.scheduler.nodes if n.usable):
-                return
-            raise UsageError(
-                f"task {spec.name} holds no computing unit (an @IO task), but no node of "
-                f"this run has I/O executors: run with --io_executors=N (runcompss), or "
-                f"Runtime(io_executors=N).")
-        raise UsageError(
-            f"task {spec.name} needs computing_units={cus}, memory_size={mem} GB, but the "
-            f"largest node has {self._max_cus} computing units and {self._max_mem:.1f} GB: no "
-            f"node can ever run it. Lower the @constraint or add a bigger node "
-            f"(taskflow.start(workers=...) or the cluster file).")
 
     # -- waiting ---------------------------------------------------------------
     def wait_futures(self, futs: Iterable[Future], timeout: float | None = None) -> bool:

@@ -35,6 +35,7 @@ from .readyqueue import ReadyQueue
 from .specruns import SpecRun, SpecRuns
 
 if TYPE_CHECKING:
+    from ..future import Future
     from ..graph.task import Task
     from ..providers.handle import NodeHandle
 
@@ -64,6 +65,8 @@ class Scheduler:
         self.walltimes = False    # some node has a job end time (Slurm): check before placing
         self.paused = False       # some node is above its memory pause mark (agent.memory)
         self.loads = NodeLoads()  # several nodes: the least loaded in O(log n) (nodeloads.py)
+        self._named: dict[str, NodeHandle] = {}   # by name, the latest of a name (named())
+        self._named_size = 0
 
     def push(self, task: Task) -> None:
         self.ready.push(task)
@@ -79,6 +82,23 @@ class Scheduler:
 
     def __len__(self) -> int:
         return len(self.ready)
+
+    def named(self, name: str) -> NodeHandle | None:
+        """The node called ``name`` (the latest to join under it), alive or not: a look-up,
+        not a scan of the nodes (a fetch or a copy of a value on 1,024 nodes)."""
+        nodes = self.nodes
+        if len(nodes) != self._named_size:     # nodes join by appending to the list
+            self._named = {n.name: n for n in nodes}
+            self._named_size = len(nodes)
+        return self._named.get(name)
+
+    def holder(self, fut: Future, other_than: NodeHandle | None = None) -> NodeHandle | None:
+        """A live node that holds ``fut``'s value (not ``other_than``), or None."""
+        for name in sorted(fut._holders or ()):     # (sorted: the same choice every time)
+            n = self.named(name)
+            if n is not None and n.alive and n is not other_than:
+                return n
+        return None
 
     def fits_ever(self, cus: int, mem: float) -> bool:
         return any(n.usable and n.slots >= cus and n.memory_gb >= mem for n in self.nodes)
@@ -157,7 +177,7 @@ class Scheduler:
             else:
                 node = self._choose(task, nodes, cus, extra)
                 if node is not None and extra == DEEP and not spec.call_time \
-                        and not task.reads and self._fast(task, cus):
+                        and not task.reads and self._sliceable(task, node):
                     k = self._slice(node, task, cus, extra)
                     if k > 1:
                         run = ready.pop_run(spec, k, plain=True)
@@ -205,30 +225,50 @@ class Scheduler:
         if self.loads.nodes is not None:
             self.loads.freed(node)
 
-    def _fast(self, task: Task, cus: int) -> bool:
-        """The default placement can use :class:`NodeLoads` for ``task`` (no scan)."""
-        loads = self.loads
-        return self.placement == "locality" and loads.uniform and not self.held \
-            and not self.walltimes and not self.paused and not task.excluded \
-            and task.spec.pin is None and cus <= loads.slots and task.mem <= loads.memory_gb
+    def _fast(self, task: Task) -> bool:
+        """The default placement can start from :class:`NodeLoads`' least loaded node."""
+        return self.placement == "locality" and task.spec.pin is None
+
+    def _sliceable(self, task: Task, node: NodeHandle) -> bool:
+        """Short calls of ``task``'s function may go to ``node`` several at once."""
+        return self.placement == "locality" and task.spec.pin is None and not task.excluded \
+            and not node.paused and not (self.held and node.name in self.held)
+
+    def _fits(self, n: NodeHandle, task: Task, cus: int, extra: int) -> bool:
+        """``n`` may take ``task`` now: what :meth:`_choose_scan` asks of every node."""
+        held = self.held
+        return n.usable and n.slots >= cus \
+            and n.used + cus <= n.slots * (1 + (0 if held and n.name in held else extra)) \
+            and n.mem_used + task.mem <= n.memory_gb \
+            and (not self.walltimes or _before_end(n, task, self.spec_runs[task.spec])) \
+            and (not self.paused or _takes(n, task)) \
+            and not (task.excluded and n.name in task.excluded)
 
     def _all_full(self, nodes: list[NodeHandle]) -> bool:
-        if self.loads.uniform and not self.held and len(nodes) > 1:
+        if not self.held and len(nodes) > 1 and self.loads.nodes is not None:
+            # the least loaded node has the lowest used / slots: if it is full even for
+            # short tasks (used >= slots x (1 + DEEP)), so is every other node
             n = self.loads.least()
             return n is None or n.used >= n.slots * (1 + DEEP)
         return all(n.used >= n.slots * (1 + DEEP) for n in nodes if n.usable)
 
     def _choose(self, task: Task, nodes: list[NodeHandle], cus: int, extra: int) -> NodeHandle | None:
-        if self._fast(task, cus):
+        if self._fast(task) and self.loads.nodes is not None:
             return self._choose_fast(task, cus, extra)
         return self._choose_scan(task, [n for n in nodes if n.usable], cus, extra)
 
     def _choose_fast(self, task: Task, cus: int, extra: int) -> NodeHandle | None:
-        """Locality, then the least loaded node: O(inputs' holders + log nodes)."""
-        mem = task.mem
-        cap = self.loads.slots * (1 + extra)
+        """Locality, then the least loaded node: O(inputs' holders + log nodes) when that
+        node may take the task (nearly always); else the scan's choice.
+
+        A node that may not take it (full, short of memory, too close to its job's end,
+        paused, excluded after a failure there) sends the choice to the scan, except when
+        every node has the same slots and the least loaded one is full: then so is every
+        other node, as the scan would find out at the cost of a look at each.
+        """
+        loads = self.loads
         if task.reads:
-            by_name = self.loads.by_name
+            by_name = loads.by_name
             best: NodeHandle | None = None
             best_score = 0
             scores: dict[str, int] = {}
@@ -239,20 +279,22 @@ class Scheduler:
                         scores[name] = scores.get(name, 0) + 1
             for name, score in scores.items():
                 n = by_name.get(name)
-                if n is None or not n.usable or n.used + cus > cap \
-                        or n.mem_used + mem > n.memory_gb:
+                if n is None or not self._fits(n, task, cus, extra):
                     continue
                 if score > best_score or (score == best_score and best is not None
                                           and n.load < best.load):
                     best, best_score = n, score
             if best is not None:
                 return best
-        node = self.loads.least()
-        if node is None or node.used + cus > cap:
+        node = loads.least()
+        if node is None:
+            return None
+        if self._fits(node, task, cus, extra):
+            return node
+        if loads.uniform and node.used + cus > node.slots * (1 + extra) \
+                and not (self.held and node.name in self.held):
             return None              # the least loaded node is full: so is every other
-        if node.mem_used + mem > node.memory_gb:    # memory: look at every node
-            return self._choose_scan(task, [n for n in self.nodes if n.usable], cus, extra)
-        return node
+        return self._choose_scan(task, [n for n in self.nodes if n.usable], cus, extra)
 
     def _choose_scan(self, task: Task, nodes: list[NodeHandle], cus: int,
                      extra: int) -> NodeHandle | None:
@@ -338,7 +380,7 @@ def _before_end(node: NodeHandle, task: Task, learned: SpecRun) -> bool:
 
 def _outside_load(node: NodeHandle) -> float:
     """Share of the node's cores busy with work that is not taskflow's (last sample)."""
-    s = node.samples[-1] if node.samples else None
+    s = node.sample
     if not s or s.get("cpu") is None:
         return 0.0
     share: float = max(0.0, s["cpu"] - s.get("cpu_own", 0.0)) / 100.0
@@ -347,7 +389,7 @@ def _outside_load(node: NodeHandle) -> float:
 
 def _reported_load(node: NodeHandle) -> tuple[float, float]:
     """Expected wait on the node for one more task: its queue, slowed by outside load."""
-    s = node.samples[-1] if node.samples else None
+    s = node.sample
     if not s or s.get("cpu") is None:
         return (node.load, node.load)
     if "cpu_own" not in s:

@@ -16,6 +16,7 @@ import itertools
 import threading
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Union
 
+from ..graph import task as T
 from .events import EventBus
 from .scheduler import Scheduler
 from .specruns import SpecRuns
@@ -34,6 +35,8 @@ Waiter = Union[threading.Event, "Task"]    # who waits for a value being fetched
 # Snakemake. A worker that dies under a task is no failure of the task: --crash-limit.
 RETRIES = 0
 
+GROUP_FORGET = 4096     # tasks in a group before it first forgets those that ended well
+
 
 class Comm(Protocol):
     """What the rules ask of the node I/O (the dispatcher; a fake in unit tests).
@@ -48,8 +51,9 @@ class Comm(Protocol):
     def cancel_on(self, node: NodeHandle, task_id: int) -> None:
         """Take task ``task_id`` back from ``node`` (it is not to run there)."""
 
-    def watch_remote(self, fut: Future) -> None:
-        """``fut``'s value now lives on a node: drop it there once ``fut`` is garbage."""
+    def watch_remote(self, fut: Future, node: str | None = None) -> None:
+        """``fut``'s value now lives on a node (its holders, and ``node`` when given): drop
+        it there once ``fut`` is garbage; call whenever a node gets it."""
 
     def request_fetch(self, fut: Future, waiter: Waiter) -> None:
         """Bring ``fut``'s value from a node holding it; ``waiter`` resumes after."""
@@ -90,11 +94,25 @@ class RunState:
         self.end_reason: str | None = None  # why the run failed besides its tasks (runend.py)
         self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         self.groups: dict[str, list[Task]] = {}          # task groups: their tasks so far
+        self._group_marks: dict[str, int] = {}           # group -> its size at the next forget
         # group -> (error recorded as a failure, the GroupAbort a task raised): raised in the
         # program at the group's barrier (runtime.cancel)
         self.group_aborts: dict[str, tuple[TaskError, BaseException]] = {}
         self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
         self.dids: Iterator[int] = itertools.count(1)      # data (version) ids
+
+    def join_group(self, name: str, task: Task) -> None:
+        """``task`` is one of group ``name``'s. A group forgets its tasks that ended well
+        (its barrier waits for the others and raises their failures) each time it has
+        doubled since it last did, so a group of ten million tasks holds the tasks in
+        flight and those that failed, not every task done (the journal has them all)."""
+        tasks = self.groups[name]
+        tasks.append(task)
+        if len(tasks) >= self._group_marks.get(name, GROUP_FORGET):
+            done = T.DONE
+            kept = [t for t in tasks if t.state != done]
+            self.groups[name] = kept
+            self._group_marks[name] = max(GROUP_FORGET, 2 * len(kept))
 
     def nodes_coming(self) -> bool:
         """An elastic provider (Slurm pilots) will bring more nodes."""
@@ -151,7 +169,7 @@ class _NoComm:
 
     def push_data(self, node: Any, fut: Any) -> None: ...
     def cancel_on(self, node: Any, task_id: int) -> None: ...
-    def watch_remote(self, fut: Any) -> None: ...
+    def watch_remote(self, fut: Any, node: str | None = None) -> None: ...
     def request_fetch(self, fut: Any, waiter: Any) -> None: ...
     def drop_fetches(self) -> list[Waiter]: return []
     def wake(self) -> None: ...
