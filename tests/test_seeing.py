@@ -280,7 +280,6 @@ def test_report_header_shows_the_reason_the_journal_gives(fanout, tmp_path):
     run_dir = str(tmp_path / os.path.basename(fanout.run_dir))
     shutil.copytree(fanout.run_dir, run_dir)
     with sqlite3.connect(os.path.join(run_dir, "journal.db")) as db:
-        db.execute("ALTER TABLE run ADD COLUMN reason TEXT")
         db.execute("UPDATE run SET state='failed', reason='the script raised "
                    "RuntimeError at crash.py:6'")
     md = report(run_dir, str(tmp_path / "r.html"))

@@ -60,7 +60,10 @@ class RunLock:
             return None
         if lock is not None:    # (a new directory's new file: no truncation, which costs
             # ext4 a flush at close, ~1 ms)
-            os.pwrite(lock.fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            try:
+                os.pwrite(lock.fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            except OSError:     # a full disk: the lock holds without its text, and the
+                pass            # journal, written next, fails the start naming the disk
         return lock
 
     @classmethod
