@@ -442,3 +442,34 @@ def test_plain_calls_kept_as_themselves_resume_with_the_calls_that_read_them(tmp
         r = _run(tmp_path, "--resume", "wf.py")
         assert r.returncode == 0 and "RESULT 20 10 400000" in r.stdout, r.stderr
         assert _ran(tmp_path) == [] and "13 task(s) restored, 0 ran again" in r.stderr
+
+
+ARRAYS = textwrap.dedent('''
+    import numpy as np
+    from taskflow import task, wait_on
+
+    @task(returns=1)
+    def ones(n):
+        with open("runs.log", "a") as f:
+            f.write(f"ones{n}\\n")
+        return np.ones(n)
+
+    big, small = ones(200_000), ones(20_000)     # 1.6 MB stays on its node; 160 kB comes back
+    for v in wait_on([big, small]):
+        print("SUM", v.sum())
+        v[:] = 7.0                  # the program's own array now: the record keeps the value
+''')
+
+
+def test_a_value_the_program_changes_after_wait_on_is_restored_as_the_task_made_it(tmp_path):
+    """wait_on builds a large array on the buffer that came (no copy) and the program may
+    change it; the resume log wrote the task's value first, so a resume restores ones."""
+    (tmp_path / "wf.py").write_text(ARRAYS)
+    r = _run(tmp_path, "wf.py")
+    assert r.returncode == 0 and "SUM 200000.0" in r.stdout and "SUM 20000.0" in r.stdout, \
+        r.stderr
+    assert sorted(_ran(tmp_path)) == ["ones20000", "ones200000"]
+    r = _run(tmp_path, "--resume", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert "SUM 200000.0" in r.stdout and "SUM 20000.0" in r.stdout
+    assert _ran(tmp_path) == [] and "2 task(s) restored" in r.stderr

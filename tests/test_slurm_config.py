@@ -44,7 +44,7 @@ def test_slurm_section_parses_into_a_provider():
 
 @pytest.mark.parametrize("text, where, words", [
     ("slurm:\n  mode: batch\n  nodez: 2\n", ":3:", "unknown key 'nodez' in slurm"),
-    ("slurm:\n  mode: elastic\n", ":2:", "slurm.mode 'elastic' is not batch, pilot or allocation"),
+    ("slurm:\n  mode: elastic\n", ":2:", "slurm.mode 'elastic' is not batch, pilot, auto or allocation"),
     ("slurm:\n  nodes: 0\n", ":2:", "slurm.nodes must be >= 1"),
     ("slurm:\n  cpus: four\n", ":2:", "slurm.cpus must be an integer"),
     ("slurm:\n  worker_init: [1, 2]\n", ":2:", "slurm.worker_init must be a list of strings"),

@@ -265,8 +265,10 @@ class JournalDB:
             _release(self.path)
         except WriteFailed:
             raise
-        except Exception as exc:
-            raise WriteFailed(describe("journal", self.path, exc)) from None
+        except Exception as exc:    # (the last row, in the room the reserve kept)
+            why = describe("journal", self.path, exc)
+            self.mark_failed(t_end, reason if state == "failed" and reason else why)
+            raise WriteFailed(why) from None
         finally:
             self.db.close()
 

@@ -260,7 +260,7 @@ class Monitor:
         self.sock.listen(1024)
         self.sock.set_inheritable(False)
         self.guard = guard if guard is not None else netguard.Guard()
-        wsgi = WSGIMiddleware(self.app, workers=self.streams.limit + 8)
+        wsgi = WSGIMiddleware(self.app, workers=self.streams.limit + 8)  # type: ignore[arg-type]
         self.server = uvicorn.Server(netguard.config(_Disconnects(wsgi), self.guard,
                                                      timeout_graceful_shutdown=1))
         self.host = host

@@ -30,7 +30,7 @@ from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
 from ..errors import RecordFailed
 from .recordfail import record_failed
-from .resume import completion_record
+from .resume import Chunk, completion_record
 from .state import Waiter
 
 log = logging.getLogger(__name__)
@@ -376,7 +376,7 @@ class Dispatcher:
         runtime/resume.py). Plain calls are kept by the bus thread (ResumeLog.ended)."""
         rt = self.rt
         records: list[tuple[Any, ...]] = []
-        payloads: list[bytes] = []
+        payloads: list[Chunk] = []
         ok = M.OK
         for tid, status, outputs, _, _ in results:
             if status == ok and outputs is not None:

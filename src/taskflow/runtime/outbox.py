@@ -28,7 +28,7 @@ from . import gang, outcomes
 from .event_types import Dispatched
 from ..errors import RecordFailed
 from .recordfail import record_failed
-from .resume import completion_record
+from .resume import Chunk, completion_record
 
 if TYPE_CHECKING:
     from ..graph.task import TaskRef
@@ -268,7 +268,7 @@ class Outbox:
                 for fut in files:
                     fut.held_by(node.name)
                 if rt.log is not None:      # resumable: logged before it is acted on
-                    payloads: list[bytes] = []
+                    payloads: list[Chunk] = []
                     rec = completion_record(task, outputs, payloads)
                     if rec is not None and rt.keys is not None:
                         rt.keys.keyed = max(0, rt.keys.keyed - 1)

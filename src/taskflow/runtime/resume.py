@@ -50,7 +50,7 @@ import pickle
 import struct
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from ..context import private_file
 from ..errors import RecordFailed
@@ -65,6 +65,8 @@ MAGIC = b"taskflow resume log 2\n"
 # Whether a run keeps a resume log unless told (docs/guide/resume.md: what it costs)
 RESUMABLE = True
 HEAD = struct.Struct(">II")
+# what a frame is written from: bytes, or a view of a large value's own buffer
+Chunk = Union[bytes, memoryview, pickle.PickleBuffer]
 Output = tuple[Any, ...]          # ("v", n) | ("V", n) | ("f", path) | ("h",)
 RecordWire = tuple[Any, ...]      # one of the records above
 
@@ -87,7 +89,7 @@ class ResumeLog:
             private_file(path)
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
             if os.fstat(self._fd).st_size == 0:
-                _write_all(self._fd, MAGIC)
+                _write_all(self._fd, [MAGIC])
         except OSError as exc:
             from ..journal.failure import describe
             raise RecordFailed(f"{describe('resume log', path, exc)} (give another "
@@ -99,14 +101,16 @@ class ResumeLog:
         self.every_seconds = every_seconds
         self.buffered = every_tasks > 0 or every_seconds > 0
         self._records: list[RecordWire] = []
-        self._payloads: list[bytes] = []
+        self._payloads: list[Chunk] = []
         self._t_flush = time.monotonic()
         self.pending = False        # records wait in memory (a policy is set)
         self.failed: str | None = None      # why a write failed (nothing is written after)
 
 
-    def frame(self, records: list[RecordWire], payloads: list[bytes]) -> bytes:
-        """One frame of ``records`` whose values are ``payloads``, in order."""
+    def frame(self, records: list[RecordWire], payloads: list[Chunk]) -> list[Chunk]:
+        """One frame of ``records`` whose values are ``payloads``, in order, as the parts
+        to write one after the other: a large value's buffers are written from where they
+        are (a 64 MiB array fetched to the master is not copied to be logged)."""
         functions: list[tuple[int, str, bytes]] = []
         keys = self.keys
         if keys is not None and len(keys.specs) > self._named:
@@ -118,15 +122,35 @@ class ResumeLog:
         pickler.fast = True         # no memo: records share nothing, and it costs a third
         pickler.dump((functions, records))
         header = buf.getvalue()
-        body = b"".join(payloads)
-        return HEAD.pack(len(header), len(body)) + header + body
+        if all(type(p) is bytes for p in payloads):     # the common case: one buffer
+            body = b"".join(payloads)
+            return [HEAD.pack(len(header), len(body)) + header + body]
+        parts: list[Chunk] = []
+        small: list[bytes] = []
+        size = 0
+        for p in payloads:
+            if type(p) is bytes:
+                small.append(p)
+                size += len(p)
+                continue
+            if small:
+                parts.append(b"".join(small))
+                small = []
+            parts.append(p)
+            size += memoryview(p).nbytes
+        if small:
+            parts.append(b"".join(small))
+        return [HEAD.pack(len(header), size) + header, *parts]
 
-    def add(self, records: list[RecordWire], payloads: list[bytes]) -> None:
-        """Records of finished tasks: written now, or kept until the policy says."""
+    def add(self, records: list[RecordWire], payloads: list[Chunk]) -> None:
+        """Records of finished tasks: written now, or kept until the policy says (then a
+        value's buffers are copied: the program may change its array meanwhile)."""
         if not self.buffered:
             with self._lock:
                 self._write_locked(records, payloads)
             return
+        if not all(type(p) is bytes for p in payloads):
+            payloads = [p if type(p) is bytes else bytes(memoryview(p)) for p in payloads]
         with self._lock:
             self._records.extend(records)
             self._payloads.extend(payloads)
@@ -146,7 +170,7 @@ class ResumeLog:
         if keys is None:
             return
         records: list[RecordWire] = []
-        payloads: list[bytes] = []
+        payloads: list[Chunk] = []
         keep, keep_value = records.append, payloads.append
         number = keys.number
         last: Any = None
@@ -194,7 +218,7 @@ class ResumeLog:
 
     def fetched(self, did: int, payload: Any) -> None:
         """A value that stayed on its node came to the master: keep it too."""
-        out: list[bytes] = []
+        out: list[Chunk] = []
         desc = _describe(payload, out)
         if desc is not None:
             self.add([("g", did, desc)], out)
@@ -217,7 +241,7 @@ class ResumeLog:
             self.pending = False
             self._write_locked(records, payloads)
 
-    def _write_locked(self, records: list[RecordWire], payloads: list[bytes]) -> None:
+    def _write_locked(self, records: list[RecordWire], payloads: list[Chunk]) -> None:
         if self.failed is not None:
             return
         try:
@@ -239,11 +263,29 @@ class ResumeLog:
                 pass
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
+def _write_all(fd: int, parts: list[Chunk]) -> None:
+    for part in parts:
+        view = memoryview(part).cast("B")
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+
+
+class _Parts:
+    """A pickler's file that keeps what it is given: a large buffer comes whole, as a
+    view of the value's own memory, and is kept so, not copied."""
+
+    __slots__ = ("chunks", "size")
+
+    def __init__(self) -> None:
+        self.chunks: list[Chunk] = []
+        self.size = 0
+
+    def write(self, data: Chunk) -> int:
+        self.chunks.append(data)
+        n = memoryview(data).nbytes
+        self.size += n
+        return n
 
 
 def checkpoint_policy(text: str | None) -> tuple[int, float]:
@@ -268,20 +310,21 @@ def checkpoint_policy(text: str | None) -> tuple[int, float]:
     return tasks, seconds
 
 
-def _describe(o: Any, payloads: list[bytes]) -> Output | None:
+def _describe(o: Any, payloads: list[Chunk]) -> Output | None:
     """An output's description in a record (its bytes appended to ``payloads``)."""
     if type(o) is bytes:
         payloads.append(o)
         return ("v", len(o))
-    if type(o) is Packed:                   # large buffers out of band: kept in-band here
-        blob = pickle.dumps(o, 5)
-        payloads.append(blob)
-        return ("V", len(blob))
+    if type(o) is Packed:   # large buffers out of band: in-band here, in the parts they are
+        parts = _Parts()
+        pickle.Pickler(parts, 5).dump(o)
+        payloads.extend(parts.chunks)
+        return ("V", parts.size)
     return None
 
 
 def completion_record(task: Task, outputs: list[Any],
-                      payloads: list[bytes]) -> RecordWire | None:
+                      payloads: list[Chunk]) -> RecordWire | None:
     """The record of a task that ended well whose key is known (None: it has none, a
     plain call's is kept by :meth:`ResumeLog.ended`); its values are appended to
     ``payloads``. Written by the loop thread before the result is acted on."""
