@@ -70,6 +70,7 @@ Subscriber = Callable[[Any], None]     # gets a list[Event], or a RowBatch (rows
 
 
 QUIET = 0.6     # s without events after which row subscribers get an empty batch
+ENDED_BATCH = 20_000   # tasks the ended-tasks hook gets at most at once (each holds its record)
 SUB_HOLD = 0.5  # s a new task's row may wait for its end to go out as one row (_hold_back)
 
 
@@ -188,7 +189,8 @@ class EventBus:
             if not self._ended:
                 self._ended_since = now
             self._ended.extend(ended)
-        if self._ended and (quiet or now - self._ended_since >= self.max_delay):
+        if self._ended and (quiet or len(self._ended) >= ENDED_BATCH
+                            or now - self._ended_since >= self.max_delay):
             tasks, self._ended = self._ended, []
             assert self._ended_hook is not None
             try:

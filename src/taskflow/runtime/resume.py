@@ -193,9 +193,7 @@ class ResumeLog:
                 keep_value(p)
                 continue
             if type(p) is Packed:           # large buffers out of band: kept in-band here
-                blob = pickle.dumps(p, 5)
-                rec = (number(t.spec), t.ordinal, t.argv, ("V", len(blob)))
-                keep_value(blob)
+                rec = (number(t.spec), t.ordinal, t.argv, _describe(p, payloads))
             elif fut._holders:              # stayed on its node: keyed, for a later fetch
                 keep(("k", t.id, keys.deferred(t), t.spec.name, t.ordinal,
                       keys.parts(t.spec), (("h",),), (fut._did,)))
