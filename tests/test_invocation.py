@@ -103,10 +103,25 @@ def test_a_key_does_not_depend_on_where_the_run_put_things(tmp_path):
     there = Options(None, inv._replace(log_dir="/elsewhere/jobs", placement=Placement(
         (("h1", 2),), (("n1", 2),), ("h1",), None)))
     other = Options(None, inv._replace(threads=4))
-    from taskflow.graph.keys import _options_bytes
     keys = Keys()
-    assert _options_bytes(here, keys) == _options_bytes(there, keys)
-    assert _options_bytes(here, keys) != _options_bytes(other, keys)
+    assert keys.options(here) == keys.options(there)
+    assert keys.options(here) != keys.options(other)
+    assert keys.options(here) == keys.options(here)         # (the second from the cache)
+
+
+def test_a_program_rebuilt_during_a_run_changes_its_calls_keys(tmp_path, monkeypatch):
+    """The program file's size and time are part of a call's key; they are looked at again
+    once PROGRAM_RECHECK seconds passed (not a stat per call)."""
+    from taskflow.graph import keys as K
+    prog = tmp_path / "prog.sh"
+    prog.write_text("#!/bin/sh\necho 1\n")
+    opts = Options(None, Invocation(Program(str(prog), CommandLine(None, {}, ()), None, True),
+                                    1, None))
+    keys = Keys()
+    first = keys.options(opts)
+    prog.write_text("#!/bin/sh\necho 22\n")           # another size
+    monkeypatch.setattr(K, "PROGRAM_RECHECK", 0.0)
+    assert keys.options(opts) != first
 
 
 def test_the_node_names_the_task_for_an_action_it_does_not_know():

@@ -40,6 +40,7 @@ import inspect
 import os
 import pickle
 import shutil
+import time
 import types
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
 
 _H = hashlib.blake2b
 SIZE = 16
+PROGRAM_RECHECK = 1.0   # s: a program file is looked at again (size, time) at most this often
+OPTIONS_CACHE = 256     # options records kept as key bytes (static programs share one each)
 
 
 def plain_key(code: bytes, argv: Any) -> bytes:
@@ -81,7 +84,10 @@ class Keys:
         self.mode = mode
         self.ordinals: dict[str, int] = {}      # calls so far per function name
         self._files: dict[tuple[str, int, int, int], bytes] = {}
-        self._programs: dict[str, tuple[int, int, bytes]] = {}
+        self._programs: dict[str, tuple[int, int, bytes, float]] = {}
+        # a call's options as key bytes, by the options record (a static program's calls
+        # share one): (the record, its text, the program file it names)
+        self._opts: dict[int, tuple[Options, bytes, str | None]] = {}
         # per function (what the run derives, kept here, not on its spec): the digest of its
         # code, and (hasher of that code, KeyParts) every key of its calls starts from
         self._code: dict[TaskSpec, bytes] = {}
@@ -123,17 +129,40 @@ class Keys:
         return d
 
     def program(self, path: str) -> bytes:
-        """An external program: its path, size and modification time."""
+        """An external program: its path, size and modification time (looked at again
+        once PROGRAM_RECHECK seconds have passed: not a stat per call)."""
+        known = self._programs.get(path)
+        now = time.monotonic()
+        if known is not None and now - known[3] < PROGRAM_RECHECK:
+            return known[2]
         try:
             st = os.stat(path)
         except OSError:
             return b""
-        known = self._programs.get(path)
         if known is None or known[:2] != (st.st_size, st.st_mtime_ns):
-            known = (st.st_size, st.st_mtime_ns,
-                     _H(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode(), digest_size=SIZE).digest())
-            self._programs[path] = known
-        return known[2]
+            digest = _H(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode(),
+                        digest_size=SIZE).digest()
+        else:
+            digest = known[2]
+        self._programs[path] = (st.st_size, st.st_mtime_ns, digest, now)
+        return digest
+
+    def options(self, opts: Options) -> bytes:
+        """A call's options as key bytes, without where this run puts things (its job
+        files, the nodes it was given), and the program file's path, size and time."""
+        hit = self._opts.get(id(opts))
+        if hit is None or hit[0] is not opts:
+            inv = opts.invocation
+            bare = opts if inv is None else \
+                opts._replace(invocation=inv._replace(log_dir=None, placement=None))
+            binary = getattr(inv.action, "binary", None) if inv is not None else None
+            found = None
+            if isinstance(binary, str):
+                found = binary if os.sep in binary else (shutil.which(binary) or binary)
+            if len(self._opts) >= OPTIONS_CACHE:
+                self._opts.clear()
+            hit = self._opts[id(opts)] = (opts, repr(bare).encode(), found)
+        return hit[1] + self.program(hit[2]) if hit[2] is not None else hit[1]
 
     # -- a task's key ----------------------------------------------------------------
     def count(self, task: Task) -> None:
@@ -188,7 +217,7 @@ class Keys:
         h = base[0].copy()
         opts = task.options
         if opts:
-            h.update(_options_bytes(opts, self))
+            h.update(self.options(opts))
         try:
             h.update(pickle.dumps((task.argv, task.kwargs), 4))
         except Exception:  # noqa: BLE001 - placeholders only: never, but keys must not fail
@@ -292,19 +321,6 @@ def _pname(spec: TaskSpec, path: Any) -> str:
         name = str(first)
     return name + "".join(f"[{p}]" for p in path[1:])
 
-
-def _options_bytes(opts: Options, keys: Keys) -> bytes:
-    """The call's options, without where this run puts things (its job files, the nodes it
-    was given), and the program file's path, size and time."""
-    inv = opts.invocation
-    if inv is not None:
-        opts = opts._replace(invocation=inv._replace(log_dir=None, placement=None))
-    text = repr(opts).encode()
-    binary = getattr(inv.action, "binary", None) if inv is not None else None
-    if isinstance(binary, str):
-        found = binary if os.sep in binary else (shutil.which(binary) or binary)
-        return text + keys.program(found)
-    return text
 
 
 def _code_digest(func: Any, seen: dict[int, bytes]) -> bytes:
