@@ -204,7 +204,11 @@ def checkout_bin(tmp_path):
     """A bin directory whose ``python`` and ``taskflow`` are this interpreter and checkout."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    (bindir / "python").symlink_to(sys.executable)
+    # a script, not a symlink: a symlink to a venv's interpreter is not that venv (Python
+    # looks for pyvenv.cfg beside the link), which on a Debian python3 has no packages
+    py = bindir / "python"
+    py.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    py.chmod(0o755)
     tf = bindir / "taskflow"
     tf.write_text(f"#!/bin/sh\nexec {sys.executable} -m taskflow \"$@\"\n")
     tf.chmod(0o755)
