@@ -78,6 +78,7 @@ class Dispatcher:
         self.fetch_queue: list[tuple[NodeHandle, Future]] = []   # FETCH frames to send
         self.data_out: dict[NodeHandle, list[M.DataItem]] = {}   # values for chained tasks
         self.cancel_out: dict[NodeHandle, list[int]] = {}        # task ids taken back
+        self.adopting = False       # claims of tasks kept by adopted agents to send (adoption.py)
         self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
         self.outbox = Outbox(rt, self)         # what each round sends: TASKS, FUNC, DATA
         self.relay = Relay(rt)                 # values copied node to node, in parts
@@ -195,9 +196,25 @@ class Dispatcher:
         self.ident = threading.get_ident()
         try:
             self._loop()
+            self._say_shutdown()
         except BaseException:  # report instead of hanging every waiter
             self.crashed = traceback.format_exc()
             log.error("internal error in the runtime loop:\n%s", self.crashed)
+
+    def _say_shutdown(self, wait: float = 2.0) -> None:
+        """The run ends: SHUTDOWN to every node, so that an agent of an adoptable run exits
+        instead of waiting for a new master (agent/orphan.py); at most ``wait`` seconds."""
+        frame = P.encode(M.SHUTDOWN, None)
+        nodes = [n for n in self.nodes if n.alive]
+        for node in nodes:
+            node.out.queue(frame)
+        deadline = time.time() + wait
+        while nodes and time.time() < deadline:
+            for node in nodes:
+                node.flush()
+            nodes = [n for n in nodes if n.alive and n.out.pending()]
+            if nodes:
+                time.sleep(0.005)
 
     def _loop(self) -> None:
         rt = self.rt
@@ -242,6 +259,12 @@ class Dispatcher:
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
                 pulls = self.relay.pulls() if self.relay else None
+                if self.adopting:
+                    self.adopting = False
+                    if rt.adoption is not None:
+                        for node, claims in rt.adoption.frames():
+                            node.out.queue(P.encode(M.ADOPT, claims))
+                            sends.setdefault(node, [])
             if self.relay.forward:              # parts of copies go before the tasks that
                 for node, parts in self.relay.take_forward():     # wait for them
                     node.out.queue_parts(parts)

@@ -74,7 +74,11 @@ class Outbox:
                 if digest not in node.funcs:
                     node.funcs.add(digest)
                     assert learned.payload is not None     # made with the digest
-                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(digest, learned.payload)))
+                    keys = self.rt.keys     # (an adoptable run: its code digest, adoption.py)
+                    code = keys.code(spec) if keys is not None and self.rt.adopt_grace > 0 \
+                        else None
+                    frames.insert(len(frames) - 1,
+                                  (M.FUNC, M.Func(digest, learned.payload, code)))
                 batch = frames[-1]          # this round's TASKS for the node: always last
             refs = task.refs
             wire_refs = None
