@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> None:
         from .agent.dialback import serve_connect
         serve_connect(args.connect)
         return
-    from .agent.agent import serve_stdio
+    from .agent.stdio import serve_stdio
     serve_stdio()
 
 

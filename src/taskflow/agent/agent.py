@@ -82,6 +82,8 @@ class Agent:
         self.tracker: Tracker | None = None       # what tasks start (set at the handshake)
         # an adoptable run (wire.adoption): how long to outlive a lost master, for whom
         self.adopt_grace, self.adopt_secret, self.adopt_run = 0.0, "", ""
+        self.silence = 0.0                        # s without a frame: the master is lost
+        self.last_rx = time.time()
         self.told_to_stop = False                 # SHUTDOWN: the master ends the run
         self.orphan: Orphan | None = None         # the master was lost (agent.orphan)
 
@@ -105,6 +107,7 @@ class Agent:
         self.adopt_grace = float(hello.get("adopt_grace") or 0.0)
         self.adopt_secret = hello.get("adopt_secret", "")
         self.adopt_run = hello.get("adopt_run", "")
+        self.silence = float(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
@@ -149,6 +152,8 @@ class Agent:
                 data = key.data
                 if data == "term":
                     os.read(self._term_r, 64)
+                    if self.orphan is not None and self.orphan.waiting():
+                        self.orphan.give_up()       # (no master to hand work back to)
                     self._leave("SIGTERM")
                 elif data == "adopt":
                     assert self.orphan is not None
@@ -192,7 +197,10 @@ class Agent:
             elif not pool.reading and pending < OUT_LOW:
                 pool.resume_reads()
             orphan = self.orphan
-            if orphan is not None and orphan.waiting():
+            if self.silence and (orphan is None or not orphan.waiting()) and \
+                    time.time() - self.last_rx > self.silence:
+                self._master_lost(f"it was silent for {self.silence:g} s")
+            elif orphan is not None and orphan.waiting():
                 if orphan.expired(time.time()):
                     orphan.give_up()
             elif self.leaving is not None:
@@ -270,6 +278,7 @@ class Agent:
         if msgs is None:     # the master is gone: leave no process behind (or wait for one)
             self._master_lost("its stream closed")
             return
+        self.last_rx = time.time()
         state = self.state
         for op, body in msgs:
             if op == M.TASKS:
@@ -583,17 +592,3 @@ class Agent:
 def _version() -> str:
     from .._version import __version__
     return __version__
-
-
-def serve_stdio() -> None:
-    """Run an agent on stdin/stdout; stray prints by tasks go to stderr."""
-    rfd = os.dup(0)
-    wfd = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(2, 1)
-    os.close(devnull)
-    sys.stdout = sys.stderr
-    agent = Agent(rfd, wfd)
-    agent.handshake()
-    agent.run()

@@ -114,9 +114,9 @@ class Orphan:
         self.listener = sock
         ag.pool.keep_closed.append(sock.fileno())   # executors forked later close it
         ag.sel.register(sock, selectors.EVENT_READ, "adopt")
-        print(f"taskflow.node: {ag.name}: the master was lost ({why}); keeping "
+        _say(f"taskflow.node: {ag.name}: the master was lost ({why}); keeping "
               f"{len(self.kept) - len(self.done)} running task(s) for a resumed master for "
-              f"{ag.adopt_grace:g} s at {self.path}", file=sys.stderr)
+              f"{ag.adopt_grace:g} s at {self.path}")
 
     def _drop_master(self) -> None:
         ag = self.agent
@@ -143,9 +143,9 @@ class Orphan:
                 kill_group(ex)
         self.close_listener()
         why = self.unreachable or f"no master came within {ag.adopt_grace:g} s"
-        print(f"taskflow.node: {ag.name}: the master was lost and {why}: "
+        _say(f"taskflow.node: {ag.name}: the master was lost and {why}: "
               f"{len(self.kept) - len(self.done)} task(s) stopped, "
-              f"{len(self.held)} result(s) dropped", file=sys.stderr)
+              f"{len(self.held)} result(s) dropped")
         ag.running = False
 
     def sift(self) -> bool:
@@ -268,7 +268,7 @@ class Orphan:
             socket.socket(fileno=os.dup(fd)).setsockopt(
                 socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
         except Exception as exc:  # noqa: BLE001 - a refused master never stops the agent
-            print(f"taskflow.node: {ag.name}: refused a master at {self.path}: {exc}",
+            _say(f"taskflow.node: {ag.name}: refused a master at {self.path}: {exc}",
                   file=sys.stderr)
             conn.close()
             if fd >= 0:
@@ -287,11 +287,13 @@ class Orphan:
         ag.adopt_grace = float(hello.get("adopt_grace") or 0.0)
         ag.adopt_secret = hello.get("adopt_secret", ag.adopt_secret)
         ag.adopt_run = hello.get("adopt_run", ag.adopt_run)
+        ag.silence = float(hello.get("heartbeat_timeout") or 0.0) if ag.adopt_grace else 0.0
+        ag.last_rx = time.time()
         self.connected = True
         self.close_listener()
-        tasks = [M.Adoptable(tid, ag.state.codes.get(t.digest, b""), t.argv, t.units,
-                             tid in self.done) for tid, t in self.kept.items()
-                 if tid not in self.claimed]
+        tasks = [M.Adoptable(tid, ag.state.codes.get(t.digest, b"") if _plain(t) else b"",
+                             t.argv, t.units, tid in self.done)
+                 for tid, t in self.kept.items() if tid not in self.claimed]
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": ag.slots, "cpus": os.cpu_count(),
                          "io_executors": len(ag.pool.io_execs),
@@ -302,8 +304,8 @@ class Orphan:
         chan.set_blocking(False)
         ag.sel.register(chan.rfd, selectors.EVENT_READ, None)
         ag.leaving = None
-        print(f"taskflow.node: {ag.name}: adopted by a resumed master ({len(tasks)} task(s) "
-              f"kept for it)", file=sys.stderr)
+        _say(f"taskflow.node: {ag.name}: adopted by a resumed master ({len(tasks)} task(s) "
+              f"kept for it)")
 
     def adopt(self, body: M.Adopt) -> None:
         """The master's claims (ADOPT): report claimed tasks under its ids, cancel the rest."""
@@ -331,6 +333,20 @@ class Orphan:
                 os.unlink(self.path)
             except OSError:
                 pass
+
+
+def _plain(t: M.TaskMsg) -> bool:
+    """A plain call (positional values only, no options): its key is its code's and its
+    arguments' (graph.keys.plain_key), which a new master can match."""
+    return t.refs is None and t.kwargs is None and t.options is None and t.inouts is None
+
+
+def _say(text: str) -> None:
+    """A line on the agent's stderr (which may be gone with the master's SSH channel)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def M_version() -> str:

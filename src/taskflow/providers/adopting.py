@@ -48,6 +48,7 @@ def record(run_dir: str, run_id: str, grace: float, config: Hello) -> str:
     config["adopt_grace"] = grace
     config["adopt_secret"] = secret
     config["adopt_run"] = run_id
+    config["heartbeat_timeout"] = adoption.HEARTBEAT_TIMEOUT
     return secret
 
 

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 from ..context import total_memory_gb
@@ -68,8 +69,14 @@ class LocalProvider(Provider):
                 if fd is not None:
                     self.launched.append((name, fd))
                     continue
+            # (its stderr through the master's, not the master's own: an agent that outlives
+            # a killed master, agent/orphan.py, must not hold the master's output open)
             proc = subprocess.Popen(self.CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    env=env, close_fds=True, start_new_session=True)
+                                    stderr=subprocess.PIPE, env=env, close_fds=True,
+                                    start_new_session=True)
+            assert proc.stderr is not None
+            threading.Thread(target=_forward, args=(proc.stderr.fileno(),), daemon=True,
+                             name=f"taskflow-stderr-{name}").start()
             self.procs.append(proc)
             self.launched.append((name, proc))
 
@@ -131,10 +138,22 @@ class LocalProvider(Provider):
                 except ProcessLookupError:
                     pass
                 proc.wait()
-            for f in (proc.stdout,):
+            for f in (proc.stdout, proc.stderr):
                 try:
                     if f is not None:
                         f.close()
                 except (OSError, AttributeError):
                     pass
         self.procs = []
+
+
+def _forward(fd: int) -> None:
+    """An agent's stderr to the master's, until the agent (and its executors) close it."""
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            os.write(2, chunk)
+    except OSError:
+        pass

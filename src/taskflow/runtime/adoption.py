@@ -74,6 +74,7 @@ def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
     adoption = Adoption(nodes)
     if adoption.open or adoption.cancels:
         rt.adoption = adoption
+        rt.dispatcher.adopting = bool(adoption.cancels)     # (sent in the loop's first round)
 
 
 def end(fd: int) -> None:

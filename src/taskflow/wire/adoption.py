@@ -42,6 +42,8 @@ from .dialback import AUTH_TIMEOUT, NONCE, PROOF, proof, recv_exact, send_all
 
 MAGIC = b"TFAD1"
 ADOPT_GRACE = 600.0      # s an agent waits for a new master (``--adopt-grace``; 0: it exits)
+HEARTBEAT_TIMEOUT = 15.0 # s of silence after which an agent takes its master for lost
+PING_EVERY = 3.0         # s between the master's PINGs (well inside that time-out)
 SECRET_NAME = "adopt.secret"     # the run's secret, in its directory (mode 0600)
 NODES_NAME = "adopt.json"        # the run's nodes a resumed master looks for
 LOCK_NAME = "adopt.lock"         # held by the master resuming the run

@@ -19,6 +19,9 @@ what each body is. Master -> node::
     PART      list[PartWire]             parts of a value copied here (runtime.relay)
     ADOPT     Adopt                      a resumed master claims tasks the agent kept
                                          running for it (wire.adoption), cancels the rest
+    PING      None                       the master is there (adoptable runs: an agent
+                                         that hears nothing for heartbeat_timeout s
+                                         takes its master for lost)
 
 Node -> master::
 
@@ -74,6 +77,7 @@ STARTED: Final = 16
 MEMORY: Final = 17
 PART: Final = 18
 ADOPT: Final = 19
+PING: Final = 20
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -279,6 +283,7 @@ class Hello(TypedDict, total=False):
     adopt_grace: float            # s the agent outlives a lost master (wire.adoption; 0: none)
     adopt_secret: str             # the run's secret a resumed master proves
     adopt_run: str                # the run whose master may adopt the agent
+    heartbeat_timeout: float      # s of silence after which the master is taken for lost
 
 
 class Ready(TypedDict, total=False):
