@@ -54,8 +54,8 @@ def _start(tmp_path, *args, **env):
 
 def _resume(tmp_path, *args, run=None, **env):
     return subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress",
-                           "--resume", *([run] if run else []), *args], cwd=tmp_path, env=_env(tmp_path, **env),
-                          capture_output=True, text=True, timeout=90)
+                           "--resume", *([run] if run else []), *args], cwd=tmp_path,
+                          env=_env(tmp_path, **env), capture_output=True, text=True, timeout=90)
 
 
 def _marks(tmp_path):
@@ -172,5 +172,5 @@ def test_ssh_agents_are_adopted_through_the_bridge(ssh_hosts, tmp_path):
     assert "SUM 60" in r.stdout
     assert _started(_marks(tmp_path)) == [f"start {i}" for i in range(4)]
     assert "running task(s) adopted on h1, h2; 0 task(s) restored" in r.stderr
-    for where in (tmp_path, tmp_path / "wd-h1", tmp_path / "wd-h2"):     # none left
-        _until(lambda: not _agents_in(where), 10)
+    _until(lambda: not any(_agents_in(w) for w in (tmp_path, tmp_path / "wd-h1",
+                                                   tmp_path / "wd-h2")), 10)   # none left

@@ -164,12 +164,12 @@ class Orphan:
     # -- results while no master (or one that has not claimed them yet) ------------------
     def hold(self, results: list[M.ResultWire], logs: list[M.LogWire]) -> None:
         for r in results:
-            tid = r[0]
+            tid = M.ResultMsg(*r).task_id
             if tid in self.kept:
                 self.done.add(tid)
                 self.held.append(r)
         room = LINES_HELD - len(self.held_logs)
-        keep = [ln for ln in logs if ln[0] in self.kept]
+        keep = [(tid, t, lvl, text) for tid, t, lvl, text in logs if tid in self.kept]
         self.held_logs.extend(keep[:max(0, room)])
         self.dropped_lines += max(0, len(keep) - max(0, room))
 
@@ -181,13 +181,15 @@ class Orphan:
         kept = self.kept
         out: list[M.ResultWire] = []
         for r in results:
-            if r[0] in kept:
-                self.done.add(r[0])
+            tid = M.ResultMsg(*r).task_id
+            if tid in kept:
+                self.done.add(tid)
                 self.held.append(r)
             else:
                 out.append(r)
-        lines = [ln for ln in logs if ln[0] not in kept]
-        self.held_logs.extend(ln for ln in logs if ln[0] in kept)
+        lines: list[M.LogWire] = []
+        for tid, t, lvl, text in logs:
+            (self.held_logs if tid in kept else lines).append((tid, t, lvl, text))
         out.extend(self._release())
         return out, lines + self._release_lines()
 
@@ -222,7 +224,8 @@ class Orphan:
         for tid, t, lvl, text in self.held_logs:
             claim = self.claimed.get(tid)
             if claim is not None:
-                out.append((claim[0], t, lvl, text))
+                new, _ = claim
+                out.append((new, t, lvl, text))
             elif tid not in self.cancelled:
                 still.append((tid, t, lvl, text))
         self.held_logs = still

@@ -86,9 +86,9 @@ def lock(run_dir: str) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        who = os.pread(fd, 200, 0).decode(errors="replace").split()
+        pid, _, host = os.pread(fd, 200, 0).decode(errors="replace").strip().partition(" ")
         os.close(fd)
-        holder = f"pid {who[0]} on {who[1]}" if len(who) >= 2 else "another master"
+        holder = f"pid {pid} on {host}" if pid.isdigit() else "another master"
         raise UsageError(f"run {os.path.basename(os.path.normpath(run_dir))} is being "
                          f"resumed already, by {holder}: one master resumes a run at a time "
                          f"(wait for it, or stop it)") from None
