@@ -147,6 +147,7 @@ def test_a_master_without_the_runs_secret_adopts_nothing_and_says_why(tmp_path):
     assert "adopted" not in r.stderr
     started = _started(_marks(tmp_path))
     assert len(started) == 6                            # the two kept ones ran again
+    assert _agents_in(tmp_path)         # the agent refused it and still waits for its master
     for pid in _agents_in(tmp_path):                    # the refusing agent: not ours to wait
         os.kill(pid, signal.SIGTERM)                    # for (SIGTERM ends it at once)
     _until(lambda: not _agents_in(tmp_path), 10)

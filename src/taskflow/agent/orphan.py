@@ -271,8 +271,7 @@ class Orphan:
             socket.socket(fileno=os.dup(fd)).setsockopt(
                 socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
         except Exception as exc:  # noqa: BLE001 - a refused master never stops the agent
-            _say(f"taskflow.node: {ag.name}: refused a master at {self.path}: {exc}",
-                  file=sys.stderr)
+            _say(f"taskflow.node: {ag.name}: refused a master at {self.path}: {exc}")
             conn.close()
             if fd >= 0:
                 os.close(fd)
