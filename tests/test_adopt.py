@@ -175,3 +175,36 @@ def test_ssh_agents_are_adopted_through_the_bridge(ssh_hosts, tmp_path):
     assert "running task(s) adopted on h1, h2; 0 task(s) restored" in r.stderr
     _until(lambda: not any(_agents_in(w) for w in (tmp_path, tmp_path / "wd-h1",
                                                    tmp_path / "wd-h2")), 10)   # none left
+
+
+def test_an_agent_cut_off_waits_and_is_dismissed_when_the_run_ends(ssh_hosts, tmp_path,
+                                                                   monkeypatch):
+    """h1's link is cut mid-run: its agent hears no PING for the heartbeat time-out and
+    keeps its tasks for a resumed master; the master takes h1 for lost and finishes on h2;
+    the link is back before the end, so the ending master reaches h1's agent and stops it
+    (instead of leaving it to wait out its grace)."""
+    import threading
+    import taskflow
+    import ssh_tasks as S
+    monkeypatch.chdir(tmp_path)
+    prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
+    healed = threading.Event()
+
+    def heal():
+        ssh_hosts.restart(1)
+        healed.set()
+    try:
+        with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"),
+                              retries=0, placement="fifo") as rt:
+            squares = [S.slow_square(i, 8.0 if i < 4 else 0.2) for i in range(12)]
+            threading.Timer(1.0, lambda: ssh_hosts.cut(1)).start()
+            threading.Timer(5.0, heal).start()
+            got = taskflow.wait_on(squares)
+            assert [n.name for n in rt.nodes if not n.alive] == ["h1"]
+            assert healed.wait(30)
+            assert _agents_in(tmp_path / "wd-h1")      # h1's agent waits for a master
+    finally:
+        if not healed.wait(30):
+            ssh_hosts.restart(1)
+    assert got == [i * i for i in range(12)]
+    _until(lambda: not _agents_in(tmp_path / "wd-h1"), 15)     # dismissed, not 600 s later

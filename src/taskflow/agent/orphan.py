@@ -266,6 +266,11 @@ class Orphan:
             fd = conn.detach()
             chan = FdChannel(fd, fd)
             op, hello = P.read_frame_blocking(chan)
+            if op == M.SHUTDOWN:        # the run's master ended: nothing to wait for
+                chan.close()
+                self.unreachable = "its run ended (the master dismissed it)"
+                self.give_up()
+                return
             if op != M.HELLO:
                 raise adoption.Refused("no HELLO after the handshake")
             socket.socket(fileno=os.dup(fd)).setsockopt(

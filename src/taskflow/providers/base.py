@@ -39,6 +39,10 @@ class Provider:
     # a resumed run: the earlier run whose waiting agents to adopt (providers/adopting.py)
     adopt: AdoptFrom | None = None
 
+    def dismiss_lost(self, run_id: str, secret: str) -> None:
+        """The run ends: agents of nodes it lost that may wait for a resumed master are
+        told to stop, where they can be reached (SSH hosts: providers/ssh.py)."""
+
     def adoption_refusals(self) -> list[str]:
         """Why agents of the earlier run were not adopted (said once by the runtime)."""
         return []

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from .._version import DIST_NAME, __version__, install_hint
 from ..errors import HostKeyError, NodeStartError, VersionMismatch
 from ..wire import adoption
+from ..wire import messages as M
+from ..wire import protocol as P
 from .adopting import handshake_over
 from .base import Provider
 from .handle import NodeHandle
@@ -491,6 +493,42 @@ class SSHProvider(Provider):
                     except Exception:  # noqa: BLE001
                         pass
 
+    def dismiss_lost(self, run_id: str, secret: str) -> None:
+        """The run ends well: an agent of a host it lost (a cut link) may wait for a resumed
+        master (agent/orphan.py); reach it again, prove the run's secret, SHUTDOWN it."""
+        from .adopting import AdoptFrom
+        me = AdoptFrom(run_id, secret, {})
+        for n in self.nodes:
+            if n.handle is None or n.handle.alive or n.closing:
+                continue
+            c = n.cfg
+            try:
+                client = paramiko.SSHClient()
+                if os.path.exists(self.known_hosts):
+                    client.load_host_keys(self.known_hosts)
+                client.set_missing_host_key_policy(_Refuse(self.known_hosts))
+                client.connect(c.host, port=c.port, username=c.user or "root",
+                               key_filename=c.identity_file, timeout=self.connect_timeout,
+                               banner_timeout=self.connect_timeout,
+                               auth_timeout=self.connect_timeout,
+                               look_for_keys=c.identity_file is None)
+                tr = client.get_transport()
+                assert tr is not None       # connected
+                chan = tr.open_session(timeout=self.connect_timeout)
+                chan.settimeout(self.connect_timeout)
+                chan.exec_command(f"{_py(c)} -m taskflow.node --adopt "
+                                  f"{shlex.quote(run_id)} {shlex.quote(c.name)}")
+                ours, theirs = socket.socketpair()
+                if chan.recv(1) == adoption.CONNECTED:
+                    threading.Thread(target=_relay, args=(chan, theirs), daemon=True).start()
+                    handshake_over(ours.fileno(), me, c.name, f"node {c.name}")
+                    ours.sendall(P.encode(M.SHUTDOWN, None))
+                    time.sleep(0.2)
+                ours.close()
+                client.close()
+            except Exception as exc:  # noqa: BLE001 - it ends after its grace all the same
+                log.debug("node %s: its agent was not reached at the end: %r", c.name, exc)
+
     def stop(self, timeout: float = 5.0) -> None:
         for n in self.nodes:
             n.closing = n.handle is not None
@@ -517,3 +555,25 @@ class SSHProvider(Provider):
             if n.client is not None:
                 n.client.close()
         self.nodes = [_Node(n.cfg) for n in self.nodes]
+
+
+def _relay(chan: Any, sock: socket.socket) -> None:
+    """Both ways between an SSH channel and a socket, until either ends (a short talk)."""
+    def back() -> None:
+        try:
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                chan.sendall(data)
+        except (OSError, EOFError):
+            pass
+    threading.Thread(target=back, daemon=True).start()
+    try:
+        while True:
+            data = chan.recv(65536)
+            if not data:
+                return
+            sock.sendall(data)
+    except (OSError, EOFError, socket.timeout):
+        pass

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from ..graph import task as T
 from ..graph.keys import plain_key
 from ..providers import adopting
+from ..wire import adoption as adoption_wire
 from ..wire import messages as M
 from .event_types import Dispatched, Resumed
 
@@ -75,6 +76,20 @@ def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
     if adoption.open or adoption.cancels:
         rt.adoption = adoption
         rt.dispatcher.adopting = bool(adoption.cancels)     # (sent in the loop's first round)
+
+
+def at_end(rt: Runtime) -> None:
+    """The run ends (not killed): agents of nodes it lost, which wait for a resumed master
+    that will not come, are told to stop where they can be reached."""
+    if rt.keys is None or rt.adopt_grace <= 0 or not any(not n.alive for n in rt.nodes):
+        return
+    try:
+        with open(os.path.join(rt.run_dir, adoption_wire.SECRET_NAME)) as f:
+            secret = f.read().strip()
+    except OSError:
+        return
+    for p in rt.providers:
+        p.dismiss_lost(rt.run_id, secret)
 
 
 def end(fd: int) -> None:

@@ -319,6 +319,7 @@ class Runtime(RunState):
         self.dispatcher.close()
         if self._thread is not None:
             self._thread.join(10)
+        adoption.at_end(self)
         for p in self.providers:
             p.stop()
         self.bus.close()
