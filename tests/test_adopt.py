@@ -15,6 +15,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from test_resume import _agents_in, _until
 
 WF = textwrap.dedent('''
@@ -73,8 +75,13 @@ def _started(marks):
     return sorted(m for m in marks if m.startswith("start"))
 
 
-def test_running_tasks_are_adopted_not_started_again(tmp_path):
-    (tmp_path / "wf.py").write_text(WF)
+@pytest.mark.parametrize("call", ["plain", "keyed"])
+def test_running_tasks_are_adopted_not_started_again(tmp_path, call):
+    """A plain call is matched by its code and arguments; a call keyed when it was made
+    (here: a keyword argument) by the key its master sent along."""
+    (tmp_path / "wf.py").write_text(WF if call == "plain" else WF.replace(
+        'slow(i, float(os.environ.get("SECS", "3")))',
+        'slow(i, secs=float(os.environ.get("SECS", "3")))'))
     p = _start(tmp_path, "--workers", "2", "wf.py")
     _kill_when(tmp_path, p, lambda m: len(_started(m)) == 2)      # two run, two queued
     (first,) = os.listdir(tmp_path / "runs")

@@ -25,6 +25,7 @@ from ..wire import protocol as P
 from ..wire.channel import Channel, FdChannel
 from ..wire.framewriter import FrameWriter
 from ..wire import budget
+from ..wire.adoption import silence_limit
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from . import loglines
 from .chained import Chaining
@@ -36,6 +37,8 @@ from .state import NodeState
 from .taskenv import compss_environment
 from .tracking import Tracker
 from .workqueue import WorkQueue
+
+from .orphan import forget_keys
 
 if TYPE_CHECKING:
     from .orphan import Orphan
@@ -82,8 +85,7 @@ class Agent:
         self.tracker: Tracker | None = None       # what tasks start (set at the handshake)
         # an adoptable run (wire.adoption): how long to outlive a lost master, for whom
         self.adopt_grace, self.adopt_secret, self.adopt_run = 0.0, "", ""
-        self.silence = 0.0                        # s without a frame: the master is lost
-        self.last_rx = time.time()
+        self.silence, self.last_rx = 0.0, time.time()   # s without a frame: the master is lost
         self.told_to_stop = False                 # SHUTDOWN: the master ends the run
         self.orphan: Orphan | None = None         # the master was lost (agent.orphan)
 
@@ -107,7 +109,7 @@ class Agent:
         self.adopt_grace = float(hello.get("adopt_grace") or 0.0)
         self.adopt_secret = hello.get("adopt_secret", "")
         self.adopt_run = hello.get("adopt_run", "")
-        self.silence = float(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
+        self.silence = silence_limit(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
@@ -308,6 +310,8 @@ class Agent:
             elif op == M.SHUTDOWN:
                 self.told_to_stop = True
                 self.running = False
+            elif op == M.KEYS:
+                state.keys.update(body)
             elif op == M.ADOPT:
                 if self.orphan is not None:
                     self.orphan.adopt(body)
@@ -546,6 +550,8 @@ class Agent:
     def _send_batches(self) -> None:
         if self.orphan is not None and self.orphan.sift():     # no master: held for one
             return
+        if self.state.keys and self.results:        # (keyed calls of an adoptable run)
+            forget_keys(self.state.keys, self.results)
         if self.logs:       # first: a task's lines are in before its result (none lost at stop)
             self._send(M.LOG, self.logs)
             self.logs = []

@@ -44,6 +44,12 @@ if TYPE_CHECKING:
 LINES_HELD = 10_000      # output lines of kept tasks held for a new master (then dropped)
 
 
+def forget_keys(keys: dict[int, bytes], results: list[M.ResultWire]) -> None:
+    """Keys of calls that ended (reported) are not needed any more."""
+    for r in results:
+        keys.pop(M.ResultMsg(*r).task_id, None)
+
+
 def master_lost(ag: Agent, why: str) -> bool:
     """The agent's stream to its master ended (``why``): in an adoptable run with tasks
     running or results not reported, keep them for a resumed master (True); else the
@@ -294,12 +300,15 @@ class Orphan:
         ag.adopt_grace = float(hello.get("adopt_grace") or 0.0)
         ag.adopt_secret = hello.get("adopt_secret", ag.adopt_secret)
         ag.adopt_run = hello.get("adopt_run", ag.adopt_run)
-        ag.silence = float(hello.get("heartbeat_timeout") or 0.0) if ag.adopt_grace else 0.0
+        ag.silence = adoption.silence_limit(hello.get("heartbeat_timeout") or 0.0) \
+            if ag.adopt_grace else 0.0
         ag.last_rx = time.time()
         self.connected = True
         self.close_listener()
-        tasks = [M.Adoptable(tid, ag.state.codes.get(t.digest, b"") if _plain(t) else b"",
-                             t.argv, t.units, tid in self.done)
+        keys = ag.state.keys
+        tasks = [M.Adoptable(tid, keys.get(tid, b"") if _values_only(t) else b"",
+                             ag.state.codes.get(t.digest, b"") if _plain(t) else b"",
+                             t.argv if _plain(t) else None, t.units, tid in self.done)
                  for tid, t in self.kept.items() if tid not in self.claimed]
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": ag.slots, "cpus": os.cpu_count(),
@@ -346,6 +355,13 @@ def _plain(t: M.TaskMsg) -> bool:
     """A plain call (positional values only, no options): its key is its code's and its
     arguments' (graph.keys.plain_key), which a new master can match."""
     return t.refs is None and t.kwargs is None and t.options is None and t.inouts is None
+
+
+def _values_only(t: M.TaskMsg) -> bool:
+    """A call that writes no file or directory (those would be the earlier run's versions):
+    a keyed one of these can be matched by its key."""
+    return t.inouts is None and not any(kind not in (M.REF_VALUE, M.REF_PICKLED, M.REF_FILE)
+                                        for _, kind, _ in t.refs or ())
 
 
 def _say(text: str) -> None:

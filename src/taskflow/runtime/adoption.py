@@ -10,9 +10,11 @@ node when the script first waits for a value that is not there yet (by then
 it has made the calls that came before that point, as the earlier run had
 when those tasks started) and at the end of the run.
 
-Only plain calls (positional arguments, no options) are kept for a new master:
-their key is computed from their code digest and arguments
-(:func:`~taskflow.graph.keys.plain_key`); others run again.
+Calls that write no file or directory are matched: a call keyed when it was
+made (it reads other tasks' values or files, has keywords or options) by the
+key its master sent along (KEYS), a plain call by the key computed from its
+code digest and arguments (:func:`~taskflow.graph.keys.plain_key`). Calls
+that write files run again (their versions would be the earlier run's).
 """
 from __future__ import annotations
 
@@ -118,8 +120,8 @@ class Adoption:
                 continue
             for a in map(M.Adoptable._make, kept):
                 units = 0 if a.done else a.units
-                if a.code:
-                    key = plain_key(a.code, a.argv)
+                key = a.key or (plain_key(a.code, a.argv) if a.code else b"")
+                if key:
                     self.by_key.setdefault(key, []).append(Kept(node, a.task_id, units))
                 else:               # not a plain call: not matched, cancelled at once
                     self.cancels.setdefault(node, []).append(a.task_id)
@@ -131,7 +133,8 @@ class Adoption:
         there now; the loop sends the claim), else False."""
         key = task.key
         kept = self.by_key.get(key) if key is not None else None
-        if not kept or task.refs or task.kwargs or task.options is not None:
+        if not kept or task.inouts or any(kind not in (M.REF_VALUE, M.REF_PICKLED, M.REF_FILE)
+                                          for _, kind, _ in task.refs or ()):
             return False
         k = kept.pop()
         if not kept:

@@ -43,7 +43,14 @@ from .dialback import AUTH_TIMEOUT, NONCE, PROOF, proof, recv_exact, send_all
 MAGIC = b"TFAD1"
 ADOPT_GRACE = 600.0      # s an agent waits for a new master (``--adopt-grace``; 0: it exits)
 HEARTBEAT_TIMEOUT = 15.0 # s of silence after which an agent takes its master for lost
-PING_EVERY = 3.0         # s between the master's PINGs (well inside that time-out)
+PING_EVERY = 2.0         # s between the master's PINGs
+
+
+def silence_limit(heartbeat_timeout: float) -> float:
+    """How long an agent hears nothing before it takes its master for lost: the heartbeat
+    time-out, but at least three PINGs' time (a short time-out is the master's, for
+    noticing an agent; a busy master's loop may be a PING late)."""
+    return max(heartbeat_timeout, 3 * PING_EVERY)
 SECRET_NAME = "adopt.secret"     # the run's secret, in its directory (mode 0600)
 NODES_NAME = "adopt.json"        # the run's nodes a resumed master looks for
 LOCK_NAME = "adopt.lock"         # held by the master resuming the run

@@ -19,6 +19,8 @@ what each body is. Master -> node::
     PART      list[PartWire]             parts of a value copied here (runtime.relay)
     ADOPT     Adopt                      a resumed master claims tasks the agent kept
                                          running for it (wire.adoption), cancels the rest
+    KEYS      list[tuple[int, bytes]]    (task id, key) of keyed calls sent (adoptable runs):
+                                         what a resumed master matches them by
     PING      None                       the master is there (adoptable runs: an agent
                                          that hears nothing for heartbeat_timeout s
                                          takes its master for lost)
@@ -78,6 +80,7 @@ MEMORY: Final = 17
 PART: Final = 18
 ADOPT: Final = 19
 PING: Final = 20
+KEYS: Final = 21
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -230,8 +233,9 @@ class Adoptable(NamedTuple):
     """A task an agent kept for a new master (wire.adoption): running, or its result held."""
 
     task_id: int                  # the earlier master's id
-    code: bytes                   # its function's code digest (Func.code)
-    argv: Any                     # its positional arguments (a plain call's)
+    key: bytes                    # its key (KEYS), or b"" for a plain call: then ...
+    code: bytes                   # ... its function's code digest (Func.code; b"": not
+    argv: Any                     # adoptable) and its positional arguments
     units: int                    # computing units it holds while it runs
     done: bool                    # it ended: its result waits on the node
 
