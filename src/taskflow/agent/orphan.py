@@ -313,7 +313,8 @@ class Orphan:
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": ag.slots, "cpus": os.cpu_count(),
                          "io_executors": len(ag.pool.io_execs),
-                         "version": M_version(), "adoptable": tasks}
+                         "version": M_version(), "adoptable": tasks,
+                         "ids_above": self._forget_the_rest()}
         if ag.memory is not None:
             info["memory_budget"], info["memory_pause"] = ag.memory.budget, ag.memory.pause
         P.write_all(chan, P.encode(M.READY, info))
@@ -322,6 +323,19 @@ class Orphan:
         ag.leaving = None
         _say(f"taskflow.node: {ag.name}: adopted by a resumed master ({len(tasks)} task(s) "
               f"kept for it)")
+
+    def _forget_the_rest(self) -> tuple[int, int]:
+        """What the earlier master left here besides the kept tasks (values it pushed or
+        that stayed here) means nothing to a new one: dropped. The highest task and data
+        ids of the earlier run left here, for the new master to start above."""
+        ag = self.agent
+        mine = {d for t in self.kept.values() for d in t.outputs}
+        store = ag.state.store
+        for did in [d for d in store if d not in mine]:
+            store.pop(did)
+        ag.state.producing.clear()
+        ag.state.keys = {t: k for t, k in ag.state.keys.items() if t in self.kept}
+        return max(self.kept, default=0), max(mine, default=0)
 
     def adopt(self, body: M.Adopt) -> None:
         """The master's claims (ADOPT): report claimed tasks under its ids, cancel the rest."""

@@ -18,6 +18,7 @@ that write files run again (their versions would be the earlier run's).
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -40,12 +41,9 @@ log = logging.getLogger(__name__)
 
 
 def before_start(rt: Runtime, config: Hello) -> int:
-    """Before the providers start: an adoptable run keeps its secret (the agents' HELLO
-    gets it); a resumed run holds the earlier run's adoption lock (refused, naming the
-    holder, when another master resumes it: the return is the lock's descriptor, -1 for
-    none) and tells its providers what to look for."""
-    if rt.keys is not None and rt.adopt_grace > 0:
-        adopting.record(rt.run_dir, rt.run_id, rt.adopt_grace, config)
+    """Before the providers start: a resumed run holds the earlier run's adoption lock
+    (refused, naming the holder, when another master resumes it: the return is the lock's
+    descriptor, -1 for none) and tells its providers what to look for."""
     if rt.resume_from is None:
         return -1
     fd = adopting.lock(rt.resume_from)
@@ -58,11 +56,30 @@ def before_start(rt: Runtime, config: Hello) -> int:
     return fd
 
 
+def record(rt: Runtime, config: Hello) -> None:
+    """After the journal opened (its errors first): an adoptable run keeps its secret, and
+    its agents' HELLO gets it; one that cannot be written (a full disk) makes the run
+    not adoptable, said once (the run itself goes on)."""
+    if rt.keys is None or rt.adopt_grace <= 0:
+        return
+    try:
+        adopting.record(rt.run_dir, rt.run_id, rt.adopt_grace, config)
+    except OSError as exc:
+        from ..journal.failure import describe
+        log.warning("%s: agents will not outlive a lost master", describe(
+            "the adoption secret", os.path.join(rt.run_dir, adoption_wire.SECRET_NAME), exc))
+        rt.adopt_grace = 0.0
+
+
 def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
     """The nodes started: record them (an adoptable run); say why agents were not adopted;
     the tasks adopted ones kept wait for their calls."""
     if rt.keys is not None and rt.adopt_grace > 0:
-        adopting.record_nodes(rt.run_dir, nodes)
+        try:
+            adopting.record_nodes(rt.run_dir, nodes)
+        except OSError as exc:
+            log.warning("the run's nodes could not be recorded (%s): a resumed master will "
+                        "not find its agents", exc)
     for p in rt.providers:
         for why in p.adoption_refusals():
             log.warning("%s", why)
@@ -74,6 +91,11 @@ def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
                 log.warning("adopts nothing from run %s: its %s nodes (%s) are not this "
                             "run's (another cluster file?)", src.run_id, p.name,
                             ", ".join(sorted(theirs)))
+    above = [n.info.pop("ids_above", (0, 0)) for n in nodes]
+    tids, dids = max((t for t, _ in above), default=0), max((d for _, d in above), default=0)
+    if tids or dids:        # the earlier run's ids on the adopted agents are not reused
+        rt.tids = itertools.count(tids + 1)
+        rt.dids = itertools.count(max(dids + 1, next(rt.dids)))
     adoption = Adoption(nodes)
     if adoption.open or adoption.cancels:
         rt.adoption = adoption

@@ -202,6 +202,7 @@ class Runtime(RunState):
             for p in self.providers:   # first: agents load their interpreters meanwhile
                 p.launch()
             self._open_journal()   # its writer process starts while the nodes do
+            adoption.record(self, config)
             for p in self.providers:
                 nodes.extend(p.start(config, self.start_timeout))
         except BaseException:

@@ -304,6 +304,8 @@ class Ready(TypedDict, total=False):
     memory_budget: int            # bytes: above them, held values spill to disk
     memory_pause: int             # bytes: above them, no new producing task
     adoptable: list[Adoptable]    # an agent a resumed master reached: what it kept
+    ids_above: tuple[int, int]    # ... and the task and data ids it holds of the earlier
+    #                               run: the new master's ids start above them
 
 
 ExecBatch = tuple[list[TaskWire], dict[int, Payload]]      # TASKS to an executor
