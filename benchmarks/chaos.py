@@ -10,7 +10,10 @@ run while things die.
 (c) on the SSH testbed (runtime/testbed/ssh_hosts.sh: sshd hosts in network
     namespaces), one host's link cut (veth down) mid-run and restored later;
 (d) the only node agent (``--nodes 1``) SIGKILLed: the run must fail at once
-    with "no nodes left", never hang, and leave no process.
+    with "no nodes left", never hang, and leave no process;
+(e) on the SSH testbed, the master SIGKILLed while 100+ tasks of seconds run, then
+    ``taskflow run --resume`` at once: the agents keep their running tasks and the
+    resumed master adopts them: none of them runs again (benchmarks/chaos_adopt.py).
 
 The workflow is benchmarks/chaos_workflow.py, run with ``taskflow run`` as a real
 process. Every task writes ``s <identity>`` / ``e <identity>`` to a ledger, so
@@ -291,7 +294,8 @@ def scenario_b(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
     workers = args.workers or 2 * args.nodes
     opts = ["--local-nodes", str(args.nodes), "--workers", str(workers)]
     t0 = time.time()
-    proc = s.start("--resumable", *opts, tag="b-killed")
+    # (--adopt-grace 0: the resume log's bound alone; adoption is scenario (e))
+    proc = s.start("--resumable", "--adopt-grace", "0", *opts, tag="b-killed")
     watch = Watcher(proc.pid)
     watch.start()
     ledger = Ledger(s.ledger)
@@ -457,6 +461,9 @@ def row(r: dict[str, Any]) -> list[str]:
         kills = f"master at {r['killed_at_fraction']:.0%} of tasks"
     elif sc == "c":
         kills = f"h1 link cut {r['cut_seconds']:g} s" if r.get("cut_at") else "no cut (run ended)"
+    elif sc == "e":
+        kills = (f"master at {r['killed_at_fraction']:.0%} of {r['tasks']} tasks of "
+                 f"{r['seconds']:g} s, {r['running_at_kill']} running")
     else:
         kills = f"the only agent at {r['killed_at_fraction']:.0%} of tasks"
     if sc == "d":       # the run fails by design: how fast, and what it said
@@ -464,7 +471,8 @@ def row(r: dict[str, Any]) -> list[str]:
                 else f"hung ({r['wall']:.0f})")
         return [sc, kills, str(r["reexecuted"]), "-", "-", "-", wall,
                 "yes" if r["ok"] else "**NO**: " + "; ".join(r["problems"])]
-    redone = "-" if sc != "b" else (f"{r['redone_recorded']} of {r['recorded']} recorded; "
+    redone = "-" if sc not in ("b", "e") else r["adopted"].split(": ", 1)[-1] if sc == "e" \
+        else (f"{r['redone_recorded']} of {r['recorded']} recorded; "
                                     f"{r['in_flight_rerun']} in flight (bound "
                                     f"{r['in_flight_bound']})")
     wall = f"{r['wall']:.1f}" if r["status"] is not None else f"hung ({r['wall']:.0f})"
@@ -496,7 +504,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="a,b,c,d")
     ap.add_argument("--nap", type=float, default=0.002, help="s each Python task sleeps")
     ap.add_argument("--cut-seconds", type=float, default=8.0, help="(c): how long the link is down")
-    ap.add_argument("--ssh-slots", type=int, default=2, help="(c): slots per SSH host")
+    ap.add_argument("--ssh-slots", type=int, default=2, help="(c), (e): slots per SSH host")
+    ap.add_argument("--adopt-tasks", type=int, default=120, help="(e): tasks")
+    ap.add_argument("--adopt-seconds", type=float, default=3.0, help="(e): s each task runs")
     ap.add_argument("--ssh-shared-fs", action="store_true",
                     help="(c): the hosts share the filesystem (else files go over SFTP)")
     ap.add_argument("--json", default=None, help="also write the JSON here")
@@ -507,7 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     root = tempfile.mkdtemp(prefix="taskflow-chaos-")
     log(f"seed {seed}, scratch {root}")
     results = []
-    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d}
+    from chaos_adopt import scenario_e
+    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d,
+                 "e": scenario_e}
     try:
         for name in args.only.split(","):
             log(f"scenario {name}")

@@ -11,12 +11,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--connect", metavar="HOST:PORT", default=None,
                     help="dial back to the master over TCP (secret in "
                          "TASKFLOW_DIALBACK_SECRET_FILE or TASKFLOW_DIALBACK_SECRET)")
+    ap.add_argument("--adopt", nargs=2, metavar=("RUN_ID", "NODE"), default=None,
+                    help="relay stdin/stdout to the agent of that run and node waiting here "
+                         "for a resumed master (taskflow.wire.adoption)")
     args = ap.parse_args(argv)
+    if args.adopt:
+        from .agent.bridge import relay
+        relay(*args.adopt)
+        return
     if args.connect:
         from .agent.dialback import serve_connect
         serve_connect(args.connect)
         return
-    from .agent.agent import serve_stdio
+    from .agent.stdio import serve_stdio
     serve_stdio()
 
 

@@ -25,6 +25,7 @@ from ..wire import protocol as P
 from ..wire.channel import Channel, FdChannel
 from ..wire.framewriter import FrameWriter
 from ..wire import budget
+from ..wire.adoption import silence_limit
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from . import loglines
 from .chained import Chaining
@@ -37,7 +38,10 @@ from .taskenv import compss_environment
 from .tracking import Tracker
 from .workqueue import WorkQueue
 
+from .orphan import forget_keys
+
 if TYPE_CHECKING:
+    from .orphan import Orphan
     from .sampler import Sampler
 
 # bytes waiting for the master above which the executors are not read (their results and
@@ -79,6 +83,11 @@ class Agent:
         self.interrupt_at: float | None = None    # the run is interrupted: kill at this time
         self.memory: NodeMemory | None = None     # the budget (set at the handshake)
         self.tracker: Tracker | None = None       # what tasks start (set at the handshake)
+        # an adoptable run (wire.adoption): how long to outlive a lost master, for whom
+        self.adopt_grace, self.adopt_secret, self.adopt_run = 0.0, "", ""
+        self.silence, self.last_rx = 0.0, time.time()   # s without a frame: the master is lost
+        self.told_to_stop = False                 # SHUTDOWN: the master ends the run
+        self.orphan: Orphan | None = None         # the master was lost (agent.orphan)
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -97,6 +106,10 @@ class Agent:
         self.name = self.holding.name = hello.get("name", self.name)
         self.slots = int(hello.get("slots") or os.cpu_count() or 1)
         self.idle_exit = hello.get("idle_exit")
+        self.adopt_grace = float(hello.get("adopt_grace") or 0.0)
+        self.adopt_secret = hello.get("adopt_secret", "")
+        self.adopt_run = hello.get("adopt_run", "")
+        self.silence = silence_limit(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
@@ -141,7 +154,12 @@ class Agent:
                 data = key.data
                 if data == "term":
                     os.read(self._term_r, 64)
+                    if self.orphan is not None and self.orphan.waiting():
+                        self.orphan.give_up()       # (no master to hand work back to)
                     self._leave("SIGTERM")
+                elif data == "adopt":
+                    assert self.orphan is not None
+                    self.orphan.accept()
                 elif data is None:
                     if mask & selectors.EVENT_READ:
                         self._from_master()
@@ -180,7 +198,14 @@ class Agent:
                 pool.pause_reads()
             elif not pool.reading and pending < OUT_LOW:
                 pool.resume_reads()
-            if self.leaving is not None:
+            orphan = self.orphan
+            if self.silence and (orphan is None or not orphan.waiting()) and \
+                    time.time() - self.last_rx > self.silence:
+                self._master_lost(f"it was silent for {self.silence:g} s")
+            elif orphan is not None and orphan.waiting():
+                if orphan.expired(time.time()):
+                    orphan.give_up()
+            elif self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
                     self._hand_back()
                 if not pool.busy():
@@ -200,6 +225,8 @@ class Agent:
             t = min(t, self.interrupt_at - time.time())
         if self.pool.doomed:
             t = min(t, min(self.pool.doomed.values()) - time.time())
+        if self.orphan is not None and self.orphan.waiting():
+            t = min(t, self.orphan.deadline - time.time())
         lead_at = self.placement.lead_at
         if lead_at is not None and self.leaving is None:   # a long task's successor is
             # due (placement.py); a leaving agent places nothing, so it must not wake
@@ -250,9 +277,10 @@ class Agent:
             return
         except OSError:
             msgs = None
-        if msgs is None:     # the master is gone: leave no process behind
-            self.running = False
+        if msgs is None:     # the master is gone: leave no process behind (or wait for one)
+            self._master_lost("its stream closed")
             return
+        self.last_rx = time.time()
         state = self.state
         for op, body in msgs:
             if op == M.TASKS:
@@ -263,6 +291,8 @@ class Agent:
                 self.placement.enqueue(M.tasks(body))
             elif op == M.FUNC:
                 state.funcs[body.digest] = body.payload
+                if body.code is not None:
+                    state.codes[body.digest] = body.code
             elif op == M.DATA:
                 self.holding.data(body)
             elif op == M.FETCH:
@@ -278,7 +308,19 @@ class Agent:
             elif op == M.INTERRUPT:
                 self._interrupt(float(body))
             elif op == M.SHUTDOWN:
+                self.told_to_stop = True
                 self.running = False
+            elif op == M.KEYS:
+                state.keys.update(body)
+            elif op == M.ADOPT:
+                if self.orphan is not None:
+                    self.orphan.adopt(body)
+
+    def _master_lost(self, why: str) -> None:
+        """Exit, leaving no process, or keep the tasks for a resumed master (agent.orphan)."""
+        from .orphan import master_lost
+        if not master_lost(self, why):
+            self.running = False
 
     def _from_exec(self, ex: Executor) -> None:
         try:
@@ -506,6 +548,10 @@ class Agent:
             self._send(M.SAMPLE, s.sample())
 
     def _send_batches(self) -> None:
+        if self.orphan is not None and self.orphan.sift():     # no master: held for one
+            return
+        if self.state.keys and self.results:        # (keyed calls of an adoptable run)
+            forget_keys(self.state.keys, self.results)
         if self.logs:       # first: a task's lines are in before its result (none lost at stop)
             self._send(M.LOG, self.logs)
             self.logs = []
@@ -518,6 +564,8 @@ class Agent:
             self.state.started = []
 
     def _send(self, op: int, body: Any) -> None:
+        if self.orphan is not None and self.orphan.waiting():
+            return                  # no master to tell
         self.out.queue(P.encode(op, body))
         self._flush()
 
@@ -531,9 +579,11 @@ class Agent:
         try:
             self.out.flush()
         except OSError:             # the master is gone
-            self.running = False
+            self._master_lost("a write to it failed")
 
     def _shutdown(self) -> None:
+        if self.orphan is not None:
+            self.orphan.close_listener()
         self.pool.shutdown()
         if self.tracker is not None:        # what the tasks left (daemons, kept children)
             self.tracker.end()
@@ -548,17 +598,3 @@ class Agent:
 def _version() -> str:
     from .._version import __version__
     return __version__
-
-
-def serve_stdio() -> None:
-    """Run an agent on stdin/stdout; stray prints by tasks go to stderr."""
-    rfd = os.dup(0)
-    wfd = os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.dup2(2, 1)
-    os.close(devnull)
-    sys.stdout = sys.stderr
-    agent = Agent(rfd, wfd)
-    agent.handshake()
-    agent.run()

@@ -14,10 +14,12 @@ if TYPE_CHECKING:
 
 
 class NodeState:
-    __slots__ = ("funcs", "store", "mean", "producing", "deadlines", "started")
+    __slots__ = ("funcs", "codes", "keys", "store", "mean", "producing", "deadlines", "started")
 
     def __init__(self) -> None:
         self.funcs: dict[bytes, bytes] = {}        # digest -> pickled function (FUNC frames)
+        self.codes: dict[bytes, bytes] = {}        # digest -> its code's (adoptable runs)
+        self.keys: dict[int, bytes] = {}           # task id -> key of keyed calls (KEYS)
         self.store = ValueStore()                  # data id -> value kept on this node
         self.mean: dict[bytes, float] = {}         # digest -> mean duration here
         self.producing: dict[int, Executor] = {}   # data id -> executor whose queue makes it

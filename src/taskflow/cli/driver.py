@@ -187,8 +187,10 @@ def _resume_report(rt: Runtime, explain: bool) -> None:
     """What a resumed run restored, and (``--explain``) why the rest ran again."""
     r = rt.resumer
     assert r is not None
-    click.echo(f"taskflow: resumed run {os.path.basename(r.store.run_dir)}: {r.restored} "
-               f"task(s) restored, {sum(sum(v.values()) for v in r.reruns.values())} ran "
+    adopted = rt.adoption.summary() if rt.adoption is not None else ""
+    again = sum(sum(v.values()) for v in r.reruns.values())
+    click.echo(f"taskflow: resumed run {os.path.basename(r.store.run_dir)}: "
+               f"{adopted + '; ' if adopted else ''}{r.restored} task(s) restored, {again} ran "
                f"again", err=True)
     if explain:
         for line in r.lines():

@@ -21,6 +21,7 @@ from .observe import run_dir_option
 from .options import examples, renamed, retired
 from .resuming import run_to_resume
 from ..runtime.resume import RESUMABLE
+from ..wire.adoption import ADOPT_GRACE
 
 
 
@@ -75,6 +76,10 @@ class RunCommand(OptionalValueCommand):
               help="Resumable runs: write finished tasks' records every N tasks and/or T "
                    "seconds (tasks=N,seconds=T) instead of before each result is used; "
                    "fewer writes, and a killed master may redo up to that many tasks.")
+@click.option("--adopt-grace", type=click.FloatRange(min=0), default=ADOPT_GRACE,
+              show_default=True, metavar="SECONDS",
+              help="Resumable runs: when the master dies, its node agents keep their running "
+                   "tasks this long for `--resume` to adopt (0: they stop with it).")
 @click.option("--explain", is_flag=True,
               help="With --resume: say, per task name, why calls ran again.")
 @click.option("--placement", type=click.Choice(["locality", "least-loaded", "fifo"]),
@@ -131,7 +136,7 @@ class RunCommand(OptionalValueCommand):
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run(workers: int | None, local_nodes: int | None, retries: int | None, crash_limit: int, grace: float,
         resumable: bool, resume: str | None, resume_check: str, checkpoint: str | None,
-        explain: bool, placement: str,
+        adopt_grace: float, explain: bool, placement: str,
         run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
         memory_limit: bool, log_level: str, progress: bool | None, graph_: bool,
         trace_: bool, monitor: int | None, compat: str | None, compat_force: bool,
@@ -168,7 +173,7 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
     runtime: dict[str, Any] = dict(
         workers=workers, nodes=local_nodes or 1, run_dir=run_dir, crash_limit=crash_limit,
         resumable=resumable, resume=resume_dir, resume_check=resume_check,
-        checkpoint=checkpoint, **rt_opts)
+        checkpoint=checkpoint, adopt_grace=adopt_grace, **rt_opts)
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,
                    progress=progress, graph=graph_, trace=trace_, monitor=monitor)
     launcher.adjust(plan)

@@ -332,7 +332,7 @@ def _memory(c: Changes, ev: Memory) -> None:
 HANDLERS: dict[str, Callable[[Changes, Any], None]] = {
     "ready": _ready, "dispatched": _dispatched, "running": _running,
     "done": _ended, "failed": _ended, "cancelled": _ended, "interrupted": _ended,
-    "retry": _retry, "rerun": _resumed, "restored": _resumed,
+    "retry": _retry, "rerun": _resumed, "restored": _resumed, "adopted": _resumed,
     "usage": _usage, "log": _log,
     "node_join": _node_join, "node_lost": _node_gone, "node_left": _node_gone,
     "node_state": _node_state, "sample": _sample, "memory": _memory,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
+    from .adopting import AdoptFrom
     from .handle import NodeHandle
 
 
@@ -35,6 +36,16 @@ class NodeSink(Protocol):
 
 class Provider:
     name = "provider"
+    # a resumed run: the earlier run whose waiting agents to adopt (providers/adopting.py)
+    adopt: AdoptFrom | None = None
+
+    def dismiss_lost(self, run_id: str, secret: str) -> None:
+        """The run ends: agents of nodes it lost that may wait for a resumed master are
+        told to stop, where they can be reached (SSH hosts: providers/ssh.py)."""
+
+    def adoption_refusals(self) -> list[str]:
+        """Why agents of the earlier run were not adopted (said once by the runtime)."""
+        return []
 
     def launch(self) -> None:
         """Start the nodes' processes now, before the run's other start-up work, so that

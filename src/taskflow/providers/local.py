@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 from ..context import total_memory_gb
@@ -40,7 +41,10 @@ class LocalProvider(Provider):
         total = total_memory_gb()
         self.memory_gb = memory_gb if memory_gb is not None else total / nodes
         self.procs: list[subprocess.Popen[bytes]] = []
-        self.launched: list[tuple[str, subprocess.Popen[bytes]]] = []   # not handshaken yet
+        self.adopted: list[NodeHandle] = []     # agents of an earlier run, reached by socket
+        # not handshaken yet: a child process, or (adopted) the socket of an agent waiting
+        self.launched: list[tuple[str, subprocess.Popen[bytes] | int]] = []
+        self.refusals: list[str] = []
         self.node_name = name
         self.gpus = gpus            # GPUs each node declares (GPU @constraint placement)
         self.memory_budget = memory_budget      # None: the run's (wire.budget)
@@ -57,8 +61,22 @@ class LocalProvider(Provider):
             [p for p in sys.path if p] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         for i in range(self.nodes):
             name = self.node_name if self.nodes == 1 else f"{self.node_name}-{i}"
+            if self.adopt is not None and name in self.adopt.nodes:
+                from .adopting import connect_local
+                fd, why = connect_local(self.adopt, name)
+                if why:
+                    self.refusals.append(why)
+                if fd is not None:
+                    self.launched.append((name, fd))
+                    continue
+            # (its stderr through the master's, not the master's own: an agent that outlives
+            # a killed master, agent/orphan.py, must not hold the master's output open)
             proc = subprocess.Popen(self.CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    env=env, close_fds=True, start_new_session=True)
+                                    stderr=subprocess.PIPE, env=env, close_fds=True,
+                                    start_new_session=True)
+            assert proc.stderr is not None
+            threading.Thread(target=_forward, args=(proc.stderr.fileno(),), daemon=True,
+                             name=f"taskflow-stderr-{name}").start()
             self.procs.append(proc)
             self.launched.append((name, proc))
 
@@ -68,10 +86,15 @@ class LocalProvider(Provider):
         procs, self.launched = self.launched, []
         cmd = self.CMD
         for (name, proc), slots in zip(procs, self.per_node):
-            assert proc.stdout is not None and proc.stdin is not None     # PIPEs
-            h = NodeHandle(name, proc.stdout.fileno(), proc.stdin.fileno(), slots=slots,
-                           memory_gb=self.memory_gb, provider=self)
-            h.proc = proc
+            if isinstance(proc, int):           # an agent of the earlier run, adopted
+                h = NodeHandle(name, proc, proc, slots=slots, memory_gb=self.memory_gb,
+                               provider=self)
+                self.adopted.append(h)
+            else:
+                assert proc.stdout is not None and proc.stdin is not None     # PIPEs
+                h = NodeHandle(name, proc.stdout.fileno(), proc.stdin.fileno(), slots=slots,
+                               memory_gb=self.memory_gb, provider=self)
+                h.proc = proc
             h.gpus = self.gpus
             cfg: Hello = {**config, "name": name, "slots": slots, "memory_gb": self.memory_gb,
                           "label": "localhost"}   # the machine, as COMPSs names it
@@ -87,6 +110,9 @@ class LocalProvider(Provider):
             handles.append(h)
         return handles
 
+    def adoption_refusals(self) -> list[str]:
+        return self.refusals
+
     def kill(self, handle: NodeHandle) -> None:
         """Kill a node's whole process group (used by tests of node loss)."""
         proc = handle.proc
@@ -94,6 +120,9 @@ class LocalProvider(Provider):
             os.killpg(proc.pid, signal.SIGKILL)
 
     def stop(self, timeout: float = 5.0) -> None:
+        for h in self.adopted:          # (told SHUTDOWN by the runtime: they exit)
+            h.close()
+        self.adopted = []
         for proc in self.procs:
             try:
                 if proc.stdin:
@@ -109,10 +138,22 @@ class LocalProvider(Provider):
                 except ProcessLookupError:
                     pass
                 proc.wait()
-            for f in (proc.stdout,):
+            for f in (proc.stdout, proc.stderr):
                 try:
                     if f is not None:
                         f.close()
                 except (OSError, AttributeError):
                     pass
         self.procs = []
+
+
+def _forward(fd: int) -> None:
+    """An agent's stderr to the master's, until the agent (and its executors) close it."""
+    try:
+        while True:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            os.write(2, chunk)
+    except OSError:
+        pass

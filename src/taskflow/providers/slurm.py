@@ -153,7 +153,10 @@ class SlurmProvider(Provider):
 
     # -- start ----------------------------------------------------------------
     def start(self, config: Hello, timeout: float = 60.0) -> list[NodeHandle]:
-        self._config = config
+        # (no adoption of dial-back agents yet: they stop with a lost master, as before)
+        self._config = config.copy()
+        for key in ("adopt_grace", "adopt_secret", "adopt_run"):
+            self._config.pop(key, None)     # type: ignore[misc]
         self.dir = self.work_dir or os.path.join(config.get("data_dir") or tempfile.mkdtemp(),
                                                  "..", "slurm")
         self.dir = os.path.abspath(self.dir)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import shlex
 import socket
 import threading
@@ -32,6 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._version import DIST_NAME, __version__, install_hint
 from ..errors import HostKeyError, NodeStartError, VersionMismatch
+from ..wire import adoption
+from ..wire import messages as M
+from ..wire import protocol as P
+from .adopting import handshake_over
 from .base import Provider
 from .handle import NodeHandle
 
@@ -127,6 +132,7 @@ class SSHProvider(Provider):
         self.accept_new = accept_new_host_keys
         self.connect_timeout = connect_timeout
         self.heartbeat_timeout = heartbeat_timeout
+        self.refusals: list[str] = []       # earlier agents not adopted, and why
         self.sample_interval = sample_interval
 
     # -- start-up ------------------------------------------------------------
@@ -279,10 +285,17 @@ class SSHProvider(Provider):
         n.stderr += before + after        # what set-up commands said, and anything after
         return line.decode(errors="replace")
 
-    def _launch(self, n: _Node, config: Hello, timeout: float) -> None:
+    def _launch(self, n: _Node, config: Hello, timeout: float, adopt: bool = True) -> None:
         c = n.cfg
         n.command = f"{c.python} -m taskflow.node --stdio"
-        cmd = (self._prefix(c) + f'printf "{CWD_MARK.decode()}%s\\n" "$PWD" >&2\n'
+        src = self.adopt if adopt and self.adopt is not None and \
+            self.adopt.nodes.get(c.name) == ("ssh", c.host) else None
+        first = ""
+        if src is not None:     # the earlier run's agent, if one waits there; else a new one
+            first = (f"{_py(c)} -m taskflow.node --adopt {shlex.quote(src.run_id)} "
+                     f"{shlex.quote(c.name)}\nrc=$?; [ $rc = {adoption.NO_SOCKET} ] || exit $rc\n"
+                     f"printf {adoption.FRESH.decode()}\n")
+        cmd = (self._prefix(c) + f'printf "{CWD_MARK.decode()}%s\\n" "$PWD" >&2\n' + first +
                f"exec {_py(c)} -m taskflow.node --stdio")
         chan = n.client.get_transport().open_session(timeout=self.connect_timeout)
         chan.exec_command(cmd)
@@ -308,9 +321,14 @@ class SSHProvider(Provider):
                                  name=f"taskflow-ssh-{c.name}")
             t.start()
             n.threads.append(t)
+        if src is not None and not self._adopted(n, fd, timeout):
+            self._relaunch(n)
+            return self._launch(n, config, timeout, adopt=False)
         data_dir = config.get("data_dir", "")
         cfg: Hello = {**config, "name": c.name, "slots": c.computing_units, "env": dict(c.env),
                       "sample_interval": self.sample_interval}
+        if "adopt_grace" in config:     # agents outlive a lost master: how it is noticed
+            cfg["heartbeat_timeout"] = self.heartbeat_timeout
         if c.memory:
             cfg["memory_gb"] = c.memory
         if c.memory_budget is not None:     # the node's own memory marks (agent.memory)
@@ -337,6 +355,41 @@ class SSHProvider(Provider):
         if not c.shared_fs:
             from .staging import Stager
             h.stager = Stager(h, n.client, config.get("data_dir", ""), data_dir)
+
+    def _adopted(self, n: _Node, fd: int, timeout: float) -> bool:
+        """The earlier run's agent answered through ``taskflow.node --adopt`` and the two
+        proved the run's secret to each other (True); False: none waits there (the shell
+        starts a new agent on this channel), or it refused (said; a new one is needed)."""
+        assert self.adopt is not None
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        first = os.read(fd, 1) if p.poll(timeout * 1000) else b""
+        if first == adoption.FRESH:
+            return True             # (a new agent: the HELLO below as always)
+        if first == adoption.CONNECTED:
+            try:
+                handshake_over(fd, self.adopt, n.cfg.name, n.where)
+                return True
+            except (adoption.Refused, OSError) as exc:
+                self.refusals.append(str(exc))
+        else:
+            self.refusals.append(f"{n.where}: no answer from taskflow.node --adopt")
+        return False
+
+    def _relaunch(self, n: _Node) -> None:
+        """Close the node's channel (its adoption failed) for a new agent on a new one."""
+        n.closing = True
+        if n.sock is not None:
+            n.sock.close()
+        if n.handle is not None:
+            n.handle.close()
+        n.chan.close()
+        for t in n.threads:
+            t.join(2.0)
+        n.closing, n.threads, n.stderr, n.handle, n.sock = False, [], bytearray(), None, None
+
+    def adoption_refusals(self) -> list[str]:
+        return self.refusals
 
     def _wait_stderr(self, n: _Node, wait: float = 3.0) -> str:
         deadline = time.time() + wait
@@ -440,6 +493,42 @@ class SSHProvider(Provider):
                     except Exception:  # noqa: BLE001
                         pass
 
+    def dismiss_lost(self, run_id: str, secret: str) -> None:
+        """The run ends well: an agent of a host it lost (a cut link) may wait for a resumed
+        master (agent/orphan.py); reach it again, prove the run's secret, SHUTDOWN it."""
+        from .adopting import AdoptFrom
+        me = AdoptFrom(run_id, secret, {})
+        for n in self.nodes:
+            if n.handle is None or n.handle.alive or n.closing:
+                continue
+            c = n.cfg
+            try:
+                client = paramiko.SSHClient()
+                if os.path.exists(self.known_hosts):
+                    client.load_host_keys(self.known_hosts)
+                client.set_missing_host_key_policy(_Refuse(self.known_hosts))
+                client.connect(c.host, port=c.port, username=c.user or "root",
+                               key_filename=c.identity_file, timeout=self.connect_timeout,
+                               banner_timeout=self.connect_timeout,
+                               auth_timeout=self.connect_timeout,
+                               look_for_keys=c.identity_file is None)
+                tr = client.get_transport()
+                assert tr is not None       # connected
+                chan = tr.open_session(timeout=self.connect_timeout)
+                chan.settimeout(self.connect_timeout)
+                chan.exec_command(f"{_py(c)} -m taskflow.node --adopt "
+                                  f"{shlex.quote(run_id)} {shlex.quote(c.name)}")
+                ours, theirs = socket.socketpair()
+                if chan.recv(1) == adoption.CONNECTED:
+                    threading.Thread(target=_relay, args=(chan, theirs), daemon=True).start()
+                    handshake_over(ours.fileno(), me, c.name, f"node {c.name}")
+                    ours.sendall(P.encode(M.SHUTDOWN, None))
+                    time.sleep(0.2)
+                ours.close()
+                client.close()
+            except Exception as exc:  # noqa: BLE001 - it ends after its grace all the same
+                log.debug("node %s: its agent was not reached at the end: %r", c.name, exc)
+
     def stop(self, timeout: float = 5.0) -> None:
         for n in self.nodes:
             n.closing = n.handle is not None
@@ -466,3 +555,25 @@ class SSHProvider(Provider):
             if n.client is not None:
                 n.client.close()
         self.nodes = [_Node(n.cfg) for n in self.nodes]
+
+
+def _relay(chan: Any, sock: socket.socket) -> None:
+    """Both ways between an SSH channel and a socket, until either ends (a short talk)."""
+    def back() -> None:
+        try:
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                chan.sendall(data)
+        except (OSError, EOFError):
+            pass
+    threading.Thread(target=back, daemon=True).start()
+    try:
+        while True:
+            data = chan.recv(65536)
+            if not data:
+                return
+            sock.sendall(data)
+    except (OSError, EOFError, socket.timeout):
+        pass

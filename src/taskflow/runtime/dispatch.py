@@ -23,6 +23,7 @@ from ..graph import task as T
 from ..providers.handle import NodeHandle
 from ..wire import messages as M
 from ..wire import protocol as P
+from ..wire.adoption import PING_EVERY
 from . import gctune, lineage, outcomes
 from .event_types import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
@@ -78,6 +79,8 @@ class Dispatcher:
         self.fetch_queue: list[tuple[NodeHandle, Future]] = []   # FETCH frames to send
         self.data_out: dict[NodeHandle, list[M.DataItem]] = {}   # values for chained tasks
         self.cancel_out: dict[NodeHandle, list[int]] = {}        # task ids taken back
+        self.adopting = False       # claims of tasks kept by adopted agents to send (adoption.py)
+        self.ping_at = float("inf")     # when to tell the nodes the master is there (PING)
         self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
         self.outbox = Outbox(rt, self)         # what each round sends: TASKS, FUNC, DATA
         self.relay = Relay(rt)                 # values copied node to node, in parts
@@ -94,6 +97,8 @@ class Dispatcher:
             self.sel.register(n.rfd, selectors.EVENT_READ, n)
             n.out.attach(self.sel, n)
         self.sample_every = len(nodes) / SAMPLE_ROWS
+        if self.rt.keys is not None and self.rt.adopt_grace > 0:    # agents outlive a lost
+            self.ping_at = time.time()      # master: they hear from it (wire.adoption)
 
     def add_node(self, node: NodeHandle) -> None:
         """Any thread: a node joins the running loop (registered by the loop thread)."""
@@ -195,9 +200,36 @@ class Dispatcher:
         self.ident = threading.get_ident()
         try:
             self._loop()
+            self._say_shutdown()
         except BaseException:  # report instead of hanging every waiter
             self.crashed = traceback.format_exc()
             log.error("internal error in the runtime loop:\n%s", self.crashed)
+
+    def _ping(self) -> None:
+        """The master is there: a PING to every node (an agent of an adoptable run takes a
+        master it has not heard from for its heartbeat time-out for lost)."""
+        self.ping_at = time.time() + PING_EVERY
+        frame = P.encode(M.PING, None)
+        for node in self.nodes:
+            if node.alive:
+                node.out.queue(frame)
+                if not node.out.watching:
+                    node.flush()
+
+    def _say_shutdown(self, wait: float = 2.0) -> None:
+        """The run ends: SHUTDOWN to every node, so that an agent of an adoptable run exits
+        instead of waiting for a new master (agent/orphan.py); at most ``wait`` seconds."""
+        frame = P.encode(M.SHUTDOWN, None)
+        nodes = [n for n in self.nodes if n.alive]
+        for node in nodes:
+            node.out.queue(frame)
+        deadline = time.time() + wait
+        while nodes and time.time() < deadline:
+            for node in nodes:
+                node.flush()
+            nodes = [n for n in nodes if n.alive and n.out.pending()]
+            if nodes:
+                time.sleep(0.005)
 
     def _loop(self) -> None:
         rt = self.rt
@@ -242,6 +274,12 @@ class Dispatcher:
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
                 pulls = self.relay.pulls() if self.relay else None
+                if self.adopting:
+                    self.adopting = False
+                    if rt.adoption is not None:
+                        for node, claims in rt.adoption.frames():
+                            node.out.queue(P.encode(M.ADOPT, claims))
+                            sends.setdefault(node, [])
             if self.relay.forward:              # parts of copies go before the tasks that
                 for node, parts in self.relay.take_forward():     # wait for them
                     node.out.queue_parts(parts)
@@ -272,6 +310,8 @@ class Dispatcher:
                         out.queue(P.encode(op, body))
                 if not out.watching:  # (a node waiting for room is written when it has it)
                     node.flush()
+            if time.time() >= self.ping_at:
+                self._ping()
             if rt.log is not None and rt.log.pending:
                 rt.log.tick()
             if gcwatch.on:

@@ -133,9 +133,10 @@ class Retry(NamedTuple):
 
 
 class Resumed(NamedTuple):
-    """In a resumed run: a call restored from the earlier run, or run again and why."""
+    """In a resumed run: a call restored from the earlier run, adopted from one of its
+    agents (runtime/adoption.py), or run again and why."""
 
-    kind: Literal["rerun", "restored"]
+    kind: Literal["rerun", "restored", "adopted"]
     t: float
     task_id: int
     name: str

@@ -61,6 +61,9 @@ class Outbox:
         digest: bytes
         learned: SpecRun
         chained: object         # its consumers (a list or None), or whether any output has some
+        # an adoptable run: the keys of keyed calls go to their node (runtime/adoption.py)
+        keyed: dict[NodeHandle, list[tuple[int, bytes]]] | None = \
+            {} if self.rt.keys is not None and self.rt.adopt_grace > 0 else None
         for node, task in assignments:
             spec = task.spec
             if spec is not last_spec or node is not last_node:
@@ -74,7 +77,11 @@ class Outbox:
                 if digest not in node.funcs:
                     node.funcs.add(digest)
                     assert learned.payload is not None     # made with the digest
-                    frames.insert(len(frames) - 1, (M.FUNC, M.Func(digest, learned.payload)))
+                    keys = self.rt.keys     # (an adoptable run: its code digest, adoption.py)
+                    code = keys.code(spec) if keys is not None and self.rt.adopt_grace > 0 \
+                        else None
+                    frames.insert(len(frames) - 1,
+                                  (M.FUNC, M.Func(digest, learned.payload, code)))
                 batch = frames[-1]          # this round's TASKS for the node: always last
             refs = task.refs
             wire_refs = None
@@ -106,6 +113,8 @@ class Outbox:
             task.node = node
             task.t_dispatch = now
             node.inflight[task.id] = task
+            if keyed is not None and task.key is not None:
+                keyed.setdefault(node, []).append((task.id, task.key))
             if chained:
                 self._chain(task, node, assignments)
             if emit is not None and not (learned.n and learned.mean < MASTER_SHORT):
@@ -114,10 +123,12 @@ class Outbox:
                 emit(Dispatched("dispatched", now, task.id, spec.name, node.name,
                                 None if task.cus == 1 and task.options is None
                                 else slots_held(task, node)))
-        for frames in sends.values():
+        for node, frames in sends.items():
             batch = frames.pop()
             if batch:
                 frames.append((M.TASKS, batch))
+                if keyed and node in keyed:     # (what a resumed master adopts them by)
+                    frames.append((M.KEYS, keyed.pop(node)))
         if self.lost:
             self._inputs_lost(cbs)
         return sends

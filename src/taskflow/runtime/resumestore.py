@@ -228,6 +228,9 @@ class Resumer:
         from .event_types import Resumed
         rec, why = self.find(task.key, task.spec.name, task.ordinal, task.key_parts)
         bus = rt.bus
+        if rec is None and rt.adoption is not None and rt.adoption.claim(rt, task):
+            self.reruns[task.spec.name][why] -= 1       # (adopted: it does not run again)
+            return True
         if rec is None:
             if bus.active:
                 bus.emit(Resumed("rerun", time.time(), task.id, task.spec.name, "", why))
@@ -253,7 +256,8 @@ class Resumer:
 
     def lines(self) -> list[str]:
         """One line per task name that ran again: how many, and why."""
-        return rerun_lines(self.reruns)
+        return rerun_lines({name: {why: n for why, n in whys.items() if n}
+                            for name, whys in self.reruns.items()})
 
 
 def rerun_lines(reruns: dict[str, dict[str, int]]) -> list[str]:

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..errors import NodeLost, RecordFailed, RuntimeNotStarted, TaskError, UsageError
+from ..errors import NodeLost, RecordFailed, RuntimeNotStarted, UsageError
 from ..future import FINISHED, Future
 from ..graph import task as T
 from ..graph.builder import Builder
@@ -30,8 +30,9 @@ from ..providers.local import LocalProvider
 from .. import diagnostics
 from ..context import private_dir
 from ..wire import budget
+from ..wire.adoption import ADOPT_GRACE
 from ..wire.invocation import Options, limit_memory
-from . import current, gctune, outcomes, putinplace
+from . import adoption, current, gctune, outcomes, putinplace
 from .calltime import CallTimes, cannot_fit
 from .dispatch import Dispatcher
 from .event_types import NodeJoin, NodeNote
@@ -96,7 +97,8 @@ class Runtime(RunState):
                  checkpoint: str | None = None,
                  memory_budget: float | str | None = None,
                  memory_pause: float | str | None = None, memory_limit: bool = False,
-                 io_executors: int = 0, compss_env: bool = False) -> None:
+                 io_executors: int = 0, compss_env: bool = False,
+                 adopt_grace: float = ADOPT_GRACE) -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(io_executors, bool) or not isinstance(io_executors, int) \
                 or io_executors < 0:
@@ -135,6 +137,8 @@ class Runtime(RunState):
             resumable = RESUMABLE and journal
         self.resumable = resumable or resume is not None or checkpoint is not None
         self.resume_from = resume               # the earlier run's directory
+        self.adopt_grace = adopt_grace          # agents outlive a lost master (adoption.py)
+        self._adopt_lock = -1
         self.keys = Keys(resume_check) if self.resumable else None
         self.calltimes = CallTimes()            # what calls decide one by one (calltime.py)
         try:
@@ -194,9 +198,11 @@ class Runtime(RunState):
             config["compss_env"] = True
         nodes = []
         try:
+            self._adopt_lock = adoption.before_start(self, config)
             for p in self.providers:   # first: agents load their interpreters meanwhile
                 p.launch()
             self._open_journal()   # its writer process starts while the nodes do
+            adoption.record(self, config)
             for p in self.providers:
                 nodes.extend(p.start(config, self.start_timeout))
         except BaseException:
@@ -208,6 +214,7 @@ class Runtime(RunState):
                                    self.counts())
             self._release_locks()
             raise
+        adoption.after_start(self, nodes)
         self.scheduler.nodes = nodes
         if any(n.walltime_end is not None for n in nodes):
             self.scheduler.walltimes = True      # check job ends before placing (Slurm)
@@ -313,6 +320,7 @@ class Runtime(RunState):
         self.dispatcher.close()
         if self._thread is not None:
             self._thread.join(10)
+        adoption.at_end(self)
         for p in self.providers:
             p.stop()
         self.bus.close()
@@ -324,6 +332,7 @@ class Runtime(RunState):
         if self.log is not None:
             self.log.close()
         self._release_locks()
+        adoption.end(self._adopt_lock)
         if not self.interrupted and not self.resumable and not self.kept_versions:
             putinplace.remove_data(self.data_dir, self.run_dir)  # (else: kept for a resume,
             #                                                  or not put in place)
@@ -487,6 +496,8 @@ class Runtime(RunState):
             pending = [f for f in futs if f._state is not FINISHED]
             if not pending:
                 return True
+            if self.adoption is not None and self.adoption.open:   # kept tasks no call
+                self.adoption.cancel_rest(self)                    # claimed: cancelled
             if len(pending) > 1:
                 last = _Waiter(1)
                 pending[-1].add_waiter(last)
@@ -564,26 +575,6 @@ class Runtime(RunState):
         for fn, fut in cbs:
             fn(fut)
         return n
-
-    # -- failures ----------------------------------------------------------------
-    def unreported_failures(self, tasks: Iterable[Task] | None = None) -> list[TaskError]:
-        """Failures the program has not seen yet (group aborts wait for their group's
-        barrier instead: :func:`taskflow.api.sync.barrier_group`)."""
-        with self.lock:
-            if tasks is None:
-                errs = [e for e in self.failures if not e.reported and e.kind != "abort"]
-            else:
-                ids = {t.id for t in tasks}
-                errs = [e for e in self.failures if not e.reported and e.task_id in ids
-                        and e.kind != "abort"]
-            for e in errs:
-                e.seen()
-        return errs
-
-    @property
-    def failed(self) -> bool:
-        """A task failed, or the run itself did (:meth:`fail_run`)."""
-        return bool(self.failures) or self.end_reason is not None
 
     # -- files -------------------------------------------------------------------
     def _materialize_all(self, idle: bool = False) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import TYPE_CHECKING, Any, Iterator, Protocol, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Union
 
 from ..graph import task as T
 from .events import EventBus
@@ -22,6 +22,7 @@ from .scheduler import Scheduler
 from .specruns import SpecRuns
 
 if TYPE_CHECKING:
+    from .adoption import Adoption
     from ..errors import TaskError
     from ..future import Future
     from ..graph.task import Task
@@ -100,6 +101,7 @@ class RunState:
         self.group_aborts: dict[str, tuple[TaskError, BaseException]] = {}
         self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
         self.dids: Iterator[int] = itertools.count(1)      # data (version) ids
+        self.adoption: Adoption | None = None   # a resumed run: tasks its agents kept
 
     def join_group(self, name: str, task: Task) -> None:
         """``task`` is one of group ``name``'s. A group forgets its tasks that ended well
@@ -113,6 +115,25 @@ class RunState:
             kept = [t for t in tasks if t.state != done]
             self.groups[name] = kept
             self._group_marks[name] = max(GROUP_FORGET, 2 * len(kept))
+
+    def unreported_failures(self, tasks: Iterable[Task] | None = None) -> list[TaskError]:
+        """Failures the program has not seen yet (group aborts wait for their group's
+        barrier instead: :func:`taskflow.api.sync.barrier_group`)."""
+        with self.lock:
+            if tasks is None:
+                errs = [e for e in self.failures if not e.reported and e.kind != "abort"]
+            else:
+                ids = {t.id for t in tasks}
+                errs = [e for e in self.failures if not e.reported and e.task_id in ids
+                        and e.kind != "abort"]
+            for e in errs:
+                e.seen()
+        return errs
+
+    @property
+    def failed(self) -> bool:
+        """A task failed, or the run itself did (:meth:`fail_run`)."""
+        return bool(self.failures) or self.end_reason is not None
 
     def nodes_coming(self) -> bool:
         """An elastic provider (Slurm pilots) will bring more nodes."""

@@ -17,6 +17,13 @@ what each body is. Master -> node::
                                          still running after this many seconds
     PULL      list[tuple[int, int, int]] (data id, offset, bytes): parts of values to send
     PART      list[PartWire]             parts of a value copied here (runtime.relay)
+    ADOPT     Adopt                      a resumed master claims tasks the agent kept
+                                         running for it (wire.adoption), cancels the rest
+    KEYS      list[tuple[int, bytes]]    (task id, key) of keyed calls sent (adoptable runs):
+                                         what a resumed master matches them by
+    PING      None                       the master is there (adoptable runs: an agent
+                                         that hears nothing for heartbeat_timeout s
+                                         takes its master for lost)
 
 Node -> master::
 
@@ -71,6 +78,9 @@ LEAVING: Final = 15
 STARTED: Final = 16
 MEMORY: Final = 17
 PART: Final = 18
+ADOPT: Final = 19
+PING: Final = 20
+KEYS: Final = 21
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -215,6 +225,26 @@ ResultWire = tuple[int, int, Union[list[Output], None], Union[ErrorInfo, None], 
 class Func(NamedTuple):
     digest: bytes
     payload: bytes                # cloudpickle of (function, its file name)
+    code: bytes | None = None     # the digest of its code (graph.keys) in an adoptable run:
+    #                               what a resumed master matches its plain calls by
+
+
+class Adoptable(NamedTuple):
+    """A task an agent kept for a new master (wire.adoption): running, or its result held."""
+
+    task_id: int                  # the earlier master's id
+    key: bytes                    # its key (KEYS), or b"" for a plain call: then ...
+    code: bytes                   # ... its function's code digest (Func.code; b"": not
+    argv: Any                     # adoptable) and its positional arguments
+    units: int                    # computing units it holds while it runs
+    done: bool                    # it ended: its result waits on the node
+
+
+class Adopt(NamedTuple):
+    """A resumed master's answer to the tasks an agent kept."""
+
+    claimed: list[tuple[int, int, list[int]]]   # (earlier id, new id, new output data ids)
+    cancelled: list[int]          # earlier ids nothing claims: kill them, drop their results
 
 
 class MemoryReport(NamedTuple):
@@ -254,6 +284,10 @@ class Hello(TypedDict, total=False):
     io_executors: int             # executors for tasks that hold no unit (@IO)
     compss_env: bool              # every task sees PyCOMPSs's COMPSS_* (agent.taskenv)
     label: str                    # the node as COMPSs names it (COMPSS_HOSTNAMES)
+    adopt_grace: float            # s the agent outlives a lost master (wire.adoption; 0: none)
+    adopt_secret: str             # the run's secret a resumed master proves
+    adopt_run: str                # the run whose master may adopt the agent
+    heartbeat_timeout: float      # s of silence after which the master is taken for lost
 
 
 class Ready(TypedDict, total=False):
@@ -269,6 +303,9 @@ class Ready(TypedDict, total=False):
     version: str
     memory_budget: int            # bytes: above them, held values spill to disk
     memory_pause: int             # bytes: above them, no new producing task
+    adoptable: list[Adoptable]    # an agent a resumed master reached: what it kept
+    ids_above: tuple[int, int]    # ... and the task and data ids it holds of the earlier
+    #                               run: the new master's ids start above them
 
 
 ExecBatch = tuple[list[TaskWire], dict[int, Payload]]      # TASKS to an executor

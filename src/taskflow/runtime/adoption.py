@@ -1,0 +1,218 @@
+"""A resumed run's adopted tasks: what the earlier run's agents kept, matched by key.
+
+The agents a resumed master reached (providers/adopting.py) listed the tasks
+they kept (:class:`~taskflow.wire.messages.Adoptable`: running, or ended with
+the result held). A call of the resumed script whose key (graph/keys.py) is
+one of theirs is not run again: it is *claimed* (:meth:`Adoption.claim`):
+in flight on that node at once, its result to come under its new id (an
+ADOPT frame tells the agent). Kept tasks no call claims are cancelled on their
+node when the script first waits for a value that is not there yet (by then
+it has made the calls that came before that point, as the earlier run had
+when those tasks started) and at the end of the run.
+
+Calls that write no file or directory are matched: a call keyed when it was
+made (it reads other tasks' values or files, has keywords or options) by the
+key its master sent along (KEYS), a plain call by the key computed from its
+code digest and arguments (:func:`~taskflow.graph.keys.plain_key`). Calls
+that write files run again (their versions would be the earlier run's).
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, NamedTuple
+
+from ..graph import task as T
+from ..graph.keys import plain_key
+from ..providers import adopting
+from ..wire import adoption as adoption_wire
+from ..wire import messages as M
+from .event_types import Dispatched, Resumed
+
+if TYPE_CHECKING:
+    from ..graph.task import Task
+    from ..providers.handle import NodeHandle
+    from ..wire.messages import Hello
+    from .runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def before_start(rt: Runtime, config: Hello) -> int:
+    """Before the providers start: a resumed run holds the earlier run's adoption lock
+    (refused, naming the holder, when another master resumes it: the return is the lock's
+    descriptor, -1 for none) and tells its providers what to look for."""
+    if rt.resume_from is None:
+        return -1
+    fd = adopting.lock(rt.resume_from)
+    src, why = adopting.source(rt.resume_from)
+    if src is None:
+        log.debug("%s", why)
+        return fd
+    for p in rt.providers:
+        p.adopt = src
+    return fd
+
+
+def record(rt: Runtime, config: Hello) -> None:
+    """After the journal opened (its errors first): an adoptable run keeps its secret, and
+    its agents' HELLO gets it; one that cannot be written (a full disk) makes the run
+    not adoptable, said once (the run itself goes on)."""
+    if rt.keys is None or rt.adopt_grace <= 0:
+        return
+    try:
+        adopting.record(rt.run_dir, rt.run_id, rt.adopt_grace, config)
+    except OSError as exc:
+        from ..journal.failure import describe
+        log.warning("%s: agents will not outlive a lost master", describe(
+            "the adoption secret", os.path.join(rt.run_dir, adoption_wire.SECRET_NAME), exc))
+        rt.adopt_grace = 0.0
+
+
+def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
+    """The nodes started: record them (an adoptable run); say why agents were not adopted;
+    the tasks adopted ones kept wait for their calls."""
+    if rt.keys is not None and rt.adopt_grace > 0:
+        try:
+            adopting.record_nodes(rt.run_dir, nodes)
+        except OSError as exc:
+            log.warning("the run's nodes could not be recorded (%s): a resumed master will "
+                        "not find its agents", exc)
+    for p in rt.providers:
+        for why in p.adoption_refusals():
+            log.warning("%s", why)
+        src = p.adopt
+        if src is not None:
+            theirs = {n: h for n, (kind, h) in src.nodes.items() if kind == p.name}
+            ours = {n.name: n.host or "" for n in nodes if n.provider is p}
+            if theirs and not any(theirs.get(n) == h for n, h in ours.items()):
+                log.warning("adopts nothing from run %s: its %s nodes (%s) are not this "
+                            "run's (another cluster file?)", src.run_id, p.name,
+                            ", ".join(sorted(theirs)))
+    above = [n.info.pop("ids_above", (0, 0)) for n in nodes]
+    tids, dids = max((t for t, _ in above), default=0), max((d for _, d in above), default=0)
+    if tids or dids:        # the earlier run's ids on the adopted agents are not reused
+        rt.tids = itertools.count(tids + 1)
+        rt.dids = itertools.count(max(dids + 1, next(rt.dids)))
+    adoption = Adoption(nodes)
+    if adoption.open or adoption.cancels:
+        rt.adoption = adoption
+        rt.dispatcher.adopting = bool(adoption.cancels)     # (sent in the loop's first round)
+
+
+def at_end(rt: Runtime) -> None:
+    """The run ends (not killed): agents of nodes it lost, which wait for a resumed master
+    that will not come, are told to stop where they can be reached."""
+    if rt.keys is None or rt.adopt_grace <= 0 or not any(not n.alive for n in rt.nodes):
+        return
+    try:
+        with open(os.path.join(rt.run_dir, adoption_wire.SECRET_NAME)) as f:
+            secret = f.read().strip()
+    except OSError:
+        return
+    for p in rt.providers:
+        p.dismiss_lost(rt.run_id, secret)
+
+
+def end(fd: int) -> None:
+    if fd >= 0:
+        os.close(fd)
+
+
+class Kept(NamedTuple):
+    node: NodeHandle
+    task_id: int          # the earlier master's
+    units: int            # held on the node while it runs (0: it ended)
+
+
+class Adoption:
+    def __init__(self, nodes: list[NodeHandle]) -> None:
+        self.by_key: dict[bytes, list[Kept]] = {}
+        self.open = False           # kept tasks wait for a claim
+        self.adopted = 0            # claimed while running
+        self.collected = 0          # claimed with their result held
+        self.where: set[str] = set()
+        self.claims: dict[NodeHandle, list[tuple[int, int, list[int]]]] = {}
+        self.cancels: dict[NodeHandle, list[int]] = {}
+        for node in nodes:
+            kept = node.info.pop("adoptable", None)
+            if not kept:
+                continue
+            for a in map(M.Adoptable._make, kept):
+                units = 0 if a.done else a.units
+                key = a.key or (plain_key(a.code, a.argv) if a.code else b"")
+                if key:
+                    self.by_key.setdefault(key, []).append(Kept(node, a.task_id, units))
+                else:               # not a plain call: not matched, cancelled at once
+                    self.cancels.setdefault(node, []).append(a.task_id)
+                node.used += units
+                self.open = True
+
+    def claim(self, rt: Runtime, task: Task) -> bool:
+        """Under the run's lock, at the call: ``task`` is one a node kept (True: in flight
+        there now; the loop sends the claim), else False."""
+        key = task.key
+        kept = self.by_key.get(key) if key is not None else None
+        if not kept or task.inouts or any(kind not in (M.REF_VALUE, M.REF_PICKLED, M.REF_FILE)
+                                          for _, kind, _ in task.refs or ()):
+            return False
+        k = kept.pop()
+        if not kept:
+            del self.by_key[key]        # type: ignore[arg-type]
+        node = k.node
+        node.used += task.cus - k.units
+        node.mem_used += task.mem
+        node.inflight[task.id] = task
+        now = time.time()
+        task.state = T.DISPATCHED
+        task.node = node
+        task.t_dispatch = now
+        self.claims.setdefault(node, []).append(
+            (k.task_id, task.id, [f._did for f in task.all_outputs()]))
+        if k.units:
+            self.adopted += 1
+        else:
+            self.collected += 1
+        self.where.add(node.name)
+        bus = rt.bus
+        if bus.active:
+            bus.sub_rows.append(task)
+            bus.emit(Resumed("adopted", now, task.id, task.spec.name, node.name,
+                             f"kept running on {node.name}" if k.units else
+                             f"finished on {node.name} while no master was there"))
+            bus.emit(Dispatched("dispatched", now, task.id, task.spec.name, node.name, None))
+        rt.dispatcher.adopting = True
+        rt.dispatcher.wake()
+        return True
+
+    def cancel_rest(self, rt: Runtime) -> None:
+        """Under the run's lock: the kept tasks no call claimed are cancelled on their node."""
+        self.open = False
+        for kept in self.by_key.values():
+            for k in kept:
+                k.node.used -= k.units
+                self.cancels.setdefault(k.node, []).append(k.task_id)
+                rt.scheduler.freed(k.node)
+        self.by_key.clear()
+        rt.dispatcher.adopting = True
+        rt.dispatcher.wake()
+
+    def frames(self) -> list[tuple[NodeHandle, M.Adopt]]:
+        """Under the run's lock (the loop): this round's ADOPT frames, per node."""
+        out = []
+        for node in set(self.claims) | set(self.cancels):
+            out.append((node, M.Adopt(self.claims.pop(node, []), self.cancels.pop(node, []))))
+        return out
+
+    def summary(self) -> str:
+        """``4 running tasks adopted on h1, h2`` (and the results collected), or ""."""
+        parts = []
+        where = ", ".join(sorted(self.where))
+        if self.adopted:
+            parts.append(f"{self.adopted} running task(s) adopted on {where}")
+        if self.collected:
+            parts.append(f"{self.collected} result(s) collected that finished while no master "
+                         f"was there")
+        return "; ".join(parts)
