@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .runtime import Runtime
     from .specruns import SpecRun
 
+ADOPT_MIN = 0.5     # s: keyed calls shorter than this on average are not sent their keys
+
 Frames = list[Any]    # per node this round: (op, body) pairs, then the TASKS batch being built
 
 
@@ -113,7 +115,10 @@ class Outbox:
             task.node = node
             task.t_dispatch = now
             node.inflight[task.id] = task
-            if keyed is not None and task.key is not None:
+            # (calls known to be short are not worth adopting: run again, they cost less
+            # than their keys on every dispatch, a chain's latency above all)
+            if keyed is not None and task.key is not None and \
+                    not (learned.n and learned.mean < ADOPT_MIN):
                 keyed.setdefault(node, []).append((task.id, task.key))
             if chained:
                 self._chain(task, node, assignments)
