@@ -36,8 +36,10 @@ def _run(tmp_path, argv, runs, check=True):
 
 def _start_holding(tmp_path, runs, release):
     before = set(run_ids(str(runs)))
+    # (--adopt-grace 0: a master killed here leaves no agent waiting to be adopted)
     proc = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "-w", "1",
-                             "--no-progress", "hold.py", str(release)], cwd=tmp_path,
+                             "--no-progress", "--adopt-grace", "0", "hold.py", str(release)],
+                            cwd=tmp_path,
                             env=dict(os.environ, TASKFLOW_RUN_DIR=str(runs)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 60
