@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from . import svgcharts
+from . import svgcharts, workers
 from .distributions import fmt_bytes, fmt_time
 
 BARS_MAX = 3000
@@ -24,19 +24,10 @@ SERIES_MAX = 10          # task names drawn in the aggregated timeline; the rest
 X_TITLE = "seconds since the first submission"
 
 
-def level(intervals: Sequence[tuple[float, float, int]]) -> list[tuple[float, float]]:
+def level(intervals: Sequence[tuple[float, float, int]]) -> list[tuple[float, int]]:
     """The step curve [(t, level)] of intervals ``(start, end, weight)`` overlapping."""
-    pts = sorted([(a, k) for a, b, k in intervals if b > a] +
-                 [(b, -k) for a, b, k in intervals if b > a])
-    out: list[tuple[float, float]] = []
-    w = 0
-    for t, d in pts:
-        w += d
-        if out and out[-1][0] == t:
-            out[-1] = (t, w)
-        else:
-            out.append((t, w))
-    return out
+    return workers.steps([(a, k) for a, b, k in intervals if b > a] +
+                         [(b, -k) for a, b, k in intervals if b > a])
 
 
 def binned(curve: Sequence[tuple[float, float]], lo: float, hi: float,

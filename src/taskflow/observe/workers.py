@@ -15,7 +15,22 @@ each job's queue wait is known.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
+
+
+def steps(deltas: list[tuple[float, int]], lo: float | None = None) -> list[tuple[float, int]]:
+    """The step curve [(t, level)] of changes ``(t, +k / -k)`` (sorted here; one step per
+    time; from ``(lo, 0)`` when given)."""
+    deltas.sort()
+    out: list[tuple[float, int]] = [] if lo is None else [(lo, 0)]
+    w = 0
+    for t, d in deltas:
+        w += d
+        if out and out[-1][0] == t:
+            out[-1] = (t, w)
+        else:
+            out.append((t, w))
+    return out
 
 
 def held_curve(nodes: list[dict[str, Any]], lo: float, hi: float) -> list[tuple[float, int]]:
@@ -32,15 +47,7 @@ def held_curve(nodes: list[dict[str, Any]], lo: float, hi: float) -> list[tuple[
             deltas.append((a, slots))
             if b < hi:                    # still held at the end: no step down inside
                 deltas.append((b, -slots))
-    deltas.sort()
-    out: list[tuple[float, int]] = [(lo, 0)]
-    w = 0
-    for t, d in deltas:
-        w += d
-        if out and out[-1][0] == t:
-            out[-1] = (t, w)
-        else:
-            out.append((t, w))
+    out = steps(deltas, lo)
     merged: list[tuple[float, int]] = []
     for t, v in out:
         if merged and merged[-1][1] == v:
@@ -107,43 +114,3 @@ def step_table(curve: list[tuple[float, int]], t0: float, limit: int = 24) -> li
     if len(curve) > limit:
         rows.append(f"| ... | {len(curve) - limit} more steps |")
     return rows
-
-
-def plot(curve: list[tuple[float, int]], busy: list[tuple[float, float]], t0: float,
-         hi: float, path: str) -> str | None:
-    """A PNG of w(t) (held) and the busy slots over time; None without matplotlib."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    fig, ax = plt.subplots(figsize=(8, 2.8))
-    xs = [t - t0 for t, _ in curve] + [hi - t0]
-    ys = [w for _, w in curve] + [curve[-1][1] if curve else 0]
-    ax.step(xs, ys, where="post", label="w(t): slots held")
-    if busy:
-        ax.step([t - t0 for t, _ in busy], [b for _, b in busy], where="post",
-                label="busy slots", alpha=0.7)
-    ax.set_xlabel("seconds since the first submission")
-    ax.set_ylabel("slots")
-    ax.legend(loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
-
-
-def busy_curve(intervals: Sequence[tuple[float, ...]]) -> list[tuple[float, float]]:
-    """[(t, busy slots)] steps from the tasks' run intervals ((start, end[, slots]))."""
-    pts = sorted([(iv[0], int(iv[2]) if len(iv) > 2 else 1) for iv in intervals] +
-                 [(iv[1], -(int(iv[2]) if len(iv) > 2 else 1)) for iv in intervals])
-    out: list[tuple[float, float]] = []
-    w = 0
-    for t, d in pts:
-        w += d
-        if out and out[-1][0] == t:
-            out[-1] = (t, w)
-        else:
-            out.append((t, w))
-    return out
