@@ -57,6 +57,26 @@ def node(name: str, slots: int = 2, memory_gb: float = 8.0) -> NodeHandle:
     return NodeHandle(name, -1, -1, slots=slots, memory_gb=memory_gb)
 
 
+class Looks:
+    """How often the scheduler looked at whether a :func:`counted_node` is usable."""
+
+    n = 0
+
+
+def counted_node(name: str, slots: int = 1, memory_gb: float = 8.0) -> NodeHandle:
+    """A :func:`node` that counts the scheduler's looks at it (in :class:`Looks`)."""
+    n = node(name, slots=slots, memory_gb=memory_gb)
+    cls = type(n)
+
+    class Counted(cls):  # type: ignore[misc, valid-type]
+        @property
+        def usable(self) -> bool:
+            Looks.n += 1
+            return bool(cls.usable.fget(self))  # type: ignore[attr-defined]
+    n.__class__ = Counted
+    return n
+
+
 def state(*nodes: NodeHandle, retries: int = 1) -> tuple[RunState, FakeComm]:
     comm = FakeComm()
     st = RunState(retries=retries, comm=comm)

@@ -18,14 +18,7 @@ from taskflow import wait_on
 from taskflow.journal.reader import Journal
 from taskflow.providers.local import LocalProvider
 from taskflow.observe import report
-
-
-def _until(cond, timeout: float, what: str) -> None:
-    deadline = time.time() + timeout
-    while not cond():
-        if time.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.02)
+from waiting import until as _until
 
 
 def test_report_shows_workers_held_and_job_waits(tmp_path, monkeypatch):

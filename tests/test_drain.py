@@ -8,19 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import tasks_lib as L
 import taskflow
 from taskflow import wait_on
-
-
-def _until(cond, timeout: float, what: str) -> None:
-    deadline = time.time() + timeout
-    while not cond():
-        if time.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.02)
+from waiting import until as _until
 
 
 def test_sigterm_drains_a_node(tmp_path, monkeypatch):

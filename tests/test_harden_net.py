@@ -26,21 +26,10 @@ import taskflow  # noqa: E402
 from taskflow import netguard  # noqa: E402
 from taskflow.providers import dialback  # noqa: E402
 from taskflow.serve.store import Store  # noqa: E402
-from test_serve import GATED, SQUARES, Service  # noqa: E402
+import test_serve  # noqa: E402
+from test_serve import GATED, SQUARES  # noqa: E402
 
-
-@pytest.fixture
-def service(tmp_path):
-    started = []
-
-    def make(*args, workdir=None):
-        s = Service(workdir or tmp_path / "svc", *args).start()
-        started.append(s)
-        return s
-
-    yield make
-    for s in started:
-        s.stop(signal.SIGKILL)
+service = test_serve.service        # the same fixture: services started and stopped by it
 
 
 def _silent(port: int, n: int, first: bytes = b"") -> list[socket.socket]:

@@ -8,27 +8,10 @@ import time
 
 import pytest
 
-from fakes import node, spec, state, task
+from fakes import Looks, counted_node, node, spec, state, task
 from taskflow.future import Future
 from taskflow.runtime.remote_values import EVERY_NODE, RemoteValues
 from taskflow.runtime.scheduler import Scheduler
-
-
-class _Looks:
-    n = 0
-
-
-def _counted(name: str, slots: int = 1, memory_gb: float = 8.0):
-    n = node(name, slots=slots, memory_gb=memory_gb)
-    cls = type(n)
-
-    class Counted(cls):  # type: ignore[misc, valid-type]
-        @property
-        def usable(self):
-            _Looks.n += 1
-            return cls.usable.fget(self)
-    n.__class__ = Counted
-    return n
 
 
 def _looks_per_task(make) -> dict[int, float]:
@@ -42,7 +25,7 @@ def _looks_per_task(make) -> dict[int, float]:
         for _ in range(2 * count):
             task(sp, st=st)
         st.scheduler.assign()             # (the first round builds the heap: one look each)
-        _Looks.n = 0
+        Looks.n = 0
         for n in nodes:                   # every node gives back one task
             n.used -= 1
             st.scheduler.freed(n)
@@ -50,13 +33,13 @@ def _looks_per_task(make) -> dict[int, float]:
             task(sp, st=st)
         got = st.scheduler.assign()
         assert len(got) == count
-        out[count] = _Looks.n / len(got)
+        out[count] = Looks.n / len(got)
     return out
 
 
 def test_slurm_nodes_with_a_walltime_are_chosen_without_a_scan():
     def make(i):
-        n = _counted(f"n{i}")
+        n = counted_node(f"n{i}")
         n.walltime_end = time.time() + 3600          # a Slurm job with --time
         n.drain_margin = 30.0
         return n
@@ -65,7 +48,7 @@ def test_slurm_nodes_with_a_walltime_are_chosen_without_a_scan():
 
 
 def test_nodes_of_different_sizes_are_chosen_without_a_scan():
-    looks = _looks_per_task(lambda i: _counted(f"n{i}", slots=1 + i % 3,
+    looks = _looks_per_task(lambda i: counted_node(f"n{i}", slots=1 + i % 3,
                                                memory_gb=4.0 * (1 + i % 2)))
     assert looks[256] <= looks[4] + 1.0, looks
 
@@ -113,19 +96,19 @@ def test_the_heap_chooses_what_the_scan_would_on_a_mixed_cluster():
 
 
 def test_a_node_past_its_drain_point_gets_nothing_and_costs_no_scan():
-    nodes = [_counted(f"n{i}") for i in range(64)]
+    nodes = [counted_node(f"n{i}") for i in range(64)]
     nodes[0].walltime_end = time.time() - 1.0        # its job is ending: SIGTERM is coming
     st, _ = state(*nodes)
     st.scheduler.walltimes = True
     sp = spec()
     for _ in range(63):
         task(sp, st=st)
-    _Looks.n = 0
+    Looks.n = 0
     out = st.scheduler.assign()
     assert len(out) == 63 and all(n is not nodes[0] for n, _ in out)
     # building the heap looks at each node 3 times, then a few looks per task; a scan of
     # the 64 nodes per task would be over 4,000
-    assert _Looks.n < 64 * 3 + 63 * 4, _Looks.n
+    assert Looks.n < 64 * 3 + 63 * 4, Looks.n
 
 
 def test_a_dead_value_is_dropped_on_the_nodes_that_got_it_only():
@@ -148,18 +131,18 @@ def test_a_dead_value_is_dropped_on_the_nodes_that_got_it_only():
 
 
 def test_a_holder_is_found_by_name_not_by_a_scan():
-    nodes = [_counted(f"n{i}") for i in range(300)]
+    nodes = [counted_node(f"n{i}") for i in range(300)]
     st, _ = state(*nodes)
     fut = Future(None, None, 5)
     fut.left_on("n250")
     st.scheduler.named("n0")           # the index is built once
-    _Looks.n = 0
+    Looks.n = 0
     nodes[250].alive = True
     assert st.scheduler.holder(fut) is nodes[250]
     assert st.scheduler.holder(fut, nodes[250]) is None
     nodes[250].alive = False
     assert st.scheduler.holder(fut) is None
-    assert _Looks.n == 0
+    assert Looks.n == 0
 
 
 def test_a_big_task_group_keeps_its_tasks_in_flight_and_its_failures_not_all(rt):

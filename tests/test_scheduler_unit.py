@@ -1,7 +1,7 @@
 """The master's scheduler on never-connected nodes: how much goes where, and in what order."""
 from __future__ import annotations
 
-from fakes import node, spec, state, task
+from fakes import Looks, counted_node, node, spec, state, task
 from taskflow.future import Future
 from taskflow.wire.thresholds import MASTER_DEEP, MASTER_SHORT
 
@@ -93,37 +93,18 @@ def test_a_leaving_node_gets_nothing_new():
 
 
 # -- many nodes: the choice without a loop over the nodes (runtime/nodeloads.py) --------------
-class _CountingNode:
-    """Counts how often the scheduler looks at whether a node is usable."""
-
-    looks = 0
-
-
-def _counted(name, slots=1):
-    n = node(name, slots=slots)
-    cls = type(n)
-
-    class Counted(cls):  # type: ignore[misc, valid-type]
-        @property
-        def usable(self):
-            _CountingNode.looks += 1
-            return cls.usable.fget(self)
-    n.__class__ = Counted
-    return n
-
-
 def test_the_choice_of_a_node_does_not_look_at_every_node_per_task():
     """No per-task loop over the nodes: the looks per task stay flat from 4 to 256 nodes."""
     per_task = {}
     for count in (4, 256):
-        nodes = [_counted(f"n{i}") for i in range(count)]
+        nodes = [counted_node(f"n{i}") for i in range(count)]
         st, _ = state(*nodes)
         sp = spec()                       # unknown duration: one task at a time, no slices
         _ready(st, sp, 2 * count)
-        _CountingNode.looks = 0
+        Looks.n = 0
         out = st.scheduler.assign()
         assert len(out) == 2 * count      # 1 slot + 1 extra on every node
-        per_task[count] = (_CountingNode.looks - 2 * count) / len(out)   # minus one rebuild
+        per_task[count] = (Looks.n - 2 * count) / len(out)   # minus one rebuild
     assert per_task[256] <= per_task[4] + 1.0, per_task
 
 

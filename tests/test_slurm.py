@@ -23,6 +23,7 @@ from taskflow.providers import dialback
 from taskflow.agent.dialback import connect as dial
 from taskflow.errors import NodeStartError
 from taskflow.providers.slurm import SlurmProvider
+from waiting import until as _until
 
 
 
@@ -40,14 +41,6 @@ def _rt(tmp_path, provider, events=None):
     if events is not None:
         rt.bus.subscribe(events.extend)
     return rt
-
-
-def _until(cond, timeout: float, what: str) -> None:
-    deadline = time.time() + timeout
-    while not cond():
-        if time.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_batch_allocation_spans_nodes(slurm, tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ import taskflow
 from taskflow import task, wait_on
 from taskflow.errors import TaskError
 from taskflow.providers.slurm import SlurmProvider
+from waiting import until as _until
 
 @task(returns=1)
 def nap(i, pause=1.0):
@@ -31,14 +32,6 @@ def nap(i, pause=1.0):
 
 def _rt(tmp_path, p):
     return taskflow.Runtime(providers=[p], run_dir=str(tmp_path / "runs"), echo_logs=False)
-
-
-def _until(cond, timeout: float, what: str) -> None:
-    deadline = time.time() + timeout
-    while not cond():
-        if time.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_one_batched_squeue_per_interval_never_one_per_job(slurm, tmp_path, slurm_calls):
