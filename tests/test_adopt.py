@@ -218,3 +218,80 @@ def test_an_agent_cut_off_waits_and_is_dismissed_when_the_run_ends(ssh_hosts, tm
             ssh_hosts.restart(1)
     assert got == [i * i for i in range(12)]
     _until(lambda: not _agents_in(tmp_path / "wd-h1"), 15)     # dismissed, not 600 s later
+
+
+WF_FILES = textwrap.dedent('''
+    import os, sys, time
+    from taskflow import task, wait_on, FILE_OUT, FILE_IN, FILE_INOUT
+
+    HERE = os.path.dirname(os.path.abspath(__file__))
+    MARKS = os.path.join(HERE, "marks")
+
+    def mark(what):
+        with open(MARKS, "a") as f:
+            f.write(what + "\\n")
+
+    @task(out=FILE_OUT)
+    def make(i, out):
+        mark(f"start {i}")
+        time.sleep(3)
+        with open(out, "w") as f:
+            f.write(f"made {i}\\n")
+        mark(f"end {i}")
+
+    @task(log=FILE_INOUT)
+    def append(i, log):
+        mark(f"start a{i}")
+        time.sleep(3)
+        with open(log, "a") as f:
+            f.write(f"appended {i}\\n")
+        mark(f"end a{i}")
+
+    @task(returns=str, src=FILE_IN)
+    def read(src):
+        with open(src) as f:
+            return f.read()
+
+    with open(os.path.join(HERE, "log.txt"), "w") as f:
+        f.write("begin\\n")
+    made = [os.path.join(HERE, f"made{i}.txt") for i in range(2)]
+    for i, path in enumerate(made):
+        make(i, path)
+    append(0, os.path.join(HERE, "log.txt"))
+    print("READ", wait_on([read(p) for p in made]), flush=True)
+''')
+
+
+def test_calls_that_write_files_are_adopted_with_their_versions(tmp_path):
+    """FILE_OUT and FILE_INOUT calls running at the kill are claimed like any keyed call:
+    they write the versions the earlier master planned (in its run directory), the resumed
+    run reads those and puts the last one at the user's path at its end."""
+    (tmp_path / "wf.py").write_text(WF_FILES)
+    p = _start(tmp_path, "--workers", "3", "wf.py")
+    _kill_when(tmp_path, p, lambda m: len(_started(m)) == 3)       # all three writers run
+    (first,) = os.listdir(tmp_path / "runs")
+    (tmp_path / "log.txt").write_text("begin\n")    # (the script writes it again, the same)
+    r = _resume(tmp_path, "--workers", "3", "wf.py", run=first)
+    assert r.returncode == 0, r.stderr
+    assert "READ ['made 0\\n', 'made 1\\n']" in r.stdout
+    assert _started(_marks(tmp_path)) == ["start 0", "start 1", "start a0"]    # each once
+    assert "3 running task(s) adopted on local" in r.stderr
+    assert (tmp_path / "made0.txt").read_text() == "made 0\n"
+    assert (tmp_path / "made1.txt").read_text() == "made 1\n"
+    assert (tmp_path / "log.txt").read_text() == "begin\nappended 0\n"
+    _until(lambda: not _agents_in(tmp_path), 10)
+
+
+def test_kept_tasks_no_call_claims_are_cancelled_and_the_agent_runs_the_new_calls(tmp_path):
+    """The resumed script calls with other arguments: the kept tasks are cancelled on the
+    adopted agent (their executors killed) and the new calls run there, on new executors
+    (a forked executor once closed the lost master's stale descriptor numbers and died)."""
+    (tmp_path / "wf.py").write_text(WF)
+    p = _start(tmp_path, "--workers", "2", "wf.py", SECS="30")
+    _kill_when(tmp_path, p, lambda m: len(_started(m)) == 2)
+    r = _resume(tmp_path, "--workers", "2", "wf.py", SECS="0.2")
+    assert r.returncode == 0, r.stderr
+    assert "SUM 60" in r.stdout and "adopted" not in r.stderr
+    marks = _marks(tmp_path)
+    assert len(_started(marks)) == 6 and marks.count("end 0") == 1     # killed, not ended
+    _until(lambda: not _agents_in(tmp_path), 10)

@@ -301,6 +301,11 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             self._path = path
         self._result = self._path
 
+    def written_at(self, path: str) -> None:
+        """This file or directory version is (being) written at ``path``, not where it was
+        planned: an adopted task's, in the earlier run's directory (runtime/adoption.py)."""
+        self._path = path
+
     def held_by(self, node: str) -> bool:
         """``node`` holds the value too from now on; True when it is the first node that
         does (the caller then watches the future: runtime.remote_values)."""

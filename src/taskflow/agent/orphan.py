@@ -118,7 +118,7 @@ class Orphan:
             self.deadline = 0.0
             return
         self.listener = sock
-        ag.pool.keep_closed.append(sock.fileno())   # executors forked later close it
+        ag.pool.own(sock.fileno())              # executors forked later close it
         ag.sel.register(sock, selectors.EVENT_READ, "adopt")
         _say(f"taskflow.node: {ag.name}: the master was lost ({why}); keeping "
               f"{len(self.kept) - len(self.done)} running task(s) for a resumed master for "
@@ -131,6 +131,7 @@ class Orphan:
         except (KeyError, ValueError):
             pass
         ag.out.detach()
+        ag.pool.disown(ag.rfd, ag.wfd)          # (closed now: their numbers will be reused)
         ag.chan.close()
 
     def waiting(self) -> bool:
@@ -296,7 +297,7 @@ class Orphan:
         ag.reader = P.FrameReader(chan)
         ag.out = FrameWriter(chan)
         ag.out.attach(ag.sel, None)
-        ag.pool.keep_closed.append(chan.rfd)
+        ag.pool.own(chan.rfd)
         ag.adopt_grace = float(hello.get("adopt_grace") or 0.0)
         ag.adopt_secret = hello.get("adopt_secret", ag.adopt_secret)
         ag.adopt_run = hello.get("adopt_run", ag.adopt_run)
@@ -306,9 +307,10 @@ class Orphan:
         self.connected = True
         self.close_listener()
         keys = ag.state.keys
-        tasks = [M.Adoptable(tid, keys.get(tid, b"") if _values_only(t) else b"",
+        tasks = [M.Adoptable(tid, keys.get(tid, b""),
                              ag.state.codes.get(t.digest, b"") if _plain(t) else b"",
-                             t.argv if _plain(t) else None, t.units, tid in self.done)
+                             t.argv if _plain(t) else None, t.units, tid in self.done,
+                             written(t))
                  for tid, t in self.kept.items() if tid not in self.claimed]
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": ag.slots, "cpus": os.cpu_count(),
@@ -357,6 +359,7 @@ class Orphan:
                 self.agent.sel.unregister(self.listener)
             except (KeyError, ValueError):
                 pass
+            self.agent.pool.disown(self.listener.fileno())
             self.listener.close()
             self.listener = None
             try:
@@ -371,11 +374,19 @@ def _plain(t: M.TaskMsg) -> bool:
     return t.refs is None and t.kwargs is None and t.options is None and t.inouts is None
 
 
-def _values_only(t: M.TaskMsg) -> bool:
-    """A call that writes no file or directory (those would be the earlier run's versions):
-    a keyed one of these can be matched by its key."""
-    return t.inouts is None and not any(kind not in (M.REF_VALUE, M.REF_PICKLED, M.REF_FILE)
-                                        for _, kind, _ in t.refs or ())
+def written(t: M.TaskMsg) -> list[str]:
+    """The file and directory versions ``t`` writes, in the order of its inouts: where the
+    earlier master planned them (a new master that claims ``t`` takes them as they are)."""
+    if not t.inouts:
+        return []
+    where = {path: data for path, kind, data in t.refs or ()
+             if kind in (M.REF_FILE_OUT, M.REF_DIR_OUT, M.REF_FILE_INOUT, M.REF_DIR_INOUT)}
+    out = []
+    for path, kind, _ in t.inouts:
+        if kind != M.OUT_OBJECT:
+            data = where.get(path)
+            out.append(data[1] if isinstance(data, (tuple, list)) else str(data))
+    return out
 
 
 def _say(text: str) -> None:

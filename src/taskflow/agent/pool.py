@@ -67,6 +67,16 @@ class Pool:
         self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
         self.reading = True                 # executors' pipes are watched (see pause_reads)
 
+    def own(self, fd: int) -> None:
+        """``fd`` is the agent's (a new master's channel, the adoption socket): executors
+        forked from now on close it."""
+        self.keep_closed.append(fd)
+
+    def disown(self, *fds: int) -> None:
+        """``fds`` are about to be closed: a forked executor must not close their numbers
+        (the kernel gives them to the next descriptor opened: maybe its own pipe)."""
+        self.keep_closed[:] = [fd for fd in self.keep_closed if fd not in fds]
+
     def spawn(self, io: bool = False) -> Executor:
         t_r, t_w = os.pipe()      # agent -> executor
         r_r, r_w = os.pipe()      # executor -> agent

@@ -10,11 +10,14 @@ node when the script first waits for a value that is not there yet (by then
 it has made the calls that came before that point, as the earlier run had
 when those tasks started) and at the end of the run.
 
-Calls that write no file or directory are matched: a call keyed when it was
-made (it reads other tasks' values or files, has keywords or options) by the
-key its master sent along (KEYS), a plain call by the key computed from its
-code digest and arguments (:func:`~taskflow.graph.keys.plain_key`). Calls
-that write files run again (their versions would be the earlier run's).
+A call keyed when it was made (it reads other tasks' values or files, writes
+files, has keywords or options) is matched by the key its master sent along
+(KEYS), a plain call by the key computed from its code digest and arguments
+(:func:`~taskflow.graph.keys.plain_key`). A claimed call that writes files or
+directories keeps the versions the earlier master planned (in the earlier
+run's directory, as a restored call's are: the end of the run puts the last
+one at the user's path); on a node without the master's filesystem (staged)
+it runs again.
 """
 from __future__ import annotations
 
@@ -125,6 +128,7 @@ class Kept(NamedTuple):
     node: NodeHandle
     task_id: int          # the earlier master's
     units: int            # held on the node while it runs (0: it ended)
+    files: list[str]      # the versions it writes (the earlier run's paths)
 
 
 class Adoption:
@@ -144,7 +148,8 @@ class Adoption:
                 units = 0 if a.done else a.units
                 key = a.key or (plain_key(a.code, a.argv) if a.code else b"")
                 if key:
-                    self.by_key.setdefault(key, []).append(Kept(node, a.task_id, units))
+                    self.by_key.setdefault(key, []).append(
+                        Kept(node, a.task_id, units, list(a.files)))
                 else:               # not a plain call: not matched, cancelled at once
                     self.cancels.setdefault(node, []).append(a.task_id)
                 node.used += units
@@ -155,10 +160,15 @@ class Adoption:
         there now; the loop sends the claim), else False."""
         key = task.key
         kept = self.by_key.get(key) if key is not None else None
-        if not kept or task.inouts or any(kind not in (M.REF_VALUE, M.REF_PICKLED, M.REF_FILE)
-                                          for _, kind, _ in task.refs or ()):
+        if not kept:
             return False
-        k = kept.pop()
+        versions = [e.version for e in task.inouts or () if e.kind != M.OUT_OBJECT]
+        k = kept[-1]
+        if len(k.files) != len(versions) or (versions and k.node.stager is not None):
+            return False            # (written on a node's own disk: run again here)
+        kept.pop()
+        for fut, path in zip(versions, k.files):
+            fut.written_at(path)    # the earlier master's version path, as it is written
         if not kept:
             del self.by_key[key]        # type: ignore[arg-type]
         node = k.node

@@ -238,6 +238,8 @@ class Adoptable(NamedTuple):
     argv: Any                     # adoptable) and its positional arguments
     units: int                    # computing units it holds while it runs
     done: bool                    # it ended: its result waits on the node
+    files: list[str]              # the file/directory versions it writes, in the order of
+    #                               its inouts (the earlier run's paths; a claim keeps them)
 
 
 class Adopt(NamedTuple):
