@@ -42,6 +42,7 @@ from .orphan import forget_keys
 
 if TYPE_CHECKING:
     from .orphan import Orphan
+    from .rejoin import Rejoin
     from .sampler import Sampler
 
 # bytes waiting for the master above which the executors are not read (their results and
@@ -88,6 +89,8 @@ class Agent:
         self.silence, self.last_rx = 0.0, time.time()   # s without a frame: the master is lost
         self.told_to_stop = False                 # SHUTDOWN: the master ends the run
         self.orphan: Orphan | None = None         # the master was lost (agent.orphan)
+        self.adopt_rejoin = ""                    # a dial-back agent: where a resumed master
+        self.rejoin: Rejoin | None = None         # says its address (agent.rejoin)
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -110,6 +113,10 @@ class Agent:
         self.adopt_secret = hello.get("adopt_secret", "")
         self.adopt_run = hello.get("adopt_run", "")
         self.silence = silence_limit(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
+        self.adopt_rejoin = hello.get("adopt_rejoin", "") if self.adopt_grace else ""
+        if self.adopt_rejoin:
+            from .rejoin import Rejoin
+            self.rejoin = Rejoin(self.adopt_rejoin)
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
@@ -205,6 +212,8 @@ class Agent:
             elif orphan is not None and orphan.waiting():
                 if orphan.expired(time.time()):
                     orphan.give_up()
+                elif self.rejoin is not None:       # a dial-back agent looks for a master
+                    self.rejoin.look(orphan, time.time())
             elif self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
                     self._hand_back()
@@ -227,6 +236,8 @@ class Agent:
             t = min(t, min(self.pool.doomed.values()) - time.time())
         if self.orphan is not None and self.orphan.waiting():
             t = min(t, self.orphan.deadline - time.time())
+            if self.rejoin is not None:
+                t = min(t, self.rejoin.due(time.time()))
         lead_at = self.placement.lead_at
         if lead_at is not None and self.leaving is None:   # a long task's successor is
             # due (placement.py); a leaving agent places nothing, so it must not wake

@@ -1,0 +1,134 @@
+"""A resumed master adopts the Slurm jobs (batch and pilot) its SIGKILLed predecessor left.
+
+On the real Slurm testbed (runtime/testbed/slurm.sh: n1..n3, 2 CPUs each): `taskflow run
+--slurm batch|pilot` runs 4 tasks on 2 single-slot nodes and is SIGKILLed for real while
+two run; its dial-back agents keep them running and wait; `taskflow run --resume` at once
+finds them (they dial its address from the rejoin file), adopts the two tasks and runs the
+two others. Each task appends ``start I`` / ``end I`` to ``marks``: no task starts twice.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from test_adopt import WF, _marks, _started
+from test_resume import _agents_in
+from waiting import until as _until
+
+SLURM = ["--slurm-nodes", "2", "--slurm-opt", "cpus=1"]
+
+
+def _env(tmp_path, **kw):
+    return dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"),
+                PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **kw)
+
+
+def _start(tmp_path, mode, *args, **env):
+    # output to files: an agent that outlives the master holds no pipe of the test's
+    return subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress",
+                             "--slurm", mode, *SLURM, *args, "wf.py"], cwd=tmp_path,
+                            env=_env(tmp_path, **env), stdout=open(tmp_path / "out1", "w"),
+                            stderr=open(tmp_path / "err1", "w"))
+
+
+def _resume(tmp_path, mode, *args, **env):
+    return subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress",
+                           "--resume", "--slurm", mode, *SLURM, *args, "wf.py"], cwd=tmp_path,
+                          env=_env(tmp_path, **env), capture_output=True, text=True,
+                          timeout=100)
+
+
+def _killed_with_two_running(tmp_path, mode, *args, **env):
+    """The first run, SIGKILLed once two tasks started; its run id."""
+    (tmp_path / "wf.py").write_text(WF)
+    p = _start(tmp_path, mode, *args, **env)
+    try:
+        _until(lambda: len(_started(_marks(tmp_path))) == 2, 60, "two tasks to start")
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+    (run,) = os.listdir(tmp_path / "runs")
+    return run
+
+
+def _over(slurm, *names):
+    return all(s not in ("RUNNING", "PENDING", "CONFIGURING", "COMPLETING")
+               for n in names for s in slurm.squeue(n).values())
+
+
+@pytest.mark.parametrize("mode", ["batch", "pilot"])
+def test_running_tasks_on_slurm_nodes_are_adopted_not_started_again(slurm, tmp_path, mode):
+    first = _killed_with_two_running(tmp_path, mode)
+    old = slurm.squeue(f"tf-{first}")
+    assert "RUNNING" in old.values(), old        # the reaper left the running jobs alone
+    r = _resume(tmp_path, mode)
+    assert r.returncode == 0, r.stderr
+    assert "SUM 60" in r.stdout
+    assert _started(_marks(tmp_path)) == [f"start {i}" for i in range(4)]   # each once
+    # the two running and those queued behind them on the nodes' executors
+    said = re.search(r"(\d) running task\(s\) adopted on (\S+), (\S+); 0 task\(s\) "
+                     r"restored, (\d) ran again", r.stderr)
+    assert said, r.stderr
+    n, a, b, again = said.groups()
+    assert int(n) >= 2 and int(n) + int(again) == 4
+    prefix = "slurm-" if mode == "batch" else "pilot-"
+    assert a.startswith(prefix) and b.rstrip(";").startswith(prefix)   # the earlier names
+    (new,) = set(os.listdir(tmp_path / "runs")) - {first}
+    db = sqlite3.connect(tmp_path / "runs" / new / "journal.db")
+    adopted = db.execute("SELECT COUNT(*) FROM transitions WHERE state='ADOPTED'").fetchone()
+    db.close()
+    assert adopted == (int(n),)
+    if mode == "batch":         # the allocation was whole: nothing submitted
+        assert slurm.squeue(f"tf-{new}") == {}
+    _until(lambda: _over(slurm, f"tf-{first}", f"tf-{new}"), 30, "every job to end")
+    _until(lambda: not _agents_in(tmp_path), 15, "no agent left")
+
+
+def test_results_that_finished_while_no_master_was_there_are_collected(slurm, tmp_path):
+    _killed_with_two_running(tmp_path, "batch", SECS="1.5")
+    _until(lambda: sum(m.startswith("end") for m in _marks(tmp_path)) >= 2, 30,
+           "two tasks to end while no master is there")
+    r = _resume(tmp_path, "batch", SECS="1.5")
+    assert r.returncode == 0, r.stderr
+    assert "SUM 60" in r.stdout
+    assert _started(_marks(tmp_path)) == [f"start {i}" for i in range(4)]
+    assert "2 result(s) collected that finished while no master was there" in r.stderr
+
+
+def test_slurm_agents_whose_grace_ran_out_end_their_jobs(slurm, tmp_path):
+    first = _killed_with_two_running(tmp_path, "pilot", "--adopt-grace", "2", SECS="60")
+    assert "RUNNING" in slurm.squeue(f"tf-{first}").values()      # kept, for 2 s
+    _until(lambda: _over(slurm, f"tf-{first}"), 30, "the jobs to end by themselves")
+    assert "CANCELLED" not in slurm.squeue(f"tf-{first}").values()
+    _until(lambda: not _agents_in(tmp_path), 15, "no agent left")
+    assert not list((tmp_path / "runs").glob("*/data/spill-*"))
+    assert len(_started(_marks(tmp_path))) == 2
+    assert not [m for m in _marks(tmp_path) if m.startswith("end")]    # stopped
+
+
+def test_a_resumed_master_without_the_runs_secret_adopts_nothing(slurm, tmp_path):
+    first = _killed_with_two_running(tmp_path, "batch")
+    (tmp_path / "runs" / first / "adopt.secret").write_text("0" * 64)    # another run's
+    r = _resume(tmp_path, "batch", SECS="0.2")
+    assert r.returncode == 0 and "SUM 60" in r.stdout, r.stderr
+    assert "the agent refused this master: it does not hold the secret of run" in r.stderr
+    assert "task(s) adopted" not in r.stderr
+    assert len(_started(_marks(tmp_path))) == 6          # the two kept ones ran again
+    err = "".join(p.read_text() for p in (tmp_path / "runs" / first / "slurm").glob("*.out"))
+    assert "did not rejoin the master" in err and "did not prove the run's secret" in err
+    # the refusing agents' job would hold its nodes for the grace: cancelled, and said why
+    assert f"cancelled the earlier run's running job(s) {_job(slurm, first)}, not adopted " \
+        f"(2 refused, the last: node " in r.stderr, r.stderr
+    _until(lambda: _over(slurm, f"tf-{first}"), 30, "the refusing agents' job to end")
+    _until(lambda: not _agents_in(tmp_path), 15, "no agent left")
+
+
+def _job(slurm, run):
+    (jid,) = slurm.squeue(f"tf-{run}")
+    return jid
