@@ -132,3 +132,44 @@ def test_a_resumed_master_without_the_runs_secret_adopts_nothing(slurm, tmp_path
 def _job(slurm, run):
     (jid,) = slurm.squeue(f"tf-{run}")
     return jid
+
+
+def test_a_run_resumed_twice_adopts_the_same_jobs_again(slurm, tmp_path):
+    """The resumed master is SIGKILLed too, once it adopted the tasks: a second resume
+    adopts them again (the jobs are the resumed run's now) and none starts twice."""
+    first = _killed_with_two_running(tmp_path, "batch", SECS="8")
+    p = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress", "--resume",
+                          "--slurm", "batch", *SLURM, "wf.py"], cwd=tmp_path,
+                         env=_env(tmp_path, SECS="8"), stdout=open(tmp_path / "out2", "w"),
+                         stderr=open(tmp_path / "err2", "w"))
+    try:
+        _until(lambda: "adopted" in _transitions(tmp_path, first), 60, "the adoption")
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+    (second,) = set(os.listdir(tmp_path / "runs")) - {first}
+    assert "RUNNING" in slurm.squeue(f"tf-{second}").values()     # renamed: the run's now
+    r = _resume(tmp_path, "batch", SECS="8")
+    assert r.returncode == 0, r.stderr
+    assert "SUM 60" in r.stdout
+    assert _started(_marks(tmp_path)) == [f"start {i}" for i in range(4)]   # each once
+    assert "running task(s) adopted on slurm-" in r.stderr, r.stderr
+    _until(lambda: _over(slurm, f"tf-{first}", f"tf-{second}"), 30, "every job to end")
+    _until(lambda: not _agents_in(tmp_path), 15, "no agent left")
+
+
+def _transitions(tmp_path, first):
+    """The states the resumed run's journal recorded so far ("" before it exists)."""
+    new = set(os.listdir(tmp_path / "runs")) - {first}
+    if not new:
+        return ""
+    try:
+        db = sqlite3.connect(f"file:{tmp_path / 'runs' / new.pop() / 'journal.db'}?mode=ro",
+                             uri=True)
+        try:
+            rows = db.execute("SELECT DISTINCT state FROM transitions").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return ""
+    return " ".join(s.lower() for (s,) in rows)

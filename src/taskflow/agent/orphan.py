@@ -92,6 +92,9 @@ class Orphan:
         ag = self.agent
         self._drop_master()
         self.connected = False
+        # a master lost again (a resumed run's): what it claimed and was not reported is
+        # listed to the next one again, under the ids the tasks were kept by
+        self.claimed.clear()
         for ex in ag.pool.every():
             for t in ex.queue:
                 if t.task_id not in self.claimed:

@@ -210,6 +210,7 @@ class SlurmProvider(Provider):
         got = r.wait()
         for jid in r.adopted_jobs():
             self.queue.add(jid)
+        r.rename()
         return got
 
     def attach(self, sink: NodeSink) -> None:

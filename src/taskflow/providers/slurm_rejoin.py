@@ -187,6 +187,18 @@ class Rejoining:
                    f"(jobs {', '.join(missing)})" if missing else ""))
         return got
 
+    def rename(self) -> None:
+        """The adopted jobs take this run's job name: its ``scancel -n`` and reaper cover
+        them, and a master resuming *this* run finds them (``squeue -n``). Where Slurm
+        refuses, they are still tracked by id (and the reaper names the earlier run)."""
+        for jid in self.adopted_jobs():
+            try:
+                _slurm(["scontrol", "update", f"JobId={jid}", f"JobName={self.p.job_name}"],
+                       15)
+            except SlurmError as exc:
+                log.warning("slurm: job %s keeps its name %s (%s): a master resuming this "
+                            "run will not find it", jid, self.name, exc)
+
     def adopted_jobs(self) -> list[str]:
         with self._lock:
             return [j for j, n in self.joined.items() if n]
