@@ -19,21 +19,20 @@ answer) is not tried again until it changes.
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
 import struct
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.dialback import AUTH_TIMEOUT
-from ..wire.tlschannel import TlsChannel
-from .dialback import agent_meta, connect
 
 if TYPE_CHECKING:
+    from ..wire.tlschannel import TlsChannel
     from .orphan import Orphan
 
 POLL = 1.0      # s between looks at the rejoin file while the agent waits for a master
@@ -47,9 +46,15 @@ class Rejoin:
         self.next_look = 0.0
         self.tried: tuple[int, int, int] | None = None   # the file last tried (ino, mtime, size)
 
-    def due(self, now: float) -> float:
+    @staticmethod
+    def named(hello: M.Hello) -> Rejoin | None:
+        """The rejoin file the master's HELLO names (Slurm dial-back agents), if any."""
+        path = hello.get("adopt_rejoin")
+        return Rejoin(path) if path else None
+
+    def due(self) -> float:
         """Seconds until the next look."""
-        return max(0.0, self.next_look - now)
+        return max(0.0, self.next_look - time.time())
 
     def look(self, orphan: Orphan, now: float) -> None:
         """One look; a new file: dial its master and be adopted, or say why not."""
@@ -72,10 +77,13 @@ class Rejoin:
                  f"{self.path}: {exc}")
             return
         orphan._take(chan, hello)
-        ag.adopt_rejoin = hello.get("adopt_rejoin", "")    # (a master resumed again: its)
-        ag.rejoin = Rejoin(ag.adopt_rejoin) if ag.adopt_rejoin else None
+        ag.rejoin = Rejoin.named(hello)     # (where the master after this one will say)
 
     def _dial(self, orphan: Orphan) -> tuple[TlsChannel, M.Hello]:
+        import json
+
+        from ..wire.tlschannel import TlsChannel
+        from .dialback import agent_meta, connect     # (ssl: only when dialling)
         ag = orphan.agent
         with open(self.path) as f:
             where = json.load(f)
