@@ -189,7 +189,7 @@ class SlurmProvider(Provider):
                     self.submit(self.target - have, "the batch allocation of the run" if not
                                 have else f"{self.target - have} node(s) besides the "
                                           f"{have} adopted")
-                first = self.target
+                first = max(self.target, have)    # (every adopted node: its kept tasks)
             else:
                 for i in range(have, min(self.target, have + self.max_queued)):
                     self.submit(1, f"pilot {i + 1} of {self.target} at the start "

@@ -165,6 +165,9 @@ class Rejoining:
                             self.running[j] = self.joined[j]
                 next_look = time.time() + LOOK_EVERY
             time.sleep(0.1)
+        self.withdraw()     # the wait is over: a late agent is not adopted (Adoption is made)
+        if self.p.server is not None:
+            self.p.server.adopt_check = None
         with self._lock:
             got = sum(self.joined.values())
             missing = {j: n - self.joined.get(j, 0) for j, n in self.running.items()
