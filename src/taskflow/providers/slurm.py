@@ -25,7 +25,9 @@ that has not joined yet (the master still keeps tasks that would outlast
 ``walltime_end - drain_margin`` off it).
 
 Every job is ``scancel``led at ``stop``, and by :mod:`slurm_reaper` if the
-master dies first. Agents connect back over TCP to
+master dies first (in an adoptable run, only the pending ones: the agents of the
+running ones wait for a resumed master, which adopts them: :mod:`.slurm_rejoin`).
+Agents connect back over TCP to
 127.0.0.1 (:mod:`taskflow.providers.dialback`), proving the per-run secret held
 in a 0600 file; each node's ``job_id`` is its Slurm job id.
 
