@@ -173,3 +173,32 @@ def _transitions(tmp_path, first):
     except sqlite3.Error:
         return ""
     return " ".join(s.lower() for (s,) in rows)
+
+
+def test_a_batch_allocation_that_lost_a_node_gets_only_the_missing_one(slurm, tmp_path):
+    """One of the two agents dies with the master (SIGKILL, with its executor): the resumed
+    master adopts the other, submits a job of one node for the missing one, and the tasks
+    kept on the surviving node do not start again."""
+    import psutil
+    first = _killed_with_two_running(tmp_path, "batch", SECS="4")
+    (old,) = slurm.squeue(f"tf-{first}")
+    agents = [a for a in map(psutil.Process, _agents_in(tmp_path)) if a.name() != "srun"]
+    heads = [a for a in agents if a.ppid() not in {b.pid for b in agents}]
+    assert len(heads) == 2, heads
+    lost = heads[0]
+    lost_tasks = len([c for c in lost.children(recursive=True)])
+    for p in [lost, *lost.children(recursive=True)]:
+        p.kill()
+    r = _resume(tmp_path, "batch", SECS="4")
+    assert r.returncode == 0, r.stderr
+    assert "SUM 60" in r.stdout
+    said = re.search(r"(\d) running task\(s\) adopted on (slurm-\S+);", r.stderr)
+    assert said and said.group(2).startswith(f"slurm-{old}-"), r.stderr   # one node
+    (new,) = set(os.listdir(tmp_path / "runs")) - {first}
+    jobs = slurm.squeue(f"tf-{new}")
+    assert old in jobs and len(jobs) == 2, jobs         # the adopted one and one more
+    marks = _started(_marks(tmp_path))
+    assert sorted(set(marks)) == [f"start {i}" for i in range(4)]
+    assert len(marks) - 4 <= 2 and lost_tasks >= 1      # only the lost node's ran again
+    _until(lambda: _over(slurm, f"tf-{first}", f"tf-{new}"), 30, "every job to end")
+    _until(lambda: not _agents_in(tmp_path), 15, "no agent left")

@@ -11,14 +11,17 @@ every second (:mod:`taskflow.agent.rejoin`).
 A master resuming the run (:class:`Rejoining`) lists the earlier run's jobs
 (``squeue -n tf-RUN``), cancels the PENDING ones, writes that file (mode 0600:
 its dial-back address and secret file) and waits, at most :data:`REJOIN_WAIT`
-seconds and no longer than it takes every RUNNING job's agents to dial back or
-the job to end. An agent that dials back says so in its handshake's meta
-(``adopt``: the earlier run, its node); before any frame, the master checks its
-job is one of the earlier run's running jobs and proves, and gets the proof of,
-the earlier run's secret bound to (run, node) (:func:`taskflow.wire.adoption.master_side`).
-Then the agent is a node of the new run under its old name, its kept tasks
-adopted as a local or SSH agent's are (runtime/adoption.py), and its job one of
-the run's: watched by the manager, cancelled at the run's stop or by its reaper.
+seconds (:data:`QUIET` after the last agent came) and no longer than it takes
+every RUNNING job's agents to dial back or the job to end. An agent that dials
+back says so in its handshake's meta (``adopt``: the earlier run, its node);
+before any frame, the master checks its job is one of the earlier run's running
+jobs and proves, and gets the proof of, the earlier run's secret bound to (run,
+node) (:func:`taskflow.wire.adoption.master_side`). Then the agent is a node of
+the new run under its old name, its kept tasks adopted as a local or SSH agent's
+are (runtime/adoption.py), and its job one of the run's (renamed ``tf-NEWRUN``):
+watched by the manager, cancelled at the run's stop or by its reaper. Running
+jobs none of whose agents came back (they refused this master) are cancelled:
+they would hold their nodes for the grace for nothing.
 """
 from __future__ import annotations
 
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("taskflow.providers.slurm")
 
 REJOIN_WAIT = 20.0     # s at most a resumed master waits for the earlier run's agents
+QUIET = 5.0            # ... and no longer than this after the last one came (they look at
+#                        the rejoin file every second: one silent this long is not coming)
 LOOK_EVERY = 2.0       # s between looks at the earlier run's jobs meanwhile
 
 
@@ -149,11 +154,14 @@ class Rejoining:
         REJOIN_WAIT s): the agents adopted."""
         deadline = time.time() + REJOIN_WAIT
         next_look = time.time() + LOOK_EVERY
-        while self.running and time.time() < deadline:
+        last, came = time.time(), 0
+        while self.running and time.time() < min(deadline, last + QUIET):
             with self._lock:
                 if all(self.joined.get(j, 0) + self.failed.get(j, 0) >= n
                        for j, n in self.running.items()):
                     break
+                if sum(self.joined.values()) + sum(self.failed.values()) > came:
+                    last, came = time.time(), sum(self.joined.values()) + sum(self.failed.values())
             if time.time() >= next_look:
                 jobs = self._look()
                 for j in list(self.running):
@@ -179,15 +187,15 @@ class Rejoining:
             except SlurmError as exc:
                 log.warning("slurm: %s", exc)
             why = (f"{len(self.refusals)} refused, the last: {self.refusals[-1]}"
-                   if self.refusals else f"none dialled back within {REJOIN_WAIT:g} s")
+                   if self.refusals else "none of their agents dialled back")
             self.p.manager.say(f"cancelled the earlier run's running job(s) {', '.join(left)}, "
                                f"not adopted ({why}): their tasks run again", warn=True)
         if len(left) < len(self.running):
             self.p.manager.say(
                 f"adopted {got} agent(s) of run {self.src.run_id} in job(s) "
                 f"{', '.join(j for j in self.running if self.joined.get(j))}"
-                + (f"; {sum(missing.values())} did not dial back within {REJOIN_WAIT:g} s "
-                   f"(jobs {', '.join(missing)})" if missing else ""))
+                + (f"; {sum(missing.values())} did not dial back (jobs "
+                   f"{', '.join(missing)}): taken for lost" if missing else ""))
         return got
 
     def rename(self) -> None:
