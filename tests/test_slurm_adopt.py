@@ -202,3 +202,58 @@ def test_a_batch_allocation_that_lost_a_node_gets_only_the_missing_one(slurm, tm
     assert len(marks) - 4 <= 2 and lost_tasks >= 1      # only the lost node's ran again
     _until(lambda: _over(slurm, f"tf-{first}", f"tf-{new}"), 30, "every job to end")
     _until(lambda: not _agents_in(tmp_path), 15, "no agent left")
+
+
+def test_the_adoption_proofs_on_a_dial_back_connection(tmp_path):
+    """No Slurm needed: the resumed master's checks of an earlier run's dial-back agent, on
+    a real DialbackServer over TLS. Another run's agent, a job that is not the earlier run's,
+    or a master without the earlier run's secret: refused before any frame, with why; the
+    right one: HELLO after both proofs."""
+    import ssl
+    from taskflow.agent.dialback import connect
+    from taskflow.providers.adopting import AdoptFrom
+    from taskflow.providers.dialback import DialbackServer
+    from taskflow.providers.slurm import SlurmProvider
+    from taskflow.providers.slurm_rejoin import Rejoining
+    from taskflow.wire import adoption
+    from taskflow.wire import messages as M
+    from taskflow.wire import protocol as P
+    from taskflow.wire.tlschannel import TlsChannel
+
+    old_secret = adoption.new_secret()
+    rejoining = Rejoining(SlurmProvider("batch", 1), AdoptFrom("R1", old_secret, {},
+                                                               str(tmp_path)))
+    rejoining.running = {"77": 1}
+    server = DialbackServer(lambda meta: {"name": meta["adopt"]["node"], "slots": 1},
+                            lambda h: None, ready_timeout=5)
+    server.adopt_check = rejoining.check
+    try:
+        def dial(run: str, job: str, secret: str) -> ssl.SSLSocket:
+            sock = connect(server.address, server.secret, {"job_id": job, "cpus": 1,
+                                                           "adopt": {"run": run, "node": "n1"}})
+            sock.setblocking(False)
+            try:
+                adoption.agent_side(sock, secret, run, "n1")
+            except BaseException:
+                sock.close()
+                raise
+            return sock
+
+        with pytest.raises(adoption.Refused):
+            dial("R0", "77", old_secret)
+        with pytest.raises(adoption.Refused):
+            dial("R1", "78", old_secret)
+        with pytest.raises(adoption.Refused, match="the master did not prove the run's secret"):
+            dial("R1", "77", adoption.new_secret())      # an agent of another secret refuses
+        _until(lambda: len(server.refused) == 3, 10, "three refusals")
+        assert "an agent of run R0 asks to be adopted; this master resumes run R1" \
+            in server.refused[0]
+        assert "node n1: its job 78 is not a running job of run R1" in server.refused[1]
+        assert "the agent refused this master" in server.refused[2]
+        sock = dial("R1", "77", old_secret)             # the right agent: both proofs pass
+        sock.setblocking(True)
+        op, hello = P.read_frame_blocking(TlsChannel(sock))
+        assert op == M.HELLO and hello["name"] == "n1"
+        sock.close()
+    finally:
+        server.close()

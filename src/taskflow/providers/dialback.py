@@ -175,7 +175,8 @@ class DialbackServer:
             if meta.get("adopt") is not None:   # an earlier run's agent: its proof first
                 if self.adopt_check is None:
                     raise PermissionError("an agent of an earlier run asks to be adopted, "
-                                          "but this master resumes no run")
+                                          "but this master adopts none now (it resumes no "
+                                          "run, or its wait for them is over)")
                 self.adopt_check(conn, meta)
         except Exception as exc:  # noqa: BLE001 - any failure is a refusal
             why = str(exc) or type(exc).__name__
