@@ -14,6 +14,9 @@ run while things die.
 (e) on the SSH testbed, the master SIGKILLed while 100+ tasks of seconds run, then
     ``taskflow run --resume`` at once: the agents keep their running tasks and the
     resumed master adopts them: none of them runs again (benchmarks/chaos_adopt.py).
+(f) (e) on the Slurm testbed (runtime/testbed/slurm.sh), with the dial-back agents of
+    ``--slurm batch`` and ``--slurm pilot`` jobs (one row each): they dial the resumed
+    master back and their running tasks are adopted (benchmarks/chaos_slurm.py).
 
 The workflow is benchmarks/chaos_workflow.py, run with ``taskflow run`` as a real
 process. Every task writes ``s <identity>`` / ``e <identity>`` to a ledger, so
@@ -461,9 +464,10 @@ def row(r: dict[str, Any]) -> list[str]:
         kills = f"master at {r['killed_at_fraction']:.0%} of tasks"
     elif sc == "c":
         kills = f"h1 link cut {r['cut_seconds']:g} s" if r.get("cut_at") else "no cut (run ended)"
-    elif sc == "e":
+    elif sc == "e" or sc.startswith("f-"):
         kills = (f"master at {r['killed_at_fraction']:.0%} of {r['tasks']} tasks of "
-                 f"{r['seconds']:g} s, {r['running_at_kill']} running")
+                 f"{r['seconds']:g} s, {r['running_at_kill']} running"
+                 + (f" (Slurm {sc[2:]})" if sc != "e" else ""))
     else:
         kills = f"the only agent at {r['killed_at_fraction']:.0%} of tasks"
     if sc == "d":       # the run fails by design: how fast, and what it said
@@ -471,7 +475,8 @@ def row(r: dict[str, Any]) -> list[str]:
                 else f"hung ({r['wall']:.0f})")
         return [sc, kills, str(r["reexecuted"]), "-", "-", "-", wall,
                 "yes" if r["ok"] else "**NO**: " + "; ".join(r["problems"])]
-    redone = "-" if sc not in ("b", "e") else r["adopted"].split(": ", 1)[-1] if sc == "e" \
+    adopting = sc == "e" or sc.startswith("f-")
+    redone = "-" if sc != "b" and not adopting else r["adopted"].split(": ", 1)[-1] if adopting \
         else (f"{r['redone_recorded']} of {r['recorded']} recorded; "
                                     f"{r['in_flight_rerun']} in flight (bound "
                                     f"{r['in_flight_bound']})")
@@ -506,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cut-seconds", type=float, default=8.0, help="(c): how long the link is down")
     ap.add_argument("--ssh-slots", type=int, default=2, help="(c), (e): slots per SSH host")
     ap.add_argument("--adopt-tasks", type=int, default=120, help="(e): tasks")
-    ap.add_argument("--adopt-seconds", type=float, default=3.0, help="(e): s each task runs")
+    ap.add_argument("--adopt-seconds", type=float, default=3.0, help="(e), (f): s each task runs")
+    ap.add_argument("--slurm-tasks", type=int, default=60, help="(f): tasks per mode")
     ap.add_argument("--ssh-shared-fs", action="store_true",
                     help="(c): the hosts share the filesystem (else files go over SFTP)")
     ap.add_argument("--json", default=None, help="also write the JSON here")
@@ -518,14 +524,16 @@ def main(argv: list[str] | None = None) -> int:
     log(f"seed {seed}, scratch {root}")
     results = []
     from chaos_adopt import scenario_e
-    scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d,
-                 "e": scenario_e}
+    from chaos_slurm import scenario_f
+    scenarios: dict[str, Any] = {"a": scenario_a, "b": scenario_b, "c": scenario_c,
+                                 "d": scenario_d, "e": scenario_e, "f": scenario_f}
     try:
         for name in args.only.split(","):
             log(f"scenario {name}")
-            r = scenarios[name.strip()](root, args, rng)
-            log(json.dumps({k: v for k, v in r.items() if k != "stderr_tail"}))
-            results.append(r)
+            got = scenarios[name.strip()](root, args, rng)
+            for r in got if isinstance(got, list) else [got]:      # (f: batch and pilot)
+                log(json.dumps({k: v for k, v in r.items() if k != "stderr_tail"}))
+                results.append(r)
     finally:
         if args.keep:
             log(f"kept {root}")

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> None:
         relay(*args.adopt)
         return
     if args.connect:
-        from .agent.dialback import serve_connect
+        from .agent.dialback_serve import serve_connect
         serve_connect(args.connect)
         return
     from .agent.stdio import serve_stdio

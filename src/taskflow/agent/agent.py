@@ -38,7 +38,8 @@ from .taskenv import compss_environment
 from .tracking import Tracker
 from .workqueue import WorkQueue
 
-from .orphan import forget_keys
+from .orphan import M_version, forget_keys
+from .rejoin import Rejoin
 
 if TYPE_CHECKING:
     from .orphan import Orphan
@@ -88,6 +89,7 @@ class Agent:
         self.silence, self.last_rx = 0.0, time.time()   # s without a frame: the master is lost
         self.told_to_stop = False                 # SHUTDOWN: the master ends the run
         self.orphan: Orphan | None = None         # the master was lost (agent.orphan)
+        self.rejoin: Rejoin | None = None         # a dial-back agent looks for a resumed master
 
     # -- set-up ----------------------------------------------------------
     def handshake(self) -> None:
@@ -110,6 +112,7 @@ class Agent:
         self.adopt_secret = hello.get("adopt_secret", "")
         self.adopt_run = hello.get("adopt_run", "")
         self.silence = silence_limit(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
+        self.rejoin = Rejoin.named(hello) if self.adopt_grace else None
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
@@ -133,7 +136,7 @@ class Agent:
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": self.slots, "cpus": os.cpu_count(), "io_executors": io,
                          "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
-                         "version": _version(), "memory_budget": high, "memory_pause": pause}
+                         "version": M_version(), "memory_budget": high, "memory_pause": pause}
         P.write_all(self.chan, P.encode(M.READY, info))
         self.tracker.arm()                  # (after READY: the sub-reaper costs an import)
         self.chan.set_blocking(False)
@@ -205,6 +208,8 @@ class Agent:
             elif orphan is not None and orphan.waiting():
                 if orphan.expired(time.time()):
                     orphan.give_up()
+                elif self.rejoin is not None:       # a dial-back agent looks for a master
+                    self.rejoin.look(orphan, time.time())
             elif self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
                     self._hand_back()
@@ -226,7 +231,7 @@ class Agent:
         if self.pool.doomed:
             t = min(t, min(self.pool.doomed.values()) - time.time())
         if self.orphan is not None and self.orphan.waiting():
-            t = min(t, self.orphan.deadline - time.time())
+            t = min(t, self.orphan.deadline - time.time(), self.rejoin.due() if self.rejoin else t)
         lead_at = self.placement.lead_at
         if lead_at is not None and self.leaving is None:   # a long task's successor is
             # due (placement.py); a leaving agent places nothing, so it must not wake
@@ -593,8 +598,3 @@ class Agent:
             self.out.drain()
         except OSError:
             pass
-
-
-def _version() -> str:
-    from .._version import __version__
-    return __version__

@@ -1,8 +1,9 @@
 """Dial-back transport, the agent's side: join the master over TCP.
 
-``python -m taskflow.node --connect HOST:PORT`` opens the connection, passes
-the handshake of :mod:`taskflow.wire.dialback` with the run's secret, then
-runs an ordinary agent over the socket.
+``python -m taskflow.node --connect HOST:PORT`` (:mod:`.dialback_serve`) opens
+the connection, passes the handshake of :mod:`taskflow.wire.dialback` with the
+run's secret, then runs an ordinary agent over the socket; an orphaned agent
+dials a resumed master the same way (:mod:`.rejoin`).
 """
 from __future__ import annotations
 
@@ -13,11 +14,9 @@ import secrets
 import socket
 import ssl
 import struct
-import sys
 import time
 from typing import Any
 
-from ..wire.tlschannel import TlsChannel
 from ..wire.dialback import (MAGIC, NONCE, PROOF, SECRET_ENV, SECRET_FILE_ENV,
                              certificate_binding, client_context, proof, recv_exact, send_all,
                              tls_handshake)
@@ -95,21 +94,3 @@ def connect(address: str, secret: str, meta: dict[str, Any] | None = None,
     sock.setblocking(True)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
-
-
-def serve_connect(address: str) -> None:
-    """``python -m taskflow.node --connect HOST:PORT``: dial back, then be an agent."""
-    from .agent import Agent
-    try:
-        sock = connect(address, read_secret())
-    except (OSError, EOFError) as exc:
-        print(f"taskflow.node: cannot join the master at {address}: {exc}", file=sys.stderr)
-        raise SystemExit(3) from None
-    chan = TlsChannel(sock)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    sys.stdout = sys.stderr
-    agent = Agent(chan.rfd, chan.wfd, channel=chan)    # executors close the socket's fd
-    agent.handshake()
-    agent.run()

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
-from ..wire.channel import FdChannel
+from ..wire.channel import Channel, FdChannel
 from ..wire.dialback import AUTH_TIMEOUT
 from ..wire.framewriter import FrameWriter
 from .pool import kill_group
@@ -58,7 +58,9 @@ def master_lost(ag: Agent, why: str) -> bool:
     if orphan is not None and orphan.waiting():
         return True
     if ag.adopt_grace > 0 and not ag.told_to_stop and ag.interrupt_at is None \
-            and (ag.pool.busy() or ag.results or (orphan is not None and orphan.kept)):
+            and (ag.pool.busy() or ag.results or (orphan is not None and orphan.kept)
+                 or ag.rejoin is not None):     # (a dial-back agent waits idle too: its
+        #                                         Slurm job is the run's, agent.rejoin)
         if orphan is None:
             orphan = ag.orphan = Orphan(ag)
         orphan.enter(why)
@@ -90,6 +92,9 @@ class Orphan:
         ag = self.agent
         self._drop_master()
         self.connected = False
+        # a master lost again (a resumed run's): what it claimed and was not reported is
+        # listed to the next one again, under the ids the tasks were kept by
+        self.claimed.clear()
         for ex in ag.pool.every():
             for t in ex.queue:
                 if t.task_id not in self.claimed:
@@ -290,7 +295,7 @@ class Orphan:
             return
         self._take(chan, hello)
 
-    def _take(self, chan: FdChannel, hello: M.Hello) -> None:
+    def _take(self, chan: Channel, hello: M.Hello) -> None:
         ag = self.agent
         ag.chan = chan
         ag.rfd = ag.wfd = chan.rfd

@@ -36,6 +36,8 @@ class AdoptFrom(NamedTuple):
     run_id: str
     secret: str
     nodes: dict[str, tuple[str, str]]     # node name -> (provider, host)
+    run_dir: str = ""                     # its directory (a Slurm run's: where its dial-back
+    #                                       agents look for a resumed master, slurm_rejoin)
 
 
 def record(run_dir: str, run_id: str, grace: float, config: Hello) -> str:
@@ -75,7 +77,7 @@ def source(run_dir: str) -> tuple[AdoptFrom | None, str]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return None, (f"run {run_id} left no agents to adopt (it kept no adoption record: "
                       f"{exc.__class__.__name__})")
-    return AdoptFrom(run_id, secret, nodes), ""
+    return AdoptFrom(run_id, secret, nodes, os.path.abspath(run_dir)), ""
 
 
 def lock(run_dir: str) -> int:

@@ -81,6 +81,9 @@ class DialbackServer:
         self.provider = provider
         self.ready_timeout = ready_timeout
         self.refused: list[str] = []    # reasons, for tests and reports
+        # a resumed master (providers/slurm_rejoin.py): checks an earlier run's agent (meta
+        # "adopt") on its connection, before any frame; raises to refuse it
+        self.adopt_check: Callable[[ssl.SSLSocket, dict[str, Any]], None] | None = None
         self.failed: list[NodeStartError | OSError | EOFError] = []   # agents that
         #                                 authenticated but failed their start
         self.tls, cert = server_context()
@@ -169,6 +172,12 @@ class DialbackServer:
             conn = self.tls.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
             tls_handshake(conn, deadline)
             meta = self._authenticate(conn, deadline)
+            if meta.get("adopt") is not None:   # an earlier run's agent: its proof first
+                if self.adopt_check is None:
+                    raise PermissionError("an agent of an earlier run asks to be adopted, "
+                                          "but this master adopts none now (it resumes no "
+                                          "run, or its wait for them is over)")
+                self.adopt_check(conn, meta)
         except Exception as exc:  # noqa: BLE001 - any failure is a refusal
             why = str(exc) or type(exc).__name__
             if isinstance(exc, TimeoutError):

@@ -25,7 +25,9 @@ that has not joined yet (the master still keeps tasks that would outlast
 ``walltime_end - drain_margin`` off it).
 
 Every job is ``scancel``led at ``stop``, and by :mod:`slurm_reaper` if the
-master dies first. Agents connect back over TCP to
+master dies first (in an adoptable run, only the pending ones: the agents of the
+running ones wait for a resumed master, which adopts them: :mod:`.slurm_rejoin`).
+Agents connect back over TCP to
 127.0.0.1 (:mod:`taskflow.providers.dialback`), proving the per-run secret held
 in a 0600 file; each node's ``job_id`` is its Slurm job id.
 
@@ -64,6 +66,7 @@ from .handle import NodeHandle
 from .slurm_manager import SlurmManager
 from .slurm_queue import ENDED, SlurmQueue, controller_away, walltime_seconds
 from .slurm_queue import slurm as _slurm
+from .slurm_rejoin import Rejoining, job_name, rejoin_path
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
@@ -125,6 +128,7 @@ class SlurmProvider(Provider):
         self._seq = 0
         self._tokens = 0
         self._reaper: int | None = None
+        self.rejoining: Rejoining | None = None     # a resumed run (slurm_rejoin)
 
     @property
     def jobs(self) -> dict[str, str]:
@@ -153,38 +157,63 @@ class SlurmProvider(Provider):
 
     # -- start ----------------------------------------------------------------
     def start(self, config: Hello, timeout: float = 60.0) -> list[NodeHandle]:
-        # (no adoption of dial-back agents yet: they stop with a lost master, as before)
         self._config = config.copy()
-        for key in ("adopt_grace", "adopt_secret", "adopt_run"):
-            self._config.pop(key, None)     # type: ignore[misc]
         self.dir = self.work_dir or os.path.join(config.get("data_dir") or tempfile.mkdtemp(),
                                                  "..", "slurm")
         self.dir = os.path.abspath(self.dir)
         private_dir(self.dir)
-        self.job_name = f"tf-{config.get('run_id', 'run')}"
+        run_id = config.get("run_id", "run")
+        self.job_name = job_name(run_id)
+        # an adoptable run: its agents outlive a lost master and look for a resumed one
+        # in this file (slurm_rejoin); its reaper leaves its running jobs to them
+        adoptable = bool(config.get("adopt_grace"))
+        if adoptable:
+            self._config["adopt_rejoin"] = rejoin_path(self.dir, run_id)
         self.queue = SlurmQueue(self.job_name, fast=self.poll, slow=self.poll_slow,
                                 controller_wait=self.controller_wait)
         self.server = DialbackServer(self._hello, self._on_node, host=self.host,
                                      memory_gb=self.memory_gb, provider=self,
                                      ready_timeout=timeout)
         self.secret_file = write_secret(os.path.join(self.dir, "secret"), self.server.secret)
+        names = [self.job_name]
+        if self.adopt is not None:
+            self.rejoining = Rejoining(self, self.adopt)
+            names.append(self.rejoining.name)
+            self.queue.also.append(self.rejoining.name)
         if self.reap_on_master_death:
             import pwd
-            self._reaper = slurm_reaper.spawn(self.job_name, pwd.getpwuid(os.getuid()).pw_name)
+            self._reaper = slurm_reaper.spawn(names, pwd.getpwuid(os.getuid()).pw_name,
+                                              keep_running=adoptable)
         try:
+            have = self._rejoin() if self.rejoining is not None else 0
             if self.mode == "batch":
-                self.submit(self.target, "the batch allocation of the run")
-                first = self.target
+                if have < self.target:
+                    self.submit(self.target - have, "the batch allocation of the run" if not
+                                have else f"{self.target - have} node(s) besides the "
+                                          f"{have} adopted")
+                first = max(self.target, have)    # (every adopted node: its kept tasks)
             else:
-                for i in range(min(self.target, self.max_queued)):
+                for i in range(have, min(self.target, have + self.max_queued)):
                     self.submit(1, f"pilot {i + 1} of {self.target} at the start "
                                    f"(at most {self.max_queued} queued)")
-                first = 1
+                first = max(have, 1)
             self.manager.start()
             return self._wait_joins(first, timeout)
         except BaseException:
             self.stop()
             raise
+
+    def _rejoin(self) -> int:
+        """A resumed run: the earlier run's running jobs whose agents dialled back become
+        this run's (their nodes wait in ``_joined``); how many agents came."""
+        r = self.rejoining
+        assert r is not None and self.queue is not None
+        r.start()
+        got = r.wait()
+        for jid in r.adopted_jobs():
+            self.queue.add(jid)
+        r.rename()
+        return got
 
     def attach(self, sink: NodeSink) -> None:
         """Called by the runtime once running: later joins go straight to it."""
@@ -213,6 +242,9 @@ class SlurmProvider(Provider):
         name = f"pilot-{jid}" if self.mode == "pilot" else f"slurm-{jid}-{node}"
         if self.mode == "pilot" and jid in self.handles:
             name += f"-{seq}"
+        adopt = meta.get("adopt")
+        if isinstance(adopt, dict) and adopt.get("node"):
+            name = str(adopt["node"])     # an earlier run's node: its name (proved, rejoin)
         slots = self.cpus or meta.get("cpus") or 1
         cfg: Hello = {**self._config, "name": name, "slots": int(slots)}
         if self.mode == "pilot" and self.idle_timeout is not None:
@@ -221,6 +253,8 @@ class SlurmProvider(Provider):
 
     def _on_node(self, h: NodeHandle) -> None:
         jid = str(h.job_id)
+        if h.meta.get("adopt") is not None and self.rejoining is not None:
+            self.rejoining.joined_one(jid)
         with self.lock:
             if self.stopping:
                 h.close()
@@ -414,6 +448,10 @@ class SlurmProvider(Provider):
                 _slurm(["scancel", "-n", self.job_name], 15)
             except SlurmError as exc:
                 log.warning(f"slurm: {exc}")
+        if self.rejoining is not None:      # the earlier run's jobs it adopted are its own
+            self.rejoining.withdraw()
+            if self.owns_jobs:
+                self._scancel(self.rejoining.adopted_jobs())
         slurm_reaper.disarm(self._reaper)
         self._reaper = None
         try:

@@ -130,6 +130,7 @@ class SlurmQueue:
         self.controller_wait = controller_wait
         self.run = run
         self.jobs: dict[str, Job] = {}
+        self.also: list[str] = []               # more job names (an earlier run's, adopted)
         self.calls: dict[str, int] = {}         # command -> calls made (squeue, sacct, ...)
         self.last_look = 0.0                    # when squeue last answered
         self.down_since: float | None = None    # the controller has not answered since
@@ -167,7 +168,8 @@ class SlurmQueue:
         True when the controller answered."""
         asked = time.time()
         try:
-            out = self._call(["squeue", "-h", "-t", "all", "-n", self.job_name,
+            out = self._call(["squeue", "-h", "-t", "all", "-n",
+                              ",".join([self.job_name, *self.also]),
                               "-o", "%i|%T|%S|%e|%r|%k"])
         except SlurmError as exc:
             self._no_answer(exc, asked)

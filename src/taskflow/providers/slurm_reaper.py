@@ -1,16 +1,21 @@
 """Cancel a run's Slurm jobs when its master dies without stopping them.
 
 A master that is SIGKILLed, killed by the OOM killer or loses its login node
-never reaches :meth:`SlurmProvider.stop`: its running pilots see the
-connection drop and exit, but pending ones would still start later, hold
-nodes and fail to dial back. So each Slurm provider starts this small
-process, in its own session, reading a pipe whose only writer is the master:
+never reaches :meth:`SlurmProvider.stop`: pending jobs would still start
+later, hold nodes and fail to dial back. So each Slurm provider starts this
+small process, in its own session, reading a pipe whose only writer is the
+master:
 
-    python -m taskflow.providers.slurm_reaper JOB_NAME USER
+    python -m taskflow.providers.slurm_reaper USER all|pending JOB_NAME...
 
 End of file without the word ``stop`` first means the master died:
-``scancel --name JOB_NAME --user USER`` (the job name carries the unique run
-id). A master that stops cleanly writes ``stop`` and has scancelled already.
+``scancel --name JOB_NAME --user USER`` for each name (the job name carries the
+unique run id; a resumed run's reaper also names the earlier run's jobs it
+adopted). ``pending``: the run is adoptable (``--adopt-grace`` > 0), so only
+its PENDING jobs are cancelled: the agents of the running ones wait for a
+resumed master (:mod:`.slurm_rejoin`) and, when none comes within the grace,
+exit, and their jobs end by themselves. A master that stops cleanly writes
+``stop`` and has scancelled already.
 """
 from __future__ import annotations
 
@@ -19,10 +24,12 @@ import subprocess
 import sys
 
 
-def spawn(job_name: str, user: str) -> int:
-    """Start the reaper; return the pipe's write end (the master keeps it open)."""
+def spawn(job_names: list[str], user: str, keep_running: bool = False) -> int:
+    """Start the reaper; return the pipe's write end (the master keeps it open).
+    ``keep_running``: cancel only the pending jobs (an adoptable run)."""
     r, w = os.pipe()           # both ends non-inheritable: only the reaper gets ``r``
-    subprocess.Popen([sys.executable, "-m", "taskflow.providers.slurm_reaper", job_name, user],
+    subprocess.Popen([sys.executable, "-m", "taskflow.providers.slurm_reaper", user,
+                      "pending" if keep_running else "all", *job_names],
                      stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      start_new_session=True, close_fds=True)
     os.close(r)
@@ -42,7 +49,7 @@ def disarm(fd: int | None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    job_name, user = argv
+    user, which, *job_names = argv
     got = b""
     while True:
         try:
@@ -54,8 +61,10 @@ def main(argv: list[str]) -> int:
         got += chunk
     if b"stop" in got:
         return 0
-    subprocess.run(["scancel", "--name", job_name, "--user", user],
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    states = ["--state", "PENDING"] if which == "pending" else []
+    for name in job_names:
+        subprocess.run(["scancel", "--name", name, "--user", user, *states],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
     return 0
 
 
