@@ -295,3 +295,27 @@ def test_kept_tasks_no_call_claims_are_cancelled_and_the_agent_runs_the_new_call
     marks = _marks(tmp_path)
     assert len(_started(marks)) == 6 and marks.count("end 0") == 1     # killed, not ended
     _until(lambda: not _agents_in(tmp_path), 10)
+
+
+def test_a_run_resumed_on_other_kinds_of_nodes_says_what_it_leaves(ssh_hosts, tmp_path):
+    """Local workers killed with their master, the run resumed on SSH hosts: the local
+    agents cannot be adopted there, and the summary says so (they wait out their grace)."""
+    (tmp_path / "cluster.yaml").write_text(
+        f"known_hosts: {ssh_hosts.known_hosts}\nnodes:\n  - name: h1\n"
+        f"    host: {ssh_hosts.hosts[0]}\n    user: root\n    identity_file: {ssh_hosts.key}\n"
+        f"    computing_units: 2\n    python: {sys.executable}\n"
+        f"    working_dir: {tmp_path}/wd-h1\n")
+    (tmp_path / "wf.py").write_text(WF)
+    p = _start(tmp_path, "--workers", "2", "wf.py", SECS="2")
+    _kill_when(tmp_path, p, lambda m: len(_started(m)) == 2)
+    (run,) = os.listdir(tmp_path / "runs")
+    r = _resume(tmp_path, "--cluster", "cluster.yaml", "wf.py", SECS="2")
+    assert r.returncode == 0 and "SUM 60" in r.stdout, r.stderr
+    assert f"adopts nothing from run {run} on its local nodes (local): this run has no " \
+        "local nodes (another cluster file?)" in r.stderr
+    for pid in _agents_in(tmp_path):        # (they would wait out the 600 s grace)
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    _until(lambda: not _agents_in(tmp_path), 10)

@@ -38,6 +38,9 @@ class Provider:
     name = "provider"
     # a resumed run: the earlier run whose waiting agents to adopt (providers/adopting.py)
     adopt: AdoptFrom | None = None
+    # its nodes are named by the cluster file (a resumed master that finds none of the
+    # earlier run's names was given another file); False: found otherwise (Slurm's jobs)
+    named_by_config = True
 
     def dismiss_lost(self, run_id: str, secret: str) -> None:
         """The run ends: agents of nodes it lost that may wait for a resumed master are

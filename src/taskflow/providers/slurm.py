@@ -80,6 +80,7 @@ class SlurmProvider(Provider):
     """Nodes from Slurm: ``mode='batch'`` (one allocation) or ``'pilot'`` (many small jobs)."""
 
     name = "slurm"
+    named_by_config = False         # adopted through the earlier run's jobs (slurm_rejoin)
     reap_on_master_death = True     # scancel our jobs if the master dies (slurm_reaper)
     owns_jobs = True                # scancel the run's jobs at stop
 

@@ -87,13 +87,14 @@ def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
         for why in p.adoption_refusals():
             log.warning("%s", why)
         src = p.adopt
-        if src is not None:
+        if src is not None and p.named_by_config:
             theirs = {n: h for n, (kind, h) in src.nodes.items() if kind == p.name}
             ours = {n.name: n.host or "" for n in nodes if n.provider is p}
             if theirs and not any(theirs.get(n) == h for n, h in ours.items()):
                 log.warning("adopts nothing from run %s: its %s nodes (%s) are not this "
                             "run's (another cluster file?)", src.run_id, p.name,
                             ", ".join(sorted(theirs)))
+    _unmatched_kinds(rt)
     above = [n.info.pop("ids_above", (0, 0)) for n in nodes]
     tids, dids = max((t for t, _ in above), default=0), max((d for _, d in above), default=0)
     if tids or dids:        # the earlier run's ids on the adopted agents are not reused
@@ -103,6 +104,24 @@ def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
     if adoption.open or adoption.cancels:
         rt.adoption = adoption
         rt.dispatcher.adopting = bool(adoption.cancels)     # (sent in the loop's first round)
+
+
+def _unmatched_kinds(rt: Runtime) -> None:
+    """The earlier run had nodes of a kind this run has no provider of (a Slurm run resumed
+    with local workers): said, with what becomes of their agents."""
+    src = next((p.adopt for p in rt.providers if p.adopt is not None), None)
+    if src is None:
+        return
+    kinds = {p.name for p in rt.providers}
+    missing: dict[str, list[str]] = {}
+    for name, (kind, _) in src.nodes.items():
+        if kind and kind not in kinds:
+            missing.setdefault(kind, []).append(name)
+    for kind, names in sorted(missing.items()):
+        log.warning("adopts nothing from run %s on its %s nodes (%s): this run has no %s "
+                    "nodes (another cluster file?); their agents wait out their grace, then "
+                    "stop their tasks and exit", src.run_id, kind, ", ".join(sorted(names)),
+                    kind)
 
 
 def at_end(rt: Runtime) -> None:
