@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import private_dir, total_memory_gb
 from ..errors import ProtocolError
-from ..wire import messages as M
+from ..wire import budget, messages as M
 from ..wire import protocol as P
 from ..wire.channel import Channel, FdChannel
 from ..wire.framewriter import FrameWriter
-from ..wire import budget
-from ..wire.adoption import silence_limit
+from ..wire.adoption import PING_EVERY, silence_limit
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from . import loglines
 from .chained import Chaining
@@ -37,8 +36,8 @@ from .state import NodeState
 from .taskenv import compss_environment
 from .tracking import Tracker
 from .workqueue import WorkQueue
-
 from .orphan import forget_keys
+from .recent import Recent
 
 if TYPE_CHECKING:
     from .orphan import Orphan
@@ -107,9 +106,9 @@ class Agent:
         self.slots = int(hello.get("slots") or os.cpu_count() or 1)
         self.idle_exit = hello.get("idle_exit")
         self.adopt_grace = float(hello.get("adopt_grace") or 0.0)
-        self.adopt_secret = hello.get("adopt_secret", "")
-        self.adopt_run = hello.get("adopt_run", "")
+        self.adopt_secret, self.adopt_run = hello.get("adopt_secret", ""), hello.get("adopt_run", "")
         self.silence = silence_limit(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
+        self.recent = Recent(self.silence + 2 * PING_EVERY if self.silence else 0.0)  # cut link
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
@@ -557,6 +556,7 @@ class Agent:
             self.logs = []
         if self.results:
             self._send(M.RESULTS, self.results)
+            self.recent.sent(self.results)      # (a cut link may lose them: agent/recent.py)
             self.results = []
         started = self.state.started
         if started:         # after the results: a task queued behind its producer starts

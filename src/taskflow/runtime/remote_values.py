@@ -85,3 +85,14 @@ class RemoteValues:
 
     def __len__(self) -> int:
         return len(self._watched)
+
+    def unused(self, dids: list[int]) -> list[int]:
+        """Of the values a node says it holds (one that came back: runtime/rejoin.py), those
+        whose futures are gone (or were never watched): to drop there."""
+        watched = self._watched
+        out = []
+        for did in dids:
+            w = watched.get(did)
+            if w is None or w() is None:
+                out.append(did)
+        return out
