@@ -13,7 +13,10 @@ run while things die.
     with "no nodes left", never hang, and leave no process;
 (e) on the SSH testbed, the master SIGKILLed while 100+ tasks of seconds run, then
     ``taskflow run --resume`` at once: the agents keep their running tasks and the
-    resumed master adopts them: none of them runs again (benchmarks/chaos_adopt.py).
+    resumed master adopts them: none of them runs again (benchmarks/chaos_adopt.py);
+(g) on the SSH testbed, one host's link cut for longer than the heartbeat time-out, then
+    restored: the host is back in the run, its held results used, nothing that finished
+    there while it was away finishes again after it is back (benchmarks/chaos_flap.py).
 
 The workflow is benchmarks/chaos_workflow.py, run with ``taskflow run`` as a real
 process. Every task writes ``s <identity>`` / ``e <identity>`` to a ledger, so
@@ -461,6 +464,10 @@ def row(r: dict[str, Any]) -> list[str]:
         kills = f"master at {r['killed_at_fraction']:.0%} of tasks"
     elif sc == "c":
         kills = f"h1 link cut {r['cut_seconds']:g} s" if r.get("cut_at") else "no cut (run ended)"
+    elif sc == "g":
+        kills = (f"h1 link cut {r['cut_seconds']:g} s, {r['tasks']} tasks; "
+                 f"{r['back'] or 'h1 NOT back'}; {r['finished_twice']} finished twice "
+                 f"({r['finished_twice_after_back']} after h1 was back)")
     elif sc == "e":
         kills = (f"master at {r['killed_at_fraction']:.0%} of {r['tasks']} tasks of "
                  f"{r['seconds']:g} s, {r['running_at_kill']} running")
@@ -503,10 +510,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--only", default="a,b,c,d")
     ap.add_argument("--nap", type=float, default=0.002, help="s each Python task sleeps")
-    ap.add_argument("--cut-seconds", type=float, default=8.0, help="(c): how long the link is down")
+    ap.add_argument("--cut-seconds", type=float, default=8.0,
+                    help="(c), (g): how long the link is down")
     ap.add_argument("--ssh-slots", type=int, default=2, help="(c), (e): slots per SSH host")
     ap.add_argument("--adopt-tasks", type=int, default=120, help="(e): tasks")
     ap.add_argument("--adopt-seconds", type=float, default=3.0, help="(e): s each task runs")
+    ap.add_argument("--flap-tasks", type=int, default=24, help="(g): tasks")
+    ap.add_argument("--flap-seconds", type=float, default=4.0,
+                    help="(g): s most tasks run (every fourth: 5 times as long)")
     ap.add_argument("--ssh-shared-fs", action="store_true",
                     help="(c): the hosts share the filesystem (else files go over SFTP)")
     ap.add_argument("--json", default=None, help="also write the JSON here")
@@ -518,8 +529,9 @@ def main(argv: list[str] | None = None) -> int:
     log(f"seed {seed}, scratch {root}")
     results = []
     from chaos_adopt import scenario_e
+    from chaos_flap import scenario_g
     scenarios = {"a": scenario_a, "b": scenario_b, "c": scenario_c, "d": scenario_d,
-                 "e": scenario_e}
+                 "e": scenario_e, "g": scenario_g}
     try:
         for name in args.only.split(","):
             log(f"scenario {name}")

@@ -545,6 +545,6 @@ class Dispatcher:
                                  node.name, reason))
         if not left or node.inflight:
             log.warning("node %s lost: %s", node.name, reason)
-        tasks = outcomes.node_lost(rt, node, reason, cbs)
         if rt.adopt_grace > 0 and not rt.interrupting:  # its agent may keep them (agent/orphan.py)
-            self.rejoins.node_lost(node, tasks)
+            self.rejoins.node_lost(node, list(node.inflight.values()))
+        outcomes.node_lost(rt, node, reason, cbs)

@@ -66,14 +66,17 @@ class Rejoins:
     """The tasks that were in flight on lost nodes, until those nodes come back."""
 
     def __init__(self) -> None:
-        self.lost: dict[str, dict[int, Task]] = {}       # node name -> task id -> task
+        # node name -> task id -> (the task, it was running: its loss counted as a crash)
+        self.lost: dict[str, dict[int, tuple[Task, bool]]] = {}
         self.frames: list[tuple[NodeHandle, int, object]] = []   # (node, op, body) to send
         self.backs: list[Back] = []
 
     def node_lost(self, node: NodeHandle, tasks: list[Task]) -> None:
-        """``node`` was lost with ``tasks`` in flight (kept for its return: bounded by them)."""
+        """``node`` is being lost with ``tasks`` in flight (kept for its return: bounded by
+        them); called before the loss is applied to them."""
         if tasks:
-            self.lost.setdefault(node.name, {}).update((t.id, t) for t in tasks)
+            self.lost.setdefault(node.name, {}).update(
+                (t.id, (t, t.state == T.RUNNING)) for t in tasks)
 
     def back(self, rt: Runtime, node: NodeHandle, away: float) -> Back:
         """``node`` joined again after ``away`` seconds: its kept tasks claimed or cancelled
@@ -91,12 +94,16 @@ class Rejoins:
         bus = rt.bus
         waiting = {t.id for t in rt.scheduler.ready} if kept else set()
         for a in kept:
-            task = lost.get(a.task_id)
+            task, was_running = lost.get(a.task_id, (None, False))
             where = _where(task, waiting) if task is not None else None
             if task is None or where is None:
                 cancels.append(a.task_id)
                 back.cancelled += 1
                 continue
+            if was_running and task.crashes:    # its worker did not die: its node was away
+                task.crashes -= 1
+                if where == "ready":            # (and it did not run again)
+                    rt.n_retries = max(0, rt.n_retries - 1)
             if where == "ready":
                 queued.add(task.id)
             else:                           # sent to another node meanwhile: taken back
