@@ -555,19 +555,19 @@ class Agent:
             self._send(M.LOG, self.logs)
             self.logs = []
         if self.results:
-            self._send(M.RESULTS, self.results)
-            self.recent.sent(self.results)      # (a cut link may lose them: agent/recent.py)
+            self.recent.sent(self.results, self._send(M.RESULTS, self.results))  # (recent.py)
             self.results = []
         started = self.state.started
         if started:         # after the results: a task queued behind its producer starts
             self._send(M.STARTED, started)     # once the producer's result is in
             self.state.started = []
 
-    def _send(self, op: int, body: Any) -> None:
+    def _send(self, op: int, body: Any) -> int:
         if self.orphan is not None and self.orphan.waiting():
-            return                  # no master to tell
-        self.out.queue(P.encode(op, body))
+            return 0                # no master to tell (else: the frame's size)
+        self.out.queue(frame := P.encode(op, body))
         self._flush()
+        return len(frame)
 
     def _send_parts(self, op: int, body: Any) -> None:
         """A frame that may carry values: their buffers are written from where they are."""
