@@ -517,7 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--adopt-seconds", type=float, default=3.0, help="(e): s each task runs")
     ap.add_argument("--flap-tasks", type=int, default=24, help="(g): tasks")
     ap.add_argument("--flap-seconds", type=float, default=4.0,
-                    help="(g): s most tasks run (every fourth: 5 times as long)")
+                    help="(g): s most tasks run (about a third: 5 times as long)")
+    ap.add_argument("--flap-cut-after", type=float, default=0.05,
+                    help="(g): the fraction of tasks ended when the link is cut")
     ap.add_argument("--ssh-shared-fs", action="store_true",
                     help="(c): the hosts share the filesystem (else files go over SFTP)")
     ap.add_argument("--json", default=None, help="also write the JSON here")

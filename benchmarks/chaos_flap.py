@@ -2,11 +2,11 @@
 time-out, then restored; the host must be back in the run, its held results used.
 
 The workflow (written into the scenario's directory) submits ``--flap-tasks`` plain calls
-on the SSH testbed (2 hosts): most of ``--flap-seconds`` each, every fourth five times
-longer (so some of h1's tasks are still running when its link comes back, and some ended
-while it was away), and sums their values. Every task appends ``s I HOST T`` / ``e I HOST
-T`` to the ledger. h1's link goes down once a fifth of the tasks ended and comes back
-``--cut-seconds`` later. Checks: the right sum; every task ran; h1 back in the run (the
+on the SSH testbed (2 hosts): most of ``--flap-seconds`` each, about a third (drawn with
+the driver's seed) five times longer (so some of h1's tasks are still running when its
+link comes back, and some ended while it was away), and sums their values. Every task appends ``s I HOST T`` / ``e I HOST
+T`` to the ledger. h1's link goes down once ``--flap-cut-after`` of the tasks ended (at
+least one) and comes back ``--cut-seconds`` later. Checks: the right sum; every task ran; h1 back in the run (the
 master's ``node h1 back after ...`` line); no task that finished on h1 while it was away
 finished again after h1 came back (its held result was used); nothing left on the hosts.
 Reported: how many held results were used and running tasks kept, how many tasks
@@ -42,8 +42,10 @@ def work(i, secs):
     mark(f"e {i}")
     return i * i
 
-n, secs = int(sys.argv[1]), float(sys.argv[2])
-total = sum(wait_on([work(i, secs * (5 if i % 4 == 0 else 1)) for i in range(n)]))
+with open(sys.argv[1]) as f:
+    durations = [float(x) for x in f.read().split()]
+n = len(durations)
+total = sum(wait_on([work(i, s) for i, s in enumerate(durations)]))
 print("TOTAL", total, "OK" if total == sum(i * i for i in range(n)) else "WRONG", flush=True)
 '''
 
@@ -80,18 +82,25 @@ def scenario_g(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
     from chaos_ssh import SSHTestbed
     import subprocess
     d = os.path.join(root, "g")
+    k = 1
+    while os.path.exists(d):            # the same scenario again (--only g,g)
+        k += 1
+        d = os.path.join(root, f"g{k}")
     os.makedirs(d, mode=0o700)
     with open(os.path.join(d, "wf.py"), "w") as f:
         f.write(WORKFLOW)
     ledger_path = os.path.join(d, "ledger")
     env = dict(os.environ, CHAOS_LEDGER=ledger_path, TASKFLOW_RUN_DIR=os.path.join(d, "runs"))
     n, secs = args.flap_tasks, args.flap_seconds
+    durations = [secs * (5 if rng.random() < 0.3 else 1) for _ in range(n)]
+    with open(os.path.join(d, "durations"), "w") as f:
+        f.write(" ".join(f"{x:g}" for x in durations))
     with SSHTestbed(2) as tb:
         cluster = os.path.join(d, "cluster.yaml")
         with open(cluster, "w") as f:
             f.write(tb.cluster_file(d, sys.executable, args.ssh_slots, True))
         cmd = [sys.executable, "-m", "taskflow", "run", "--no-progress", "--cluster", cluster,
-               "wf.py", str(n), str(secs)]
+               "wf.py", "durations"]
         log(f"g: {' '.join(cmd[1:])}")
         t0 = time.time()
         with open(os.path.join(d, "g.stdout"), "wb") as out, \
@@ -101,7 +110,8 @@ def scenario_g(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
         watch = Watcher(proc.pid)
         watch.start()
         while proc.poll() is None and \
-                sum(1 for r in _ledger(ledger_path) if r[0] == "e") < max(1, n // 5):
+                sum(1 for r in _ledger(ledger_path) if r[0] == "e") < \
+                max(1, int(n * args.flap_cut_after)):
             time.sleep(0.05)
         cut = proc.poll() is None
         t_cut = t_heal = None

@@ -83,3 +83,29 @@ def test_a_host_cut_off_then_back_rejoins_and_its_kept_tasks_are_used(ssh_hosts,
     assert len(adopted) == 2
     assert run_id and ended is not None
     _until(lambda: not _agents_in(tmp_path / "wd-h1"), 15)     # ended with the run
+
+
+def test_a_host_whose_agent_died_gets_a_fresh_one_and_its_values_are_made_again(
+        ssh_hosts, tmp_path, monkeypatch):
+    """Every process of h1's namespace is SIGKILLed (a host crash; its sshd comes back): no
+    agent waits there, so the master starts a fresh one and h1 rejoins the run. The values
+    that lived on h1 are not looked for there (the fresh agent has none): they are made
+    again from their calls."""
+    monkeypatch.chdir(tmp_path)
+    prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
+    try:
+        with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"),
+                              retries=0) as rt:
+            bigs = [S.big(i, 0.02) for i in range(6)]
+            taskflow.barrier()
+            assert any(b._holders == {"h1"} for b in bigs), "placement put nothing on h1"
+            ssh_hosts.kill(1)
+            _until(lambda: [n.alive for n in rt.nodes if n.name == "h1"] == [False, True], 40)
+            sums = wait_on([S.checksum(b, 0.02) for b in bigs])
+            hosts = wait_on([S.hostname() for _ in range(8)])
+            (back,) = rt.dispatcher.rejoins.backs
+    finally:
+        ssh_hosts.restart(1)
+    assert sums == [(1 << 20) * i for i in range(6)]
+    assert back.fresh and back.line().startswith("h1 back after ")
+    assert "h1" in hosts

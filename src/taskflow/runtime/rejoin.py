@@ -49,9 +49,13 @@ class Back:
         self.running = 0        # tasks still running there, kept (their copies elsewhere stopped)
         self.cancelled = 0      # kept tasks finished elsewhere meanwhile: stopped there
         self.values = 0         # values it still holds that the run still uses
+        self.fresh = False      # its agent was gone: a new one started there
 
     def line(self) -> str:
         """``h1 back after 23 s: 3 held results used, 1 running task kept``."""
+        if self.fresh:
+            return (f"{self.node} back after {self.away:.0f} s (with a fresh agent: the one "
+                    f"it had was gone)")
         parts = [f"{self.held} held result{'s' if self.held != 1 else ''} used",
                  f"{self.running} running task{'s' if self.running != 1 else ''} kept"]
         if self.cancelled:
@@ -82,11 +86,13 @@ class Rejoins:
         """``node`` joined again after ``away`` seconds: its kept tasks claimed or cancelled
         (an ADOPT frame), the values it holds that nobody uses dropped (DROP)."""
         info = node.info
+        fresh = "adoptable" not in info         # (a waiting agent lists what it kept)
         kept = [M.Adoptable._make(a) for a in info.pop("adoptable", None) or ()]
         info.pop("ids_above", None)
         held = info.pop("held", None) or []
         lost = self.lost.pop(node.name, {})
         back = Back(node.name, away)
+        back.fresh = fresh
         claims: list[tuple[int, int, list[int]]] = []
         cancels: list[int] = []
         queued: set[int] = set()
@@ -135,7 +141,9 @@ class Rejoins:
         rt.scheduler.freed(node)
         if claims or cancels:
             self.frames.append((node, M.ADOPT, M.Adopt(claims, cancels)))
-        unused = rt.dispatcher.remote.unused(held)
+        remote = rt.dispatcher.remote
+        remote.not_on(node.name, set(held))     # what it lost (all: a fresh agent)
+        unused = remote.unused(held)
         back.values = len(held) - len(unused)
         if unused:
             self.frames.append((node, M.DROP, unused))
