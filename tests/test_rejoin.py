@@ -100,6 +100,7 @@ def test_a_host_whose_agent_died_gets_a_fresh_one_and_its_values_are_made_again(
             taskflow.barrier()
             assert any(b._holders == {"h1"} for b in bigs), "placement put nothing on h1"
             ssh_hosts.kill(1)
+            ssh_hosts.restart(1)                # (its sshd back: the host rebooted)
             _until(lambda: [n.alive for n in rt.nodes if n.name == "h1"] == [False, True], 40)
             sums = wait_on([S.checksum(b, 0.02) for b in bigs])
             hosts = wait_on([S.hostname() for _ in range(8)])
