@@ -49,7 +49,7 @@ def test_a_host_cut_off_then_back_rejoins_and_its_kept_tasks_are_used(ssh_hosts,
             ssh_hosts.cut(1)
             threading.Timer(6.0, heal).start()
             got = wait_on(futs)
-            after = wait_on([S.hostname() for _ in range(8)])     # h1 takes work again
+            after = [h for h, _ in wait_on([S.where(0.5) for _ in range(8)])]  # h1 works again
             h1 = [n for n in rt.nodes if n.name == "h1"]
             run_id, run_dir = rt.run_id, rt.run_dir
             backs = rt.dispatcher.rejoins.backs
@@ -103,7 +103,7 @@ def test_a_host_whose_agent_died_gets_a_fresh_one_and_its_values_are_made_again(
             ssh_hosts.restart(1)                # (its sshd back: the host rebooted)
             _until(lambda: [n.alive for n in rt.nodes if n.name == "h1"] == [False, True], 40)
             sums = wait_on([S.checksum(b, 0.02) for b in bigs])
-            hosts = wait_on([S.hostname() for _ in range(8)])
+            hosts = [h for h, _ in wait_on([S.where(0.5) for _ in range(8)])]
             (back,) = rt.dispatcher.rejoins.backs
     finally:
         ssh_hosts.restart(1)

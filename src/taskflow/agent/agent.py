@@ -522,18 +522,18 @@ class Agent:
             self.queue.push(t)
 
     def _cancel(self, tids: set[int]) -> None:
-        self.chaining.drop(tids)
-        self.queue.remove(tids)
-        self.placement.drop_io(tids)
         for ex in self.pool.every():
             if not ex.queue:
                 continue
             head = ex.queue[0].task_id
-            if head in tids:
-                self.state.deadlines.pop(head, None)
+            if head in tids:        # (the rest of its queue goes back: dropped below if
+                self.state.deadlines.pop(head, None)    # cancelled too)
                 self._kill_exec(ex)
             else:
                 self.cancelled.update(t.task_id for t in ex.queue[1:] if t.task_id in tids)
+        self.chaining.drop(tids)
+        self.queue.remove(tids)
+        self.placement.drop_io(tids)
 
     # -- frames out ------------------------------------------------------------
     def _sample(self) -> None:
