@@ -110,3 +110,39 @@ def test_a_host_whose_agent_died_gets_a_fresh_one_and_its_values_are_made_again(
     assert sums == [(1 << 20) * i for i in range(6)]
     assert back.fresh and back.line().startswith("h1 back after ")
     assert "h1" in hosts
+
+
+def test_tasks_that_finished_elsewhere_meanwhile_are_stopped_on_the_host_back(
+        ssh_hosts, tmp_path, monkeypatch):
+    """Both of h1's tasks (12 s) run again on h2 while h1 is cut off, and end there (1 s)
+    before h1 is back: the copies h1 kept are cancelled there, never finished twice."""
+    monkeypatch.chdir(tmp_path)
+    marks = tmp_path / "marks"
+    prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
+    healed = threading.Event()
+    plan = {"h1": [12.0, 12.0], "h2": [0.5, 0.5], "again": 1.0}
+
+    def heal():
+        ssh_hosts.restart(1)
+        healed.set()
+    try:
+        with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"),
+                              retries=0) as rt:
+            futs = [S.marked(i, plan, str(marks)) for i in range(4)]
+            _until(lambda: sorted(m[2] for m in _marks(marks) if m[0] == "start")
+                   == ["h1", "h1", "h2", "h2"], 20)
+            ssh_hosts.cut(1)
+            threading.Timer(6.0, heal).start()
+            got = wait_on(futs)
+            _until(lambda: bool(rt.dispatcher.rejoins.backs), 20)
+            (back,) = rt.dispatcher.rejoins.backs
+    finally:
+        if not healed.wait(30):
+            ssh_hosts.restart(1)
+    assert got == [0, 10, 20, 30]
+    assert (back.held, back.running, back.cancelled) == (0, 0, 2)
+    m = _marks(marks)
+    ends = sorted(i for what, i, _ in m if what == "end")
+    assert ends == ["0", "1", "2", "3"], m                  # each once
+    assert not [i for what, i, h in m if what == "end" and h == "h1"], m   # h1's: stopped
+    _until(lambda: not _agents_in(tmp_path / "wd-h1"), 15)
