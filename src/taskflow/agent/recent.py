@@ -29,26 +29,35 @@ class Recent:
             collections.deque()
         self.n = 0
         self.bytes = 0
+        self.oldest = 0.0               # when the oldest frame kept was sent
 
     def sent(self, results: list[M.ResultWire], size: int) -> None:
         """A RESULTS frame of ``size`` bytes went to the master (0: it did not; once per
-        frame: the agent's hot path)."""
-        if not self.window or not size:     # (not an adoptable run, or no master)
+        frame: the agent's hot path, so the old ones go only when one is due)."""
+        if not size or not self.window:     # (no master, or not an adoptable run)
             return
         now = time.time()
-        frames = self.frames
-        frames.append((now, size, results))
+        self.frames.append((now, size, results))
         self.n += len(results)
         self.bytes += size
-        old = now - self.window
+        if now - self.oldest > self.window or self.n > RECENT_MAX or \
+                self.bytes > RECENT_BYTES:
+            self._trim(now - self.window)
+
+    def _trim(self, old: float) -> None:
+        """The frames older than ``old`` go, and the oldest down to half the bounds (so
+        that a busy agent trims once per thousands of results, not per frame)."""
+        frames = self.frames
         while frames:
             first = frames.popleft()
             t, nbytes, sent = first
-            if t >= old and self.n <= RECENT_MAX and self.bytes <= RECENT_BYTES:
+            if t >= old and self.n <= RECENT_MAX // 2 and self.bytes <= RECENT_BYTES // 2:
                 frames.appendleft(first)
-                break
+                self.oldest = t
+                return
             self.n -= len(sent)
             self.bytes -= nbytes
+        self.oldest = 0.0
 
     def take(self) -> list[M.ResultWire]:
         """The master is lost: the results sent within the window (then forgotten)."""
@@ -56,6 +65,7 @@ class Recent:
         out = [r for t, _, results in self.frames if t >= old for r in results]
         self.frames.clear()
         self.n = self.bytes = 0
+        self.oldest = 0.0
         return out
 
 
