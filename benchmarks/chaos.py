@@ -17,6 +17,9 @@ run while things die.
 (f) (e) on the Slurm testbed (runtime/testbed/slurm.sh), with the dial-back agents of
     ``--slurm batch`` and ``--slurm pilot`` jobs (one row each): they dial the resumed
     master back and their running tasks are adopted (benchmarks/chaos_slurm.py).
+(g) on the SSH testbed, one host's link cut for longer than the heartbeat time-out, then
+    restored: the host is back in the run, its held results used, nothing that finished
+    there while it was away finishes again after it is back (benchmarks/chaos_flap.py).
 
 The workflow is benchmarks/chaos_workflow.py, run with ``taskflow run`` as a real
 process. Every task writes ``s <identity>`` / ``e <identity>`` to a ledger, so
@@ -464,6 +467,10 @@ def row(r: dict[str, Any]) -> list[str]:
         kills = f"master at {r['killed_at_fraction']:.0%} of tasks"
     elif sc == "c":
         kills = f"h1 link cut {r['cut_seconds']:g} s" if r.get("cut_at") else "no cut (run ended)"
+    elif sc == "g":
+        kills = (f"h1 link cut {r['cut_seconds']:g} s, {r['tasks']} tasks; "
+                 f"{r['back'] or 'h1 NOT back'}; {r['finished_twice']} finished twice "
+                 f"({r['finished_twice_after_back']} after h1 was back)")
     elif sc == "e" or sc.startswith("f-"):
         kills = (f"master at {r['killed_at_fraction']:.0%} of {r['tasks']} tasks of "
                  f"{r['seconds']:g} s, {r['running_at_kill']} running"
@@ -508,11 +515,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--only", default="a,b,c,d")
     ap.add_argument("--nap", type=float, default=0.002, help="s each Python task sleeps")
-    ap.add_argument("--cut-seconds", type=float, default=8.0, help="(c): how long the link is down")
+    ap.add_argument("--cut-seconds", type=float, default=8.0,
+                    help="(c), (g): how long the link is down")
     ap.add_argument("--ssh-slots", type=int, default=2, help="(c), (e): slots per SSH host")
     ap.add_argument("--adopt-tasks", type=int, default=120, help="(e): tasks")
     ap.add_argument("--adopt-seconds", type=float, default=3.0, help="(e), (f): s each task runs")
     ap.add_argument("--slurm-tasks", type=int, default=60, help="(f): tasks per mode")
+    ap.add_argument("--flap-tasks", type=int, default=24, help="(g): tasks")
+    ap.add_argument("--flap-seconds", type=float, default=4.0,
+                    help="(g): s most tasks run (about a third: 5 times as long)")
+    ap.add_argument("--flap-cut-after", type=float, default=0.05,
+                    help="(g): the fraction of tasks ended when the link is cut")
     ap.add_argument("--ssh-shared-fs", action="store_true",
                     help="(c): the hosts share the filesystem (else files go over SFTP)")
     ap.add_argument("--json", default=None, help="also write the JSON here")
@@ -524,9 +537,11 @@ def main(argv: list[str] | None = None) -> int:
     log(f"seed {seed}, scratch {root}")
     results = []
     from chaos_adopt import scenario_e
+    from chaos_flap import scenario_g
     from chaos_slurm import scenario_f
     scenarios: dict[str, Any] = {"a": scenario_a, "b": scenario_b, "c": scenario_c,
-                                 "d": scenario_d, "e": scenario_e, "f": scenario_f}
+                                 "d": scenario_d, "e": scenario_e, "f": scenario_f,
+                                 "g": scenario_g}
     try:
         for name in args.only.split(","):
             log(f"scenario {name}")

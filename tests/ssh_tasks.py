@@ -59,6 +59,26 @@ def slow_square(x, delay):
     return x * x
 
 
+@task(returns=int)
+def marked(i, plan, marks):
+    """``start I HOST`` and ``end I HOST`` appended to ``marks`` (the link-flap tests); it
+    sleeps ``plan[HOST][K]`` s when it is the K-th task to start on HOST (the same for
+    whichever task the placement put there), ``plan["again"]`` beyond."""
+    import fcntl
+    host = socket.gethostname()
+    with open(marks, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.write(f"start {i} {host}\n")
+        f.flush()
+        f.seek(0)
+        k = sum(1 for line in f if line.startswith("start ") and line.split()[2] == host)
+    secs = plan[host][k - 1] if k <= len(plan[host]) else plan["again"]
+    time.sleep(secs)
+    with open(marks, "a") as f:
+        f.write(f"end {i} {host}\n")
+    return i * 10
+
+
 @task(returns=str)
 def hostname():
     return socket.gethostname()

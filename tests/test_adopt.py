@@ -191,8 +191,9 @@ def test_an_agent_cut_off_waits_and_is_dismissed_when_the_run_ends(ssh_hosts, tm
                                                                    monkeypatch):
     """h1's link is cut mid-run: its agent hears no PING for the heartbeat time-out and
     keeps its tasks for a resumed master; the master takes h1 for lost and finishes on h2;
-    the link is back before the end, so the ending master reaches h1's agent and stops it
-    (instead of leaving it to wait out its grace)."""
+    the link is back before the end, so the master reaches h1's agent again (it takes h1
+    back into the run: tests/test_rejoin.py) or, once the run ends, stops it (instead of
+    leaving it to wait out its grace)."""
     import threading
     import taskflow
     import ssh_tasks as S

@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import private_dir, total_memory_gb
 from ..errors import ProtocolError
-from ..wire import messages as M
+from ..wire import budget, messages as M
 from ..wire import protocol as P
 from ..wire.channel import Channel, FdChannel
 from ..wire.framewriter import FrameWriter
-from ..wire import budget
-from ..wire.adoption import silence_limit
+from ..wire.adoption import PING_EVERY, silence_limit
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
 from . import loglines
 from .chained import Chaining
@@ -37,8 +36,8 @@ from .state import NodeState
 from .taskenv import compss_environment
 from .tracking import Tracker
 from .workqueue import WorkQueue
-
 from .orphan import M_version, forget_keys
+from .recent import Recent
 from .rejoin import Rejoin
 
 if TYPE_CHECKING:
@@ -109,10 +108,10 @@ class Agent:
         self.slots = int(hello.get("slots") or os.cpu_count() or 1)
         self.idle_exit = hello.get("idle_exit")
         self.adopt_grace = float(hello.get("adopt_grace") or 0.0)
-        self.adopt_secret = hello.get("adopt_secret", "")
-        self.adopt_run = hello.get("adopt_run", "")
+        self.adopt_secret, self.adopt_run = hello.get("adopt_secret", ""), hello.get("adopt_run", "")
         self.silence = silence_limit(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
         self.rejoin = Rejoin.named(hello) if self.adopt_grace else None
+        self.recent = Recent(self.silence + 2 * PING_EVERY if self.silence else 0.0)  # cut link
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
@@ -528,18 +527,18 @@ class Agent:
             self.queue.push(t)
 
     def _cancel(self, tids: set[int]) -> None:
-        self.chaining.drop(tids)
-        self.queue.remove(tids)
-        self.placement.drop_io(tids)
         for ex in self.pool.every():
             if not ex.queue:
                 continue
             head = ex.queue[0].task_id
-            if head in tids:
-                self.state.deadlines.pop(head, None)
+            if head in tids:        # (the rest of its queue goes back: dropped below if
+                self.state.deadlines.pop(head, None)    # cancelled too)
                 self._kill_exec(ex)
             else:
                 self.cancelled.update(t.task_id for t in ex.queue[1:] if t.task_id in tids)
+        self.chaining.drop(tids)
+        self.queue.remove(tids)
+        self.placement.drop_io(tids)
 
     # -- frames out ------------------------------------------------------------
     def _sample(self) -> None:
@@ -561,18 +560,19 @@ class Agent:
             self._send(M.LOG, self.logs)
             self.logs = []
         if self.results:
-            self._send(M.RESULTS, self.results)
+            self.recent.sent(self.results, self._send(M.RESULTS, self.results))  # (recent.py)
             self.results = []
         started = self.state.started
         if started:         # after the results: a task queued behind its producer starts
             self._send(M.STARTED, started)     # once the producer's result is in
             self.state.started = []
 
-    def _send(self, op: int, body: Any) -> None:
+    def _send(self, op: int, body: Any) -> int:
         if self.orphan is not None and self.orphan.waiting():
-            return                  # no master to tell
-        self.out.queue(P.encode(op, body))
+            return 0                # no master to tell (else: the frame's size)
+        self.out.queue(frame := P.encode(op, body))
         self._flush()
+        return len(frame)
 
     def _send_parts(self, op: int, body: Any) -> None:
         """A frame that may carry values: their buffers are written from where they are."""

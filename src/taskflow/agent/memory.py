@@ -51,7 +51,7 @@ def rss(pid: int) -> int:
 
 class NodeMemory:
     def __init__(self, store: ValueStore, pool: Pool, budget: int, pause: int,
-                 send: Callable[[M.MemoryReport], None]) -> None:
+                 send: Callable[[M.MemoryReport], object]) -> None:
         self.store = store
         self.pool = pool
         self.budget = budget

@@ -37,6 +37,7 @@ from ..wire.channel import Channel, FdChannel
 from ..wire.dialback import AUTH_TIMEOUT
 from ..wire.framewriter import FrameWriter
 from .pool import kill_group
+from .recent import reported
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -99,6 +100,7 @@ class Orphan:
             for t in ex.queue:
                 if t.task_id not in self.claimed:
                     self.kept.setdefault(t.task_id, t)
+        self._unconfirmed(ag.recent.take())     # sent, maybe never received: offered again
         ag.queue.take_all()                     # not started: the new master runs them
         ag.chaining.take_all()
         ag.placement.io_queue.clear()
@@ -128,6 +130,16 @@ class Orphan:
         _say(f"taskflow.node: {ag.name}: the master was lost ({why}); keeping "
               f"{len(self.kept) - len(self.done)} running task(s) for a resumed master for "
               f"{ag.adopt_grace:g} s at {self.path}")
+
+    def _unconfirmed(self, results: list[M.ResultWire]) -> None:
+        """Results sent just before the master was lost (agent/recent.py): held as those of
+        kept tasks that ended (a master that has them cancels them)."""
+        for r in results:
+            tid = M.ResultMsg(*r).task_id
+            if tid not in self.kept:
+                self.kept[tid] = reported(r)
+                self.done.add(tid)
+                self.held.append(r)
 
     def _drop_master(self) -> None:
         ag = self.agent
@@ -297,6 +309,7 @@ class Orphan:
 
     def _take(self, chan: Channel, hello: M.Hello) -> None:
         ag = self.agent
+        same = hello.get("adopt_run") == ag.adopt_run   # its own master, back (a link flap)
         ag.chan = chan
         ag.rfd = ag.wfd = chan.rfd
         ag.reader = P.FrameReader(chan)
@@ -320,16 +333,20 @@ class Orphan:
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": ag.slots, "cpus": os.cpu_count(),
                          "io_executors": len(ag.pool.io_execs),
-                         "version": M_version(), "adoptable": tasks,
-                         "ids_above": self._forget_the_rest()}
+                         "version": M_version(), "adoptable": tasks}
+        if same:                # the values it holds are still the run's (runtime/rejoin.py)
+            info["held"] = self._held_values()
+        else:
+            info["ids_above"] = self._forget_the_rest()
         if ag.memory is not None:
             info["memory_budget"], info["memory_pause"] = ag.memory.budget, ag.memory.pause
         P.write_all(chan, P.encode(M.READY, info))
         chan.set_blocking(False)
         ag.sel.register(chan.rfd, selectors.EVENT_READ, None)
         ag.leaving = None
-        _say(f"taskflow.node: {ag.name}: adopted by a resumed master ({len(tasks)} task(s) "
-              f"kept for it)")
+        _say(f"taskflow.node: {ag.name}: "
+             f"{'its master is back' if same else 'adopted by a resumed master'} "
+             f"({len(tasks)} task(s) kept for it)")
 
     def _forget_the_rest(self) -> tuple[int, int]:
         """What the earlier master left here besides the kept tasks (values it pushed or
@@ -343,6 +360,12 @@ class Orphan:
         ag.state.producing.clear()
         ag.state.keys = {t: k for t, k in ag.state.keys.items() if t in self.kept}
         return max(self.kept, default=0), max(mine, default=0)
+
+    def _held_values(self) -> list[int]:
+        """Its own master is back: the data ids in the store other than kept tasks' outputs
+        (the master drops those it has no use for any more)."""
+        mine = {d for t in self.kept.values() for d in t.outputs}
+        return [d for d in self.agent.state.store if d not in mine]
 
     def adopt(self, body: M.Adopt) -> None:
         """The master's claims (ADOPT): report claimed tasks under its ids, cancel the rest."""
@@ -390,7 +413,9 @@ def written(t: M.TaskMsg) -> list[str]:
     for path, kind, _ in t.inouts:
         if kind != M.OUT_OBJECT:
             data = where.get(path)
-            out.append(data[1] if isinstance(data, (tuple, list)) else str(data))
+            if isinstance(data, (tuple, list)):     # an INOUT: (previous, new)
+                _, data = data
+            out.append(str(data))
     return out
 
 

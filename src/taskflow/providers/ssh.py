@@ -4,9 +4,8 @@ For each node the master opens one SSH connection, checks the host key
 against known_hosts (unknown or changed keys are refused unless
 ``accept_new_host_keys`` is set), then runs ``<python> -m taskflow.node
 --stdio`` in the node's working directory: one remote interpreter per host,
-and the agent's READY is the version check (there is no separate probe: a
-probe and an agent per host started twice as many interpreters, about half
-the start-up of 60 hosts). The shell line before it prints the working
+and the agent's READY is the version check (no separate probe: it doubled
+the interpreters started, half the start-up of 60 hosts). The shell line before it prints the working
 directory on stderr (for nodes without the master's filesystem), and a start
 that fails is explained from the shell's exit status and the remote stderr:
 an interpreter that is not there, taskflow not importable by it, a working
@@ -36,14 +35,16 @@ from ..errors import HostKeyError, NodeStartError, VersionMismatch
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
-from .adopting import handshake_over
+from .adopting import AdoptFrom, handshake_over
 from .base import Provider
 from .handle import NodeHandle
+from .rejoin import Rejoiner
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
+    from .base import NodeSink
     from .cluster import NodeConfig
 
 try:
@@ -134,11 +135,14 @@ class SSHProvider(Provider):
         self.heartbeat_timeout = heartbeat_timeout
         self.refusals: list[str] = []       # earlier agents not adopted, and why
         self.sample_interval = sample_interval
+        self.started: tuple[Hello, float] | None = None     # (the agents' HELLO, time-out)
+        self.rejoin: Rejoiner | None = None     # lost hosts taken back (providers/rejoin.py)
 
     # -- start-up ------------------------------------------------------------
     def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
         handles: list[NodeHandle] = []
         errors: list[Exception] = []
+        self.started = (config, timeout)
         threads = [threading.Thread(target=self._start_one, args=(n, config, timeout, errors),
                                     daemon=True) for n in self.nodes]
         for t in threads:
@@ -285,11 +289,14 @@ class SSHProvider(Provider):
         n.stderr += before + after        # what set-up commands said, and anything after
         return line.decode(errors="replace")
 
-    def _launch(self, n: _Node, config: Hello, timeout: float, adopt: bool = True) -> None:
+    def _launch(self, n: _Node, config: Hello, timeout: float, adopt: bool = True,
+                src: AdoptFrom | None = None) -> None:
+        """Start the node's agent (or reach the one an earlier master left: ``src``, or a
+        resumed run's :attr:`adopt`); a ``src`` given that refuses raises."""
         c = n.cfg
         n.command = f"{c.python} -m taskflow.node --stdio"
-        src = self.adopt if adopt and self.adopt is not None and \
-            self.adopt.nodes.get(c.name) == ("ssh", c.host) else None
+        back, src = src is not None, src if src is not None else self.adopt if adopt and \
+            self.adopt is not None and self.adopt.nodes.get(c.name) == ("ssh", c.host) else None
         first = ""
         if src is not None:     # the earlier run's agent, if one waits there; else a new one
             first = (f"{_py(c)} -m taskflow.node --adopt {shlex.quote(src.run_id)} "
@@ -321,7 +328,9 @@ class SSHProvider(Provider):
                                  name=f"taskflow-ssh-{c.name}")
             t.start()
             n.threads.append(t)
-        if src is not None and not self._adopted(n, fd, timeout):
+        if src is not None and not self._adopted(n, fd, timeout, src):
+            if back:        # (its own master reaching it again: tried again later)
+                raise NodeStartError(self.refusals.pop())
             self._relaunch(n)
             return self._launch(n, config, timeout, adopt=False)
         data_dir = config.get("data_dir", "")
@@ -356,11 +365,10 @@ class SSHProvider(Provider):
             from .staging import Stager
             h.stager = Stager(h, n.client, config.get("data_dir", ""), data_dir)
 
-    def _adopted(self, n: _Node, fd: int, timeout: float) -> bool:
+    def _adopted(self, n: _Node, fd: int, timeout: float, src: AdoptFrom) -> bool:
         """The earlier run's agent answered through ``taskflow.node --adopt`` and the two
         proved the run's secret to each other (True); False: none waits there (the shell
         starts a new agent on this channel), or it refused (said; a new one is needed)."""
-        assert self.adopt is not None
         p = select.poll()
         p.register(fd, select.POLLIN)
         first = os.read(fd, 1) if p.poll(timeout * 1000) else b""
@@ -368,7 +376,7 @@ class SSHProvider(Provider):
             return True             # (a new agent: the HELLO below as always)
         if first == adoption.CONNECTED:
             try:
-                handshake_over(fd, self.adopt, n.cfg.name, n.where)
+                handshake_over(fd, src, n.cfg.name, n.where)
                 return True
             except (adoption.Refused, OSError) as exc:
                 self.refusals.append(str(exc))
@@ -388,6 +396,12 @@ class SSHProvider(Provider):
             t.join(2.0)
         n.closing, n.threads, n.stderr, n.handle, n.sock = False, [], bytearray(), None, None
 
+    def attach(self, sink: NodeSink) -> None:
+        """The run started: in an adoptable run, a host whose link fails is tried again."""
+        hello, timeout = self.started or ({}, 0.0)
+        if float(hello.get("adopt_grace") or 0) > 0:
+            self.rejoin = Rejoiner(self, sink, hello, timeout)
+
     def adoption_refusals(self) -> list[str]:
         return self.refusals
 
@@ -406,6 +420,7 @@ class SSHProvider(Provider):
         chan, sock = n.chan, n.sock
         assert sock is not None         # _launch made it before starting the pumps
         reason = "the SSH channel closed (agent exited or host went down)"
+        link = True
         try:
             while not n.closing:
                 while chan.recv_stderr_ready():
@@ -427,6 +442,7 @@ class SSHProvider(Provider):
                     code = chan.recv_exit_status() if chan.exit_status_ready() else -1
                     if code != -1:
                         reason = f"the agent exited with code {code}"
+                        link = False        # (an agent that ended is not reached again)
                     else:
                         reason = ("the SSH connection closed without an exit status (the host "
                                   "crashed, or its sshd was killed)")
@@ -442,6 +458,8 @@ class SSHProvider(Provider):
             tail = bytes(n.stderr[-2000:]).decode(errors="replace").strip()
             n.handle.lost_reason = f"{reason}" + (f"; remote stderr: {tail}" if tail else "")
         self._drop(n)
+        if link and self.rejoin is not None:
+            self.rejoin.lost(n)
 
     def _pump_out(self, n: _Node) -> None:
         """Socketpair -> channel."""
@@ -496,7 +514,8 @@ class SSHProvider(Provider):
     def dismiss_lost(self, run_id: str, secret: str) -> None:
         """The run ends well: an agent of a host it lost (a cut link) may wait for a resumed
         master (agent/orphan.py); reach it again, prove the run's secret, SHUTDOWN it."""
-        from .adopting import AdoptFrom
+        if self.rejoin is not None:
+            self.rejoin.stop()
         me = AdoptFrom(run_id, secret, {})
         for n in self.nodes:
             if n.handle is None or n.handle.alive or n.closing:
@@ -530,6 +549,8 @@ class SSHProvider(Provider):
                 log.debug("node %s: its agent was not reached at the end: %r", c.name, exc)
 
     def stop(self, timeout: float = 5.0) -> None:
+        if self.rejoin is not None:
+            self.rejoin.stop()
         for n in self.nodes:
             n.closing = n.handle is not None
             if n.handle is not None:

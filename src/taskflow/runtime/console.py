@@ -188,9 +188,13 @@ class Progress:
 
 def summary(rt: Runtime, wall: float) -> str:
     c = rt.counts()
-    slots = sum(n.slots for n in rt.nodes)
+    nodes = {n.name: n for n in rt.nodes}      # (a node back after a loss: counted once)
+    slots = sum(n.slots for n in nodes.values())
     lines = [f"taskflow: run {rt.run_id} {'FAILED' if rt.failed else 'finished'} in {wall:.2f} s: "
              f"{c['submitted']} tasks, {c['done']} done, {c['failed']} failed, "
              f"{c['cancelled']} cancelled, {c['retries']} retried; "
-             f"{len(rt.nodes)} node(s), {slots} slot(s)"]
+             f"{len(nodes)} node(s), {slots} slot(s)"]
+    back = rt.dispatcher.rejoins.summary()
+    if back:                                    # lost nodes that came back (runtime/rejoin.py)
+        lines.append(f"taskflow: {back}")
     return "\n".join(lines)

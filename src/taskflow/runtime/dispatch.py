@@ -27,6 +27,7 @@ from ..wire.adoption import PING_EVERY
 from . import gctune, lineage, outcomes
 from .event_types import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
+from .rejoin import Rejoins
 from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
 from ..errors import RecordFailed
@@ -84,6 +85,7 @@ class Dispatcher:
         self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
         self.outbox = Outbox(rt, self)         # what each round sends: TASKS, FUNC, DATA
         self.relay = Relay(rt)                 # values copied node to node, in parts
+        self.rejoins = Rejoins()               # lost nodes' tasks, for when they come back
         self.nodes: list[NodeHandle] = []
         self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
         self.interrupt_grace: float | None = None  # to send INTERRUPT with (once)
@@ -121,6 +123,9 @@ class Dispatcher:
                 rt.scheduler.nodes.append(n)
             if n.walltime_end is not None:
                 rt.scheduler.walltimes = True      # check job ends before placing
+            away = n.info.pop("rejoined", None)
+            if away is not None:            # a lost node back in the run (runtime/rejoin.py)
+                self.rejoins.back(rt, n, float(away))
             rt.capacity_changed()
             self.sample_every = len(self.nodes) / SAMPLE_ROWS
             if rt.bus.active:
@@ -280,6 +285,11 @@ class Dispatcher:
                         for node, claims in rt.adoption.frames():
                             node.out.queue(P.encode(M.ADOPT, claims))
                             sends.setdefault(node, [])
+                if self.rejoins.frames:         # nodes back: their kept tasks, their values
+                    for node, op, body in self.rejoins.frames:
+                        node.out.queue(P.encode(op, body))
+                        sends.setdefault(node, [])
+                    self.rejoins.frames = []
             if self.relay.forward:              # parts of copies go before the tasks that
                 for node, parts in self.relay.take_forward():     # wait for them
                     node.out.queue_parts(parts)
@@ -535,4 +545,6 @@ class Dispatcher:
                                  node.name, reason))
         if not left or node.inflight:
             log.warning("node %s lost: %s", node.name, reason)
+        if rt.adopt_grace > 0 and not rt.interrupting:  # its agent may keep them (agent/orphan.py)
+            self.rejoins.node_lost(node, list(node.inflight.values()))
         outcomes.node_lost(rt, node, reason, cbs)

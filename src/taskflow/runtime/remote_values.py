@@ -85,3 +85,28 @@ class RemoteValues:
 
     def __len__(self) -> int:
         return len(self._watched)
+
+    def unused(self, dids: list[int]) -> list[int]:
+        """Of the values a node says it holds (one that came back: runtime/rejoin.py), those
+        whose futures are gone (or were never watched): to drop there."""
+        watched = self._watched
+        out = []
+        for did in dids:
+            w = watched.get(did)
+            if w is None or w() is None:
+                out.append(did)
+        return out
+
+    def not_on(self, node: str, held: set[int]) -> int:
+        """``node`` came back holding ``held`` (runtime/rejoin.py): the live values the run
+        thought were there and are not (a fresh agent holds none) are not any more; how
+        many. One pass over the watched values, once per return."""
+        n = 0
+        for did, w in self._watched.items():
+            if node in w.where and did not in held:
+                fut = w()
+                if fut is not None:
+                    fut.not_held_by(node)
+                    n += 1
+                w.where.discard(node)
+        return n

@@ -310,6 +310,8 @@ class Ready(TypedDict, total=False):
     adoptable: list[Adoptable]    # an agent a resumed master reached: what it kept
     ids_above: tuple[int, int]    # ... and the task and data ids it holds of the earlier
     #                               run: the new master's ids start above them
+    held: list[int]               # an agent its own master reached again (a node back in
+    #                               its run): the data ids it still holds, besides kept tasks'
 
 
 ExecBatch = tuple[list[TaskWire], dict[int, Payload]]      # TASKS to an executor

@@ -1,0 +1,172 @@
+"""Lost SSH hosts taken back into the running run when their link comes back.
+
+An SSH node is lost when its link fails (no data for the heartbeat time-out,
+or the connection dropped without the agent's exit status). In an adoptable
+run (``adopt_grace`` > 0) its agent, if it is still alive, keeps its running
+tasks and holds their results for a master (agent/orphan.py). The running
+master does not write the host off: :class:`Rejoiner` (one thread, started at
+the first loss) tries to reach it again, through the same bridge and with the
+same mutual proof a resumed master uses (``taskflow.node --adopt``,
+wire/adoption.py), bound to this run's *own* id and secret: it is the same
+run. It succeeds when the link is back:
+
+- the agent waits there: it proves the run's secret, answers HELLO with the
+  tasks it kept, and the node joins the run again under its old name
+  (runtime/rejoin.py claims or cancels what it kept);
+- no agent waits there (the host rebooted, or the agent's grace ran out): a
+  fresh agent starts on the same channel, as at the run's start.
+
+Bounded: the first try comes once the agent has surely taken its master for
+lost (its silence limit after the loss, plus a second: before that a fresh
+agent could start beside one that still runs the tasks), then with backoff
+(:data:`FIRST_WAIT` doubling up to :data:`MAX_WAIT`), and never past the
+agent's grace after the loss (the agent is gone by then: the host stays
+lost, as before). An agent that exited on its own (an exit status) is not
+restarted. The run's end stops the thread before the nodes are dismissed.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from ..wire import adoption
+from ..wire import messages as M
+from ..wire import protocol as P
+from .adopting import AdoptFrom
+
+if TYPE_CHECKING:
+    from ..wire.messages import Hello
+    from .base import NodeSink
+    from .ssh import SSHProvider, _Node
+
+log = logging.getLogger(__name__)
+
+FIRST_WAIT = 2.0        # s between the first tries to reach a lost host again ...
+MAX_WAIT = 30.0         # ... doubling up to this
+
+
+class Rejoiner:
+    """The thread that takes lost hosts of one SSH provider back into the run."""
+
+    def __init__(self, provider: SSHProvider, sink: NodeSink, config: Hello,
+                 timeout: float) -> None:
+        self.provider = provider
+        self.sink = sink
+        self.config = config
+        self.timeout = timeout
+        self.run_id = str(config.get("adopt_run", ""))
+        self.secret = str(config.get("adopt_secret", ""))
+        self.grace = float(config.get("adopt_grace") or 0.0)
+        self.first = adoption.silence_limit(provider.heartbeat_timeout) + 1.0
+        self.cond = threading.Condition()
+        self.due: dict[_Node, tuple[float, float, float]] = {}   # lost at, next try, wait
+        self.ending = False
+        self.busy = threading.Lock()        # held while a host is being reached
+        self.thread: threading.Thread | None = None
+        self.tries = 0
+
+    def lost(self, n: _Node) -> None:
+        """The pump of ``n`` saw its link fail: try to get the host back."""
+        with self.cond:
+            if self.ending or not self.secret:
+                return
+            now = time.time()
+            self.due[n] = (now, now + self.first, FIRST_WAIT)
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, daemon=True,
+                                               name="taskflow-ssh-rejoin")
+                self.thread.start()
+            self.cond.notify()
+
+    def waiting(self) -> list[str]:
+        """The names of the lost hosts still being tried."""
+        with self.cond:
+            return [n.cfg.name for n in self.due]
+
+    def stop(self) -> None:
+        """The run ends: no more tries; a try under way finishes first (bounded by the
+        SSH time-outs)."""
+        with self.cond:
+            self.ending = True
+            self.due.clear()
+            self.cond.notify()
+        with self.busy:
+            pass
+        if self.thread is not None:
+            self.thread.join(1.0)
+
+    def _next(self) -> tuple[_Node, float, float] | None:
+        """Under the condition: wait for the next host due (None: the run ends)."""
+        while not self.ending:
+            now = time.time()
+            for n, (lost_at, _, _) in list(self.due.items()):
+                if now - lost_at > self.grace:
+                    del self.due[n]
+                    log.info("node %s: not reached within the agents' grace (%g s) since it "
+                             "was lost: it stays lost", n.cfg.name, self.grace)
+            ready = [(at, n) for n, (_, at, _) in self.due.items() if at <= now]
+            if ready:
+                _, n = min(ready, key=_first_due)
+                lost_at, _, wait = self.due[n]
+                return n, lost_at, wait
+            nxt = min((at for _, at, _ in self.due.values()), default=None)
+            self.cond.wait(None if nxt is None else max(0.01, nxt - now))
+        return None
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                got = self._next()
+                if got is None:
+                    return
+                self.busy.acquire()
+            n, lost_at, wait = got
+            try:
+                back = self._reach(n, lost_at)
+            except Exception as exc:  # noqa: BLE001 - a try that fails is tried again
+                log.debug("node %s: not reached again: %r", n.cfg.name, exc)
+                back = False
+            finally:
+                self.busy.release()
+            with self.cond:
+                if back:
+                    self.due.pop(n, None)
+                elif n in self.due:
+                    self.due[n] = (lost_at, time.time() + wait, min(MAX_WAIT, wait * 2))
+
+    def _reach(self, n: _Node, lost_at: float) -> bool:
+        """One try: connect, reach the waiting agent (or start a fresh one), join the run."""
+        p = self.provider
+        old = n.handle
+        self.tries += 1
+        src = AdoptFrom(self.run_id, self.secret, {n.cfg.name: ("ssh", n.cfg.host)})
+        n.threads, n.stderr, n.watch = [], bytearray(), False
+        try:
+            p._connect(n)
+            p._launch(n, self.config, self.timeout, src=src)
+        except Exception as exc:  # noqa: BLE001 - the host is not back yet
+            log.debug("node %s is not back yet: %s", n.cfg.name, exc)
+            if n.handle is not old and n.handle is not None:
+                p._relaunch(n)
+            n.handle = old
+            if n.client is not None:
+                n.client.close()
+            return False
+        h = n.handle
+        assert h is not None            # launched
+        if self.ending:                 # the run ended meanwhile: the agent stops
+            try:
+                P.write_all(h.channel, P.encode(M.SHUTDOWN, None))
+            except OSError:
+                pass
+            return True
+        h.info["rejoined"] = time.time() - lost_at
+        self.sink.add_node(h)
+        return True
+
+
+def _first_due(item: tuple[float, _Node]) -> float:
+    due, _ = item
+    return due
