@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
@@ -84,42 +83,13 @@ def agents_in(path: str) -> list[str]:
 
 def one_mode(d: str, mode: str, args: argparse.Namespace,
              rng: random.Random) -> dict[str, Any]:
-    from chaos import Ledger, log, summary_line, wait_ends, wait_run
-    from chaos_adopt import WORKFLOW
-    os.makedirs(d, mode=0o700)
-    with open(os.path.join(d, "wf.py"), "w") as f:
-        f.write(WORKFLOW)
-    ledger_path = os.path.join(d, "ledger")
-    runs = os.path.join(d, "runs")
-    env = dict(os.environ, CHAOS_LEDGER=ledger_path, TASKFLOW_RUN_DIR=runs)
-    n, secs = args.slurm_tasks, args.adopt_seconds
-
-    def start(tag: str, *opts: str) -> subprocess.Popen[bytes]:
-        cmd = [sys.executable, "-m", "taskflow", "run", "--no-progress", "--slurm", mode,
-               "--slurm-nodes", str(NODES), "--slurm-opt", f"cpus={CPUS}", *opts, "wf.py",
-               str(n), str(secs)]
-        log(f"{tag}: {' '.join(cmd[1:])}")
-        with open(os.path.join(d, f"{tag}.stdout"), "wb") as out, \
-                open(os.path.join(d, f"{tag}.stderr"), "wb") as err:
-            return subprocess.Popen(cmd, cwd=d, env=env, stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL)
-
-    t0 = time.time()
-    proc = start(f"f-{mode}-killed")
-    ledger = Ledger(ledger_path)
-    at = rng.uniform(0.2, 0.6)
-    wait_ends(ledger, int(at * n), proc, 900.0)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    t_kill = time.time() - t0
-    ledger.poll()
-    running = {i for i, c in ledger.starts.items() if c and not ledger.ends[i]}
-    before = dict(ledger.starts)
-    (first,) = os.listdir(runs)
-    proc2 = start(f"f-{mode}-resumed", "--resume")
-    status = wait_run(proc2)
-    wall = time.time() - t0
-    (second,) = set(os.listdir(runs)) - {first}
+    from chaos_adopt import KillAndResume
+    run = KillAndResume(d, args.slurm_tasks, args.adopt_seconds, "--slurm", mode,
+                        "--slurm-nodes", str(NODES), "--slurm-opt", f"cpus={CPUS}")
+    run.kill_midway(f"f-{mode}-killed", rng)
+    (first,) = os.listdir(run.runs)
+    status = run.resume(f"f-{mode}-resumed")
+    (second,) = set(os.listdir(run.runs)) - {first}
     deadline = time.time() + 15
     while True:
         left = agents_in(d) + [f"job {j}" for r in (first, second)
@@ -127,30 +97,7 @@ def one_mode(d: str, mode: str, args: argparse.Namespace,
         if not left or time.time() > deadline:
             break
         time.sleep(0.2)
-    ledger.poll()
-    again = {i for i, c in ledger.starts.items() if c > before.get(i, 0) and i in before}
-    out = open(os.path.join(d, f"f-{mode}-resumed.stdout")).read()
-    err = open(os.path.join(d, f"f-{mode}-resumed.stderr")).read()
-    adopted = next((ln.strip() for ln in err.splitlines() if "resumed run" in ln), "")
-    res = {"scenario": f"f-{mode}", "status": status, "wall": wall,
-           "killed_at": round(t_kill, 2), "killed_at_fraction": round(at, 3), "tasks": n,
-           "seconds": secs, "running_at_kill": len(running),
-           "reexecuted": len(running & again), "reexecuted_not_running": len(again - running),
-           "wrong_values": 0 if " OK" in out else 1, "bad_files": 0,
-           "never_ran": sum(1 for i in range(n) if not ledger.ends[str(i)]),
-           "left_behind": left, "adopted": adopted, "summary": summary_line(err),
-           "journal_ok": True}
-    problems = {"the run did not finish (hung)": status is None,
-                f"exit status {status}": status not in (0, None),
-                "wrong values": res["wrong_values"] > 0,
-                "tasks that never ran": res["never_ran"] > 0,
-                "tasks running at the kill ran again": res["reexecuted"] > 0,
-                "processes or jobs left behind": bool(left)}
-    res["problems"] = [what for what, failed in problems.items() if failed]
-    res["ok"] = not res["problems"]
-    if status != 0:
-        res["stderr_tail"] = err[-3000:]
-    return res
+    return run.verdict(f"f-{mode}", f"f-{mode}-resumed", status, left)
 
 
 def scenario_f(root: str, args: argparse.Namespace,
