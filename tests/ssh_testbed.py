@@ -8,10 +8,13 @@ run at the same time, since the namespaces and addresses are fixed.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import threading
+from typing import Iterator
 
 import pytest
 
@@ -55,7 +58,8 @@ class Testbed:
         return SSHProvider(nodes, **kw)
 
     def kill(self, i: int) -> None:
-        """SIGKILL every process of host i's namespace (a crash), then bring sshd back."""
+        """SIGKILL every process of host i's namespace (a crash; its sshd too: ``restart``
+        brings it back)."""
         self.sh("kill", str(i))
 
     def restart(self, i: int) -> None:
@@ -64,6 +68,27 @@ class Testbed:
 
     def cut(self, i: int) -> None:
         self.sh("cut", str(i))
+
+    @contextlib.contextmanager
+    def flap(self, i: int, seconds: float, after: float = 0.0) -> Iterator[threading.Event]:
+        """Host i's link cut ``after`` s from now for ``seconds`` (timer threads); the event
+        is set once it is back. At the block's end it is back in any case (waited for, then
+        restored by force)."""
+        healed = threading.Event()
+
+        def heal() -> None:
+            self.restart(i)
+            healed.set()
+        if after:
+            threading.Timer(after, lambda: self.cut(i)).start()
+        else:
+            self.cut(i)
+        threading.Timer(after + seconds, heal).start()
+        try:
+            yield healed
+        finally:
+            if not healed.wait(after + seconds + 30):
+                self.restart(i)
 
 
 def _why_not() -> str | None:

@@ -194,29 +194,18 @@ def test_an_agent_cut_off_waits_and_is_dismissed_when_the_run_ends(ssh_hosts, tm
     the link is back before the end, so the master reaches h1's agent again (it takes h1
     back into the run: tests/test_rejoin.py) or, once the run ends, stops it (instead of
     leaving it to wait out its grace)."""
-    import threading
     import taskflow
     import ssh_tasks as S
     monkeypatch.chdir(tmp_path)
     prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
-    healed = threading.Event()
-
-    def heal():
-        ssh_hosts.restart(1)
-        healed.set()
-    try:
-        with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"),
-                              retries=0, placement="fifo") as rt:
-            squares = [S.slow_square(i, 8.0 if i < 4 else 0.2) for i in range(12)]
-            threading.Timer(1.0, lambda: ssh_hosts.cut(1)).start()
-            threading.Timer(5.0, heal).start()
+    with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"),
+                          retries=0, placement="fifo") as rt:
+        squares = [S.slow_square(i, 8.0 if i < 4 else 0.2) for i in range(12)]
+        with ssh_hosts.flap(1, 4.0, after=1.0) as healed:
             got = taskflow.wait_on(squares)
             assert [n.name for n in rt.nodes if not n.alive] == ["h1"]
             assert healed.wait(30)
             assert _agents_in(tmp_path / "wd-h1")      # h1's agent waits for a master
-    finally:
-        if not healed.wait(30):
-            ssh_hosts.restart(1)
     assert got == [i * i for i in range(12)]
     _until(lambda: not _agents_in(tmp_path / "wd-h1"), 15)     # dismissed, not 600 s later
 

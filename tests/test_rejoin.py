@@ -8,7 +8,6 @@ that no task finished twice.
 from __future__ import annotations
 
 import sqlite3
-import threading
 
 import taskflow
 from taskflow import wait_on
@@ -33,29 +32,18 @@ def test_a_host_cut_off_then_back_rejoins_and_its_kept_tasks_are_used(ssh_hosts,
     monkeypatch.chdir(tmp_path)
     marks = tmp_path / "marks"
     prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
-    healed = threading.Event()
     plan = {"h1": [12.0, 3.0], "h2": [11.0, 0.5], "again": 12.0}
-
-    def heal():
-        ssh_hosts.restart(1)
-        healed.set()
-    try:
-        with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"),
-                              retries=0) as rt:
-            futs = [S.marked(i, plan, str(marks)) for i in range(4)]
-            _until(lambda: len(_marks(marks)) >= 4, 20)
-            hosts = sorted(m[2] for m in _marks(marks) if m[0] == "start")
-            assert hosts == ["h1", "h1", "h2", "h2"], hosts
-            ssh_hosts.cut(1)
-            threading.Timer(6.0, heal).start()
+    with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"), retries=0) as rt:
+        futs = [S.marked(i, plan, str(marks)) for i in range(4)]
+        _until(lambda: len(_marks(marks)) >= 4, 20)
+        hosts = sorted(m[2] for m in _marks(marks) if m[0] == "start")
+        assert hosts == ["h1", "h1", "h2", "h2"], hosts
+        with ssh_hosts.flap(1, 6.0):
             got = wait_on(futs)
             after = [h for h, _ in wait_on([S.where(0.5) for _ in range(8)])]  # h1 works again
             h1 = [n for n in rt.nodes if n.name == "h1"]
             run_id, run_dir = rt.run_id, rt.run_dir
             backs = rt.dispatcher.rejoins.backs
-    finally:
-        if not healed.wait(30):
-            ssh_hosts.restart(1)
     assert got == [0, 10, 20, 30]
     assert [n.alive for n in h1] == [False, True]           # lost, then back
     (back,) = backs
@@ -119,26 +107,15 @@ def test_tasks_that_finished_elsewhere_meanwhile_are_stopped_on_the_host_back(
     monkeypatch.chdir(tmp_path)
     marks = tmp_path / "marks"
     prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
-    healed = threading.Event()
     plan = {"h1": [12.0, 12.0], "h2": [0.5, 0.5], "again": 1.0}
-
-    def heal():
-        ssh_hosts.restart(1)
-        healed.set()
-    try:
-        with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"),
-                              retries=0) as rt:
-            futs = [S.marked(i, plan, str(marks)) for i in range(4)]
-            _until(lambda: sorted(m[2] for m in _marks(marks) if m[0] == "start")
-                   == ["h1", "h1", "h2", "h2"], 20)
-            ssh_hosts.cut(1)
-            threading.Timer(6.0, heal).start()
+    with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"), retries=0) as rt:
+        futs = [S.marked(i, plan, str(marks)) for i in range(4)]
+        _until(lambda: sorted(m[2] for m in _marks(marks) if m[0] == "start")
+               == ["h1", "h1", "h2", "h2"], 20)
+        with ssh_hosts.flap(1, 6.0):
             got = wait_on(futs)
             _until(lambda: bool(rt.dispatcher.rejoins.backs), 20)
             (back,) = rt.dispatcher.rejoins.backs
-    finally:
-        if not healed.wait(30):
-            ssh_hosts.restart(1)
     assert got == [0, 10, 20, 30]
     assert (back.held, back.running, back.cancelled) == (0, 0, 2)
     m = _marks(marks)
