@@ -18,6 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from .._version import __version__
 from ..context import private_dir, total_memory_gb
 from ..errors import ProtocolError
 from ..wire import budget, messages as M
@@ -36,7 +37,7 @@ from .state import NodeState
 from .taskenv import compss_environment
 from .tracking import Tracker
 from .workqueue import WorkQueue
-from .orphan import M_version, forget_keys
+from .orphan import forget_keys
 from .recent import Recent
 from .rejoin import Rejoin
 
@@ -108,7 +109,8 @@ class Agent:
         self.slots = int(hello.get("slots") or os.cpu_count() or 1)
         self.idle_exit = hello.get("idle_exit")
         self.adopt_grace = float(hello.get("adopt_grace") or 0.0)
-        self.adopt_secret, self.adopt_run = hello.get("adopt_secret", ""), hello.get("adopt_run", "")
+        self.adopt_secret = hello.get("adopt_secret", "")
+        self.adopt_run = hello.get("adopt_run", "")
         self.silence = silence_limit(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
         self.rejoin = Rejoin.named(hello) if self.adopt_grace else None
         self.recent = Recent(self.silence + 2 * PING_EVERY if self.silence else 0.0)  # cut link
@@ -135,7 +137,7 @@ class Agent:
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": self.slots, "cpus": os.cpu_count(), "io_executors": io,
                          "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
-                         "version": M_version(), "memory_budget": high, "memory_pause": pause}
+                         "version": __version__, "memory_budget": high, "memory_pause": pause}
         P.write_all(self.chan, P.encode(M.READY, info))
         self.tracker.arm()                  # (after READY: the sub-reaper costs an import)
         self.chan.set_blocking(False)
@@ -205,10 +207,7 @@ class Agent:
                     time.time() - self.last_rx > self.silence:
                 self._master_lost(f"it was silent for {self.silence:g} s")
             elif orphan is not None and orphan.waiting():
-                if orphan.expired(time.time()):
-                    orphan.give_up()
-                elif self.rejoin is not None:       # a dial-back agent looks for a master
-                    self.rejoin.look(orphan, time.time())
+                orphan.tick(time.time())      # (its grace; a dial-back agent looks for one)
             elif self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
                     self._hand_back()
@@ -230,7 +229,7 @@ class Agent:
         if self.pool.doomed:
             t = min(t, min(self.pool.doomed.values()) - time.time())
         if self.orphan is not None and self.orphan.waiting():
-            t = min(t, self.orphan.deadline - time.time(), self.rejoin.due() if self.rejoin else t)
+            t = min(t, self.orphan.due())
         lead_at = self.placement.lead_at
         if lead_at is not None and self.leaving is None:   # a long task's successor is
             # due (placement.py); a leaving agent places nothing, so it must not wake
@@ -531,8 +530,8 @@ class Agent:
             if not ex.queue:
                 continue
             head = ex.queue[0].task_id
-            if head in tids:        # (the rest of its queue goes back: dropped below if
-                self.state.deadlines.pop(head, None)    # cancelled too)
+            if head in tids:        # (its queue goes back: the cancelled dropped below)
+                self.state.deadlines.pop(head, None)
                 self._kill_exec(ex)
             else:
                 self.cancelled.update(t.task_id for t in ex.queue[1:] if t.task_id in tids)

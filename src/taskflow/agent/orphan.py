@@ -28,8 +28,9 @@ import socket
 import struct
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .._version import __version__
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
@@ -127,7 +128,7 @@ class Orphan:
         self.listener = sock
         ag.pool.own(sock.fileno())              # executors forked later close it
         ag.sel.register(sock, selectors.EVENT_READ, "adopt")
-        _say(f"taskflow.node: {ag.name}: the master was lost ({why}); keeping "
+        say(f"taskflow.node: {ag.name}: the master was lost ({why}); keeping "
               f"{len(self.kept) - len(self.done)} running task(s) for a resumed master for "
               f"{ag.adopt_grace:g} s at {self.path}")
 
@@ -155,8 +156,20 @@ class Orphan:
         """No master: frames to it are not sent."""
         return not self.connected
 
-    def expired(self, now: float) -> bool:
-        return not self.connected and now >= self.deadline
+    def tick(self, now: float) -> None:
+        """While no master: past the grace it gives up; before, a dial-back agent looks for
+        a resumed master (agent/rejoin.py)."""
+        rejoin = self.agent.rejoin
+        if now >= self.deadline:
+            self.give_up()
+        elif rejoin is not None:
+            rejoin.look(self, now)
+
+    def due(self) -> float:
+        """Seconds until :meth:`tick` has something to do."""
+        rejoin = self.agent.rejoin
+        left = self.deadline - time.time()
+        return min(left, rejoin.due()) if rejoin is not None else left
 
     def give_up(self) -> None:
         """No master came within the grace: stop the tasks kept for one (with what they
@@ -167,7 +180,7 @@ class Orphan:
                 kill_group(ex)
         self.close_listener()
         why = self.unreachable or f"no master came within {ag.adopt_grace:g} s"
-        _say(f"taskflow.node: {ag.name}: the master was lost and {why}: "
+        say(f"taskflow.node: {ag.name}: the master was lost and {why}: "
               f"{len(self.kept) - len(self.done)} task(s) stopped, "
               f"{len(self.held)} result(s) dropped")
         ag.running = False
@@ -278,33 +291,25 @@ class Orphan:
         if self.connected:              # one master at a time
             conn.close()
             return
-        fd = -1
         try:
             if adoption.peer_uid(conn) != os.getuid():
                 raise adoption.Refused("a process of another user")
             conn.setblocking(False)
             adoption.agent_side(conn, ag.adopt_secret, ag.adopt_run, ag.name)
-            conn.setblocking(True)      # (a blocking descriptor that gives up after a while)
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
-                            struct.pack("ll", int(AUTH_TIMEOUT), 0))
-            fd = conn.detach()
-            chan = FdChannel(fd, fd)
-            op, hello = P.read_frame_blocking(chan)
+            op, hello = first_frame(conn, FdChannel(conn.fileno(), conn.fileno()))
             if op == M.SHUTDOWN:        # the run's master ended: nothing to wait for
-                chan.close()
+                conn.close()
                 self.unreachable = "its run ended (the master dismissed it)"
                 self.give_up()
                 return
             if op != M.HELLO:
                 raise adoption.Refused("no HELLO after the handshake")
-            socket.socket(fileno=os.dup(fd)).setsockopt(
-                socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
         except Exception as exc:  # noqa: BLE001 - a refused master never stops the agent
-            _say(f"taskflow.node: {ag.name}: refused a master at {self.path}: {exc}")
+            say(f"taskflow.node: {ag.name}: refused a master at {self.path}: {exc}")
             conn.close()
-            if fd >= 0:
-                os.close(fd)
             return
+        fd = conn.detach()
+        chan = FdChannel(fd, fd)
         self._take(chan, hello)
 
     def _take(self, chan: Channel, hello: M.Hello) -> None:
@@ -333,7 +338,7 @@ class Orphan:
         info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
                          "slots": ag.slots, "cpus": os.cpu_count(),
                          "io_executors": len(ag.pool.io_execs),
-                         "version": M_version(), "adoptable": tasks}
+                         "version": __version__, "adoptable": tasks}
         if same:                # the values it holds are still the run's (runtime/rejoin.py)
             info["held"] = self._held_values()
         else:
@@ -344,7 +349,7 @@ class Orphan:
         chan.set_blocking(False)
         ag.sel.register(chan.rfd, selectors.EVENT_READ, None)
         ag.leaving = None
-        _say(f"taskflow.node: {ag.name}: "
+        say(f"taskflow.node: {ag.name}: "
              f"{'its master is back' if same else 'adopted by a resumed master'} "
              f"({len(tasks)} task(s) kept for it)")
 
@@ -396,6 +401,17 @@ class Orphan:
                 pass
 
 
+def first_frame(sock: socket.socket, chan: Channel) -> tuple[int, Any]:
+    """The first frame of a master that proved the run's secret on ``sock`` (``chan`` reads
+    it), within :data:`AUTH_TIMEOUT`: a blocking read that gives up."""
+    sock.setblocking(True)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", int(AUTH_TIMEOUT), 0))
+    try:
+        return P.read_frame_blocking(chan)
+    finally:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
+
+
 def _plain(t: M.TaskMsg) -> bool:
     """A plain call (positional values only, no options): its key is its code's and its
     arguments' (graph.keys.plain_key), which a new master can match."""
@@ -419,14 +435,9 @@ def written(t: M.TaskMsg) -> list[str]:
     return out
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     """A line on the agent's stderr (which may be gone with the master's SSH channel)."""
     try:
         print(text, file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
-
-
-def M_version() -> str:
-    from .._version import __version__
-    return __version__

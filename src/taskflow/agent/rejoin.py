@@ -20,16 +20,13 @@ answer) is not tried again until it changes.
 from __future__ import annotations
 
 import os
-import socket
-import struct
-import sys
 import time
 from typing import TYPE_CHECKING
 
 from ..wire import adoption
 from ..wire import messages as M
-from ..wire import protocol as P
 from ..wire.dialback import AUTH_TIMEOUT
+from .orphan import first_frame, say
 
 if TYPE_CHECKING:
     from ..wire.tlschannel import TlsChannel
@@ -73,7 +70,7 @@ class Rejoin:
         try:
             chan, hello = self._dial(orphan)
         except Exception as exc:  # noqa: BLE001 - a master that fails never stops the agent
-            _say(f"taskflow.node: {ag.name}: did not rejoin the master named in "
+            say(f"taskflow.node: {ag.name}: did not rejoin the master named in "
                  f"{self.path}: {exc}")
             return
         orphan._take(chan, hello)
@@ -96,23 +93,12 @@ class Rejoin:
             sock.setblocking(False)
             # the earlier run's proof, bound to (run, node), before any frame is read
             adoption.agent_side(sock, ag.adopt_secret, ag.adopt_run, ag.name)
-            sock.setblocking(True)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
-                            struct.pack("ll", int(AUTH_TIMEOUT), 0))
             chan = TlsChannel(sock)
-            op, hello = P.read_frame_blocking(chan)
+            op, hello = first_frame(sock, chan)
             if op != M.HELLO:
                 raise adoption.Refused("no HELLO after the handshake")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
         except BaseException:
             sock.close()
             raise
         return chan, hello
 
-
-def _say(text: str) -> None:
-    """A line on the agent's stderr (the job's output file)."""
-    try:
-        print(text, file=sys.stderr, flush=True)
-    except (OSError, ValueError):
-        pass
