@@ -53,6 +53,27 @@ def test_nodes_of_different_sizes_are_chosen_without_a_scan():
     assert looks[256] <= looks[4] + 1.0, looks
 
 
+def test_a_learned_duration_no_job_can_give_is_tried_not_held_for_ever():
+    """Calls that took 100 s before wait for a node whose job leaves them 100 s; if the run's
+    jobs can never leave that much (pilots of 90 s), waiting would last for ever (a new pilot
+    is no longer): the estimate is set aside and the call runs."""
+    n = node("pilot-1", slots=1)
+    n.walltime_end = time.time() + 80.0            # 50 s left before its drain point
+    n.drain_margin = 30.0
+    st, _ = state(n)
+    sched = st.scheduler
+    sched.walltimes = True
+    sp = spec()
+    learned = st.spec_runs[sp]
+    learned.n, learned.mean = 3, 100.0
+    sched.longest = 200.0                          # a fresh job could give it 200 s: wait
+    task(sp, st=st)
+    assert sched.assign() == []
+    sched.longest = 90.0                           # no job ever could: it is tried
+    (got,) = sched.assign()
+    assert got[0] is n
+
+
 def _scan_choice(sched: Scheduler, t, nodes):
     return sched._choose_scan(t, [n for n in nodes if n.usable], t.cus, 1)
 

@@ -21,7 +21,7 @@ import taskflow
 from taskflow import task, wait_on
 from taskflow.providers import dialback
 from taskflow.agent.dialback import connect as dial
-from taskflow.errors import NodeStartError
+from taskflow.errors import NodeStartError, UsageError
 from taskflow.providers.slurm import SlurmProvider
 from waiting import until as _until
 
@@ -236,26 +236,50 @@ def test_bad_partition_reports_slurms_message(slurm, tmp_path, monkeypatch):
     assert db.execute("SELECT state, n_submitted FROM run").fetchall() == [("failed", 0)]
 
 
-@task(returns=1, time_out=200)
+@task(returns=1, time_out=145)
 def long_task(x):
     return x + 1
 
 
+@task(returns=1, time_out=155)
+def longer_than_any_pilot(x):
+    return x + 1
+
+
+@task(returns=1, time_out=400)
+def fits_the_longer_job(x):
+    return x + 1
+
+
 def test_walltime_keeps_long_tasks_off_a_pilot_near_its_end(slurm, tmp_path, monkeypatch):
-    """A 2-minute pilot with a 30 s drain margin has ~90 s left: a task with time_out=200
-    waits, a task of unknown duration runs; a later end time lets the long one start.
-    (Slurm sends --signal up to 60 s early, so the limit leaves that much room: the
-    drain signal must not arrive while the test runs.)"""
+    """A 3-minute pilot with a 30 s drain margin gives a task at most 150 s, less what it has
+    run: a task with time_out=145 waits once < 145 s are left, a task of unknown duration
+    runs, and a time_out no pilot can ever give (155 s) is refused at call time instead of
+    waiting for ever. Once the job's limit is raised (scontrol update, as an administrator
+    would) the master learns the later end from the queue: the held one starts, and a longer
+    time_out is taken. (Slurm may send --signal up to 60 s early: not before 90 s into the
+    job, after this test's first part.)"""
     monkeypatch.chdir(tmp_path)
-    p = SlurmProvider("pilot", 1, cpus=2, time_limit="2", drain_margin=30.0)
+    p = SlurmProvider("pilot", 1, cpus=2, time_limit="3", drain_margin=30.0, poll_slow=1.0)
     with _rt(tmp_path, p) as rt:
         node = rt.nodes[0]
-        assert node.walltime_end is not None and node.walltime_end - time.time() < 121
+        end = node.walltime_end
+        assert end is not None and end - time.time() < 181
+        with pytest.raises(UsageError) as ei:
+            longer_than_any_pilot(1)
+        msg = str(ei.value)
+        assert "longer_than_any_pilot" in msg and "time_out=155" in msg and "150" in msg
+        assert "time_limit" in msg and "would wait for ever" in msg
+        while node.walltime_end - time.time() - 30 > 143:      # (a few seconds at most)
+            time.sleep(0.2)
         lf = long_task(1)                      # submitted first, same priority
         assert wait_on(where(3))[0] == 9       # the short one overtakes it
         assert not lf.done() and lf._producer.state == "READY"   # held back, not dispatched
-        node.walltime_end = time.time() + 3600  # as if the job had a longer walltime
-        assert wait_on(lf) == 2
+        subprocess.run(["scontrol", "update", f"JobId={node.job_id}", "TimeLimit=10"],
+                       check=True, capture_output=True, timeout=30)
+        assert wait_on(lf, timeout=60) == 2
+        assert node.walltime_end is not None and node.walltime_end > end + 400
+        assert wait_on(fits_the_longer_job(1), timeout=60) == 2   # the job's new end counts
 
 
 MASTER_THEN_DIES = """\

@@ -73,5 +73,19 @@ class Provider:
         """True while more nodes will join (a pending pilot job): do not give up on a task."""
         return False
 
+    def longest_window(self) -> float | None:
+        """The longest time a node of this provider can give one task, in seconds (its job's
+        walltime less the drain margin); None: its nodes last as long as the run."""
+        return None
+
     def explain_end(self, node: NodeHandle) -> None:
         """A node is gone: add what the provider knows about why (e.g. its job's state)."""
+
+
+def longest_window(providers: list[Provider]) -> float | None:
+    """The longest task any node of the run can ever start (None: no bound, some provider's
+    nodes have no end)."""
+    windows = [p.longest_window() for p in providers]
+    if not windows or any(w is None for w in windows):
+        return None
+    return max(w for w in windows if w is not None)

@@ -293,6 +293,10 @@ class SlurmProvider(Provider):
         h.drain_margin = self.drain_margin
         h.info["walltime_end"] = end
 
+    def longest_window(self) -> float | None:
+        limit = walltime_seconds(self.time_limit) if self.time_limit else None
+        return None if limit is None else max(0.0, limit - self.drain_margin)
+
     def draining(self, h: NodeHandle) -> bool:
         end = h.walltime_end
         return end is not None and time.time() >= end - self.drain_margin

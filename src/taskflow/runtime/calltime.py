@@ -407,3 +407,25 @@ def cannot_fit(spec: TaskSpec, cus: int, mem: float, max_cus: int, max_mem: floa
         f"largest node has {max_cus} computing units and {max_mem:.1f} GB: no "
         f"node can ever run it. Lower the @constraint or add a bigger node "
         f"(taskflow.start(workers=...) or the cluster file).")
+
+
+def outlasts_every_node(spec: TaskSpec, opts: Options | None, longest: float,
+                        nodes: list[NodeHandle]) -> None:
+    """A call whose ``time_out`` is longer than any node of the run can ever give one task
+    (every provider's jobs end: the Slurm walltime less the drain margin) would wait for
+    ever, pilot after pilot: raise naming the task and the fix. A job given a later end
+    (``scontrol update ... TimeLimit=``) counts."""
+    limit = opts.time_out if opts is not None else None
+    if not limit or limit <= longest:
+        return
+    now = time.time()
+    for n in nodes:
+        end = n.walltime_end
+        if n.usable and end is not None and end - now - n.drain_margin >= limit:
+            return
+    raise UsageError(
+        f"task {spec.name} has time_out={limit:g} s, but no node of this run can ever start "
+        f"a task that long: its Slurm jobs give a task at most {longest:g} s (time_limit "
+        f"less drain_margin), so it would wait for ever. Raise the jobs' time limit "
+        f"(SlurmProvider(time_limit=...), `time:` in the cluster file, --slurm-opt time=MIN) "
+        f"or lower drain_margin or the task's time_out.")

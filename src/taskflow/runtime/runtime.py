@@ -24,7 +24,7 @@ from ..graph.builder import Builder
 from ..graph.registry import Registry
 from ..graph.spec import TaskSpec
 from ..graph.task import Task
-from ..providers.base import Provider
+from ..providers.base import Provider, longest_window
 from ..providers.handle import NodeHandle
 from ..providers.local import LocalProvider
 from .. import diagnostics
@@ -33,7 +33,7 @@ from ..wire import budget
 from ..wire.adoption import ADOPT_GRACE
 from ..wire.invocation import Options, limit_memory
 from . import adoption, current, gctune, outcomes, putinplace
-from .calltime import CallTimes, cannot_fit
+from .calltime import CallTimes, cannot_fit, outlasts_every_node
 from .dispatch import Dispatcher
 from .event_types import NodeJoin, NodeNote
 from .ending import cancel_task
@@ -165,6 +165,7 @@ class Runtime(RunState):
         self._thread: threading.Thread | None = None
         self._max_cus = 0
         self._max_mem = 0.0
+        self._longest: float | None = None   # longest task a node can ever start (walltimes)
 
     # -- lifecycle -----------------------------------------------------------
     def start(self) -> "Runtime":
@@ -218,6 +219,7 @@ class Runtime(RunState):
         self.scheduler.nodes = nodes
         if any(n.walltime_end is not None for n in nodes):
             self.scheduler.walltimes = True      # check job ends before placing (Slurm)
+        self._longest = self.scheduler.longest = longest_window(self.providers)
         self.capacity_changed()
         self.started = True
         gctune.tune()
@@ -401,6 +403,9 @@ class Runtime(RunState):
             cus, mem = spec.computing_units, spec.memory_size
         if cus > self._max_cus or mem > self._max_mem or not cus:
             cannot_fit(spec, cus, mem, self._max_cus, self._max_mem, self.scheduler.nodes)
+        if self._longest is not None:       # every node's job ends: a time_out that no job
+            outlasts_every_node(spec, opts if own else spec.options, self._longest,  # fits
+                                self.scheduler.nodes)
         if mem and self.memory_limit and spec.memory_limit is None:
             # Runtime(memory_limit=True): memory_size is a limit
             opts = limit_memory(opts if own else spec.options, float(mem))

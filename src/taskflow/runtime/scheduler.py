@@ -63,6 +63,7 @@ class Scheduler:
         self.held: dict[str, int] = {}         # node name -> gang shares held there (no prefetch)
         self.gpu_used: dict[str, set[int]] = {}   # node name -> GPU ids in use
         self.walltimes = False    # some node has a job end time (Slurm): check before placing
+        self.longest: float | None = None   # the longest task a node can ever start (None: no end)
         self.paused = False       # some node is above its memory pause mark (agent.memory)
         self.loads = NodeLoads()  # several nodes: the least loaded in O(log n) (nodeloads.py)
         self._named: dict[str, NodeHandle] = {}   # by name, the latest of a name (named())
@@ -158,7 +159,8 @@ class Scheduler:
                 cap = n.slots * (1 + (0 if held else extra))
                 node = n if (n.used + cus <= cap
                              and n.mem_used + task.mem <= n.memory_gb
-                             and (not self.walltimes or _before_end(n, task, learned))
+                             and (not self.walltimes
+                                  or _before_end(n, task, learned, self.longest))
                              and (not self.paused or _takes(n, task))) else None
                 if node is not None and not spec.call_time and not self.walltimes:
                     # the calls of one function queued together: every one fits as
@@ -240,7 +242,8 @@ class Scheduler:
         return n.usable and n.slots >= cus \
             and n.used + cus <= n.slots * (1 + (0 if held and n.name in held else extra)) \
             and n.mem_used + task.mem <= n.memory_gb \
-            and (not self.walltimes or _before_end(n, task, self.spec_runs[task.spec])) \
+            and (not self.walltimes
+                 or _before_end(n, task, self.spec_runs[task.spec], self.longest)) \
             and (not self.paused or _takes(n, task)) \
             and not (task.excluded and n.name in task.excluded)
 
@@ -307,7 +310,7 @@ class Scheduler:
                and n.mem_used + task.mem <= n.memory_gb and n.slots >= cus]
         if self.walltimes:
             learned = self.spec_runs[task.spec]
-            fit = [n for n in fit if _before_end(n, task, learned)]
+            fit = [n for n in fit if _before_end(n, task, learned, self.longest)]
         if self.paused:
             fit = [n for n in fit if _takes(n, task)]
         if not fit:
@@ -359,12 +362,14 @@ def _takes(node: NodeHandle, task: Task) -> bool:
     return not node.paused or bool(task.reads) or node.used <= 0
 
 
-def _before_end(node: NodeHandle, task: Task, learned: SpecRun) -> bool:
+def _before_end(node: NodeHandle, task: Task, learned: SpecRun, longest: float | None) -> bool:
     """The task is expected to end before the node's job does (walltime, issue 7).
 
     The expected duration is the task's ``time_out``, else the mean of its
-    earlier runs; a node past its drain point (end - ``drain_margin``) gets
-    nothing new.
+    earlier runs, unless that mean is longer than any job of the run can ever
+    give (``longest``): an estimate no node could honour is not waited on for
+    ever, the task is tried. A node past its drain point (end - ``drain_margin``)
+    gets nothing new.
     """
     end: float | None = getattr(node, "walltime_end", None)
     if end is None:
@@ -373,8 +378,9 @@ def _before_end(node: NodeHandle, task: Task, learned: SpecRun) -> bool:
     if left <= 0:
         return False
     opts = task.options
-    expect: float = (opts.time_out if opts is not None else None) or \
-        (learned.mean if learned.n else 0)
+    expect: float = (opts.time_out if opts is not None else None) or 0.0
+    if not expect and learned.n and (longest is None or learned.mean <= longest):
+        expect = learned.mean
     return expect <= left
 
 
