@@ -57,6 +57,36 @@ def test_cancel_group_and_an_unclaimed_abort_fails_the_run(rt):
     assert rt.failed                                  # ...which still fails the run
 
 
+@task(returns=int)
+def mark_after(path, secs):
+    with open(path + ".start", "w"):
+        pass
+    time.sleep(secs)
+    with open(path + ".end", "w"):
+        pass
+    return 1
+
+
+def test_cancelling_tasks_running_side_by_side_stops_every_one_of_them(rt, tmp_path):
+    """Both slots of a node run a task of the group: cancelling it kills both executors
+    (the agent replaced the first killed one in its list while walking it, and the second
+    task ran to its end)."""
+    paths = [str(tmp_path / f"t{i}") for i in range(2)]
+    with TaskGroup("side", implicit_barrier=False):
+        futs = [mark_after(p, 4.0) for p in paths]
+    deadline = time.time() + 30
+    while not all(os.path.exists(p + ".start") for p in paths):
+        assert time.time() < deadline, "the two tasks did not start"
+        time.sleep(0.05)
+    assert taskflow.cancel_group("side") == 2
+    for f in futs:
+        with pytest.raises(TaskCancelled):
+            wait_on(f)
+    time.sleep(5.0)                                   # past their end, had they gone on
+    assert [os.path.exists(p + ".end") for p in paths] == [False, False]
+    assert wait_on([mark_after(str(tmp_path / f"after{i}"), 0.0) for i in range(2)]) == [1, 1]
+
+
 def test_stop_with_a_code_cancels_everything(tmp_path):
     script = tmp_path / "stop.py"
     script.write_text("import taskflow, time\n"

@@ -204,6 +204,30 @@ def _agents_in(path) -> list[int]:
     return out
 
 
+def agents_gone(path, timeout: float) -> None:
+    """Wait until no node agent (or executor forked from one) works in ``path``; if some
+    stay, fail describing each: what it is, its parent, its state, its age."""
+    import psutil
+    deadline = time.time() + timeout
+    while _agents_in(path):
+        if time.time() >= deadline:
+            break
+        time.sleep(0.1)
+    left = []
+    for pid in _agents_in(path):
+        try:
+            p = psutil.Process(pid)
+            parent = p.parent()
+            kind = "executor" if parent is not None and b"taskflow.node" in open(
+                f"/proc/{parent.pid}/cmdline", "rb").read() else "agent"
+            left.append(f"{kind} {pid} (parent {p.ppid()} {parent.name() if parent else ''}, "
+                        f"{p.status()}, {time.time() - p.create_time():.0f} s old, "
+                        f"{p.num_threads()} threads): {' '.join(p.cmdline())}")
+        except (psutil.Error, OSError):
+            continue
+    assert not left, f"still there {timeout:g} s later:\n" + "\n".join(left)
+
+
 def _journal(tmp_path):
     (run,) = [d for d in os.listdir(tmp_path / "runs")]
     db = sqlite3.connect(tmp_path / "runs" / run / "journal.db")
