@@ -10,8 +10,11 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import pytest
+
 import taskflow
 from taskflow import wait_on
+from taskflow.errors import TaskError
 
 import ssh_tasks as S
 from test_resume import _until, agents_gone
@@ -126,3 +129,49 @@ def test_tasks_that_finished_elsewhere_meanwhile_are_stopped_on_the_host_back(
     assert ends == ["0", "1", "2", "3"], m                  # each once
     assert not [i for what, i, h in m if what == "end" and h == "h1"], m   # h1's: stopped
     agents_gone(tmp_path / "wd-h1", 15)
+
+
+def test_a_run_whose_only_host_is_cut_off_waits_for_it_and_finishes_there(ssh_hosts, tmp_path,
+                                                                         monkeypatch, capfd):
+    """h1 is the run's only node; its link is cut for 6 s while both its tasks run. The run
+    does not fail for want of nodes: it says it reaches h1 again, waits, and takes h1 back
+    with its kept tasks; every task ends once, on h1."""
+    monkeypatch.chdir(tmp_path)
+    marks = tmp_path / "marks"
+    prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path)[:1])
+    plan = {"h1": [16.0, 2.0], "again": 1.0}
+    with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"), retries=0) as rt:
+        futs = [S.marked(i, plan, str(marks)) for i in range(2)]
+        _until(lambda: len(_marks(marks)) >= 2, 20)
+        with ssh_hosts.flap(1, 6.0):
+            got = wait_on(futs)
+            (back,) = rt.dispatcher.rejoins.backs
+        assert [n.alive for n in rt.nodes] == [False, True]
+        assert wait_on(S.marked(2, plan, str(marks))) == 20      # h1 takes work again
+    assert got == [0, 10]
+    assert (back.held, back.running) == (1, 1)
+    m = _marks(marks)
+    assert sorted(i for what, i, _ in m if what == "end") == ["0", "1", "2"], m   # each once
+    assert {h for _, _, h in m} == {"h1"}
+    assert "node h1: its link failed; reaching it again for up to 600 s" in capfd.readouterr().err
+    agents_gone(tmp_path / "wd-h1", 15)
+
+
+def test_a_sole_host_that_never_comes_back_fails_the_run_after_the_grace(ssh_hosts, tmp_path,
+                                                                         monkeypatch):
+    """The only host's link stays cut: the run waits for it the agents' grace (8 s here),
+    then its tasks fail naming the host and the grace (never a hang)."""
+    monkeypatch.chdir(tmp_path)
+    prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path)[:1])
+    try:
+        with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"), retries=0,
+                              adopt_grace=8.0) as rt:
+            futs = [S.slow_square(i, 30.0) for i in range(2)]
+            _until(lambda: rt.nodes[0].used == 2, 20)
+            ssh_hosts.cut(1)
+            with pytest.raises(TaskError) as ei:
+                wait_on(futs, timeout=60)
+    finally:
+        ssh_hosts.restart(1)
+    assert "node h1 was not reached again within the agents' grace (8 s)" in str(ei.value)
+    agents_gone(tmp_path / "wd-h1", 20)          # its agent's grace ran out there too

@@ -16,7 +16,8 @@ import json
 import logging
 import os
 import socket
-from typing import TYPE_CHECKING, NamedTuple
+import threading
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..context import private_file
 from ..errors import UsageError
@@ -138,3 +139,25 @@ def handshake_over(fd: int, src: AdoptFrom, node: str, where: str) -> None:
         adoption.master_side(sock, src.secret, src.run_id, node, where)
     finally:
         sock.close()
+
+
+def relay(chan: Any, sock: socket.socket) -> None:
+    """Both ways between an SSH channel and a socket, until either ends (a short talk)."""
+    def back() -> None:
+        try:
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                chan.sendall(data)
+        except (OSError, EOFError):
+            pass
+    threading.Thread(target=back, daemon=True).start()
+    try:
+        while True:
+            data = chan.recv(65536)
+            if not data:
+                return
+            sock.sendall(data)
+    except (OSError, EOFError, socket.timeout):
+        pass

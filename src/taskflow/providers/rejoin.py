@@ -66,14 +66,18 @@ class Rejoiner:
         self.busy = threading.Lock()        # held while a host is being reached
         self.thread: threading.Thread | None = None
         self.tries = 0
+        self.given_up: list[str] = []       # hosts past the grace, not said to the run yet
 
     def lost(self, n: _Node) -> None:
-        """The pump of ``n`` saw its link fail: try to get the host back."""
+        """The pump of ``n`` saw its link fail: try to get the host back (the run counts on
+        it meanwhile: :meth:`coming`)."""
         with self.cond:
             if self.ending or not self.secret:
                 return
             now = time.time()
             self.due[n] = (now, now + self.first, FIRST_WAIT)
+            log.warning("node %s: its link failed; reaching it again for up to %g s (the "
+                        "agents' adopt grace)", n.cfg.name, self.grace)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, daemon=True,
                                                name="taskflow-ssh-rejoin")
@@ -84,6 +88,10 @@ class Rejoiner:
         """The names of the lost hosts still being tried."""
         with self.cond:
             return [n.cfg.name for n in self.due]
+
+    def coming(self) -> bool:
+        """A lost host is still being tried: a run with no node left waits for it."""
+        return bool(self.due) and not self.ending
 
     def stop(self) -> None:
         """The run ends: no more tries; a try under way finishes first (bounded by the
@@ -104,14 +112,18 @@ class Rejoiner:
             for n, (lost_at, _, _) in list(self.due.items()):
                 if now - lost_at > self.grace:
                     del self.due[n]
-                    log.info("node %s: not reached within the agents' grace (%g s) since it "
-                             "was lost: it stays lost", n.cfg.name, self.grace)
+                    self.given_up.append(f"node {n.cfg.name} was not reached again within "
+                                         f"the agents' grace ({self.grace:g} s)")
+                    log.warning("%s: it stays lost", self.given_up[-1])
+            if self.given_up:
+                return None             # (said to the run outside the lock: _run)
             ready = [(at, n) for n, (_, at, _) in self.due.items() if at <= now]
             if ready:
                 _, n = min(ready, key=_first_due)
                 lost_at, _, wait = self.due[n]
                 return n, lost_at, wait
-            nxt = min((at for _, at, _ in self.due.values()), default=None)
+            nxt = min((min(at, lost_at + self.grace) for lost_at, at, _ in self.due.values()),
+                      default=None)
             self.cond.wait(None if nxt is None else max(0.01, nxt - now))
         return None
 
@@ -119,9 +131,15 @@ class Rejoiner:
         while True:
             with self.cond:
                 got = self._next()
-                if got is None:
+                given_up, self.given_up = ([] if self.ending else self.given_up), []
+                if got is None and not given_up:
                     return
-                self.busy.acquire()
+                if got is not None:
+                    self.busy.acquire()
+            if given_up:        # tasks that only such a host could run fail now (no hang)
+                self.sink.no_more_nodes("; ".join(given_up))
+                continue
+            assert got is not None
             n, lost_at, wait = got
             try:
                 back = self._reach(n, lost_at)

@@ -35,7 +35,7 @@ from ..errors import HostKeyError, NodeStartError, VersionMismatch
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
-from .adopting import AdoptFrom, handshake_over
+from .adopting import AdoptFrom, handshake_over, relay
 from .base import Provider
 from .handle import NodeHandle
 from .rejoin import Rejoiner
@@ -405,6 +405,11 @@ class SSHProvider(Provider):
     def adoption_refusals(self) -> list[str]:
         return self.refusals
 
+    def nodes_coming(self) -> bool:
+        """A host lost by its link is being reached again (within the agents' grace): a run
+        with no node left waits for it instead of failing (providers/rejoin.py)."""
+        return self.rejoin is not None and self.rejoin.coming()
+
     def _wait_stderr(self, n: _Node, wait: float = 3.0) -> str:
         deadline = time.time() + wait
         while time.time() < deadline and not n.chan.exit_status_ready():
@@ -457,9 +462,9 @@ class SSHProvider(Provider):
         if n.handle is not None:
             tail = bytes(n.stderr[-2000:]).decode(errors="replace").strip()
             n.handle.lost_reason = f"{reason}" + (f"; remote stderr: {tail}" if tail else "")
-        self._drop(n)
         if link and self.rejoin is not None:
-            self.rejoin.lost(n)
+            self.rejoin.lost(n)         # (first: the run sees the loss with the host coming)
+        self._drop(n)
 
     def _pump_out(self, n: _Node) -> None:
         """Socketpair -> channel."""
@@ -539,7 +544,7 @@ class SSHProvider(Provider):
                                   f"{shlex.quote(run_id)} {shlex.quote(c.name)}")
                 ours, theirs = socket.socketpair()
                 if chan.recv(1) == adoption.CONNECTED:
-                    threading.Thread(target=_relay, args=(chan, theirs), daemon=True).start()
+                    threading.Thread(target=relay, args=(chan, theirs), daemon=True).start()
                     handshake_over(ours.fileno(), me, c.name, f"node {c.name}")
                     ours.sendall(P.encode(M.SHUTDOWN, None))
                     time.sleep(0.2)
@@ -576,25 +581,3 @@ class SSHProvider(Provider):
             if n.client is not None:
                 n.client.close()
         self.nodes = [_Node(n.cfg) for n in self.nodes]
-
-
-def _relay(chan: Any, sock: socket.socket) -> None:
-    """Both ways between an SSH channel and a socket, until either ends (a short talk)."""
-    def back() -> None:
-        try:
-            while True:
-                data = sock.recv(65536)
-                if not data:
-                    return
-                chan.sendall(data)
-        except (OSError, EOFError):
-            pass
-    threading.Thread(target=back, daemon=True).start()
-    try:
-        while True:
-            data = chan.recv(65536)
-            if not data:
-                return
-            sock.sendall(data)
-    except (OSError, EOFError, socket.timeout):
-        pass
