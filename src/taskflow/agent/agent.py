@@ -526,7 +526,7 @@ class Agent:
             self.queue.push(t)
 
     def _cancel(self, tids: set[int]) -> None:
-        for ex in list(self.pool.every()):      # (a killed one is replaced in the list)
+        for ex in self.pool.every():
             if not ex.queue:
                 continue
             head = ex.queue[0].task_id

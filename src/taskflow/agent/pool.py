@@ -120,8 +120,9 @@ class Pool:
         return ex in self.execs or ex in self.io_execs
 
     def every(self) -> list[Executor]:
-        """Every executor: the computing units' and the I/O ones."""
-        return self.execs + self.io_execs if self.io_execs else self.execs
+        """Every executor: the computing units' and the I/O ones, in a list of its own (a
+        caller may kill one while walking it: the pool replaces it in its lists)."""
+        return self.execs + self.io_execs
 
     def busy(self) -> bool:
         """Some executor still has a task sent to it and not answered."""

@@ -165,7 +165,6 @@ class Runtime(RunState):
         self._thread: threading.Thread | None = None
         self._max_cus = 0
         self._max_mem = 0.0
-        self._longest: float | None = None   # longest task a node can ever start (walltimes)
 
     # -- lifecycle -----------------------------------------------------------
     def start(self) -> "Runtime":
@@ -219,7 +218,7 @@ class Runtime(RunState):
         self.scheduler.nodes = nodes
         if any(n.walltime_end is not None for n in nodes):
             self.scheduler.walltimes = True      # check job ends before placing (Slurm)
-        self._longest = self.scheduler.longest = longest_window(self.providers)
+        self.scheduler.longest = longest_window(self.providers)
         self.capacity_changed()
         self.started = True
         gctune.tune()
@@ -403,8 +402,9 @@ class Runtime(RunState):
             cus, mem = spec.computing_units, spec.memory_size
         if cus > self._max_cus or mem > self._max_mem or not cus:
             cannot_fit(spec, cus, mem, self._max_cus, self._max_mem, self.scheduler.nodes)
-        if self._longest is not None:       # every node's job ends: a time_out that no job
-            outlasts_every_node(spec, opts if own else spec.options, self._longest,  # fits
+        longest = self.scheduler.longest
+        if longest is not None:             # every node's job ends: a time_out no job fits
+            outlasts_every_node(spec, opts if own else spec.options, longest,
                                 self.scheduler.nodes)
         if mem and self.memory_limit and spec.memory_limit is None:
             # Runtime(memory_limit=True): memory_size is a limit
