@@ -25,6 +25,14 @@ def _marks(path):
         if path.exists() else []
 
 
+def _start(n, plan, marks):
+    """``n`` marked tasks, once every one has started: their futures and the hosts they
+    started on, sorted."""
+    futs = [S.marked(i, plan, str(marks)) for i in range(n)]
+    _until(lambda: sum(m[0] == "start" for m in _marks(marks)) >= n, 20)
+    return futs, sorted(m[2] for m in _marks(marks) if m[0] == "start")
+
+
 def test_a_host_cut_off_then_back_rejoins_and_its_kept_tasks_are_used(ssh_hosts, tmp_path,
                                                                       monkeypatch):
     """Two tasks start on each host (the first on h1 runs 12 s, the second 3 s; on h2 11 s
@@ -38,9 +46,7 @@ def test_a_host_cut_off_then_back_rejoins_and_its_kept_tasks_are_used(ssh_hosts,
     prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
     plan = {"h1": [12.0, 3.0], "h2": [11.0, 0.5], "again": 12.0}
     with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"), retries=0) as rt:
-        futs = [S.marked(i, plan, str(marks)) for i in range(4)]
-        _until(lambda: len(_marks(marks)) >= 4, 20)
-        hosts = sorted(m[2] for m in _marks(marks) if m[0] == "start")
+        futs, hosts = _start(4, plan, marks)
         assert hosts == ["h1", "h1", "h2", "h2"], hosts
         with ssh_hosts.flap(1, 6.0):
             got = wait_on(futs)
@@ -113,9 +119,8 @@ def test_tasks_that_finished_elsewhere_meanwhile_are_stopped_on_the_host_back(
     prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
     plan = {"h1": [12.0, 12.0], "h2": [0.5, 0.5], "again": 1.0}
     with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"), retries=0) as rt:
-        futs = [S.marked(i, plan, str(marks)) for i in range(4)]
-        _until(lambda: sorted(m[2] for m in _marks(marks) if m[0] == "start")
-               == ["h1", "h1", "h2", "h2"], 20)
+        futs, hosts = _start(4, plan, marks)
+        assert hosts == ["h1", "h1", "h2", "h2"], hosts
         started = time.time()
         with ssh_hosts.flap(1, 6.0):
             got = wait_on(futs)
@@ -141,8 +146,8 @@ def test_a_run_whose_only_host_is_cut_off_waits_for_it_and_finishes_there(ssh_ho
     prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path)[:1])
     plan = {"h1": [16.0, 2.0], "again": 1.0}
     with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"), retries=0) as rt:
-        futs = [S.marked(i, plan, str(marks)) for i in range(2)]
-        _until(lambda: len(_marks(marks)) >= 2, 20)
+        futs, hosts = _start(2, plan, marks)
+        assert hosts == ["h1", "h1"], hosts
         with ssh_hosts.flap(1, 6.0):
             got = wait_on(futs)
             (back,) = rt.dispatcher.rejoins.backs
