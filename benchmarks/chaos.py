@@ -295,7 +295,7 @@ def scenario_a(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
 
 # -- (b) the master killed, then resumed --------------------------------------------------------
 def scenario_b(root: str, args: argparse.Namespace, rng: random.Random) -> dict[str, Any]:
-    from taskflow.runtime.resumestore import ResumeStore
+    from taskflow.runtime.recovery.restore import ResumeStore
     s = Scratch(root, "b", args.tasks, args.nap)
     workers = args.workers or 2 * args.nodes
     opts = ["--local-nodes", str(args.nodes), "--workers", str(workers)]
@@ -320,7 +320,7 @@ def scenario_b(root: str, args: argparse.Namespace, rng: random.Random) -> dict[
     names = W.ordinals(s.shape)
     records = list(ResumeStore(run_dir).by_key.values())
     # a record whose value stayed on its node ("h") is not kept: the task runs again
-    # (runtime/resume.py), so it is counted apart from those a resume must restore
+    # (runtime/recovery/log.py), so it is counted apart from those a resume must restore
     recorded = {names[(r.name, r.ordinal)] for r in records
                 if not any(o[0] == "h" for o in r.outputs)}
     left_on_node = {names[(r.name, r.ordinal)] for r in records} - recorded

@@ -240,7 +240,7 @@ def test_taskflow_run_end_to_end(tmp_path):
     assert "FAILED" in r.stderr and "task broken" in r.stderr and "ZeroDivisionError" in r.stderr
     r = _run(cli + ["--progress", "wf.py"], tmp_path)
     assert r.returncode == 0, r.stderr
-    # off a terminal, progress is plain lines (runtime/progress_lines.py); the last: all done
+    # off a terminal, progress is plain lines (console/lines.py); the last: all done
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("[")]
     assert lines and lines[-1].endswith("] 11/11 done, 0 running, 0 queued, 0 waiting, 0 failed")
     (tmp_path / "bad.py").write_text("raise SystemExit(3)\n")

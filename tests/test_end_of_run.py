@@ -9,7 +9,7 @@ import sys
 from click.testing import CliRunner
 
 from taskflow.cli import main
-from taskflow.runtime.failreport import fold_traceback, user_frames
+from taskflow.console.failures import fold_traceback, user_frames
 
 REMOTE = '''Traceback (most recent call last):
   File "/opt/site-packages/taskflow/agent/executor.py", line 417, in _run_tasks
@@ -88,7 +88,7 @@ def test_a_failed_run_says_it_once(tmp_path):
     assert len(report) <= 14, err
 
 
-PROGRESS_LINE = re.compile(r"^\[\d+:\d\d(?::\d\d)?\] ")     # runtime/progress_lines.py
+PROGRESS_LINE = re.compile(r"^\[\d+:\d\d(?::\d\d)?\] ")     # console/lines.py
 
 
 def test_plain_python_says_it_once_as_taskflow_run_does(tmp_path):
@@ -201,7 +201,7 @@ def test_the_runs_own_failure_comes_first_and_is_not_called_a_task():
     from types import SimpleNamespace
 
     from taskflow.errors import TaskError
-    from taskflow.runtime.failreport import DETAILED, failure_lines
+    from taskflow.console.failures import DETAILED, failure_lines
     errs = [TaskError(f"task f (id {i}) failed on node n: boom", task_name="f", task_id=i,
                       node="n") for i in range(1, DETAILED + 2)]
     errs.append(TaskError("no nodes left: node n was lost (its connection closed)",

@@ -285,7 +285,7 @@ def test_a_done_row_never_goes_out_ahead_of_an_event_emitted_before_it():
     benchmarks/chaos.py: tasks of a resumed run stayed RUNNING in the journal, the event
     written after the row.)"""
     import threading
-    from taskflow.runtime.events import EventBus
+    from taskflow.runtime.bus import EventBus
     bus = EventBus()
     lock = bus.rows_lock = _LoopLock()
     batches = []

@@ -1,6 +1,6 @@
 """The journal's writer reads every kind of event as the runtime builds it.
 
-The runtime's events are named tuples (taskflow.runtime.event_types); the
+The runtime's events are named tuples (taskflow.events); the
 writer process gets them as plain tuples and unpacks them in that order
 (taskflow.journal.changes). A field added, dropped or moved on one side only
 shows here as a value in the wrong column.
@@ -11,7 +11,7 @@ import json
 import sqlite3
 
 from taskflow.journal.writer import JournalDB
-from taskflow.runtime import event_types as E
+from taskflow import events as E
 
 INFO = ("m.f", '{"computing_units": 1}', ("a",), "f")     # a spec as journal/wire.py sums it
 

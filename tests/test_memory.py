@@ -13,7 +13,7 @@ import taskflow
 from taskflow import TaskGroup, wait_on, wait_on_file
 from taskflow.future import Future
 from taskflow.graph.task import Task
-from taskflow.runtime.lineage import Record
+from taskflow.runtime.rules.lineage import Record
 
 import memory_tasks as MT
 

@@ -11,9 +11,9 @@ import time
 import pytest
 
 import taskflow
-from taskflow.runtime.console import MAX_NAMES, Progress
-from taskflow.runtime.occupancy import occupancy
-from taskflow.runtime.progress_lines import ProgressLines, clock
+from taskflow.console.bars import MAX_NAMES, Progress
+from taskflow.console.occupancy import occupancy
+from taskflow.console.lines import ProgressLines, clock
 
 import observe_tasks as ot
 
@@ -70,7 +70,7 @@ def test_running_tasks_are_counted_while_they_run(tmp_path):
         prog.close()
 
 
-# -- off a terminal: plain lines (runtime/progress_lines.py) --------------------------------
+# -- off a terminal: plain lines (console/lines.py) --------------------------------
 LINE = re.compile(r"^\[(\d\d):(\d\d)\] (\d+)/(\d+) done, (\d+) running, (\d+) queued, "
                   r"(\d+) waiting, (\d+) failed(?:, \d+ cancelled)?(?:, \d+ interrupted)?(?:; (.*))?$")
 

@@ -7,7 +7,7 @@ import threading
 from fakes import node, state
 
 from taskflow.future import FINISHED, Future
-from taskflow.runtime import relay as R
+from taskflow.runtime.loop import relay as R
 from taskflow.wire import messages as M
 
 

@@ -354,7 +354,7 @@ def test_a_master_killed_mid_run_is_resumed_without_redoing_finished_tasks(tmp_p
     os.kill(p.pid, signal.SIGKILL)
     p.communicate(timeout=30)
     (run,) = os.listdir(tmp_path / "runs")
-    from taskflow.runtime.resumestore import ResumeStore
+    from taskflow.runtime.recovery.restore import ResumeStore
     finished = {f"step{r.ordinal - 1}" for r in ResumeStore(str(tmp_path / "runs" / run))
                 .by_key.values()}
     assert finished, "nothing was recorded before the kill"
@@ -400,7 +400,7 @@ def test_a_checkpoint_policy_writes_records_in_batches(tmp_path, policy, kept, s
     """--checkpoint: records wait in memory until N tasks or T seconds (the loop writes
     them after T even when nothing else finishes), or until compss_snapshot(); a killed
     master loses what waited."""
-    from taskflow.runtime.resumestore import ResumeStore
+    from taskflow.runtime.recovery.restore import ResumeStore
     (tmp_path / "wf.py").write_text(CKPT.replace("# SNAPSHOT", SNAPSHOT if snapshot else ""))
     p = _start(tmp_path, "--checkpoint", policy, "wf.py")      # implies --resumable
     assert p.stdout is not None

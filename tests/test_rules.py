@@ -1,4 +1,4 @@
-"""The outcome rules of the master (runtime.outcomes), driven with a fake Comm.
+"""The outcome rules of the master (runtime.rules.outcomes), driven with a fake Comm.
 
 No node process runs here: tasks are placed on never-connected node handles
 and the rules' requests to the nodes are recorded by ``fakes.FakeComm``.
@@ -11,7 +11,7 @@ import pytest
 
 from fakes import dispatch, event_waiter, node, spec, state, task, value
 from taskflow.errors import NodeLost, TaskCancelled, TaskError, TaskTimeout
-from taskflow.runtime import outcomes
+from taskflow.runtime.rules import outcomes
 from taskflow.wire import messages as M
 
 BOOM = M.ErrorInfo("ValueError", "boom", "Traceback: ...", None)

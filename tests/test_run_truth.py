@@ -159,8 +159,8 @@ def test_a_damaged_journal_is_one_line_from_every_command(tmp_path):
 
 
 def _frames(log):
-    """Where each frame of a resume log starts (runtime/resume.py's format)."""
-    from taskflow.runtime.resume import HEAD, MAGIC
+    """Where each frame of a resume log starts (runtime/recovery/log.py's format)."""
+    from taskflow.runtime.recovery.log import HEAD, MAGIC
     data = open(log, "rb").read()
     pos, out = len(MAGIC), []
     while pos < len(data):

@@ -10,8 +10,8 @@ import pytest
 
 from fakes import Looks, counted_node, node, spec, state, task
 from taskflow.future import Future
-from taskflow.runtime.remote_values import EVERY_NODE, RemoteValues
-from taskflow.runtime.scheduler import Scheduler
+from taskflow.runtime.loop.remote_values import EVERY_NODE, RemoteValues
+from taskflow.runtime.scheduling.scheduler import Scheduler
 
 
 def _looks_per_task(make) -> dict[int, float]:
@@ -228,8 +228,8 @@ def test_a_journal_slower_than_the_tasks_holds_back_the_submitter_not_the_record
 
 
 def test_a_burst_keeps_new_rows_back_until_their_task_ends_never_behind_its_events():
-    from taskflow.runtime.event_types import Running
-    from taskflow.runtime.events import SUB_HOLD, _hold_back
+    from taskflow.events import Running
+    from taskflow.runtime.bus import SUB_HOLD, _hold_back
 
     st, _ = state(node("n1"))
     sp = spec()

@@ -92,7 +92,7 @@ def test_a_leaving_node_gets_nothing_new():
     assert {nd.name for nd, _ in st.scheduler.assign()} == {"n2"}
 
 
-# -- many nodes: the choice without a loop over the nodes (runtime/nodeloads.py) --------------
+# -- many nodes: the choice without a loop over the nodes (runtime/scheduling/nodeloads.py) --------------
 def test_the_choice_of_a_node_does_not_look_at_every_node_per_task():
     """No per-task loop over the nodes: the looks per task stay flat from 4 to 256 nodes."""
     per_task = {}
@@ -144,7 +144,7 @@ def test_a_lost_or_leaving_node_gets_nothing_more():
 
 
 def test_short_calls_go_to_several_nodes_in_slices_bounded_by_their_work():
-    from taskflow.runtime import scheduler as S
+    from taskflow.runtime.scheduling import scheduler as S
     nodes = [node(f"n{i}", slots=1) for i in range(8)]
     st, _ = state(*nodes)
     sp = spec()

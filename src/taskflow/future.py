@@ -110,7 +110,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._consumers: list[Task] | None = None  # tasks waiting for this version
         self._wev: list[Waiter] | None = None      # runtime waiters
         # what can change this value (graph.keys; resumable runs): its key, or the record of
-        # the plain call that made it, whose key is computed when asked (runtime.resume)
+        # the plain call that made it, whose key is computed when asked (runtime.recovery.log)
         self._key: bytes | tuple[Any, ...] | None = None
 
     # -- the concurrent.futures internals, made lazily -------------------
@@ -228,7 +228,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         producer any more.
 
         Returns the tasks that waited for it, if any: the caller releases them, then
-        wakes whoever waits on this future (:meth:`notify_done`; ``runtime.ending.release``
+        wakes whoever waits on this future (:meth:`notify_done`; ``runtime.rules.ending.release``
         does both), in that order. With none, those are woken here.
         """
         self._payload = payload
@@ -303,12 +303,12 @@ class Future(_cf.Future):  # type: ignore[type-arg]
 
     def written_at(self, path: str) -> None:
         """This file or directory version is (being) written at ``path``, not where it was
-        planned: an adopted task's, in the earlier run's directory (runtime/adoption.py)."""
+        planned: an adopted task's, in the earlier run's directory (runtime/recovery/adopt.py)."""
         self._path = path
 
     def held_by(self, node: str) -> bool:
         """``node`` holds the value too from now on; True when it is the first node that
-        does (the caller then watches the future: runtime.remote_values)."""
+        does (the caller then watches the future: runtime.loop.remote_values)."""
         holders = self._holders
         if holders is None:
             self._holders = {node}
@@ -318,7 +318,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
 
     def left_on(self, node: str) -> bool:
         """Its task left the value on ``node``, which alone holds it; True when no node
-        held it before (the caller then watches the future: runtime.remote_values)."""
+        held it before (the caller then watches the future: runtime.loop.remote_values)."""
         first = self._holders is None
         self._holders = {node}
         return first
@@ -345,12 +345,12 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._holders = None
 
     def remembered(self, record: Any) -> None:
-        """``record`` can make the value again if its node is lost (runtime.lineage)."""
+        """``record`` can make the value again if its node is lost (runtime.rules.lineage)."""
         self._lineage = record
 
     def stand_in(self, record: Any) -> None:
         """This new future stands for a value that no node holds any more: finished, and
-        made again from ``record`` when somebody needs it (runtime.lineage)."""
+        made again from ``record`` when somebody needs it (runtime.rules.lineage)."""
         self._state = FINISHED
         self._holders = set()
         self._lineage = record

@@ -315,7 +315,7 @@ def barrier_group(name: str) -> None:
     tasks = rt.groups[name]
     futs = [f for t in tasks for f in t.all_outputs()]
     rt.wait_futures(futs)
-    from ..runtime.cancel import claim_abort
+    from ..runtime.rules.cancel import claim_abort
     with rt.lock:
         abort = claim_abort(rt, name)
     errs = rt.unreported_failures(tasks)
@@ -337,7 +337,7 @@ def cancel_group(name: str) -> int:
     rt = _rt()
     if rt is None or name not in rt.groups:
         raise UsageError(f"cancel_group: no task group named {name!r}")
-    from ..runtime.cancel import cancel_tasks, claim_abort
+    from ..runtime.rules.cancel import cancel_tasks, claim_abort
     cbs: list[Any] = []
     with rt.lock:
         n = cancel_tasks(rt, rt.groups[name], f"its task group {name!r} was cancelled", cbs)

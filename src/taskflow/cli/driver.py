@@ -107,7 +107,7 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     """Run ``plan`` and exit: the script's status, ``stop(code=N)``'s N, 1 when a task
     failed or the run's record could not be kept, 128 + the signal when interrupted, 2
     when the runtime could not start (docs/guide/failures.md#exit-status)."""
-    from ..runtime.progress_lines import start as start_progress
+    from ..console.lines import start as start_progress
     from ..runtime.runtime import Runtime
     try:
         rt = Runtime(**plan.runtime)
@@ -169,8 +169,8 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
         click.echo(interrupts.interrupted_summary(rt, plan.script, plan.script_args,
                                                   launcher.resume_options), err=True)
         return 128 + signum
-    from ..runtime.console import summary
-    from ..runtime.failreport import end_of_run
+    from ..console.bars import summary
+    from ..console.failures import end_of_run
     if rt.resumer is not None:
         _resume_report(rt, plan.explain)
     # (a traceback says it otherwise; a failed record was said when it happened, and below)

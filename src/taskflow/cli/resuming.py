@@ -3,7 +3,7 @@
 Without a run id, the latest run of the same script started in the same
 directory (in the same ``--run-dir``) is continued. The resumed run is a new
 run (its own id and journal) that restores every call the earlier run
-finished (runtime/resume.py) and runs the rest.
+finished (runtime/recovery/log.py) and runs the rest.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import click
 
 from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
-from ..runtime.resumestore import rerun_lines
+from ..runtime.recovery.restore import rerun_lines
 from .observe import run_dir_option
 from .options import examples
 

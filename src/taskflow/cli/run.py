@@ -20,7 +20,7 @@ from .nodes import cluster_options, slurm_cli_provider
 from .observe import run_dir_option
 from .options import examples, renamed, retired
 from .resuming import run_to_resume
-from ..runtime.resume import RESUMABLE
+from ..runtime.recovery.log import RESUMABLE
 from ..wire.adoption import ADOPT_GRACE
 
 

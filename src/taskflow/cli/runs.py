@@ -5,7 +5,7 @@ the command line the journal keeps, read with ``taskflow run``'s own option
 table), the state the journal has, when it started, how long it took and
 its tasks. ``clean`` removes run directories the options pick, never one in
 use: a run holds its directory's lock while it goes on, and a run resumed
-from another holds that one's (:mod:`taskflow.runtime.runlock`).
+from another holds that one's (:mod:`taskflow.runtime.recovery.runlock`).
 """
 from __future__ import annotations
 
@@ -203,7 +203,7 @@ def clean(older_than: float | None, keep: int | None, failed: bool, all_: bool,
     holds its directory's lock. Says what it removed and how much space that
     freed.
     """
-    from ..runtime.runlock import RunLock, has_lock_file, holder
+    from ..runtime.recovery.runlock import RunLock, has_lock_file, holder
     if older_than is None and keep is None and not failed and not all_:
         raise click.UsageError("say which runs to remove: --older-than AGE, --keep N, "
                                "--failed, or --all (and --dry-run to see them first)")

@@ -48,7 +48,7 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
         lines.append(f"export TASKFLOW_RESUBMIT={shlex.quote(shlex.join(resubmit))}")
     pypath = os.pathsep.join(p for p in sys.path if p)
     lines.append(f"export PYTHONPATH={shlex.quote(pypath)}${{PYTHONPATH:+:$PYTHONPATH}}")
-    # progress as plain lines in the job's output (off a terminal: runtime.progress_lines)
+    # progress as plain lines in the job's output (off a terminal: console.lines)
     run = [python, "-m", "taskflow", "run", "--slurm", "allocation",
            "--slurm-nodes", str(nodes), "--run-dir", run_dir,
            "--resumable" if resumable else "--no-resumable"]

@@ -96,10 +96,10 @@ class Keys:
         self.specs: list[TaskSpec] = []
         self._numbers: dict[TaskSpec, int] = {}
         # calls given their key when made (assign) that have not ended well yet: while there
-        # are some, the loop thread looks for them among the results (runtime/dispatch.py)
+        # are some, the loop thread looks for them among the results (runtime/loop/dispatch.py)
         self.keyed = 0
         # makes the records of the calls that ended so far (the bus's delivery: they are
-        # made there, runtime/resume.py); None: nothing to wait for
+        # made there, runtime/recovery/log.py); None: nothing to wait for
         self.settle: Callable[[], None] | None = None
 
     # -- the pieces ----------------------------------------------------------------
@@ -180,14 +180,14 @@ class Keys:
         return no
 
     def ended(self, rec: tuple[Any, ...]) -> bytes:
-        """The key of the plain call the resume log kept as ``rec`` (runtime/resume.py:
+        """The key of the plain call the resume log kept as ``rec`` (runtime/recovery/log.py:
         ``(function number, ordinal, argv, value)``)."""
         return plain_key(self.code(self.specs[rec[0]]), rec[2])
 
     def deferred(self, task: Task) -> bytes:
         """The key of a counted plain call (:meth:`count`), computed now, as :meth:`assign`
         would have; its output gets it. The call stays a plain one (the resume log keeps
-        it as itself: runtime/resume.py)."""
+        it as itself: runtime/recovery/log.py)."""
         key = plain_key(self.code(task.spec), task.argv)
         for fut in task.outputs:        # (one; none once its values were let go)
             fut.set_key(key)
@@ -281,7 +281,7 @@ def _fut_key(fut: Future, keys: Keys) -> bytes:
             k = fut._key
     if isinstance(k, bytes):
         return k
-    if k is not None:               # a plain call's log record (runtime.resume): its key now
+    if k is not None:               # a plain call's log record (runtime.recovery.log): its key now
         key = keys.ended(k)
         fut.set_key(key)
         return key

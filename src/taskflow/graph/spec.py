@@ -57,7 +57,7 @@ class TaskSpec:
         self.plain = not self.special and self.varargs is None and self.nout == 1
         self.priority = _parse_priority(priority, self.name)
         # Ready tasks are ordered by priority, then, within one priority, tasks that read
-        # values go before tasks that read none (runtime.readyqueue): Task.prio = rank + 1
+        # values go before tasks that read none (runtime.scheduling.readyqueue): Task.prio = rank + 1
         # for a reader, rank for a source.
         self.rank = 2 * self.priority
         self.time_out = _parse_timeout(time_out, self.name)
@@ -91,7 +91,7 @@ class TaskSpec:
         self.cu_expr = Expr(1, "", [])     # computing_units and memory_size as expressions
         self.mem_expr = Expr(0.0, "", [])
         self.gpus = 0                 # GPU computing units (processors=)
-        self.gang = False             # placed by runtime.gang (several nodes, GPUs)
+        self.gang = False             # placed by runtime.scheduling.gang (several nodes, GPUs)
         # something is decided per call (runtime.calltime); False: the hot path
         self.call_time = False
         # what every call sends to its node, unless decided per call (None: a plain call)
@@ -115,7 +115,7 @@ class TaskSpec:
 
     def declare_io(self) -> None:
         """The task only reads and writes (PyCOMPSs's ``@IO`` with I/O executors): it holds
-        no computing unit and runs on a node's I/O executors (runtime.scheduler)."""
+        no computing unit and runs on a node's I/O executors (runtime.scheduling.scheduler)."""
         self.io = True
         self.set_constraints(computing_units=0)
 
@@ -193,7 +193,7 @@ class TaskSpec:
         self.options = Options(limits, inv) if (limits or inv) else None
 
     def _is_gang(self) -> bool:
-        """Whether the scheduler must place calls through runtime.gang."""
+        """Whether the scheduler must place calls through runtime.scheduling.gang."""
         if self.invoker in ("mpi", "multinode"):
             return True
         if self.invoker in ("ompss", "workflow"):

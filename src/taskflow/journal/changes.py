@@ -1,11 +1,11 @@
 """One delivery of the bus as the changes it makes to the journal's tables.
 
 Runs in the journal's writer process, which loads only this folder (the
-standard library only). A delivery (``runtime.event_types.RowBatch``) comes
+standard library only). A delivery (``events.RowBatch``) comes
 as :mod:`.wire` pickled it: the rows' specs are their :data:`~.wire.SpecInfo`
 summaries, futures ``(data id, path)``, and each event is the plain tuple of
 its record's fields, unpacked here in the order of
-:mod:`taskflow.runtime.event_types` (never read by attribute: the records'
+:mod:`taskflow.events` (never read by attribute: the records'
 classes are not loaded in this process). :class:`Changes` gathers what the
 delivery changes, table by table; :data:`HANDLERS` has one function per
 event kind; ``JournalDB`` writes it all in one transaction.
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
 from .text import params_text, ref_summary, stream_paths
 
 if TYPE_CHECKING:
-    from ..runtime.event_types import (DoneWire, Dispatched, Ended, Event, Log, Memory,
-                                       NodeGone, NodeJoin, NodeNote, Ready, Resumed, Retry,
-                                       Running, Sample, SubmittedWire, Usage, WholeWire)
+    from ..events import (DoneWire, Dispatched, Ended, Event, Log, Memory, NodeGone, NodeJoin,
+                          NodeNote, Ready, Resumed, Retry, Running, Sample, SubmittedWire, Usage,
+                          WholeWire)
     from .wire import ErrorInfo, SpecInfo
 
 LOG_CAP = 20000          # lines stored per task; the rest are counted, then stated in the log
@@ -210,7 +210,7 @@ class Changes:
                 self.logs.append(_capped(tid, t1, node, n))
 
 
-# -- one handler per event kind (runtime.event_types) ----------------------------------
+# -- one handler per event kind (events) ----------------------------------
 
 def _ready(c: Changes, ev: Ready) -> None:
     _, t, tid, _, node, _ = ev

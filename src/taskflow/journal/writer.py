@@ -17,7 +17,7 @@ INSERT; other changes are coalesced per task and applied with
 A write that fails (a full disk; the database locked by another process for
 longer than :data:`.failure.LOCK_WAIT`; a damaged file) is not swallowed: the
 writer says why in one line (:func:`.failure.describe`) on its status pipe,
-keeps nothing more, and the runtime fails the run (runtime/recordfail.py).
+keeps nothing more, and the runtime fails the run (runtime/recovery/recordfail.py).
 So that the run's row can still say ``failed`` and why on a full disk, the
 journal keeps :data:`RESERVE` bytes of room in a file beside it, let go of
 to write that row (and when the run ends well).
@@ -39,8 +39,8 @@ from .failure import LOCK_WAIT, describe
 from .schema import JOURNAL_NAME, SCHEMA
 
 if TYPE_CHECKING:
-    from ..runtime.event_types import DoneWire, Event, RowBatch, SubmittedWire, WholeWire
-    from ..runtime.events import EventBus
+    from ..events import DoneWire, Event, RowBatch, SubmittedWire, WholeWire
+    from ..runtime.bus import EventBus
     from .wire import SpecInfo
 
     # A delivery as the writer gets it: RowBatch as wire.py pickled it (specs are their
@@ -149,7 +149,7 @@ class JournalDB:
     HOLD = 0.5   # s a new task's row waits in memory, so its end lands in the same INSERT
 
     def write(self, batch: Delivery, final: bool = False) -> None:
-        """One delivery of the bus (``runtime.event_types.RowBatch``, as :mod:`.wire`
+        """One delivery of the bus (``events.RowBatch``, as :mod:`.wire`
         pickled it) in one transaction."""
         whole, sub, evs, done = batch
         c = Changes(self._held, self._nlogs, self._specs)
@@ -351,7 +351,7 @@ class JournalWriter:
         self._failed(message)
 
     def on_events(self, batch: RowBatch) -> None:
-        """From the bus thread: one delivery (``runtime.event_types.RowBatch``)."""
+        """From the bus thread: one delivery (``events.RowBatch``)."""
         with self._lock:
             if self.closed or self.failed is not None:
                 return

@@ -20,7 +20,7 @@ from typing import Iterable
 
 # lightness band of the fills: light enough for black text, dark enough to tell apart
 # The colour of each task state, the same in the monitor, the report and the pictures. They
-# follow the terminal's progress bars (runtime/console.py): running cyan, failed red, done
+# follow the terminal's progress bars (console/bars.py): running cyan, failed red, done
 # green (rich's finished bar).
 STATE_COLOURS: dict[str, str] = {
     "SUBMITTED": "#e0e0e0", "READY": "#fff3b0", "DISPATCHED": "#9ecae1", "RUNNING": "#22a7c9",

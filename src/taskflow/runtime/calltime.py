@@ -31,7 +31,7 @@ from ..graph.expr import Expr, as_int, bind, expand_all, expand_env, number
 from ..wire.invocation import (CommandLine, Container, Gang, HookProgram, Hooks, Http,
                                Invocation, Limits, MpmdProgram, Mpi, Options, Param, Program,
                                Workflow)
-from . import gang
+from .scheduling import gang
 
 if TYPE_CHECKING:
     from ..graph.spec import TaskSpec

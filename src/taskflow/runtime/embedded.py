@@ -21,7 +21,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, NoReturn
 
-from . import current, plainscript
+from . import current
+from ..console import plainscript
 
 if TYPE_CHECKING:
     from .runtime import Runtime

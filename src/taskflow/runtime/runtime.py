@@ -32,16 +32,18 @@ from ..context import private_dir
 from ..wire import budget
 from ..wire.adoption import ADOPT_GRACE
 from ..wire.invocation import Options, limit_memory
-from . import adoption, current, gctune, outcomes, putinplace
+from .recovery import adopt as adoption
+from . import current, gctune, putinplace
+from .rules import outcomes
 from .calltime import CallTimes, cannot_fit, outlasts_every_node
-from .dispatch import Dispatcher
-from .event_types import NodeJoin, NodeNote
-from .ending import cancel_task
+from .loop.dispatch import Dispatcher
+from ..events import NodeJoin, NodeNote
+from .rules.ending import cancel_task
 from ..graph.keys import Keys
 from ..journal.root import runs_root
-from .runlock import RunLock
-from .resume import LOG_NAME, RESUMABLE, ResumeLog, checkpoint_policy
-from .resumestore import ResumeStore, Resumer, failed_calls
+from .recovery.runlock import RunLock
+from .recovery.log import LOG_NAME, RESUMABLE, ResumeLog, checkpoint_policy
+from .recovery.restore import ResumeStore, Resumer, failed_calls
 from .state import RETRIES, RunState
 
 log = logging.getLogger(__name__)
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from ..journal.writer import JournalWriter
     from ..wire.messages import Payload
     from ..wire.messages import Hello
-    from .outcomes import Callbacks
+    from .rules.outcomes import Callbacks
 
 YIELD_EVERY = 128   # calls between a submitter's yields to the loop thread (Dispatcher.let_run)
 
@@ -131,7 +133,7 @@ class Runtime(RunState):
         self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
         self.journal: JournalWriter | None = None
         self.embedded = False       # started by the first task call (runtime.embedded)
-        # Resumable runs (runtime/resume.py; by default, with a journal): finished calls are
+        # Resumable runs (runtime/recovery/log.py; by default, with a journal): finished calls are
         # logged before they are acted on; a resumed run restores the earlier run's.
         if resumable is None:
             resumable = RESUMABLE and journal
@@ -248,7 +250,7 @@ class Runtime(RunState):
             try:
                 self.log.ended(tasks)
             except RecordFailed as exc:
-                from .recordfail import from_thread
+                from .recovery.recordfail import from_thread
                 from_thread(self, str(exc))
 
     def _open_journal(self) -> None:
@@ -258,7 +260,7 @@ class Runtime(RunState):
         if self.journal_on and self.journal is None:
             from .._version import __version__
             from ..journal.writer import JournalWriter, WriteFailed, run_row
-            from .recordfail import from_thread
+            from .recovery.recordfail import from_thread
             try:            # a run that cannot keep its record does not start
                 self.journal = JournalWriter(
                     self.run_dir, run_row(self.run_id, self.t_start, self.workers, __version__),
@@ -474,7 +476,7 @@ class Runtime(RunState):
                     (task, [d._producer.id for d in deps if d._producer is not None])
                     if deps else task)
             if aborted is not None:       # a task of the group raised GroupAbort already
-                from .cancel import cancel_tasks
+                from .rules.cancel import cancel_tasks
                 cbs: Callbacks = []
                 cancel_tasks(self, [task], f"its task group {aborted!r} was aborted", cbs)
             elif cancel_by is not None:
@@ -573,7 +575,7 @@ class Runtime(RunState):
 
     def cancel_all(self, why: str) -> int:
         """Cancel every task that has not ended (running programs get SIGTERM)."""
-        from .cancel import cancel_all
+        from .rules.cancel import cancel_all
         cbs: Callbacks = []
         with self.lock:
             n = cancel_all(self, why, cbs)

@@ -37,7 +37,7 @@ class SpecRun:
         self.mean = 0.0             # their running mean duration, seconds
         self.held_mean = 0          # bytes a call leaves on its node (prefetch depth)
         self.digest: bytes | None = None     # of the pickle below: how nodes know it
-        self.payload: bytes | None = None    # the function, pickled to ship (runtime.outbox)
+        self.payload: bytes | None = None    # the function, pickled to ship (runtime.loop.outbox)
 
     def ran(self, seconds: float) -> None:
         """One more call ended well after ``seconds`` (the mean of about the last 50)."""

@@ -17,12 +17,12 @@ import threading
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Union
 
 from ..graph import task as T
-from .events import EventBus
-from .scheduler import Scheduler
+from .bus import EventBus
+from .scheduling.scheduler import Scheduler
 from .specruns import SpecRuns
 
 if TYPE_CHECKING:
-    from .adoption import Adoption
+    from .recovery.adopt import Adoption
     from ..errors import TaskError
     from ..future import Future
     from ..graph.task import Task
@@ -97,7 +97,7 @@ class RunState:
         self.groups: dict[str, list[Task]] = {}          # task groups: their tasks so far
         self._group_marks: dict[str, int] = {}           # group -> its size at the next forget
         # group -> (error recorded as a failure, the GroupAbort a task raised): raised in the
-        # program at the group's barrier (runtime.cancel)
+        # program at the group's barrier (runtime.rules.cancel)
         self.group_aborts: dict[str, tuple[TaskError, BaseException]] = {}
         self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
         self.dids: Iterator[int] = itertools.count(1)      # data (version) ids

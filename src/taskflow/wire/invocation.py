@@ -14,7 +14,7 @@ hooks around it.
 The master resolves a call's declaration into these records when the task is
 called (``runtime.calltime``: ``$ENV`` expanded, expressions evaluated,
 binaries checked) and fills :attr:`Invocation.placement` when a task that
-holds several nodes or GPUs is dispatched (``runtime.gang``). The node reads
+holds several nodes or GPUs is dispatched (``runtime.scheduling.gang``). The node reads
 them by attribute and dispatches on the action's type
 (``agent.invokers``). Records are immutable: calls whose options cannot
 differ share one (pickled once per frame).
@@ -166,7 +166,7 @@ class Hooks(NamedTuple):
 
 class Gang(NamedTuple):
     """What a task holds on several nodes or with GPUs: ``procs`` processes of ``unit``
-    computing units, ``ppn`` per node when given, ``gpus`` GPUs (runtime.gang)."""
+    computing units, ``ppn`` per node when given, ``gpus`` GPUs (runtime.scheduling.gang)."""
 
     procs: int
     ppn: int | None
@@ -175,7 +175,7 @@ class Gang(NamedTuple):
 
 
 class Placement(NamedTuple):
-    """The nodes the scheduler gave a gang task, when it was dispatched (runtime.gang)."""
+    """The nodes the scheduler gave a gang task, when it was dispatched (runtime.scheduling.gang)."""
 
     hosts: tuple[tuple[str, int], ...]        # host name, processes: one entry per host
     node_names: tuple[tuple[str, int], ...]   # node name, processes: one per chosen node

@@ -16,7 +16,7 @@ what each body is. Master -> node::
                                          running tasks (programs get SIGTERM), kill what is
                                          still running after this many seconds
     PULL      list[tuple[int, int, int]] (data id, offset, bytes): parts of values to send
-    PART      list[PartWire]             parts of a value copied here (runtime.relay)
+    PART      list[PartWire]             parts of a value copied here (runtime.loop.relay)
     ADOPT     Adopt                      a resumed master claims tasks the agent kept
                                          running for it (wire.adoption), cancels the rest
     KEYS      list[tuple[int, bytes]]    (task id, key) of keyed calls sent (adoptable runs):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Final
 
-# Master (runtime.scheduler, runtime.dispatch): extra tasks per slot sent to a node.
+# Master (runtime.scheduling.scheduler, runtime.loop.dispatch): extra tasks per slot sent to a node.
 MASTER_SHORT: Final = 0.005       # s: functions faster than this are prefetched deeply...
 MASTER_DEEP: Final = 256          # ...this many extra tasks per slot (else one extra)
 # ...but a function whose calls leave values on their node is prefetched only as deep as

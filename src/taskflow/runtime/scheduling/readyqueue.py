@@ -22,8 +22,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
-    from ..graph.task import Task
+    from ...graph.spec import TaskSpec
+    from ...graph.task import Task
 
 
 class ReadyQueue:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..runtime.runtime import Runtime
 
 
 class Occupancy(NamedTuple):

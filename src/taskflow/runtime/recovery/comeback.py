@@ -27,14 +27,14 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from ..graph import task as T
-from ..wire import messages as M
-from .event_types import Dispatched, NodeNote, Resumed
+from ...graph import task as T
+from ...wire import messages as M
+from ...events import Dispatched, NodeNote, Resumed
 
 if TYPE_CHECKING:
-    from ..graph.task import Task
-    from ..providers.handle import NodeHandle
-    from .runtime import Runtime
+    from ...graph.task import Task
+    from ...providers.handle import NodeHandle
+    from ..runtime import Runtime
 
 log = logging.getLogger(__name__)
 

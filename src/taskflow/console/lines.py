@@ -11,7 +11,7 @@ counts when the run ends::
     [00:12] 119/120 done, 0 running, 0 queued, 0 waiting, 1 failed
 
 ``done`` ended well; ``running`` started on a node; ``queued`` sent to a
-node that has not started it (``runtime.occupancy``); ``waiting`` the rest
+node that has not started it (``console.occupancy``); ``waiting`` the rest
 (inputs not ready, or no free slot yet); ``failed`` and, when there are
 some, ``cancelled`` and ``interrupted``. No colour, no cursor movement, no carriage return: the
 model is Snakemake's "x of y steps" and Nextflow's plain log. The counts are
@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .occupancy import occupancy
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..runtime.runtime import Runtime
 
 INTERVAL = 5.0      # s: the most often a line is printed while only the counts move
 HEARTBEAT = 60.0    # s: a line even when nothing moved (the log shows the run is alive)
@@ -173,6 +173,6 @@ class ProgressLines:
 def start(rt: Runtime, terminal: bool, stream: Any = None) -> Any:
     """The run's progress display: rich bars on a terminal, plain lines elsewhere."""
     if terminal:
-        from .console import Progress
+        from .bars import Progress
         return Progress(rt, stream=stream)
     return ProgressLines(rt, stream=stream)

@@ -14,16 +14,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from ..errors import TaskCancelled
-from ..future import FINISHED, Future
-from ..graph import task as T
-from ..graph.task import Task
-from ..wire import messages as M
-from ..wire.thresholds import MASTER_SHORT
-from .event_types import Ready, ended
+from ...errors import TaskCancelled
+from ...future import FINISHED, Future
+from ...graph import task as T
+from ...graph.task import Task
+from ...wire import messages as M
+from ...wire.thresholds import MASTER_SHORT
+from ...events import Ready, ended
 
 if TYPE_CHECKING:
-    from .state import RunState
+    from ..state import RunState
 
 Callbacks = list[tuple[Callable[[Future], Any], Future]]   # run after the lock is released
 

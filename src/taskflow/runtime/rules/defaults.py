@@ -16,12 +16,12 @@ import pickle
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from ..wire import messages as M
-from ..wire import protocol as P
+from ...wire import messages as M
+from ...wire import protocol as P
 
 if TYPE_CHECKING:
-    from ..future import Future
-    from ..graph.task import Task
+    from ...future import Future
+    from ...graph.task import Task
 
 log = logging.getLogger(__name__)
 

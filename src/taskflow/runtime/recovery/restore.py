@@ -19,13 +19,13 @@ import pickle
 import time
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
-from ..graph.keys import KeyParts, plain_key
-from .resume import HEAD, LOG_NAME, MAGIC, Output, plain_descs
+from ...graph.keys import KeyParts, plain_key
+from .log import HEAD, LOG_NAME, MAGIC, Output, plain_descs
 
 if TYPE_CHECKING:
-    from ..future import Future
-    from ..graph.task import Task
-    from .runtime import Runtime
+    from ...future import Future
+    from ...graph.task import Task
+    from ..runtime import Runtime
 
 
 class Record(NamedTuple):
@@ -224,8 +224,8 @@ class Resumer:
     def restore(self, rt: Runtime, task: Task, deps: Iterable[Future]) -> bool:
         """Under the run's lock: finish ``task`` from the earlier run's record, if it has
         one (True); else say why it runs again (False)."""
-        from . import outcomes
-        from .event_types import Resumed
+        from ..rules import outcomes
+        from ...events import Resumed
         rec, why = self.find(task.key, task.spec.name, task.ordinal, task.key_parts)
         bus = rt.bus
         if rec is None and rt.adoption is not None and rt.adoption.claim(rt, task):
@@ -274,7 +274,7 @@ def rerun_lines(reruns: dict[str, dict[str, int]]) -> list[str]:
 
 def failed_calls(run_dir: str) -> set[tuple[str, int]]:
     """(name, ordinal) of the calls that failed in an earlier run (from its journal)."""
-    from ..journal.reader import Journal
+    from ...journal.reader import Journal
     out: set[tuple[str, int]] = set()
     seen: dict[str, int] = {}
     try:

@@ -28,7 +28,7 @@ others a *submitted* row and later a *done* row (plain tuples:
 list of events, the rows expanded into :class:`~.event_types.Submitted` and
 ``Ended`` "done" events, so its view does not change. The resume log takes
 the tasks that ended well themselves (:meth:`EventBus.watch_ended`): it keeps
-their calls and values (runtime/resume.py) at no cost to the loop thread, and
+their calls and values (runtime/recovery/log.py) at no cost to the loop thread, and
 later still than the rows: when a delivery finds nothing new (the burst is
 over), after ``max_delay`` at the latest, or when flushed.
 
@@ -57,8 +57,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..graph.task import exit_code
-from .event_types import DoneWire, Ended, Submitted, SubmittedWire, WholeWire
-from .event_types import Event as Event     # what emit() takes (observers import it here)
+from ..events import DoneWire, Ended, Submitted, SubmittedWire, WholeWire
+from ..events import Event as Event
 
 log = logging.getLogger(__name__)
 

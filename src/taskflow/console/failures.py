@@ -20,7 +20,7 @@ from ..errors import TaskCancelled, TaskError
 from .pathhint import hint
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..runtime.runtime import Runtime
 
 DETAILED = 5            # failures shown in full; the rest get one line each
 ONE_LINE = 20           # ... up to this many, then a count

@@ -20,10 +20,10 @@ import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from . import current
+from ..runtime import current
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..runtime.runtime import Runtime
 
 _previous: Any = None                           # the hook ours replaced
 _script_exc: BaseException | None = None        # what the script raised, for the report
@@ -60,6 +60,6 @@ def report_at_exit(rt: Runtime) -> None:
     exc, _script_exc = _script_exc, None
     if exc is None and not rt.failures:
         return
-    from .console import summary
-    from .failreport import end_of_run
+    from .bars import summary
+    from .failures import end_of_run
     print(end_of_run(rt, exc, summary(rt, time.time() - rt.t_start)), file=sys.stderr)

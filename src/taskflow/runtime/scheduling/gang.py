@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from ..wire.invocation import Gang, Placement as Chosen
+from ...wire.invocation import Gang, Placement as Chosen
 
 if TYPE_CHECKING:
-    from ..graph.task import Task
-    from ..providers.handle import NodeHandle
+    from ...graph.task import Task
+    from ...providers.handle import NodeHandle
     from .scheduler import Scheduler
 
 Placement = list[tuple["NodeHandle", int]]    # [(node, processes)]

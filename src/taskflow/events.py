@@ -27,12 +27,12 @@ as :class:`Submitted` and ``Ended`` "done" events.
 import time
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Optional, TypeVar, Union
 
-from ..graph import task as T
+from .graph import task as T
 
 if TYPE_CHECKING:
-    from ..errors import TaskError
-    from ..graph.spec import TaskSpec
-    from ..graph.task import Task
+    from .errors import TaskError
+    from .graph.spec import TaskSpec
+    from .graph.task import Task
 
 # What some kinds add (the sixth field):
 # the call of a submitted task: (dep task ids, argv, kwargs, refs, spec), references only
@@ -134,7 +134,7 @@ class Retry(NamedTuple):
 
 class Resumed(NamedTuple):
     """In a resumed run: a call restored from the earlier run, adopted from one of its
-    agents (runtime/adoption.py), or run again and why."""
+    agents (runtime/recovery/adopt.py), or run again and why."""
 
     kind: Literal["rerun", "restored", "adopted"]
     t: float

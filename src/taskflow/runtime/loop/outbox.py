@@ -16,26 +16,27 @@ from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
-from ..future import FINISHED, Future
-from ..graph import task as T
-from ..graph.spec import TaskSpec
-from ..graph.task import Task
-from ..providers.handle import NodeHandle
-from ..wire import messages as M
-from ..wire import protocol as P
-from ..wire.thresholds import MASTER_DEEP, MASTER_SHORT
-from . import gang, outcomes
-from .event_types import Dispatched
-from ..errors import RecordFailed
-from .recordfail import record_failed
-from .resume import Chunk, completion_record
+from ...future import FINISHED, Future
+from ...graph import task as T
+from ...graph.spec import TaskSpec
+from ...graph.task import Task
+from ...providers.handle import NodeHandle
+from ...wire import messages as M
+from ...wire import protocol as P
+from ...wire.thresholds import MASTER_DEEP, MASTER_SHORT
+from ..scheduling import gang
+from ..rules import outcomes
+from ...events import Dispatched
+from ...errors import RecordFailed
+from ..recovery.recordfail import record_failed
+from ..recovery.log import Chunk, completion_record
 
 if TYPE_CHECKING:
-    from ..graph.task import TaskRef
+    from ...graph.task import TaskRef
     from .dispatch import Dispatcher
-    from .outcomes import Callbacks
-    from .runtime import Runtime
-    from .specruns import SpecRun
+    from ..rules.outcomes import Callbacks
+    from ..runtime import Runtime
+    from ..specruns import SpecRun
 
 ADOPT_MIN = 0.5     # s: keyed calls shorter than this on average are not sent their keys
 
@@ -63,7 +64,7 @@ class Outbox:
         digest: bytes
         learned: SpecRun
         chained: object         # its consumers (a list or None), or whether any output has some
-        # an adoptable run: the keys of keyed calls go to their node (runtime/adoption.py)
+        # an adoptable run: the keys of keyed calls go to their node (runtime/recovery/adopt.py)
         keyed: dict[NodeHandle, list[tuple[int, bytes]]] | None = \
             {} if self.rt.keys is not None and self.rt.adopt_grace > 0 else None
         for node, task in assignments:
@@ -241,7 +242,7 @@ class Outbox:
             return True
         if fut._exception is not None:
             raise RuntimeError(f"internal: task {task.id} reads a failed value")
-        # The value lives on another node: it is copied there in parts (runtime.relay).
+        # The value lives on another node: it is copied there in parts (runtime.loop.relay).
         if not self.disp.relay.request(fut, node, task):
             self.lost.append((task, fut))
         return False

@@ -30,7 +30,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..providers.handle import NodeHandle
+    from ...providers.handle import NodeHandle
 
 Entry = tuple[float, int, int, "NodeHandle"]
 

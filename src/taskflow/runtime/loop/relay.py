@@ -24,17 +24,17 @@ import pickle
 import threading
 from typing import TYPE_CHECKING
 
-from ..future import FINISHED
-from ..graph import task as T
-from ..wire import messages as M
-from ..wire import protocol as P
-from . import lineage
+from ...future import FINISHED
+from ...graph import task as T
+from ...wire import messages as M
+from ...wire import protocol as P
+from ..rules import lineage
 
 if TYPE_CHECKING:
-    from ..future import Future
-    from ..providers.handle import NodeHandle
-    from .runtime import Runtime
-    from .state import Waiter
+    from ...future import Future
+    from ...providers.handle import NodeHandle
+    from ..runtime import Runtime
+    from ..state import Waiter
 
 PART = 4 * 2**20           # bytes a part carries
 WINDOW = 4                 # parts of one copy asked for and not yet forwarded

@@ -52,13 +52,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Union
 
-from ..context import private_file
-from ..errors import RecordFailed
-from ..wire.messages import Packed
+from ...context import private_file
+from ...errors import RecordFailed
+from ...wire.messages import Packed
 
 if TYPE_CHECKING:
-    from ..graph.keys import Keys
-    from ..graph.task import Task
+    from ...graph.keys import Keys
+    from ...graph.task import Task
 
 LOG_NAME = "resume.log"
 MAGIC = b"taskflow resume log 2\n"
@@ -91,7 +91,7 @@ class ResumeLog:
             if os.fstat(self._fd).st_size == 0:
                 _write_all(self._fd, [MAGIC])
         except OSError as exc:
-            from ..journal.failure import describe
+            from ...journal.failure import describe
             raise RecordFailed(f"{describe('resume log', path, exc)} (give another "
                                f"--run-dir, or --no-resumable for a run without one)") from None
         self._lock = threading.Lock()
@@ -245,7 +245,7 @@ class ResumeLog:
         try:
             _write_all(self._fd, self.frame(records, payloads))
         except OSError as exc:
-            from ..journal.failure import describe
+            from ...journal.failure import describe
             self.failed = describe("resume log", self.path, exc)
             raise RecordFailed(self.failed) from None
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from .occupancy import occupancy
 
 if TYPE_CHECKING:
-    from .events import Event
-    from .runtime import Runtime
+    from ..runtime.bus import Event
+    from ..runtime.runtime import Runtime
 
 
 MAX_NAMES = 24     # one bar per task name up to this many (NMMB has 23); the rest share one
@@ -195,6 +195,6 @@ def summary(rt: Runtime, wall: float) -> str:
              f"{c['cancelled']} cancelled, {c['retries']} retried; "
              f"{len(nodes)} node(s), {slots} slot(s)"]
     back = rt.dispatcher.rejoins.summary()
-    if back:                                    # lost nodes that came back (runtime/rejoin.py)
+    if back:                                    # lost nodes that came back (runtime/recovery/comeback.py)
         lines.append(f"taskflow: {back}")
     return "\n".join(lines)

@@ -27,18 +27,18 @@ import os
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..graph import task as T
-from ..graph.keys import plain_key
-from ..providers import adopting
-from ..wire import adoption as adoption_wire
-from ..wire import messages as M
-from .event_types import Dispatched, Resumed
+from ...graph import task as T
+from ...graph.keys import plain_key
+from ...providers import adopting
+from ...wire import adoption as adoption_wire
+from ...wire import messages as M
+from ...events import Dispatched, Resumed
 
 if TYPE_CHECKING:
-    from ..graph.task import Task
-    from ..providers.handle import NodeHandle
-    from ..wire.messages import Hello
-    from .runtime import Runtime
+    from ...graph.task import Task
+    from ...providers.handle import NodeHandle
+    from ...wire.messages import Hello
+    from ..runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def record(rt: Runtime, config: Hello) -> None:
     try:
         adopting.record(rt.run_dir, rt.run_id, rt.adopt_grace, config)
     except OSError as exc:
-        from ..journal.failure import describe
+        from ...journal.failure import describe
         log.warning("%s: agents will not outlive a lost master", describe(
             "the adoption secret", os.path.join(rt.run_dir, adoption_wire.SECRET_NAME), exc))
         rt.adopt_grace = 0.0

@@ -22,19 +22,20 @@ import pickle
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout
-from ..future import FINISHED, Future
-from ..graph import task as T
-from ..graph.task import Task
-from ..wire import messages as M
-from . import cancel, gang, lineage
-from .event_types import Retry
+from ...errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout
+from ...future import FINISHED, Future
+from ...graph import task as T
+from ...graph.task import Task
+from ...wire import messages as M
+from . import cancel, lineage
+from ..scheduling import gang
+from ...events import Retry
 from .ending import Callbacks as Callbacks     # (named here by the dispatcher's annotations)
 from .ending import cancel_successors, finish_future, release, take_back_chained, task_ended
 
 if TYPE_CHECKING:
-    from ..providers.handle import NodeHandle
-    from .state import RunState
+    from ...providers.handle import NodeHandle
+    from ..state import RunState
 
 
 def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandle,
@@ -82,7 +83,7 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         run.left(held)
     if spec.invoker == "python" and (task.key is not None or not task.ordinal):
         # (programs keep theirs: the journal's exit code; a plain call whose key waited
-        # keeps its one until the resume log has it: runtime/resume.py ResumeLog.ended)
+        # keeps its one until the resume log has it: runtime/recovery/log.py ResumeLog.ended)
         task.outputs = ()           # the task's rows and groups no longer pin its values
         task.inouts = None
     run.ran(task.t_end - task.t_start)

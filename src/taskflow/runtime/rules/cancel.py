@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from ..errors import GroupAbort, TaskCancelled, TaskError
-from ..graph import task as T
-from . import gang
+from ...errors import GroupAbort, TaskCancelled, TaskError
+from ...graph import task as T
+from ..scheduling import gang
 from .ending import Callbacks, cancel_successors, finish_future, task_ended
 
 if TYPE_CHECKING:
-    from ..graph.task import Task
-    from ..providers.handle import NodeHandle
-    from ..wire.messages import ErrorInfo
-    from .state import RunState
+    from ...graph.task import Task
+    from ...providers.handle import NodeHandle
+    from ...wire.messages import ErrorInfo
+    from ..state import RunState
 
 
 def cancel_tasks(rt: RunState, tasks: Iterable[Task], why: str, cbs: Callbacks) -> int:

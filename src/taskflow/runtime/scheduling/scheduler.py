@@ -28,16 +28,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Iterable
 
-from ..wire.thresholds import PREFETCH_BYTES
+from ...wire.thresholds import PREFETCH_BYTES
 from . import gang
 from .nodeloads import NodeLoads
 from .readyqueue import ReadyQueue
-from .specruns import SpecRun, SpecRuns
+from ..specruns import SpecRun, SpecRuns
 
 if TYPE_CHECKING:
-    from ..future import Future
-    from ..graph.task import Task
-    from ..providers.handle import NodeHandle
+    from ...future import Future
+    from ...graph.task import Task
+    from ...providers.handle import NodeHandle
 
 SHORT = 0.005      # seconds; tasks faster than this are prefetched deeply
 DEEP = 256         # extra tasks per slot for short tasks
@@ -56,7 +56,7 @@ class Scheduler:
         self.ready = ReadyQueue()
         self.nodes: list[NodeHandle] = []
         self._rr = 0
-        # task id -> what runtime.gang reserved beyond its node: (head node, [(node, units)],
+        # task id -> what runtime.scheduling.gang reserved beyond its node: (head node, [(node, units)],
         # GPU ids, several nodes?, @IO: [(node, I/O executors)])
         self.gangs: dict[int, tuple[NodeHandle, list[tuple[NodeHandle, int]], list[int], bool,
                                     list[tuple[NodeHandle, int]]]] = {}

@@ -29,7 +29,7 @@ import weakref
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from ..future import Future
+    from ...future import Future
 
 
 EVERY_NODE = ""      # in take()'s answer: ids for every live node (where they are is unknown)
@@ -87,7 +87,7 @@ class RemoteValues:
         return len(self._watched)
 
     def unused(self, dids: list[int]) -> list[int]:
-        """Of the values a node says it holds (one that came back: runtime/rejoin.py), those
+        """Of the values a node says it holds (one that came back: runtime/recovery/comeback.py), those
         whose futures are gone (or were never watched): to drop there."""
         watched = self._watched
         out = []
@@ -98,7 +98,7 @@ class RemoteValues:
         return out
 
     def not_on(self, node: str, held: set[int]) -> int:
-        """``node`` came back holding ``held`` (runtime/rejoin.py): the live values the run
+        """``node`` came back holding ``held`` (runtime/recovery/comeback.py): the live values the run
         thought were there and are not (a fresh agent holds none) are not any more; how
         many. One pass over the watched values, once per return."""
         n = 0

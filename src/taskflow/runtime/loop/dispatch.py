@@ -18,22 +18,23 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 
-from ..future import Future
-from ..graph import task as T
-from ..providers.handle import NodeHandle
-from ..wire import messages as M
-from ..wire import protocol as P
-from ..wire.adoption import PING_EVERY
-from . import gctune, lineage, outcomes
-from .event_types import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
+from ...future import Future
+from ...graph import task as T
+from ...providers.handle import NodeHandle
+from ...wire import messages as M
+from ...wire import protocol as P
+from ...wire.adoption import PING_EVERY
+from .. import gctune
+from ..rules import lineage, outcomes
+from ...events import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
-from .rejoin import Rejoins
+from ..recovery.comeback import Rejoins
 from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
-from ..errors import RecordFailed
-from .recordfail import record_failed
-from .resume import Chunk, completion_record
-from .state import Waiter
+from ...errors import RecordFailed
+from ..recovery.recordfail import record_failed
+from ..recovery.log import Chunk, completion_record
+from ..state import Waiter
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +45,9 @@ log = logging.getLogger(__name__)
 SAMPLE_ROWS = 100.0
 
 if TYPE_CHECKING:
-    from ..graph.task import Task
-    from .outcomes import Callbacks
-    from .runtime import Runtime
+    from ...graph.task import Task
+    from ..rules.outcomes import Callbacks
+    from ..runtime import Runtime
 
 
 class _Fetch:
@@ -124,7 +125,7 @@ class Dispatcher:
             if n.walltime_end is not None:
                 rt.scheduler.walltimes = True      # check job ends before placing
             away = n.info.pop("rejoined", None)
-            if away is not None:            # a lost node back in the run (runtime/rejoin.py)
+            if away is not None:            # a lost node back in the run (runtime/recovery/comeback.py)
                 self.rejoins.back(rt, n, float(away))
             rt.capacity_changed()
             self.sample_every = len(self.nodes) / SAMPLE_ROWS
@@ -423,7 +424,7 @@ class Dispatcher:
                          cbs: Callbacks) -> None:
         """Resumable runs with keyed calls: the tasks with a key that ended well, in the
         resume log before anything is done with their results (one write for the frame;
-        runtime/resume.py). Plain calls are kept by the bus thread (ResumeLog.ended)."""
+        runtime/recovery/log.py). Plain calls are kept by the bus thread (ResumeLog.ended)."""
         rt = self.rt
         records: list[tuple[Any, ...]] = []
         payloads: list[Chunk] = []

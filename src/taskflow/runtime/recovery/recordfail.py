@@ -15,12 +15,12 @@ import logging
 import traceback
 from typing import TYPE_CHECKING
 
-from ..errors import RecordFailed
-from . import outcomes
+from ...errors import RecordFailed
+from ..rules import outcomes
 
 if TYPE_CHECKING:
-    from .ending import Callbacks
-    from .state import RunState
+    from ..rules.ending import Callbacks
+    from ..state import RunState
 
 log = logging.getLogger(__name__)
 

@@ -24,15 +24,15 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Union
 
-from ..future import Future
-from ..graph import task as T
-from ..graph.task import Inout, Task
-from ..wire import messages as M
-from .event_types import Retry
+from ...future import Future
+from ...graph import task as T
+from ...graph.task import Inout, Task
+from ...wire import messages as M
+from ...events import Retry
 from .ending import Callbacks, cancel_task
 
 if TYPE_CHECKING:
-    from .state import RunState, Waiter
+    from ..state import RunState, Waiter
 
 
 class _Input:
