@@ -102,8 +102,7 @@ def task(sp: TaskSpec, *inputs: Future, st: RunState | None = None, nout: int = 
     for f in outs:
         f._producer = t
     if st is not None:
-        st.n_active += 1
-        st.n_submitted += 1
+        st.tally.submitted_one()
         for d in inputs:
             if d._state != "FINISHED":
                 d._consumers = (d._consumers or []) + [t]

@@ -31,7 +31,7 @@ def test_a_failing_task_runs_once_by_default(rt, tmp_path):
     marker.mkdir()
     with pytest.raises(TaskError) as info:
         wait_on(L.fail_counted(str(marker)))
-    assert len(os.listdir(marker)) == 1 and rt.n_retries == 0
+    assert len(os.listdir(marker)) == 1 and rt.tally.retries == 0
     first = str(info.value).split("\n", 1)[0]
     assert "ValueError: attempt 0 fails" in first and "attempts" not in first
     assert wait_on(L.inc(1)) == 2
@@ -52,7 +52,7 @@ def test_retries_n_runs_a_failing_task_n_plus_1_times(tmp_path, monkeypatch, n):
     with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs"), retries=n) as rt:
         with pytest.raises(TaskError, match=f"after {n + 1} attempts"):
             wait_on(L.fail_counted(str(marker)))
-    assert len(os.listdir(marker)) == n + 1 and rt.n_retries == n
+    assert len(os.listdir(marker)) == n + 1 and rt.tally.retries == n
     with Journal(rt.run_dir) as j:
         (t,) = j.tasks()
         assert t["state"] == "FAILED" and t["attempts"] == n + 1
@@ -78,7 +78,7 @@ def test_fail_cancels_successors_keeps_unrelated_and_barrier_raises(rt):
     with pytest.raises(TaskError, match="fail_now"):
         taskflow.barrier()       # the root failure was not seen yet: the barrier raises it
     taskflow.barrier()           # reported once
-    assert rt.failed and rt.n_cancelled == 2
+    assert rt.failed and rt.tally.cancelled == 2
 
 
 def test_failure_seen_at_wait_on_is_not_raised_again_by_barrier(rt):
@@ -103,7 +103,7 @@ def test_cancel_successors_gives_none(rt):
     later = L.inc(v)                    # called after the failure: cancelled too
     assert wait_on(later) is None
     taskflow.barrier()
-    assert not rt.failed and rt.n_cancelled == 2
+    assert not rt.failed and rt.tally.cancelled == 2
 
 
 def test_time_out_kills_the_task_and_the_slot_recovers(rt):
@@ -171,5 +171,5 @@ def test_failure_in_a_chain_cancels_the_rest(rt):
         wait_on(chain[10])
     with pytest.raises(TaskCancelled):
         wait_on(chain[-1])
-    assert rt.n_cancelled == 19
+    assert rt.tally.cancelled == 19
     assert wait_on(L.inc(1)) == 2

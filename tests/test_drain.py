@@ -56,4 +56,4 @@ def test_sigterm_drains_a_node(tmp_path, monkeypatch):
     # the tasks it had not started were handed back (the master sends two per slot)
     back = [e for e in events if e[0] == "retry" and "handed back" in str(e[5])]
     assert back
-    assert rt.n_done == 20 and rt.n_retries == 0
+    assert rt.tally.done == 20 and rt.tally.retries == 0

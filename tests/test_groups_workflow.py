@@ -40,7 +40,7 @@ def test_group_abort_cancels_the_group_and_is_raised_at_its_exit(rt):
         wait_on(slow)
     assert wait_on(maybe_abort(5)) == 5               # the program goes on
     assert not rt.failed                              # claimed at the barrier: no run failure
-    assert rt.n_retries == 0
+    assert rt.tally.retries == 0
 
 
 def test_cancel_group_and_an_unclaimed_abort_fails_the_run(rt):

@@ -244,7 +244,7 @@ def test_a_task_past_its_memory_limit_is_stopped_by_the_kernel(tmp_path, monkeyp
         assert "memory limit of 0.1 GB" in msg and "enforced by the kernel" in msg
         assert f"the kernel killed {what}" in msg and "Raise memory_size" in msg
         assert info.value.limit == int(0.1 * 2**30) and info.value.peak > 0.09 * 2**30
-    assert rt.n_retries == 0
+    assert rt.tally.retries == 0
 
 
 def _logs_live(rt, tid):

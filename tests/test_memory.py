@@ -129,7 +129,7 @@ def test_a_chain_lost_with_its_node_is_made_again_from_its_records(rt4, nogc):
     assert _until(lambda: not node.alive)
     assert wait_on(MT.checksum(v)) == 300 * 1024 + 5 * 1024 + 2 + 4
     assert v._holders and holder not in v._holders
-    assert rt4.n_retries >= 6           # the five links and the first value, made again
+    assert rt4.tally.retries >= 6           # the five links and the first value, made again
 
 
 def test_consumers_start_while_producers_remain(tmp_path, monkeypatch):
@@ -177,7 +177,7 @@ def test_readers_of_one_large_value_never_see_each_others_changes(rt):
     assert wait_on(MT.total(a)) == 2e5
     got = wait_on([MT.zero_then_sum(a) if i % 2 == 0 else MT.total(a) for i in range(40)])
     assert got == [0.0, 2e5] * 20
-    assert rt.n_retries == 0
+    assert rt.tally.retries == 0
 
 
 def test_a_chain_of_large_arrays_runs_without_retries(rt):
@@ -189,7 +189,7 @@ def test_a_chain_of_large_arrays_runs_without_retries(rt):
         a = MT.grow_array(a)
     v = wait_on(a)
     assert v.shape == (6_000_000,) and float(v[0]) == 5.0 and np.all(v == 5.0)
-    assert rt.n_retries == 0
+    assert rt.tally.retries == 0
 
 
 def _journal(rt):
@@ -305,7 +305,7 @@ def test_a_task_past_its_memory_limit_is_stopped_with_its_limit_and_peak(rt_rlim
     msg = str(err)
     assert "memory limit of 0.25 GB" in msg and "RLIMIT_AS" in msg and "peak" in msg
     assert "MemoryError" in err.remote_traceback
-    assert rt.n_retries == 0
+    assert rt.tally.retries == 0
     # the executor's own limit is back: the same process allocates freely again
     assert wait_on([MT.allocate_sized(300) for _ in range(2)]) == [300 * 2**20] * 2
 

@@ -37,7 +37,7 @@ def test_a_value_releases_its_consumer_to_the_ready_queue():
     _ended_well(st, a, n, 41)
     assert fut.done() and pickle.loads(fut._payload) == 41
     assert b.state == "READY" and st.scheduler.tasks() == [b]
-    assert st.n_done == 1 and st.n_active == 1
+    assert st.tally.done == 1 and st.tally.active == 1
 
 
 def test_a_chained_consumer_already_on_the_node_gets_the_value_pushed():
@@ -78,7 +78,7 @@ def test_retry_runs_again_elsewhere_then_fails_and_cancels_the_successors():
     dispatch(a, n1)
     outcomes.task_failed(st, a, M.ERROR, BOOM, n1, [])
     assert a.state == "READY" and a.attempts == 1 and a.excluded == {"n1"}
-    assert st.scheduler.tasks() == [a] and st.n_retries == 1 and not st.failures
+    assert st.scheduler.tasks() == [a] and st.tally.retries == 1 and not st.failures
     st.scheduler.ready.pop()
     dispatch(a, n2)
     outcomes.task_failed(st, a, M.ERROR, BOOM, n2, [])
@@ -88,7 +88,7 @@ def test_retry_runs_again_elsewhere_then_fails_and_cancels_the_successors():
     assert "ValueError: boom" in str(err) and err.task_id == a.id
     with pytest.raises(TaskCancelled, match=f"because task .* \\(id {a.id}\\) failed"):
         b.outputs[0].result()
-    assert st.n_failed == 1 and st.n_cancelled == 1 and st.n_active == 0
+    assert st.tally.failed == 1 and st.tally.cancelled == 1 and st.tally.active == 0
 
 
 def test_a_failure_names_the_command_that_shows_its_logs():
@@ -123,7 +123,7 @@ def test_cancel_successors_gives_none_without_failing_the_run():
     dispatch(a, n)
     outcomes.task_failed(st, a, M.ERROR, BOOM, n, [])
     assert b.state == "CANCELLED" and b.outputs[0].result() is None
-    assert not st.failures and st.n_cancelled == 1
+    assert not st.failures and st.tally.cancelled == 1
 
 
 def test_a_chained_consumer_is_taken_back_from_the_node_when_its_producer_reruns():
@@ -223,4 +223,4 @@ def test_the_last_node_lost_under_a_chain_ends_each_of_its_tasks_once():
     dispatch(b, n1)                     # chained: waits on the node for a's value
     outcomes.node_lost(st, n1, "its connection closed", [])
     assert (a.state, b.state, c.state) == ("FAILED", "CANCELLED", "CANCELLED")
-    assert st.n_failed == 1 and st.n_cancelled == 2 and st.n_active == 0
+    assert st.tally.failed == 1 and st.tally.cancelled == 2 and st.tally.active == 0

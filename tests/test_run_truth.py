@@ -132,7 +132,7 @@ def test_a_task_error_whose_str_raises_is_the_tasks_own_failure(rt):
         wait_on(L.raise_unprintable(1))
     first = str(info.value).split("\n", 1)[0]
     assert "UnprintableError: <its __str__ raised RuntimeError: no text" in first
-    assert "WorkerDied" not in str(info.value) and rt.n_retries == 0
+    assert "WorkerDied" not in str(info.value) and rt.tally.retries == 0
     assert wait_on(L.inc(1)) == 2           # the executor lived
 
 

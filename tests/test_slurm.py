@@ -98,7 +98,7 @@ def test_pilot_killed_mid_run(slurm, tmp_path, monkeypatch):
     assert [o[0] for o in out] == [i * i for i in range(16)]
     lost = [e for e in events if e[0] == "node_lost"]
     assert lost and lost[0][4] == victim.name and f"slurm job {victim.job_id}" in lost[0][5]
-    assert rt.n_done == 16 and not rt.failed
+    assert rt.tally.done == 16 and not rt.failed
     # the user is told how the job ended, in Slurm's words
     _until(lambda: getattr(victim, "slurm_state", None), 30, "the lost job's Slurm state")
     assert victim.slurm_state.split()[0] in ("FAILED", "CANCELLED")
@@ -120,7 +120,7 @@ def test_pilot_scancelled_mid_run(slurm, tmp_path, monkeypatch):
         out = wait_on(futs)
         _until(lambda: getattr(victim, "slurm_state", None), 30, "the job's Slurm state")
     assert [o[0] for o in out] == [i * i for i in range(16)]
-    assert rt.n_done == 16 and not rt.failed
+    assert rt.tally.done == 16 and not rt.failed
     gone = [e for e in events if e[0] in ("node_left", "node_lost") and e[4] == victim.name]
     assert gone and f"slurm job {victim.job_id}" in gone[0][5]
     assert victim.slurm_state.startswith("CANCELLED")
@@ -143,7 +143,7 @@ def test_sigterm_drains_a_pilot(slurm, tmp_path, monkeypatch):
                        timeout=15)
         out = wait_on(futs)
         _until(lambda: not victim.alive, 30, "the drained pilot to leave")
-        assert not rt.failed and rt.n_retries == 0
+        assert not rt.failed and rt.tally.retries == 0
     assert [o[0] for o in out] == [i * i for i in range(12)]
     left = [e for e in events if e[0] == "node_left"]
     assert left and left[0][4] == victim.name and "SIGTERM" in left[0][5]
@@ -185,7 +185,7 @@ def test_pilot_throttling_and_idle_exit(slurm, tmp_path, monkeypatch):
             _until(lambda: slurm.squeue(p.job_name).get(jid) == "COMPLETED",
                    30, "the idle pilot's job to complete")
             assert len(p.submitted) == 4         # no replacement while there is no work
-            assert rt.n_done == 60 and not rt.failed
+            assert rt.tally.done == 60 and not rt.failed
     finally:
         stop.set()
         w.join(5)

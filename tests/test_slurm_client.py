@@ -87,7 +87,7 @@ def test_the_controller_away_mid_run_waits_says_so_once_and_never_submits_twice(
     said = p.decisions
     assert sum("does not answer" in d for d in said) == 1, said
     assert sum("answers again" in d for d in said) == 1, said
-    assert not rt.failed and rt.n_done == 48
+    assert not rt.failed and rt.tally.done == 48
 
 
 def test_a_controller_that_stays_away_is_given_up_with_a_clear_error(slurm, tmp_path,

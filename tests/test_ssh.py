@@ -196,7 +196,7 @@ def test_node_killed_mid_run(ssh_hosts, tmp_path, monkeypatch, capfd):
             timer.join()
             lost = [n for n in rt.nodes if not n.alive]
             assert [n.name for n in lost] == ["h2"]
-            assert rt.n_retries >= 1
+            assert rt.tally.retries >= 1
     finally:
         ssh_hosts.restart(2)
     assert got == [i * i for i in range(12)]

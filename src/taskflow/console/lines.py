@@ -78,8 +78,9 @@ class ProgressLines:
         """(submitted, done, running, queued, waiting, failed, cancelled, interrupted) now."""
         rt = self.rt
         occ = occupancy(rt)
-        sub, done, failed, cancelled = rt.n_submitted, rt.n_done, rt.n_failed, rt.n_cancelled
-        interrupted = rt.n_interrupted
+        tally = rt.tally
+        sub, done, failed, cancelled = tally.submitted, tally.done, tally.failed, tally.cancelled
+        interrupted = tally.interrupted
         ended = done + failed + cancelled + interrupted
         running, queued = occ.n_running, occ.n_queued
         waiting = max(sub - ended - running - queued, 0)
@@ -123,8 +124,8 @@ class ProgressLines:
     # -- when it is shown ------------------------------------------------------------
     def _moved(self) -> tuple[int, ...]:
         """The counters whose change is worth a line (cheap: no look at the nodes)."""
-        rt = self.rt
-        return rt.n_submitted, rt.n_done, rt.n_failed, rt.n_cancelled, rt.n_interrupted
+        tally = self.rt.tally
+        return tally.submitted, tally.done, tally.failed, tally.cancelled, tally.interrupted
 
     def _loop(self) -> None:
         pending = ""        # state changes not printed yet (CHANGE_GAP)

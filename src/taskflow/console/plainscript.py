@@ -48,8 +48,8 @@ def _hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | Non
         done = rt.wait_all(1.0)         # most runs end now; a long one gets a word
     except BaseException:  # noqa: BLE001 - Ctrl-C here: the report comes at exit anyway
         done = False
-    if not done and rt.n_active:
-        print(f"taskflow: the script raised {kind.__name__}; waiting for {rt.n_active} "
+    if not done and rt.tally.active:
+        print(f"taskflow: the script raised {kind.__name__}; waiting for {rt.tally.active} "
               f"task(s) still to end before the report (Ctrl-C stops them)", file=sys.stderr)
         sys.stderr.flush()
 

@@ -67,7 +67,7 @@ def _watch_exit() -> None:
     def exit(status: object = None) -> NoReturn:
         global _exit, _exit_calls
         rt = current._current
-        _exit_calls = rt.n_submitted if rt is not None else 0
+        _exit_calls = rt.tally.submitted if rt is not None else 0
         _exit = exc = SystemExit(status)
         raise exc
 
@@ -89,7 +89,7 @@ def _program_end(rt: Runtime) -> BaseException | None:
     if exc.__traceback__ is None:
         return exc
     # a handler met it: re-raised (with, finally), unless the program went on to call tasks
-    return exc if rt.n_submitted == _exit_calls else None
+    return exc if rt.tally.submitted == _exit_calls else None
 
 
 def _stop() -> None:

@@ -460,8 +460,7 @@ class Runtime(RunState):
                     aborted = g
         cancel_by = None
         with self.lock:
-            self.n_active += 1
-            self.n_submitted += 1
+            self.tally.submitted_one()
             if self.resumer is not None and self.resumer.restore(self, task, deps):
                 return
             for d in deps:
@@ -521,7 +520,7 @@ class Runtime(RunState):
 
     def _wait_idle(self, timeout: float | None) -> bool:
         with self.lock:
-            if self.n_active == 0:
+            if self.tally.active == 0:
                 return True
             ev = threading.Event()
             self.idle_waiters.append(ev)
@@ -591,7 +590,4 @@ class Runtime(RunState):
 
     # -- information --------------------------------------------------------------
     def counts(self) -> dict[str, int]:
-        return {"submitted": self.n_submitted, "done": self.n_done, "failed": self.n_failed,
-                "cancelled": self.n_cancelled, "active": self.n_active,
-                "interrupted": self.n_interrupted,
-                "retries": self.n_retries, "running": sum(len(n.inflight) for n in self.nodes)}
+        return self.tally.counts(sum(len(n.inflight) for n in self.nodes))

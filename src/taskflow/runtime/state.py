@@ -20,6 +20,7 @@ from ..graph import task as T
 from .bus import EventBus
 from .scheduling.scheduler import Scheduler
 from .specruns import SpecRuns
+from .tally import Tally
 
 if TYPE_CHECKING:
     from .recovery.adopt import Adoption
@@ -86,10 +87,7 @@ class RunState:
         self.providers: list[Provider] = providers or []
         self.failures: list[TaskError] = []
         self.idle_waiters: list[threading.Event] = []
-        self.n_submitted = self.n_done = self.n_failed = self.n_cancelled = 0
-        self.n_ignored = self.n_retries = 0
-        self.n_interrupted = 0
-        self.n_active = 0
+        self.tally = Tally()               # the task counts, changed through its methods
         self.interrupting = False          # the run is being interrupted: nothing new starts
         self.dead: str | None = None       # why no task can run any more (no nodes left)
         self.end_reason: str | None = None  # why the run failed besides its tasks (runend.py)

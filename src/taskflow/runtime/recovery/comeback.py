@@ -109,7 +109,7 @@ class Rejoins:
             if was_running and task.crashes:    # its worker did not die: its node was away
                 task.crashes -= 1
                 if where == "ready":            # (and it did not run again)
-                    rt.n_retries = max(0, rt.n_retries - 1)
+                    rt.tally.retry_undone()
             if where == "ready":
                 queued.add(task.id)
             else:                           # sent to another node meanwhile: taken back

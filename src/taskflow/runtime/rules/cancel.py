@@ -82,7 +82,6 @@ def _cancel_one(rt: RunState, t: Task, why: str, cbs: Callbacks) -> None:
     cancel_successors(rt, t, err, cbs)
     for fut in outs:
         fut.finish_cancelled(cbs)
-    rt.n_cancelled += 1
     task_ended(rt, t)
 
 
@@ -138,7 +137,6 @@ def abort_group(rt: RunState, task: Task, exc: BaseException, error: ErrorInfo,
     cancel_successors(rt, task, err, cbs)
     for fut in outs:
         finish_future(rt, fut, cbs)
-    rt.n_failed += 1
     task_ended(rt, task)
     if group is not None:
         rt.group_aborts.setdefault(group, (err, exc))

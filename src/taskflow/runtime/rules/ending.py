@@ -131,7 +131,6 @@ def cancel_task(rt: RunState, task: Task, cause: Union[Task, str], err: BaseExce
         cancel_successors(rt, task, err, cbs)
     for fut in task.all_outputs():
         fut.finish_cancelled(cbs)
-    rt.n_cancelled += 1
     task_ended(rt, task)
 
 
@@ -145,7 +144,7 @@ def task_ended(rt: RunState, task: Task) -> None:
     task's rows. (Values that live only in the master, small by the inline
     limit, stay until then: no work per task for them.)
     """
-    rt.n_active -= 1
+    active = rt.tally.ended(task.state)
     task.reads = None       # free what the graph no longer needs (1M-task runs)
     bus = rt.bus
     if bus.active:
@@ -162,7 +161,7 @@ def task_ended(rt: RunState, task: Task) -> None:
         task.argv = None
         task.kwargs = None
         task.refs = None
-    if rt.n_active == 0 and rt.idle_waiters:
+    if active == 0 and rt.idle_waiters:
         for w in rt.idle_waiters:
             w.set()
         rt.idle_waiters.clear()

@@ -209,9 +209,7 @@ def recompute(rt: RunState, fut: Future, waiter: Waiter) -> bool:
     if task is None:
         task = rec.task(rt)
         task.state = T.READY
-        rt.n_active += 1
-        rt.n_done -= 1
-        rt.n_retries += 1
+        rt.tally.reopened()
         rt.scheduler.push(task)
         if rt.bus.active:
             rt.bus.emit(Retry("retry", time.time(), task.id, task.spec.name, "",

@@ -51,7 +51,6 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         if consumers is not None:
             release(rt, out, consumers, cbs)
         rt.spec_runs[task.spec].ran(task.t_end - task.t_start)
-        rt.n_done += 1
         task_ended(rt, task)
         return
     name = node.name
@@ -87,7 +86,6 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         task.outputs = ()           # the task's rows and groups no longer pin its values
         task.inouts = None
     run.ran(task.t_end - task.t_start)
-    rt.n_done += 1
     task_ended(rt, task)
 
 
@@ -195,8 +193,7 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
             cancel_successors(rt, task, None, cbs)
         for fut in task.all_outputs():
             finish_future(rt, fut, cbs)
-        rt.n_ignored += 1
-    rt.n_failed += 1
+        rt.tally.ignored_one()
     task_ended(rt, task)
 
 
@@ -212,7 +209,7 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str, rerun: bool = Tru
         task.state = T.READY
         rt.scheduler.push(task)
     if rerun:
-        rt.n_retries += 1
+        rt.tally.retried()
     if rt.bus.active:
         rt.bus.emit(Retry("retry", time.time(), task.id, task.spec.name, node_name, why))
 
@@ -235,7 +232,6 @@ def task_restored(rt: RunState, task: Task, outputs: tuple[tuple[Any, ...], ...]
             consumers = fut.settle(cbs)
         if consumers is not None:
             release(rt, fut, consumers, cbs)
-    rt.n_done += 1
     task_ended(rt, task)
 
 
@@ -250,7 +246,6 @@ def task_interrupted(rt: RunState, task: Task, why: str, node_name: str,
     for fut in task.all_outputs():
         fut.fail(err)
         finish_future(rt, fut, cbs)
-    rt.n_interrupted += 1
     task_ended(rt, task)
 
 
@@ -362,7 +357,6 @@ def _fail_unrun(rt: RunState, t: Task, err: TaskError, cbs: Callbacks) -> None:
     cancel_successors(rt, t, err, cbs)
     for fut in t.all_outputs():
         finish_future(rt, fut, cbs)
-    rt.n_failed += 1
     task_ended(rt, t)
 
 
