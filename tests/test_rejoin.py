@@ -53,7 +53,7 @@ def test_a_host_cut_off_then_back_rejoins_and_its_kept_tasks_are_used(ssh_hosts,
             after = [h for h, _ in wait_on([S.where(0.5) for _ in range(8)])]  # h1 works again
             h1 = [n for n in rt.nodes if n.name == "h1"]
             run_id, run_dir = rt.run_id, rt.run_dir
-            backs = rt.dispatcher.rejoins.backs
+            backs = rt.recovery.comebacks.backs
     assert got == [0, 10, 20, 30]
     assert [n.alive for n in h1] == [False, True]           # lost, then back
     (back,) = backs
@@ -102,7 +102,7 @@ def test_a_host_whose_agent_died_gets_a_fresh_one_and_its_values_are_made_again(
             _until(lambda: [n.alive for n in rt.nodes if n.name == "h1"] == [False, True], 40)
             sums = wait_on([S.checksum(b, 0.02) for b in bigs])
             hosts = [h for h, _ in wait_on([S.where(0.5) for _ in range(8)])]
-            (back,) = rt.dispatcher.rejoins.backs
+            (back,) = rt.recovery.comebacks.backs
     finally:
         ssh_hosts.restart(1)
     assert sums == [(1 << 20) * i for i in range(6)]
@@ -124,8 +124,8 @@ def test_tasks_that_finished_elsewhere_meanwhile_are_stopped_on_the_host_back(
         started = time.time()
         with ssh_hosts.flap(1, 6.0):
             got = wait_on(futs)
-            _until(lambda: bool(rt.dispatcher.rejoins.backs), 20)
-            (back,) = rt.dispatcher.rejoins.backs
+            _until(lambda: bool(rt.recovery.comebacks.backs), 20)
+            (back,) = rt.recovery.comebacks.backs
         time.sleep(max(0.0, started + 13.0 - time.time()))    # past h1's copies' own end
     assert got == [0, 10, 20, 30]
     assert (back.held, back.running, back.cancelled) == (0, 0, 2)
@@ -150,7 +150,7 @@ def test_a_run_whose_only_host_is_cut_off_waits_for_it_and_finishes_there(ssh_ho
         assert hosts == ["h1", "h1"], hosts
         with ssh_hosts.flap(1, 6.0):
             got = wait_on(futs)
-            (back,) = rt.dispatcher.rejoins.backs
+            (back,) = rt.recovery.comebacks.backs
         assert [n.alive for n in rt.nodes] == [False, True]
         assert wait_on(S.marked(2, plan, str(marks))) == 20      # h1 takes work again
     assert got == [0, 10]

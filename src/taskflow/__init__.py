@@ -78,12 +78,7 @@ def stop(wait: bool = True, code: int = 0) -> None:
     from .runtime import current
     rt = current.get()
     if rt is not None:
-        if code:
-            why = f"the program stopped the run with code {code}"
-            rt.cancel_all(why)
-            rt.exit_code = code
-            rt.fail_run(why)
-        rt.stop(wait=wait)
+        rt.stop(wait=wait, code=code)
 
 
 def current_runtime() -> Runtime | None:

@@ -218,7 +218,7 @@ def barrier(no_more_tasks: bool = False) -> None:
     if rt is None:
         return
     rt._wait_idle(None)
-    rt._materialize_all(idle=True)
+    rt.put_in_place(idle=True)
     files = rt.registry.files               # every file is the program's again (wait_on_file),
     for p, item in list(files.items()):     # but a failed version stays: its readers are
         if item.latest is None or item.latest._exception is None:    # cancelled, not fed

@@ -171,7 +171,7 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
         return 128 + signum
     from ..console.bars import summary
     from ..console.failures import end_of_run
-    if rt.resumer is not None:
+    if rt.recovery.resumer is not None:
         _resume_report(rt, plan.explain)
     # (a traceback says it otherwise; a failed record was said when it happened, and below)
     if end.error is None and rt.end_reason is not None and rt.dead is None:
@@ -185,9 +185,10 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
 
 def _resume_report(rt: Runtime, explain: bool) -> None:
     """What a resumed run restored, and (``--explain``) why the rest ran again."""
-    r = rt.resumer
+    r = rt.recovery.resumer
     assert r is not None
-    adopted = rt.adoption.summary() if rt.adoption is not None else ""
+    adoption = rt.recovery.adoption
+    adopted = adoption.summary() if adoption is not None else ""
     again = sum(sum(v.values()) for v in r.reruns.values())
     click.echo(f"taskflow: resumed run {os.path.basename(r.store.run_dir)}: "
                f"{adopted + '; ' if adopted else ''}{r.restored} task(s) restored, {again} ran "

@@ -80,7 +80,7 @@ def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...],
     head = (f"taskflow: run {rt.run_id} interrupted ({rt.interrupted}): {c['done']} task(s) "
             f"finished, {c['interrupted']} interrupted while running, {never} never started"
             + (f", {c['failed']} failed" if c["failed"] else ""))
-    if rt.log is None:
+    if not rt.resumable:
         return head + ("\n  (it was not resumable: it was started --no-resumable; runs "
                        "without it can be continued)")
     return head + f"\n  continue it with: {resume_command(rt, script, args, options)}"

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from .occupancy import occupancy
 
 if TYPE_CHECKING:
-    from ..runtime.bus import Event
-    from ..runtime.runtime import Runtime
+    from ..events import Event
+    from .view import RunView
 
 
 MAX_NAMES = 24     # one bar per task name up to this many (NMMB has 23); the rest share one
@@ -55,7 +55,7 @@ class Progress:
     this prints the bars once, complete, when closed.
     """
 
-    def __init__(self, rt: Runtime, interval: float = 0.5, stream: Any = None) -> None:
+    def __init__(self, rt: RunView, interval: float = 0.5, stream: Any = None) -> None:
         from rich.console import Console
         from rich.progress import (TaskProgressColumn, TextColumn, TimeElapsedColumn,
                                    TimeRemainingColumn)
@@ -186,15 +186,16 @@ class Progress:
         self.console.file.flush()
 
 
-def summary(rt: Runtime, wall: float) -> str:
-    c = rt.counts()
+def summary(rt: RunView, wall: float) -> str:
+    """The run's last line (and the nodes that came back, if any)."""
+    c = rt.tally
     nodes = {n.name: n for n in rt.nodes}      # (a node back after a loss: counted once)
     slots = sum(n.slots for n in nodes.values())
     lines = [f"taskflow: run {rt.run_id} {'FAILED' if rt.failed else 'finished'} in {wall:.2f} s: "
-             f"{c['submitted']} tasks, {c['done']} done, {c['failed']} failed, "
-             f"{c['cancelled']} cancelled, {c['retries']} retried; "
+             f"{c.submitted} tasks, {c.done} done, {c.failed} failed, "
+             f"{c.cancelled} cancelled, {c.retries} retried; "
              f"{len(nodes)} node(s), {slots} slot(s)"]
-    back = rt.dispatcher.rejoins.summary()
-    if back:                                    # lost nodes that came back (runtime/recovery/comeback.py)
+    back = rt.node_returns()
+    if back:                                    # lost nodes that came back
         lines.append(f"taskflow: {back}")
     return "\n".join(lines)

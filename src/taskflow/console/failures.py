@@ -20,7 +20,7 @@ from ..errors import TaskCancelled, TaskError
 from .pathhint import hint
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from .view import RunView
 
 DETAILED = 5            # failures shown in full; the rest get one line each
 ONE_LINE = 20           # ... up to this many, then a count
@@ -163,7 +163,7 @@ def script_error(exc: BaseException) -> list[str]:
     return [f"the script raised {type(exc).__name__}{where}:"] + ["  " + ln for ln in lines]
 
 
-def failure_lines(rt: Runtime, cancelled_by: dict[int, list[tuple[int, str]]] | None = None,
+def failure_lines(rt: RunView, cancelled_by: dict[int, list[tuple[int, str]]] | None = None,
                   errs: list[TaskError] | None = None) -> list[str]:
     """Every failure of the run (or ``errs``), once: the first few in full, then one line each."""
     if errs is None:
@@ -189,10 +189,10 @@ def failure_lines(rt: Runtime, cancelled_by: dict[int, list[tuple[int, str]]] | 
     return out
 
 
-def cancelled_by(rt: Runtime) -> dict[int, list[tuple[int, str]]]:
+def cancelled_by(rt: RunView) -> dict[int, list[tuple[int, str]]]:
     """Failed task id -> the tasks cancelled because of it (from the journal; {} without)."""
     out: dict[int, list[tuple[int, str]]] = {}
-    if getattr(rt, "journal", None) is None or not rt.failures:
+    if rt.journal is None or not rt.failures:
         return out
     from ..journal.reader import Journal
     try:
@@ -207,7 +207,7 @@ def cancelled_by(rt: Runtime) -> dict[int, list[tuple[int, str]]]:
     return out
 
 
-def end_of_run(rt: Runtime, script_exc: BaseException | None, summary: str) -> str:
+def end_of_run(rt: RunView, script_exc: BaseException | None, summary: str) -> str:
     """The text ``taskflow run`` prints on stderr when the run is over (and plain ``python
     script.py`` when its run failed: :mod:`.plainscript`)."""
     lines: list[str] = []

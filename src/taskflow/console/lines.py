@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .occupancy import occupancy
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from .view import RunView
 
 INTERVAL = 5.0      # s: the most often a line is printed while only the counts move
 HEARTBEAT = 60.0    # s: a line even when nothing moved (the log shows the run is alive)
@@ -47,7 +47,7 @@ def clock(seconds: float) -> str:
 class ProgressLines:
     """Prints the run's progress as plain lines on ``stream`` (default stderr)."""
 
-    def __init__(self, rt: Runtime, stream: IO[str] | None = None, interval: float = INTERVAL,
+    def __init__(self, rt: RunView, stream: IO[str] | None = None, interval: float = INTERVAL,
                  heartbeat: float = HEARTBEAT, poll: float = POLL) -> None:
         self.rt = rt
         self.stream = stream or sys.stderr
@@ -171,7 +171,7 @@ class ProgressLines:
             pass
 
 
-def start(rt: Runtime, terminal: bool, stream: Any = None) -> Any:
+def start(rt: RunView, terminal: bool, stream: Any = None) -> Any:
     """The run's progress display: rich bars on a terminal, plain lines elsewhere."""
     if terminal:
         from .bars import Progress

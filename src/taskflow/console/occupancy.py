@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from .view import RunView
 
 
 class Occupancy(NamedTuple):
@@ -34,7 +34,7 @@ class Occupancy(NamedTuple):
         return sum(self.queued.values())
 
 
-def occupancy(rt: Runtime) -> Occupancy:
+def occupancy(rt: RunView) -> Occupancy:
     """What the nodes hold now: running and queued tasks per name (see the module doc)."""
     from ..graph import task as T
     from ..wire.thresholds import MASTER_SHORT

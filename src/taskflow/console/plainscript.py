@@ -18,20 +18,21 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
-
-from ..runtime import current
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from .view import EmbeddedRun, RunView
 
 _previous: Any = None                           # the hook ours replaced
 _script_exc: BaseException | None = None        # what the script raised, for the report
+_running: Callable[[], EmbeddedRun | None] | None = None   # the embedded run, while it runs
 
 
-def install() -> None:
-    """Take over ``sys.excepthook`` for the embedded run (once)."""
-    global _previous
+def install(running: Callable[[], EmbeddedRun | None]) -> None:
+    """Take over ``sys.excepthook`` for the embedded run (once); ``running()`` is that run
+    while it runs (None once it stopped, or when the script's run is another one)."""
+    global _previous, _running
+    _running = running
     if _previous is None:
         _previous = sys.excepthook
         sys.excepthook = _hook
@@ -39,8 +40,8 @@ def install() -> None:
 
 def _hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
     global _script_exc
-    rt = current.get()
-    if rt is None or not rt.embedded or rt.stopped or isinstance(exc, KeyboardInterrupt):
+    rt = _running() if _running is not None else None
+    if rt is None or isinstance(exc, KeyboardInterrupt):
         (_previous or sys.__excepthook__)(kind, exc, tb)
         return
     _script_exc = exc
@@ -54,7 +55,7 @@ def _hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | Non
         sys.stderr.flush()
 
 
-def report_at_exit(rt: Runtime) -> None:
+def report_at_exit(rt: RunView) -> None:
     """The end-of-run report, when the run failed or the script raised (else nothing)."""
     global _script_exc
     exc, _script_exc = _script_exc, None

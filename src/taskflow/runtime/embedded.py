@@ -21,8 +21,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING, NoReturn
 
-from . import current
 from ..console import plainscript
+from . import current
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -50,14 +50,18 @@ def _start() -> None:
     global _registered
     from .runtime import Runtime        # the whole runtime, only when a program needs it
     workers = int(os.environ.get("TASKFLOW_WORKERS", "0")) or None
-    rt = Runtime(workers=workers)
-    rt.embedded = True
-    rt.start()
-    plainscript.install()       # the script's uncaught error reported as taskflow run does
+    Runtime(workers=workers).start_embedded()
+    plainscript.install(_running)   # the script's uncaught error reported as taskflow run does
     if not _registered:
         _registered = True
         atexit.register(_stop)
         _watch_exit()
+
+
+def _running() -> Runtime | None:
+    """The embedded runtime while it runs (not one the script started itself)."""
+    rt = current._current
+    return rt if rt is not None and rt.embedded and not rt.stopped else None
 
 
 def _watch_exit() -> None:
@@ -76,8 +80,9 @@ def _watch_exit() -> None:
     sys.exit = exit
 
 
-def _program_end(rt: Runtime) -> BaseException | None:
-    """What ended the program: an uncaught exception, or the sys.exit that ended it."""
+def _program_end(submitted: int) -> BaseException | None:
+    """What ended the program: an uncaught exception, or the sys.exit that ended it
+    (``submitted``: the tasks the run has been given)."""
     last = getattr(sys, "last_value", None)
     if isinstance(last, BaseException):
         return last
@@ -89,14 +94,14 @@ def _program_end(rt: Runtime) -> BaseException | None:
     if exc.__traceback__ is None:
         return exc
     # a handler met it: re-raised (with, finally), unless the program went on to call tasks
-    return exc if rt.tally.submitted == _exit_calls else None
+    return exc if submitted == _exit_calls else None
 
 
 def _stop() -> None:
     rt = current._current
     if rt is None or not rt.embedded:
         return
-    end = _program_end(rt)
+    end = _program_end(rt.tally.submitted)
     if end is not None:
         rt.script_ended(end)            # the journal says the run failed, and why
     try:

@@ -13,27 +13,33 @@ import shutil
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .runtime import Runtime
+    from ..graph.registry import Registry
+    from .recovery.log import ResumeLog
 
 log = logging.getLogger(__name__)
 
 
-def materialize_all(rt: Runtime, idle: bool = False) -> None:
-    """Every file's last version at its path; a resumable run's log says where it went."""
+def materialize_all(registry: Registry, resume_log: ResumeLog | None, *, interrupted: bool,
+                    idle: bool = False) -> list[str]:
+    """Every file's last version at its path (``idle``: nothing runs, so versions are moved,
+    not copied; ``interrupted``: the run was, as :func:`~taskflow.graph.registry.materialize`
+    takes it); a resumable run's log says where each went. Returns why each version that
+    could not be put there was kept (said here; each fails the run)."""
     from ..graph.registry import materialize
     from ..journal.failure import describe
-    for item in list(rt.registry.files.values()):
+    kept = []
+    for item in list(registry.files.values()):
         try:
-            moved = materialize(item, finished=rt.interrupted is not None, move=idle)
-            if moved is not None and rt.log is not None and item.path is not None:
-                rt.log.moved(moved, item.path)    # (a resume finds it there)
+            moved = materialize(item, finished=interrupted, move=idle)
+            if moved is not None and resume_log is not None and item.path is not None:
+                resume_log.moved(moved, item.path)    # (a resume finds it there)
         except OSError as exc:      # never lost: the version stays, the run fails
             why = (f"could not put {item.path} in place "
                    f"({describe('output', item.path or '', exc)}): the task's file is kept "
                    f"at {item.latest._path}")
             log.error("%s", why)
-            rt.fail_run(why)
-            rt.kept_versions = True
+            kept.append(why)
+    return kept
 
 
 def remove_data(data_dir: str, run_dir: str) -> None:

@@ -9,7 +9,6 @@ loop never holds it while writing to a node.
 from __future__ import annotations
 
 import logging
-import itertools
 import os
 import secrets
 import sys
@@ -32,18 +31,15 @@ from ..context import private_dir
 from ..wire import budget
 from ..wire.adoption import ADOPT_GRACE
 from ..wire.invocation import Options, limit_memory
-from .recovery import adopt as adoption
+from ..events import NodeJoin, NodeNote
+from ..journal.root import runs_root
 from . import current, gctune, putinplace
-from .rules import outcomes
 from .calltime import CallTimes, cannot_fit, outlasts_every_node
 from .loop.dispatch import Dispatcher
-from ..events import NodeJoin, NodeNote
+from .recovery.log import RESUMABLE
+from .recovery.recovery import Recovery
+from .rules import outcomes
 from .rules.ending import cancel_task
-from ..graph.keys import Keys
-from ..journal.root import runs_root
-from .recovery.runlock import RunLock
-from .recovery.log import LOG_NAME, RESUMABLE, ResumeLog, checkpoint_policy
-from .recovery.restore import ResumeStore, Resumer, failed_calls
 from .state import RETRIES, RunState
 
 log = logging.getLogger(__name__)
@@ -133,31 +129,27 @@ class Runtime(RunState):
         self.journal_on = journal   # SQLite journal in run_dir (taskflow.journal)
         self.journal: JournalWriter | None = None
         self.embedded = False       # started by the first task call (runtime.embedded)
-        # Resumable runs (runtime/recovery/log.py; by default, with a journal): finished calls are
-        # logged before they are acted on; a resumed run restores the earlier run's.
+        # Resumable runs (by default, with a journal): finished calls are logged before they
+        # are acted on; a resumed run restores the earlier run's; adoptable ones' agents
+        # outlive a lost master (runtime/recovery/)
         if resumable is None:
             resumable = RESUMABLE and journal
-        self.resumable = resumable or resume is not None or checkpoint is not None
-        self.resume_from = resume               # the earlier run's directory
-        self.adopt_grace = adopt_grace          # agents outlive a lost master (adoption.py)
-        self._adopt_lock = -1
-        self.keys = Keys(resume_check) if self.resumable else None
-        self.calltimes = CallTimes()            # what calls decide one by one (calltime.py)
         try:
-            self.checkpoint = checkpoint_policy(checkpoint)   # (tasks, seconds); (0, 0): each
+            self.recovery = Recovery(
+                self.run_dir, self.run_id,
+                resumable=resumable or resume is not None or checkpoint is not None,
+                resume_from=resume, resume_check=resume_check, checkpoint=checkpoint,
+                adopt_grace=adopt_grace)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        self.log: ResumeLog | None = None
-        self.resumer: Resumer | None = None
-        self.run_lock: RunLock | None = None        # held while the run goes on (runlock.py)
-        self.source_lock: RunLock | None = None     # the resumed run's, shared
+        self.calltimes = CallTimes()            # what calls decide one by one (calltime.py)
         self.submit_lock = threading.Lock()
         self._since_yield = 0       # calls since the submitter last let the loop thread run
         self.registry = Registry(self.data_dir)
         self.builder = Builder(self)
-        self.dispatcher = Dispatcher(self)
+        self.dispatcher = Dispatcher(self, self.recovery, echo_logs=echo_logs,
+                                     run_dir=self.run_dir)
         self.comm = self.dispatcher
-        self.tids = itertools.count(1)      # task ids
         self.group_stack: list[str] = []
         self.exit_code = 0          # stop(code): the status a launcher exits with
         self.kept_versions = False  # a file could not be put in place: its version stays
@@ -165,30 +157,16 @@ class Runtime(RunState):
         self.stopped = False
         self.t_start = 0.0
         self._thread: threading.Thread | None = None
-        self._max_cus = 0
-        self._max_mem = 0.0
 
     # -- lifecycle -----------------------------------------------------------
     def start(self) -> "Runtime":
         if self.started:
             return self
         private_dir(self.data_dir)      # and the run directory: user-only (context.py)
-        # held until the run stops, before the journal exists: `taskflow clean` keeps a run
-        # whose lock it cannot take (runlock.py); a resumed run's source is held shared
-        self.run_lock = RunLock.hold_for_run(self.run_dir)
-        if self.resume_from is not None:
-            self.source_lock = RunLock.hold_shared(self.resume_from)
-        if self.keys is not None:
-            if self.resume_from is not None:
-                store = ResumeStore(self.resume_from)
-                if store.damaged:
-                    log.warning("%s", store.damaged)
-                self.resumer = Resumer(store, failed_calls(self.resume_from))
-            self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint,
-                                 keys=self.keys)
-            # plain calls are kept at the bus's deliveries, off the loop thread (resume.py)
-            self.keys.settle = self.bus.flush
-            self.bus.watch_ended(self._ended_well)
+        # before the journal exists: the run's lock (`taskflow clean` keeps a run whose lock
+        # it cannot take), the resume log, a resumed run's records
+        recovery = self.recovery
+        recovery.open(self)
         diagnostics.setup()
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
@@ -200,11 +178,11 @@ class Runtime(RunState):
             config["compss_env"] = True
         nodes = []
         try:
-            self._adopt_lock = adoption.before_start(self, config)
+            recovery.before_nodes(self.providers)
             for p in self.providers:   # first: agents load their interpreters meanwhile
                 p.launch()
             self._open_journal()   # its writer process starts while the nodes do
-            adoption.record(self, config)
+            recovery.keep_secret(config)
             for p in self.providers:
                 nodes.extend(p.start(config, self.start_timeout))
         except BaseException:
@@ -214,9 +192,9 @@ class Runtime(RunState):
                 self.bus.close()
                 self.journal.close(time.time(), "failed", "the runtime did not start",
                                    self.counts())
-            self._release_locks()
+            recovery.close()
             raise
-        adoption.after_start(self, nodes)
+        recovery.nodes_started(self, nodes, self.providers)
         self.scheduler.nodes = nodes
         if any(n.walltime_end is not None for n in nodes):
             self.scheduler.walltimes = True      # check job ends before placing (Slurm)
@@ -237,21 +215,14 @@ class Runtime(RunState):
         current.set_current(self)
         return self
 
-    def keep_records(self) -> None:
-        """Every finished task's record in the resume log now, whatever the checkpoint
-        policy (``compss_snapshot``): the bus delivers the plain calls', the log writes."""
-        if self.log is not None:
-            self.bus.flush()
-            self.log.flush()
+    def start_embedded(self) -> None:
+        """Start as the runtime a plain script's first task call starts (:mod:`.embedded`)."""
+        self.embedded = True
+        self.start()
 
-    def _ended_well(self, tasks: list[Task]) -> None:
-        """The bus's delivery: the resume log keeps the plain calls that ended well."""
-        if self.log is not None:
-            try:
-                self.log.ended(tasks)
-            except RecordFailed as exc:
-                from .recovery.recordfail import from_thread
-                from_thread(self, str(exc))
+    def keep_records(self) -> None:
+        """Every finished task's record in the resume log now (``compss_snapshot``)."""
+        self.recovery.keep_records(self)
 
     def _open_journal(self) -> None:
         """Start the journal before the nodes: the writer's interpreter and SQLite set-up
@@ -272,8 +243,17 @@ class Runtime(RunState):
             self.logs_hint = f"taskflow logs {self.run_id} {{task}}" + (
                 "" if root == runs_root() else f" --run-dir {root}")
 
-    def stop(self, wait: bool = True) -> None:
-        """Wait for every task (unless ``wait=False``), put files in place, shut down."""
+    def stop(self, wait: bool = True, code: int = 0) -> None:
+        """Wait for every task (unless ``wait=False``), put files in place, shut down.
+
+        A ``code`` other than 0 cancels every running and waiting task instead of
+        waiting for them, fails the run, and ``taskflow run`` exits with that status.
+        """
+        if code:
+            why = f"the program stopped the run with code {code}"
+            self.cancel_all(why)
+            self.exit_code = code
+            self.fail_run(why)
         if not self.started or self.stopped:
             return
         try:
@@ -281,7 +261,7 @@ class Runtime(RunState):
             if wait and self._thread is not None and self._thread.is_alive():
                 self._wait_idle(None)
                 idle = True
-            self._materialize_all(idle)
+            self.put_in_place(idle)
         finally:
             self._shut_down()
 
@@ -298,8 +278,7 @@ class Runtime(RunState):
         with self.lock:
             self.interrupted = why
             self.interrupting = True
-            self.dispatcher.interrupt_grace = grace
-            self.dispatcher.wake()
+            self.dispatcher.interrupt(grace)
         deadline = time.time() + grace + 5.0
         while time.time() < deadline:
             with self.lock:
@@ -323,7 +302,7 @@ class Runtime(RunState):
         self.dispatcher.close()
         if self._thread is not None:
             self._thread.join(10)
-        adoption.at_end(self)
+        self.recovery.at_end(self.nodes, self.providers)
         for p in self.providers:
             p.stop()
         self.bus.close()
@@ -332,26 +311,12 @@ class Runtime(RunState):
             if self.journal.failed is not None and self.end_reason is None:
                 log.error("%s: the run's end is not recorded", self.journal.failed)
                 self.fail_run(self.journal.failed)
-        if self.log is not None:
-            self.log.close()
-        self._release_locks()
-        adoption.end(self._adopt_lock)
-        if not self.interrupted and not self.resumable and not self.kept_versions:
+        self.recovery.close()
+        if not self.interrupted and not self.recovery.resumable and not self.kept_versions:
             putinplace.remove_data(self.data_dir, self.run_dir)  # (else: kept for a resume,
             #                                                  or not put in place)
         gctune.restore()
         current.clear_current(self)
-
-    def _release_locks(self) -> None:
-        """The run is over: its lock file goes (the earlier run's stays, unlocked)."""
-        if self.run_lock is not None:
-            self.run_lock.release(remove=True)
-        if self.source_lock is not None:
-            self.source_lock.release()
-
-    def capacity_changed(self) -> None:
-        """Nodes came or are leaving: the largest task any node can ever take now."""
-        self._max_cus, self._max_mem = self.scheduler.capacity()
 
     # -- what elastic providers see (providers.base.NodeSink) -------------------
     def add_node(self, node: NodeHandle) -> None:
@@ -389,9 +354,6 @@ class Runtime(RunState):
         self.stop(wait=exc[0] is None)
 
     # -- recording tasks -------------------------------------------------------
-    def new_tid(self) -> int:
-        return next(self.tids)
-
     def submit(self, spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not self.started or self.stopped:
             raise RuntimeNotStarted(f"task {spec.name} was called but the taskflow runtime is "
@@ -402,8 +364,8 @@ class Runtime(RunState):
             cus, mem, opts = self.calltimes.prepare(self, spec, args, kwargs)
         else:
             cus, mem = spec.computing_units, spec.memory_size
-        if cus > self._max_cus or mem > self._max_mem or not cus:
-            cannot_fit(spec, cus, mem, self._max_cus, self._max_mem, self.scheduler.nodes)
+        if cus > self.max_cus or mem > self.max_mem or not cus:
+            cannot_fit(spec, cus, mem, self.max_cus, self.max_mem, self.scheduler.nodes)
         longest = self.scheduler.longest
         if longest is not None:             # every node's job ends: a time_out no job fits
             outlasts_every_node(spec, opts if own else spec.options, longest,
@@ -417,9 +379,10 @@ class Runtime(RunState):
             task, value = made
             if own:
                 task.cus, task.mem, task.options = cus, mem, opts
-            keys = self.keys
+            recovery = self.recovery
+            keys = recovery.keys
             if keys is not None:            # resumable: the call's key (graph.keys) ...
-                if self.resumer is None and task.options is None:
+                if recovery.resumer is None and task.options is None:
                     # ... computed at its end, if ever needed: only its ordinal now
                     # (Keys.count, inline: every short task comes here)
                     ords = keys.ordinals
@@ -434,8 +397,9 @@ class Runtime(RunState):
                 task, deps, value = self.builder.build(spec, args, kwargs)
                 if own:
                     task.cus, task.mem, task.options = cus, mem, opts
-                if self.keys is not None:
-                    self.keys.assign(task)
+                keys = self.recovery.keys
+                if keys is not None:
+                    keys.assign(task)
                 self._record(task, deps)
         if self.dead:
             with self.lock:
@@ -461,7 +425,7 @@ class Runtime(RunState):
         cancel_by = None
         with self.lock:
             self.tally.submitted_one()
-            if self.resumer is not None and self.resumer.restore(self, task, deps):
+            if self.recovery.resumer is not None and self.recovery.restore(self, task, deps):
                 return
             for d in deps:
                 if d._state is FINISHED:
@@ -502,8 +466,7 @@ class Runtime(RunState):
             pending = [f for f in futs if f._state is not FINISHED]
             if not pending:
                 return True
-            if self.adoption is not None and self.adoption.open:   # kept tasks no call
-                self.adoption.cancel_rest(self)                    # claimed: cancelled
+            self.recovery.first_wait(self)      # kept tasks no call claimed: cancelled
             if len(pending) > 1:
                 last = _Waiter(1)
                 pending[-1].add_waiter(last)
@@ -583,11 +546,26 @@ class Runtime(RunState):
         return n
 
     # -- files -------------------------------------------------------------------
-    def _materialize_all(self, idle: bool = False) -> None:
+    def put_in_place(self, idle: bool = False) -> None:
         """Every file's last version at its path (``idle``: no task runs or waits, so
-        versions are moved there, not copied); see :mod:`.putinplace`."""
-        putinplace.materialize_all(self, idle)
+        versions are moved there, not copied); see :mod:`.putinplace`. A version that cannot
+        be is kept in the run's store and fails the run."""
+        kept = putinplace.materialize_all(self.registry, self.recovery.log,
+                                          interrupted=self.interrupted is not None, idle=idle)
+        for why in kept:
+            self.fail_run(why)
+        if kept:
+            self.kept_versions = True
 
-    # -- information --------------------------------------------------------------
+    # -- information (console.view.RunView) ---------------------------------------------
+    @property
+    def resumable(self) -> bool:
+        """It keeps a resume log (``taskflow run --resume`` can continue it)."""
+        return self.recovery.resumable
+
+    def node_returns(self) -> str:
+        """Nodes it lost that came back (``h1 back after 23 s: ...``), or ""."""
+        return self.recovery.comebacks.summary()
+
     def counts(self) -> dict[str, int]:
         return self.tally.counts(sum(len(n.inflight) for n in self.nodes))

@@ -23,7 +23,6 @@ from .specruns import SpecRuns
 from .tally import Tally
 
 if TYPE_CHECKING:
-    from .recovery.adopt import Adoption
     from ..errors import TaskError
     from ..future import Future
     from ..graph.task import Task
@@ -98,8 +97,12 @@ class RunState:
         # program at the group's barrier (runtime.rules.cancel)
         self.group_aborts: dict[str, tuple[TaskError, BaseException]] = {}
         self.logs_hint = ""     # with a journal: "taskflow logs RUN {task} [--run-dir DIR]"
+        self.tids: Iterator[int] = itertools.count(1)      # task ids
         self.dids: Iterator[int] = itertools.count(1)      # data (version) ids
-        self.adoption: Adoption | None = None   # a resumed run: tasks its agents kept
+        # the largest task any node can ever take (capacity_changed): a call asking more is
+        # refused at once
+        self.max_cus = 0
+        self.max_mem = 0.0
 
     def join_group(self, name: str, task: Task) -> None:
         """``task`` is one of group ``name``'s. A group forgets its tasks that ended well
@@ -177,6 +180,16 @@ class RunState:
     def new_did(self) -> int:
         """The next data id."""
         return next(self.dids)
+
+    def ids_above(self, tids: int, dids: int) -> None:
+        """Task and data ids up to these are taken (an earlier run's, on adopted agents):
+        the next ones are higher."""
+        self.tids = itertools.count(max(tids + 1, next(self.tids)))
+        self.dids = itertools.count(max(dids + 1, next(self.dids)))
+
+    def capacity_changed(self) -> None:
+        """Nodes came or are leaving: the largest task any node can ever take now."""
+        self.max_cus, self.max_mem = self.scheduler.capacity()
 
     @property
     def nodes(self) -> list[NodeHandle]:

@@ -28,13 +28,12 @@ from .. import gctune
 from ..rules import lineage, outcomes
 from ...events import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
-from ..recovery.comeback import Rejoins
 from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
 from ...errors import RecordFailed
 from ..recovery.recordfail import record_failed
 from ..recovery.log import Chunk, completion_record
-from ..state import Waiter
+from ..state import Waiter   # (a type alias: at run time too)
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +46,8 @@ SAMPLE_ROWS = 100.0
 if TYPE_CHECKING:
     from ...graph.task import Task
     from ..rules.outcomes import Callbacks
-    from ..runtime import Runtime
+    from ..recovery.recovery import Recovery
+    from ..state import RunState
 
 
 class _Fetch:
@@ -67,8 +67,15 @@ class Dispatcher:
     the nodes); what a round sends is made by its :class:`~.outbox.Outbox`.
     """
 
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: RunState, recovery: Recovery, *, echo_logs: bool,
+                 run_dir: str) -> None:
+        """``rt``: the run's state, which this applies results to; ``recovery``: its resume
+        log and keys, adoption and comebacks; ``echo_logs``: the tasks' output lines go to
+        this process's stdout / stderr too; ``run_dir``: named in warnings."""
         self.rt = rt
+        self.recovery = recovery
+        self.echo_logs = echo_logs
+        self.run_dir = run_dir
         self.sel = selectors.DefaultSelector()
         self._rfd, self._wfd = os.pipe()
         os.set_blocking(self._rfd, False)
@@ -81,12 +88,10 @@ class Dispatcher:
         self.fetch_queue: list[tuple[NodeHandle, Future]] = []   # FETCH frames to send
         self.data_out: dict[NodeHandle, list[M.DataItem]] = {}   # values for chained tasks
         self.cancel_out: dict[NodeHandle, list[int]] = {}        # task ids taken back
-        self.adopting = False       # claims of tasks kept by adopted agents to send (adoption.py)
         self.ping_at = float("inf")     # when to tell the nodes the master is there (PING)
         self.remote = RemoteValues(self.wake)  # values on nodes: DROP when their future dies
-        self.outbox = Outbox(rt, self)         # what each round sends: TASKS, FUNC, DATA
+        self.outbox = Outbox(rt, recovery, self)   # what each round sends: TASKS, FUNC, DATA
         self.relay = Relay(rt)                 # values copied node to node, in parts
-        self.rejoins = Rejoins()               # lost nodes' tasks, for when they come back
         self.nodes: list[NodeHandle] = []
         self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
         self.interrupt_grace: float | None = None  # to send INTERRUPT with (once)
@@ -100,8 +105,8 @@ class Dispatcher:
             self.sel.register(n.rfd, selectors.EVENT_READ, n)
             n.out.attach(self.sel, n)
         self.sample_every = len(nodes) / SAMPLE_ROWS
-        if self.rt.keys is not None and self.rt.adopt_grace > 0:    # agents outlive a lost
-            self.ping_at = time.time()      # master: they hear from it (wire.adoption)
+        if self.recovery.adoptable:         # agents outlive a lost master: they hear
+            self.ping_at = time.time()      # from it (wire.adoption)
 
     def add_node(self, node: NodeHandle) -> None:
         """Any thread: a node joins the running loop (registered by the loop thread)."""
@@ -125,8 +130,8 @@ class Dispatcher:
             if n.walltime_end is not None:
                 rt.scheduler.walltimes = True      # check job ends before placing
             away = n.info.pop("rejoined", None)
-            if away is not None:            # a lost node back in the run (runtime/recovery/comeback.py)
-                self.rejoins.back(rt, n, float(away))
+            if away is not None:            # a lost node back in the run (recovery/comeback.py)
+                self.recovery.comebacks.back(rt, self.remote, n, float(away))
             rt.capacity_changed()
             self.sample_every = len(self.nodes) / SAMPLE_ROWS
             if rt.bus.active:
@@ -159,6 +164,12 @@ class Dispatcher:
         ev.clear()
         if self._wake_pending:
             ev.wait(0.005)
+
+    def interrupt(self, grace: float) -> None:
+        """Under the run's lock: the run is interrupted; every node is told this round
+        (INTERRUPT: running tasks get ``grace`` seconds before they are killed)."""
+        self.interrupt_grace = grace
+        self.wake()
 
     def close(self) -> None:
         self.closing = True
@@ -239,6 +250,8 @@ class Dispatcher:
 
     def _loop(self) -> None:
         rt = self.rt
+        recovery = self.recovery
+        comebacks = recovery.comebacks
         sel = self.sel
         lock = rt.lock
         gcwatch = gctune.WATCH
@@ -280,17 +293,15 @@ class Dispatcher:
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
                 pulls = self.relay.pulls() if self.relay else None
-                if self.adopting:
-                    self.adopting = False
-                    if rt.adoption is not None:
-                        for node, claims in rt.adoption.frames():
-                            node.out.queue(P.encode(M.ADOPT, claims))
-                            sends.setdefault(node, [])
-                if self.rejoins.frames:         # nodes back: their kept tasks, their values
-                    for node, op, body in self.rejoins.frames:
+                adoption = recovery.adoption    # claims of tasks adopted agents kept
+                if adoption is not None and adoption.pending:
+                    for node, claims in adoption.frames():
+                        node.out.queue(P.encode(M.ADOPT, claims))
+                        sends.setdefault(node, [])
+                if comebacks.frames:            # nodes back: their kept tasks, their values
+                    for node, op, body in comebacks.take_frames():
                         node.out.queue(P.encode(op, body))
                         sends.setdefault(node, [])
-                    self.rejoins.frames = []
             if self.relay.forward:              # parts of copies go before the tasks that
                 for node, parts in self.relay.take_forward():     # wait for them
                     node.out.queue_parts(parts)
@@ -323,8 +334,9 @@ class Dispatcher:
                     node.flush()
             if time.time() >= self.ping_at:
                 self._ping()
-            if rt.log is not None and rt.log.pending:
-                rt.log.tick()
+            resume_log = recovery.log
+            if resume_log is not None and resume_log.pending:
+                resume_log.tick()
             if gcwatch.on:
                 gctune.tick()           # cycles of the program, by memory growth
             self._round_done.set()
@@ -365,7 +377,8 @@ class Dispatcher:
         for op, body in msgs:
             if op == M.RESULTS:
                 ok = M.OK
-                if rt.keys is not None and rt.keys.keyed and node.stager is None:
+                keys = self.recovery.keys
+                if keys is not None and keys.keyed and node.stager is None:
                     self._log_completions(node.inflight, body, cbs)
                 release = node.release      # the task leaves inflight, its slots come back
                 for tid, status, outputs, error, timing in body:
@@ -394,9 +407,10 @@ class Dispatcher:
                         continue
                     if payload is not None:
                         fetch.fut.fetched(payload)
-                        if rt.log is not None:      # kept for a resume too
+                        resume_log = self.recovery.log
+                        if resume_log is not None:      # kept for a resume too
                             try:
-                                rt.log.fetched(did, payload)
+                                resume_log.fetched(did, payload)
                             except RecordFailed as exc:
                                 record_failed(rt, str(exc), cbs)
                     for w in fetch.waiters:
@@ -425,7 +439,6 @@ class Dispatcher:
         """Resumable runs with keyed calls: the tasks with a key that ended well, in the
         resume log before anything is done with their results (one write for the frame;
         runtime/recovery/log.py). Plain calls are kept by the bus thread (ResumeLog.ended)."""
-        rt = self.rt
         records: list[tuple[Any, ...]] = []
         payloads: list[Chunk] = []
         ok = M.OK
@@ -436,15 +449,10 @@ class Dispatcher:
                     r = completion_record(task, outputs, payloads)
                     if r is not None:
                         records.append(r)
-        keys = rt.keys
-        if keys is not None:            # (those that failed keep the count above 0: fine)
-            keys.keyed = max(0, keys.keyed - len(records))
-        log = rt.log
-        if records and log is not None:
-            try:
-                log.add(records, payloads)
-            except RecordFailed as exc:     # the results stand; the run stops and fails
-                record_failed(rt, str(exc), cbs)
+        try:        # (those that failed keep the keyed count above 0: fine)
+            self.recovery.keep_completions(records, payloads)
+        except RecordFailed as exc:     # the results stand; the run stops and fails
+            record_failed(self.rt, str(exc), cbs)
 
     def _leaving(self, node: NodeHandle, reason: str, tids: list[int]) -> None:
         """The node drains: no new work goes there; what it did not start runs elsewhere."""
@@ -486,7 +494,7 @@ class Dispatcher:
                             "the run's directory %s has %s bytes free there; they stay in "
                             "memory, above the node's memory budget. Free space on that disk, "
                             "or raise --memory-budget", node.name, os.strerror(code) if code
-                            else "error", rt.run_dir, free if free >= 0 else "?")
+                            else "error", self.run_dir, free if free >= 0 else "?")
         if rt.bus.active:       # plain values: the journal's process loads no taskflow class
             rt.bus.emit(Memory("memory", report.t, 0, "", node.name,
                                (report.rss, report.held, report.spilled, report.paused,
@@ -507,7 +515,7 @@ class Dispatcher:
 
     def _logs(self, node: NodeHandle, entries: list[M.LogWire]) -> None:
         rt = self.rt
-        if rt.echo_logs:
+        if self.echo_logs:
             for _, _, level, line in entries:
                 stream = sys.stderr if level == "STDERR" else sys.stdout
                 try:
@@ -546,6 +554,6 @@ class Dispatcher:
                                  node.name, reason))
         if not left or node.inflight:
             log.warning("node %s lost: %s", node.name, reason)
-        if rt.adopt_grace > 0 and not rt.interrupting:  # its agent may keep them (agent/orphan.py)
-            self.rejoins.node_lost(node, list(node.inflight.values()))
+        if self.recovery.adoptable and not rt.interrupting:   # its agent may keep them
+            self.recovery.comebacks.node_lost(node, list(node.inflight.values()))
         outcomes.node_lost(rt, node, reason, cbs)

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from ...graph.task import TaskRef
     from .dispatch import Dispatcher
     from ..rules.outcomes import Callbacks
-    from ..runtime import Runtime
+    from ..recovery.recovery import Recovery
+    from ..state import RunState
     from ..specruns import SpecRun
 
 ADOPT_MIN = 0.5     # s: keyed calls shorter than this on average are not sent their keys
@@ -44,8 +45,9 @@ Frames = list[Any]    # per node this round: (op, body) pairs, then the TASKS ba
 
 
 class Outbox:
-    def __init__(self, rt: Runtime, disp: Dispatcher) -> None:
+    def __init__(self, rt: RunState, recovery: Recovery, disp: Dispatcher) -> None:
         self.rt = rt
+        self.recovery = recovery
         self.disp = disp
         self.remote = disp.remote
         self.lost: list[tuple[Task, Future]] = []   # inputs no node holds nor can make again
@@ -65,8 +67,8 @@ class Outbox:
         learned: SpecRun
         chained: object         # its consumers (a list or None), or whether any output has some
         # an adoptable run: the keys of keyed calls go to their node (runtime/recovery/adopt.py)
-        keyed: dict[NodeHandle, list[tuple[int, bytes]]] | None = \
-            {} if self.rt.keys is not None and self.rt.adopt_grace > 0 else None
+        adoptable = self.recovery.adoptable
+        keyed: dict[NodeHandle, list[tuple[int, bytes]]] | None = {} if adoptable else None
         for node, task in assignments:
             spec = task.spec
             if spec is not last_spec or node is not last_node:
@@ -80,9 +82,8 @@ class Outbox:
                 if digest not in node.funcs:
                     node.funcs.add(digest)
                     assert learned.payload is not None     # made with the digest
-                    keys = self.rt.keys     # (an adoptable run: its code digest, adoption.py)
-                    code = keys.code(spec) if keys is not None and self.rt.adopt_grace > 0 \
-                        else None
+                    keys = self.recovery.keys   # (an adoptable run: its code digest, adopt.py)
+                    code = keys.code(spec) if adoptable and keys is not None else None
                     frames.insert(len(frames) - 1,
                                   (M.FUNC, M.Func(digest, learned.payload, code)))
                 batch = frames[-1]          # this round's TASKS for the node: always last
@@ -284,14 +285,12 @@ class Outbox:
             if err is None:
                 for fut in files:
                     fut.held_by(node.name)
-                if rt.log is not None:      # resumable: logged before it is acted on
+                if self.recovery.log is not None:     # logged before it is acted on
                     payloads: list[Chunk] = []
                     rec = completion_record(task, outputs, payloads)
-                    if rec is not None and rt.keys is not None:
-                        rt.keys.keyed = max(0, rt.keys.keyed - 1)
                     if rec is not None:
                         try:
-                            rt.log.add([rec], payloads)
+                            self.recovery.keep_completions([rec], payloads)
                         except RecordFailed as exc:     # the result stands; the run fails
                             record_failed(rt, str(exc), cbs)
                 outcomes.task_done(rt, task, outputs, node, cbs)

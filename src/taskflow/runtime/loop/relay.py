@@ -33,7 +33,7 @@ from ..rules import lineage
 if TYPE_CHECKING:
     from ...future import Future
     from ...providers.handle import NodeHandle
-    from ..runtime import Runtime
+    from ..state import RunState
     from ..state import Waiter
 
 PART = 4 * 2**20           # bytes a part carries
@@ -58,7 +58,7 @@ class Copy:
 
 
 class Relay:
-    def __init__(self, rt: Runtime) -> None:
+    def __init__(self, rt: RunState) -> None:
         self.rt = rt
         self.copies: dict[tuple[int, str], Copy] = {}      # (data id, dst name) -> copy
         self.forward: list[tuple[NodeHandle, list[P.Part]]] = []   # parts to queue (no lock)

@@ -21,11 +21,10 @@ it runs again.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from ...graph import task as T
 from ...graph.keys import plain_key
@@ -37,53 +36,56 @@ from ...events import Dispatched, Resumed
 if TYPE_CHECKING:
     from ...graph.task import Task
     from ...providers.handle import NodeHandle
+    from ...providers.base import Provider
     from ...wire.messages import Hello
-    from ..runtime import Runtime
+    from ..state import RunState
 
 log = logging.getLogger(__name__)
 
 
-def before_start(rt: Runtime, config: Hello) -> int:
+def before_start(resume_from: str, providers: list[Provider]) -> int:
     """Before the providers start: a resumed run holds the earlier run's adoption lock
     (refused, naming the holder, when another master resumes it: the return is the lock's
-    descriptor, -1 for none) and tells its providers what to look for."""
-    if rt.resume_from is None:
-        return -1
-    fd = adopting.lock(rt.resume_from)
-    src, why = adopting.source(rt.resume_from)
+    descriptor) and tells its providers what to look for."""
+    fd = adopting.lock(resume_from)
+    src, why = adopting.source(resume_from)
     if src is None:
         log.debug("%s", why)
         return fd
-    for p in rt.providers:
+    for p in providers:
         p.adopt = src
     return fd
 
 
-def record(rt: Runtime, config: Hello) -> None:
+def keep_secret(run_dir: str, run_id: str, grace: float, config: Hello) -> bool:
     """After the journal opened (its errors first): an adoptable run keeps its secret, and
     its agents' HELLO gets it; one that cannot be written (a full disk) makes the run
-    not adoptable, said once (the run itself goes on)."""
-    if rt.keys is None or rt.adopt_grace <= 0:
-        return
+    not adoptable, said once (the run itself goes on): False."""
     try:
-        adopting.record(rt.run_dir, rt.run_id, rt.adopt_grace, config)
+        adopting.record(run_dir, run_id, grace, config)
     except OSError as exc:
         from ...journal.failure import describe
         log.warning("%s: agents will not outlive a lost master", describe(
-            "the adoption secret", os.path.join(rt.run_dir, adoption_wire.SECRET_NAME), exc))
-        rt.adopt_grace = 0.0
+            "the adoption secret", os.path.join(run_dir, adoption_wire.SECRET_NAME), exc))
+        return False
+    return True
 
 
-def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
-    """The nodes started: record them (an adoptable run); say why agents were not adopted;
-    the tasks adopted ones kept wait for their calls."""
-    if rt.keys is not None and rt.adopt_grace > 0:
-        try:
-            adopting.record_nodes(rt.run_dir, nodes)
-        except OSError as exc:
-            log.warning("the run's nodes could not be recorded (%s): a resumed master will "
-                        "not find its agents", exc)
-    for p in rt.providers:
+def record_nodes(run_dir: str, nodes: list[NodeHandle]) -> None:
+    """An adoptable run's nodes, where a resumed master looks for their agents."""
+    try:
+        adopting.record_nodes(run_dir, nodes)
+    except OSError as exc:
+        log.warning("the run's nodes could not be recorded (%s): a resumed master will "
+                    "not find its agents", exc)
+
+
+def after_start(nodes: list[NodeHandle], providers: list[Provider],
+                wake: Callable[[], None]) -> tuple[Adoption | None, int, int]:
+    """The nodes started: say why agents were not adopted; the tasks adopted ones kept
+    wait for their calls (the :class:`Adoption`, or None); and the highest task and data
+    ids the earlier run used on them (not to be reused)."""
+    for p in providers:
         for why in p.adoption_refusals():
             log.warning("%s", why)
         src = p.adopt
@@ -94,25 +96,20 @@ def after_start(rt: Runtime, nodes: list[NodeHandle]) -> None:
                 log.warning("adopts nothing from run %s: its %s nodes (%s) are not this "
                             "run's (another cluster file?)", src.run_id, p.name,
                             ", ".join(sorted(theirs)))
-    _unmatched_kinds(rt)
+    _unmatched_kinds(providers)
     above = [n.info.pop("ids_above", (0, 0)) for n in nodes]
     tids, dids = max((t for t, _ in above), default=0), max((d for _, d in above), default=0)
-    if tids or dids:        # the earlier run's ids on the adopted agents are not reused
-        rt.tids = itertools.count(tids + 1)
-        rt.dids = itertools.count(max(dids + 1, next(rt.dids)))
-    adoption = Adoption(nodes)
-    if adoption.open or adoption.cancels:
-        rt.adoption = adoption
-        rt.dispatcher.adopting = bool(adoption.cancels)     # (sent in the loop's first round)
+    adoption = Adoption(nodes, wake)
+    return (adoption if adoption.open or adoption.cancels else None), tids, dids
 
 
-def _unmatched_kinds(rt: Runtime) -> None:
+def _unmatched_kinds(providers: list[Provider]) -> None:
     """The earlier run had nodes of a kind this run has no provider of (a Slurm run resumed
     with local workers): said, with what becomes of their agents."""
-    src = next((p.adopt for p in rt.providers if p.adopt is not None), None)
+    src = next((p.adopt for p in providers if p.adopt is not None), None)
     if src is None:
         return
-    kinds = {p.name for p in rt.providers}
+    kinds = {p.name for p in providers}
     missing: dict[str, list[str]] = {}
     for name, (kind, _) in src.nodes.items():
         if kind and kind not in kinds:
@@ -124,23 +121,19 @@ def _unmatched_kinds(rt: Runtime) -> None:
                     kind)
 
 
-def at_end(rt: Runtime) -> None:
+def dismiss_lost(run_dir: str, run_id: str, nodes: list[NodeHandle],
+                 providers: list[Provider]) -> None:
     """The run ends (not killed): agents of nodes it lost, which wait for a resumed master
     that will not come, are told to stop where they can be reached."""
-    if rt.keys is None or rt.adopt_grace <= 0 or not any(not n.alive for n in rt.nodes):
+    if not any(not n.alive for n in nodes):
         return
     try:
-        with open(os.path.join(rt.run_dir, adoption_wire.SECRET_NAME)) as f:
+        with open(os.path.join(run_dir, adoption_wire.SECRET_NAME)) as f:
             secret = f.read().strip()
     except OSError:
         return
-    for p in rt.providers:
-        p.dismiss_lost(rt.run_id, secret)
-
-
-def end(fd: int) -> None:
-    if fd >= 0:
-        os.close(fd)
+    for p in providers:
+        p.dismiss_lost(run_id, secret)
 
 
 class Kept(NamedTuple):
@@ -151,7 +144,11 @@ class Kept(NamedTuple):
 
 
 class Adoption:
-    def __init__(self, nodes: list[NodeHandle]) -> None:
+    """The tasks the adopted agents kept, until the resumed script's calls claim them."""
+
+    def __init__(self, nodes: list[NodeHandle], wake: Callable[[], None]) -> None:
+        self.wake = wake            # the loop sends this round's claims and cancels (frames)
+        self.pending = False        # claims or cancels wait for the loop
         self.by_key: dict[bytes, list[Kept]] = {}
         self.open = False           # kept tasks wait for a claim
         self.adopted = 0            # claimed while running
@@ -173,8 +170,9 @@ class Adoption:
                     self.cancels.setdefault(node, []).append(a.task_id)
                 node.used += units
                 self.open = True
+        self.pending = bool(self.cancels)       # (sent in the loop's first round)
 
-    def claim(self, rt: Runtime, task: Task) -> bool:
+    def claim(self, rt: RunState, task: Task) -> bool:
         """Under the run's lock, at the call: ``task`` is one a node kept (True: in flight
         there now; the loop sends the claim), else False."""
         key = task.key
@@ -212,11 +210,11 @@ class Adoption:
                              f"kept running on {node.name}" if k.units else
                              f"finished on {node.name} while no master was there"))
             bus.emit(Dispatched("dispatched", now, task.id, task.spec.name, node.name, None))
-        rt.dispatcher.adopting = True
-        rt.dispatcher.wake()
+        self.pending = True
+        self.wake()
         return True
 
-    def cancel_rest(self, rt: Runtime) -> None:
+    def cancel_rest(self, rt: RunState) -> None:
         """Under the run's lock: the kept tasks no call claimed are cancelled on their node."""
         self.open = False
         for kept in self.by_key.values():
@@ -225,11 +223,12 @@ class Adoption:
                 self.cancels.setdefault(k.node, []).append(k.task_id)
                 rt.scheduler.freed(k.node)
         self.by_key.clear()
-        rt.dispatcher.adopting = True
-        rt.dispatcher.wake()
+        self.pending = True
+        self.wake()
 
     def frames(self) -> list[tuple[NodeHandle, M.Adopt]]:
         """Under the run's lock (the loop): this round's ADOPT frames, per node."""
+        self.pending = False
         out = []
         for node in set(self.claims) | set(self.cancels):
             out.append((node, M.Adopt(self.claims.pop(node, []), self.cancels.pop(node, []))))

@@ -34,12 +34,13 @@ from ...events import Dispatched, NodeNote, Resumed
 if TYPE_CHECKING:
     from ...graph.task import Task
     from ...providers.handle import NodeHandle
-    from ..runtime import Runtime
+    from ..loop.remote_values import RemoteValues
+    from ..state import RunState
 
 log = logging.getLogger(__name__)
 
 
-class Back:
+class Comeback:
     """What one node's return did (its summary line is :meth:`line`)."""
 
     def __init__(self, node: str, away: float) -> None:
@@ -66,14 +67,14 @@ class Back:
         return f"{self.node} back after {self.away:.0f} s: {', '.join(parts)}"
 
 
-class Rejoins:
+class Comebacks:
     """The tasks that were in flight on lost nodes, until those nodes come back."""
 
     def __init__(self) -> None:
         # node name -> task id -> (the task, it was running: its loss counted as a crash)
         self.lost: dict[str, dict[int, tuple[Task, bool]]] = {}
         self.frames: list[tuple[NodeHandle, int, object]] = []   # (node, op, body) to send
-        self.backs: list[Back] = []
+        self.backs: list[Comeback] = []
 
     def node_lost(self, node: NodeHandle, tasks: list[Task]) -> None:
         """``node`` is being lost with ``tasks`` in flight (kept for its return: bounded by
@@ -82,16 +83,18 @@ class Rejoins:
             self.lost.setdefault(node.name, {}).update(
                 (t.id, (t, t.state == T.RUNNING)) for t in tasks)
 
-    def back(self, rt: Runtime, node: NodeHandle, away: float) -> Back:
+    def back(self, rt: RunState, remote: RemoteValues, node: NodeHandle,
+             away: float) -> Comeback:
         """``node`` joined again after ``away`` seconds: its kept tasks claimed or cancelled
-        (an ADOPT frame), the values it holds that nobody uses dropped (DROP)."""
+        (an ADOPT frame), the values it holds that nobody uses dropped (DROP; ``remote``:
+        the values on nodes the run watches)."""
         info = node.info
         fresh = "adoptable" not in info         # (a waiting agent lists what it kept)
         kept = [M.Adoptable._make(a) for a in info.pop("adoptable", None) or ()]
         info.pop("ids_above", None)
         held = info.pop("held", None) or []
         lost = self.lost.pop(node.name, {})
-        back = Back(node.name, away)
+        back = Comeback(node.name, away)
         back.fresh = fresh
         claims: list[tuple[int, int, list[int]]] = []
         cancels: list[int] = []
@@ -141,7 +144,6 @@ class Rejoins:
         rt.scheduler.freed(node)
         if claims or cancels:
             self.frames.append((node, M.ADOPT, M.Adopt(claims, cancels)))
-        remote = rt.dispatcher.remote
         remote.not_on(node.name, set(held))     # what it lost (all: a fresh agent)
         unused = remote.unused(held)
         back.values = len(held) - len(unused)
@@ -154,6 +156,11 @@ class Rejoins:
             bus.emit(NodeNote("log", now, 0, "", node.name, ("TASKFLOW", f"node {text}")))
         info["back"] = text
         return back
+
+    def take_frames(self) -> list[tuple[NodeHandle, int, object]]:
+        """Under the run's lock (the loop): the frames this round sends to nodes back."""
+        frames, self.frames = self.frames, []
+        return frames
 
     def summary(self) -> str:
         """The returns of the run, for its last line (``h1 back after 23 s: ...``), or ""."""

@@ -25,7 +25,9 @@ from .log import HEAD, LOG_NAME, MAGIC, Output, plain_descs
 if TYPE_CHECKING:
     from ...future import Future
     from ...graph.task import Task
-    from ..runtime import Runtime
+    from ..state import RunState
+    from .adopt import Adoption
+    from .log import ResumeLog
 
 
 class Record(NamedTuple):
@@ -221,14 +223,16 @@ class Resumer:
             outs.append(o)
         return rec._replace(outputs=tuple(outs))
 
-    def restore(self, rt: Runtime, task: Task, deps: Iterable[Future]) -> bool:
+    def restore(self, rt: RunState, task: Task, deps: Iterable[Future], log: ResumeLog | None,
+                adoption: Adoption | None) -> bool:
         """Under the run's lock: finish ``task`` from the earlier run's record, if it has
-        one (True); else say why it runs again (False)."""
+        one, or as a task an adopted agent kept (True); else say why it runs again (False).
+        ``log``: this run's resume log, which keeps the restored record too."""
         from ..rules import outcomes
         from ...events import Resumed
         rec, why = self.find(task.key, task.spec.name, task.ordinal, task.key_parts)
         bus = rt.bus
-        if rec is None and rt.adoption is not None and rt.adoption.claim(rt, task):
+        if rec is None and adoption is not None and adoption.claim(rt, task):
             self.reruns[task.spec.name][why] -= 1       # (adopted: it does not run again)
             return True
         if rec is None:
@@ -245,13 +249,13 @@ class Resumer:
         futs = task.all_outputs()
         outcomes.task_restored(rt, task, rec.outputs, values, [])
         self.restored += 1
-        if rt.log is not None:          # kept here too: a later resume of this run finds it
-            rt.log.add([("k", task.id, rec.key, rec.name, task.ordinal, rec.parts,
+        if log is not None:             # kept here too: a later resume of this run finds it
+            log.add([("k", task.id, rec.key, rec.name, task.ordinal, rec.parts,
                          plain_descs(rec.outputs), tuple(f._did for f in futs))],
                        [v for v in values if v is not None])
             for o in rec.outputs:       # (a file at the user's path: checked again then)
                 if o[0] == "f" and not o[1].startswith(self.store.run_dir + os.sep):
-                    rt.log.moved(o[1], o[1])
+                    log.moved(o[1], o[1])
         return True
 
     def lines(self) -> list[str]:

@@ -130,8 +130,8 @@ def compss_snapshot() -> None:
     rt = current.get()
     if rt is None:
         return
-    rt._materialize_all()
-    if rt.log is not None:
+    rt.put_in_place()
+    if rt.resumable:
         rt.keep_records()
     elif not _SNAPSHOT_WARNED:
         _SNAPSHOT_WARNED = True
