@@ -16,7 +16,8 @@ from ..graph.registry import materialize
 from ..runtime import current, embedded
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from ..future import FutureHost
+    from ..graph.registry import Registry
 
 
 def _rt() -> Any:
@@ -26,65 +27,65 @@ def _rt() -> Any:
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 
 
-def _collect(obj: Any, rt: Runtime, futs: list[Future], depth: int = 0) -> None:
+def _collect(obj: Any, registry: Registry, futs: list[Future], depth: int = 0) -> None:
     if depth > 100:
         return
     t = type(obj)
     if t is Future:
-        item = rt.registry.object_item(obj)
+        item = registry.object_item(obj)
         futs.append(item.latest if item is not None and item.obj is obj else obj)
         return
-    item = rt.registry.object_item(obj) if rt.registry.objects else None
+    item = registry.object_item(obj) if registry.objects else None
     if item is not None and item.obj is obj:
         futs.append(item.latest)
         if item.concurrent is not None:
             futs.extend(item.concurrent[1])
         return
     if t is list or t is tuple:
-        tracked = rt.registry.objects
+        tracked = registry.objects
         for x in obj:
             if type(x) is Future and not tracked:      # the common case, inline
                 futs.append(x)
             elif type(x) not in _PLAIN:
-                _collect(x, rt, futs, depth + 1)
+                _collect(x, registry, futs, depth + 1)
     elif t is dict:
         for k, v in obj.items():
-            _collect(k, rt, futs, depth + 1)
-            _collect(v, rt, futs, depth + 1)
+            _collect(k, registry, futs, depth + 1)
+            _collect(v, registry, futs, depth + 1)
 
 
-def _resolve(obj: Any, rt: Runtime, depth: int = 0, in_place: bool = True) -> Any:
+def _resolve(obj: Any, registry: Registry, depth: int = 0, in_place: bool = True) -> Any:
     t = type(obj)
     if t is Future:
-        item = rt.registry.object_item(obj)
+        item = registry.object_item(obj)
         if item is not None and item.obj is obj:
-            rt.registry.forget_object(obj)
+            registry.forget_object(obj)
             return _report(item.latest).result()
         return _report(obj).result()
-    item = rt.registry.object_item(obj) if rt.registry.objects else None
+    item = registry.object_item(obj) if registry.objects else None
     if item is not None and item.obj is obj:
         latest = _report(item.latest)
         value = latest.result()
-        rt.registry.forget_object(obj)
+        registry.forget_object(obj)
         return obj if in_place and _update_in_place(obj, value) else value
     if depth > 100:
         return obj
     if t is list:
-        if not rt.registry.objects:
+        if not registry.objects:
             out = []
             for x in obj:
                 if type(x) is Future and x._exception is None and x._state == "FINISHED":
                     v = x._result
                     out.append(x._value() if v is _NOVALUE else v)
                 else:
-                    out.append(_resolve(x, rt, depth + 1, in_place))
+                    out.append(_resolve(x, registry, depth + 1, in_place))
             return out
-        return [_resolve(x, rt, depth + 1, in_place) for x in obj]
+        return [_resolve(x, registry, depth + 1, in_place) for x in obj]
     if t is tuple:
-        return tuple(_resolve(x, rt, depth + 1, in_place) for x in obj)
+        return tuple(_resolve(x, registry, depth + 1, in_place) for x in obj)
     if t is dict:
-        return {_resolve(k, rt, depth + 1, in_place): _resolve(v, rt, depth + 1, in_place)
-                for k, v in obj.items()}
+        return {_resolve(k, registry, depth + 1, in_place):
+                _resolve(v, registry, depth + 1, in_place) for k, v in obj.items()}
     return obj
 
 
@@ -137,12 +138,13 @@ def wait_on(*objs: Any, timeout: float | None = None, in_place: bool = True) -> 
             raise UsageError("wait_on: these futures belong to a runtime that has stopped")
         return objs[0] if len(objs) == 1 else objs
     futs: list[Future] = []
+    registry = rt.registry
     for o in objs:
-        _collect(o, rt, futs)
+        _collect(o, registry, futs)
     if futs and not rt.wait_futures(futs, timeout):
         import concurrent.futures
         raise concurrent.futures.TimeoutError(f"wait_on: not done after {timeout} s")
-    out = tuple(_resolve(o, rt, 0, in_place) for o in objs)
+    out = tuple(_resolve(o, registry, 0, in_place) for o in objs)
     return out[0] if len(objs) == 1 else out
 
 
@@ -156,7 +158,7 @@ def _file_item(path: Any, fn: str) -> tuple[Any, str]:
     return rt.registry.file_item(p), p
 
 
-def _wait_item(rt: Runtime, item: Any) -> None:
+def _wait_item(rt: FutureHost, item: Any) -> None:
     futs = [item.latest]
     readers = [t for t in item.readers_v0 if t.state not in T.FINAL_STATES]
     item.readers_v0 = readers
@@ -184,15 +186,16 @@ def wait_on_file(*paths: Any) -> Any:
             materialize(item)
             rt.registry.forget_file(p)      # the program's file again (see the docstring)
         elif rt is not None and not os.path.exists(p):
+            close = _close_path(rt.registry, p)
             raise UsageError(f"wait_on_file: no task reads or writes {p} and it does not "
-                             f"exist{_close_path(rt, p)}; pass the path the tasks use")
+                             f"exist{close}; pass the path the tasks use")
         out.append(os.fspath(path))
     return out[0] if len(out) == 1 else out
 
 
-def _close_path(rt: Runtime, p: str) -> str:
+def _close_path(registry: Registry, p: str) -> str:
     import difflib
-    close = difflib.get_close_matches(p, list(rt.registry.files), n=1)
+    close = difflib.get_close_matches(p, list(registry.files), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
 
 
@@ -217,7 +220,7 @@ def barrier(no_more_tasks: bool = False) -> None:
     rt = _rt()
     if rt is None:
         return
-    rt._wait_idle(None)
+    rt.wait_all()
     rt.put_in_place(idle=True)
     files = rt.registry.files               # every file is the program's again (wait_on_file),
     for p, item in list(files.items()):     # but a failed version stays: its readers are

@@ -25,6 +25,8 @@ from . import interrupts
 from .observe import run_finished, run_started
 
 if TYPE_CHECKING:
+    from ..console.view import RunView
+    from ..runtime.recovery.recovery import Recovery
     from ..runtime.runtime import Runtime
 
 
@@ -81,7 +83,7 @@ class Launcher:
     def start_failed(self) -> None:
         """The runtime did not start (already said why); the exit status is 2."""
 
-    def started(self, rt: Runtime) -> None:
+    def started(self, rt: RunView) -> None:
         """The runtime runs; the script is about to."""
 
     def run_script(self, script: str) -> None:
@@ -96,7 +98,7 @@ class Launcher:
             return ScriptEnd(exit_status(exc))
         return ScriptEnd(1, exc)
 
-    def ending(self, rt: Runtime) -> None:
+    def ending(self, rt: RunView) -> None:
         """The run has stopped; its report comes next."""
 
     def closing(self, status: int) -> None:
@@ -172,7 +174,7 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
     from ..console.bars import summary
     from ..console.failures import end_of_run
     if rt.recovery.resumer is not None:
-        _resume_report(rt, plan.explain)
+        _resume_report(rt.recovery, plan.explain)
     # (a traceback says it otherwise; a failed record was said when it happened, and below)
     if end.error is None and rt.end_reason is not None and rt.dead is None:
         click.echo(f"taskflow: {rt.end_reason}", err=True)
@@ -183,11 +185,11 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
     return 1 if end.status == 0 and rt.failed else end.status
 
 
-def _resume_report(rt: Runtime, explain: bool) -> None:
+def _resume_report(recovery: Recovery, explain: bool) -> None:
     """What a resumed run restored, and (``--explain``) why the rest ran again."""
-    r = rt.recovery.resumer
+    r = recovery.resumer
     assert r is not None
-    adoption = rt.recovery.adoption
+    adoption = recovery.adoption
     adopted = adoption.summary() if adoption is not None else ""
     again = sum(sum(v.values()) for v in r.reruns.values())
     click.echo(f"taskflow: resumed run {os.path.basename(r.store.run_dir)}: "

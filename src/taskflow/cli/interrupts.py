@@ -22,6 +22,7 @@ import click
 from ..journal.root import runs_root
 
 if TYPE_CHECKING:
+    from ..console.view import RunView
     from ..runtime.runtime import Runtime
 
 
@@ -56,7 +57,7 @@ def stop_interrupted(rt: Runtime, signum: int, grace: float) -> None:
         rt.kill(name)
 
 
-def resume_command(rt: Runtime, script: str, args: tuple[str, ...],
+def resume_command(rt: RunView, script: str, args: tuple[str, ...],
                    options: tuple[str, ...] = ()) -> str:
     """The command that continues this run (in a job of ``taskflow submit``: submitting it
     again, with the same options); ``options``: those ``run`` needs to run the script the
@@ -72,14 +73,15 @@ def resume_command(rt: Runtime, script: str, args: tuple[str, ...],
     return shlex.join(["taskflow", *argv, script, *args])
 
 
-def interrupted_summary(rt: Runtime, script: str, args: tuple[str, ...],
+def interrupted_summary(rt: RunView, script: str, args: tuple[str, ...],
                         options: tuple[str, ...] = ()) -> str:
-    c = rt.counts()
-    ended = c["done"] + c["failed"] + c["cancelled"] + c["interrupted"]
-    never = max(0, c["submitted"] - ended)
-    head = (f"taskflow: run {rt.run_id} interrupted ({rt.interrupted}): {c['done']} task(s) "
-            f"finished, {c['interrupted']} interrupted while running, {never} never started"
-            + (f", {c['failed']} failed" if c["failed"] else ""))
+    """The last lines of an interrupted run: what it did, and how to continue it."""
+    c = rt.tally
+    ended = c.done + c.failed + c.cancelled + c.interrupted
+    never = max(0, c.submitted - ended)
+    head = (f"taskflow: run {rt.run_id} interrupted ({rt.interrupted}): {c.done} task(s) "
+            f"finished, {c.interrupted} interrupted while running, {never} never started"
+            + (f", {c.failed} failed" if c.failed else ""))
     if not rt.resumable:
         return head + ("\n  (it was not resumable: it was started --no-resumable; runs "
                        "without it can be continued)")

@@ -18,7 +18,7 @@ from .options import examples, retired
 from ..journal.reader import Journal, RunNotFound, resolve_run
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from ..console.view import RunView
 
 run_dir_option = click.option(
     "--run-dir", type=click.Path(file_okay=False), default=None,
@@ -289,7 +289,7 @@ def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: s
 
 
 # -- hooks for `taskflow run` -g / -t / --monitor --------------------------------
-def run_started(rt: Runtime, monitor_port: int | None) -> Any:
+def run_started(rt: RunView, monitor_port: int | None) -> Any:
     """Start the monitor for a run that has just started (None: not asked)."""
     if monitor_port is None:
         return None
@@ -299,7 +299,7 @@ def run_started(rt: Runtime, monitor_port: int | None) -> Any:
     return _start_monitor(None, rt.run_dir, monitor_port, background=True)
 
 
-def run_finished(rt: Runtime, graph_: bool, trace_: bool, mon: Any) -> None:
+def run_finished(rt: RunView, graph_: bool, trace_: bool, mon: Any) -> None:
     """Write the pictures asked for and stop the monitor."""
     if mon is not None:
         mon.stop(grace=3.0)     # the pages open now see the run's end first

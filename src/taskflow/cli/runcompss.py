@@ -49,7 +49,7 @@ from ..errors import ClusterConfigError
 from .driver import Launcher, RunPlan, ScriptEnd
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from ..console.view import RunView
 
 DASHES = "-" * 60
 # PyCOMPSs's own default for a failed task (on_failure="RETRY"): COMPSs runs it again once on
@@ -272,7 +272,7 @@ class Runcompss(Launcher):
     def start_failed(self) -> None:
         print(f"\n{ERROR}\n{DASHES}", flush=True)
 
-    def started(self, rt: Runtime) -> None:
+    def started(self, rt: RunView) -> None:
         limit = self.opts.get("wall_clock_limit")
         if limit:
             try:
@@ -313,9 +313,9 @@ class Runcompss(Launcher):
         click.echo(traceback.format_exc().rstrip(), err=True)
         return ScriptEnd(1)
 
-    def ending(self, rt: Runtime) -> None:
+    def ending(self, rt: RunView) -> None:
         if self.opts.get("summary"):
-            print(task_summary(rt), flush=True)
+            print(task_summary(rt.run_dir), flush=True)
 
     def closing(self, status: int) -> None:
         if status:
@@ -323,12 +323,12 @@ class Runcompss(Launcher):
         print(DASHES, flush=True)
 
 
-def task_summary(rt: Runtime) -> str:
+def task_summary(run_dir: str) -> str:
     """``--summary``: per task name, how many ran and for how long (from the journal)."""
     from ..journal.reader import Journal
     lines = ["------------ Task summary ------------"]
     try:
-        with Journal(rt.run_dir) as j:
+        with Journal(run_dir) as j:
             rows = j.tasks(limit=1_000_000)
     except Exception as exc:  # noqa: BLE001 - no journal: say so
         return "\n".join(lines + [f"(no journal: {exc})"])

@@ -166,7 +166,7 @@ def compss_wait_on_any(*args: Any, timeout: float | None = None) -> Any:
     futs: list[Future] = []
     if rt is not None:
         for a in args:
-            sync._collect(a, rt, futs)
+            sync._collect(a, rt.registry, futs)
     if not futs:
         return compss_wait_on(*args) if args else None
     done = [f for f in futs if f.done()]
