@@ -139,8 +139,4 @@ def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priori
     return decorate
 
 
-def spec_of(obj: Any) -> TaskSpec | None:
-    return obj.spec if isinstance(obj, TaskFunction) else None
-
-
 __all__ = ["task", "TaskFunction", "TaskSpec", "IN"]

@@ -297,7 +297,3 @@ class Monitor:
         if self._thread is not None:
             self._thread.join(5)
         self.sock.close()
-
-
-def default_root() -> str:
-    return runs_root()

@@ -62,10 +62,6 @@ def encode_parts(op: int, body: Any) -> list[Part]:
     return [head, blob, *views]
 
 
-def frame_size(parts: list[Part]) -> int:
-    return sum(memoryview(p).nbytes for p in parts)
-
-
 BIG = 256 * 1024      # bytes: a buffer at least this large is a fresh anonymous mapping
 
 

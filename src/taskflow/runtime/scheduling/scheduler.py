@@ -26,7 +26,7 @@ An ``@IO`` task (PyCOMPSs, with ``--io_executors``) holds no computing unit
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from ...wire.thresholds import PREFETCH_BYTES
 from . import gang
@@ -71,11 +71,6 @@ class Scheduler:
 
     def push(self, task: Task) -> None:
         self.ready.push(task)
-
-    def push_many(self, tasks: Iterable[Task]) -> None:
-        push = self.ready.push
-        for t in tasks:
-            push(t)
 
     def tasks(self) -> list[Task]:
         """The ready tasks (any order)."""
