@@ -92,7 +92,7 @@ class Launcher:
     def script_ended(self, exc: BaseException) -> ScriptEnd:
         """The script raised ``exc`` (not an interrupt); called in its ``except`` block."""
         if isinstance(exc, SystemExit):     # the script's own status, as Python exits
-            from ..runtime.runend import exit_status
+            from ..runtime.verdict import exit_status
             if exc.code is not None and not isinstance(exc.code, int):
                 click.echo(str(exc.code), err=True)
             return ScriptEnd(exit_status(exc))

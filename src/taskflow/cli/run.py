@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from .. import diagnostics
-from ..observe.cliopts import OptionalValueCommand
+from .options import OptionalValueCommand
 from .driver import Launcher, RunPlan, drive
 from .nodes import cluster_options, slurm_cli_provider
 from .observe import run_dir_option

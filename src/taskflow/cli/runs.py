@@ -43,7 +43,7 @@ def script_and_args(argv: list[str], cwd: str = "") -> tuple[str, list[str]]:
         return "?", []
     if len(argv) < 2 or argv[1] != "run" or not _is_taskflow(argv[0]):
         return argv[0], list(argv[1:])
-    from ..observe.cliopts import OptionalValueCommand
+    from .options import OptionalValueCommand
     from .run import run as run_command
     from .runcompss import translate, wants_compat
     rest = list(argv[2:])

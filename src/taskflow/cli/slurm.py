@@ -17,7 +17,7 @@ import click
 
 from ..context import private_dir
 from ..journal.root import runs_root
-from ..observe.cliopts import OptionalValueCommand
+from .options import OptionalValueCommand
 from .observe import run_dir_option
 from .options import examples
 

@@ -115,5 +115,5 @@ def _stop() -> None:
             # atexit cannot change the exit status; os._exit can, once output is flushed.
             sys.stdout.flush()
             sys.stderr.flush()
-            from .runend import exit_status
+            from .verdict import exit_status
             os._exit((exit_status(end) or 1) if isinstance(end, SystemExit) else 1)

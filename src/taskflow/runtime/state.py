@@ -89,7 +89,7 @@ class RunState:
         self.tally = Tally()               # the task counts, changed through its methods
         self.interrupting = False          # the run is being interrupted: nothing new starts
         self.dead: str | None = None       # why no task can run any more (no nodes left)
-        self.end_reason: str | None = None  # why the run failed besides its tasks (runend.py)
+        self.end_reason: str | None = None  # why the run failed besides its tasks (verdict.py)
         self.interrupted: str | None = None     # why the run was interrupted (SIGINT, ...)
         self.groups: dict[str, list[Task]] = {}          # task groups: their tasks so far
         self._group_marks: dict[str, int] = {}           # group -> its size at the next forget
@@ -156,7 +156,7 @@ class RunState:
         if isinstance(exc, KeyboardInterrupt):
             self.interrupted = self.interrupted or "KeyboardInterrupt"
             return
-        from .runend import script_reason
+        from .verdict import script_reason
         reason = script_reason(exc)
         if reason is not None:
             self.fail_run(reason)
@@ -168,7 +168,7 @@ class RunState:
         if self.end_reason is not None:
             return "failed", self.end_reason
         if self.failures:
-            from .runend import tasks_reason
+            from .verdict import tasks_reason
             return "failed", tasks_reason(self.failures)
         return "finished", None
 
