@@ -14,7 +14,7 @@ venv: $(PY)
 
 $(PY):
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null \
-	  || bash runtime/testbed/install.sh python3-venv
+	  || bash testbed/install.sh python3-venv
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
@@ -25,7 +25,7 @@ NMMB := examples/nmmb_monarch
 demo: venv
 	$(PY) -m pip install -q -e '.[examples]'
 	@command -v gfortran >/dev/null && command -v mpif90 >/dev/null && command -v mpirun >/dev/null \
-	  || bash runtime/testbed/install.sh openmpi-bin libopenmpi-dev gfortran
+	  || bash testbed/install.sh openmpi-bin libopenmpi-dev gfortran
 	$(MAKE) -s -C $(NMMB)
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(VENV)/bin/taskflow run --progress $(NMMB)/workflow.py $(NMMB)/config/default.nml $(NMMB)/run

@@ -7,14 +7,14 @@ run while things die.
     kills at least, ``--agent-kills`` whole agents, ``--nodes`` local agents);
 (b) the master (``taskflow run``) SIGKILLed at a random moment, then
     ``taskflow run --resume``;
-(c) on the SSH testbed (runtime/testbed/ssh_hosts.sh: sshd hosts in network
+(c) on the SSH testbed (testbed/ssh_hosts.sh: sshd hosts in network
     namespaces), one host's link cut (veth down) mid-run and restored later;
 (d) the only node agent (``--nodes 1``) SIGKILLed: the run must fail at once
     with "no nodes left", never hang, and leave no process;
 (e) on the SSH testbed, the master SIGKILLed while 100+ tasks of seconds run, then
     ``taskflow run --resume`` at once: the agents keep their running tasks and the
     resumed master adopts them: none of them runs again (benchmarks/chaos_adopt.py).
-(f) (e) on the Slurm testbed (runtime/testbed/slurm.sh), with the dial-back agents of
+(f) (e) on the Slurm testbed (testbed/slurm.sh), with the dial-back agents of
     ``--slurm batch`` and ``--slurm pilot`` jobs (one row each): they dial the resumed
     master back and their running tasks are adopted (benchmarks/chaos_slurm.py).
 (g) on the SSH testbed, one host's link cut for longer than the heartbeat time-out, then
@@ -68,7 +68,7 @@ from chaos_procs import (Watcher, agents_of, executors_of, kill_tree,  # noqa: E
 
 WORKFLOW = os.path.join(HERE, "chaos_workflow.py")
 ROOT = os.path.dirname(HERE)
-SSH_HOSTS = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
+SSH_HOSTS = os.path.join(ROOT, "testbed", "ssh_hosts.sh")
 RUN_TIMEOUT = 900.0          # s: a run that takes longer is reported as hung
 
 

@@ -3,7 +3,7 @@ and pilot jobs. The master is SIGKILLed while tasks of seconds run, resumed at o
 agents dial the resumed master back (providers/slurm_rejoin.py) and their running tasks are
 adopted, not run again.
 
-The Slurm testbed is runtime/testbed/slurm.sh (3 nodes of 2 CPUs), brought up under the
+The Slurm testbed is testbed/slurm.sh (3 nodes of 2 CPUs), brought up under the
 lock the tests take. Each mode is one result row (``f-batch``, ``f-pilot``): tasks running at
 the kill, adopted, started again (must be 0), wrong values (0), every task ran, and nothing
 left behind (no agent process, no job of either run still in the queue).
@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "runtime", "testbed", "slurm.sh")
+SCRIPT = os.path.join(ROOT, "testbed", "slurm.sh")
 TB = os.environ.get("TF_SLURM_TB", "/tmp/taskflow-slurm")
 NODES = 3
 CPUS = 2
@@ -29,7 +29,7 @@ class SlurmTestbed:
     """``with SlurmTestbed():`` the local Slurm up (SLURM_CONF set), down again at the end."""
 
     def __enter__(self) -> "SlurmTestbed":
-        sys.path.insert(0, os.path.join(ROOT, "runtime", "testbed"))
+        sys.path.insert(0, os.path.join(ROOT, "testbed"))
         from testbed_hold import hold
         os.makedirs(TB, exist_ok=True)
         self.lock = hold(os.path.join(os.path.dirname(TB), "taskflow-slurm.lock"), 900.0)

@@ -1,6 +1,6 @@
 """The SSH testbed for the chaos driver's scenario (c): sshd hosts in network namespaces.
 
-Brings runtime/testbed/ssh_hosts.sh up under the lock the tests use (testbed.py)
+Brings testbed/ssh_hosts.sh up under the lock the tests use (testbed.py)
 (one user of the fixed namespaces and addresses at a time), writes a cluster
 file for its hosts, cuts and heals a host's link (its veth down / up) and
 finds the taskflow processes left on a host afterwards.
@@ -15,7 +15,7 @@ from typing import Any
 import testbed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
+SCRIPT = os.path.join(ROOT, "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
 
 
@@ -110,9 +110,9 @@ def why_not() -> str | None:
     if os.geteuid() != 0:
         return "the SSH testbed needs root (network namespaces, sshd)"
     if shutil.which("ip") is None:
-        return "iproute2 is not installed: bash runtime/testbed/install.sh iproute2"
+        return "iproute2 is not installed: bash testbed/install.sh iproute2"
     if not os.path.exists("/usr/sbin/sshd"):
-        return "openssh-server is not installed: bash runtime/testbed/install.sh openssh-server"
+        return "openssh-server is not installed: bash testbed/install.sh openssh-server"
     try:
         import paramiko  # noqa: F401
     except ImportError:

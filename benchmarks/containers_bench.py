@@ -11,7 +11,7 @@ One 2-slot local runtime runs, in turns (so drift on the machine hits all alike)
 Latency: one task at a time, each waited for before the next (the start-to-exit
 cost of one task). Throughput: N tasks submitted at once on 2 slots. Figures are
 medians of the rounds; the ratio rows compare with the plain program of the same
-run. Needs root, podman and the images of runtime/testbed/containers.sh (built here
+run. Needs root, podman and the images of testbed/containers.sh (built here
 when missing).
 
     python benchmarks/containers_bench.py [--tasks 20] [--rounds 3]
@@ -91,7 +91,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     root = os.path.dirname(HERE)
-    subprocess.run(["bash", os.path.join(root, "runtime", "testbed", "containers.sh"), "up"],
+    subprocess.run(["bash", os.path.join(root, "testbed", "containers.sh"), "up"],
                    check=True, capture_output=True)
     env_file = os.path.join(os.environ.get("TF_CTR", "/var/tmp/taskflow-containers"), "env")
     for line in open(env_file):

@@ -17,7 +17,7 @@ M1  20,000 x ``consume(produce(i))`` with 1 MiB values, submitted in one loop,
 M2  a 100 MB numpy array through a chain of 10 tasks (``a + 1.0`` each):
     wall time, peak RSS of all processes, and that peak over the idle run's
     (target < 4 x the array).
-X   20 values of 100 MB made on SSH host h1 and read on h2 (runtime/testbed
+X   20 values of 100 MB made on SSH host h1 and read on h2 (testbed
     hosts, root only): the master's peak RSS over its idle figure while they
     move (h1 has 1 slot and more memory declared, h2 2 slots and less: the
     producers fit only h1, the consumers only h2).
@@ -256,7 +256,7 @@ def _with_testbed(fn: Any) -> Any:
     if os.geteuid() != 0:
         sys.exit("X needs root (the SSH testbed's network namespaces)")
     tb = os.environ.get("TF_TB", "/tmp/taskflow-tb")
-    script = ROOT / "runtime" / "testbed" / "ssh_hosts.sh"
+    script = ROOT / "testbed" / "ssh_hosts.sh"
     os.makedirs(tb, exist_ok=True)
     lock = testbed.lock()
     was_up = os.path.exists(os.path.join(tb, "hosts.env"))

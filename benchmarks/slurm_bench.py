@@ -20,7 +20,7 @@ C = sum of task run times, and C/W against M; then M_batch / M_pilot against
 W_pilot / W_batch. ``--busy S`` first holds all nodes but one with an outside
 job for S seconds (a busy cluster): the allocation waits for it, pilots
 start on the free node. Needs SLURM_CONF, or brings up
-runtime/testbed/slurm.sh itself (root).
+testbed/slurm.sh itself (root).
 """
 from __future__ import annotations
 
@@ -107,10 +107,10 @@ def main() -> None:
     ap.add_argument("--auto", action="store_true", help="--slurm auto's scenarios")
     a = ap.parse_args()
     own = not os.environ.get("SLURM_CONF")
-    script = ROOT / "runtime" / "testbed" / "slurm.sh"
+    script = ROOT / "testbed" / "slurm.sh"
     held = None
-    if own:      # the tests' lock (runtime/testbed/testbed_hold.py): a test session waits
-        sys.path.insert(0, str(ROOT / "runtime" / "testbed"))
+    if own:      # the tests' lock (testbed/testbed_hold.py): a test session waits
+        sys.path.insert(0, str(ROOT / "testbed"))
         from testbed_hold import hold
         tb = os.environ.get("TF_SLURM_TB", "/tmp/taskflow-slurm")
         held = hold(os.path.join(os.path.dirname(tb), "taskflow-slurm.lock"), 1800)

@@ -2,7 +2,7 @@
 
     python benchmarks/ssh_bench.py [--tasks 20000] [--skew-tasks 40] [--json out.json]
 
-Needs root (it brings up the namespace hosts of runtime/testbed/ssh_hosts.sh
+Needs root (it brings up the namespace hosts of testbed/ssh_hosts.sh
 if they are not up, and takes them down again at the end).
 
 1. throughput: N no-op tasks through one SSH node (h1, 2 slots) against one
@@ -36,7 +36,7 @@ from taskflow.providers.ssh import SSHProvider  # noqa: E402
 
 import testbed  # noqa: E402  (benchmarks/testbed.py: the SSH testbed's lock and hosts)
 
-SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
+SCRIPT = os.path.join(ROOT, "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
 HOGS = 3          # spinning processes on h1's core: it runs taskflow's work at ~1/4 speed
 

@@ -2,7 +2,7 @@
 
     python benchmarks/ssh_start_bench.py [--hosts 60] [--repeat 3] [--json PATH]
 
-Brings up the namespace hosts of runtime/testbed/ssh_hosts.sh (needs root;
+Brings up the namespace hosts of testbed/ssh_hosts.sh (needs root;
 at most 60: the testbed's /26 holds no more addresses), holding the SSH
 testbed's lock for the whole run, and starts a runtime over all of them (one
 slot each, shared filesystem, the venv's interpreter), then over 1/4 and 1/2
@@ -37,7 +37,7 @@ from taskflow.providers.ssh import SSHProvider  # noqa: E402
 
 import testbed  # noqa: E402  (benchmarks/testbed.py: the SSH testbed's lock and hosts)
 
-SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
+SCRIPT = os.path.join(ROOT, "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
 MAX_HOSTS = 60
 

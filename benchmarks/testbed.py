@@ -1,6 +1,6 @@
 """The SSH testbed as the benchmarks use it: its lock and the hosts it brought up.
 
-The lock is the one the tests take (runtime/testbed/testbed_hold.py: the
+The lock is the one the tests take (testbed/testbed_hold.py: the
 same file and abstract Unix socket name), so a benchmark and a test session never bring the
 namespace hosts up or down under each other, even when one of them has a
 private /tmp.
@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "runtime", "testbed"))
+                                "testbed"))
 from testbed_hold import Held, hold  # noqa: E402
 
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
@@ -33,7 +33,7 @@ def lock(wait: float = 900.0) -> Held:
 
 
 def hosts_env(tb: str = TB) -> dict[str, str]:
-    """What runtime/testbed/ssh_hosts.sh up wrote: TF_TB_HOSTS, TF_TB_KEY, ..."""
+    """What testbed/ssh_hosts.sh up wrote: TF_TB_HOSTS, TF_TB_KEY, ..."""
     env = {}
     with open(os.path.join(tb, "hosts.env")) as f:
         for line in f:

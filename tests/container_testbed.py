@@ -1,4 +1,4 @@
-"""Session fixture: a real rootful podman with taskflow's test images (runtime/testbed/containers.sh).
+"""Session fixture: a real rootful podman with taskflow's test images (testbed/containers.sh).
 
 tests/conftest.py registers it for every module (never import it into one). The
 images are built once (cached under $TF_CTR across sessions, rebuilt when
@@ -19,9 +19,9 @@ import pytest
 import testbed_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "runtime", "testbed", "containers.sh")
+SCRIPT = os.path.join(ROOT, "testbed", "containers.sh")
 TF_CTR = os.environ.get("TF_CTR", "/var/tmp/taskflow-containers")
-INSTALL = "bash runtime/testbed/install.sh podman runc catatonit debootstrap busybox-static"
+INSTALL = "bash testbed/install.sh podman runc catatonit debootstrap busybox-static"
 
 
 class Podman:

@@ -1,10 +1,10 @@
-"""Session fixture: a real local Slurm (munged, slurmctld, 3 slurmd) from runtime/testbed/slurm.sh.
+"""Session fixture: a real local Slurm (munged, slurmctld, 3 slurmd) from testbed/slurm.sh.
 
 tests/conftest.py registers it for every module (never import it into one). The
 cluster comes up once per session and goes down at its end; SLURM_CONF is
 set for the session. Tests are skipped, with the reason, only when the
 machine cannot host it: not root, or the Slurm / munge binaries are missing
-(``bash runtime/testbed/install.sh slurm-wlm munge``). A lock file
+(``bash testbed/install.sh slurm-wlm munge``). A lock file
 serialises sessions, since the ports and the state directory are fixed.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 import testbed_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "runtime", "testbed", "slurm.sh")
+SCRIPT = os.path.join(ROOT, "testbed", "slurm.sh")
 TB = os.environ.get("TF_SLURM_TB", "/tmp/taskflow-slurm")
 NODES = 3
 
@@ -84,10 +84,10 @@ def _why_not() -> str | None:
         return "the Slurm testbed needs root (munged, slurmctld and slurmd run as root)"
     for b in ("munged", "slurmctld", "slurmd"):
         if not os.path.exists(f"/usr/sbin/{b}"):
-            return f"{b} is not installed: bash runtime/testbed/install.sh slurm-wlm munge"
+            return f"{b} is not installed: bash testbed/install.sh slurm-wlm munge"
     for b in ("sbatch", "squeue", "scancel", "srun", "sinfo"):
         if shutil.which(b) is None:
-            return f"{b} is not installed: bash runtime/testbed/install.sh slurm-wlm munge"
+            return f"{b} is not installed: bash testbed/install.sh slurm-wlm munge"
     return None
 
 

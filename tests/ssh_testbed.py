@@ -1,4 +1,4 @@
-"""Session fixture: two real sshd hosts in network namespaces (runtime/testbed/ssh_hosts.sh).
+"""Session fixture: two real sshd hosts in network namespaces (testbed/ssh_hosts.sh).
 
 tests/conftest.py registers it for every module (never import it into one). The
 hosts come up once per session and go down at its end. Tests are skipped,
@@ -21,7 +21,7 @@ import pytest
 import testbed_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "runtime", "testbed", "ssh_hosts.sh")
+SCRIPT = os.path.join(ROOT, "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
 
 
@@ -95,12 +95,12 @@ def _why_not() -> str | None:
     if os.geteuid() != 0:
         return "the SSH testbed needs root (network namespaces, sshd)"
     if shutil.which("ip") is None:
-        return "iproute2 (`ip`) is not installed: bash runtime/testbed/install.sh iproute2"
+        return "iproute2 (`ip`) is not installed: bash testbed/install.sh iproute2"
     r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
     if r.returncode != 0:
         return f"`ip netns` is not available here: {r.stderr.strip()}"
     if not os.path.exists("/usr/sbin/sshd"):
-        return "openssh-server is not installed: bash runtime/testbed/install.sh openssh-server"
+        return "openssh-server is not installed: bash testbed/install.sh openssh-server"
     try:
         import paramiko  # noqa: F401
     except ImportError:

@@ -37,7 +37,7 @@ def test_good_file_parses():
 
 
 def test_example_file_parses():
-    c = load_cluster(os.path.join(ROOT, "runtime", "cluster.example.yaml"))
+    c = load_cluster(os.path.join(ROOT, "examples", "cluster.example.yaml"))
     assert [n.name for n in c.nodes] == ["local", "h1", "h2"]
 
 

@@ -235,7 +235,7 @@ def test_declaration_errors_name_the_fix():
 
 
 @pytest.mark.skipif(shutil.which("mpirun") is None,
-                    reason="mpirun is missing: bash runtime/testbed/install.sh openmpi-bin")
+                    reason="mpirun is missing: bash testbed/install.sh openmpi-bin")
 def test_mpi_ranks_each_in_a_container(crt, tmp_path):
     from taskflow import mpi
 

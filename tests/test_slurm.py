@@ -1,6 +1,6 @@
 """Slurm workers against a real local Slurm (munged + slurmctld + 3 slurmd), no mocks.
 
-The cluster comes from runtime/testbed/slurm.sh (fixture in slurm_testbed.py):
+The cluster comes from testbed/slurm.sh (fixture in slurm_testbed.py):
 nodes n1..n3 with 2 CPUs each. Agents dial back to the master on 127.0.0.1.
 Waits poll with deadlines; no assertion depends on timing.
 """

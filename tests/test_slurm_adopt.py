@@ -1,6 +1,6 @@
 """A resumed master adopts the Slurm jobs (batch and pilot) its SIGKILLed predecessor left.
 
-On the real Slurm testbed (runtime/testbed/slurm.sh: n1..n3, 2 CPUs each): `taskflow run
+On the real Slurm testbed (testbed/slurm.sh: n1..n3, 2 CPUs each): `taskflow run
 --slurm batch|pilot` runs 4 tasks on 2 single-slot nodes and is SIGKILLed for real while
 two run; its dial-back agents keep them running and wait; `taskflow run --resume` at once
 finds them (they dial its address from the rejoin file), adopts the two tasks and runs the

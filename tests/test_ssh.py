@@ -1,6 +1,6 @@
 """SSH nodes against real sshd hosts in network namespaces (no mocks).
 
-Hosts h1/h2 come from runtime/testbed/ssh_hosts.sh (fixture in ssh_testbed.py);
+Hosts h1/h2 come from testbed/ssh_hosts.sh (fixture in ssh_testbed.py);
 every node has its own working directory and shared_fs: false, so file
 staging over SFTP is exercised even though the namespaces share /tmp.
 """
@@ -269,7 +269,7 @@ print("HOSTS", sorted(set(names)))
 def test_mpi_allreduce_over_both_hosts(ssh_hosts, tmp_path, monkeypatch):
     import shutil
     if not shutil.which("mpirun"):
-        pytest.skip("mpirun (Open MPI) is not installed: bash runtime/testbed/install.sh openmpi-bin")
+        pytest.skip("mpirun (Open MPI) is not installed: bash testbed/install.sh openmpi-bin")
     pytest.importorskip("mpi4py")
     monkeypatch.chdir(tmp_path)
     with _rt(ssh_hosts, tmp_path):

@@ -1,4 +1,4 @@
-"""One test session at a time per testbed (runtime/testbed/testbed_hold.py); skip when busy."""
+"""One test session at a time per testbed (testbed/testbed_hold.py); skip when busy."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "runtime", "testbed"))
+                                "testbed"))
 from testbed_hold import Held, hold  # noqa: E402
 
 

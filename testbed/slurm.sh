@@ -4,11 +4,11 @@
 # NodeHostname=localhost Port=...), all on loopback, all state under $TF_SLURM_TB.
 # Adapted from shared/testbed/infra.sh (slurm-up multi) and conf/slurm.multi.conf.
 #
-#   bash runtime/testbed/slurm.sh up [N]   # default 3 nodes, $TF_SLURM_CPUS (2) CPUs each
-#   bash runtime/testbed/slurm.sh down     # scancel everything, stop the daemons (recorded PIDs)
-#   bash runtime/testbed/slurm.sh status
-#   bash runtime/testbed/slurm.sh ctld-stop    # stop slurmctld only (SIGTERM: it saves its state)
-#   bash runtime/testbed/slurm.sh ctld-start   # start it again on that state (jobs are kept)
+#   bash testbed/slurm.sh up [N]   # default 3 nodes, $TF_SLURM_CPUS (2) CPUs each
+#   bash testbed/slurm.sh down     # scancel everything, stop the daemons (recorded PIDs)
+#   bash testbed/slurm.sh status
+#   bash testbed/slurm.sh ctld-stop    # stop slurmctld only (SIGTERM: it saves its state)
+#   bash testbed/slurm.sh ctld-start   # start it again on that state (jobs are kept)
 # Then: source $TF_SLURM_TB/env.sh  (exports SLURM_CONF)
 set -euo pipefail
 TB=${TF_SLURM_TB:-/tmp/taskflow-slurm}

@@ -1,12 +1,12 @@
 #!/bin/bash
 # containers.sh - a rootful podman set up for taskflow's container tests, and its two images.
 # Run as root on Debian with podman runc catatonit debootstrap busybox-static installed
-# (runtime/testbed/install.sh). No registry: both images are built from what the machine has.
+# (testbed/install.sh). No registry: both images are built from what the machine has.
 #
-#   bash runtime/testbed/containers.sh up      # config + images (each made once, kept, rebuilt when missing)
-#   bash runtime/testbed/containers.sh env     # print the environment the tests use (KEY=VALUE lines)
-#   bash runtime/testbed/containers.sh down    # remove podman's empty libpod_parent cgroups
-#   bash runtime/testbed/containers.sh clean   # remove the images, storage and config
+#   bash testbed/containers.sh up      # config + images (each made once, kept, rebuilt when missing)
+#   bash testbed/containers.sh env     # print the environment the tests use (KEY=VALUE lines)
+#   bash testbed/containers.sh down    # remove podman's empty libpod_parent cgroups
+#   bash testbed/containers.sh clean   # remove the images, storage and config
 #
 # Images:
 #   localhost/taskflow-bb:1       busybox-static in a scratch image (2 MB; sh cat echo wc sleep ...)
@@ -95,7 +95,7 @@ python_image() {
 
 case "${1:-up}" in
   up)
-    command -v podman >/dev/null || { log "podman is missing: bash runtime/testbed/install.sh podman runc catatonit debootstrap busybox-static"; exit 1; }
+    command -v podman >/dev/null || { log "podman is missing: bash testbed/install.sh podman runc catatonit debootstrap busybox-static"; exit 1; }
     conf; busybox_image; python_image ;;
   env) conf; cat "$TF_CTR/env" ;;
   down)

@@ -1,13 +1,13 @@
 #!/bin/bash
 # ssh_hosts.sh - two (or N) emulated SSH hosts for taskflow's tests and benchmarks.
-# Run as root on Linux with iproute2 and openssh-server (runtime/testbed/install.sh).
+# Run as root on Linux with iproute2 and openssh-server (testbed/install.sh).
 #
-#   bash runtime/testbed/ssh_hosts.sh up [N]     # netns tfh1..tfhN, hostnames h1..hN, sshd on port 22
-#   bash runtime/testbed/ssh_hosts.sh down       # stop what `up` started (recorded PIDs), delete netns/bridge
-#   bash runtime/testbed/ssh_hosts.sh kill I     # SIGKILL every process in host I's namespace (host crash)
-#   bash runtime/testbed/ssh_hosts.sh cut I|heal I   # unplug / replug host I (veth down / up)
-#   bash runtime/testbed/ssh_hosts.sh sshd I     # (re)start host I's sshd
-#   bash runtime/testbed/ssh_hosts.sh status
+#   bash testbed/ssh_hosts.sh up [N]     # netns tfh1..tfhN, hostnames h1..hN, sshd on port 22
+#   bash testbed/ssh_hosts.sh down       # stop what `up` started (recorded PIDs), delete netns/bridge
+#   bash testbed/ssh_hosts.sh kill I     # SIGKILL every process in host I's namespace (host crash)
+#   bash testbed/ssh_hosts.sh cut I|heal I   # unplug / replug host I (veth down / up)
+#   bash testbed/ssh_hosts.sh sshd I     # (re)start host I's sshd
+#   bash testbed/ssh_hosts.sh status
 #
 # Addresses: host I is $NET.$((130+I)) (10.200.0.131, .132, ...) on bridge tfbr0, the root
 # namespace is $NET.129/26. A /26 keeps clear of other testbeds using 10.200.0.0/24 (its route is
