@@ -13,12 +13,12 @@ from __future__ import annotations
 import socket
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..graph.expr import Expr, as_int
+from ...errors import UsageError
+from ...graph.expr import Expr, as_int
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
-    from ..runtime.runtime import Runtime
+    from ...graph.spec import TaskSpec
+    from ...runtime.runtime import Runtime
 
 
 def local_node(rt: Runtime, name: str) -> str:

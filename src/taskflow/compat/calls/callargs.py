@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sized
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..future import Future
+from ...errors import UsageError
+from ...future import Future
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
-    from ..runtime.runtime import Runtime
+    from ...graph.spec import TaskSpec
+    from ...runtime.runtime import Runtime
     from .taskfn import Decl
 
 IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)

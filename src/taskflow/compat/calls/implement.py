@@ -14,8 +14,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..runtime import embedded
+from ...errors import UsageError
+from ...runtime import embedded
 
 if TYPE_CHECKING:
     from .taskfn import CompatTaskFunction
@@ -78,7 +78,7 @@ def choose(tf: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
 def _needs(impl: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
            ) -> tuple[int, float]:
     if impl.decl.constraints:
-        from ..graph.expr import bind
+        from ...graph.expr import bind
         from .constraints import resolve
         cu, mem, _ = resolve(impl.decl.constraints, bind(impl.spec, args, kwargs),
                              impl.__wrapped__, impl.spec.name)

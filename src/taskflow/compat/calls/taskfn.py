@@ -25,24 +25,24 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import cloudpickle
 
-from ..api.task import TaskFunction
-from ..context import in_worker
-from ..errors import UsageError
-from ..future import Future
-from ..graph.expr import bind
-from ..graph.param import DIRECTORY_KIND, FILE_KIND, Param
-from ..runtime import current as _current
-from ..runtime import embedded as _embedded
+from ...api.task import TaskFunction
+from ...context import in_worker
+from ...errors import UsageError
+from ...future import Future
+from ...graph.expr import bind
+from ...graph.param import DIRECTORY_KIND, FILE_KIND, Param
+from ...runtime import current as _current
+from ...runtime import embedded as _embedded
 from . import implement as _impl
 from . import returns as R
 from .callargs import as_collections, plain_params, returned_argument
-from .generators import register as _register_generators
+from ..generators import register as _register_generators
 from .placing import check_ranks, local_node
 from .variants import make_variant
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
-    from ..runtime.runtime import Runtime
+    from ...graph.spec import TaskSpec
+    from ...runtime.runtime import Runtime
 
 
 MAX_VARIANTS = 1024      # specs kept per task function (a dropped one is made again if needed)
@@ -145,7 +145,7 @@ class CompatTaskFunction(TaskFunction):
         if decl.varargs is not None and len(args) > len(spec.names):
             extra = (extra or ()) + (("*", len(args) - len(spec.names)),)
         if decl.replicated and len([n for n in rt.nodes if n.usable]) > 1:
-            from .replicate import submit_replicas
+            from .replicated import submit_replicas
             return submit_replicas(self, rt, args, kwargs, nout, plain, cons, rets)
         pin = local_node(rt, spec.name) if decl.is_local else None
         io = decl.io and rt.io_executors > 0        # the nodes' I/O executors run it
@@ -196,7 +196,7 @@ class CompatTaskFunction(TaskFunction):
                 raise UsageError(f"task {self.spec.name}: {key}={gname!r} is {g[gname]!r}, "
                                  f"not a number.") from None
         if decl.http is not None:
-            from .services import base_url
+            from ..services import base_url
             out.append(("url", base_url(decl.http["service_name"], f"@http task "
                                                                    f"{self.spec.name}")))
         return tuple(out)
@@ -222,7 +222,7 @@ class CompatTaskFunction(TaskFunction):
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # The native reduction (by reference, or the function by value), wrapped so that the
         # worker installs the pycompss alias before any of it is unpickled.
-        from .importhook import load_task_function
+        from ..importhook import load_task_function
         loader, args = TaskFunction.__reduce__(self)
         return (load_task_function, (cloudpickle.dumps((loader, args)),))
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..graph.param import OBJECT_KIND
+from ...errors import UsageError
+from ...graph.param import OBJECT_KIND
 
 if TYPE_CHECKING:
-    from ..runtime.runtime import Runtime
+    from ...runtime.runtime import Runtime
     from . import returns as R
     from .taskfn import CompatTaskFunction
 
@@ -47,7 +47,7 @@ def submit_replicas(tf: CompatTaskFunction, rt: Runtime, args: tuple[Any, ...],
         raise UsageError(f"task {spec.name}: is_replicated=True with written file or "
                          f"collection parameter(s) {files}: every copy would write them from "
                          f"its own node at once; write objects (INOUT) or return the data.")
-    from .replicas import pinned
+    from .replica_tasks import pinned
     copies = [rt.submit(pinned("copy", 2, node.name),
                         (tf.__wrapped__, list(args), dict(kwargs), written), {})
               for node in nodes]

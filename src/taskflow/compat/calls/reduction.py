@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..graph.expr import bind
-from ..errors import UsageError
-from ..runtime import embedded
+from ...graph.expr import bind
+from ...errors import UsageError
+from ...runtime import embedded
 
 if TYPE_CHECKING:
     from .taskfn import CompatTaskFunction
