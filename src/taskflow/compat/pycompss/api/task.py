@@ -37,7 +37,8 @@ from ....errors import UsageError
 from ....graph.param import COLLECTION_KIND, DIRECTORY_KIND, OBJECT_KIND
 from ....graph.spec import TaskSpec
 from ...calls import returns as R
-from ...calls.taskfn import CompatTaskFunction, Decl, file_params
+from ...calls.decl import Decl
+from ...calls.taskfn import CompatTaskFunction, file_params
 from .parameter import renamed, to_native
 
 log = logging.getLogger("taskflow.compat")
