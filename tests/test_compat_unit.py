@@ -10,7 +10,7 @@ from taskflow.agent.invokers.words import (ShellSyntax, UnsetVariable, fill, red
                                           template_words)
 from taskflow.compat import importhook, xmlconfig
 from taskflow.compat.pycompss.api import parameter as P
-from taskflow.compat.returns import count_returns, infer, parse
+from taskflow.compat.calls.returns import count_returns, infer, parse
 from taskflow.cli.runcompss import translate
 from taskflow.errors import ClusterConfigError, UsageError
 

@@ -16,12 +16,13 @@ What a PyCOMPSs user and their test scripts expect from ``runcompss``:
 - runcompss's options, before the application: ``-g``/``--graph[=bool]``,
   ``-t``/``--tracing[=level]``, ``-m``/``--monitoring[=ms]``, ``-d``/``--debug``,
   ``--log_level=off|info|debug|trace``, ``--summary``, ``--project=FILE``,
-  ``--resources=FILE`` (:mod:`taskflow.compat.xmlconfig`), ``--wall_clock_limit=S``,
+  ``--resources=FILE`` (:mod:`taskflow.compat.xmlconfig`), ``--wall_clock_limit=S``
+  (:mod:`taskflow.compat.wall_clock_limit`),
   ``--env_script=FILE`` (sourced with bash as runcompss does, without ``set -e``: its
   variables reach the application and every node; an error is printed and the run goes
   on), ``--pythonpath=DIRS``, ``--lang=python``, ``--io_executors=N``,
   ``--walltime_margin=S`` (in a Slurm job: stop gracefully S s before its end,
-  :mod:`taskflow.compat.walltime`); the
+  :mod:`taskflow.compat.slurm_job_end`); the
   Java runtime's own tuning options (``--jvm_*``, ``--comm``, ``--scheduler``,
   ...) are accepted and have no effect; storage options are refused;
 - task output stays in the tasks' logs (``taskflow logs``), as runcompss keeps
@@ -44,7 +45,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ..compat import importhook, services, wallclock, walltime, xmlconfig
+from ..compat import importhook, services, slurm_job_end, wall_clock_limit, xmlconfig
 from ..errors import ClusterConfigError
 from .driver import Launcher, RunPlan, ScriptEnd
 
@@ -276,12 +277,12 @@ class Runcompss(Launcher):
         limit = self.opts.get("wall_clock_limit")
         if limit:
             try:
-                wallclock.arm(float(limit))
+                wall_clock_limit.arm(float(limit))
             except ValueError:
                 _fail(f"--wall_clock_limit={limit}: give seconds")
-        margin = self.opts.get("walltime_margin", walltime.DEFAULT_MARGIN)
+        margin = self.opts.get("walltime_margin", slurm_job_end.DEFAULT_MARGIN)
         try:
-            walltime.arm(float(margin))       # inside a Slurm job: stop before its end
+            slurm_job_end.arm(float(margin))       # inside a Slurm job: stop before its end
         except ValueError:
             _fail(f"--walltime_margin={margin}: give seconds")
 
@@ -293,11 +294,11 @@ class Runcompss(Launcher):
                 "compss_start": compss_start, "compss_stop": compss_stop,
                 "app_path": self.path})
         except KeyboardInterrupt:
-            if wallclock.reached.is_set():  # the limit, armed from another thread than this
-                raise wallclock.limit_reached() from None
+            if wall_clock_limit.reached.is_set():  # the limit, armed from another thread than this
+                raise wall_clock_limit.limit_reached() from None
             raise
         finally:
-            wallclock.disarm()
+            wall_clock_limit.disarm()
 
     def script_ended(self, exc: BaseException) -> ScriptEnd:
         if isinstance(exc, SystemExit):         # the application's own status
@@ -305,7 +306,7 @@ class Runcompss(Launcher):
             if code not in (None, 0) and not isinstance(code, int):
                 print(code, file=sys.stderr)
             return ScriptEnd(code if isinstance(code, int) else (0 if code is None else 1))
-        if isinstance(exc, wallclock.WallClockLimit):
+        if isinstance(exc, wall_clock_limit.WallClockLimit):
             click.echo(f"taskflow: {exc}: every task was cancelled and the application "
                        f"stopped", err=True)
             return ScriptEnd(1, cancel="the application was stopped")

@@ -11,7 +11,7 @@ from ..agent.invokers.words import check
 from ..api.external import TEMPLATE, attach
 from ..errors import UsageError
 from .argwarn import unexpected
-from .taskfn import CompatTaskFunction, task_function
+from .calls.taskfn import CompatTaskFunction, task_function
 
 ALIASES = {"workingDir": "working_dir", "failByExitValue": "fail_by_exit_value",
            "computingNodes": "computing_nodes", "processesPerNode": "processes_per_node",

@@ -8,7 +8,7 @@ from ..api.external import TEMPLATE
 from ..errors import UsageError
 from ..wire.invocation import HookProgram
 from .external import fail_by_exit_value, normalize
-from .taskfn import CompatTaskFunction, task_function
+from .calls.taskfn import CompatTaskFunction, task_function
 
 
 def add_hook(target: Any, which: str, kwargs: dict[str, Any],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...argwarn import unexpected
-from ...taskfn import task_function
+from ...calls.taskfn import task_function
 
 
 class IO:  # noqa: N801 - PyCOMPSs's name

@@ -209,7 +209,7 @@ def compss_free_resources(num_resources: int, group_name: str | None = None) -> 
 def compss_set_wall_clock(wall_clock_limit: int) -> None:
     """From now, the run may last ``wall_clock_limit`` more seconds: then every task is
     cancelled and the application stopped (as ``runcompss --wall_clock_limit``)."""
-    from ...wallclock import arm
+    from ...wall_clock_limit import arm
     arm(float(wall_clock_limit))
 
 

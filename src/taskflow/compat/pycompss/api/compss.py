@@ -17,7 +17,7 @@ from typing import Any
 from ....api.workflow import attach_workflow
 from ....errors import UsageError
 from ...external import counts_per_call, fail_by_exit_value, normalize
-from ...taskfn import task_function
+from ...calls.taskfn import task_function
 
 SUPPORTED = ("app_name", "runcompss", "flags", "computing_nodes", "working_dir", "args",
              "fail_by_exit_value", "worker_in_master")

@@ -8,15 +8,15 @@ documented key (``processor_architecture``, ``operating_system_type``,
 ``app_software``, ``host_queues``, ``storage_size``, ...; camelCase too) is
 accepted and recorded in the journal: it only steers placement in COMPSs.
 ``is_local=True`` runs the task on the master's own node. An unknown key is
-warned about and ignored, as PyCOMPSs does. See :mod:`taskflow.compat.constraints`.
+warned about and ignored, as PyCOMPSs does. See :mod:`taskflow.compat.calls.constraints`.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ....errors import UsageError
-from ... import constraints as C
-from ...taskfn import CompatTaskFunction
+from ...calls import constraints as C
+from ...calls.taskfn import CompatTaskFunction
 
 
 class constraint:  # noqa: N801 - PyCOMPSs's name
@@ -41,7 +41,7 @@ class constraint:  # noqa: N801 - PyCOMPSs's name
 def apply(tf: CompatTaskFunction, shaping: dict[str, Any], recorded: dict[str, Any],
           is_local: bool = False) -> None:
     spec = tf.spec
-    if is_local:                    # runs on the master's own node (compat.placing)
+    if is_local:                    # runs on the master's own node (compat.calls.placing)
         tf.decl.is_local = True
     if recorded:
         spec.record_hints(**recorded)

@@ -27,7 +27,7 @@ import tempfile
 from typing import Any, Callable
 
 from ....errors import UsageError
-from ...taskfn import CompatTaskFunction
+from ...calls.taskfn import CompatTaskFunction
 from .parameter import COLLECTION_IN, FILE_IN, FILE_OUT
 from .task import task
 

@@ -20,7 +20,7 @@ from ....api.external import attach
 from ....errors import UsageError
 from ....graph.param import FILE_KIND
 from ...external import normalize
-from ...taskfn import task_function
+from ...calls.taskfn import task_function
 
 SUPPORTED = ("service_name", "request", "resource", "payload", "payload_type", "produces",
              "updates")

@@ -2,7 +2,7 @@
 
 On top of an alternative implementation of a task (above its
 ``@constraint`` and ``@binary``/``@mpi``/... and ``@task``); calls of the
-task run whichever implementation fits the nodes (taskflow.compat.implement).
+task run whichever implementation fits the nodes (taskflow.compat.calls.implement).
 """
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from ....errors import UsageError
 from ...argwarn import unexpected
-from ...implement import register
-from ...taskfn import task_function
+from ...calls.implement import register
+from ...calls.taskfn import task_function
 
 
 class implement:  # noqa: N801 - PyCOMPSs's name

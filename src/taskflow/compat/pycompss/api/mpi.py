@@ -24,7 +24,7 @@ from typing import Any
 from ....api.external import RUNNERS
 from ....errors import UsageError
 from ...external import attach_program, counts_per_call, fail_by_exit_value, normalize
-from ...taskfn import task_function
+from ...calls.taskfn import task_function
 
 SUPPORTED = ("runner", "binary", "processes", "computing_nodes", "processes_per_node",
              "scale_by_cu", "flags", "args", "params", "working_dir", "fail_by_exit_value",

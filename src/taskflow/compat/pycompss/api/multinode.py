@@ -12,7 +12,7 @@ from typing import Any
 
 from ....api.external import attach
 from ...external import counts_per_call, normalize
-from ...taskfn import task_function
+from ...calls.taskfn import task_function
 
 SUPPORTED = ("computing_nodes", "processes_per_node")
 

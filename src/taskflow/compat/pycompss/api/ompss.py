@@ -10,7 +10,7 @@ from typing import Any
 
 from ....errors import UsageError
 from ...external import attach_program, counts_per_call, fail_by_exit_value, normalize
-from ...taskfn import task_function
+from ...calls.taskfn import task_function
 
 SUPPORTED = ("binary", "computing_nodes", "args", "params", "working_dir",
              "fail_by_exit_value")

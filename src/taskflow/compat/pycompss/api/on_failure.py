@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....errors import UsageError
-from ...taskfn import task_function
+from ...calls.taskfn import task_function
 
 MANAGEMENT = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
 

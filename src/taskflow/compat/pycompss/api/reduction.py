@@ -1,12 +1,12 @@
 """``pycompss.api.reduction``: ``@reduction(chunk_size=N)`` above ``@task``
-(taskflow.compat.reduction)."""
+(taskflow.compat.calls.reduction)."""
 from __future__ import annotations
 
 from typing import Any
 
 from ....errors import UsageError
 from ...argwarn import unexpected
-from ...taskfn import task_function
+from ...calls.taskfn import task_function
 
 
 class reduction:  # noqa: N801 - PyCOMPSs's name

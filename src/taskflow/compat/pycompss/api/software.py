@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from ....errors import UsageError
 from ...argwarn import unexpected
-from ...taskfn import CompatTaskFunction
+from ...calls.taskfn import CompatTaskFunction
 
 _TYPES = ("task", "workflow", "binary", "mpi", "mpmd_mpi", "multinode", "http", "compss",
           "ompss")

@@ -6,7 +6,7 @@ older PyCOMPSs spellings):
 - ``returns``: a type, a tuple of types, a count, a string holding a count,
   the name of a module global, ``"value_of(param.attr)"``, a class, ``FILE``;
   left out, the function's type hints or ``return`` statements decide
-  (:mod:`taskflow.compat.returns`). Several values come back as a list, none
+  (:mod:`taskflow.compat.calls.returns`). Several values come back as a list, none
   as ``None``. A call may override it: ``f(x, returns=3)``.
 - ``priority``, ``time_out``/``timeOut``, ``on_failure`` (RETRY, FAIL,
   IGNORE, CANCEL_SUCCESSORS), ``target_direction``/``targetDirection`` (IN
@@ -36,8 +36,9 @@ from typing import Any, Callable
 from ....errors import UsageError
 from ....graph.param import COLLECTION_KIND, DIRECTORY_KIND, OBJECT_KIND
 from ....graph.spec import TaskSpec
-from ... import returns as R
-from ...taskfn import CompatTaskFunction, Decl, file_params
+from ...calls import returns as R
+from ...calls.decl import Decl
+from ...calls.taskfn import CompatTaskFunction, file_params
 from .parameter import renamed, to_native
 
 log = logging.getLogger("taskflow.compat")

@@ -1,4 +1,4 @@
-"""The two tasks of a replicated call that writes its objects (:mod:`.replicate`).
+"""The two tasks of a replicated call that writes its objects (:mod:`.replicated`).
 
 Plain taskflow tasks, importable by name on every node; their copies pinned
 to nodes are spec variants (:mod:`.variants`). :func:`_join` reads every
@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..api.parameter import COLLECTION_IN, COLLECTION_INOUT
-from ..api.task import task
-from ..errors import UsageError
+from ...api.parameter import COLLECTION_IN, COLLECTION_INOUT
+from ...api.task import task
+from ...errors import UsageError
 from .variants import make_variant
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
+    from ...graph.spec import TaskSpec
 
 
 @task(returns=2)  # type: ignore[untyped-decorator]  # (task() is typed Any)
@@ -30,7 +30,7 @@ def _copy(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
 def _join(objs: list[Any], afters: list[list[Any]], value: Any) -> Any:
     """The written objects become the first copy's (their one new version); the value is
     the first copy's."""
-    from ..api.sync import _update_in_place
+    from ...api.sync import _update_in_place
     for i, obj in enumerate(objs):
         if not _update_in_place(obj, afters[0][i]):
             raise UsageError(f"is_replicated: the written {type(obj).__name__} cannot take "

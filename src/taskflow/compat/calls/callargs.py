@@ -18,13 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sized
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..future import Future
+from ...errors import UsageError
+from ...future import Future
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
-    from ..runtime.runtime import Runtime
-    from .taskfn import Decl
+    from ...graph.spec import TaskSpec
+    from .decl import Decl
+    from .run import CompatRun
 
 IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)
 
@@ -79,7 +79,7 @@ def as_collections(spec: TaskSpec, names: frozenset[str], args: tuple[Any, ...],
     return args, kwargs
 
 
-def returned_argument(rt: Runtime, spec: TaskSpec, param: str, bound: dict[str, Any] | None,
+def returned_argument(rt: CompatRun, spec: TaskSpec, param: str, bound: dict[str, Any] | None,
                       value: Any) -> Any:
     """``returns="{{param}}"``: the argument object, whose next version the task's value
     (the future ``value``) is; an immutable argument cannot be followed by identity, so the

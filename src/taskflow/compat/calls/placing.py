@@ -13,24 +13,25 @@ from __future__ import annotations
 import socket
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..graph.expr import Expr, as_int
+from ...errors import UsageError
+from ...graph.expr import Expr, as_int
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
-    from ..runtime.runtime import Runtime
+    from ...graph.spec import TaskSpec
+    from ...providers.handle import NodeHandle
 
 
-def local_node(rt: Runtime, name: str) -> str:
-    """The name of a usable node on the master's host (UsageError when there is none)."""
+def local_node(nodes: list[NodeHandle], name: str) -> str:
+    """The name of a usable node of ``nodes`` (the run's) on the master's host (UsageError
+    when there is none)."""
     here = socket.gethostname()
-    nodes = [n for n in rt.nodes if n.usable and n.hostname == here]
-    if not nodes:
+    mine = [n for n in nodes if n.usable and n.hostname == here]
+    if not mine:
         raise UsageError(f"task {name}: @constraint(is_local=True) runs it on the master's own "
                          f"node, but no node of this run is on this host ({here}); add a local "
                          f"node (--workers N with --cluster / a ComputeNode named localhost in "
                          f"--project) or drop is_local.")
-    return min(nodes, key=lambda n: n.load).name
+    return min(mine, key=lambda n: n.load).name
 
 
 def ranks(spec: TaskSpec, scale: bool, bound: dict[str, Any] | None) -> int:

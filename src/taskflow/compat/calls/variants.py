@@ -4,17 +4,17 @@ A PyCOMPSs call may differ from its declaration (its number of outputs,
 parameters passed as plain values, constraints or program values decided at
 the call, the node it must run on, an @IO task's place on the I/O executors):
 each combination is a shallow copy of the declared :class:`TaskSpec`, made
-once by :meth:`taskflow.compat.taskfn.CompatTaskFunction.variant` and reused.
+once by :meth:`taskflow.compat.calls.taskfn.CompatTaskFunction.variant` and reused.
 """
 from __future__ import annotations
 
 import copy
 from typing import TYPE_CHECKING, Any
 
-from ..graph.param import OBJECT_KIND
+from ...graph.param import OBJECT_KIND
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
+    from ...graph.spec import TaskSpec
 
 
 def make_variant(base: TaskSpec, nout: int, plain: frozenset[str],

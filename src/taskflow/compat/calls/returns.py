@@ -20,7 +20,7 @@ import textwrap
 import typing
 from typing import Any, Callable
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 UNSET = object()
 _PARAM = re.compile(r"\{\{\s*(\w+)\s*\}\}")
@@ -112,7 +112,7 @@ def _from_string(text: str, where: str) -> Returns:
 
 
 def _as_count(v: Any, where: str) -> int:
-    from ..future import Future
+    from ...future import Future
     if isinstance(v, Future):
         raise UsageError(f"{where} is a future: the number of outputs is decided when the task "
                          f"is called; compss_wait_on() it first.")

@@ -25,53 +25,29 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import cloudpickle
 
-from ..api.task import TaskFunction
-from ..context import in_worker
-from ..errors import UsageError
-from ..future import Future
-from ..graph.expr import bind
-from ..graph.param import DIRECTORY_KIND, FILE_KIND, Param
-from ..runtime import current as _current
-from ..runtime import embedded as _embedded
+from ...api.task import TaskFunction
+from ...context import in_worker
+from ...errors import UsageError
+from ...future import Future
+from ...graph.expr import bind
+from ...graph.param import DIRECTORY_KIND, FILE_KIND
+from ...runtime import current as _current
+from ...runtime import embedded as _embedded
+from ..generators import register as _register_generators
 from . import implement as _impl
 from . import returns as R
 from .callargs import as_collections, plain_params, returned_argument
-from .generators import register as _register_generators
+from .decl import Decl
 from .placing import check_ranks, local_node
 from .variants import make_variant
 
 if TYPE_CHECKING:
-    from ..graph.spec import TaskSpec
-    from ..runtime.runtime import Runtime
+    from ...graph.spec import TaskSpec
+    from .run import CompatRun
 
 
 MAX_VARIANTS = 1024      # specs kept per task function (a dropped one is made again if needed)
 _register_generators()   # a generator argument or value travels as its values
-
-
-class Decl:
-    """What a PyCOMPSs ``@task`` (and the decorators above it) declared, beyond the spec."""
-
-    def __init__(self) -> None:
-        self.returns: R.Returns = R.Returns(0)
-        self.file_params: frozenset[str] = frozenset()     # FILE / DIRECTORY parameters
-        self.constraints: dict[str, Any] = {}              # computing_units etc., raw values
-        self.on_failure_defaults: dict[str, Any] = {}      # @on_failure(..., name=default)
-        self.local_check: Callable[..., None] | None = None
-        self.replicated = False
-        self.distributed = False
-        self.reduction: int | None = None                  # @reduction(chunk_size=...)
-        self.reduction_param: str | None = None
-        self.checks: list[Callable[[dict[str, Any]], None]] = []   # call-time checks
-        self.cfg_globals: dict[str, str] = {}     # invoker value -> module global read per call
-        self.http: dict[str, Any] | None = None   # @http: service_name (base URL per call)
-        self.varargs: Param | None = None         # varargs_type when not a plain IN
-        self.written: frozenset[str] = frozenset()      # written objects (self aside)
-        self.written_collections: frozenset[str] = frozenset()
-        self.collections: frozenset[str] = frozenset()  # COLLECTION_* / DICTIONARY_*
-        self.python_mpi: bool | None = None       # @mpi without binary: its scale_by_cu
-        self.is_local = False                     # @constraint(is_local=True)
-        self.io = False                           # @IO: no computing unit with I/O executors
 
 
 class CompatTaskFunction(TaskFunction):
@@ -120,7 +96,7 @@ class CompatTaskFunction(TaskFunction):
         rt = _current._current or _embedded.get_or_start()
         return self.submit(rt, args, kwargs, call_returns)
 
-    def submit(self, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any],
+    def submit(self, rt: CompatRun, args: tuple[Any, ...], kwargs: dict[str, Any],
                call_returns: Any = R.UNSET) -> Any:
         spec = self.spec
         decl = self.decl
@@ -145,9 +121,10 @@ class CompatTaskFunction(TaskFunction):
         if decl.varargs is not None and len(args) > len(spec.names):
             extra = (extra or ()) + (("*", len(args) - len(spec.names)),)
         if decl.replicated and len([n for n in rt.nodes if n.usable]) > 1:
-            from .replicate import submit_replicas
-            return submit_replicas(self, rt, args, kwargs, nout, plain, cons, rets)
-        pin = local_node(rt, spec.name) if decl.is_local else None
+            from .replicated import submit_replicas
+            value = submit_replicas(self, rt, args, kwargs, nout, plain, cons)
+            return self.shape(rt, value, nout, rets, None)
+        pin = local_node(rt.nodes, spec.name) if decl.is_local else None
         io = decl.io and rt.io_executors > 0        # the nodes' I/O executors run it
         v = self.variant(nout, plain, cons, pin=pin, extra=extra, io=io)
         if decl.python_mpi is not None:
@@ -157,7 +134,7 @@ class CompatTaskFunction(TaskFunction):
             return returned_argument(rt, spec, rets.param, bound, value)
         return self.shape(rt, value, nout, rets, bound)
 
-    def shape(self, rt: Runtime, value: Any, nout: int, rets: R.Returns,
+    def shape(self, rt: CompatRun, value: Any, nout: int, rets: R.Returns,
               bound: dict[str, Any] | None) -> Any:
         """The native call's value as PyCOMPSs gives it back (None, one, a list)."""
         if nout == 0:
@@ -168,7 +145,7 @@ class CompatTaskFunction(TaskFunction):
         return futs if nout > 1 else futs[0]
 
     @staticmethod
-    def _stand_in(rt: Runtime, fut: Future, typ: Any) -> Any:
+    def _stand_in(rt: CompatRun, fut: Future, typ: Any) -> Any:
         """``returns=SomeClass``: an empty instance that stands for the future value."""
         if not R.is_user_class(typ):
             return fut
@@ -196,7 +173,7 @@ class CompatTaskFunction(TaskFunction):
                 raise UsageError(f"task {self.spec.name}: {key}={gname!r} is {g[gname]!r}, "
                                  f"not a number.") from None
         if decl.http is not None:
-            from .services import base_url
+            from ..services import base_url
             out.append(("url", base_url(decl.http["service_name"], f"@http task "
                                                                    f"{self.spec.name}")))
         return tuple(out)
@@ -222,7 +199,7 @@ class CompatTaskFunction(TaskFunction):
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # The native reduction (by reference, or the function by value), wrapped so that the
         # worker installs the pycompss alias before any of it is unpickled.
-        from .importhook import load_task_function
+        from ..importhook import load_task_function
         loader, args = TaskFunction.__reduce__(self)
         return (load_task_function, (cloudpickle.dumps((loader, args)),))
 

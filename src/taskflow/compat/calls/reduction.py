@@ -10,15 +10,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ..graph.expr import bind
-from ..errors import UsageError
-from ..runtime import embedded
+from ...graph.expr import bind
+from ...errors import UsageError
+from ...runtime import embedded
 
 if TYPE_CHECKING:
-    from .taskfn import CompatTaskFunction
+    from .decl import CompatTask
 
 
-def chunk_size(tf: CompatTaskFunction, raw: Any) -> int:
+def chunk_size(tf: CompatTask, raw: Any) -> int:
     where = f"@reduction on {tf.spec.name}: chunk_size={raw!r}"
     v = raw
     if isinstance(v, str):
@@ -42,7 +42,7 @@ def chunk_size(tf: CompatTaskFunction, raw: Any) -> int:
     return v
 
 
-def reduce_call(tf: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any],
+def reduce_call(tf: CompatTask, args: tuple[Any, ...], kwargs: dict[str, Any],
                 call_returns: Any) -> Any:
     from . import returns as R
     decl = tf.decl

@@ -14,21 +14,21 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
-from ..runtime import embedded
+from ...errors import UsageError
+from ...runtime import embedded
 
 if TYPE_CHECKING:
-    from .taskfn import CompatTaskFunction
+    from .decl import CompatTask
 
 # (source_class, method) -> alternatives, filled at decoration time (the task may come later)
-ALTERNATIVES: dict[tuple[str, str], list[CompatTaskFunction]] = {}
+ALTERNATIVES: dict[tuple[str, str], list[CompatTask]] = {}
 
 
-def register(alt: CompatTaskFunction, source_class: str, method: str) -> None:
+def register(alt: CompatTask, source_class: str, method: str) -> None:
     ALTERNATIVES.setdefault((source_class, method), []).append(alt)
 
 
-def _keys(tf: CompatTaskFunction) -> list[tuple[str, str]]:
+def _keys(tf: CompatTask) -> list[tuple[str, str]]:
     spec = tf.spec
     mod = spec.module
     parts = spec.name.split(".")
@@ -47,14 +47,14 @@ def _keys(tf: CompatTaskFunction) -> list[tuple[str, str]]:
     return keys
 
 
-def alternatives(tf: CompatTaskFunction) -> list[CompatTaskFunction]:
-    out: list[CompatTaskFunction] = []
+def alternatives(tf: CompatTask) -> list[CompatTask]:
+    out: list[CompatTask] = []
     for key in _keys(tf):
         out.extend(a for a in ALTERNATIVES.get(key, ()) if a not in out)
     return out
 
 
-def choose(tf: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def choose(tf: CompatTask, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The implementation this call runs (see the module docstring)."""
     alts = alternatives(tf)
     if not alts:
@@ -75,10 +75,10 @@ def choose(tf: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
                      f"fits any node of this run; lower their @constraint or add nodes.")
 
 
-def _needs(impl: CompatTaskFunction, args: tuple[Any, ...], kwargs: dict[str, Any]
+def _needs(impl: CompatTask, args: tuple[Any, ...], kwargs: dict[str, Any]
            ) -> tuple[int, float]:
     if impl.decl.constraints:
-        from ..graph.expr import bind
+        from ...graph.expr import bind
         from .constraints import resolve
         cu, mem, _ = resolve(impl.decl.constraints, bind(impl.spec, args, kwargs),
                              impl.__wrapped__, impl.spec.name)

@@ -17,8 +17,8 @@ import os
 import re
 from typing import Any, Callable
 
-from ..errors import UsageError
-from .argwarn import unexpected
+from ...errors import UsageError
+from ..argwarn import unexpected
 
 # camelCase (PyCOMPSs's older spelling) -> snake_case
 ALIASES = {
@@ -104,7 +104,7 @@ def _number(value: Any, key: str, bound: dict[str, Any], func: Callable[..., Any
 
 
 def _lookup(value: Any, where: str, bound: dict[str, Any], func: Callable[..., Any]) -> Any:
-    from ..future import Future
+    from ...future import Future
     if not isinstance(value, str):
         return value
     s = value.strip()
