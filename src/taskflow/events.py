@@ -10,13 +10,13 @@ for kinds that add nothing). A sixth field that is a tuple is a plain one,
 typed by the aliases below (a named tuple in there would be pickled by
 class, field by field, on its way to the journal).
 
-Events are named tuples, built where they happen (:meth:`.events.EventBus.emit`).
+Events are named tuples, built where they happen (:meth:`.runtime.bus.EventBus.emit`).
 The journal's writer process does not load taskflow: the journal sends it
 each event as a plain tuple (:mod:`taskflow.journal.writer`), and the writer
 unpacks it in this order (:mod:`taskflow.journal.changes`).
 
 The two records every task has are not events: the bus makes a task's
-*rows* at delivery (:mod:`.events`). They travel as plain tuples (a row per
+*rows* at delivery (:mod:`.runtime.bus`). They travel as plain tuples (a row per
 task is the journal's hot path: a plain tuple pickles several times faster
 than a named one), typed ``SubmittedWire``, ``DoneWire``, ``WholeWire``,
 whose fields are those of :class:`SubmittedRow`, :class:`DoneRow` and

@@ -51,7 +51,7 @@ class Progress:
     the others share an ``other`` bar. Counts come from the event bus;
     running and queued tasks are read from the nodes at each refresh
     (:mod:`.occupancy`). Off a terminal ``taskflow run`` prints plain lines
-    instead (:mod:`.progress_lines`); given a stream that is not a terminal,
+    instead (:mod:`.lines`); given a stream that is not a terminal,
     this prints the bars once, complete, when closed.
     """
 

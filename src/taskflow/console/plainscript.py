@@ -1,13 +1,13 @@
 """Plain ``python script.py``: its failures reported as ``taskflow run`` reports them, once.
 
-When the first task call starts the embedded runtime (:mod:`.embedded`), an
+When the first task call starts the embedded runtime (:mod:`taskflow.runtime.embedded`), an
 exception the script does not catch would be printed by Python: a 40-line
 traceback through taskflow's own frames, the remote traceback inside the
 message, and then the end of the run would list the failure again. Instead
 :func:`install` puts a ``sys.excepthook`` in place that keeps the exception
 (and says so in one line when tasks are still running: the run waits for
 them, as ``taskflow run`` does), and :func:`report_at_exit`, called when the
-embedded run stops, prints :func:`.failreport.end_of_run`'s text: the
+embedded run stops, prints :func:`.failures.end_of_run`'s text: the
 script's error with only the user's frames, each failed task's block, the
 summary line. Nothing changes for a script that ends well, for
 ``KeyboardInterrupt``, or when the runtime the script started itself is no

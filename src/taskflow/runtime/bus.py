@@ -7,7 +7,7 @@ journal, a progress bar, the web monitor) never sits on the hot path.
 
 An event is a named tuple of six fields, ``(kind, t, task_id, name, node,
 extra)``, one class per kind that says what its sixth field holds
-(:mod:`.event_types`); kinds: ``submitted ready dispatched running done
+(:mod:`taskflow.events`); kinds: ``submitted ready dispatched running done
 failed cancelled interrupted retry rerun restored usage log`` for tasks,
 ``node_join node_leaving node_left node_lost node_state sample memory`` for
 nodes. Tasks known to take under 5 ms get no ``ready``, ``dispatched`` or
@@ -20,12 +20,12 @@ ids when it has some) and to :attr:`EventBus.done_rows` when it ends well
 (the emitters hold the runtime lock, which the bus takes to swap the lists).
 The bus thread makes the rows from them at delivery. A subscriber that says
 ``rows=True`` (the journal) gets each delivery as one
-:data:`~.event_types.RowBatch` ``(whole, submitted, events, done)``: a task
+:data:`~taskflow.events.RowBatch` ``(whole, submitted, events, done)``: a task
 submitted and ended well since the last delivery is one *whole* row, the
 others a *submitted* row and later a *done* row (plain tuples:
-:class:`~.event_types.WholeRow`, ``SubmittedRow``, ``DoneRow``), and
+:class:`~taskflow.events.WholeRow`, ``SubmittedRow``, ``DoneRow``), and
 ``events`` are the other events in order; every other subscriber gets a
-list of events, the rows expanded into :class:`~.event_types.Submitted` and
+list of events, the rows expanded into :class:`~taskflow.events.Submitted` and
 ``Ended`` "done" events, so its view does not change. The resume log takes
 the tasks that ended well themselves (:meth:`EventBus.watch_ended`): it keeps
 their calls and values (runtime/recovery/log.py) at no cost to the loop thread, and
@@ -134,7 +134,7 @@ class EventBus:
             self.active = bool(self._subs) or self._ended_hook is not None
 
     def emit(self, ev: Event) -> None:
-        """``ev``: one of the records of :mod:`.event_types`."""
+        """``ev``: one of the records of :mod:`taskflow.events`."""
         self._buf.append(ev)
 
     def emit_many(self, evs: Iterable[Event]) -> None:
@@ -325,7 +325,7 @@ def _task_of(entry: tuple[Task, list[int]]) -> Task:
 
 def _rows(entries: list[Any], done: list[Task]
           ) -> tuple[list[SubmittedWire[TaskSpec]], list[WholeWire[TaskSpec]], list[DoneWire]]:
-    """(submitted rows, whole rows, done rows) for one delivery (event_types.WholeRow:
+    """(submitted rows, whole rows, done rows) for one delivery (events.WholeRow:
     a task submitted and ended well since the last delivery, nearly every short task,
     is one tuple to build and to pickle instead of two)."""
     ended = set(done)

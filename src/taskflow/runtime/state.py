@@ -1,10 +1,10 @@
 """The master's state of one run, and what its rules may ask of the node I/O.
 
-:class:`RunState` is what the outcome rules (:mod:`.outcomes`), lineage
-(:mod:`.lineage`) and the scheduler's users change: the ready queue and the
-nodes (:class:`~.scheduler.Scheduler`), the event bus, the counters, the
-failures, and what the run derives per task function (``spec_runs``:
-:mod:`.specruns`). Everything that reaches a node goes through its :class:`Comm`,
+:class:`RunState` is what the outcome rules (:mod:`.rules.outcomes`), lineage
+(:mod:`.rules.lineage`) and the scheduler's users change: the ready queue and the
+nodes (:class:`~.scheduling.scheduler.Scheduler`), the event bus, the task counts
+(:class:`~.tally.Tally`), the failures, and what the run derives per task function
+(``spec_runs``: :mod:`.specruns`). Everything that reaches a node goes through its :class:`Comm`,
 which the dispatcher implements; tests drive the rules with a fake one and no
 processes (as HyperQueue's scheduler core takes its ``Comm`` explicitly).
 :class:`~.runtime.Runtime` is a :class:`RunState` with a life cycle: nodes,

@@ -63,7 +63,7 @@ class _Fetch:
 class Dispatcher:
     """The loop thread's half of the runtime: node I/O, results in, work out.
 
-    It is the runtime's :class:`~.state.Comm` (what the outcome rules ask of
+    It is the runtime's :class:`~..state.Comm` (what the outcome rules ask of
     the nodes); what a round sends is made by its :class:`~.outbox.Outbox`.
     """
 

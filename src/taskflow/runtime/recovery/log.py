@@ -39,7 +39,7 @@ tuples, by their first field:
     keep a second copy of every output).
 
 A truncated last frame (the master died while writing it) is ignored; a
-damaged one is reported (:mod:`.resumestore`, the reader). A write that
+damaged one is reported (:mod:`.restore`, the reader). A write that
 fails (a full disk) fails the run loudly (:class:`~taskflow.errors.RecordFailed`).
 """
 from __future__ import annotations

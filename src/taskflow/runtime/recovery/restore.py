@@ -1,6 +1,6 @@
 """Resuming a run: an earlier run's resume log read, and its finished calls restored.
 
-:class:`ResumeStore` reads the log :mod:`.resume` writes (its format is
+:class:`ResumeStore` reads the log :mod:`.log` writes (its format is
 described there) into records indexed by key and by (name, ordinal); only
 the headers are held in memory, values are read from the log when a task is
 restored. :class:`Resumer` is the resumed run's side: it finds a call's
