@@ -8,17 +8,15 @@ records the node reads) is :mod:`taskflow.runtime.calltime`.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..errors import UsageError
 from ..graph.expr import Expr
 from ..runtime.calltime import RUNNERS
+from ..wire.template import PLACEHOLDER
 from .hints import did_you_mean
 from .parameter import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND
 from .task import TaskFunction
-
-TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
 def check_arguments(deco: str, given: dict[str, Any], mandatory: tuple[str, ...],
@@ -58,7 +56,7 @@ def attach(target: Any, deco: str, cfg: dict[str, Any], outputs: bool = False) -
         if not isinstance(tmpl, str):
             raise UsageError(f"@{deco} on {spec.name}: args must be a string template like "
                              f"'-i {{{{infile}}}} -n {{{{n}}}}', not {tmpl!r}.")
-        for n in TEMPLATE.findall(tmpl):
+        for n in PLACEHOLDER.findall(tmpl):
             if n not in names:
                 raise UsageError(f"@{deco} on {spec.name}: args names {{{{{n}}}}}, which is not "
                                  f"a parameter of {spec.name}({', '.join(names)}).")
@@ -86,4 +84,4 @@ def attach(target: Any, deco: str, cfg: dict[str, Any], outputs: bool = False) -
     return target
 
 
-__all__ = ["attach", "check_arguments", "TEMPLATE", "RUNNERS", "FILE_KIND", "DIRECTORY_KIND"]
+__all__ = ["attach", "check_arguments", "RUNNERS", "FILE_KIND", "DIRECTORY_KIND"]

@@ -31,6 +31,7 @@ from ..graph.expr import Expr, as_int, bind, expand_all, expand_env, number
 from ..wire.invocation import (CommandLine, Container, Gang, HookProgram, Hooks, Http,
                                Invocation, Limits, MpmdProgram, Mpi, Options, Param, Program,
                                Workflow)
+from ..wire.template import ShellSyntax, UnsetVariable, template_words
 from . import gang
 
 if TYPE_CHECKING:
@@ -226,8 +227,7 @@ _VARREF = re.compile(r"\$\{?([A-Za-z_]\w*)")
 
 def bash_words(text: str, where: str) -> tuple[str, ...]:
     """PyCOMPSs's ``args`` template read as runcompss's bash reads it, ``$VAR`` from this
-    process's environment (:func:`taskflow.agent.invokers.words.template_words`)."""
-    from ..agent.invokers.words import ShellSyntax, UnsetVariable, template_words
+    process's environment (:func:`taskflow.wire.template.template_words`)."""
     key = (text, tuple(os.environ.get(n) for n in _VARREF.findall(text)))
     words = _WORDS.get(key)
     if words is not None:

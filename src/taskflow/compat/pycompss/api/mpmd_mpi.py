@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....errors import UsageError
+from ....wire.template import PLACEHOLDER
 from ...external import attach_program, fail_by_exit_value, normalize
 
 SUPPORTED = ("runner", "programs", "working_dir", "fail_by_exit_value", "processes_per_node",
@@ -58,9 +59,8 @@ class mpmd_mpi:  # noqa: N801 - PyCOMPSs's name
     def __call__(self, target: Any) -> Any:
         tf = attach_program(target, "mpmd_mpi", "mpi", self.cfg)
         for prog in self.cfg["programs"]:
-            from ....api.external import TEMPLATE
             names = list(tf.spec.signature.parameters)
-            for n in TEMPLATE.findall(prog.get("args") or ""):
+            for n in PLACEHOLDER.findall(prog.get("args") or ""):
                 if n not in names:
                     raise UsageError(f"@mpmd_mpi on {tf.spec.name}: args names {{{{{n}}}}}, "
                                      f"which is not a parameter of {tf.spec.name}.")
