@@ -39,7 +39,6 @@ from . import gang
 if TYPE_CHECKING:
     from ..graph.spec import TaskSpec
     from ..providers.handle import NodeHandle
-    from .runtime import Runtime
 
 
 class CallTimes:
@@ -48,13 +47,15 @@ class CallTimes:
     def __init__(self) -> None:
         self._of: weakref.WeakKeyDictionary[TaskSpec, CallTime] = weakref.WeakKeyDictionary()
 
-    def prepare(self, rt: Runtime, spec: TaskSpec, args: tuple[Any, ...],
-                kwargs: dict[str, Any]) -> tuple[int, float, Options | None]:
-        """(computing units, memory GB, options) of one call; raises UsageError."""
+    def prepare(self, nodes: list[NodeHandle], run_dir: str, run_id: str, spec: TaskSpec,
+                args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> tuple[int, float, Options | None]:
+        """(computing units, memory GB, options) of one call on the run ``run_id`` (its
+        ``nodes``, its directory ``run_dir``); raises UsageError."""
         ct = self._of.get(spec)
         if ct is None:
             ct = self._of[spec] = CallTime(spec)
-        return ct.prepare(rt, args, kwargs)
+        return ct.prepare(nodes, run_dir, run_id, args, kwargs)
 
 
 class CallTime:
@@ -84,7 +85,8 @@ class CallTime:
         # the options all calls share when static: (cus, mem, gpus) they were made for
         self.shared: tuple[tuple[int, float, int], Options] | None = None
 
-    def prepare(self, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]
+    def prepare(self, nodes: list[NodeHandle], run_dir: str, run_id: str,
+                args: tuple[Any, ...], kwargs: dict[str, Any]
                 ) -> tuple[int, float, Options | None]:
         spec = self.spec
         where = f"@constraint on {spec.name}"
@@ -106,13 +108,14 @@ class CallTime:
             if inv is not None and inv.hooks is not None:
                 inv = inv._replace(hooks=resolved_hooks(inv.hooks, spec.name))
             return cus, mem, (Options(limits, inv) if limits or inv else None)
-        opts = self.options(rt, bound, cus, mem, limits)
+        opts = self.options(nodes, run_dir, run_id, bound, cus, mem, limits)
         inv = opts.invocation
         if inv is not None and inv.gang is not None:
             return 1, mem, opts             # the scheduler decides the real share
         return cus, mem, opts
 
-    def options(self, rt: Runtime, bound: dict[str, Any] | None, cus: int, mem: float,
+    def options(self, nodes: list[NodeHandle], run_dir: str, run_id: str,
+                bound: dict[str, Any] | None, cus: int, mem: float,
                 limits: Limits | None) -> Options:
         """The options of an external program, a container or a GPU task for one call."""
         spec = self.spec
@@ -123,7 +126,7 @@ class CallTime:
             opts = shared[1]
             known = opts.invocation.action if opts.invocation is not None else None
             if isinstance(known, (Program, Mpi)):
-                _check_programs(known, where, rt.nodes)
+                _check_programs(known, where, nodes)
             _check_streams(self.line, bound, where)
             return opts
         action: Program | Mpi | Http | Workflow | None = None
@@ -138,26 +141,26 @@ class CallTime:
                                  f"{', '.join(RUNNERS)}.")
             if isinstance(decl, (BinaryDecl, MpiDecl)):
                 if decl.binary and spec.container is None:   # in a container: the image's
-                    _check_binary(decl.binary, decl.working_dir, where, rt.nodes)
+                    _check_binary(decl.binary, decl.working_dir, where, nodes)
             if isinstance(decl, MpiDecl):
                 for prog in decl.programs:
-                    _check_binary(prog.binary, decl.working_dir, where, rt.nodes)
+                    _check_binary(prog.binary, decl.working_dir, where, nodes)
                 if decl.scale_by_cu and cus > 1:   # PyCOMPSs: one rank per computing unit
                     counts = counts._replace(processes=(counts.processes or 1) * cus)
                     cus = 1
             _check_streams(self.line, bound, where)
             assert self.line is not None
-            action = _action(decl, counts, self.line, rt.run_dir, rt.run_id, self.bash, where)
-            log_dir = os.path.join(rt.run_dir, "jobs")
+            action = _action(decl, counts, self.line, run_dir, run_id, self.bash, where)
+            log_dir = os.path.join(run_dir, "jobs")
         container = None
         if spec.container is not None:
             container = container_options(spec, cus, mem)
-            log_dir = os.path.join(rt.run_dir, "jobs")
+            log_dir = os.path.join(run_dir, "jobs")
         req = gang_request(decl, counts, cus, gpus, where) if decl is not None \
             else Gang(1, 1, cus, gpus)
-        if req is not None and gang.place(rt.nodes, req, free=False) is None:
+        if req is not None and gang.place(nodes, req, free=False) is None:
             raise UsageError(f"{where}: it needs {gang.describe(req)}, but the cluster "
-                             f"({gang.describe_nodes(rt.nodes)}) can never give that. Lower "
+                             f"({gang.describe_nodes(nodes)}) can never give that. Lower "
                              f"processes / computing_nodes / the @constraint, or add nodes "
                              f"(Runtime(workers=..., nodes=...)).")
         hooks = resolved_hooks(spec.hooks, spec.name) if spec.hooks is not None else None
