@@ -44,6 +44,9 @@ class Counts(NamedTuple):
     computing_nodes: int | None = None
 
 
+NO_COUNTS = Counts()
+
+
 def command_line(args: str | None, params: Mapping[str, TaskParam], order: list[str],
                  varargs: str | None, varkw: str | None) -> CommandLine:
     """The program's command line: the ``args`` template and the parameters it sees other
@@ -90,8 +93,15 @@ class ProgramDecl:
         expanded in its strings, its counts evaluated (a UsageError names ``where``)."""
         nodes = _count(self.computing_nodes, bound, where, "computing_nodes")
         line = self._line_for_call(where)
-        return (self if line is self.line else replace(self, line=line)), \
+        return (self if line is self.line else self._with(line=line)), \
             Counts(computing_nodes=nodes)
+
+    def _with(self: _D, **changes: Any) -> _D:
+        """A copy with ``changes``, for one call (dataclasses.replace runs the frozen
+        ``__init__`` again, 4x slower per call; the values were checked when declared)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__, **changes)
+        return new
 
     def _counts(self) -> tuple[Expr | None, ...]:
         return (self.computing_nodes,)
@@ -124,7 +134,7 @@ class BinaryDecl(ProgramDecl):
         binary = expand_env(self.binary, f"{where}: binary")
         line = self._line_for_call(where)
         working_dir = _expanded(self.working_dir, where, "working_dir")
-        return replace(self, binary=binary, line=line, working_dir=working_dir), Counts()
+        return self._with(binary=binary, line=line, working_dir=working_dir), NO_COUNTS
 
     def _texts(self) -> tuple[str | None, ...]:
         return (self.binary, self.line.args, self.working_dir)
@@ -142,7 +152,7 @@ class OmpssDecl(BinaryDecl):
         nodes = _count(self.computing_nodes, bound, where, "computing_nodes")
         line = self._line_for_call(where)
         working_dir = _expanded(self.working_dir, where, "working_dir")
-        return replace(self, binary=binary, line=line, working_dir=working_dir), \
+        return self._with(binary=binary, line=line, working_dir=working_dir), \
             Counts(computing_nodes=nodes)
 
 
@@ -194,8 +204,8 @@ class MpiDecl(ProgramDecl):
         flags = _expanded(self.flags, where, "flags")
         line = self._line_for_call(where)
         working_dir = _expanded(self.working_dir, where, "working_dir")
-        return replace(self, runner=runner, binary=binary, programs=programs, flags=flags,
-                       line=line, working_dir=working_dir), counts
+        return self._with(runner=runner, binary=binary, programs=programs, flags=flags,
+                          line=line, working_dir=working_dir), counts
 
     def _counts(self) -> tuple[Expr | None, ...]:
         return (self.processes, self.processes_per_node, self.computing_nodes)
@@ -246,8 +256,8 @@ class WorkflowDecl(ProgramDecl):
         nodes = _count(self.computing_nodes, bound, where, "computing_nodes")
         working_dir = _expanded(self.working_dir, where, "working_dir")
         flags = _expanded(self.flags, where, "flags")
-        return replace(self, script=script, line=line, working_dir=working_dir,
-                       flags=flags), Counts(computing_nodes=nodes)
+        return self._with(script=script, line=line, working_dir=working_dir,
+                          flags=flags), Counts(computing_nodes=nodes)
 
     def _texts(self) -> tuple[str | None, ...]:
         return (self.script, self.line.args, self.working_dir, self.flags)
