@@ -6,13 +6,13 @@ import sys
 
 import pytest
 
-from taskflow.agent.invokers.words import (ShellSyntax, UnsetVariable, fill, redirects,
-                                          template_words)
+from taskflow.agent.invokers.words import fill, redirects
 from taskflow.compat import importhook, xmlconfig
 from taskflow.compat.pycompss.api import parameter as P
 from taskflow.compat.calls.returns import count_returns, infer, parse
 from taskflow.cli.runcompss import translate
 from taskflow.errors import ClusterConfigError, UsageError
+from taskflow.wire.template import ShellSyntax, UnsetVariable, template_words
 
 
 def test_parameters_become_taskflow_params():

@@ -21,6 +21,11 @@ def rt(tmp_path, monkeypatch):
         yield r
 
 
+def prepare(rt, spec, args, kwargs):
+    """One call's (computing units, memory, options), as the runtime resolves it."""
+    return rt.calltimes.prepare(rt.nodes, rt.run_dir, rt.run_id, spec, args, kwargs)
+
+
 @binary(binary="printf", args="%s\\n {{a}}")
 @task(out=FILE_OUT_STDOUT)
 def say(a, out):
@@ -51,8 +56,8 @@ def plain(x):
 
 
 def test_a_static_program_shares_one_record_and_the_node_reads_it(rt, tmp_path):
-    a = rt.calltimes.prepare(rt, say.spec, ("x", str(tmp_path / "o1")), {})
-    b = rt.calltimes.prepare(rt, say.spec, ("y", str(tmp_path / "o2")), {})
+    a = prepare(rt, say.spec, ("x", str(tmp_path / "o1")), {})
+    b = prepare(rt, say.spec, ("y", str(tmp_path / "o2")), {})
     assert a[2] is b[2]                     # one Options for every call (pickled once a frame)
     opts = a[2]
     assert isinstance(opts, Options) and opts.limits is None
@@ -69,9 +74,9 @@ def test_a_static_program_shares_one_record_and_the_node_reads_it(rt, tmp_path):
 
 def test_env_in_a_declaration_is_expanded_per_call(rt, tmp_path, monkeypatch):
     monkeypatch.setenv("GREETING", "hi")
-    first = rt.calltimes.prepare(rt, greet.spec, ("a", str(tmp_path / "o")), {})[2]
+    first = prepare(rt, greet.spec, ("a", str(tmp_path / "o")), {})[2]
     monkeypatch.setenv("GREETING", "ho")
-    second = rt.calltimes.prepare(rt, greet.spec, ("a", str(tmp_path / "o")), {})[2]
+    second = prepare(rt, greet.spec, ("a", str(tmp_path / "o")), {})[2]
     assert first.invocation.action.line.args == "%s\\n hi {{a}}"
     assert second.invocation.action.line.args == "%s\\n ho {{a}}"
     monkeypatch.delenv("GREETING")
@@ -81,13 +86,13 @@ def test_env_in_a_declaration_is_expanded_per_call(rt, tmp_path, monkeypatch):
 
 def test_a_gang_task_asks_for_processes_and_holds_one_unit_until_placed(rt, monkeypatch):
     monkeypatch.setenv("NRANKS", "1")
-    cus, _mem, opts = rt.calltimes.prepare(rt, ranks.spec, (), {})
+    cus, _mem, opts = prepare(rt, ranks.spec, (), {})
     assert cus == 1                           # the scheduler decides the real share
     assert opts.invocation.gang == Gang(procs=1, ppn=None, unit=2, gpus=0)
     assert isinstance(opts.invocation.action, Mpi) and opts.invocation.action.processes == 1
     monkeypatch.setenv("NRANKS", "2")         # 2 x 2 units: more than the 2 slots there are
     with pytest.raises(taskflow.UsageError, match="can never give that"):
-        rt.calltimes.prepare(rt, ranks.spec, (), {})
+        prepare(rt, ranks.spec, (), {})
 
 
 def test_plain_calls_carry_nothing_and_limits_travel_alone():

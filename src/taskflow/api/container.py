@@ -40,6 +40,7 @@ import shlex
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UsageError
+from ..graph.decl import MpiDecl
 from ..graph.param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND
 from ..wire.invocation import Container, FileMount
 from .external import check_arguments
@@ -88,7 +89,7 @@ def container(engine: str | None = None, image: str | None = None, options: str 
         if spec.invoker == "multinode":
             raise UsageError(f"@container on {spec.name}: a @multinode task cannot run in a "
                              f"container; put the program it starts in one (@binary).")
-        if spec.invoker == "mpi" and not spec.invoker_cfg.get("binary"):
+        if isinstance(spec.program, MpiDecl) and not spec.program.binary:
             raise UsageError(f"@container on {spec.name}: @mpi without binary= runs the Python "
                              f"function under mpi4py on the node; give @mpi a binary to run "
                              f"each rank in a container.")

@@ -1,24 +1,22 @@
 """What @binary, @mpi, @ompss, @multinode, @workflow and @http share when a task is declared.
 
-:func:`attach` checks the decorator's arguments and records them in the spec
-(``spec.declare_program``), with ``processes`` / ``computing_nodes`` values
-compiled as expressions (:mod:`taskflow.graph.expr`). What they become for one
-call (``$VAR`` expanded, expressions evaluated, binaries checked, the typed
-records the node reads) is :mod:`taskflow.runtime.calltime`.
+:func:`attach` checks the decorator's arguments and records them in the spec as
+the kind's typed declaration (:mod:`taskflow.graph.decl`, ``spec.declare_program``),
+with ``processes`` / ``processes_per_node`` / ``computing_nodes`` values compiled as
+expressions (:mod:`taskflow.graph.expr`). What they become for one call (``$VAR``
+expanded, expressions evaluated, binaries checked, the typed records the node
+reads) is :mod:`taskflow.runtime.calltime`.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..errors import UsageError
+from ..graph.decl import COUNTS, KINDS, command_line
 from ..graph.expr import Expr
-from ..runtime.calltime import RUNNERS
+from ..wire.template import PLACEHOLDER
 from .hints import did_you_mean
-from .parameter import DIRECTORY_KIND, FILE_KIND, OBJECT_KIND
 from .task import TaskFunction
-
-TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
 def check_arguments(deco: str, given: dict[str, Any], mandatory: tuple[str, ...],
@@ -34,7 +32,8 @@ def check_arguments(deco: str, given: dict[str, Any], mandatory: tuple[str, ...]
 
 
 def attach(target: Any, deco: str, cfg: dict[str, Any], outputs: bool = False) -> TaskFunction:
-    """Make the task ``target`` run through the ``deco`` invoker with ``cfg``.
+    """Make the task ``target`` run through the ``deco`` invoker, declared by the values
+    ``cfg`` (the fields of the kind's record in :mod:`taskflow.graph.decl`, and ``args``).
 
     ``outputs``: the invoker gives the task's values itself (an mpi4py function's
     per-rank values, a REST answer), so several are allowed.
@@ -58,7 +57,7 @@ def attach(target: Any, deco: str, cfg: dict[str, Any], outputs: bool = False) -
         if not isinstance(tmpl, str):
             raise UsageError(f"@{deco} on {spec.name}: args must be a string template like "
                              f"'-i {{{{infile}}}} -n {{{{n}}}}', not {tmpl!r}.")
-        for n in TEMPLATE.findall(tmpl):
+        for n in PLACEHOLDER.findall(tmpl):
             if n not in names:
                 raise UsageError(f"@{deco} on {spec.name}: args names {{{{{n}}}}}, which is not "
                                  f"a parameter of {spec.name}({', '.join(names)}).")
@@ -73,17 +72,12 @@ def attach(target: Any, deco: str, cfg: dict[str, Any], outputs: bool = False) -
         v = cfg.get(key)
         if v is not None and not isinstance(v, str):
             raise UsageError(f"@{deco} on {spec.name}: {key} must be a string, not {v!r}.")
-    params = {}
-    for pname, p in spec.params.items():
-        if p.kind != OBJECT_KIND or p.prefix is not None:
-            params[pname] = (p.kind, p.direction, p.stream, p.prefix)
-    cfg = dict(cfg, kind=deco, params=params, order=names,
-               varargs=spec.varargs, varkw=spec.varkw)
-    for key in ("processes", "processes_per_node", "computing_nodes"):
-        if cfg.get(key) is not None:
-            cfg[key] = Expr(cfg[key], f"@{deco} on {spec.name}: {key}", names)
-    spec.declare_program(deco, cfg)
+    line = command_line(tmpl, spec.params, names, spec.varargs, spec.varkw)
+    values: dict[str, Any] = {key: Expr(v, f"@{deco} on {spec.name}: {key}", names)
+                              if key in COUNTS and v is not None else v
+                              for key, v in cfg.items() if key != "args"}
+    spec.declare_program(KINDS[deco](line=line, **values))
     return target
 
 
-__all__ = ["attach", "check_arguments", "TEMPLATE", "RUNNERS", "FILE_KIND", "DIRECTORY_KIND"]
+__all__ = ["attach", "check_arguments"]

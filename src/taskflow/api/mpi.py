@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 from .binary import FAIL_BY_EXIT_VALUE
 from ..errors import UsageError
-from .external import RUNNERS, attach, check_arguments
+from ..graph.decl import RUNNERS
+from .external import attach, check_arguments
 
 MANDATORY = ("runner",)
 SUPPORTED = ("binary", "processes", "processes_per_node", "computing_nodes", "flags", "args",

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agent.invokers.words import check
-from ..api.external import TEMPLATE, attach
+from ..api.external import attach
 from ..errors import UsageError
+from ..wire.template import PLACEHOLDER, check
 from .argwarn import unexpected
 from .calls.taskfn import CompatTaskFunction, task_function
 
@@ -75,13 +75,13 @@ def counts_per_call(tf: CompatTaskFunction, cfg: dict[str, Any]) -> dict[str, An
 def attach_program(target: Any, deco: str, kind: str, cfg: dict[str, Any],
                    outputs: bool = False) -> CompatTaskFunction:
     """Attach invoker ``kind`` to a PyCOMPSs task; its command line is read as runcompss's
-    bash reads it, each parameter value one argument (agent.invokers.words)."""
+    bash reads it, each parameter value one argument (wire.template, agent.invokers.words)."""
     tf = task_function(target, f"@{deco}")
     spec = tf.spec
     for key in ("args", "flags"):
         text = cfg.get(key)
         if isinstance(text, str):
-            why = check(TEMPLATE.sub("x", text))
+            why = check(PLACEHOLDER.sub("x", text))
             if why:
                 raise UsageError(f"@{deco} on {spec.name}: {key}={text!r}: {why}.")
     attach(tf, kind, dict(cfg, bash_words=True), outputs=outputs)

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agent.invokers.words import check, template_words
-from ..api.external import TEMPLATE
 from ..errors import UsageError
 from ..wire.invocation import HookProgram
+from ..wire.template import PLACEHOLDER, check, template_words
 from .external import fail_by_exit_value, normalize
 from .calls.taskfn import CompatTaskFunction, task_function
 
@@ -21,11 +20,11 @@ def add_hook(target: Any, which: str, kwargs: dict[str, Any],
     spec = tf.spec
     args = kw.get("args", kw.get("params"))
     names = list(spec.signature.parameters)
-    for n in TEMPLATE.findall(args or ""):
+    for n in PLACEHOLDER.findall(args or ""):
         if n not in names:
             raise UsageError(f"@{which} on {spec.name}: args names {{{{{n}}}}}, which is not a "
                              f"parameter of {spec.name}({', '.join(names)}).")
-    why = check(TEMPLATE.sub("x", args or ""))
+    why = check(PLACEHOLDER.sub("x", args or ""))
     if why:
         raise UsageError(f"@{which} on {spec.name}: args={args!r}: {why}.")
     hook = HookProgram(kw["binary"], args, kw.get("working_dir"),

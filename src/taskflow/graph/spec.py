@@ -2,7 +2,8 @@
 
 :class:`TaskSpec` is the graph's description of a task function: its
 parameters and their directions, outputs, priority, time-out, failure policy,
-constraints and, for external programs, the invoker and its configuration.
+constraints and, for external programs, the invoker and its declaration
+(:mod:`taskflow.graph.decl`).
 ``@task`` (:mod:`taskflow.api.task`) builds it; the builder, the scheduler,
 the dispatcher and the journal read it. What a run derives from it (its calls'
 durations, its pickle and digest, its keys) is the run's, not the spec's:
@@ -16,6 +17,7 @@ from typing import Any, Callable
 
 from ..errors import UsageError
 from ..wire.invocation import Container, HookProgram, Hooks, Invocation, Limits, Options
+from .decl import ProgramDecl
 from .expr import Expr, gpus_wanted
 from .param import OBJECT_KIND, Param
 
@@ -73,9 +75,9 @@ class TaskSpec:
         self.memory_limit: bool | None = None    # memory_size is a limit (None: the run's)
         self.processors: list[Any] = []
         self.invoker = "python"       # external-program decorators change this
-        # the program decorator's values as declared ($VAR and expressions (graph.expr) are
-        # resolved per call: runtime.calltime)
-        self.invoker_cfg: dict[str, Any] = {}
+        # the program decorator's declaration (graph.decl; $VAR and expressions are resolved
+        # per call: runtime.calltime); None: the task is its Python function
+        self.program: ProgramDecl | None = None
         self.container: Container | None = None   # @container (image expanded per call)
         # node-side steps around the call (prolog, epilog, DIRECTORY_OUT left to the task):
         # agent.invokers.hooks
@@ -130,19 +132,17 @@ class TaskSpec:
         """Declarations accepted with no effect here, kept to be shown (PyCOMPSs's)."""
         self.recorded = dict(self.recorded or {}, **hints)
 
-    def declare_program(self, kind: str, cfg: dict[str, Any]) -> None:
-        """The task runs through invoker ``kind`` (@binary, @mpi, ...: api.external)."""
-        self.invoker = kind
-        self.invoker_cfg = cfg
+    def declare_program(self, program: ProgramDecl) -> None:
+        """The task runs ``program`` (@binary, @mpi, ...: api.external) through its kind's
+        invoker."""
+        self.invoker = program.kind
+        self.program = program
         self._declared()
 
     def override_program(self, values: dict[str, Any]) -> None:
         """Program values decided for a copy of the spec (compat: a module global, a URL)."""
-        cfg = dict(self.invoker_cfg)
-        for key, value in values.items():
-            cfg[key] = Expr(value, key, []) \
-                if key in ("processes", "computing_nodes", "processes_per_node") else value
-        self.invoker_cfg = cfg
+        assert self.program is not None
+        self.program = self.program.overridden(values)
         self._declared()
 
     def declare_container(self, container: Container) -> None:
@@ -196,9 +196,9 @@ class TaskSpec:
         """Whether the scheduler must place calls through runtime.scheduling.gang."""
         if self.invoker in ("mpi", "multinode"):
             return True
-        if self.invoker in ("ompss", "workflow"):
-            n = self.invoker_cfg.get("computing_nodes")
-            return not (n is None or (isinstance(n, Expr) and n.const == 1))
+        if self.invoker in ("ompss", "workflow") and self.program is not None:
+            n = self.program.computing_nodes
+            return not (n is None or n.const == 1)
         return self.gpus > 0
 
     @property

@@ -4,6 +4,8 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
+from .decl import MpiDecl
+
 if TYPE_CHECKING:
     from ..errors import TaskError
     from ..future import Future
@@ -114,8 +116,9 @@ def exit_code(task: Task) -> int | None:
     code in its error: :func:`error_exit_code`.)
     """
     spec = task.spec
+    program = spec.program
     if spec.invoker not in ("binary", "ompss", "mpi") or not task.outputs or (
-            spec.invoker == "mpi" and not (spec.invoker_cfg or {}).get("binary")):
+            isinstance(program, MpiDecl) and not program.binary):
         return None
     payload = task.outputs[0]._payload
     try:

@@ -54,8 +54,9 @@ def constraints_text(spec: TaskSpec) -> str:
     if recorded:
         c["recorded"] = {k: v if isinstance(v, (int, float, str, bool)) else short(v, 100)
                          for k, v in recorded.items()}
-    params = (spec.invoker_cfg or {}).get("params") or {}
-    streams = {p: st for p, (_, _, st, _) in params.items() if st}
+    program = spec.program
+    params = program.line.params if program is not None else {}
+    streams = {name: p.stream for name, p in params.items() if p.stream}
     if streams:         # a program's stdin/stdout/stderr bound to a file parameter
         c["streams"] = streams
     return json.dumps(c)

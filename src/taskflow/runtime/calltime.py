@@ -7,7 +7,8 @@ call takes the declaration as it is (the hot path). For one call this
 
 - evaluates ``computing_units`` / ``memory_size`` (:mod:`taskflow.graph.expr`);
 - expands ``$VAR`` in the program's declared values and evaluates
-  ``processes`` / ``computing_nodes`` expressions;
+  ``processes`` / ``computing_nodes`` expressions (the declaration's own
+  :meth:`~taskflow.graph.decl.ProgramDecl.for_call`);
 - checks the binary exists (where the nodes share the master's files), the
   stream parameters are paths and the cluster can ever give the processes,
   naming the task and the fix (:class:`~taskflow.errors.UsageError`);
@@ -27,19 +28,17 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..graph.expr import Expr, as_int, bind, expand_all, expand_env, number
+from ..graph.decl import (RUNNERS, BinaryDecl, Counts, HttpDecl, MpiDecl, MultinodeDecl,
+                          ProgramDecl, WorkflowDecl)
+from ..graph.expr import as_int, bind, expand_env, number
 from ..wire.invocation import (CommandLine, Container, Gang, HookProgram, Hooks, Http,
-                               Invocation, Limits, MpmdProgram, Mpi, Options, Param, Program,
-                               Workflow)
+                               Invocation, Limits, MpmdProgram, Mpi, Options, Program, Workflow)
+from ..wire.template import ShellSyntax, UnsetVariable, template_words
 from .scheduling import gang
 
 if TYPE_CHECKING:
     from ..graph.spec import TaskSpec
     from ..providers.handle import NodeHandle
-    from .runtime import Runtime
-
-RUNNERS = ("mpirun", "mpiexec", "srun")
-_EXPANDED = ("binary", "working_dir", "flags", "args", "runner", "script")
 
 
 class CallTimes:
@@ -48,13 +47,15 @@ class CallTimes:
     def __init__(self) -> None:
         self._of: weakref.WeakKeyDictionary[TaskSpec, CallTime] = weakref.WeakKeyDictionary()
 
-    def prepare(self, rt: Runtime, spec: TaskSpec, args: tuple[Any, ...],
-                kwargs: dict[str, Any]) -> tuple[int, float, Options | None]:
-        """(computing units, memory GB, options) of one call; raises UsageError."""
+    def prepare(self, nodes: list[NodeHandle], run_dir: str, run_id: str, spec: TaskSpec,
+                args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> tuple[int, float, Options | None]:
+        """(computing units, memory GB, options) of one call on the run ``run_id`` (its
+        ``nodes``, its directory ``run_dir``); raises UsageError."""
         ct = self._of.get(spec)
         if ct is None:
             ct = self._of[spec] = CallTime(spec)
-        return ct.prepare(rt, args, kwargs)
+        return ct.prepare(nodes, run_dir, run_id, args, kwargs)
 
 
 class CallTime:
@@ -67,24 +68,25 @@ class CallTime:
         self.where = f"@{spec.invoker} on {spec.name}" if spec.invoker != "python" else \
             f"@constraint on {spec.name}"
         self.ext = spec.invoker != "python" or spec.container is not None
-        cfg = spec.invoker_cfg
+        program = spec.program
         self.needs_bind = bool(spec.cu_expr.names or spec.mem_expr.names) or (
-            self.ext and _needs_bound(cfg))
+            self.ext and program is not None and program.reads_arguments)
         self.line: CommandLine | None = None
-        self.bash = bool(cfg.get("bash_words"))     # PyCOMPSs's command line (words.py)
-        if spec.invoker != "python":
-            args = cfg.get("args")
-            self.line = CommandLine(args, {n: Param(*p) for n, p in
-                                           (cfg.get("params") or {}).items()},
-                                    tuple(cfg.get("order") or ()), cfg.get("varargs"),
-                                    cfg.get("varkw"))
-            if self.bash and isinstance(args, str) and "$" not in args:
-                self.line = self.line._replace(words=bash_words(args, self.where))
-        self.static = spec.invoker != "python" and _static(spec)
+        # PyCOMPSs's command line (wire.template)
+        self.bash = program is not None and program.bash_words
+        if program is not None:
+            self.line = line = program.line
+            if self.bash and isinstance(line.args, str) and "$" not in line.args:
+                self.line = line._replace(words=bash_words(line.args, self.where))
+        # nothing in the call's options depends on the call or on the environment at call
+        # time (no container: its image and options are expanded per call)
+        self.static = program is not None and spec.container is None \
+            and not program.varies_per_call
         # the options all calls share when static: (cus, mem, gpus) they were made for
         self.shared: tuple[tuple[int, float, int], Options] | None = None
 
-    def prepare(self, rt: Runtime, args: tuple[Any, ...], kwargs: dict[str, Any]
+    def prepare(self, nodes: list[NodeHandle], run_dir: str, run_id: str,
+                args: tuple[Any, ...], kwargs: dict[str, Any]
                 ) -> tuple[int, float, Options | None]:
         spec = self.spec
         where = f"@constraint on {spec.name}"
@@ -106,13 +108,14 @@ class CallTime:
             if inv is not None and inv.hooks is not None:
                 inv = inv._replace(hooks=resolved_hooks(inv.hooks, spec.name))
             return cus, mem, (Options(limits, inv) if limits or inv else None)
-        opts = self.options(rt, bound, cus, mem, limits)
+        opts = self.options(nodes, run_dir, run_id, bound, cus, mem, limits)
         inv = opts.invocation
         if inv is not None and inv.gang is not None:
             return 1, mem, opts             # the scheduler decides the real share
         return cus, mem, opts
 
-    def options(self, rt: Runtime, bound: dict[str, Any] | None, cus: int, mem: float,
+    def options(self, nodes: list[NodeHandle], run_dir: str, run_id: str,
+                bound: dict[str, Any] | None, cus: int, mem: float,
                 limits: Limits | None) -> Options:
         """The options of an external program, a container or a GPU task for one call."""
         spec = self.spec
@@ -123,38 +126,41 @@ class CallTime:
             opts = shared[1]
             known = opts.invocation.action if opts.invocation is not None else None
             if isinstance(known, (Program, Mpi)):
-                _check_programs(known, where, rt.nodes)
+                _check_programs(known, where, nodes)
             _check_streams(self.line, bound, where)
             return opts
         action: Program | Mpi | Http | Workflow | None = None
         log_dir = None
-        if spec.invoker != "python":
-            cfg = _expanded(spec.invoker_cfg, bound, where)
-            if cfg.get("runner") is not None and cfg["runner"] not in RUNNERS:
-                raise UsageError(f"{where}: unknown runner {cfg['runner']!r}; use one of "
+        decl: ProgramDecl | None = None     # the program's declaration for this call
+        counts = Counts()
+        program = spec.program
+        if program is not None:
+            decl, counts = program.for_call(bound, where)
+            if isinstance(decl, MpiDecl) and decl.runner not in RUNNERS:
+                raise UsageError(f"{where}: unknown runner {decl.runner!r}; use one of "
                                  f"{', '.join(RUNNERS)}.")
-            if cfg.get("binary") and spec.container is None:   # in a container: the image's
-                _check_binary(cfg["binary"], cfg.get("working_dir"), where, rt.nodes)
-            for prog in cfg.get("programs") or ():
-                _check_binary(prog["binary"], cfg.get("working_dir"), where, rt.nodes)
-            if cfg.get("scale_by_cu") and cus > 1:   # PyCOMPSs: one rank per computing unit
-                cfg["processes"] = (cfg.get("processes") or 1) * cus
-                cus = 1
+            if isinstance(decl, (BinaryDecl, MpiDecl)):
+                if decl.binary and spec.container is None:   # in a container: the image's
+                    _check_binary(decl.binary, decl.working_dir, where, nodes)
+            if isinstance(decl, MpiDecl):
+                for prog in decl.programs:
+                    _check_binary(prog.binary, decl.working_dir, where, nodes)
+                if decl.scale_by_cu and cus > 1:   # PyCOMPSs: one rank per computing unit
+                    counts = counts._replace(processes=(counts.processes or 1) * cus)
+                    cus = 1
             _check_streams(self.line, bound, where)
             assert self.line is not None
-            action = _action(spec.invoker, cfg, self.line, rt, self.bash, where)
-            log_dir = os.path.join(rt.run_dir, "jobs")
-        else:
-            cfg = {}
+            action = _action(decl, counts, self.line, run_dir, run_id, self.bash, where)
+            log_dir = os.path.join(run_dir, "jobs")
         container = None
         if spec.container is not None:
             container = container_options(spec, cus, mem)
-            log_dir = os.path.join(rt.run_dir, "jobs")
-        req = gang_request(spec.invoker, cfg, cus, gpus, where) if spec.invoker != "python" \
+            log_dir = os.path.join(run_dir, "jobs")
+        req = gang_request(decl, counts, cus, gpus, where) if decl is not None \
             else Gang(1, 1, cus, gpus)
-        if req is not None and gang.place(rt.nodes, req, free=False) is None:
+        if req is not None and gang.place(nodes, req, free=False) is None:
             raise UsageError(f"{where}: it needs {gang.describe(req)}, but the cluster "
-                             f"({gang.describe_nodes(rt.nodes)}) can never give that. Lower "
+                             f"({gang.describe_nodes(nodes)}) can never give that. Lower "
                              f"processes / computing_nodes / the @constraint, or add nodes "
                              f"(Runtime(workers=..., nodes=...)).")
         hooks = resolved_hooks(spec.hooks, spec.name) if spec.hooks is not None else None
@@ -164,58 +170,38 @@ class CallTime:
         return opts
 
 
-def _action(kind: str, cfg: dict[str, Any], line: CommandLine, rt: Runtime, bash: bool,
-            where: str) -> Program | Mpi | Http | Workflow | None:
-    """The typed record of what the node runs, from the declaration expanded for a call."""
-    fail = bool(cfg.get("fail_by_exit_value", True))
+def _action(decl: ProgramDecl, counts: Counts, line: CommandLine, run_dir: str, run_id: str,
+            bash: bool, where: str) -> Program | Mpi | Http | Workflow | None:
+    """The typed record of what the node runs, from the declaration for a call
+    (``line``: its command line as the spec's calls share it)."""
+    fail = decl.fail_by_exit_value
+    args = decl.line.args
     if bash:                                # PyCOMPSs: the template's words, $VAR expanded
-        if line.words is None and isinstance(cfg.get("args"), str):
-            line = line._replace(words=bash_words(cfg["args"], where))
-    elif cfg.get("args") != line.args:      # $VAR expanded in the template for this call
-        line = line._replace(args=cfg.get("args"))
-    if kind in ("binary", "ompss"):
-        return Program(cfg["binary"], line, cfg.get("working_dir"), fail, kind == "ompss",
-                       bool(cfg.get("keep_background")))
-    if kind == "mpi":
-        programs = tuple(MpmdProgram(p["binary"], p.get("args"), p.get("processes") or 1,
-                                     bash_words(p.get("args") or "", f"{where}: programs[{i}]")
+        if line.words is None and isinstance(args, str):
+            line = line._replace(words=bash_words(args, where))
+    elif args != line.args:                 # $VAR expanded in the template for this call
+        line = line._replace(args=args)
+    if isinstance(decl, BinaryDecl):        # @binary, @ompss
+        return Program(decl.binary, line, decl.working_dir, fail, decl.kind == "ompss",
+                       decl.keep_background)
+    if isinstance(decl, MpiDecl):
+        programs = tuple(MpmdProgram(p.binary, p.args, p.processes or 1,
+                                     bash_words(p.args or "", f"{where}: programs[{i}]")
                                      if bash else None)
-                         for i, p in enumerate(cfg.get("programs") or ()))
-        return Mpi(cfg["runner"], cfg.get("processes") or 1, cfg.get("flags"),
-                   cfg.get("binary"), line, cfg.get("working_dir"), fail, programs,
-                   bool(cfg.get("rank_values")), tuple(cfg.get("layouts") or ()))
-    if kind == "http":
-        return Http(cfg.get("url") or "", cfg.get("request") or "GET", cfg.get("resource") or "",
-                    cfg.get("payload"), cfg.get("payload_type"), cfg.get("produces"),
-                    cfg.get("updates"), tuple(cfg.get("file_params") or ()),
-                    cfg.get("timeout"), line.order)
-    if kind == "workflow":              # a nested run: where it keeps its journal
-        script = cfg["script"]
+                         for i, p in enumerate(decl.programs))
+        return Mpi(decl.runner, counts.processes or 1, decl.flags, decl.binary, line,
+                   decl.working_dir, fail, programs, decl.rank_values, decl.layouts)
+    if isinstance(decl, HttpDecl):
+        return Http(decl.url or "", decl.request or "GET", decl.resource or "", decl.payload,
+                    decl.payload_type, decl.produces, decl.updates, tuple(decl.file_params),
+                    decl.timeout, line.order)
+    if isinstance(decl, WorkflowDecl):      # a nested run: where it keeps its journal
+        script = decl.script
         if "{{" not in script and not os.path.isabs(script):
-            script = os.path.abspath(os.path.join(cfg.get("working_dir") or "", script))
-        return Workflow(script, line, cfg.get("working_dir"), cfg.get("flags"), fail,
-                        bool(cfg.get("compat")), os.path.join(rt.run_dir, "nested"), rt.run_id)
+            script = os.path.abspath(os.path.join(decl.working_dir or "", script))
+        return Workflow(script, line, decl.working_dir, decl.flags, fail, decl.compat,
+                        os.path.join(run_dir, "nested"), run_id)
     return None                         # multinode: the function itself
-
-
-def _expanded(cfg: dict[str, Any], bound: dict[str, Any] | None, where: str) -> dict[str, Any]:
-    """The declared values for one call: expressions evaluated, ``$VAR`` expanded."""
-    out: dict[str, Any] = {}
-    bash = bool(cfg.get("bash_words"))
-    for k, v in cfg.items():
-        if isinstance(v, Expr):
-            out[k] = as_int(expand_all(v.value(bound), where), f"{where}: {k}")
-        elif k in _EXPANDED and isinstance(v, str):
-            # (PyCOMPSs's args are read as bash reads them when the action is made: _action)
-            out[k] = v if k == "args" and bash else expand_env(v, f"{where}: {k}")
-        elif k == "programs":           # @mpmd_mpi: one binary and args per program
-            out[k] = [{pk: expand_env(pv, f"{where}: programs[{i}].{pk}")
-                       if pk in ("binary", "args") and isinstance(pv, str)
-                       and not (pk == "args" and bash) else pv
-                       for pk, pv in prog.items()} for i, prog in enumerate(v)]
-        else:
-            out[k] = v
-    return out
 
 
 # (template, the values of the variables it names) -> its words: a template that names $VAR
@@ -226,8 +212,7 @@ _VARREF = re.compile(r"\$\{?([A-Za-z_]\w*)")
 
 def bash_words(text: str, where: str) -> tuple[str, ...]:
     """PyCOMPSs's ``args`` template read as runcompss's bash reads it, ``$VAR`` from this
-    process's environment (:func:`taskflow.agent.invokers.words.template_words`)."""
-    from ..agent.invokers.words import ShellSyntax, UnsetVariable, template_words
+    process's environment (:func:`taskflow.wire.template.template_words`)."""
     key = (text, tuple(os.environ.get(n) for n in _VARREF.findall(text)))
     words = _WORDS.get(key)
     if words is not None:
@@ -321,11 +306,14 @@ def _check_binary(binary: str, working_dir: str | None, where: str, nodes: list[
                      f"({os.environ.get('PATH', '')}); give an absolute path or install it.")
 
 
-def gang_request(kind: str, cfg: dict[str, Any], cus: int, gpus: int, where: str) -> Gang | None:
-    """How many slots on how many nodes; None when an ordinary placement does."""
+def gang_request(decl: ProgramDecl, counts: Counts, cus: int, gpus: int, where: str
+                 ) -> Gang | None:
+    """How many slots on how many nodes (``counts``: the call's); None when an ordinary
+    placement does."""
+    kind = decl.kind
     if kind == "mpi":
-        procs = cfg.get("processes") or 1
-        ppn, nnodes = cfg.get("processes_per_node"), cfg.get("computing_nodes")
+        procs = counts.processes or 1
+        ppn, nnodes = counts.processes_per_node, counts.computing_nodes
         if ppn and nnodes and ppn * nnodes != procs:
             raise UsageError(f"{where}: processes={procs} is not processes_per_node={ppn} x "
                              f"computing_nodes={nnodes}; give two of them.")
@@ -338,33 +326,13 @@ def gang_request(kind: str, cfg: dict[str, Any], cus: int, gpus: int, where: str
                                  f"computing_nodes={nnodes}; give processes_per_node.")
             ppn = procs // nnodes
         return Gang(procs, ppn, cus, gpus)
-    nnodes = cfg.get("computing_nodes") or 1
+    nnodes = counts.computing_nodes or 1
     if kind in ("multinode", "ompss", "workflow") and (nnodes > 1 or kind == "multinode") \
             or gpus:
         # PyCOMPSs's @multinode asks for N groups of the units, several on a node with room
-        return Gang(nnodes, None if cfg.get("groups") else 1, cus, gpus)
+        groups = isinstance(decl, MultinodeDecl) and decl.groups
+        return Gang(nnodes, None if groups else 1, cus, gpus)
     return None
-
-
-def _static(spec: TaskSpec) -> bool:
-    """Nothing in the call's options depends on the call or on the environment at call
-    time (no container: its image and options are expanded per call)."""
-    if spec.container is not None:
-        return False
-    for k, v in spec.invoker_cfg.items():
-        if isinstance(v, Expr) or (
-                k in _EXPANDED and isinstance(v, str) and "$" in v):
-            return False
-        if k == "programs" and any(isinstance(pv, str) and "$" in pv
-                                   for prog in v for pv in prog.values()):
-            return False
-    return True
-
-
-def _needs_bound(cfg: dict[str, Any]) -> bool:
-    """Whether the call's options read its arguments (expressions, streams)."""
-    return any(isinstance(v, Expr) and v.names for v in cfg.values()) or any(
-        stream is not None for (_k, _d, stream, _p) in (cfg.get("params") or {}).values())
 
 
 def _check_streams(line: CommandLine | None, bound: dict[str, Any] | None, where: str) -> None:

@@ -361,7 +361,8 @@ class Runtime(RunState):
         opts: Options | None = None
         own = spec.call_time        # the call's constraints and options are its own
         if own:                     # call-time constraints / external programs
-            cus, mem, opts = self.calltimes.prepare(self, spec, args, kwargs)
+            cus, mem, opts = self.calltimes.prepare(self.nodes, self.run_dir, self.run_id, spec,
+                                                    args, kwargs)
         else:
             cus, mem = spec.computing_units, spec.memory_size
         if cus > self.max_cus or mem > self.max_mem or not cus:

@@ -46,7 +46,7 @@ def _program(hook: HookProgram, what: str, values: dict[str, Any], env: dict[str
     cwd = command.working_dir(hook.working_dir, values)
     words = hook.words
     if hook.bash and words is None:         # (the master resolves them; a fallback)
-        from .words import template_words
+        from ...wire.template import template_words
         words = template_words(hook.args or "", env)
     tail, _ = command.build_args(CommandLine(hook.args or "", {}, words=words), values, env,
                                  cwd)

@@ -25,7 +25,8 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from ...wire.invocation import Http, Invocation
-from .command import TEMPLATE, bind
+from ...wire.template import PLACEHOLDER as TEMPLATE
+from .command import bind
 
 if TYPE_CHECKING:
     from ...wire.messages import LineWire

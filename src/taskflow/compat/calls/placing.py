@@ -14,6 +14,7 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError
+from ...graph.decl import MpiDecl
 from ...graph.expr import Expr, as_int
 
 if TYPE_CHECKING:
@@ -37,7 +38,9 @@ def local_node(nodes: list[NodeHandle], name: str) -> str:
 def ranks(spec: TaskSpec, scale: bool, bound: dict[str, Any] | None) -> int:
     """The ranks one call of a Python @mpi task runs (see the module docstring)."""
     where = f"@mpi on {spec.name}"
-    raw = spec.invoker_cfg.get("processes", 1)
+    program = spec.program
+    assert isinstance(program, MpiDecl)
+    raw = program.processes
     procs = as_int(raw.value(bound) if isinstance(raw, Expr) else raw, f"{where}: processes")
     if scale:
         cus = as_int(spec.cu_expr.value(bound), f"@constraint on {spec.name}: computing_units")

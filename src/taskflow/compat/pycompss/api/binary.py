@@ -6,7 +6,7 @@ program (COMPSs escapes its spaces before ``bash -c``): only the blanks of the
 ``args`` template separate arguments, and the template is read as bash reads
 a command line (quotes, ``$VAR`` from the launch environment, unquoted
 globs, redirections ``> f`` ``2>&1`` ``< f`` as the program's streams),
-without a shell (:mod:`taskflow.agent.invokers.words`); pipes and lists in the
+without a shell (:mod:`taskflow.wire.template`); pipes and lists in the
 template (``|``, ``;``...) are refused when the task is declared (use
 ``FILE_OUT_STDOUT`` and friends, or a wrapper script). Without ``returns`` the
 call gives ``None``; with ``returns=int`` the exit code. A non-zero exit code

@@ -37,7 +37,7 @@ class http:  # noqa: N801 - PyCOMPSs's name
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@http")
         kw = self.kw
-        files = [n for n, p in tf.spec.params.items() if p.kind == FILE_KIND]
+        files = tuple(n for n, p in tf.spec.params.items() if p.kind == FILE_KIND)
         cfg = {"request": str(kw["request"]).upper(), "resource": kw.get("resource") or "",
                "payload": kw.get("payload"), "payload_type": kw.get("payload_type"),
                "produces": kw.get("produces"), "updates": kw.get("updates"),

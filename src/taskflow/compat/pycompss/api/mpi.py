@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....api.external import RUNNERS
 from ....errors import UsageError
+from ....graph.decl import RUNNERS
 from ...external import attach_program, counts_per_call, fail_by_exit_value, normalize
 from ...calls.taskfn import task_function
 

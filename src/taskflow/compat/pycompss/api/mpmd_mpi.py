@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ....errors import UsageError
+from ....graph.decl import MpmdDecl
+from ....wire.template import PLACEHOLDER
 from ...external import attach_program, fail_by_exit_value, normalize
 
 SUPPORTED = ("runner", "programs", "working_dir", "fail_by_exit_value", "processes_per_node",
@@ -46,10 +48,10 @@ class mpmd_mpi:  # noqa: N801 - PyCOMPSs's name
                                  f"{p.get('processes')!r}.") from None
             if n < 1:
                 raise UsageError(f"@mpmd_mpi: programs[{i}].processes must be >= 1.")
-            progs.append({"binary": p["binary"], "processes": n,
-                          "args": p.get("args", p.get("params"))})
-        self.cfg = {"runner": runner, "binary": progs[0]["binary"], "programs": progs,
-                    "processes": sum(p["processes"] for p in progs),
+            progs.append(MpmdDecl(binary=p["binary"], processes=n,
+                                  args=p.get("args", p.get("params"))))
+        self.cfg = {"runner": runner, "binary": progs[0].binary, "programs": tuple(progs),
+                    "processes": sum(p.processes for p in progs),
                     "processes_per_node": kw.get("processes_per_node"),
                     "flags": kw.get("flags"), "working_dir": kw.get("working_dir"),
                     "fail_by_exit_value": fail_by_exit_value(kw.get("fail_by_exit_value"),
@@ -58,9 +60,8 @@ class mpmd_mpi:  # noqa: N801 - PyCOMPSs's name
     def __call__(self, target: Any) -> Any:
         tf = attach_program(target, "mpmd_mpi", "mpi", self.cfg)
         for prog in self.cfg["programs"]:
-            from ....api.external import TEMPLATE
             names = list(tf.spec.signature.parameters)
-            for n in TEMPLATE.findall(prog.get("args") or ""):
+            for n in PLACEHOLDER.findall(prog.args or ""):
                 if n not in names:
                     raise UsageError(f"@mpmd_mpi on {tf.spec.name}: args names {{{{{n}}}}}, "
                                      f"which is not a parameter of {tf.spec.name}.")
