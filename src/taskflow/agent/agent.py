@@ -27,14 +27,14 @@ from ..wire.channel import Channel, FdChannel
 from ..wire.framewriter import FrameWriter
 from ..wire.adoption import PING_EVERY, silence_limit
 from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
-from . import loglines
+from .executor import loglines
 from .chained import Chaining
 from .holding import INLINE_MAX, Holding
 from .memory import NodeMemory
 from .placement import Placement
 from .pool import Executor, Pool, kill_group, reap
 from .state import NodeState
-from .taskenv import compss_environment
+from .executor.taskenv import compss_environment
 from .tracking import Tracker
 from .workqueue import WorkQueue
 from .orphan import forget_keys
@@ -361,7 +361,7 @@ class Agent:
                 tid, status, outputs, _, timing = res
                 try:
                     t0, t1 = timing
-                except ValueError:          # measured (agent.usage): start, end, cpu, peak, io
+                except ValueError:          # measured (agent.executor.usage): start, end, cpu, peak, io
                     t0, t1 = timing[0], timing[1]
                 rs_end = t1
                 if deadlines:
@@ -487,8 +487,8 @@ class Agent:
             else:
                 limit = head.options.memory_limit if head.options is not None else None
                 over = None
-                if limit:                   # the kernel's limit (agent.limits)?
-                    from .limits import executor_killed
+                if limit:                   # the kernel's limit (agent.executor.limits)?
+                    from .executor.limits import executor_killed
                     over = executor_killed(tid, limit)
                 if over is not None:
                     self.results.append((tid, M.OVER_MEMORY, None, over,

@@ -18,8 +18,8 @@ from typing import Any
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.framewriter import FrameWriter
-from .executor import executor_main
-from .programs import PidSlot
+from .executor.loop import executor_main
+from .executor.programs import PidSlot
 
 
 PROGRAM_GRACE = 5.0      # s a killed task's programs get between SIGTERM and SIGKILL

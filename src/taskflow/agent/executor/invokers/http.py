@@ -24,11 +24,11 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from ...wire.invocation import Http, Invocation
+from ....wire.invocation import Http, Invocation
 from .command import TEMPLATE, bind
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 _MARK = re.compile(r"^\{\{\s*(\w+)\s*\}\}$")
 

@@ -14,7 +14,7 @@ import re
 import shutil
 from typing import Any
 
-from ...wire.invocation import CommandLine
+from ....wire.invocation import CommandLine
 
 TEMPLATE = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 FILE_KINDS = ("file", "directory")
@@ -78,7 +78,7 @@ def build_args(line: CommandLine, values: dict[str, Any], env: dict[str, str] | 
     skip = {p for p, (_, _, stream, _) in params.items() if stream is not None}
     prefix = {p: pre for p, (_, _, _, pre) in params.items() if pre}
     if line.words is not None:
-        from .words import REDIRECT, fill, redirects
+        from ...invokers.words import REDIRECT, fill, redirects
 
         def entries(n: str) -> list[str]:
             return [] if n in skip else _entries(values.get(n), prefix.get(n))
