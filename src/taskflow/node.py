@@ -20,10 +20,10 @@ def main(argv: list[str] | None = None) -> None:
         relay(*args.adopt)
         return
     if args.connect:
-        from .agent.dialback_serve import serve_connect
+        from .agent.serve import serve_connect
         serve_connect(args.connect)
         return
-    from .agent.stdio import serve_stdio
+    from .agent.serve import serve_stdio
     serve_stdio()
 
 
