@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> None:
                          "for a resumed master (taskflow.wire.adoption)")
     args = ap.parse_args(argv)
     if args.adopt:
-        from .agent.bridge import relay
+        from .agent.serve import relay
         relay(*args.adopt)
         return
     if args.connect:

@@ -1,20 +1,31 @@
-"""How ``python -m taskflow.node`` becomes an agent: on stdin/stdout, or after dialling back.
+"""What ``python -m taskflow.node`` does on a node: be an agent, or reach one.
 
 - ``--stdio`` (:func:`serve_stdio`, local and SSH nodes): the master started
   the agent and holds its stdin and stdout.
 - ``--connect HOST:PORT`` (:func:`serve_connect`, Slurm's batch and pilot
   jobs): the agent dials back to the master (:mod:`.dialback`, the connection
   itself, which an orphaned agent also uses to dial a resumed master:
-  :mod:`.rejoin`).
+  :mod:`.redial`).
+- ``--adopt RUN_ID NODE`` (:func:`relay`): not an agent but a relay to one. A
+  master runs it over SSH on the host of an agent that outlived its master
+  (:mod:`.orphan`): a resumed master adopting it, or its own master reaching
+  it again after a cut link. It connects to the agent's Unix socket
+  (:func:`taskflow.wire.adoption.socket_path`), says so with one byte on
+  stdout (:data:`~taskflow.wire.adoption.CONNECTED`), then copies bytes both
+  ways until either side ends. It reads no frame: the master and the agent
+  prove the run's secret to each other through it. With no agent waiting
+  there it exits with status :data:`~taskflow.wire.adoption.NO_SOCKET` before
+  writing anything (the master's shell then starts a fresh agent).
 
-Either way one :class:`~.agent.Agent` then reads the master's HELLO
-(:meth:`~.agent.Agent.handshake`) and runs. The imports are deferred: a
-``--connect`` agent dials before it loads the agent, a ``--stdio`` one never
-loads ``ssl``.
+An agent reads the master's HELLO (:meth:`~.agent.Agent.handshake`) and runs.
+The imports are deferred: a ``--connect`` agent dials before it loads the
+agent, a ``--stdio`` one never loads ``ssl``, a relay loads neither.
 """
 from __future__ import annotations
 
 import os
+import selectors
+import socket
 import sys
 
 
@@ -51,3 +62,39 @@ def serve_connect(address: str) -> None:
     agent = Agent(chan.rfd, chan.wfd, channel=chan)    # executors close the socket's fd
     agent.handshake()
     agent.run()
+
+
+def relay(run_id: str, node: str) -> None:
+    """Copy bytes between stdin/stdout and the Unix socket of the agent of (run, node)
+    that waits for a master, until either side ends."""
+    from ..wire import adoption
+    try:
+        path = adoption.socket_path(run_id, node)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+    except OSError as exc:
+        print(f"taskflow.node --adopt: no agent of run {run_id} waits for node {node} here "
+              f"({exc})", file=sys.stderr)
+        raise SystemExit(adoption.NO_SOCKET) from None
+    os.write(1, adoption.CONNECTED)
+    sel = selectors.DefaultSelector()
+    sel.register(0, selectors.EVENT_READ, "in")
+    sel.register(sock, selectors.EVENT_READ, "sock")
+    while True:
+        for key, _ in sel.select():
+            if key.data == "in":
+                data = os.read(0, 1 << 20)
+                if not data:                # the master is gone: so is this relay
+                    sock.close()
+                    return
+                sock.sendall(data)
+            else:
+                try:
+                    data = sock.recv(1 << 20)
+                except OSError:
+                    data = b""
+                if not data:
+                    return
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(1, view):]
