@@ -2,7 +2,7 @@
 
     python benchmarks/hot_aliases.py [--tasks 20000] [--repeat 7]
 
-The executor's loop (``taskflow.agent.executor._run_tasks``) starts with a
+The executor's loop (``taskflow.agent.executor.loop._run_tasks``) starts with a
 block of local aliases (``dumps = pickle.dumps``, ``ok = M.OK``, ...). This
 runs the real function on a frame of no-op tasks, in this process (no pipe
 is written: every task is short), against a copy of it whose aliases are
@@ -23,7 +23,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "src"))
 
-from taskflow.agent import executor as X  # noqa: E402
+from taskflow.agent.executor import loop as X  # noqa: E402
 
 # alias name -> what it stands for, in the copy without aliases
 ALIASES = {"produced": "PRODUCED", "small": "PRODUCED.small", "dumps": "pickle.dumps",
@@ -47,8 +47,8 @@ def run(fn: object, n: int) -> float:
     digest = b"d" * 16
     funcs = {digest: lambda i: i}
     tasks = [(i, digest, (i,), None, None, 1, None, None, 0, 1, False, [i]) for i in range(n)]
-    cur = X._Current()
-    out, err = X._Capture("STDOUT", cur), X._Capture("STDERR", cur)
+    cur = X.Current()
+    out, err = X.Capture("STDOUT", cur), X.Capture("STDERR", cur)
     means = {digest: 1e-6}
     t0 = time.perf_counter()
     fn(tasks, {}, funcs, means, cur, out, err, -1, [], [])   # type: ignore[operator]

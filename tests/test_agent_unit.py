@@ -159,7 +159,7 @@ def test_only_the_last_reader_on_an_executor_is_built_on_the_buffers_that_came()
     seen by nobody else; a reader that finds nothing left is Missing (the agent resends)."""
     import numpy as np
     import pytest
-    from taskflow.agent import inputs
+    from taskflow.agent.executor import inputs
     from taskflow.wire import values as V
     payload = V.dump(np.arange(100_000, dtype=np.float64))
     came = [memoryview(b).tobytes() for b in payload.bufs]

@@ -10,7 +10,7 @@ import taskflow
 from taskflow import (FILE_IN, FILE_IN_STDIN, FILE_INOUT_STDERR, FILE_INOUT_STDOUT, FILE_OUT,
                       FILE_OUT_STDERR, FILE_OUT_STDOUT, STDIN, Prefix, StdIOStream, TaskError,
                       Type, UsageError, binary, constraint, ompss, task, wait_on)
-from taskflow.agent.invokers import process
+from taskflow.agent.executor.invokers import process
 
 
 @pytest.fixture

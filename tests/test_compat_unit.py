@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from taskflow.agent.invokers.words import fill, redirects
+from taskflow.agent.executor.invokers.words import fill, redirects
 from taskflow.compat import importhook, xmlconfig
 from taskflow.compat.pycompss.api import parameter as P
 from taskflow.compat.calls.returns import count_returns, infer, parse

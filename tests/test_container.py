@@ -283,7 +283,7 @@ def test_docker_cli_through_a_compatible_socket(podman, tmp_path, monkeypatch):
 
 # -- the engine's command, without an engine ----------------------------------------------
 def _argv(engine, monkeypatch, euid=0, **c):
-    from taskflow.agent.invokers import container as C
+    from taskflow.agent.executor.invokers import container as C
     from taskflow.wire.invocation import Container
     monkeypatch.setattr(os, "geteuid", lambda: euid)
     cfg = Container(engine, "img", ("--network=none",), {})._replace(
@@ -308,14 +308,14 @@ def test_engine_commands_are_argv_lists(monkeypatch):
     assert a[:3] == ["/usr/bin/apptainer", "exec", "--cleanenv"] and "--nv" in a
     assert "/data/in:/data/in:ro" in a and "--user" not in a and "--cpus" not in a
     with pytest.raises(ValueError, match="rename it"):
-        from taskflow.agent.invokers import container as C
+        from taskflow.agent.executor.invokers import container as C
         from taskflow.wire.invocation import Container
         C.base_argv("podman", "podman", Container("podman", "i", (), {}), "n", [("/a:b", True)],
                     "/", {}, False)
 
 
 def test_gpu_numbering_inside(monkeypatch):
-    from taskflow.agent.invokers.container import gpu_env
+    from taskflow.agent.executor.invokers.container import gpu_env
     from taskflow.wire.invocation import Invocation, Placement
     opts = Invocation(None, placement=Placement((), (), (), None, gpus=(2, 5)))   # GPUs 2 and 5
     assert gpu_env(opts, "podman") == (["2", "5"], {"CUDA_VISIBLE_DEVICES": "0,1",
@@ -325,7 +325,7 @@ def test_gpu_numbering_inside(monkeypatch):
 
 
 def test_mounts_inputs_read_only_outputs_by_their_directory(tmp_path):
-    from taskflow.agent.invokers.container import mounts
+    from taskflow.agent.executor.invokers.container import mounts
     (tmp_path / "in.txt").write_text("x")
     (tmp_path / "d").mkdir()
     files = {"a": ("file", "IN", None), "b": ("file", "OUT", None),

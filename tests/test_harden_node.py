@@ -19,8 +19,8 @@ import pytest
 
 import taskflow
 from taskflow import TaskMemoryExceeded, binary, constraint, task, wait_on
-from taskflow.agent import loglines
-from taskflow.agent.loglines import CONTINUED, ROW_MAX, Lines
+from taskflow.agent.executor import loglines
+from taskflow.agent.executor.loglines import CONTINUED, ROW_MAX, Lines
 from taskflow.journal.reader import Journal
 
 DAEMON = ("import os, sys, time\n"

@@ -1,5 +1,5 @@
 """A program task's call resolved into typed options (runtime/calltime.py, wire/invocation.py)
-and what the node does with them (agent/invokers)."""
+and what the node does with them (agent/executor/invokers)."""
 from __future__ import annotations
 
 import pickle
@@ -8,7 +8,7 @@ import pytest
 
 import taskflow
 from taskflow import FILE_OUT_STDOUT, binary, constraint, mpi, task, wait_on
-from taskflow.agent import invokers
+from taskflow.agent.executor import invokers
 from taskflow.graph.keys import Keys
 from taskflow.wire.invocation import (CommandLine, Gang, Invocation, Limits, Mpi, Options,
                                       Placement, Program)

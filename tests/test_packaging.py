@@ -61,7 +61,7 @@ def test_sdist_and_wheel_are_built_and_pass_twine_check(dist):
         meta = whl.read(f"taskflow_hpc-{__version__}.dist-info/METADATA").decode()
         entry = whl.read(f"taskflow_hpc-{__version__}.dist-info/entry_points.txt").decode()
     assert {"taskflow/monitor/static/monitor.js", "taskflow/monitor/static/monitor.css",
-            "taskflow/__init__.py", "taskflow/agent/executor.py"} <= files
+            "taskflow/__init__.py", "taskflow/agent/executor/loop.py"} <= files
     assert not any(f.startswith("tests/") for f in files)
     assert "Name: taskflow-hpc" in meta and "Requires-Dist: rich" in meta
     assert "taskflow = taskflow.cli:main" in entry

@@ -1,4 +1,4 @@
-"""How a program task is started and ended (agent/invokers/spawn.py, process.py).
+"""How a program task is started and ended (agent/executor/invokers/spawn.py, process.py).
 
 Programs start with posix_spawn (no Python in the child), so what a Python
 child used to do must still hold: a program does not outlive a killed
@@ -18,7 +18,7 @@ import pytest
 
 import taskflow
 from taskflow import FILE_OUT_STDOUT, TaskError, TaskTimeout, binary, task, wait_on
-from taskflow.agent.invokers import process, spawn
+from taskflow.agent.executor.invokers import process, spawn
 
 
 @pytest.fixture

@@ -128,7 +128,7 @@ def test_cold_messages_pickle_as_themselves():
 
 
 def test_the_node_side_loads_nothing_of_the_master():
-    code = ("import sys, taskflow.agent.agent, taskflow.agent.executor, taskflow.agent.dialback\n"
+    code = ("import sys, taskflow.agent.agent, taskflow.agent.executor.loop, taskflow.agent.dialback\n"
             "print(sorted(m for m in sys.modules if m.startswith('taskflow.') and not "
             "m.startswith(('taskflow.agent', 'taskflow.wire', 'taskflow.errors', "
             "'taskflow.context', 'taskflow._version'))))")

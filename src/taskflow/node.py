@@ -16,14 +16,14 @@ def main(argv: list[str] | None = None) -> None:
                          "for a resumed master (taskflow.wire.adoption)")
     args = ap.parse_args(argv)
     if args.adopt:
-        from .agent.bridge import relay
+        from .agent.serve import relay
         relay(*args.adopt)
         return
     if args.connect:
-        from .agent.dialback_serve import serve_connect
+        from .agent.serve import serve_connect
         serve_connect(args.connect)
         return
-    from .agent.stdio import serve_stdio
+    from .agent.serve import serve_stdio
     serve_stdio()
 
 

@@ -1,7 +1,8 @@
 """The node agent: one per host, the same whatever transport reached it.
 
-It speaks the framed protocol (:mod:`taskflow.wire`) with the master over a
-pair of file descriptors, forks one executor per slot (:mod:`.pool`), keeps
+It speaks the framed protocol (:mod:`taskflow.wire`) with its master over one
+stream (:mod:`.link`; a later master after a lost one: :meth:`Agent.attach`,
+:mod:`.orphan`), forks one executor per slot (:mod:`.pool`), keeps
 a queue of the work it was sent (:mod:`.workqueue`), places it on executors
 (:mod:`.placement`), holds tasks sent before their inputs exist
 (:mod:`.chained`), holds data that stays on the node, enforces time-outs,
@@ -23,26 +24,26 @@ from ..context import private_dir, total_memory_gb
 from ..errors import ProtocolError
 from ..wire import budget, messages as M
 from ..wire import protocol as P
+from ..wire.adoption import PING_EVERY
 from ..wire.channel import Channel, FdChannel
-from ..wire.framewriter import FrameWriter
-from ..wire.adoption import PING_EVERY, silence_limit
-from ..wire.thresholds import HELD_INPUT_WAIT, RUNNING_SIGNAL_MIN
-from . import loglines
+from ..wire.thresholds import RUNNING_SIGNAL_MIN
 from .chained import Chaining
+from .executor import loglines
+from .executor.taskenv import compss_environment
 from .holding import INLINE_MAX, Holding
+from .link import MasterLink, say
 from .memory import NodeMemory
+from .orphan import Orphan
 from .placement import Placement
-from .pool import Executor, Pool, kill_group, reap
+from .pool import Executor, Pool, kill_group
+from .recent import Recent
+from .redial import Redial
 from .state import NodeState
-from .taskenv import compss_environment
+from .stops import Stops
 from .tracking import Tracker
 from .workqueue import WorkQueue
-from .orphan import forget_keys
-from .recent import Recent
-from .rejoin import Rejoin
 
 if TYPE_CHECKING:
-    from .orphan import Orphan
     from .sampler import Sampler
 
 # bytes waiting for the master above which the executors are not read (their results and
@@ -53,17 +54,13 @@ OUT_LOW = 2 * loglines.ROW_MAX
 
 class Agent:
     def __init__(self, rfd: int, wfd: int, channel: Channel | None = None) -> None:
-        self.rfd = rfd
-        self.wfd = wfd
-        self.chan: Channel = channel if channel is not None else FdChannel(rfd, wfd)
-        self.reader = P.FrameReader(self.chan)
         self.sel = selectors.DefaultSelector()
-        self.out = FrameWriter(self.chan)         # frames to the master
-        self.out.attach(self.sel, None)           # (None: the master's key, see run)
+        # the first master's stream (``channel``, else the descriptors), until its HELLO
+        self.link = MasterLink(channel if channel is not None else FdChannel(rfd, wfd))
         self._term_r, self._term_w = os.pipe()
         self.state = NodeState()
         self.queue = WorkQueue()
-        self.pool = Pool(self.sel, [rfd, wfd, self._term_r, self._term_w])
+        self.pool = Pool(self.sel, [self._term_r, self._term_w])    # (+ each master's: attach)
         self.placement = Placement(self.state, self.queue, self.pool)
         self.chaining = Chaining(self.state, self.queue, self.placement)
         self.placement.chaining = self.chaining
@@ -71,6 +68,8 @@ class Agent:
         self.results: list[M.ResultWire] = []     # to the master at the end of the round
         self.logs: list[M.LogWire] = []
         self.cancelled: set[int] = set()          # queued behind a running task, then cancelled
+        self.stops = Stops(self.state, self.queue, self.pool, self.placement, self.chaining,
+                           self.cancelled)
         self.slots = 1
         self.sampler: Sampler | None = None
         self._sample_interval = 2.0
@@ -80,23 +79,48 @@ class Agent:
         self.leaving: str | None = None   # why the agent drains (SIGTERM, idle): no new work
         self.idle_exit: float | None = None
         self.last_busy = time.time()
-        self._held_next = 0.0             # when to look for held tasks waiting in vain
-        self.interrupt_at: float | None = None    # the run is interrupted: kill at this time
         self.memory: NodeMemory | None = None     # the budget (set at the handshake)
         self.tracker: Tracker | None = None       # what tasks start (set at the handshake)
-        # an adoptable run (wire.adoption): how long to outlive a lost master, for whom
-        self.adopt_grace, self.adopt_secret, self.adopt_run = 0.0, "", ""
-        self.silence, self.last_rx = 0.0, time.time()   # s without a frame: the master is lost
         self.told_to_stop = False                 # SHUTDOWN: the master ends the run
         self.orphan: Orphan | None = None         # the master was lost (agent.orphan)
-        self.rejoin: Rejoin | None = None         # a dial-back agent looks for a resumed master
+        self.redial: Redial | None = None         # a dial-back agent dials a resumed master
 
-    # -- set-up ----------------------------------------------------------
+    # -- set-up: the first master, and every later one ----------------------
     def handshake(self) -> None:
-        op, body = P.read_frame_blocking(self.chan)
+        """Wait for the first master's HELLO on the agent's stream, and take that master."""
+        chan = self.link.chan
+        op, body = P.read_frame_blocking(chan)
         if op != M.HELLO:
             raise ProtocolError("expected HELLO")
         hello: M.Hello = body           # (a TypedDict: its keys are checked by mypy)
+        self.attach(chan, hello)
+
+    def attach(self, chan: Channel, hello: M.Hello) -> None:
+        """Take the master that sent ``hello`` on ``chan`` as this agent's, and answer READY.
+
+        The first master (:meth:`handshake`) also sets the agent up: the run's
+        paths, its environment, the executors. A later one, after the first
+        was lost (:mod:`.orphan`: a resumed master adopting the agent, or its own
+        master back after a cut link), is told what the agent kept for it.
+        """
+        orphan = self.orphan
+        same = self.link.same_run(hello)      # (its own master back: the run's values stay)
+        link = self.link = MasterLink(chan, hello, self.link)
+        self.pool.own(*link.fds)              # executors forked from now on close it
+        self.redial = Redial.named(hello) if link.grace else None
+        info = self._set_up(hello) if orphan is None else self._ready_again(orphan, same)
+        P.write_all(chan, P.encode(M.READY, info))
+        link.watch(self.sel)
+        if orphan is None:
+            self._arm()
+        else:
+            say(f"taskflow.node: {self.name}: "
+                f"{'its master is back' if same else 'adopted by a resumed master'} "
+                f"({len(info.get('adoptable', ()))} task(s) kept for it)")
+
+    def _set_up(self, hello: M.Hello) -> M.Ready:
+        """The first master's HELLO: the run's paths and environment, the memory budget,
+        the executors; the READY that answers it."""
         for p in reversed(hello.get("sys_path", [])):
             if p not in sys.path:
                 sys.path.insert(0, p)
@@ -108,12 +132,8 @@ class Agent:
         self.name = self.holding.name = hello.get("name", self.name)
         self.slots = int(hello.get("slots") or os.cpu_count() or 1)
         self.idle_exit = hello.get("idle_exit")
-        self.adopt_grace = float(hello.get("adopt_grace") or 0.0)
-        self.adopt_secret = hello.get("adopt_secret", "")
-        self.adopt_run = hello.get("adopt_run", "")
-        self.silence = silence_limit(hello.get("heartbeat_timeout") or 0.0) if self.adopt_grace else 0.0
-        self.rejoin = Rejoin.named(hello) if self.adopt_grace else None
-        self.recent = Recent(self.silence + 2 * PING_EVERY if self.silence else 0.0)  # cut link
+        silence = self.link.silence
+        self.recent = Recent(silence + 2 * PING_EVERY if silence else 0.0)  # a cut link
         store = self.state.store
         if hello.get("data_dir"):
             store.dir = os.path.join(hello["data_dir"], f"spill-{self.name}-{os.getpid()}")
@@ -134,16 +154,17 @@ class Agent:
         # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).
         self._sample_interval = hello.get("sample_interval", 2.0)
         self._sampler_at = time.time() + 0.1
-        info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
-                         "slots": self.slots, "cpus": os.cpu_count(), "io_executors": io,
-                         "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
-                         "version": __version__, "memory_budget": high, "memory_pause": pause}
-        P.write_all(self.chan, P.encode(M.READY, info))
-        self.tracker.arm()                  # (after READY: the sub-reaper costs an import)
-        self.chan.set_blocking(False)
-        self.sel.register(self.rfd, selectors.EVENT_READ, None)
-        # SIGTERM (Slurm's walltime warning, scancel, a user's kill) drains the node:
-        # running tasks finish, the rest goes back to the master (see _leave).
+        return {"hostname": socket.gethostname(), "pid": os.getpid(),
+                "slots": self.slots, "cpus": os.cpu_count(), "io_executors": io,
+                "memory_gb": total_memory_gb(), "python": sys.version.split()[0],
+                "version": __version__, "memory_budget": high, "memory_pause": pause}
+
+    def _arm(self) -> None:
+        """After the first READY: the sub-reaper (it costs an import), and SIGTERM (Slurm's
+        walltime warning, scancel, a user's kill) drains the node: running tasks finish,
+        the rest goes back to the master (see _leave)."""
+        assert self.tracker is not None
+        self.tracker.arm()
         os.set_blocking(self._term_w, False)
         self.sel.register(self._term_r, selectors.EVENT_READ, "term")
         signal.signal(signal.SIGTERM, self._on_sigterm)
@@ -152,6 +173,7 @@ class Agent:
     def run(self) -> None:
         pool = self.pool
         placement = self.placement
+        stops = self.stops
         while self.running:
             timeout = self._timeout()
             for key, mask in self.sel.select(timeout):
@@ -159,11 +181,10 @@ class Agent:
                 if data == "term":
                     os.read(self._term_r, 64)
                     if self.orphan is not None and self.orphan.waiting():
-                        self.orphan.give_up()       # (no master to hand work back to)
+                        self._give_up(self.orphan)      # (no master to hand work back to)
                     self._leave("SIGTERM")
                 elif data == "adopt":
-                    assert self.orphan is not None
-                    self.orphan.accept()
+                    self._answer()
                 elif data is None:
                     if mask & selectors.EVENT_READ:
                         self._from_master()
@@ -177,13 +198,13 @@ class Agent:
                     # (an executor replaced earlier in this round may have left a stale
                     # event whose fd number now belongs to its successor: skip it)
                     self._from_exec(data)
-            self._check_deadlines()
+            stops.check_deadlines(self.results)
             if pool.doomed:
                 pool.kill_doomed(time.time())
-            if self.interrupt_at is not None and time.time() >= self.interrupt_at:
-                self._kill_the_rest()
-            if self.chaining.blocked and time.time() >= self._held_next:
-                self._check_held()
+            if stops.interrupt_at is not None and time.time() >= stops.interrupt_at:
+                stops.kill_the_rest()
+            if self.chaining.blocked and time.time() >= stops.held_next:
+                stops.check_held(self.results, self.name)
             if self.leaving is None:
                 placement.schedule()
                 if self.idle_exit is not None:
@@ -197,17 +218,18 @@ class Agent:
             if self.memory is not None:
                 self.memory.check(time.time())
             self._send_batches()
-            pending = self.out.pending()
+            pending = self.link.writer.pending()
             if pending > OUT_HIGH:      # the master takes less than the executors send
                 pool.pause_reads()
             elif not pool.reading and pending < OUT_LOW:
                 pool.resume_reads()
             orphan = self.orphan
-            if self.silence and (orphan is None or not orphan.waiting()) and \
-                    time.time() - self.last_rx > self.silence:
-                self._master_lost(f"it was silent for {self.silence:g} s")
+            link = self.link
+            if link.silence and (orphan is None or not orphan.waiting()) and \
+                    link.silent(time.time()):
+                self._master_lost(f"it was silent for {link.silence:g} s")
             elif orphan is not None and orphan.waiting():
-                orphan.tick(time.time())      # (its grace; a dial-back agent looks for one)
+                self._wait_for_master(orphan, time.time())
             elif self.leaving is not None:
                 if self.queue or self.chaining.blocked:     # requeued after an executor died
                     self._hand_back()
@@ -223,13 +245,16 @@ class Agent:
         if self.idle_exit is not None and self.leaving is None:
             t = min(t, self.last_busy + self.idle_exit - time.time())
         if self.chaining.blocked:
-            t = min(t, self._held_next - time.time())
-        if self.interrupt_at is not None:
-            t = min(t, self.interrupt_at - time.time())
+            t = min(t, self.stops.held_next - time.time())
+        interrupt_at = self.stops.interrupt_at
+        if interrupt_at is not None:
+            t = min(t, interrupt_at - time.time())
         if self.pool.doomed:
             t = min(t, min(self.pool.doomed.values()) - time.time())
-        if self.orphan is not None and self.orphan.waiting():
-            t = min(t, self.orphan.due())
+        orphan = self.orphan
+        if orphan is not None and orphan.waiting():
+            t = min(t, orphan.due() if self.redial is None else
+                    min(orphan.due(), self.redial.due()))
         lead_at = self.placement.lead_at
         if lead_at is not None and self.leaving is None:   # a long task's successor is
             # due (placement.py); a leaving agent places nothing, so it must not wake
@@ -274,16 +299,10 @@ class Agent:
 
     # -- frames in ---------------------------------------------------------------
     def _from_master(self) -> None:
-        try:
-            msgs = self.reader.feed()
-        except BlockingIOError:      # a socket shares O_NONBLOCK with its write side
-            return
-        except OSError:
-            msgs = None
+        msgs = self.link.receive()
         if msgs is None:     # the master is gone: leave no process behind (or wait for one)
             self._master_lost("its stream closed")
             return
-        self.last_rx = time.time()
         state = self.state
         for op, body in msgs:
             if op == M.TASKS:
@@ -307,7 +326,7 @@ class Agent:
             elif op == M.DROP:
                 self.holding.drop(body)
             elif op == M.CANCEL:
-                self._cancel(set(body))
+                self.stops.cancel(set(body))
             elif op == M.INTERRUPT:
                 self._interrupt(float(body))
             elif op == M.SHUTDOWN:
@@ -317,14 +336,113 @@ class Agent:
                 state.keys.update(body)
             elif op == M.ADOPT:
                 if self.orphan is not None:
-                    self.orphan.adopt(body)
+                    running = self.orphan.adopt(body)
+                    if running:
+                        self.stops.cancel(running)
 
+    # -- the master is lost, and the next one --------------------------------------------
     def _master_lost(self, why: str) -> None:
-        """Exit, leaving no process, or keep the tasks for a resumed master (agent.orphan)."""
-        from .orphan import master_lost
-        if not master_lost(self, why):
+        """The stream to the master ended (``why``). In an adoptable run with tasks running
+        or results not reported, keep them for the next master (agent.orphan); else exit,
+        leaving no process."""
+        orphan = self.orphan
+        if orphan is not None and orphan.waiting():
+            return
+        link = self.link
+        worth = self.pool.busy() or self.results or (orphan is not None and orphan.kept) \
+            or self.redial is not None      # (a dial-back agent waits idle too: its Slurm
+        #                                     job is the run's, agent.redial)
+        if not (link.grace > 0 and not self.told_to_stop and self.stops.interrupt_at is None
+                and worth):
             self.running = False
+            return
+        if orphan is None:
+            orphan = self.orphan = Orphan(self.state.store)
+        self.pool.disown(*link.fds)             # (closed now: their numbers will be reused)
+        link.close(self.sel)
+        orphan.enter([t for ex in self.pool.every() for t in ex.queue], self.recent.take())
+        self.queue.take_all()                   # not started: the next master runs them
+        self.chaining.take_all()
+        self.placement.io_queue.clear()
+        self.state.started = []
+        orphan.hold(self.results, self.logs)    # not sent: kept for the next master
+        self.results, self.logs = [], []
+        self.leaving = "the master was lost"
+        sock = orphan.listen(link.run_id, self.name, link.grace)
+        if sock is None:
+            return
+        self.pool.own(sock.fileno())            # executors forked later close it
+        self.sel.register(sock, selectors.EVENT_READ, "adopt")
+        say(f"taskflow.node: {self.name}: the master was lost ({why}); keeping "
+            f"{orphan.running()} running task(s) for a resumed master for "
+            f"{link.grace:g} s at {orphan.path}")
 
+    def _wait_for_master(self, orphan: Orphan, now: float) -> None:
+        """While no master: past the grace, give up; before, a dial-back agent looks for a
+        resumed master (agent.redial)."""
+        if now >= orphan.deadline:
+            self._give_up(orphan)
+        elif self.redial is not None:
+            got = self.redial.look(now, self.link, self.name)
+            if got is not None:
+                self.attach(*got)
+
+    def _answer(self) -> None:
+        """A connection on the orphan's socket: a master that proves the run's secret
+        becomes the agent's; one that says SHUTDOWN ends the wait."""
+        orphan = self.orphan
+        assert orphan is not None
+        got = orphan.accept(self.link.secret, self.link.run_id, self.name)
+        if got is not None:
+            self.attach(*got)
+        elif orphan.dismissed:
+            self._give_up(orphan)
+
+    def _ready_again(self, orphan: Orphan, same: bool) -> M.Ready:
+        """The READY of a later master: the tasks kept for it, and what the values held
+        here are to it (``same``: its own run's; else dropped, and the ids to start above)."""
+        self._close_listener()
+        self.leaving = None
+        state = self.state
+        info: M.Ready = {"hostname": socket.gethostname(), "pid": os.getpid(),
+                         "slots": self.slots, "cpus": os.cpu_count(),
+                         "io_executors": len(self.pool.io_execs), "version": __version__,
+                         "adoptable": orphan.taken(state.keys, state.codes)}
+        mine = orphan.outputs()
+        if same:            # (runtime/rejoin.py drops those it has no use for any more)
+            info["held"] = [d for d in state.store if d not in mine]
+        else:
+            state.keep_only(orphan.kept, mine)
+            info["ids_above"] = max(orphan.kept, default=0), max(mine, default=0)
+        if self.memory is not None:
+            info["memory_budget"], info["memory_pause"] = self.memory.budget, self.memory.pause
+        return info
+
+    def _give_up(self, orphan: Orphan) -> None:
+        """No master came within the grace: stop the tasks kept for one (with what they
+        started); the agent exits and its spill files go."""
+        for ex in self.pool.every():
+            if ex.queue:
+                kill_group(ex)
+        self._close_listener()
+        why = orphan.unreachable or f"no master came within {self.link.grace:g} s"
+        say(f"taskflow.node: {self.name}: the master was lost and {why}: "
+            f"{orphan.running()} task(s) stopped, {len(orphan.held)} result(s) dropped")
+        self.running = False
+
+    def _close_listener(self) -> None:
+        orphan = self.orphan
+        sock = orphan.listener if orphan is not None else None
+        if orphan is None or sock is None:
+            return
+        try:
+            self.sel.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        self.pool.disown(sock.fileno())
+        orphan.close_listener()
+
+    # -- frames from the executors -------------------------------------------------------
     def _from_exec(self, ex: Executor) -> None:
         try:
             msgs = ex.reader.feed()
@@ -333,7 +451,7 @@ class Agent:
         except OSError:
             msgs = None
         if msgs is None:
-            self._exec_died(ex)
+            self.stops.died(ex, self.results, self.name)
             return
         queue = ex.queue
         producing = self.state.producing
@@ -361,7 +479,7 @@ class Agent:
                 tid, status, outputs, _, timing = res
                 try:
                     t0, t1 = timing
-                except ValueError:          # measured (agent.usage): start, end, cpu, peak, io
+                except ValueError:          # measured (executor.usage): start, end, cpu, peak, io
                     t0, t1 = timing[0], timing[1]
                 rs_end = t1
                 if deadlines:
@@ -407,137 +525,13 @@ class Agent:
             if mean_next is None or mean_next >= RUNNING_SIGNAL_MIN:
                 self.state.started.append((nxt.task_id, rs_end))
 
-    # -- failures on the node ---------------------------------------------
-    def _check_deadlines(self) -> None:
-        deadlines = self.state.deadlines
-        if not deadlines:
-            return
-        now = time.time()
-        for tid, (deadline, ex) in list(deadlines.items()):
-            if now >= deadline:
-                del deadlines[tid]
-                opts = ex.queue[0].options
-                timeout = opts.time_out if opts is not None else None
-                assert timeout is not None      # (only tasks with a time-out have a deadline)
-                self._kill_exec(ex)
-                self.results.append((tid, M.TIMEOUT, None, M.ErrorInfo(
-                    "TimeoutError", f"ran longer than time_out={timeout:g} s", "", None),
-                    (deadline - timeout, now)))
-
-    def _check_held(self) -> None:
-        """A task held for inputs that never come fails, naming them (never a silent wait)."""
-        now = time.time()
-        for t, lacking in self.chaining.overdue(now, HELD_INPUT_WAIT):
-            ids = ", ".join(f"d{d}" for d in lacking)
-            self.results.append((t.task_id, M.ERROR, None, M.ErrorInfo(
-                "InputsMissing", f"waited {HELD_INPUT_WAIT:g} s on node {self.name} for input "
-                f"value(s) {ids} that nothing there makes and the master never sent; it will "
-                f"be retried (report this: it is a taskflow bug)", "", None), (now, now)))
-        oldest = self.chaining.oldest()      # next look: when the oldest one is due, or in
-        self._held_next = now + 1.0 if oldest is None else \
-            max(now + 1.0, oldest + HELD_INPUT_WAIT)     # a second if one waits legitimately
-
     # -- the run is interrupted ---------------------------------------------------
     def _interrupt(self, grace: float) -> None:
-        """Start nothing more; stop what runs (SIGINT: a Python task gets KeyboardInterrupt,
-        a program SIGTERM); what still runs after ``grace`` seconds is killed."""
-        if self.interrupt_at is not None:
-            return
-        self.interrupt_at = time.time() + grace
-        self._leave("interrupted")          # the agent's queue and held tasks go back
-        for ex in self.pool.every():
-            if ex.queue:
-                try:
-                    os.kill(ex.pid, signal.SIGINT)
-                except ProcessLookupError:
-                    pass
-
-    def _kill_the_rest(self) -> None:
-        """The grace period is over: kill every executor still busy, with its programs."""
-        for ex in self.pool.every():
-            if ex.queue:
-                kill_group(ex)
-        self.interrupt_at = float("inf")    # once
-
-    def _interrupted_results(self, ex: Executor, why: str) -> None:
-        """An executor that ended during the interrupt: its tasks did not finish."""
-        now = time.time()
-        for i, t in enumerate(ex.queue):
-            self.results.append((t.task_id, M.INTERRUPTED, None, M.ErrorInfo(
-                "Interrupted", why if i == 0 else "not started: the run was interrupted", "",
-                None), (ex.started if i == 0 else now, now)))
-
-    def _exec_died(self, ex: Executor) -> None:
-        ex.slot.terminate()       # a program it was running must not outlive it
-        status = reap(ex.pid)
-        if self.interrupt_at is not None:   # interrupted: report, replace nothing
-            self._interrupted_results(ex, f"killed when the run was interrupted ({status})")
-            self.pool.forget(ex)
-            self._replaced(ex)
-            return
-        head = ex.queue[0] if ex.queue else None
-        rest = self.pool.forget(ex)
-        self._replaced(ex)
-        self._requeue(rest)
-        if head is not None:
-            tid = head.task_id
-            self.state.deadlines.pop(tid, None)
-            if tid in self.cancelled:
-                self.cancelled.discard(tid)
-            else:
-                limit = head.options.memory_limit if head.options is not None else None
-                over = None
-                if limit:                   # the kernel's limit (agent.limits)?
-                    from .limits import executor_killed
-                    over = executor_killed(tid, limit)
-                if over is not None:
-                    self.results.append((tid, M.OVER_MEMORY, None, over,
-                                         (ex.started, time.time())))
-                else:
-                    hint = f"; it had a memory limit of {limit:g} GB and may have died " \
-                        f"allocating past it (in code that does not raise MemoryError)" \
-                        if limit else ""
-                    self.results.append((tid, M.CRASHED, None, M.ErrorInfo(
-                        "WorkerDied", f"the executor process running the task died ({status}) "
-                        f"on node {self.name}{hint}", "", None), (ex.started, time.time())))
-        self.pool.spawn(io=ex.io)
-
-    def _kill_exec(self, ex: Executor) -> None:
-        """Kill ``ex`` (its head task timed out or was cancelled); the rest runs elsewhere."""
-        _, rest = self.pool.kill(ex)
-        self._replaced(ex)
-        self._requeue(rest)
-        self.pool.spawn(io=ex.io)
-
-    def _replaced(self, ex: Executor) -> None:
-        """Values ``ex`` was to make are not coming from it any more."""
-        producing = self.state.producing
-        for d in [d for d, e in producing.items() if e is ex]:
-            del producing[d]
-
-    def _requeue(self, tasks: list[M.TaskMsg]) -> None:
-        """Tasks a dead executor had not started go back on the agent's queue."""
-        for t in tasks:
-            if t.refs and self.chaining.hold(t):
-                continue
-            if t.units == 0:            # an @IO task: the I/O executors' queue
-                self.placement.io_queue.append(t)
-                continue
-            self.queue.push(t)
-
-    def _cancel(self, tids: set[int]) -> None:
-        for ex in self.pool.every():
-            if not ex.queue:
-                continue
-            head = ex.queue[0].task_id
-            if head in tids:        # (its queue goes back: the cancelled dropped below)
-                self.state.deadlines.pop(head, None)
-                self._kill_exec(ex)
-            else:
-                self.cancelled.update(t.task_id for t in ex.queue[1:] if t.task_id in tids)
-        self.chaining.drop(tids)
-        self.queue.remove(tids)
-        self.placement.drop_io(tids)
+        """Start nothing more; stop what runs; what still runs after ``grace`` seconds is
+        killed (agent.stops)."""
+        if self.stops.interrupt(grace):
+            self._leave("interrupted")          # the agent's queue and held tasks go back
+            self.stops.signal_busy()
 
     # -- frames out ------------------------------------------------------------
     def _sample(self) -> None:
@@ -551,10 +545,17 @@ class Agent:
             self._send(M.SAMPLE, s.sample())
 
     def _send_batches(self) -> None:
-        if self.orphan is not None and self.orphan.sift():     # no master: held for one
-            return
+        orphan = self.orphan
+        if orphan is not None:
+            sifted = orphan.sift(self.results, self.logs)
+            if sifted is None:                      # no master: held for one
+                self.results, self.logs, self.state.started = [], [], []
+                return
+            self.results, self.logs = sifted        # (under the new master's ids)
+            if orphan.finished():
+                self.orphan = None
         if self.state.keys and self.results:        # (keyed calls of an adoptable run)
-            forget_keys(self.state.keys, self.results)
+            self.state.forget_keys(self.results)
         if self.logs:       # first: a task's lines are in before its result (none lost at stop)
             self._send(M.LOG, self.logs)
             self.logs = []
@@ -569,31 +570,26 @@ class Agent:
     def _send(self, op: int, body: Any) -> int:
         if self.orphan is not None and self.orphan.waiting():
             return 0                # no master to tell (else: the frame's size)
-        self.out.queue(frame := P.encode(op, body))
+        self.link.writer.queue(frame := P.encode(op, body))
         self._flush()
         return len(frame)
 
     def _send_parts(self, op: int, body: Any) -> None:
         """A frame that may carry values: their buffers are written from where they are."""
-        self.out.queue_parts(P.encode_parts(op, body))
+        self.link.writer.queue_parts(P.encode_parts(op, body))
         self._flush()
 
     def _flush(self) -> None:
         """Write what the master's stream takes now (the rest when it has room)."""
         try:
-            self.out.flush()
+            self.link.writer.flush()
         except OSError:             # the master is gone
             self._master_lost("a write to it failed")
 
     def _shutdown(self) -> None:
-        if self.orphan is not None:
-            self.orphan.close_listener()
+        self._close_listener()
         self.pool.shutdown()
         if self.tracker is not None:        # what the tasks left (daemons, kept children)
             self.tracker.end()
         self.state.store.close()
-        try:
-            self.chan.set_blocking(True)
-            self.out.drain()
-        except OSError:
-            pass
+        self.link.drain()

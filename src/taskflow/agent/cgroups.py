@@ -1,6 +1,6 @@
 """The node's control groups, as far as this agent may use them (Linux).
 
-* **memory limits** (:mod:`.limits`): a task with ``memory_limit`` runs in
+* **memory limits** (:mod:`.executor.limits`): a task with ``memory_limit`` runs in
   ``taskflow-<agent pid>/task-<id>``, made below its executor's own group where
   the node lets the agent use a memory controller (cgroup v2 with ``memory``
   enabled below that group, or the v1 ``memory`` hierarchy; root, or a

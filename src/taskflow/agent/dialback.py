@@ -1,9 +1,9 @@
 """Dial-back transport, the agent's side: join the master over TCP.
 
-``python -m taskflow.node --connect HOST:PORT`` (:mod:`.dialback_serve`) opens
+``python -m taskflow.node --connect HOST:PORT`` (:mod:`.serve`) opens
 the connection, passes the handshake of :mod:`taskflow.wire.dialback` with the
 run's secret, then runs an ordinary agent over the socket; an orphaned agent
-dials a resumed master the same way (:mod:`.rejoin`).
+dials a resumed master the same way (:mod:`.redial`).
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..wire import messages as M
 from ..wire.thresholds import LEAD, LEAD_MIN_MEAN, NODE_DEEP, NODE_SHORT, RUNNING_SIGNAL_MIN
@@ -32,7 +32,6 @@ from .state import NodeState
 from .workqueue import WorkQueue
 
 if TYPE_CHECKING:
-    from .chained import Chaining
     from .workqueue import Item
 
 # Module globals, read at call time (a test widens LEAD so a slow machine's clock is
@@ -60,12 +59,23 @@ def _depth(mean: float | None, single: bool) -> int:
     return 1
 
 
+class Holds(Protocol):
+    """What placement asks of the tasks held for inputs made on this node (agent.chained's
+    :class:`~.chained.Chaining`, which places them in turn: the two call each other)."""
+
+    waiting_on: dict[int, list[int]]     # data id -> held task ids
+
+    def hold(self, t: M.TaskMsg, chain: bool = False) -> bool: ...
+
+    def pull_behind(self, ex: Executor, dids: list[int]) -> None: ...
+
+
 class Placement:
     def __init__(self, state: NodeState, queue: WorkQueue, pool: Pool) -> None:
         self.state = state
         self.queue = queue
         self.pool = pool
-        self.chaining: Chaining | None = None   # set by the agent (they call each other)
+        self.chaining: Holds | None = None      # set by the agent (they call each other)
         self.lead_at: float | None = None       # when to place a long task's successor early
         self.io_queue: deque[M.TaskMsg] = deque()   # @IO tasks waiting for an I/O executor
 

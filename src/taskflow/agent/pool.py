@@ -18,8 +18,8 @@ from typing import Any
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.framewriter import FrameWriter
-from .executor import executor_main
-from .programs import PidSlot
+from .executor.loop import executor_main
+from .executor.programs import PidSlot
 
 
 PROGRAM_GRACE = 5.0      # s a killed task's programs get between SIGTERM and SIGKILL
@@ -67,10 +67,10 @@ class Pool:
         self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
         self.reading = True                 # executors' pipes are watched (see pause_reads)
 
-    def own(self, fd: int) -> None:
-        """``fd`` is the agent's (a new master's channel, the adoption socket): executors
-        forked from now on close it."""
-        self.keep_closed.append(fd)
+    def own(self, *fds: int) -> None:
+        """``fds`` are the agent's (a master's stream, the orphan's socket): executors
+        forked from now on close them."""
+        self.keep_closed.extend(fds)
 
     def disown(self, *fds: int) -> None:
         """``fds`` are about to be closed: a forked executor must not close their numbers

@@ -5,8 +5,9 @@ The loop (:mod:`.agent`), placement (:mod:`.placement`) and chaining
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Container
 
+from ..wire import messages as M
 from .store import ValueStore
 
 if TYPE_CHECKING:
@@ -25,3 +26,19 @@ class NodeState:
         self.producing: dict[int, Executor] = {}   # data id -> executor whose queue makes it
         self.deadlines: dict[int, tuple[float, Executor]] = {}   # task id -> (end, executor)
         self.started: list[tuple[int, float]] = []   # (task id, time) for STARTED, this round
+
+    def forget_keys(self, results: list[M.ResultWire]) -> None:
+        """Keys of calls that ended (reported) are not needed any more."""
+        keys = self.keys
+        for r in results:
+            keys.pop(M.ResultMsg(*r).task_id, None)
+
+    def keep_only(self, tasks: Container[int], values: Container[int]) -> None:
+        """A resumed master adopts the agent: of what the earlier run left here (values it
+        pushed or that stayed here, keys of its calls) only what the tasks kept for it
+        (``tasks``) and the values they make (``values``) mean anything to the new one."""
+        store = self.store
+        for did in [d for d in store if d not in values]:
+            store.pop(did)
+        self.producing.clear()
+        self.keys = {t: k for t, k in self.keys.items() if t in tasks}

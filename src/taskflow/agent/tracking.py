@@ -1,7 +1,7 @@
 """Every process the node's tasks start, and their end with the agent.
 
 A program's background children end with its process group when it exits
-(:mod:`.invokers.process`); a process that left that group (``setsid``, a
+(:mod:`.executor.invokers.process`); a process that left that group (``setsid``, a
 daemon that forked twice) or that a Python task started is still the run's.
 The agent keeps track of all of them, and when it ends (the run ended, or
 its master is gone) they get SIGTERM and, ``GRACE`` seconds later, SIGKILL:

@@ -75,7 +75,7 @@ def counts_per_call(tf: CompatTaskFunction, cfg: dict[str, Any]) -> dict[str, An
 def attach_program(target: Any, deco: str, kind: str, cfg: dict[str, Any],
                    outputs: bool = False) -> CompatTaskFunction:
     """Attach invoker ``kind`` to a PyCOMPSs task; its command line is read as runcompss's
-    bash reads it, each parameter value one argument (wire.template, agent.invokers.words)."""
+    bash reads it, each parameter value one argument (wire.template, agent.executor.invokers.words)."""
     tf = task_function(target, f"@{deco}")
     spec = tf.spec
     for key in ("args", "flags"):

@@ -21,7 +21,7 @@ logs        every captured output line: task, time, level (STDOUT, STDERR,
             RAW), node, text
 usage       CPU seconds, peak resident bytes and bytes read and written (rchar,
             wchar) of a task, measured on its node (tasks not known to be short:
-            taskflow.agent.usage); the last attempt
+            taskflow.agent.executor.usage); the last attempt
 memory      what a node's memory budget did (agent.memory): one row per report,
             with its resident bytes, bytes of values held in memory and on
             disk, whether it is paused, and the values spilled (count,

@@ -2,7 +2,7 @@
 
 ``SimulatedProvider(nodes=1024)`` gives the runtime 1,024 ordinary
 :class:`~.handle.NodeHandle` objects, each the master's end of a socket pair
-whose other end a simulated agent (:mod:`taskflow.agent.simnode`) serves:
+whose other end a simulated agent (:mod:`taskflow.providers.simnode`) serves:
 the handshake, task and result frames, STARTED, load samples (the nodes'
 heartbeats) are the real wire's, but no task runs; a task takes
 ``task_seconds`` and returns its first positional argument. One process
@@ -73,7 +73,7 @@ class SimulatedProvider(Provider):
                 self.owner[name] = index
                 theirs.append(far.detach())
             ctl_r, ctl_w = os.pipe()
-            cmd = [sys.executable, "-m", "taskflow.agent.simnode",
+            cmd = [sys.executable, "-m", "taskflow.providers.simnode",
                    "--fds", ",".join(map(str, theirs)), "--control", str(ctl_r),
                    "--task-seconds", repr(self.task_seconds)]
             try:
@@ -95,7 +95,7 @@ class SimulatedProvider(Provider):
                 cfg: Hello = {**config, "name": name, "slots": self.slots,
                               "memory_gb": self.memory_gb,
                               "sample_interval": self.sample_interval}
-                h.handshake(cfg, timeout, describe=" (a simulated node: taskflow.agent.simnode)")
+                h.handshake(cfg, timeout, describe=" (a simulated node: taskflow.providers.simnode)")
                 handles.append(h)
                 self.handles.append(h)
         except NodeStartError:

@@ -7,7 +7,7 @@ nothing new, and listens on a Unix socket at :func:`socket_path` (in a
 directory of its own user, mode 0700) for ``adopt_grace`` seconds. A
 resumed master reaches it there: directly for a local node, through
 ``python -m taskflow.node --adopt PATH`` over SSH for an SSH node (a relay:
-stdin/stdout to the socket, :mod:`taskflow.agent.bridge`).
+stdin/stdout to the socket, :func:`taskflow.agent.serve.relay`).
 
 Before either side unpickles anything, both prove they hold the run's
 secret, as the dial-back handshake does (:mod:`.dialback`), with the run

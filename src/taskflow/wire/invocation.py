@@ -16,7 +16,7 @@ called (``runtime.calltime``: ``$ENV`` expanded, expressions evaluated,
 binaries checked) and fills :attr:`Invocation.placement` when a task that
 holds several nodes or GPUs is dispatched (``runtime.scheduling.gang``). The node reads
 them by attribute and dispatches on the action's type
-(``agent.invokers``). Records are immutable: calls whose options cannot
+(``agent.executor.invokers``). Records are immutable: calls whose options cannot
 differ share one (pickled once per frame).
 """
 from typing import NamedTuple, Union
@@ -30,7 +30,7 @@ class Limits(NamedTuple):
     """What the node enforces around the call."""
 
     time_out: float | None = None     # seconds; past it the task ends with TIMEOUT
-    memory: float | None = None       # GB: past it TaskMemoryExceeded (agent.limits)
+    memory: float | None = None       # GB: past it TaskMemoryExceeded (agent.executor.limits)
 
 
 class Param(NamedTuple):
@@ -43,7 +43,7 @@ class Param(NamedTuple):
 
 
 class CommandLine(NamedTuple):
-    """How the call's values become a program's arguments (agent.invokers.command)."""
+    """How the call's values become a program's arguments (agent.executor.invokers.command)."""
 
     args: str | None                  # the template ('-i {{infile}} -n {{n}}'); None: the
     #                                   values in the order of the parameters
@@ -52,7 +52,7 @@ class CommandLine(NamedTuple):
     varargs: str | None = None        # the names of *args and **kwargs, if any
     varkw: str | None = None
     # PyCOMPSs: the template's words as bash reads them, $VAR expanded on the master;
-    # each value is one argument where its {{name}} stands (agent.invokers.words)
+    # each value is one argument where its {{name}} stands (agent.executor.invokers.words)
     words: tuple[str, ...] | None = None
 
 
@@ -89,12 +89,12 @@ class Mpi(NamedTuple):
     programs: tuple[MpmdProgram, ...] = ()   # @mpmd_mpi: several programs in one launch
     rank_values: bool = False         # mpi4py mode: the value is every rank's (PyCOMPSs)
     # mpi4py mode, PyCOMPSs's collection layouts: (parameter, block_count, block_length,
-    # stride); each rank receives only its blocks of that collection (agent.invokers.mpi)
+    # stride); each rank receives only its blocks of that collection (agent.executor.invokers.mpi)
     layouts: tuple[tuple[str, int, int, int], ...] = ()
 
 
 class Http(NamedTuple):
-    """PyCOMPSs's ``@http``: one REST call (agent.invokers.http)."""
+    """PyCOMPSs's ``@http``: one REST call (agent.executor.invokers.http)."""
 
     url: str                          # the service's base URL, chosen on the master
     request: str                      # GET, POST, ...
@@ -156,7 +156,7 @@ class HookProgram(NamedTuple):
 
 
 class Hooks(NamedTuple):
-    """Steps around the call on the node (agent.invokers.hooks)."""
+    """Steps around the call on the node (agent.executor.invokers.hooks)."""
 
     prolog: HookProgram | None = None
     epilog: HookProgram | None = None

@@ -91,7 +91,7 @@ CANCELLED_ON_NODE: Final = 4
 CRASHED: Final = 5                # the executor running it died (not the task's own failure)
 INTERRUPTED: Final = 6            # the run was interrupted while it ran (or before it started)
 MISSING: Final = 7                # an input is not there: the agent resends, or the master places it again
-OVER_MEMORY: Final = 8            # the task grew past its memory limit (agent.limits)
+OVER_MEMORY: Final = 8            # the task grew past its memory limit (agent.executor.limits)
 
 # -- how a task's argument is resolved on the node (Ref.kind) ----------------------
 RefKind = Literal["r", "p", "f", "fo", "do", "fio", "dio"]
@@ -116,7 +116,7 @@ DataItem = tuple[int, Union["Payload", None]]
 LineWire = tuple[float, str, str]       # (time, STDOUT | STDERR | RAW, text)
 TaskLines = tuple[int, list[LineWire]]
 LogWire = tuple[int, float, str, str]   # (task id, time, level, text)
-# (start, end) on the node; measured tasks (agent.usage): (start, end, CPU seconds, peak bytes,
+# (start, end) on the node; measured tasks (agent.executor.usage): (start, end, CPU seconds, peak bytes,
 # bytes read, bytes written; -1 when not known)
 Timing = Union[tuple[float, float], tuple[float, float, float, int, int, int]]
 # (data id, offset, total bytes, the bytes): a slice of a value's flat layout (agent.store.flat)
@@ -284,13 +284,13 @@ class Hello(TypedDict, total=False):
     memory_budget: float | str | None   # wire.budget amounts; None: the defaults
     memory_pause: float | str | None
     io_executors: int             # executors for tasks that hold no unit (@IO)
-    compss_env: bool              # every task sees PyCOMPSs's COMPSS_* (agent.taskenv)
+    compss_env: bool              # every task sees PyCOMPSs's COMPSS_* (agent.executor.taskenv)
     label: str                    # the node as COMPSs names it (COMPSS_HOSTNAMES)
     adopt_grace: float            # s the agent outlives a lost master (wire.adoption; 0: none)
     adopt_secret: str             # the run's secret a resumed master proves
     adopt_run: str                # the run whose master may adopt the agent
     adopt_rejoin: str             # a dial-back agent: the file a resumed master says its
-    #                               address in (agent.rejoin)
+    #                               address in (agent.redial)
     heartbeat_timeout: float      # s of silence after which the master is taken for lost
 
 

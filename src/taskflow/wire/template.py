@@ -3,7 +3,7 @@
 Both sides read the template: the master checks it when the task is declared
 and, for PyCOMPSs's programs, reads it into words when the task is called;
 the node puts the call's values in (``agent.invokers.command``,
-``agent.invokers.words``). This module is what they share.
+``agent.executor.invokers.words``). This module is what they share.
 
 :data:`PLACEHOLDER` is ``{{name}}``: a parameter of the task, written in a
 template (``args``, ``working_dir``, an HTTP resource).
@@ -17,7 +17,7 @@ backslashes group and escape, ``$VAR`` / ``${VAR}`` expand from the
 master's environment outside single quotes (runcompss's bash: ``$PWD`` is
 the launch directory; an unquoted one is split on blanks), ``~`` starting
 a word is the home directory. ``{{name}}`` placeholders stay for the
-values (the node fills them in: :func:`taskflow.agent.invokers.words.fill`).
+values (the node fills them in: :func:`taskflow.agent.executor.invokers.words.fill`).
 Shell operators (``;``, ``|``, ``&``, ``<``, ``>``, backquotes, ``$(``) that
 only a real shell could honour are refused (:class:`ShellSyntax`) rather than
 passed on as literal arguments; :func:`check` says so when the task is

@@ -38,9 +38,9 @@ RUNNING_SIGNAL_MIN: Final = MASTER_SHORT
 # of waiting silently (the master sends such values in the frame before the task's).
 HELD_INPUT_WAIT: Final = 60.0
 
-# Executor (agent.executor): results of faster tasks wait to travel in one frame...
+# Executor (agent.executor.loop): results of faster tasks wait to travel in one frame...
 EXEC_SHORT: Final = 0.001         # s
-# Executor (agent.usage): tasks whose function's mean here is at least this, or not known
+# Executor (agent.executor.usage): tasks whose function's mean here is at least this, or not known
 # yet, are measured (CPU time, peak memory); the measurement costs tens of microseconds.
 USAGE_MIN: Final = MASTER_SHORT
 # ...and before a task of at most this mean, finished results wait at most this long (a

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from ...wire.invocation import Invocation
+from ....wire.invocation import Invocation
 from . import spawn
 
 

@@ -1,4 +1,4 @@
-"""Entry point of every rank of an mpi4py task: ``python -m taskflow.agent.invokers.mpi_python F``.
+"""Every rank of an mpi4py task: ``python -m taskflow.agent.executor.invokers.mpi_python F``.
 
 ``F`` holds the pickled (function, args, kwargs, result path, every rank?, layouts); with
 collection layouts each rank also reads ``F.r<rank>``, its blocks of those collections.
@@ -18,7 +18,7 @@ import cloudpickle
 
 def main(path: str) -> int:
     from mpi4py import MPI
-    from ...context import enter_worker
+    from ....context import enter_worker
     enter_worker()                        # tasks called inside run inline
     comm = MPI.COMM_WORLD
     with open(path, "rb") as f:

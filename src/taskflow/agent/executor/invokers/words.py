@@ -27,7 +27,7 @@ import os
 import re
 from typing import Any, Callable, Mapping
 
-from ...wire.template import PATTERN, PLACEHOLDER, REDIRECT, ShellSyntax
+from ....wire.template import PATTERN, PLACEHOLDER, REDIRECT, ShellSyntax
 
 _ESCAPED = re.compile(r"\[([*?\[])\]")
 

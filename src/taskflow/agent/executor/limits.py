@@ -29,9 +29,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import TaskMemoryExceeded
-from ..wire import messages as M
-from . import cgroups
+from ...errors import TaskMemoryExceeded
+from ...wire import messages as M
+from .. import cgroups
 from .programs import STATE
 
 try:

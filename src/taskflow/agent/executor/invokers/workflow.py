@@ -19,12 +19,12 @@ import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ...wire.invocation import Invocation, Workflow
+from ....wire.invocation import Invocation, Workflow
 from . import command, process
 from .environment import log_base_of, program_env
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 
 def invoke(call: Workflow, inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],

@@ -22,9 +22,9 @@ import os
 import pickle
 from typing import Any
 
-from ..wire import messages as M
-from ..wire import values as V
-from ..wire.argpath import set_path
+from ...wire import messages as M
+from ...wire import values as V
+from ...wire.argpath import set_path
 from . import programs
 
 

@@ -13,8 +13,8 @@ import os
 import shutil
 from typing import Any
 
-from ...wire.invocation import CommandLine
-from ...wire.template import PLACEHOLDER as TEMPLATE, REDIRECT
+from ....wire.invocation import CommandLine
+from ....wire.template import PLACEHOLDER as TEMPLATE, REDIRECT
 
 FILE_KINDS = ("file", "directory")
 

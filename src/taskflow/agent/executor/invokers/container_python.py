@@ -1,4 +1,4 @@
-"""Inside a container: ``python3 -m taskflow.agent.invokers.container_python CALL``.
+"""Inside a container: ``python3 -m taskflow.agent.executor.invokers.container_python CALL``.
 
 ``CALL`` holds the pickled (function, args, kwargs, result path), written by
 the node's container invoker into a directory bind-mounted at the same path.
@@ -16,7 +16,7 @@ import cloudpickle
 
 
 def main(path: str) -> int:
-    from ...context import enter_worker
+    from ....context import enter_worker
     enter_worker()
     with open(path, "rb") as f:
         func, args, kw, result = cloudpickle.load(f)

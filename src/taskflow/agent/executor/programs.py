@@ -62,9 +62,9 @@ class _State:
         # sends the running task's lines so far to the agent and empties the list it is
         # given (a long program's output travels while it runs: invokers.process)
         self.live: Callable[[list[Any]], None] | None = None
-        # the cgroup a program starts in (a task's kernel memory limit: agent.limits)
+        # the cgroup a program starts in (a task's kernel memory limit: agent.executor.limits)
         self.spawn_group: Any = None
-        # the command a program starts through (systemd-run --user --scope ...: agent.limits)
+        # the command a program starts through (systemd-run --user --scope ...: agent.executor.limits)
         self.spawn_prefix: list[str] | None = None
         self.env_key: Any = None
         self.env: dict[str, str] | None = None

@@ -8,7 +8,7 @@ the local machine), and ``COMPSS_NUM_THREADS`` / ``OMP_NUM_THREADS`` /
 set once in the agent (its executors inherit it); the units are set by the
 executor when a task holds another number of them than the one before it
 (one integer comparison per task). Tasks on several nodes get theirs from
-their placement (:mod:`taskflow.agent.invokers.environment`).
+their placement (:mod:`taskflow.agent.executor.invokers.environment`).
 """
 from __future__ import annotations
 

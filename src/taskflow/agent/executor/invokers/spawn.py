@@ -36,7 +36,7 @@ import subprocess
 import sys
 from typing import Any, Literal, overload
 
-from .. import cgroups
+from ... import cgroups
 from ..programs import STATE, PidSlot, attach, python_ran
 
 __all__ = ["PidSlot", "attach", "python_ran", "environment", "start", "reap", "SIGDEF",

@@ -13,8 +13,8 @@ import time
 from _thread import get_ident
 from typing import Any
 
-from ..wire import messages as M
-from ..wire import protocol as P
+from ...wire import messages as M
+from ...wire import protocol as P
 from .loglines import ROW_MAX, TASK_BYTES, Lines, keep_file
 
 INLINE_LOG_LINES = 10000   # lines kept per task; the rest are counted and dropped

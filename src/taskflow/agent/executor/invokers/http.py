@@ -24,12 +24,12 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from ...wire.invocation import Http, Invocation
-from ...wire.template import PLACEHOLDER as TEMPLATE
+from ....wire.invocation import Http, Invocation
+from ....wire.template import PLACEHOLDER as TEMPLATE
 from .command import bind
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 _MARK = re.compile(r"^\{\{\s*(\w+)\s*\}\}$")
 

@@ -1,6 +1,6 @@
 """Simulated node agents: many endpoints of the real wire in one process, no executors.
 
-    python -m taskflow.agent.simnode --fds 5,6,7 [--control FD] [--task-seconds S]
+    python -m taskflow.providers.simnode --fds 5,6,7 [--control FD] [--task-seconds S]
 
 Each descriptor is one node's end of a socket pair whose other end the
 master holds as an ordinary :class:`~taskflow.providers.handle.NodeHandle`
@@ -288,7 +288,7 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m taskflow.agent.simnode",
+    ap = argparse.ArgumentParser(prog="python -m taskflow.providers.simnode",
                                  description="simulated taskflow node agents (for benchmarks "
                                              "and tests of the master)")
     ap.add_argument("--fds", required=True, help="comma-separated descriptors, one per node")

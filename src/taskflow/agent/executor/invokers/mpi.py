@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 
-from ...errors import ProgramFailed
-from ...wire.invocation import Invocation, Mpi
+from ....errors import ProgramFailed
+from ....wire.invocation import Invocation, Mpi
 from . import command, process
 from .environment import log_base_of, program_env
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 _FLAVOR: dict[str, str] = {}
 
@@ -192,7 +192,7 @@ def run(call: Mpi, inv: Invocation, func: Any, args: list[Any], kw: dict[str, An
             cloudpickle.dump([blocks[rank] for _, _, blocks in parts], f)
     if os.path.exists(result):
         os.unlink(result)
-    argv += [sys.executable, "-m", "taskflow.agent.invokers.mpi_python", payload]
+    argv += [sys.executable, "-m", "taskflow.agent.executor.invokers.mpi_python", payload]
     try:
         code = process.run(argv, cwd, env, streams, logs, log_base, False)
         outcome = None

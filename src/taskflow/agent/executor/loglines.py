@@ -42,7 +42,7 @@ def keep_file(tid: int, level: str) -> str | None:
     user-only here; None when the run gave the node no data directory)."""
     if not KEEP_DIR:
         return None
-    from ..context import private_dir
+    from ...context import private_dir
     d, *_ = KEEP_DIR
     private_dir(d)
     return os.path.join(d, f"job{tid}.{'err' if level == 'STDERR' else 'out'}")

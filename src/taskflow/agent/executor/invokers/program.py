@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...wire.invocation import Invocation, Program
+from ....wire.invocation import Invocation, Program
 from . import command, process
 from .environment import log_base_of, program_env
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 
 def invoke(action: Program, inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],

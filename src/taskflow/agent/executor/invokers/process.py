@@ -30,16 +30,16 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ProgramFailed
+from ....errors import ProgramFailed
 from .. import loglines
 from ..programs import STATE
 from . import spawn
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 LOG_CAP = 10000       # lines kept per program (as the executor's cap per stream)
-last_peak = 0         # bytes: the largest peak resident set of a program waited for (agent.usage)
+last_peak = 0         # bytes: the largest peak resident set of a program waited for (agent.executor.usage)
 TAIL = 20             # stderr lines quoted in a failure
 DRAIN = 0.25          # s the pipes are read after the program exited (its group got SIGTERM)
 EXIT_LOOK = 0.05      # s of silent pipes before the program's exit is watched too (a pidfd)
@@ -165,7 +165,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
 
 def _reap(pid: int, keep: bool) -> int:
     """Wait for the program, then end what is left of its group (unless ``keep``); keep its
-    peak resident set (``last_peak``, agent.usage).
+    peak resident set (``last_peak``, agent.executor.usage).
 
     After the leader is reaped its group id cannot be reused while a member is
     left, so one SIGTERM to the group tells whether there are any (none: ESRCH)."""

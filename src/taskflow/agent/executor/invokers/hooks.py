@@ -18,11 +18,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from ...wire.invocation import CommandLine, HookProgram, Hooks
+from ....wire.invocation import CommandLine, HookProgram, Hooks
 from . import command, process
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 
 def before(hooks: Hooks, values: dict[str, Any], env: dict[str, str],
@@ -46,7 +46,7 @@ def _program(hook: HookProgram, what: str, values: dict[str, Any], env: dict[str
     cwd = command.working_dir(hook.working_dir, values)
     words = hook.words
     if hook.bash and words is None:         # (the master resolves them; a fallback)
-        from ...wire.template import template_words
+        from ....wire.template import template_words
         words = template_words(hook.args or "", env)
     tail, _ = command.build_args(CommandLine(hook.args or "", {}, words=words), values, env,
                                  cwd)

@@ -39,12 +39,12 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...errors import ContainerUnavailable
-from ...wire.invocation import Container, FileMount, Invocation, Program
+from ....errors import ContainerUnavailable
+from ....wire.invocation import Container, FileMount, Invocation, Program
 from . import command
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 LIB = "/opt/taskflow/lib"          # taskflow's own code, when the image lacks it
 PROBE_TIMEOUT = 120                # s; the first use of an image may unpack it
@@ -196,7 +196,7 @@ def _probe(engine: str, image: str, python: bool) -> Probe:
                           f"{mine_s}", f"Functions travel as Python {mine_s} "
                           f"bytecode: use an image with that Python (or run the "
                           f"agent with the image's).")
-    from ..._version import __version__
+    from ...._version import __version__
     return Probe(exe, found.get("taskflow") != __version__)
 
 
@@ -388,13 +388,13 @@ def rank_command(inv: Invocation, binary: str, values: dict[str, Any], tail: lis
 def run_python(func: Any, args: list[Any], kw: dict[str, Any], inv: Invocation,
                logs: list[LineWire], tid: int) -> Any:
     """A Python @task in a container: the function runs under
-    :mod:`taskflow.agent.invokers.container_python` there; its value comes back."""
+    :mod:`taskflow.agent.executor.invokers.container_python` there; its value comes back."""
     import pickle
     import shlex
 
     import cloudpickle
 
-    from ...errors import ProgramFailed
+    from ....errors import ProgramFailed
     from . import process
     cwd = os.getcwd()
     values = command.bind(func, args, kw, ())
@@ -406,7 +406,9 @@ def run_python(func: Any, args: list[Any], kw: dict[str, Any], inv: Invocation,
     extra: list[tuple[str, bool]] = [(xdir, False)]
     pypath: list[str] = []
     if probe.mount_lib:
-        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        here = os.path.abspath(__file__)        # taskflow/agent/executor/invokers/container.py
+        for _ in range(4):
+            here = os.path.dirname(here)        # -> taskflow/
         extra_lib = [(here, "taskflow"), (os.path.dirname(os.path.abspath(cloudpickle.__file__)),
                                           "cloudpickle")]
         pypath.append(LIB)
@@ -421,8 +423,9 @@ def run_python(func: Any, args: list[Any], kw: dict[str, Any], inv: Invocation,
     try:
         with open(call, "wb") as f:
             cloudpickle.dump((func, list(args), dict(kw), result), f)
-        argv, name = wrap(c, probe, ["python3", "-m", "taskflow.agent.invokers.container_python",
-                                     call], mount_list, cwd, env, False, tid)
+        entry = "taskflow.agent.executor.invokers.container_python"
+        argv, name = wrap(c, probe, ["python3", "-m", entry, call], mount_list, cwd, env, False,
+                          tid)
         if probe.mount_lib:        # library mounts go to LIB, not to the same path
             i = argv.index("-w")
             libs: list[str] = []

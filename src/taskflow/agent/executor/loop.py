@@ -23,14 +23,14 @@ from typing import Any
 
 import cloudpickle
 
-from ..context import enter_worker
-from ..errors import TaskMemoryExceeded
-from ..wire import messages as M
-from ..wire import protocol as P
-from ..wire import values as V
-from ..wire.argpath import get_path
-from ..wire.invocation import Invocation
-from ..wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
+from ...context import enter_worker
+from ...errors import TaskMemoryExceeded
+from ...wire import messages as M
+from ...wire import protocol as P
+from ...wire import values as V
+from ...wire.argpath import get_path
+from ...wire.invocation import Invocation
+from ...wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
 from . import programs, taskenv, usage
 from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
@@ -152,7 +152,7 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: Current,
 
 def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, Any],
              inv: Invocation | None, cur: Current, msg: M.TaskWire) -> M.ResultWire:
-    """Run the call with its memory limit (agent.limits); past it: TaskMemoryExceeded.
+    """Run the call with its memory limit (agent.executor.limits); past it: TaskMemoryExceeded.
 
     The task's log says which limit applied (the kernel's, or RLIMIT_AS). A
     program the kernel killed at the limit is that error too, whether or not
@@ -232,7 +232,7 @@ def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.
 
 def _invoke(inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
             logs: list[M.LineWire], tid: int) -> Any:
-    """External programs, multi-node and GPU tasks (agent.invokers)."""
+    """External programs, multi-node and GPU tasks (agent.executor.invokers)."""
     from . import invokers
     return invokers.run(inv, func, args, kw, logs, tid)
 
@@ -353,7 +353,7 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
                 P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
                 results.clear()         # (in place: the caller's lists must not keep them)
                 logs_out.clear()
-        # not known to be short: its CPU time, peak memory and I/O are measured (agent.usage)
+        # not known to be short: its CPU time, peak memory and I/O are measured (agent.executor.usage)
         before = usage.start() if m is None or m >= USAGE_MIN else None
         cur.tid = tid
         func = funcs.get(digest)

@@ -1,6 +1,6 @@
 """Node-side invokers: how a task that is not a plain Python call runs.
 
-``agent.executor.run_task`` calls :func:`run` when the task's options hold an
+``agent.executor.loop.run_task`` calls :func:`run` when the task's options hold an
 :class:`~taskflow.wire.invocation.Invocation` (@binary, @mpi, @ompss,
 @multinode, @container, @http, @workflow, hooks, GPUs); the plain Python path
 never comes here. The invocation's action decides, by its type, which module's
@@ -25,12 +25,12 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any, Callable
 
-from ...wire.invocation import Http, Invocation, Mpi, Program, Workflow
+from ....wire.invocation import Http, Invocation, Mpi, Program, Workflow
 from . import command, spawn
 from .environment import log_base_of, node_env, program_env
 
 if TYPE_CHECKING:
-    from ...wire.messages import LineWire
+    from ....wire.messages import LineWire
 
 
 def run(inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
