@@ -145,7 +145,7 @@ class Resumed(NamedTuple):
 
 
 class Usage(NamedTuple):
-    """What a measured task used (agent/usage.py: functions not known to be short)."""
+    """What a measured task used (agent/executor/usage.py: functions not known to be short)."""
 
     kind: Literal["usage"]
     t: float

@@ -13,7 +13,7 @@ function::
 docker-compatible socket) or ``SINGULARITY`` / ``APPTAINER``, case-insensitive;
 ``image`` the image to run (``$VAR`` expands when the task is called);
 ``options`` more options for the engine's ``run`` command, split like a shell
-would (never run by one). What the node does (taskflow.agent.invokers.container):
+would (never run by one). What the node does (taskflow.agent.executor.invokers.container):
 
 - the program (``binary``, looked up in the image, not on the node) or, for
   ``@task``, the Python function through a taskflow entry point inside the

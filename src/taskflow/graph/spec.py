@@ -80,7 +80,7 @@ class TaskSpec:
         self.program: ProgramDecl | None = None
         self.container: Container | None = None   # @container (image expanded per call)
         # node-side steps around the call (prolog, epilog, DIRECTORY_OUT left to the task):
-        # agent.invokers.hooks
+        # agent.executor.invokers.hooks
         self.hooks: Hooks | None = None
         self.recorded: dict[str, Any] | None = None   # accepted hints with no effect here
         # IGNORE / CANCEL_SUCCESSORS: the values a failed task's outputs take instead of None
@@ -183,7 +183,7 @@ class TaskSpec:
                               or hooks_per_call)
         mem = None
         if self.memory_limit and isinstance(self.memory_size, (int, float)) and self.memory_size:
-            mem = float(self.memory_size)       # GB (agent.limits)
+            mem = float(self.memory_size)       # GB (agent.executor.limits)
         limits = Limits(self.time_out, mem) if (self.time_out or mem) else None
         inv = None
         if self.hooks and not ext:      # a Python task with hooks: its function, hooks around

@@ -101,7 +101,7 @@ class CallTime:
         mem = float(m)
         static = spec.options
         limits = static.limits if static is not None else None
-        if spec.memory_limit and m:         # this call's memory_size (agent.limits)
+        if spec.memory_limit and m:         # this call's memory_size (agent.executor.limits)
             limits = Limits(limits.time_out if limits is not None else None, mem)
         if not (self.ext or spec.gpus):
             inv = static.invocation if static is not None else None

@@ -80,10 +80,10 @@ class Runtime(RunState):
     ``memory_budget`` and ``memory_pause`` set every node's memory marks (GB,
     ``"4GiB"`` or ``"60%"`` of the node; ``taskflow.agent.memory``); the
     cluster file may set them per node. ``memory_limit=True`` makes every
-    task's ``memory_size`` a limit it may not grow past (``agent.limits``).
+    task's ``memory_size`` a limit it may not grow past (``agent.executor.limits``).
     ``io_executors=N`` gives every node N executors for tasks that hold no computing
     unit (PyCOMPSs's ``@IO`` tasks, ``runcompss --io_executors``); ``compss_env`` gives
-    every task PyCOMPSs's ``COMPSS_*`` / ``OMP_NUM_THREADS`` variables (``agent.taskenv``).
+    every task PyCOMPSs's ``COMPSS_*`` / ``OMP_NUM_THREADS`` variables (``agent.executor.taskenv``).
     """
 
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = RETRIES,
@@ -114,7 +114,7 @@ class Runtime(RunState):
                 raise UsageError(str(exc)) from None
         self.memory_budget = memory_budget      # per node; wire.budget (None: 60% of it)
         self.memory_pause = memory_pause        # None: 4/3 of the budget
-        self.memory_limit = bool(memory_limit)  # every memory_size is a limit (agent.limits)
+        self.memory_limit = bool(memory_limit)  # every memory_size is a limit (agent.executor.limits)
         super().__init__(retries=retries, placement=placement, crash_limit=crash_limit,
                          providers=providers if
                          providers is not None else [

@@ -2,7 +2,7 @@
 
 Both sides read the template: the master checks it when the task is declared
 and, for PyCOMPSs's programs, reads it into words when the task is called;
-the node puts the call's values in (``agent.invokers.command``,
+the node puts the call's values in (``agent.executor.invokers.command``,
 ``agent.executor.invokers.words``). This module is what they share.
 
 :data:`PLACEHOLDER` is ``{{name}}``: a parameter of the task, written in a

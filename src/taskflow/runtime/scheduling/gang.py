@@ -140,7 +140,7 @@ def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle
         used = sched.gpu_used.setdefault(head.name, set())
         ids = [i for i in range(gpus_of(head)) if i not in used][:gpus]
         used.update(ids)
-    # what the node reads of the nodes it was given (agent.invokers): a new record per
+    # what the node reads of the nodes it was given (agent.executor.invokers): a new record per
     # dispatch, so a retried task never carries an earlier placement
     task.options = opts._replace(invocation=inv._replace(placement=Chosen(
         _merge([(host_of(n), k) for n, k in chosen]),

@@ -18,7 +18,7 @@ Differences from taskflow's own constants (PyCOMPSs behaviour):
   stream (``FILE_IN_STDIN``, ``FILE_OUT_STDOUT``, ``FILE_OUT_STDERR``);
 - ``Keep_rename=True`` on a file (or a ``COLLECTION_FILE``) gives the task the
   runtime's version name (``d<id>v<version>_<stamp>.IT``,
-  :mod:`taskflow.agent.invokers.renames`); without it a file keeps its name;
+  :mod:`taskflow.agent.executor.invokers.renames`); without it a file keeps its name;
 - ``Cache`` and ``Weight`` are hints: accepted, and without effect here;
 - ``STREAM_IN`` / ``STREAM_OUT`` (distributed streams) are not supported:
   declaring a task with one is an error.
