@@ -38,7 +38,7 @@ class AdoptFrom(NamedTuple):
     secret: str
     nodes: dict[str, tuple[str, str]]     # node name -> (provider, host)
     run_dir: str = ""                     # its directory (a Slurm run's: where its dial-back
-    #                                       agents look for a resumed master, slurm_rejoin)
+    #                                       agents look for a resumed master, slurm/adopt.py)
 
 
 def record(run_dir: str, run_id: str, grace: float, config: Hello) -> str:

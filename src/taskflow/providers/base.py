@@ -55,8 +55,14 @@ class Provider:
         their interpreters load while it is done; :meth:`start` then handshakes (the
         default: :meth:`start` does it all)."""
 
-    def start(self, config: Hello, timeout: float) -> list[NodeHandle]:
-        """Start the first nodes and return them, handshaken (HELLO sent, READY read)."""
+    def start(self, config: Hello, timeout: float, *,
+              adoptable: bool = False) -> list[NodeHandle]:
+        """Start the first nodes and return them, handshaken (HELLO sent, READY read).
+
+        ``adoptable``: the run is adoptable (resumable, ``adopt_grace`` > 0, said by the
+        runtime): its agents outlive a lost master. ``config`` carries what the agents need
+        of that (the grace, the run's adoption secret); a provider does not read it back
+        to learn whether the run is adoptable."""
         raise NotImplementedError
 
     def stop(self) -> None:
