@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
-from .adopting import AdoptFrom
+from .base import AdoptFrom
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello

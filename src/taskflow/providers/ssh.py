@@ -35,8 +35,8 @@ from ..errors import HostKeyError, NodeStartError, VersionMismatch
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
-from .adopting import AdoptFrom, handshake_over, relay
-from .base import Provider
+from .adopting import handshake_over, relay
+from .base import AdoptFrom, Provider
 from .comeback import Comeback
 from .handle import NodeHandle
 from .sshnode import SSHNode

@@ -42,7 +42,7 @@ from .queue import slurm as _slurm
 if TYPE_CHECKING:
     import ssl
 
-    from ..adopting import AdoptFrom
+    from ..base import AdoptFrom
     from ..dialback import DialbackServer
     from .manager import SlurmManager
 
