@@ -1,6 +1,6 @@
 """The chaos driver's scenario (f): (e) on the Slurm testbed, with dial-back agents in batch
 and pilot jobs. The master is SIGKILLed while tasks of seconds run, resumed at once; the
-agents dial the resumed master back (providers/slurm_rejoin.py) and their running tasks are
+agents dial the resumed master back (providers/slurm/adopt.py) and their running tasks are
 adopted, not run again.
 
 The Slurm testbed is testbed/slurm.sh (3 nodes of 2 CPUs), brought up under the

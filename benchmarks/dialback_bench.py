@@ -40,7 +40,7 @@ class LocalDialback(Provider):
         self.proc: subprocess.Popen[bytes] | None = None
         self.tmp = tempfile.mkdtemp(prefix="tf-db-")
 
-    def start(self, config: Any, timeout: float) -> list[NodeHandle]:
+    def start(self, config: Any, timeout: float, *, adoptable: bool = False) -> list[NodeHandle]:
         joined: queue.Queue[NodeHandle] = queue.Queue()
         self.server = DialbackServer(lambda meta: {**config, "name": "dialback-0",
                                                    "slots": self.slots}, joined.put)

@@ -4,7 +4,7 @@ Scenarios on the 3-node testbed (2 CPUs each), an idle cluster and a busy one
 (blocker jobs holding nodes: ``sbatch --exclusive --time=1 --wrap 'sleep S'``, so
 the queue sees their one-minute limit and not when they really end). In each:
 the blockers start, --slurm auto decides from the queue as a run would see it
-(taskflow.providers.slurm_auto.choose, with the workload's work), then the
+(taskflow.providers.slurm.auto.choose, with the workload's work), then the
 workload runs in batch mode and, after the same blockers again, in pilot mode
 (the order alternates between scenarios); M is from the first submission to the
 last result (slurm_bench.one). Target: the faster mode chosen in at least 90 %
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from taskflow.providers.slurm_auto import choose
+from taskflow.providers.slurm.auto import choose
 
 import slurm_bench
 

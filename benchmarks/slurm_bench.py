@@ -6,7 +6,7 @@
 
 --auto: the scenarios of benchmarks/slurm_auto_bench.py (an idle cluster and a
 busy one, blocker jobs holding nodes): in each, --slurm auto's decision
-(taskflow.providers.slurm_auto.choose) from the queue as the run would see
+(taskflow.providers.slurm.auto.choose) from the queue as the run would see
 it, then both modes run for the measurement; JSON {"auto": [{"scenario",
 "chosen", "predicted_batch_s", "predicted_pilot_s", "measured_batch_s",
 "measured_pilot_s"}, ...]}.

@@ -214,19 +214,19 @@ def test_the_adoption_proofs_on_a_dial_back_connection(tmp_path):
     from taskflow.providers.adopting import AdoptFrom
     from taskflow.providers.dialback import DialbackServer
     from taskflow.providers.slurm import SlurmProvider
-    from taskflow.providers.slurm_rejoin import Rejoining
+    from taskflow.providers.slurm.adopt import JobAdoption
     from taskflow.wire import adoption
     from taskflow.wire import messages as M
     from taskflow.wire import protocol as P
     from taskflow.wire.tlschannel import TlsChannel
 
     old_secret = adoption.new_secret()
-    rejoining = Rejoining(SlurmProvider("batch", 1), AdoptFrom("R1", old_secret, {},
-                                                               str(tmp_path)))
-    rejoining.running = {"77": 1}
+    jobs = JobAdoption(SlurmProvider("batch", 1), AdoptFrom("R1", old_secret, {},
+                                                            str(tmp_path)))
+    jobs.running = {"77": 1}
     server = DialbackServer(lambda meta: {"name": meta["adopt"]["node"], "slots": 1},
                             lambda h: None, ready_timeout=5)
-    server.adopt_check = rejoining.check
+    server.adopt_check = jobs.check
     try:
         def dial(run: str, job: str, secret: str) -> ssl.SSLSocket:
             sock = connect(server.address, server.secret, {"job_id": job, "cpus": 1,

@@ -10,7 +10,7 @@ import pytest
 
 from taskflow.journal.reader import Journal, run_ids
 from taskflow.observe.report import figures, to_markdown
-from taskflow.providers.slurm_auto import QueueState, choose, expand_hosts, makespan
+from taskflow.providers.slurm.auto import QueueState, choose, expand_hosts, makespan
 
 
 def test_makespan_integrates_the_slots_held_until_the_work_is_done():

@@ -1,7 +1,7 @@
 """The Slurm client cannot hang and does not flood: on the real local Slurm (3 slurmd), with
 every Slurm command the master runs counted through wrappers first on PATH.
 
-The budget (providers/slurm_queue.py): one batched ``squeue`` per look, every ``poll``
+The budget (providers/slurm/queue.py): one batched ``squeue`` per look, every ``poll``
 seconds while a decision waits on the queue and every ``poll_slow`` seconds once every
 job runs; no call per job, no ``sacct`` while squeue lists the jobs. At the defaults
 (poll_slow 30 s) a run's steady state costs at most 3 calls a minute; the tests use a

@@ -4,7 +4,7 @@ Like PyCOMPSs's ``enqueue_compss``: it writes a job script whose batch step
 is ``taskflow run --slurm allocation script.py``, submits it with ``sbatch``
 and prints the job id and where its output and its run directory go. Inside
 the job the master starts one node agent per allocated node with ``srun``
-(:mod:`taskflow.providers.slurm_alloc`).
+(:mod:`taskflow.providers.slurm.alloc`).
 """
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def submit(nodes: int, time_limit: str, partition: str | None, cpus: int | None,
     with open(path, "w") as f:
         f.write(text)
     from ..errors import SlurmError
-    from ..providers.slurm import _slurm
+    from ..providers.slurm.queue import slurm as _slurm
     try:
         jid = _slurm(["sbatch", "--parsable", path]).strip().split(";")[0]
     except SlurmError as exc:

@@ -104,8 +104,10 @@ class Expr:
                                  f"the task is called; export {name}=... or give a number.")
             ns[f"__env_{name}"] = number(os.environ[name])
         if self.names:
-            from ..future import Future     # (not at import: an executor unpickling a task
-            for n in self.names:            # function imports this module, not futures)
+            # any future (taskflow's is a concurrent.futures.Future): the graph's expressions
+            # need not know the master's futures, which know the graph
+            from concurrent.futures import Future   # (not at import: an executor unpickling
+            for n in self.names:                    # a task function imports this module)
                 v = (bound or {}).get(n)
                 if isinstance(v, Future):
                     raise UsageError(f"{self.where}: parameter '{n}' is a future; a constraint "

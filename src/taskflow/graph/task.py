@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import pickle
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Sequence
 
 from .decl import MpiDecl
 
 if TYPE_CHECKING:
     from ..errors import TaskError
     from ..future import Future
-    from ..providers.handle import NodeHandle
     from ..wire.messages import ArgPath, OutKind, RefKind
     from .spec import TaskSpec
 
@@ -27,6 +26,15 @@ FAILED = "FAILED"
 CANCELLED = "CANCELLED"
 INTERRUPTED = "INTERRUPTED"     # the run was interrupted while it ran
 FINAL_STATES = frozenset({DONE, FAILED, CANCELLED, INTERRUPTED})
+
+
+class NodeRef(Protocol):
+    """The node a task was sent to, as the graph knows it: by its name (the runtime's
+    :class:`~taskflow.providers.handle.NodeHandle`; the graph does not import the master's
+    node side)."""
+
+    @property
+    def name(self) -> str: ...
 
 
 class Inout(NamedTuple):
@@ -68,7 +76,7 @@ class Task:
         self.inouts = inouts
         self.reads = reads          # data versions read (for lineage and GC)
         self.state = SUBMITTED
-        self.node: NodeHandle | None = None
+        self.node: NodeRef | None = None
         self.attempts = 0
         self.crashes = 0            # workers (executors, nodes) that died running it
         self.key: bytes | None = None           # what can change its result (graph.keys)

@@ -17,28 +17,19 @@ import logging
 import os
 import socket
 import threading
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..context import private_file
 from ..errors import UsageError
 from ..wire import adoption
 from ..wire.dialback import AUTH_TIMEOUT
+from .base import AdoptFrom as AdoptFrom     # (defined with the Provider, which holds one)
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
     from .handle import NodeHandle
 
 log = logging.getLogger(__name__)
-
-
-class AdoptFrom(NamedTuple):
-    """The earlier run whose agents a resumed master looks for."""
-
-    run_id: str
-    secret: str
-    nodes: dict[str, tuple[str, str]]     # node name -> (provider, host)
-    run_dir: str = ""                     # its directory (a Slurm run's: where its dial-back
-    #                                       agents look for a resumed master, slurm_rejoin)
 
 
 def record(run_dir: str, run_id: str, grace: float, config: Hello) -> str:

@@ -7,12 +7,22 @@ the runtime calls them on every provider instead of asking which ones exist.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
-    from .adopting import AdoptFrom
     from .handle import NodeHandle
+
+
+class AdoptFrom(NamedTuple):
+    """The earlier run whose agents a resumed master looks for (:mod:`.adopting` reads it
+    from the run's directory; the runtime gives it to every provider as ``adopt``)."""
+
+    run_id: str
+    secret: str
+    nodes: dict[str, tuple[str, str]]     # node name -> (provider, host)
+    run_dir: str = ""                     # its directory (a Slurm run's: where its dial-back
+    #                                       agents look for a resumed master, slurm/adopt.py)
 
 
 class NodeSink(Protocol):
@@ -55,8 +65,14 @@ class Provider:
         their interpreters load while it is done; :meth:`start` then handshakes (the
         default: :meth:`start` does it all)."""
 
-    def start(self, config: Hello, timeout: float) -> list[NodeHandle]:
-        """Start the first nodes and return them, handshaken (HELLO sent, READY read)."""
+    def start(self, config: Hello, timeout: float, *,
+              adoptable: bool = False) -> list[NodeHandle]:
+        """Start the first nodes and return them, handshaken (HELLO sent, READY read).
+
+        ``adoptable``: the run is adoptable (resumable, ``adopt_grace`` > 0, said by the
+        runtime): its agents outlive a lost master. ``config`` carries what the agents need
+        of that (the grace, the run's adoption secret); a provider does not read it back
+        to learn whether the run is adoptable."""
         raise NotImplementedError
 
     def stop(self) -> None:

@@ -51,45 +51,19 @@ Every mistake (an unknown key, a wrong type, a missing ``host``) is a
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ..errors import ClusterConfigError
 from ..wire import budget
+from .nodeconfig import NodeConfig as NodeConfig   # (its public name too)
 
 if TYPE_CHECKING:
     from .base import Provider
 
 PLACEMENTS = ("locality", "least-loaded", "fifo")
-
-
-@dataclass
-class NodeConfig:
-    """One node of the cluster file (also usable directly from Python)."""
-
-    name: str
-    host: str = ""
-    port: int = 22
-    user: str | None = None
-    identity_file: str | None = None
-    computing_units: int | None = None
-    memory: float | None = None
-    gpus: int = 0
-    python: str = "python3"
-    working_dir: str = "~/.taskflow"
-    shared_fs: bool = False
-    env: dict[str, str] = field(default_factory=dict)
-    setup: list[str] = field(default_factory=list)
-    local: bool = False
-    memory_budget: float | str | None = None    # wire.budget amounts (None: the run's)
-    memory_pause: float | str | None = None
-
-    @property
-    def where(self) -> str:
-        user = f"{self.user}@" if self.user else ""
-        return f"{user}{self.host}:{self.port}"
 
 
 @dataclass
@@ -125,15 +99,15 @@ class ClusterConfig:
                                    heartbeat_timeout=self.heartbeat_timeout,
                                    sample_interval=self.sample_interval))
         if self.slurm is not None:
-            from .slurm import SlurmProvider
+            from .slurm.provider import SlurmProvider
             kw = dict(self.slurm)
             mode = kw.pop("mode", "batch")
             work, history = kw.pop("work", None), kw.pop("history", None)
             if mode == "allocation":        # the master runs inside it (taskflow submit)
-                from .slurm_alloc import AllocationProvider
+                from .slurm.alloc import AllocationProvider
                 out.append(AllocationProvider(kw.pop("nodes", None), **kw))
             elif mode == "auto":            # batch or pilots, from the SPA model
-                from .slurm_auto import choose
+                from .slurm.auto import choose
                 nodes = kw.pop("nodes", 1)
                 mode, line, numbers = choose(nodes, kw, work, root=history)
                 provider = SlurmProvider(mode, nodes, **kw)

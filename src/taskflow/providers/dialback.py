@@ -81,7 +81,7 @@ class DialbackServer:
         self.provider = provider
         self.ready_timeout = ready_timeout
         self.refused: list[str] = []    # reasons, for tests and reports
-        # a resumed master (providers/slurm_rejoin.py): checks an earlier run's agent (meta
+        # a resumed master (providers/slurm/adopt.py): checks an earlier run's agent (meta
         # "adopt") on its connection, before any frame; raises to refuse it
         self.adopt_check: Callable[[ssl.SSLSocket, dict[str, Any]], None] | None = None
         self.failed: list[NodeStartError | OSError | EOFError] = []   # agents that

@@ -11,7 +11,7 @@ from __future__ import annotations
 import select
 import time
 import subprocess
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._version import DIST_NAME, __version__
 from ..errors import NodeStartError, ProtocolError, VersionMismatch
@@ -191,3 +191,9 @@ class NodeHandle:
     def __repr__(self) -> str:
         return f"<node {self.name} {self.used}/{self.slots}>"
 
+
+def placed_on(task: Task) -> NodeHandle | None:
+    """The node ``task`` was sent to, as the master holds it: the graph knows
+    ``Task.node`` by its name only (:class:`~taskflow.graph.task.NodeRef`), and every node
+    the master sends a task to is a :class:`NodeHandle`."""
+    return cast("NodeHandle | None", task.node)

@@ -80,7 +80,7 @@ class LocalProvider(Provider):
             self.procs.append(proc)
             self.launched.append((name, proc))
 
-    def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
+    def start(self, config: Hello, timeout: float = 30.0, *, adoptable: bool = False) -> list[NodeHandle]:
         handles = []
         self.launch()
         procs, self.launched = self.launched, []

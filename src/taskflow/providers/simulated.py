@@ -85,7 +85,7 @@ class SimulatedProvider(Provider):
             self.procs.append(proc)
             self.controls.append(ctl_w)
 
-    def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
+    def start(self, config: Hello, timeout: float = 30.0, *, adoptable: bool = False) -> list[NodeHandle]:
         self.launch()
         handles: list[NodeHandle] = []
         try:

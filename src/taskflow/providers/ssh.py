@@ -35,17 +35,18 @@ from ..errors import HostKeyError, NodeStartError, VersionMismatch
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
-from .adopting import AdoptFrom, handshake_over, relay
-from .base import Provider
+from .adopting import handshake_over, relay
+from .base import AdoptFrom, Provider
+from .comeback import Comeback
 from .handle import NodeHandle
-from .rejoin import Rejoiner
+from .sshnode import SSHNode
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
     from .base import NodeSink
-    from .cluster import NodeConfig
+    from .nodeconfig import NodeConfig
 
 try:
     import paramiko
@@ -96,26 +97,6 @@ class _AcceptNew(_Policy):
                     self.known_hosts)
 
 
-class _Node:
-    """Everything the provider keeps for one remote node."""
-
-    where: str                  # "node NAME (user@host:port)", set once connected
-
-    def __init__(self, cfg: NodeConfig) -> None:
-        self.cfg = cfg
-        self.client: Any = None
-        self.chan: Any = None
-        self.handle: NodeHandle | None = None
-        self.sock: socket.socket | None = None      # our end of the socketpair
-        self.stderr = bytearray()
-        self.last_rx = time.time()
-        self.watch = False
-        self.closing = False
-        self.threads: list[threading.Thread] = []
-        self.command = ""
-        self.workdir = ""
-
-
 class SSHProvider(Provider):
     """Node agents on SSH hosts (one :class:`NodeConfig` per host)."""
 
@@ -127,7 +108,7 @@ class SSHProvider(Provider):
                  max_starting: int = MAX_STARTING) -> None:
         if paramiko is None:
             raise NodeStartError(f"SSH nodes need paramiko: {install_hint('ssh')}")
-        self.nodes = [_Node(n) for n in nodes]
+        self.nodes = [SSHNode(n) for n in nodes]
         self.starting = threading.BoundedSemaphore(max(1, max_starting))
         self.known_hosts = os.path.expanduser(known_hosts or "~/.ssh/known_hosts")
         self.accept_new = accept_new_host_keys
@@ -136,13 +117,16 @@ class SSHProvider(Provider):
         self.refusals: list[str] = []       # earlier agents not adopted, and why
         self.sample_interval = sample_interval
         self.started: tuple[Hello, float] | None = None     # (the agents' HELLO, time-out)
-        self.rejoin: Rejoiner | None = None     # lost hosts taken back (providers/rejoin.py)
+        self.adoptable = False      # the run's agents outlive a lost master (start)
+        self.comeback: Comeback | None = None   # lost hosts taken back (providers/comeback.py)
 
     # -- start-up ------------------------------------------------------------
-    def start(self, config: Hello, timeout: float = 30.0) -> list[NodeHandle]:
+    def start(self, config: Hello, timeout: float = 30.0, *,
+              adoptable: bool = False) -> list[NodeHandle]:
         handles: list[NodeHandle] = []
         errors: list[Exception] = []
         self.started = (config, timeout)
+        self.adoptable = adoptable
         threads = [threading.Thread(target=self._start_one, args=(n, config, timeout, errors),
                                     daemon=True) for n in self.nodes]
         for t in threads:
@@ -158,7 +142,7 @@ class SSHProvider(Provider):
             handles.append(n.handle)
         return handles
 
-    def _start_one(self, n: _Node, config: Hello, timeout: float, errors: list[Exception]) -> None:
+    def _start_one(self, n: SSHNode, config: Hello, timeout: float, errors: list[Exception]) -> None:
         try:
             with self.starting:         # at most max_starting hosts connect and start at once
                 self._connect(n)
@@ -168,7 +152,7 @@ class SSHProvider(Provider):
         except Exception as exc:  # noqa: BLE001 - report every start-up failure
             errors.append(NodeStartError(f"node {n.cfg.name} ({n.cfg.where}): {exc!r}"))
 
-    def _connect(self, n: _Node) -> None:
+    def _connect(self, n: SSHNode) -> None:
         c = n.cfg
         client = paramiko.SSHClient()
         if os.path.exists(self.known_hosts):
@@ -218,7 +202,7 @@ class SSHProvider(Provider):
                          f"{s.replace(chr(34), chr(39))}\" >&2; exit 97; }}")
         return "\n".join(lines) + "\n"
 
-    def _run(self, n: _Node, cmd: str, timeout: float) -> tuple[int, str, str]:
+    def _run(self, n: SSHNode, cmd: str, timeout: float) -> tuple[int, str, str]:
         """Run a short command (small output); (exit code or -1 on time-out, out, err).
 
         It blocks on the channel (paramiko's events), never polls: a loop of
@@ -242,7 +226,7 @@ class SSHProvider(Provider):
         chan.close()
         return rc, out.decode(errors="replace"), err.decode(errors="replace")
 
-    def _why(self, n: _Node, code: int | None, err: str) -> str:
+    def _why(self, n: SSHNode, code: int | None, err: str) -> str:
         """Why the agent did not start, from the shell's exit status and remote stderr."""
         c = n.cfg
         if "No module named" in err and "taskflow" in err or "taskflow" in err and \
@@ -260,7 +244,7 @@ class SSHProvider(Provider):
             return "a set-up command failed"
         return "the agent did not start" + (f" (exit code {code})" if code is not None else "")
 
-    def _failed(self, n: _Node, what: str, wait: float = 3.0) -> NodeStartError:
+    def _failed(self, n: SSHNode, what: str, wait: float = 3.0) -> NodeStartError:
         """The start failed (``what``): the error with the why, the command, remote stderr."""
         err = self._wait_stderr(n, wait)
         code = n.chan.recv_exit_status() if n.chan is not None and \
@@ -268,7 +252,7 @@ class SSHProvider(Provider):
         return NodeStartError(f"{n.where}: {self._why(n, code, err)} ({what}).\n"
                               f"  command: {n.command}\n  remote stderr: {err or '(empty)'}")
 
-    def _read_cwd(self, n: _Node, timeout: float) -> str | None:
+    def _read_cwd(self, n: SSHNode, timeout: float) -> str | None:
         """The working directory the shell printed before it exec'd the agent (None: the
         shell ended first: its stderr and exit status say why)."""
         chan = n.chan
@@ -289,7 +273,7 @@ class SSHProvider(Provider):
         n.stderr += before + after        # what set-up commands said, and anything after
         return line.decode(errors="replace")
 
-    def _launch(self, n: _Node, config: Hello, timeout: float, adopt: bool = True,
+    def _launch(self, n: SSHNode, config: Hello, timeout: float, adopt: bool = True,
                 src: AdoptFrom | None = None) -> None:
         """Start the node's agent (or reach the one an earlier master left: ``src``, or a
         resumed run's :attr:`adopt`); a ``src`` given that refuses raises."""
@@ -336,7 +320,7 @@ class SSHProvider(Provider):
         data_dir = config.get("data_dir", "")
         cfg: Hello = {**config, "name": c.name, "slots": c.computing_units, "env": dict(c.env),
                       "sample_interval": self.sample_interval}
-        if "adopt_grace" in config:     # agents outlive a lost master: how it is noticed
+        if self.adoptable:      # agents outlive a lost master: how it is noticed
             cfg["heartbeat_timeout"] = self.heartbeat_timeout
         if c.memory:
             cfg["memory_gb"] = c.memory
@@ -365,7 +349,7 @@ class SSHProvider(Provider):
             from .staging import Stager
             h.stager = Stager(h, n.client, config.get("data_dir", ""), data_dir)
 
-    def _adopted(self, n: _Node, fd: int, timeout: float, src: AdoptFrom) -> bool:
+    def _adopted(self, n: SSHNode, fd: int, timeout: float, src: AdoptFrom) -> bool:
         """The earlier run's agent answered through ``taskflow.node --adopt`` and the two
         proved the run's secret to each other (True); False: none waits there (the shell
         starts a new agent on this channel), or it refused (said; a new one is needed)."""
@@ -384,7 +368,7 @@ class SSHProvider(Provider):
             self.refusals.append(f"{n.where}: no answer from taskflow.node --adopt")
         return False
 
-    def _relaunch(self, n: _Node) -> None:
+    def _relaunch(self, n: SSHNode) -> None:
         """Close the node's channel (its adoption failed) for a new agent on a new one."""
         n.closing = True
         if n.sock is not None:
@@ -396,21 +380,40 @@ class SSHProvider(Provider):
             t.join(2.0)
         n.closing, n.threads, n.stderr, n.handle, n.sock = False, [], bytearray(), None, None
 
+    def reach_again(self, n: SSHNode, src: AdoptFrom, config: Hello, timeout: float) -> bool:
+        """One try to reach host ``n``, lost by its link (the comeback's): connect, reach
+        the agent waiting there (or start a fresh one); False, ``n`` as it was, when the
+        host is not back yet."""
+        old = n.handle
+        n.threads, n.stderr, n.watch = [], bytearray(), False
+        try:
+            self._connect(n)
+            self._launch(n, config, timeout, src=src)
+        except Exception as exc:  # noqa: BLE001 - the host is not back yet
+            log.debug("node %s is not back yet: %s", n.cfg.name, exc)
+            if n.handle is not old and n.handle is not None:
+                self._relaunch(n)
+            n.handle = old
+            if n.client is not None:
+                n.client.close()
+            return False
+        return True
+
     def attach(self, sink: NodeSink) -> None:
         """The run started: in an adoptable run, a host whose link fails is tried again."""
         hello, timeout = self.started or ({}, 0.0)
-        if float(hello.get("adopt_grace") or 0) > 0:
-            self.rejoin = Rejoiner(self, sink, hello, timeout)
+        if self.adoptable:
+            self.comeback = Comeback(self, sink, hello, timeout)
 
     def adoption_refusals(self) -> list[str]:
         return self.refusals
 
     def nodes_coming(self) -> bool:
         """A host lost by its link is being reached again (within the agents' grace): a run
-        with no node left waits for it instead of failing (providers/rejoin.py)."""
-        return self.rejoin is not None and self.rejoin.coming()
+        with no node left waits for it instead of failing (providers/comeback.py)."""
+        return self.comeback is not None and self.comeback.coming()
 
-    def _wait_stderr(self, n: _Node, wait: float = 3.0) -> str:
+    def _wait_stderr(self, n: SSHNode, wait: float = 3.0) -> str:
         deadline = time.time() + wait
         while time.time() < deadline and not n.chan.exit_status_ready():
             time.sleep(0.02)
@@ -420,7 +423,7 @@ class SSHProvider(Provider):
         return (text + (f" (exit code {code})" if code is not None else "")).strip()
 
     # -- the pumps -----------------------------------------------------------
-    def _pump_in(self, n: _Node) -> None:
+    def _pump_in(self, n: SSHNode) -> None:
         """Channel -> socketpair; also keeps the remote stderr and watches liveness."""
         chan, sock = n.chan, n.sock
         assert sock is not None         # _launch made it before starting the pumps
@@ -462,11 +465,11 @@ class SSHProvider(Provider):
         if n.handle is not None:
             tail = bytes(n.stderr[-2000:]).decode(errors="replace").strip()
             n.handle.lost_reason = f"{reason}" + (f"; remote stderr: {tail}" if tail else "")
-        if link and self.rejoin is not None:
-            self.rejoin.lost(n)         # (first: the run sees the loss with the host coming)
+        if link and self.comeback is not None:
+            self.comeback.lost(n)       # (first: the run sees the loss with the host coming)
         self._drop(n)
 
-    def _pump_out(self, n: _Node) -> None:
+    def _pump_out(self, n: SSHNode) -> None:
         """Socketpair -> channel."""
         chan, sock = n.chan, n.sock
         assert sock is not None         # _launch made it before starting the pumps
@@ -493,7 +496,7 @@ class SSHProvider(Provider):
         except (OSError, EOFError, paramiko.SSHException):
             pass
 
-    def _drop(self, n: _Node) -> None:
+    def _drop(self, n: SSHNode) -> None:
         assert n.sock is not None       # called by a pump
         try:
             n.sock.shutdown(socket.SHUT_RDWR)
@@ -519,8 +522,8 @@ class SSHProvider(Provider):
     def dismiss_lost(self, run_id: str, secret: str) -> None:
         """The run ends well: an agent of a host it lost (a cut link) may wait for a resumed
         master (agent/orphan.py); reach it again, prove the run's secret, SHUTDOWN it."""
-        if self.rejoin is not None:
-            self.rejoin.stop()
+        if self.comeback is not None:
+            self.comeback.stop()
         me = AdoptFrom(run_id, secret, {})
         for n in self.nodes:
             if n.handle is None or n.handle.alive or n.closing:
@@ -554,8 +557,8 @@ class SSHProvider(Provider):
                 log.debug("node %s: its agent was not reached at the end: %r", c.name, exc)
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self.rejoin is not None:
-            self.rejoin.stop()
+        if self.comeback is not None:
+            self.comeback.stop()
         for n in self.nodes:
             n.closing = n.handle is not None
             if n.handle is not None:
@@ -580,4 +583,4 @@ class SSHProvider(Provider):
                 n.sock.close()
             if n.client is not None:
                 n.client.close()
-        self.nodes = [_Node(n.cfg) for n in self.nodes]
+        self.nodes = [SSHNode(n.cfg) for n in self.nodes]

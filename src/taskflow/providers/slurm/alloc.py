@@ -22,9 +22,9 @@ import sys
 import time
 from typing import Any
 
-from .dialback import SECRET_FILE_ENV
-from ..errors import SlurmError
-from .slurm import SlurmProvider
+from ..dialback import SECRET_FILE_ENV
+from ...errors import SlurmError
+from .provider import SlurmProvider
 
 
 def inside_allocation() -> str | None:

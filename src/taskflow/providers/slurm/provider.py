@@ -24,14 +24,14 @@ until the agent installs its handler, so an early signal cannot kill a pilot
 that has not joined yet (the master still keeps tasks that would outlast
 ``walltime_end - drain_margin`` off it).
 
-Every job is ``scancel``led at ``stop``, and by :mod:`slurm_reaper` if the
+Every job is ``scancel``led at ``stop``, and by :mod:`.reaper` if the
 master dies first (in an adoptable run, only the pending ones: the agents of the
-running ones wait for a resumed master, which adopts them: :mod:`.slurm_rejoin`).
+running ones wait for a resumed master, which adopts them: :mod:`.adopt`).
 Agents connect back over TCP to
 127.0.0.1 (:mod:`taskflow.providers.dialback`), proving the per-run secret held
 in a 0600 file; each node's ``job_id`` is its Slurm job id.
 
-One manager thread talks to Slurm (:mod:`.slurm_queue`): one batched
+One manager thread (:mod:`.manager`) talks to Slurm (:mod:`.queue`): one batched
 ``squeue`` for all the run's jobs per look, every ``poll`` seconds while a
 decision waits on the queue and every ``poll_slow`` seconds once every job
 runs; no call per job. Each decision (a pilot submitted, replaced, held
@@ -57,31 +57,29 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..context import private_dir
-from ..errors import NodeStartError, SlurmError, VersionMismatch
-from . import slurm_reaper
-from .base import NodeSink, Provider
-from .dialback import SECRET_FILE_ENV, DialbackServer, write_secret
-from .handle import NodeHandle
-from .slurm_manager import SlurmManager
-from .slurm_queue import ENDED, SlurmQueue, controller_away, walltime_seconds
-from .slurm_queue import slurm as _slurm
-from .slurm_rejoin import Rejoining, job_name, rejoin_path
+from ...context import private_dir
+from ...errors import NodeStartError, SlurmError, VersionMismatch
+from ..base import NodeSink, Provider
+from ..dialback import SECRET_FILE_ENV, DialbackServer, write_secret
+from ..handle import NodeHandle
+from . import reaper
+from .adopt import JobAdoption, adopt_path, job_name
+from .manager import SlurmManager
+from .queue import SlurmQueue, controller_away, walltime_seconds
+from .queue import slurm as _slurm
 
 if TYPE_CHECKING:
-    from ..wire.messages import Hello
+    from ...wire.messages import Hello
 
-log = logging.getLogger(__name__)
-
-__all__ = ["SlurmProvider", "ENDED", "_slurm"]
+log = logging.getLogger("taskflow.providers.slurm")     # (the package's, as its modules')
 
 
 class SlurmProvider(Provider):
     """Nodes from Slurm: ``mode='batch'`` (one allocation) or ``'pilot'`` (many small jobs)."""
 
     name = "slurm"
-    named_by_config = False         # adopted through the earlier run's jobs (slurm_rejoin)
-    reap_on_master_death = True     # scancel our jobs if the master dies (slurm_reaper)
+    named_by_config = False         # adopted through the earlier run's jobs (.adopt)
+    reap_on_master_death = True     # scancel our jobs if the master dies (.reaper)
     owns_jobs = True                # scancel the run's jobs at stop
 
     def __init__(self, mode: str = "batch", nodes: int = 1, *, cpus: int | None = None,
@@ -129,7 +127,7 @@ class SlurmProvider(Provider):
         self._seq = 0
         self._tokens = 0
         self._reaper: int | None = None
-        self.rejoining: Rejoining | None = None     # a resumed run (slurm_rejoin)
+        self.adoption: JobAdoption | None = None    # a resumed run (.adopt)
 
     @property
     def jobs(self) -> dict[str, str]:
@@ -157,7 +155,8 @@ class SlurmProvider(Provider):
         return self.manager.max_pending_seen
 
     # -- start ----------------------------------------------------------------
-    def start(self, config: Hello, timeout: float = 60.0) -> list[NodeHandle]:
+    def start(self, config: Hello, timeout: float = 60.0, *,
+              adoptable: bool = False) -> list[NodeHandle]:
         self._config = config.copy()
         self.dir = self.work_dir or os.path.join(config.get("data_dir") or tempfile.mkdtemp(),
                                                  "..", "slurm")
@@ -166,10 +165,9 @@ class SlurmProvider(Provider):
         run_id = config.get("run_id", "run")
         self.job_name = job_name(run_id)
         # an adoptable run: its agents outlive a lost master and look for a resumed one
-        # in this file (slurm_rejoin); its reaper leaves its running jobs to them
-        adoptable = bool(config.get("adopt_grace"))
+        # in this file (.adopt); its reaper leaves its running jobs to them
         if adoptable:
-            self._config["adopt_rejoin"] = rejoin_path(self.dir, run_id)
+            self._config["adopt_rejoin"] = adopt_path(self.dir, run_id)
         self.queue = SlurmQueue(self.job_name, fast=self.poll, slow=self.poll_slow,
                                 controller_wait=self.controller_wait)
         self.server = DialbackServer(self._hello, self._on_node, host=self.host,
@@ -178,15 +176,15 @@ class SlurmProvider(Provider):
         self.secret_file = write_secret(os.path.join(self.dir, "secret"), self.server.secret)
         names = [self.job_name]
         if self.adopt is not None:
-            self.rejoining = Rejoining(self, self.adopt)
-            names.append(self.rejoining.name)
-            self.queue.also.append(self.rejoining.name)
+            self.adoption = JobAdoption(self, self.adopt)
+            names.append(self.adoption.name)
+            self.queue.also.append(self.adoption.name)
         if self.reap_on_master_death:
             import pwd
-            self._reaper = slurm_reaper.spawn(names, pwd.getpwuid(os.getuid()).pw_name,
-                                              keep_running=adoptable)
+            self._reaper = reaper.spawn(names, pwd.getpwuid(os.getuid()).pw_name,
+                                        keep_running=adoptable)
         try:
-            have = self._rejoin() if self.rejoining is not None else 0
+            have = self._adopt_jobs() if self.adoption is not None else 0
             if self.mode == "batch":
                 if have < self.target:
                     self.submit(self.target - have, "the batch allocation of the run" if not
@@ -204,10 +202,10 @@ class SlurmProvider(Provider):
             self.stop()
             raise
 
-    def _rejoin(self) -> int:
+    def _adopt_jobs(self) -> int:
         """A resumed run: the earlier run's running jobs whose agents dialled back become
         this run's (their nodes wait in ``_joined``); how many agents came."""
-        r = self.rejoining
+        r = self.adoption
         assert r is not None and self.queue is not None
         r.start()
         got = r.wait()
@@ -245,7 +243,7 @@ class SlurmProvider(Provider):
             name += f"-{seq}"
         adopt = meta.get("adopt")
         if isinstance(adopt, dict) and adopt.get("node"):
-            name = str(adopt["node"])     # an earlier run's node: its name (proved, rejoin)
+            name = str(adopt["node"])     # an earlier run's node: its name (proved, .adopt)
         slots = self.cpus or meta.get("cpus") or 1
         cfg: Hello = {**self._config, "name": name, "slots": int(slots)}
         if self.mode == "pilot" and self.idle_timeout is not None:
@@ -254,8 +252,8 @@ class SlurmProvider(Provider):
 
     def _on_node(self, h: NodeHandle) -> None:
         jid = str(h.job_id)
-        if h.meta.get("adopt") is not None and self.rejoining is not None:
-            self.rejoining.joined_one(jid)
+        if h.meta.get("adopt") is not None and self.adoption is not None:
+            self.adoption.joined_one(jid)
         with self.lock:
             if self.stopping:
                 h.close()
@@ -453,11 +451,11 @@ class SlurmProvider(Provider):
                 _slurm(["scancel", "-n", self.job_name], 15)
             except SlurmError as exc:
                 log.warning(f"slurm: {exc}")
-        if self.rejoining is not None:      # the earlier run's jobs it adopted are its own
-            self.rejoining.withdraw()
+        if self.adoption is not None:       # the earlier run's jobs it adopted are its own
+            self.adoption.withdraw()
             if self.owns_jobs:
-                self._scancel(self.rejoining.adopted_jobs())
-        slurm_reaper.disarm(self._reaper)
+                self._scancel(self.adoption.adopted_jobs())
+        reaper.disarm(self._reaper)
         self._reaper = None
         try:
             os.unlink(self.secret_file)

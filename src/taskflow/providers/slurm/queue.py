@@ -27,7 +27,7 @@ import subprocess
 import time
 from typing import Callable
 
-from ..errors import SlurmError
+from ...errors import SlurmError
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The Slurm provider's manager thread: it looks at the queue, decides, and says why.
 
-One thread per :class:`~.slurm.SlurmProvider` (batch and pilot alike). It
-looks at the run's jobs with :class:`~.slurm_queue.SlurmQueue` (one batched
+One thread per :class:`~.provider.SlurmProvider` (batch and pilot alike). It
+looks at the run's jobs with :class:`~.queue.SlurmQueue` (one batched
 ``squeue`` per look, at the queue's adaptive interval) and, every
 :data:`TICK` between looks, decides without calling Slurm: pilots to
 submit or replace (up to the target, at most ``max_queued`` pending), what
@@ -14,19 +14,23 @@ Never twice: an ``sbatch`` that got no answer leaves its token (the job's
 comment) unconfirmed; nothing is submitted while one is, until the queue
 lists its job (adopted) or :data:`CONFIRM_LOOKS` answered looks do not (it
 was not submitted).
+
+The manager sees its provider as a :class:`JobOwner`: the jobs, the few settings
+it decides by, and ``submit``; it never imports the provider.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from ..errors import SlurmError
+from ...errors import SlurmError
 
 if TYPE_CHECKING:
-    from .handle import NodeHandle
-    from .slurm import SlurmProvider
+    from ..base import NodeSink
+    from ..handle import NodeHandle
+    from .queue import SlurmQueue
 
 log = logging.getLogger("taskflow.providers.slurm")
 
@@ -35,8 +39,55 @@ EXPLAIN_WAIT = 60.0  # s to wait for the end state of a lost node's job before s
 CONFIRM_LOOKS = 2    # answered looks without an unanswered sbatch's job: it was not submitted
 
 
+class JobOwner(Protocol):
+    """The Slurm provider, as its manager sees it (the fields read only; ``lock`` guards
+    ``handles`` and ``unconfirmed``, which the manager's decisions also change)."""
+
+    @property
+    def lock(self) -> threading.Lock: ...
+    @property
+    def sink(self) -> NodeSink | None: ...
+    @property
+    def queue(self) -> SlurmQueue | None: ...
+    @property
+    def stopping(self) -> bool: ...
+    @property
+    def handles(self) -> dict[str, list[NodeHandle]]: ...
+    @property
+    def unconfirmed(self) -> dict[str, tuple[float, int]]: ...
+    # its settings
+    @property
+    def mode(self) -> str: ...
+    @property
+    def target(self) -> int: ...
+    @property
+    def max_queued(self) -> int: ...
+    @property
+    def idle_timeout(self) -> float | None: ...
+    @property
+    def time_limit(self) -> str | None: ...
+    @property
+    def poll_slow(self) -> float: ...
+    @property
+    def controller_wait(self) -> float: ...
+    @property
+    def job_name(self) -> str: ...
+
+    def look(self) -> bool:
+        """One look at every job of the run; True when Slurm answered."""
+
+    def submit(self, nodes: int, why: str) -> str | None:
+        """sbatch one job; its id, or None when the controller did not answer."""
+
+    def submitted_job(self, jid: str, token: str) -> None:
+        """Job ``jid`` (sbatch token ``token``) is the run's."""
+
+    def draining(self, h: NodeHandle) -> bool:
+        """``h``'s job ends within the drain margin."""
+
+
 class SlurmManager:
-    def __init__(self, provider: SlurmProvider) -> None:
+    def __init__(self, provider: JobOwner) -> None:
         self.p = provider
         self.decisions: list[str] = []        # every line said, in order
         self.gave_up = False                  # the controller stayed away: no more Slurm

@@ -30,8 +30,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SlurmError
-from .slurm_queue import slurm, slurm_time, walltime_seconds
+from ...errors import SlurmError
+from .queue import slurm, slurm_time, walltime_seconds
 
 log = logging.getLogger("taskflow.providers.slurm")
 
@@ -183,7 +183,7 @@ def previous_work(script: str | None, root: str | None,
     import os
     import sys
 
-    from ..journal.reader import Journal, run_ids, runs_root
+    from ...journal.reader import Journal, run_ids, runs_root
     script = script or next((a for a in sys.argv[1:] if a.endswith(".py")
                              and os.path.isfile(a)), None)
     if not script:

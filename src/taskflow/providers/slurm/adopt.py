@@ -1,16 +1,17 @@
-"""A resumed master takes over the Slurm jobs its dead predecessor left running.
+"""Adoption on Slurm: a resumed master takes over the jobs its dead predecessor left running.
 
 The dial-back agents of an adoptable Slurm run (batch and pilot) outlive a
 lost master for ``adopt_grace`` seconds (:mod:`taskflow.agent.orphan`), idle
 ones too (their job is the run's allocation either way), and the run's reaper
-leaves their RUNNING jobs alone (:mod:`.slurm_reaper`). No master can reach
+leaves their RUNNING jobs alone (:mod:`.reaper`). No master can reach
 them, so they look for one: their HELLO named a file in the run's Slurm
-directory, on the shared filesystem (:func:`rejoin_path`), and they look at it
-every second (:mod:`taskflow.agent.rejoin`).
+directory, on the shared filesystem (:func:`adopt_path`; the file keeps its
+name ``rejoin-RUN.json`` and the HELLO key ``adopt_rejoin``, which the agent
+reads), and they look at it every second (:mod:`taskflow.agent.rejoin`).
 
-A master resuming the run (:class:`Rejoining`) lists the earlier run's jobs
+A master resuming the run (:class:`JobAdoption`) lists the earlier run's jobs
 (``squeue -n tf-RUN``), cancels the PENDING ones, writes that file (mode 0600:
-its dial-back address and secret file) and waits, at most :data:`REJOIN_WAIT`
+its dial-back address and secret file) and waits, at most :data:`ADOPT_WAIT`
 seconds (:data:`QUIET` after the last agent came) and no longer than it takes
 every RUNNING job's agents to dial back or the job to end. An agent that dials
 back says so in its handshake's meta (``adopt``: the earlier run, its node);
@@ -30,29 +31,30 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..context import private_file
-from ..errors import SlurmError
-from ..wire import adoption
-from .slurm_queue import ENDED
-from .slurm_queue import slurm as _slurm
+from ...context import private_file
+from ...errors import SlurmError
+from ...wire import adoption
+from .queue import ENDED
+from .queue import slurm as _slurm
 
 if TYPE_CHECKING:
     import ssl
 
-    from .adopting import AdoptFrom
-    from .slurm import SlurmProvider
+    from ..base import AdoptFrom
+    from ..dialback import DialbackServer
+    from .manager import SlurmManager
 
 log = logging.getLogger("taskflow.providers.slurm")
 
-REJOIN_WAIT = 20.0     # s at most a resumed master waits for the earlier run's agents
+ADOPT_WAIT = 20.0      # s at most a resumed master waits for the earlier run's agents
 QUIET = 5.0            # ... and no longer than this after the last one came (they look at
-#                        the rejoin file every second: one silent this long is not coming)
+#                        the adopt file every second: one silent this long is not coming)
 LOOK_EVERY = 2.0       # s between looks at the earlier run's jobs meanwhile
 
 
-def rejoin_path(slurm_dir: str, run_id: str) -> str:
+def adopt_path(slurm_dir: str, run_id: str) -> str:
     """Where run ``run_id``'s dial-back agents look for a resumed master."""
     return os.path.join(slurm_dir, f"rejoin-{run_id}.json")
 
@@ -62,14 +64,30 @@ def job_name(run_id: str) -> str:
     return f"tf-{run_id}"
 
 
-class Rejoining:
+class Adopter(Protocol):
+    """The Slurm provider of a resumed run, as its :class:`JobAdoption` sees it (read only;
+    ``server``, ``secret_file`` and ``job_name`` are set once the provider starts)."""
+
+    @property
+    def work_dir(self) -> str | None: ...
+    @property
+    def manager(self) -> SlurmManager: ...
+    @property
+    def server(self) -> DialbackServer | None: ...
+    @property
+    def secret_file(self) -> str: ...
+    @property
+    def job_name(self) -> str: ...
+
+
+class JobAdoption:
     """One Slurm provider of a resumed run, taking over the earlier run's jobs."""
 
-    def __init__(self, provider: SlurmProvider, src: AdoptFrom) -> None:
+    def __init__(self, provider: Adopter, src: AdoptFrom) -> None:
         self.p = provider
         self.src = src
         slurm_dir = provider.work_dir or os.path.join(src.run_dir, "slurm")
-        self.path = rejoin_path(os.path.abspath(slurm_dir), src.run_id)
+        self.path = adopt_path(os.path.abspath(slurm_dir), src.run_id)
         self.name = job_name(src.run_id)
         self.running: dict[str, int] = {}       # earlier job id -> its nodes (RUNNING)
         self.joined: dict[str, int] = {}        # ... -> agents that dialled back
@@ -119,7 +137,7 @@ class Rejoining:
                        "run": p.job_name, "pid": os.getpid()}, f)
         os.replace(path, self.path)
         self.written = True
-        p.manager.say(f"waiting up to {REJOIN_WAIT:g} s for the agents of run "
+        p.manager.say(f"waiting up to {ADOPT_WAIT:g} s for the agents of run "
                       f"{self.src.run_id}'s running job(s) {', '.join(self.running)} to dial "
                       f"back (they look at {self.path})")
 
@@ -151,8 +169,8 @@ class Rejoining:
 
     def wait(self) -> int:
         """Until every running job's agents dialled back or the job ended (at most
-        REJOIN_WAIT s): the agents adopted."""
-        deadline = time.time() + REJOIN_WAIT
+        ADOPT_WAIT s): the agents adopted."""
+        deadline = time.time() + ADOPT_WAIT
         next_look = time.time() + LOOK_EVERY
         last, came = time.time(), 0
         while self.running and time.time() < min(deadline, last + QUIET):

@@ -1,14 +1,14 @@
-"""Lost SSH hosts taken back into the running run when their link comes back.
+"""The comeback: lost SSH hosts taken back into the running run when their link comes back.
 
 An SSH node is lost when its link fails (no data for the heartbeat time-out,
 or the connection dropped without the agent's exit status). In an adoptable
 run (``adopt_grace`` > 0) its agent, if it is still alive, keeps its running
 tasks and holds their results for a master (agent/orphan.py). The running
-master does not write the host off: :class:`Rejoiner` (one thread, started at
+master does not write the host off: :class:`Comeback` (one thread, started at
 the first loss) tries to reach it again, through the same bridge and with the
 same mutual proof a resumed master uses (``taskflow.node --adopt``,
 wire/adoption.py), bound to this run's *own* id and secret: it is the same
-run. It succeeds when the link is back:
+run, not an adoption. It succeeds when the link is back:
 
 - the agent waits there: it proves the run's secret, answers HELLO with the
   tasks it kept, and the node joins the run again under its old name
@@ -23,23 +23,26 @@ agent could start beside one that still runs the tasks), then with backoff
 agent's grace after the loss (the agent is gone by then: the host stays
 lost, as before). An agent that exited on its own (an exit status) is not
 restarted. The run's end stops the thread before the nodes are dismissed.
+
+This module decides when to try; how to reach a host is the SSH provider's
+(:meth:`HostReacher.reach_again`), which it sees through that narrow protocol.
 """
 from __future__ import annotations
 
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
-from .adopting import AdoptFrom
+from .base import AdoptFrom
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
     from .base import NodeSink
-    from .ssh import SSHProvider, _Node
+    from .sshnode import SSHNode
 
 log = logging.getLogger(__name__)
 
@@ -47,32 +50,45 @@ FIRST_WAIT = 2.0        # s between the first tries to reach a lost host again .
 MAX_WAIT = 30.0         # ... doubling up to this
 
 
-class Rejoiner:
-    """The thread that takes lost hosts of one SSH provider back into the run."""
+class HostReacher(Protocol):
+    """The SSH provider, as its comeback sees it."""
 
-    def __init__(self, provider: SSHProvider, sink: NodeSink, config: Hello,
+    @property
+    def heartbeat_timeout(self) -> float: ...
+
+    def reach_again(self, n: SSHNode, src: AdoptFrom, config: Hello, timeout: float) -> bool:
+        """One try to reach lost host ``n`` (its waiting agent, proving ``src``'s secret, or
+        a fresh one); False, ``n`` as it was, when the host is not back yet."""
+
+
+class Comeback:
+    """The thread that takes lost hosts of one SSH provider back into the run (an
+    adoptable run's: the provider makes it only then)."""
+
+    def __init__(self, provider: HostReacher, sink: NodeSink, config: Hello,
                  timeout: float) -> None:
         self.provider = provider
         self.sink = sink
-        self.config = config
+        self.config = config            # the agents' HELLO: a fresh agent gets it too
         self.timeout = timeout
+        # what the agents were told (the run's own adoption identity, their grace)
         self.run_id = str(config.get("adopt_run", ""))
         self.secret = str(config.get("adopt_secret", ""))
         self.grace = float(config.get("adopt_grace") or 0.0)
         self.first = adoption.silence_limit(provider.heartbeat_timeout) + 1.0
         self.cond = threading.Condition()
-        self.due: dict[_Node, tuple[float, float, float]] = {}   # lost at, next try, wait
+        self.due: dict[SSHNode, tuple[float, float, float]] = {}   # lost at, next try, wait
         self.ending = False
         self.busy = threading.Lock()        # held while a host is being reached
         self.thread: threading.Thread | None = None
         self.tries = 0
         self.given_up: list[str] = []       # hosts past the grace, not said to the run yet
 
-    def lost(self, n: _Node) -> None:
+    def lost(self, n: SSHNode) -> None:
         """The pump of ``n`` saw its link fail: try to get the host back (the run counts on
         it meanwhile: :meth:`coming`)."""
         with self.cond:
-            if self.ending or not self.secret:
+            if self.ending:
                 return
             now = time.time()
             self.due[n] = (now, now + self.first, FIRST_WAIT)
@@ -80,7 +96,7 @@ class Rejoiner:
                         "agents' adopt grace)", n.cfg.name, self.grace)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._run, daemon=True,
-                                               name="taskflow-ssh-rejoin")
+                                               name="taskflow-ssh-comeback")
                 self.thread.start()
             self.cond.notify()
 
@@ -105,7 +121,7 @@ class Rejoiner:
         if self.thread is not None:
             self.thread.join(1.0)
 
-    def _next(self) -> tuple[_Node, float, float] | None:
+    def _next(self) -> tuple[SSHNode, float, float] | None:
         """Under the condition: wait for the next host due (None: the run ends)."""
         while not self.ending:
             now = time.time()
@@ -154,23 +170,11 @@ class Rejoiner:
                 elif n in self.due:
                     self.due[n] = (lost_at, time.time() + wait, min(MAX_WAIT, wait * 2))
 
-    def _reach(self, n: _Node, lost_at: float) -> bool:
+    def _reach(self, n: SSHNode, lost_at: float) -> bool:
         """One try: connect, reach the waiting agent (or start a fresh one), join the run."""
-        p = self.provider
-        old = n.handle
         self.tries += 1
         src = AdoptFrom(self.run_id, self.secret, {n.cfg.name: ("ssh", n.cfg.host)})
-        n.threads, n.stderr, n.watch = [], bytearray(), False
-        try:
-            p._connect(n)
-            p._launch(n, self.config, self.timeout, src=src)
-        except Exception as exc:  # noqa: BLE001 - the host is not back yet
-            log.debug("node %s is not back yet: %s", n.cfg.name, exc)
-            if n.handle is not old and n.handle is not None:
-                p._relaunch(n)
-            n.handle = old
-            if n.client is not None:
-                n.client.close()
+        if not self.provider.reach_again(n, src, self.config, self.timeout):
             return False
         h = n.handle
         assert h is not None            # launched
@@ -185,6 +189,6 @@ class Rejoiner:
         return True
 
 
-def _first_due(item: tuple[float, _Node]) -> float:
+def _first_due(item: tuple[float, SSHNode]) -> float:
     due, _ = item
     return due

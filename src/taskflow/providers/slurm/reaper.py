@@ -6,14 +6,14 @@ later, hold nodes and fail to dial back. So each Slurm provider starts this
 small process, in its own session, reading a pipe whose only writer is the
 master:
 
-    python -m taskflow.providers.slurm_reaper USER all|pending JOB_NAME...
+    python -m taskflow.providers.slurm.reaper USER all|pending JOB_NAME...
 
 End of file without the word ``stop`` first means the master died:
 ``scancel --name JOB_NAME --user USER`` for each name (the job name carries the
 unique run id; a resumed run's reaper also names the earlier run's jobs it
 adopted). ``pending``: the run is adoptable (``--adopt-grace`` > 0), so only
 its PENDING jobs are cancelled: the agents of the running ones wait for a
-resumed master (:mod:`.slurm_rejoin`) and, when none comes within the grace,
+resumed master (:mod:`.adopt`) and, when none comes within the grace,
 exit, and their jobs end by themselves. A master that stops cleanly writes
 ``stop`` and has scancelled already.
 """
@@ -28,7 +28,7 @@ def spawn(job_names: list[str], user: str, keep_running: bool = False) -> int:
     """Start the reaper; return the pipe's write end (the master keeps it open).
     ``keep_running``: cancel only the pending jobs (an adoptable run)."""
     r, w = os.pipe()           # both ends non-inheritable: only the reaper gets ``r``
-    subprocess.Popen([sys.executable, "-m", "taskflow.providers.slurm_reaper", user,
+    subprocess.Popen([sys.executable, "-m", "taskflow.providers.slurm.reaper", user,
                       "pending" if keep_running else "all", *job_names],
                      stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      start_new_session=True, close_fds=True)
