@@ -184,8 +184,7 @@ class Runtime(RunState):
             self._open_journal()   # its writer process starts while the nodes do
             recovery.keep_secret(config)
             for p in self.providers:
-                nodes.extend(p.start(config, self.start_timeout,
-                                     adoptable=self.keys is not None and self.adopt_grace > 0))
+                nodes.extend(p.start(config, self.start_timeout, adoptable=recovery.adoptable))
         except BaseException:
             for p in self.providers:
                 p.stop()

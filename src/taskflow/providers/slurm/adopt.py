@@ -7,7 +7,7 @@ leaves their RUNNING jobs alone (:mod:`.reaper`). No master can reach
 them, so they look for one: their HELLO named a file in the run's Slurm
 directory, on the shared filesystem (:func:`adopt_path`; the file keeps its
 name ``rejoin-RUN.json`` and the HELLO key ``adopt_rejoin``, which the agent
-reads), and they look at it every second (:mod:`taskflow.agent.rejoin`).
+reads), and they look at it every second (:mod:`taskflow.agent.redial`).
 
 A master resuming the run (:class:`JobAdoption`) lists the earlier run's jobs
 (``squeue -n tf-RUN``), cancels the PENDING ones, writes that file (mode 0600:

@@ -4,7 +4,7 @@ When an SSH host's link is cut, the master takes the node for lost (its
 tasks go elsewhere, through lineage) and its agent, cut off from its master,
 keeps its running tasks and holds their results (agent/orphan.py). If the
 link comes back within the agent's grace, the running master reaches the
-agent again (providers/rejoin.py) and the node joins the run under its old
+agent again (providers/comeback.py) and the node joins the run under its old
 name. What the agent kept are the master's *own* tasks (same ids), so
 nothing is matched by key here:
 
@@ -28,6 +28,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ...graph import task as T
+from ...providers.handle import placed_on
 from ...wire import messages as M
 from ...events import Dispatched, NodeNote, Resumed
 
@@ -116,7 +117,7 @@ class Comebacks:
             if where == "ready":
                 queued.add(task.id)
             else:                           # sent to another node meanwhile: taken back
-                other = task.node
+                other = placed_on(task)
                 assert other is not None
                 other.release(task.id)
                 rt.comm.cancel_on(other, task.id)
@@ -179,7 +180,7 @@ def _where(task: Task, waiting: set[int]) -> str | None:
         return None
     if task.state == T.READY and task.id in waiting:
         return "ready"
-    other = task.node
+    other = placed_on(task)
     if task.state in (T.DISPATCHED, T.RUNNING) and other is not None and other.alive \
             and other.inflight.get(task.id) is task:
         return "sent"

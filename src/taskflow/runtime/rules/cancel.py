@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ...errors import GroupAbort, TaskCancelled, TaskError
 from ...graph import task as T
+from ...providers.handle import placed_on
 from ..scheduling import gang
 from .ending import Callbacks, cancel_successors, finish_future, task_ended
 
@@ -61,7 +62,7 @@ def cancel_all(rt: RunState, why: str, cbs: Callbacks) -> int:
 
 
 def _take_back(rt: RunState, t: Task) -> None:
-    node = t.node
+    node = placed_on(t)
     if node is not None and node.release(t.id) is not None:
         if node.alive:
             rt.comm.cancel_on(node, t.id)

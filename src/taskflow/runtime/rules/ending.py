@@ -18,6 +18,7 @@ from ...errors import TaskCancelled
 from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.task import Task
+from ...providers.handle import placed_on
 from ...wire import messages as M
 from ...wire.thresholds import MASTER_SHORT
 from ...events import Ready, ended
@@ -83,7 +84,7 @@ def cancel_successors(rt: RunState, task: Task, err: BaseException | None,
 
 def undispatch(rt: RunState, task: Task) -> None:
     """Take back a chained task from its node (its producer failed or moved)."""
-    node = task.node
+    node = placed_on(task)
     if node is not None and node.release(task.id) is not None:
         rt.scheduler.freed(node)
         if node.alive:
