@@ -50,7 +50,7 @@ with taskflow.Runtime(workers=2, run_dir=root, echo_logs=False,
         assert all(len(v) == size - size % 8 for v in vals)
         count = n
     dt = time.perf_counter() - t0
-    log = rt.log.path if mode != "off" else None
+    log = rt.recovery.log.path if rt.recovery.log is not None else None
 t_total = time.perf_counter() - t0                  # stop() included: the last writes
 self_ru = resource.getrusage(resource.RUSAGE_SELF)
 import os
