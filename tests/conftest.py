@@ -15,9 +15,9 @@ if HERE not in sys.path:
 # The testbeds' session fixtures live here, once: a fixture imported into several test
 # modules is a separate fixture in each, so a second module would set the testbed up again
 # and wait forever on the lock the first one holds.
-from container_testbed import podman  # noqa: E402,F401
-from slurm_testbed import slurm, slurm_calls  # noqa: E402,F401
-from ssh_testbed import ssh_hosts  # noqa: E402,F401
+from support.container_testbed import podman  # noqa: E402,F401
+from support.slurm_testbed import slurm, slurm_calls  # noqa: E402,F401
+from support.ssh_testbed import ssh_hosts  # noqa: E402,F401
 
 
 @pytest.fixture

@@ -17,28 +17,9 @@ import textwrap
 
 import pytest
 
-from test_resume import _agents_in, _until
-
-WF = textwrap.dedent('''
-    import os, sys, time
-    from taskflow import task, wait_on
-
-    MARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "marks")
-
-    def mark(what):
-        with open(MARKS, "a") as f:
-            f.write(what + "\\n")
-
-    @task(returns=int)
-    def slow(i, secs):
-        mark(f"start {i}")
-        time.sleep(secs)
-        mark(f"end {i}")
-        return i * 10
-
-    futs = [slow(i, float(os.environ.get("SECS", "3"))) for i in range(4)]
-    print("SUM", sum(wait_on(futs)), flush=True)
-''')
+from support.adoption import WF, marks as _marks, started as _started
+from support.agents import agents_in as _agents_in
+from support.waiting import until as _until
 
 
 def _env(tmp_path, **kw):
@@ -60,19 +41,10 @@ def _resume(tmp_path, *args, run=None, **env):
                           env=_env(tmp_path, **env), capture_output=True, text=True, timeout=90)
 
 
-def _marks(tmp_path):
-    p = tmp_path / "marks"
-    return p.read_text().split("\n")[:-1] if p.exists() else []
-
-
 def _kill_when(tmp_path, p, cond):
     _until(lambda: cond(_marks(tmp_path)), 30)
     os.kill(p.pid, signal.SIGKILL)
     p.wait(10)
-
-
-def _started(marks):
-    return sorted(m for m in marks if m.startswith("start"))
 
 
 @pytest.mark.parametrize("call", ["plain", "keyed"])
@@ -195,7 +167,7 @@ def test_an_agent_cut_off_waits_and_is_dismissed_when_the_run_ends(ssh_hosts, tm
     back into the run: tests/test_rejoin.py) or, once the run ends, stops it (instead of
     leaving it to wait out its grace)."""
     import taskflow
-    import ssh_tasks as S
+    from support import ssh_tasks as S
     monkeypatch.chdir(tmp_path)
     prov = ssh_hosts.provider(ssh_hosts.nodes(tmp_path))
     with taskflow.Runtime(providers=[prov], run_dir=str(tmp_path / "runs"),

@@ -16,8 +16,9 @@ import taskflow
 from taskflow import wait_on
 from taskflow.errors import TaskError
 
-import ssh_tasks as S
-from test_resume import _until, agents_gone
+from support import ssh_tasks as S
+from support.agents import agents_gone
+from support.waiting import until as _until
 
 
 def _marks(path):

@@ -23,7 +23,7 @@ from taskflow.providers import dialback
 from taskflow.agent.dialback import connect as dial
 from taskflow.errors import NodeStartError, UsageError
 from taskflow.providers.slurm import SlurmProvider
-from waiting import until as _until
+from support.waiting import until as _until
 
 
 

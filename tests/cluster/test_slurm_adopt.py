@@ -17,9 +17,9 @@ import sys
 
 import pytest
 
-from test_adopt import WF, _marks, _started
-from test_resume import _agents_in
-from waiting import until as _until
+from support.adoption import WF, marks as _marks, started as _started
+from support.agents import agents_in as _agents_in
+from support.waiting import until as _until
 
 SLURM = ["--slurm-nodes", "2", "--slurm-opt", "cpus=1"]
 

@@ -21,7 +21,7 @@ import taskflow
 from taskflow import task, wait_on
 from taskflow.errors import TaskError
 from taskflow.providers.slurm import SlurmProvider
-from waiting import until as _until
+from support.waiting import until as _until
 
 @task(returns=1)
 def nap(i, pause=1.0):

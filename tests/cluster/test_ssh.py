@@ -18,7 +18,7 @@ from taskflow import wait_on
 from taskflow.errors import NodeStartError
 from taskflow.errors import HostKeyError
 
-import ssh_tasks as S
+from support import ssh_tasks as S
 
 
 def _rt(tb, tmp_path, provider=None, **kw):
@@ -245,7 +245,7 @@ nodes:
     shared_fs: false
 """ for i, h in enumerate(hosts, 1)))
     (tmp_path / "script.py").write_text("""\
-import ssh_tasks as S
+from support import ssh_tasks as S
 from taskflow import wait_on
 names = wait_on([S.where(0.1)[0] for _ in range(9)])
 print("HOSTS", sorted(set(names)))
@@ -279,7 +279,7 @@ def test_mpi_allreduce_over_both_hosts(ssh_hosts, tmp_path, monkeypatch):
 
 
 def test_directories_staged_both_ways(ssh_hosts, tmp_path, monkeypatch):
-    import tasks_lib as L
+    from support import tasks_lib as L
     monkeypatch.chdir(tmp_path)
     src = tmp_path / "given"
     (src / "sub").mkdir(parents=True)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from test_compat_pycompss import DASHES, journal, needs_mpi, ok, run_app
+from support.pycompss_apps import DASHES, journal, needs_mpi, ok, run_app
 
 
 def test_declarations_pycompss_accepts(tmp_path):

@@ -12,13 +12,13 @@ import signal
 import sys
 import time
 
-import tasks_lib as L
+from support import tasks_lib as L
 import taskflow
 from taskflow import wait_on
 from taskflow.journal.reader import Journal
 from taskflow.providers.local import LocalProvider
 from taskflow.observe import report
-from waiting import until as _until
+from support.waiting import until as _until
 
 
 def test_report_shows_workers_held_and_job_waits(tmp_path, monkeypatch):

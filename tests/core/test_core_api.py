@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-import tasks_lib as L
+from support import tasks_lib as L
 import taskflow
 from taskflow import FILE_IN, UsageError, constraint, task, wait_on
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-import tasks_lib as L
+from support import tasks_lib as L
 import taskflow
 from taskflow import task, wait_on, wait_on_file
 

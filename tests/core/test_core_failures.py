@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-import tasks_lib as L
+from support import tasks_lib as L
 import taskflow
 from taskflow import TaskCancelled, TaskError, TaskTimeout, wait_on
 from taskflow.journal import Journal

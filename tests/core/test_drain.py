@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import signal
 
-import tasks_lib as L
+from support import tasks_lib as L
 import taskflow
 from taskflow import wait_on
-from waiting import until as _until
+from support.waiting import until as _until
 
 
 def test_sigterm_drains_a_node(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ import taskflow
 from taskflow.cli import main
 from taskflow.journal import Journal, list_runs, resolve_run
 
-import observe_tasks as ot
+from support import observe_tasks as ot
 
 
 def _run(tmp_path, monkeypatch, body, **kw):

@@ -15,7 +15,7 @@ from taskflow.future import Future
 from taskflow.graph.task import Task
 from taskflow.runtime.rules.lineage import Record
 
-import memory_tasks as MT
+from support import memory_tasks as MT
 
 MB = 2**20
 

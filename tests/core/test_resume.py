@@ -15,6 +15,9 @@ import time
 
 import pytest
 
+from support.agents import agents_in as _agents_in
+from support.waiting import until as _until
+
 WF = textwrap.dedent('''
     import os, sys, time
     from taskflow import task, binary, wait_on, FILE_IN, FILE_OUT
@@ -180,52 +183,6 @@ def _start(tmp_path, *args):
     return subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress", *args],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-
-
-def _until(cond, timeout=30):
-    deadline = time.time() + timeout
-    while not cond():
-        assert time.time() < deadline, "timed out"
-        time.sleep(0.05)
-
-
-def _agents_in(path) -> list[int]:
-    """Node agents whose working directory is ``path`` (they chdir to the master's)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
-            if b"taskflow.node" in cmd and os.readlink(f"/proc/{pid}/cwd") == str(path):
-                out.append(int(pid))
-        except OSError:
-            continue
-    return out
-
-
-def agents_gone(path, timeout: float) -> None:
-    """Wait until no node agent (or executor forked from one) works in ``path``; if some
-    stay, fail describing each: what it is, its parent, its state, its age."""
-    import psutil
-    deadline = time.time() + timeout
-    while _agents_in(path):
-        if time.time() >= deadline:
-            break
-        time.sleep(0.1)
-    left = []
-    for pid in _agents_in(path):
-        try:
-            p = psutil.Process(pid)
-            parent = p.parent()
-            kind = "executor" if parent is not None and b"taskflow.node" in open(
-                f"/proc/{parent.pid}/cmdline", "rb").read() else "agent"
-            left.append(f"{kind} {pid} (parent {p.ppid()} {parent.name() if parent else ''}, "
-                        f"{p.status()}, {time.time() - p.create_time():.0f} s old, "
-                        f"{p.num_threads()} threads): {' '.join(p.cmdline())}")
-        except (psutil.Error, OSError):
-            continue
-    assert not left, f"still there {timeout:g} s later:\n" + "\n".join(left)
 
 
 def _journal(tmp_path):

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-import tasks_lib as L
+from support import tasks_lib as L
 import taskflow
 from taskflow import TaskError, UsageError, wait_on
 

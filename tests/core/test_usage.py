@@ -10,7 +10,7 @@ from taskflow import binary, task
 from taskflow.journal import Journal
 from taskflow.observe.report import figures, to_markdown
 
-import observe_tasks as ot
+from support import observe_tasks as ot
 
 MiB = 2**20
 

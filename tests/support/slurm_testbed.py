@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-import testbed_lock
+from support import testbed_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "testbed", "slurm.sh")

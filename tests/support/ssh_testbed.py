@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pytest
 
-import testbed_lock
+from support import testbed_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "testbed", "ssh_hosts.sh")

@@ -5,10 +5,13 @@ import time
 from typing import Callable
 
 
-def until(cond: Callable[[], object], timeout: float, what: str, every: float = 0.05) -> None:
-    """Return once ``cond()`` is true; fail naming ``what`` after ``timeout`` seconds."""
+def until(cond: Callable[[], object], timeout: float = 30.0, what: str | None = None,
+          every: float = 0.05) -> None:
+    """Return once ``cond()`` is true; after ``timeout`` seconds fail, naming ``what`` when
+    given (``timed out`` alone otherwise)."""
     deadline = time.time() + timeout
     while not cond():
         if time.time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}"
+                                 if what is not None else "timed out")
         time.sleep(every)

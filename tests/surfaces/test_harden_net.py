@@ -26,10 +26,10 @@ import taskflow  # noqa: E402
 from taskflow import netguard  # noqa: E402
 from taskflow.providers import dialback  # noqa: E402
 from taskflow.serve.store import Store  # noqa: E402
-import test_serve  # noqa: E402
-from test_serve import GATED, SQUARES  # noqa: E402
+from support import serve  # noqa: E402
+from support.serve import GATED, SQUARES  # noqa: E402
 
-service = test_serve.service        # the same fixture: services started and stopped by it
+service = serve.service        # the same fixture: services started and stopped by it
 
 
 def _silent(port: int, n: int, first: bytes = b"") -> list[socket.socket]:

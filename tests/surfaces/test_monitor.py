@@ -18,8 +18,8 @@ import taskflow
 from taskflow.journal import Journal
 from taskflow.monitor import Monitor
 
-import browser
-import observe_tasks as ot
+from support import browser
+from support import observe_tasks as ot
 
 SVG = "{http://www.w3.org/2000/svg}"
 

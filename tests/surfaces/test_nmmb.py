@@ -242,7 +242,7 @@ def test_monitor_shows_the_run_at_its_start_middle_and_end(built, tmp_path):
     import re
     import threading
 
-    import browser
+    from support import browser
     cfg = tmp_path / "monitor.nml"
     cfg.write_text(open(os.path.join(EX, "config", "default.nml")).read()
                    .replace("model_steps = 1440", "model_steps = 5000"))

@@ -18,7 +18,7 @@ from taskflow.observe.graph import write_graph
 from taskflow.observe.report import busy_integral, figures, report
 from taskflow.observe.trace import chrome_trace, write_trace
 
-import observe_tasks as ot
+from support import observe_tasks as ot
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from taskflow.observe.graph import build, to_dot, write_graph
 from taskflow.observe.report import figures
 from taskflow.observe.trace import chrome_trace, slot_intervals
 
-import observe_tasks as ot
+from support import observe_tasks as ot
 
 SVG = "{http://www.w3.org/2000/svg}"
 

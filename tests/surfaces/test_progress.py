@@ -15,7 +15,7 @@ from taskflow.console.bars import MAX_NAMES, Progress
 from taskflow.console.occupancy import occupancy
 from taskflow.console.lines import ProgressLines, clock
 
-import observe_tasks as ot
+from support import observe_tasks as ot
 
 
 def test_bars_per_name_with_counts(tmp_path):

@@ -20,8 +20,8 @@ from taskflow.monitor import Monitor
 from taskflow.observe import dotgraph, layout, runinfo
 from taskflow.observe.distributions import stats
 
-import browser
-import observe_tasks as ot
+from support import browser
+from support import observe_tasks as ot
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz is not installed")
 

@@ -9,7 +9,7 @@ the master's own tasks it kept: those that did not end meanwhile are its again
 """
 from __future__ import annotations
 
-from fakes import FakeComm, dispatch, node, spec, state, task
+from support.fakes import FakeComm, dispatch, node, spec, state, task
 from taskflow.future import Future
 from taskflow.graph.task import Inout
 from taskflow.runtime.loop.remote_values import RemoteValues

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pickle
 import threading
 
-from fakes import node, state
+from support.fakes import node, state
 
 from taskflow.future import FINISHED, Future
 from taskflow.runtime.loop import relay as R

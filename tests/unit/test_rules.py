@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from fakes import dispatch, event_waiter, node, spec, state, task, value
+from support.fakes import dispatch, event_waiter, node, spec, state, task, value
 from taskflow.errors import NodeLost, TaskCancelled, TaskError, TaskTimeout
 from taskflow.runtime.rules import outcomes
 from taskflow.wire import messages as M

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fakes import Looks, counted_node, node, spec, state, task
+from support.fakes import Looks, counted_node, node, spec, state, task
 from taskflow.future import Future
 from taskflow.runtime.loop.remote_values import EVERY_NODE, RemoteValues
 from taskflow.runtime.scheduling.scheduler import Scheduler

@@ -1,7 +1,7 @@
 """The master's scheduler on never-connected nodes: how much goes where, and in what order."""
 from __future__ import annotations
 
-from fakes import Looks, counted_node, node, spec, state, task
+from support.fakes import Looks, counted_node, node, spec, state, task
 from taskflow.future import Future
 from taskflow.wire.thresholds import MASTER_DEEP, MASTER_SHORT
 
