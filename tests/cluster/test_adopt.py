@@ -19,12 +19,13 @@ import pytest
 
 from support.adoption import WF, marks as _marks, started as _started
 from support.agents import agents_in as _agents_in
+from support.paths import TESTS
 from support.waiting import until as _until
 
 
 def _env(tmp_path, **kw):
     return dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"),
-                PYTHONPATH=os.path.dirname(os.path.abspath(__file__)), **kw)
+                PYTHONPATH=TESTS, **kw)
 
 
 def _start(tmp_path, *args, **env):
@@ -164,7 +165,7 @@ def test_an_agent_cut_off_waits_and_is_dismissed_when_the_run_ends(ssh_hosts, tm
     """h1's link is cut mid-run: its agent hears no PING for the heartbeat time-out and
     keeps its tasks for a resumed master; the master takes h1 for lost and finishes on h2;
     the link is back before the end, so the master reaches h1's agent again (it takes h1
-    back into the run: tests/test_rejoin.py) or, once the run ends, stops it (instead of
+    back into the run: tests/cluster/test_rejoin.py) or, once the run ends, stops it (instead of
     leaving it to wait out its grace)."""
     import taskflow
     from support import ssh_tasks as S

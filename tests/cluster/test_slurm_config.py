@@ -11,9 +11,6 @@ from taskflow.cli.nodes import slurm_cli_provider
 from taskflow.providers.cluster import ClusterConfigError, parse_cluster
 from taskflow.providers.slurm import SlurmProvider
 
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 GOOD = """\
 placement: least-loaded
 slurm:

@@ -19,6 +19,7 @@ from taskflow.errors import NodeStartError
 from taskflow.errors import HostKeyError
 
 from support import ssh_tasks as S
+from support.paths import TESTS
 
 
 def _rt(tb, tmp_path, provider=None, **kw):
@@ -250,7 +251,7 @@ from taskflow import wait_on
 names = wait_on([S.where(0.1)[0] for _ in range(9)])
 print("HOSTS", sorted(set(names)))
 """)
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=TESTS)
     r = subprocess.run([sys.executable, "-m", "taskflow.cli", "run", "--cluster", "cluster.yaml",
                         "--run-dir", str(tmp_path / "runs"), "script.py"], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=60)

@@ -1,5 +1,5 @@
 """SSH start-up at the floor: one remote interpreter per host, and the agent's READY is the
-version check (real sshd hosts in network namespaces: tests/ssh_testbed.py)."""
+version check (real sshd hosts in network namespaces: tests/support/ssh_testbed.py)."""
 from __future__ import annotations
 
 import os

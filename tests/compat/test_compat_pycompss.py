@@ -1,6 +1,6 @@
 """PyCOMPSs applications run unchanged: ``taskflow run --compat pycompss`` as a real subprocess.
 
-Each application under tests/compat_apps/ exercises one item of issue 17 and
+Each application under tests/compat/compat_apps/ exercises one item of issue 17 and
 prints ``RESULT <python literal>``; the tests check that literal, the files
 the application wrote, the exit status and runcompss's closing line.
 """

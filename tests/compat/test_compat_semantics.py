@@ -1,6 +1,6 @@
 """PyCOMPSs semantics of issue 29, each through ``taskflow run --compat pycompss``.
 
-Every application under tests/compat_apps/ prints ``RESULT <literal>``; the tests check
+Every application under tests/compat/compat_apps/ prints ``RESULT <literal>``; the tests check
 that literal, the files, the exit status and runcompss's closing line (the helpers of
 test_compat_pycompss.py).
 """

@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+from support.paths import ROOT
+
+BENCH = os.path.join(ROOT, "benchmarks")
 
 
 @pytest.fixture

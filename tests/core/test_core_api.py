@@ -15,7 +15,7 @@ from support import tasks_lib as L
 import taskflow
 from taskflow import FILE_IN, UsageError, constraint, task, wait_on
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import ROOT
 
 
 def test_unknown_direction_names_function_parameter_and_fix():

@@ -1,7 +1,7 @@
 """A node agent that gets SIGTERM drains: its running tasks finish there, the rest moves.
 
 This is what Slurm's walltime warning (``--signal``) and ``scancel --signal=TERM``
-do to a pilot (tests/test_slurm.py checks that on the real Slurm); here the
+do to a pilot (tests/cluster/test_slurm.py checks that on the real Slurm); here the
 agent is a local one and the signal comes from the test.
 """
 from __future__ import annotations

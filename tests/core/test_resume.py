@@ -303,7 +303,7 @@ def test_a_second_signal_ends_the_run_at_once(tmp_path):
 def test_a_master_killed_mid_run_is_resumed_without_redoing_finished_tasks(tmp_path):
     """A run started resumable, SIGKILLed mid-run: what it had recorded is never redone, the
     rest runs. (--adopt-grace 0: its agents exit with it and leave no process; agents that
-    outlive their master: tests/test_adopt.py.)"""
+    outlive their master: tests/cluster/test_adopt.py.)"""
     (tmp_path / "wf.py").write_text(SLOW.replace('nap(int(os.environ.get("NAP", "60")))', ""))
     p = _start(tmp_path, "--adopt-grace", "0", "wf.py")
     _until(lambda: (tmp_path / "runs.log").exists() and

@@ -16,8 +16,6 @@ from taskflow import (DIRECTORY_IN, DIRECTORY_INOUT, FILE_IN, FILE_INOUT, UsageE
                       wait_on, wait_on_directory, wait_on_file)
 from taskflow.cli import main
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 
 @task(f=FILE_INOUT)
 def append(f):

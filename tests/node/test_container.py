@@ -1,4 +1,4 @@
-"""@container on a real rootful podman (tests/container_testbed.py): programs and Python
+"""@container on a real rootful podman (tests/support/container_testbed.py): programs and Python
 functions in fresh containers, files at the same paths, the caller's user, limits from
 @constraint, exit codes, logs, time-outs, and the errors for a missing engine or image."""
 from __future__ import annotations

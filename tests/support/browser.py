@@ -12,8 +12,9 @@ from typing import Any, Iterator
 
 import pytest
 
-ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         "test-artifacts")
+from support.paths import ROOT
+
+ARTIFACTS = os.path.join(ROOT, "test-artifacts")
 
 
 def chromium() -> str | None:

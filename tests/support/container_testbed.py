@@ -18,7 +18,7 @@ import pytest
 
 from support import testbed_lock
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import ROOT
 SCRIPT = os.path.join(ROOT, "testbed", "containers.sh")
 TF_CTR = os.environ.get("TF_CTR", "/var/tmp/taskflow-containers")
 INSTALL = "bash testbed/install.sh podman runc catatonit debootstrap busybox-static"

@@ -17,7 +17,7 @@ import pytest
 
 from support import testbed_lock
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import ROOT
 SCRIPT = os.path.join(ROOT, "testbed", "slurm.sh")
 TB = os.environ.get("TF_SLURM_TB", "/tmp/taskflow-slurm")
 NODES = 3

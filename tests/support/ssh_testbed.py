@@ -3,7 +3,7 @@
 tests/conftest.py registers it for every module (never import it into one). The
 hosts come up once per session and go down at its end. Tests are skipped,
 with the reason, only when the machine cannot host them: not root, no
-``ip netns``, no sshd or no paramiko. A lock (tests/testbed_lock.py) serialises sessions that
+``ip netns``, no sshd or no paramiko. A lock (tests/support/testbed_lock.py) serialises sessions that
 run at the same time, since the namespaces and addresses are fixed.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 from support import testbed_lock
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import ROOT
 SCRIPT = os.path.join(ROOT, "testbed", "ssh_hosts.sh")
 TB = os.environ.get("TF_TB", "/tmp/taskflow-tb")
 

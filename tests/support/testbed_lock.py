@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "testbed"))
+from support.paths import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "testbed"))
 from testbed_hold import Held, hold  # noqa: E402
 
 

@@ -31,7 +31,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from support import paths
+
+ROOT = Path(paths.ROOT).resolve()
 DOCS = ROOT / "docs"
 DOCS_MODULES = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python", "mkdocs_click")
 KEPT = ("architecture.md", "security.md", "errors.md", "compat-pycompss.md")

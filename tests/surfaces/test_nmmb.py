@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import ROOT
 EX = os.path.join(ROOT, "examples", "nmmb_monarch")
 SMALL = os.path.join(EX, "config", "small.nml")
 FIXED = ("smmount", "landuse", "deeptemperature", "roughness", "albedo", "snowalbedo", "vegfrac",

@@ -25,7 +25,7 @@ from taskflow._version import DIST_NAME, __version__
 from taskflow.errors import VersionMismatch
 from taskflow.providers.handle import check_version
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import ROOT
 
 
 def test_messages_name_the_distribution_to_install():

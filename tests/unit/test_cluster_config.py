@@ -7,7 +7,7 @@ import pytest
 
 from taskflow.providers.cluster import ClusterConfigError, load_cluster, parse_cluster
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import ROOT
 
 GOOD = """\
 placement: least-loaded

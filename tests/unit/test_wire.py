@@ -13,7 +13,7 @@ from taskflow.errors import ProtocolError
 from taskflow.wire import messages as M
 from taskflow.wire import protocol as P
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support.paths import ROOT
 
 
 def test_frames_round_trip_whole_and_in_pieces():
