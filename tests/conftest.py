@@ -1,4 +1,13 @@
-"""Shared fixtures: a real local runtime in a scratch directory."""
+"""Shared fixtures: a real local runtime in a scratch directory, and the testbeds.
+
+The tests are grouped by area: unit/ (no node process), core/ (the programming model on
+local nodes), node/ (programs and the node agent), cluster/ (SSH, Slurm, adoption,
+comebacks, dial-back), compat/ (the PyCOMPSs layer and its applications), surfaces/ (what
+people see: progress, pictures, monitor, serve, docs, packaging). Their shared helpers are
+the package support/ (none of them a test module), importable because tests/ is put first
+on sys.path here. Test modules take no helper from one another, and their basenames stay
+unique (pytest's default import mode, no __init__.py in the test folders).
+"""
 from __future__ import annotations
 
 import os
@@ -15,9 +24,9 @@ if HERE not in sys.path:
 # The testbeds' session fixtures live here, once: a fixture imported into several test
 # modules is a separate fixture in each, so a second module would set the testbed up again
 # and wait forever on the lock the first one holds.
-from container_testbed import podman  # noqa: E402,F401
-from slurm_testbed import slurm, slurm_calls  # noqa: E402,F401
-from ssh_testbed import ssh_hosts  # noqa: E402,F401
+from support.container_testbed import podman  # noqa: E402,F401
+from support.slurm_testbed import slurm, slurm_calls  # noqa: E402,F401
+from support.ssh_testbed import ssh_hosts  # noqa: E402,F401
 
 
 @pytest.fixture

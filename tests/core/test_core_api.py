@@ -1,0 +1,268 @@
+"""The public API: bad-input errors, constraints, futures, sync verbs, runtimes."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from support import tasks_lib as L
+import taskflow
+from taskflow import FILE_IN, UsageError, constraint, task, wait_on
+
+from support.paths import ROOT
+
+
+def test_unknown_direction_names_function_parameter_and_fix():
+    with pytest.raises(UsageError) as info:
+        @task(x="INOUTT")
+        def f(x):
+            pass
+    msg = str(info.value)
+    assert "f" in msg and "'x'" in msg and "INOUTT" in msg and "Did you mean INOUT" in msg
+    with pytest.raises(UsageError, match="'fiel' is not a parameter of .*Did you mean 'file'"):
+        @task(fiel=FILE_IN)
+        def g(file):
+            pass
+    with pytest.raises(UsageError, match="on_failure='SOMETIMES'"):
+        @task(on_failure="SOMETIMES")
+        def h():
+            pass
+
+
+def test_file_in_missing_at_call_time(rt, tmp_path):
+    missing = str(tmp_path / "nope.txt")
+    with pytest.raises(UsageError) as info:
+        L.read_file(missing)
+    msg = str(info.value)
+    assert "read_file" in msg and "'src'" in msg and missing in msg and "does not exist" in msg
+    with pytest.raises(UsageError, match="pass a path"):
+        L.read_file(42)
+
+
+def test_unpicklable_argument_is_reported_at_call_time(rt):
+    lock = threading.Lock()
+    with pytest.raises(UsageError) as info:
+        L.ident([lock])
+    msg = str(info.value)
+    assert "ident" in msg and "'x'" in msg and "cannot be pickled" in msg
+
+
+def test_returns_mismatch_fails_the_task_with_a_clear_message(rt):
+    a, b = wrong_count(1)
+    with pytest.raises(taskflow.TaskError,
+                       match=r"wrong_count declared returns=2 but returned a value of type int"):
+        wait_on(a)
+    with pytest.raises(taskflow.TaskError, match="3 values"):
+        wait_on(wrong_count((1, 2, 3))[0])
+
+
+@task(returns=2, on_failure="FAIL")
+def wrong_count(x):
+    return x
+
+
+def test_wrong_arguments_are_reported_at_call_time(rt):
+    with pytest.raises(UsageError, match="add.*missing a required argument"):
+        L.add(1)
+
+
+def test_inout_on_immutable_is_rejected(rt):
+    with pytest.raises(UsageError, match="cannot change in place"):
+        L.append(5, 1)
+
+
+def test_constraint_that_no_node_fits_fails_at_call_time(rt):
+    @constraint(computing_units=64)
+    @task(returns=int)
+    def huge(x):
+        return x
+
+    with pytest.raises(UsageError) as info:
+        huge(1)
+    msg = str(info.value)
+    assert "huge" in msg and "computing_units=64" in msg and "no node can ever run it" in msg
+
+    @constraint(memory_size=10_000)
+    @task(returns=int)
+    def hungry(x):
+        return x
+
+    with pytest.raises(UsageError, match="memory_size=10000"):
+        hungry(1)
+    with pytest.raises(UsageError, match="computing_units must be an int"):
+        constraint(computing_units="many")(lambda: None)
+
+
+@constraint(computing_units=2)
+@task(returns=bool)
+def needs_two(folder):
+    return L.rendezvous("two", "never", folder, timeout=0.5)
+
+
+def test_constraint_holds_slots(rt, tmp_path):
+    """A 2-unit task holds both slots: a 1-unit task cannot meet it while it runs."""
+    big = needs_two(str(tmp_path))
+    small = L.read_meeting([], "never", "two", str(tmp_path))
+    assert wait_on(big) is False and wait_on(small) is True
+
+
+def test_future_is_a_concurrent_future(rt):
+    f = L.inc(41)
+    assert isinstance(f, cf.Future)
+    done, _ = cf.wait([f, L.inc(1)], timeout=30)
+    assert len(done) == 2 and f.result() == 42 and f.exception() is None
+    seen = []
+    g = L.sleep_for(0.2)
+    g.add_done_callback(lambda fut: seen.append(fut.result()))
+    assert list(cf.as_completed([g], timeout=30))[0] is g
+    wait_on(g)
+    taskflow.barrier()
+    assert seen == [0.2]
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        import pickle
+        pickle.dumps(f)
+
+
+def test_priority_tasks_go_first(tmp_path, monkeypatch):
+    """Among tasks waiting for a slot, priority ones are started first."""
+    monkeypatch.chdir(tmp_path)
+    order = str(tmp_path / "order")
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
+        L.sleep_for(0.5)                 # holds the only slot
+        L.sleep_for(0.01)                # may be queued on the node already
+        normal = [log_order(order, f"n{i}") for i in range(3)]
+        urgent = log_order_urgent(order, "urgent")
+        wait_on(normal + [urgent])
+    assert open(order).read().split()[0] == "urgent"
+
+
+@task()
+def log_order(path, name):
+    time.sleep(0.01)
+    with open(path, "a") as f:
+        f.write(name + "\n")
+
+
+@task(priority=True)
+def log_order_urgent(path, name):
+    with open(path, "a") as f:
+        f.write(name + "\n")
+
+
+def test_file_helpers(rt, tmp_path):
+    f = str(tmp_path / "h.txt")
+    assert taskflow.file_exists(f) is False
+    L.write_file(f, "abc")
+    assert taskflow.file_exists(f) is True
+    with taskflow.open(f) as fh:
+        assert fh.read() == "abc"
+    with taskflow.open(f, "w") as fh:     # the program takes the file back
+        fh.write("mine")
+    assert wait_on(L.read_file(f)) == "mine"
+    assert taskflow.delete_file(f) is True and not os.path.exists(f)
+    lst = [1]
+    L.append(lst, 2)
+    assert taskflow.delete_object(lst) is True
+    assert taskflow.number_of_resources() == 1
+
+
+def test_start_stop_and_context_manager(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rt = taskflow.start(workers=1, run_dir=str(tmp_path / "runs"))
+    try:
+        assert taskflow.current_runtime() is rt
+        with pytest.raises(RuntimeError, match="already running"):
+            taskflow.start()
+        assert wait_on(L.inc(1)) == 2
+    finally:
+        taskflow.stop()
+    assert taskflow.current_runtime() is None
+
+
+def _run(args, cwd, **kw):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+                          **kw)
+
+
+SCRIPT = textwrap.dedent('''
+    import sys
+    from taskflow import task, wait_on, FILE_OUT
+
+    @task(returns=int)
+    def sq(x):
+        print("squaring", x)
+        return x * x
+
+    @task(out=FILE_OUT)
+    def save(out, v):
+        open(out, "w").write(str(v))
+
+    @task(returns=int, on_failure="FAIL")
+    def broken(x):
+        raise ZeroDivisionError("broken on purpose")
+
+    if __name__ == "__main__":
+        total = sum(wait_on([sq(i) for i in range(10)]))
+        save("result.txt", total)          # never waited for: the end of the run does it
+        print("total", total, sys.argv[1:])
+        if "--fail" in sys.argv:
+            broken(1)
+''')
+
+
+def test_embedded_default_runtime(tmp_path):
+    (tmp_path / "wf.py").write_text(SCRIPT)
+    r = _run([sys.executable, "wf.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "total 285 []" in r.stdout and "squaring 3" in r.stdout
+    assert (tmp_path / "result.txt").read_text() == "285"
+    r = _run([sys.executable, "wf.py", "--fail"], tmp_path)
+    assert r.returncode == 1 and "broken on purpose" in r.stderr
+
+
+def test_taskflow_run_end_to_end(tmp_path):
+    (tmp_path / "wf.py").write_text(SCRIPT)
+    cli = [sys.executable, "-m", "taskflow.cli", "run", "--workers", "2"]
+    r = _run(cli + ["wf.py", "a", "b"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "total 285 ['a', 'b']" in r.stdout
+    assert "finished" in r.stderr and "11 tasks, 11 done, 0 failed" in r.stderr
+    assert (tmp_path / "result.txt").read_text() == "285"
+    r = _run(cli + ["wf.py", "--fail"], tmp_path)
+    assert r.returncode == 1
+    assert "FAILED" in r.stderr and "task broken" in r.stderr and "ZeroDivisionError" in r.stderr
+    r = _run(cli + ["--progress", "wf.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    # off a terminal, progress is plain lines (console/lines.py); the last: all done
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("[")]
+    assert lines and lines[-1].endswith("] 11/11 done, 0 running, 0 queued, 0 waiting, 0 failed")
+    (tmp_path / "bad.py").write_text("raise SystemExit(3)\n")
+    assert _run(cli + ["bad.py"], tmp_path).returncode == 3     # the script's own status
+
+
+def test_public_names_load_on_use_and_an_agent_needs_neither_the_api_nor_psutil():
+    """``import taskflow`` is lazy (PEP 562): an agent's start-up, on the path of the first
+    task, imports only the node modules; every name of ``__all__`` still resolves."""
+    code = textwrap.dedent("""
+        import sys
+        import taskflow.agent.agent
+        heavy = [m for m in ("taskflow.runtime.runtime", "taskflow.api.task", "psutil")
+                 if m in sys.modules]
+        import taskflow
+        missing = [n for n in taskflow.__all__ if getattr(taskflow, n, None) is None]
+        from taskflow import *  # noqa: F403
+        print(heavy, missing, "wait_on" in dir(taskflow), callable(task))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "[]", "True", "True"], out.stdout
+    with pytest.raises(AttributeError, match="no attribute 'wait_onn'"):
+        taskflow.wait_onn  # noqa: B018
