@@ -235,7 +235,11 @@ class SSHProvider(Provider):
                     f"(`{c.python} -m pip install {DIST_NAME}=={__version__}` or your "
                     f"checkout), add a set-up command that activates a virtualenv that has it, "
                     f"or point python: at such an interpreter")
-        if code == 127 or (code == 126 and "denied" in err):
+        # 127: the shell found no such command; a status lost with the channel (paramiko's -1,
+        # seen under load) is read from the shell's own words
+        lost = code is None or code == -1
+        missing = c.python.split()[0] in err and "No such file" in err
+        if code == 127 or (code == 126 and "denied" in err) or (lost and missing):
             return (f"the Python interpreter {c.python!r} was not found: set python: to an "
                     f"absolute path of an interpreter on {c.host}")
         if code == 96:
