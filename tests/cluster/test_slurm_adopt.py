@@ -3,7 +3,7 @@
 On the real Slurm testbed (testbed/slurm.sh: n1..n3, 2 CPUs each): `taskflow run
 --slurm batch|pilot` runs 4 tasks on 2 single-slot nodes and is SIGKILLed for real while
 two run; its dial-back agents keep them running and wait; `taskflow run --resume` at once
-finds them (they dial its address from the rejoin file), adopts the two tasks and runs the
+finds them (they dial its address from the adoption file), adopts the two tasks and runs the
 two others. Each task appends ``start I`` / ``end I`` to ``marks``: no task starts twice.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A Slurm agent (batch or pilot) reached its master by dialling back
 (:mod:`.dialback`); no resumed master can reach it, so to be adopted it dials
-again. Its HELLO named a file on the shared filesystem (``Hello.adopt_rejoin``,
+again. Its HELLO named a file on the shared filesystem (``Hello.adopt_file``,
 in the run's Slurm directory: the wire's and the provider's name for it);
 while it waits (:mod:`.orphan`) it looks at that file every :data:`POLL`
 seconds (one ``stat``). A resumed master writes it (mode 0600): its dial-back
@@ -49,7 +49,7 @@ class Redial:
     @staticmethod
     def named(hello: M.Hello) -> Redial | None:
         """The file the master's HELLO names (Slurm dial-back agents), if any."""
-        path = hello.get("adopt_rejoin")
+        path = hello.get("adopt_file")
         return Redial(path) if path else None
 
     def due(self) -> float:

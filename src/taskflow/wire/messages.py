@@ -289,7 +289,7 @@ class Hello(TypedDict, total=False):
     adopt_grace: float            # s the agent outlives a lost master (wire.adoption; 0: none)
     adopt_secret: str             # the run's secret a resumed master proves
     adopt_run: str                # the run whose master may adopt the agent
-    adopt_rejoin: str             # a dial-back agent: the file a resumed master says its
+    adopt_file: str             # a dial-back agent: the file a resumed master says its
     #                               address in (agent.redial)
     heartbeat_timeout: float      # s of silence after which the master is taken for lost
 

@@ -5,9 +5,9 @@ lost master for ``adopt_grace`` seconds (:mod:`taskflow.agent.orphan`), idle
 ones too (their job is the run's allocation either way), and the run's reaper
 leaves their RUNNING jobs alone (:mod:`.reaper`). No master can reach
 them, so they look for one: their HELLO named a file in the run's Slurm
-directory, on the shared filesystem (:func:`adopt_path`; the file keeps its
-name ``rejoin-RUN.json`` and the HELLO key ``adopt_rejoin``, which the agent
-reads), and they look at it every second (:mod:`taskflow.agent.redial`).
+directory, on the shared filesystem (:func:`adopt_path`: ``adopt-RUN.json``, given
+to the agent as the HELLO's ``adopt_file``), and they look at it every second
+(:mod:`taskflow.agent.redial`).
 
 A master resuming the run (:class:`JobAdoption`) lists the earlier run's jobs
 (``squeue -n tf-RUN``), cancels the PENDING ones, writes that file (mode 0600:
@@ -56,7 +56,7 @@ LOOK_EVERY = 2.0       # s between looks at the earlier run's jobs meanwhile
 
 def adopt_path(slurm_dir: str, run_id: str) -> str:
     """Where run ``run_id``'s dial-back agents look for a resumed master."""
-    return os.path.join(slurm_dir, f"rejoin-{run_id}.json")
+    return os.path.join(slurm_dir, f"adopt-{run_id}.json")
 
 
 def job_name(run_id: str) -> str:

@@ -167,7 +167,7 @@ class SlurmProvider(Provider):
         # an adoptable run: its agents outlive a lost master and look for a resumed one
         # in this file (.adopt); its reaper leaves its running jobs to them
         if adoptable:
-            self._config["adopt_rejoin"] = adopt_path(self.dir, run_id)
+            self._config["adopt_file"] = adopt_path(self.dir, run_id)
         self.queue = SlurmQueue(self.job_name, fast=self.poll, slow=self.poll_slow,
                                 controller_wait=self.controller_wait)
         self.server = DialbackServer(self._hello, self._on_node, host=self.host,
