@@ -32,11 +32,6 @@ from ....wire.template import PATTERN, PLACEHOLDER, REDIRECT, ShellSyntax
 _ESCAPED = re.compile(r"\[([*?\[])\]")
 
 
-def names(words: tuple[str, ...]) -> set[str]:
-    """The parameters the words name."""
-    return {m.group(1) for w in words for m in PLACEHOLDER.finditer(w)}
-
-
 def fill(words: tuple[str, ...], values: Mapping[str, Any],
          entries: Callable[[str], list[str]], cwd: str) -> list[str]:
     """The argv the words give with the call's values (``entries(name)``: a parameter's
