@@ -13,7 +13,8 @@ import json
 import os
 import socket
 import sqlite3
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from ..errors import RecordDamaged
 from ..errors import RunNotFound as RunNotFound      # re-exported: the reader raises it
@@ -114,6 +115,69 @@ class Journal:
 
     def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         return [dict(r) for r in self._rows(sql, args)]
+
+    def _each(self, sql: str, args: tuple[Any, ...] = ()) -> Iterator[Any]:
+        """Rows of ``sql`` one at a time (a whole run's rows are never in memory at once)."""
+        try:
+            cur = self.db.execute(sql, args)
+            while True:
+                rows = cur.fetchmany(1000)
+                if not rows:
+                    return
+                yield from rows
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return
+            if "locked" in str(exc):
+                raise
+            raise damaged(self.path, exc) from None
+        except sqlite3.DatabaseError as exc:
+            raise damaged(self.path, exc) from None
+
+    @contextmanager
+    def snapshot(self) -> Iterator["Journal"]:
+        """Reads inside see one state of the journal (one read transaction), whatever the
+        writer commits meanwhile: figures made of several queries agree with each other."""
+        self.db.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            self.db.execute("COMMIT")
+
+    def state_key(self) -> tuple[int, str]:
+        """What changes when the journal's content or the run's state does: equal keys of one
+        connection, equal answers (:meth:`data_version` and :meth:`run`'s state, which also
+        turns to interrupted when the master died without a commit)."""
+        return self.data_version(), str(self.run().get("state"))
+
+    def each_task(self) -> Iterator[dict[str, Any]]:
+        """Every task by id, streamed, with what was measured on its node (``cpu``, ``rss``,
+        ``rchar``, ``wchar``: None when it was not measured)."""
+        cols = "t.id, t.name, t.node, t.state, t.t_submit, t.t_start, t.t_end, t.params, " \
+               "t.constraints, u.cpu, u.rss"
+        try:
+            self.db.execute("SELECT rchar, wchar FROM usage LIMIT 0")
+            io = ", u.rchar, u.wchar"
+        except sqlite3.OperationalError:        # a journal from before the bytes were kept
+            io = ", NULL AS rchar, NULL AS wchar"
+        for r in self._each(f"SELECT {cols}{io} FROM tasks t LEFT JOIN usage u ON "
+                            "u.task_id = t.id ORDER BY t.id"):
+            yield dict(r)
+
+    def each_dep(self) -> Iterator[tuple[int, int]]:
+        """(task, one task whose output it reads), streamed, by task id."""
+        for t, d in self._each("SELECT task_id, dep_id FROM deps ORDER BY task_id, dep_id"):
+            yield t, d
+
+    def span(self) -> tuple[float | None, float | None]:
+        """(first submission, last end) of the run's tasks (None when there is none)."""
+        rows = self._rows("SELECT MIN(NULLIF(t_submit, 0)), MAX(NULLIF(t_end, 0)) FROM tasks")
+        return (rows[0][0], rows[0][1]) if rows else (None, None)
+
+    def each_memory(self) -> Iterator[dict[str, Any]]:
+        """:meth:`memory`, streamed."""
+        for r in self._each("SELECT * FROM memory ORDER BY t"):
+            yield dict(r)
 
     # -- the run ----------------------------------------------------------------
     def run(self) -> dict[str, Any]:

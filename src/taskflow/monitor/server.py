@@ -22,7 +22,8 @@ API (JSON; ``<run>`` is a run id, a unique prefix, or ``latest``):
   GET /api/runs/<run>/tasks/<id>              one task with deps and transitions
   GET /api/runs/<run>/logs                    log lines (?task=, ?level=, ?after=, ?limit=)
   GET /api/runs/<run>/nodes                   nodes and their samples (?after=)
-  GET /api/runs/<run>/report                  the report's figures
+  GET /api/runs/<run>/report                  the report's figures (one pass over the
+                                              tasks per journal state: .reportcache)
   GET /api/runs/<run>/dag                     the DAG laid out by Graphviz (monitor.dag)
 Pushed (server-sent events, :mod:`.stream`):
   GET /api/runs/<run>/stream                  a snapshot, then what changed
@@ -47,6 +48,7 @@ from ..observe.palette import colours
 from . import stream
 from .dag import Layouts, NoGraphviz
 from .page import PAGE, STATIC
+from .reportcache import ReportCache, json_bytes
 
 COOKIE = "taskflow_token"
 MAX_TASKS = 5000
@@ -59,6 +61,8 @@ def create_app(root: str, token: str, default_run: str | None = None,
     root = runs_root(root)
     slots = slots or stream.Slots()
     layouts = Layouts()
+    reports = app.extensions["taskflow.reports"] = ReportCache(
+        json_bytes(app.json.dumps))         # one pass per journal state
     token_bytes = token.encode()
 
     @app.before_request
@@ -187,9 +191,11 @@ def create_app(root: str, token: str, default_run: str | None = None,
 
     @app.get("/api/runs/<run>/report")
     def report(run: str) -> Response:
-        from ..observe.report import figures
-        with journal(run) as j:
-            return jsonify(figures(j))
+        try:
+            body = reports.get(resolve_run(None if run in ("latest", "current") else run, root))
+        except RunNotFound as exc:
+            return Response(json.dumps({"error": str(exc)}), 404, mimetype="application/json")
+        return Response(body, mimetype="application/json")
 
     return app
 
@@ -297,3 +303,4 @@ class Monitor:
         if self._thread is not None:
             self._thread.join(5)
         self.sock.close()
+        self.app.extensions["taskflow.reports"].close()

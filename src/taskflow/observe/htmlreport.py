@@ -212,8 +212,8 @@ def _model(f: dict[str, Any], pt: PerTask) -> str:
                              ("busy slots" + (" (mean per step)" if binned else ""), "#e6550d",
                               busy)], f["M"], "slots", timeline.X_TITLE)
     cp = f["critical_path"]
-    by_id = {n: d for n, d in pt.graph.nodes(data=True)} if len(cp) <= 30 else {}
-    path = " → ".join(f"{by_id[i]['name']} #{i}" if i in by_id else f"#{i}" for i in cp[:30])
+    names = pt.names if len(cp) <= 30 else {}
+    path = " → ".join(f"{names[i]} #{i}" if i in names else f"#{i}" for i in cp[:30])
     held_rows = [["W_held = (1/M) ∫ w(t) dt, mean slots held", f"{f['W_held']:.3f}"],
                  ["C / W_held", f"{f['C_over_W_held']:.3f} s"],
                  ["busy / held slot-seconds", f"{100 * f['utilisation']:.1f} %"],
@@ -254,7 +254,7 @@ def _slurm(f: dict[str, Any]) -> str:
 def page(j: Journal, f: dict[str, Any], pt: PerTask, head: dict[str, Any],
          fails: dict[str, Any]) -> str:
     """The whole page."""
-    tasks = [d for _, d in sorted(pt.graph.nodes(data=True))]
+    tasks = j.tasks()
     col = colours(list(f["per_name"]))
     d = distributions.per_name(pt.ran, pt.usage, pt.queued)
     sections = [_failures(fails), _per_name(f), _resources(f, d, col), _timeline(j, f, pt, col),

@@ -10,12 +10,11 @@ import os
 
 from ..journal.reader import Journal
 from . import htmlreport, mdreport, runinfo
-from .model import (PerTask, busy_integral, compute, figures, memory_figures, resources,
-                    run_intervals)
+from .model import PerTask, busy_integral, compute, figures, memory_figures
 from .mdreport import to_markdown
 
 __all__ = ["PerTask", "busy_integral", "compute", "figures", "memory_figures", "report",
-           "resources", "run_intervals", "to_markdown"]
+           "to_markdown"]
 
 
 def report(run_dir: str, html_path: str | None = None) -> str:
