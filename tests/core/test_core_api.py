@@ -35,6 +35,33 @@ def test_unknown_direction_names_function_parameter_and_fix():
             pass
 
 
+NOUT = 3            # a module global, as PyCOMPSs's returns="NOUT" names one
+
+
+def test_returns_as_text_is_a_count_a_type_or_refused_at_decoration():
+    """A string that is neither a count nor a type is refused when the function is decorated,
+    naming the function, the value and what is allowed; never read as one value."""
+    for text, says in (("two", "write returns=2"), ("Three", "write returns=3"),
+                       ("two values", "neither a count nor a type"),
+                       ("3 + 4", "neither a count nor a type"),
+                       ("NOUT", "module global NOUT (= 3)"),
+                       ("{{x}}", "taskflow run --compat pycompss"),
+                       ("value_of(x.n)", "taskflow run --compat pycompss")):
+        with pytest.raises(UsageError) as info:
+            @task(returns=text)
+            def counted(x):
+                return x
+        msg = str(info.value)
+        assert "counted" in msg and repr(text) in msg and says in msg, msg
+        assert "returns=int" in msg or "returns=NOUT" in msg
+    for text, nout in (("2", 2), ("int", 1), ("tuple[int, str]", 2), ("list[int] | None", 1),
+                       ("Defined.later", 1), ("NotYetDefined", 1)):
+        @task(returns=text)
+        def fine(x):
+            return x
+        assert (fine.spec.nout, fine.spec.returns_tuple) == (nout, nout > 1), text
+
+
 def test_file_in_missing_at_call_time(rt, tmp_path):
     missing = str(tmp_path / "nope.txt")
     with pytest.raises(UsageError) as info:

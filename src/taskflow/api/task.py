@@ -88,7 +88,8 @@ def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priori
 
     :param returns: a type (``int``), a count (``2`` gives a tuple of two futures),
         a tuple of types, or inferred from a ``-> tuple[int, str]`` hint; the types
-        are documentation, as in PyCOMPSs, and are not checked.
+        are documentation, as in PyCOMPSs, and are not checked. A string is a count
+        (``"2"``) or a type as text; any other (``"two"``) is a UsageError here.
     :param priority: ``True`` puts a call ahead of every ready call without it.
     :param time_out: seconds after which a running call is stopped (``TaskTimeout``).
     :param on_failure: ``RETRY`` (the default), ``FAIL``, ``IGNORE`` or ``CANCEL_SUCCESSORS``.

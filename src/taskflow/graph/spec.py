@@ -11,6 +11,8 @@ durations, its pickle and digest, its keys) is the run's, not the spec's:
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import inspect
 import typing
 from typing import Any, Callable
@@ -234,7 +236,9 @@ def _parse_returns(func: Callable[..., Any], returns: Any, name: str) -> tuple[i
         if len(returns) == 0:
             return 1, False
         return (len(returns), True) if len(returns) > 1 else (1, False)
-    if isinstance(returns, (type, str)) or typing.get_origin(returns) is not None:
+    if isinstance(returns, str):
+        return _string_returns(func, returns, name)
+    if isinstance(returns, type) or typing.get_origin(returns) is not None:
         if typing.get_origin(returns) is tuple:
             args = typing.get_args(returns)
             if len(args) > 1 and args[-1] is not Ellipsis:
@@ -242,6 +246,58 @@ def _parse_returns(func: Callable[..., Any], returns: Any, name: str) -> tuple[i
         return 1, False
     raise UsageError(f"@task on {name}: returns={returns!r}: give a type (returns=int), "
                      f"a count (returns=2) or a tuple of types (returns=(int, str)).")
+
+
+ALLOWED = "give a type (returns=int), a count (returns=2) or a tuple of types " \
+    "(returns=(int, str))"
+_NUMBER_WORDS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+
+
+def _string_returns(func: Callable[..., Any], text: str, name: str) -> tuple[int, bool]:
+    """``returns`` as a string: a count (``"2"``, PyCOMPSs's form) or a type written as text
+    (``"int"``, ``"tuple[int, str]"``, a class defined further down); anything else is
+    refused now, naming what it seems to mean, rather than read as one value."""
+    s = text.strip()
+    where = f"@task on {name}: returns={text!r}"
+    if s.isdigit():
+        n = int(s)
+        return (n, True) if n > 1 else (1, False)
+    if s.startswith("{{") or s.startswith("value_of"):
+        raise UsageError(f"{where} is a form of PyCOMPSs's @task, which this @task does not "
+                         f"read; {ALLOWED}, or run the "
+                         f"application with taskflow run --compat pycompss, whose @task "
+                         f"(pycompss.api.task) does.")
+    if s.lower() in _NUMBER_WORDS:
+        n = _NUMBER_WORDS[s.lower()]
+        raise UsageError(f"{where} is a word, not a count nor a type: write returns={n} "
+                         f"(or {ALLOWED}).")
+    try:
+        expr = ast.parse(s, mode="eval").body
+    except SyntaxError:
+        raise UsageError(f"{where} is neither a count nor a type written as text; "
+                         f"{ALLOWED}.") from None
+    if isinstance(expr, ast.Name):
+        g = getattr(func, "__globals__", {})
+        bound = g[s] if s in g else getattr(builtins, s, None)
+        if isinstance(bound, int) and not isinstance(bound, bool):
+            raise UsageError(f"{where} names the module global {s} (= {bound}), read at each "
+                             f"call by PyCOMPSs's @task only (taskflow run --compat pycompss): "
+                             f"write returns={s}, the number itself.")
+        return 1, False     # a type's name (perhaps of a class defined further down)
+    typed = isinstance(expr, (ast.Attribute, ast.Subscript)) or \
+        isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr) or \
+        isinstance(expr, ast.Constant) and expr.value is None
+    if not typed:
+        raise UsageError(f"{where} is neither a count nor a type written as text; "
+                         f"{ALLOWED}.")
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) \
+            and expr.value.id in ("tuple", "Tuple") and isinstance(expr.slice, ast.Tuple):
+        items = expr.slice.elts
+        if len(items) > 1 and not (isinstance(items[-1], ast.Constant)
+                                   and items[-1].value is Ellipsis):
+            return len(items), True
+    return 1, False
 
 
 def _parse_priority(priority: Any, name: str) -> int:
