@@ -94,6 +94,30 @@ def wrong_count(x):
     return x
 
 
+@task(returns=int, on_failure="FAIL")
+def opens(path, binary=False):
+    return open(path, "rb" if binary else "r")
+
+
+@task(returns=2, on_failure="FAIL")
+def opens_second(path):
+    return 1, [open(path)]
+
+
+def test_an_open_file_returned_is_the_tasks_error_naming_it_and_the_fix(rt, tmp_path):
+    """Not a StringIO of its text (what cloudpickle would make of it): the task fails."""
+    p = tmp_path / "notes.txt"
+    p.write_text("hello\n")
+    for fut, what in ((opens(str(p)), "its return value holds"),
+                      (opens(str(p), True), "its return value holds"),
+                      (opens_second(str(p))[1], "its return value #2 holds")):
+        with pytest.raises(taskflow.TaskError) as info:
+            wait_on(fut)
+        msg = str(info.value)
+        assert "opens" in msg and what in msg and "open file" in msg and str(p) in msg, msg
+        assert "return the path" in msg and "FILE_OUT" in msg, msg
+
+
 def test_wrong_arguments_are_reported_at_call_time(rt):
     with pytest.raises(UsageError, match="add.*missing a required argument"):
         L.add(1)

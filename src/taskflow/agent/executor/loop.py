@@ -32,6 +32,7 @@ from ...wire.argpath import get_path
 from ...wire.invocation import Invocation
 from ...wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
 from . import programs, taskenv, usage
+from .pickling import dumps as _dumps
 from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
 from .limits import MemoryLimit
@@ -204,13 +205,15 @@ def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.
                 raise TypeError(
                     f"task {name} declared returns={nout} but returned {got}; return a tuple "
                     f"of {nout} values or change returns=")
-            outputs = [_dumps(r, name) for r in result]
+            outputs = [_dumps(r, name, f"its return value #{i + 1}")
+                       for i, r in enumerate(result)]
         else:
             outputs = [_dumps(result, name)]
         if inouts:
             for path, kind, pname in inouts:
                 if kind == M.OUT_OBJECT:
-                    outputs.append(_dumps(get_path(args, kw, path), name))
+                    outputs.append(_dumps(get_path(args, kw, path), name,
+                                          f"parameter '{pname}'"))
                 else:
                     p = get_path(args, kw, path)
                     if not os.path.exists(p):
@@ -235,19 +238,6 @@ def _invoke(inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
     """External programs, multi-node and GPU tasks (agent.executor.invokers)."""
     from . import invokers
     return invokers.run(inv, func, args, kw, logs, tid)
-
-
-def _dumps(value: Any, name: str) -> M.Payload:
-    """A task's value pickled (large buffers out of band: wire.values)."""
-    try:
-        return V.dump(value)
-    except Exception:
-        try:
-            blob: bytes = cloudpickle.dumps(value, P.PROTOCOL)
-            return blob
-        except Exception as exc:
-            raise TypeError(f"task {name} produced a value of type {type(value).__name__} "
-                            f"that cannot be pickled: {exc}") from exc
 
 
 def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> None:
