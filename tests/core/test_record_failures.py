@@ -3,6 +3,7 @@ tmpfs mounted for the test) and a journal another process holds locked."""
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -117,8 +118,35 @@ def test_a_file_version_written_onto_a_full_disk_is_the_tasks_error(tmp_path, sm
     r = _tf(tmp_path, "run", "--run-dir", str(runs), "--no-resumable", "wf.py")
     assert r.returncode == 1
     assert "task write (id 1) FAILED" in r.stderr and "No space left on device" in r.stderr
-    assert "the disk holding" in r.stderr and str(runs) in r.stderr
+    # f.write's error names no file: the folder of the file version is the one named
+    (rid,) = os.listdir(runs)
+    said = [ln for ln in r.stderr.splitlines() if "No space left on device" in ln][0]
+    assert f"(the disk holding {runs / rid / 'data'}" in said, said
+    assert re.search(r"is full: [0-9.]+ k?B free\)", said), said  # (the journal's room moves)
     assert "NodeLost" not in r.stderr and "WorkerDied" not in r.stderr
+
+
+def test_a_full_disk_a_task_writes_to_is_named_not_the_working_directorys(tmp_path,
+                                                                         small_disk):
+    """A task writes a file of its own (not a parameter) onto a full disk while the run's
+    directory and the working directory are on a roomy one: the full one is named."""
+    (tmp_path / "wf.py").write_text(textwrap.dedent(f'''
+        import os
+        from taskflow import task, wait_on
+
+        @task(returns=int)
+        def write(d):
+            with open(os.path.join(d, "big.bin"), "wb") as f:
+                f.write(b"x" * 4_000_000)
+            return 1
+
+        wait_on(write({str(small_disk)!r}))
+    '''))
+    r = _tf(tmp_path, "run", "--run-dir", str(tmp_path / "runs"), "--no-resumable", "wf.py")
+    assert r.returncode == 1
+    said = [ln for ln in r.stderr.splitlines() if "No space left on device" in ln]
+    assert said and f"(the disk holding {small_disk} is full: " in said[0], r.stderr
+    assert re.search(r"is full: [0-9.]+ k?B free\)", said[0]), said[0]
 
 
 def test_an_output_that_cannot_be_put_in_place_fails_the_run_and_is_kept(tmp_path,

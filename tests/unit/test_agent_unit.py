@@ -259,3 +259,18 @@ def test_no_short_task_waits_behind_a_long_or_untimed_one_while_another_executor
     other.queue.clear()
     pl.schedule()
     assert [t.task_id for t in busy.queue] == [1] and len(other.queue) == NODE_DEEP
+
+
+def test_a_full_disk_error_naming_no_file_never_calls_a_roomy_disk_full(tmp_path, monkeypatch):
+    """ENOSPC from a write names no file; when every folder the task writes has room (a
+    quota, a disk none of them is on) the words say so instead of calling one full."""
+    import errno
+
+    from taskflow.agent.executor import diskroom
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(diskroom, "ROOMY", 0)       # (no disk here is smaller than that)
+    text = diskroom.full_disk(OSError(errno.ENOSPC, "No space left on device"))
+    assert text.startswith(f"no room where it wrote, though the disk holding {tmp_path} has ")
+    assert diskroom.room(75.3e9) == "75.3 GB" and diskroom.room(0) == "0 B"
+    named = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "sub" / "f.bin"))
+    assert f"the disk holding {tmp_path / 'sub'} " in diskroom.full_disk(named)

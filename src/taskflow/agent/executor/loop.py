@@ -12,14 +12,13 @@ tuples and the output lines of the tasks).
 """
 from __future__ import annotations
 
-import errno
 import os
 import pickle
 import select
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import cloudpickle
 
@@ -31,7 +30,7 @@ from ...wire import values as V
 from ...wire.argpath import get_path
 from ...wire.invocation import Invocation
 from ...wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
-from . import programs, taskenv, usage
+from . import diskroom, programs, taskenv, usage
 from .pickling import dumps as _dumps
 from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
@@ -73,10 +72,12 @@ def _interrupted(tid: int, t0: float, exc: BaseException | None) -> M.ResultWire
         "Interrupted", "stopped by the run's interrupt while it ran", tb, None), (t0, now))
 
 
-def _error_info(exc: BaseException) -> M.ErrorInfo:
+def _error_info(exc: BaseException, written: Callable[[], list[str]] | None = None
+                ) -> M.ErrorInfo:
     """What a task raised, for the master: its type, text, traceback and pickle. An
     exception whose ``__str__`` (or pickling) raises is still the task's own failure,
-    under its own type: nothing here may raise, or the executor would die with it."""
+    under its own type: nothing here may raise, or the executor would die with it.
+    ``written``: the files the task writes (where a full disk is looked for)."""
     import traceback
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     blob: bytes | None
@@ -85,16 +86,16 @@ def _error_info(exc: BaseException) -> M.ErrorInfo:
         pickle.loads(blob)
     except BaseException:  # noqa: BLE001 - a user's __reduce__ / __init__ may raise anything
         blob = None
-    return M.ErrorInfo(type(exc).__name__, _text(exc), tb, blob)
+    return M.ErrorInfo(type(exc).__name__, _text(exc, written), tb, blob)
 
 
-def _text(exc: BaseException) -> str:
+def _text(exc: BaseException, written: Callable[[], list[str]] | None = None) -> str:
     """``str(exc)``, or what went wrong making it (a user's ``__str__`` that raises); a full
-    disk says how much room is left where (a task writing a file version, say)."""
+    disk says which disk and how much room is left on it (:mod:`.diskroom`)."""
     try:
         text = str(exc)
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            text += f" ({free_space(exc.filename)})"
+        if isinstance(exc, OSError) and diskroom.is_full(exc):
+            text += f" ({diskroom.full_disk(exc, written)})"
         return text
     except BaseException as inner:  # noqa: BLE001 - a user's __str__ may raise anything
         try:
@@ -104,15 +105,11 @@ def _text(exc: BaseException) -> str:
         return f"<its __str__ raised {why}>"
 
 
-def free_space(path: object) -> str:
-    """'the disk holding PATH has N bytes free' (PATH: a file a write failed on)."""
-    import shutil           # (not at the top: every executor's start-up)
-    where = os.path.dirname(os.fspath(path)) if isinstance(path, (str, os.PathLike)) else "."
-    try:
-        free = shutil.disk_usage(where or ".").free
-    except OSError:
-        return "the disk is full"
-    return f"the disk holding {where} is full: {free} bytes free"
+def _file_outputs(msg: M.TaskWire) -> list[str]:
+    """The paths of the files and folders the task ``msg`` writes (its file outputs)."""
+    _, _, argv, _, kwargs, _, inouts, *_ = msg
+    return [str(get_path(argv, dict(kwargs or {}), path))
+            for path, kind, _ in inouts or () if kind != M.OUT_OBJECT]
 
 
 def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: Current,
@@ -148,7 +145,8 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: Current,
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, KeyboardInterrupt) and INTERRUPT.set:
             return _interrupted(tid, t0, exc)
-        return (tid, M.ERROR, None, _error_info(exc), (t0, time.time()))
+        return (tid, M.ERROR, None, _error_info(exc, lambda: _file_outputs(msg)),
+                (t0, time.time()))
 
 
 def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, Any],
