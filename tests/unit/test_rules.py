@@ -155,8 +155,11 @@ def test_a_lost_node_is_not_the_tasks_fault_and_the_last_one_fails_everything():
     outcomes.node_lost(st, n2, "host down", [])
     assert a.state == "FAILED" and ev.is_set() and st.dead
     assert any("no nodes left" in str(e) for e in st.failures)
-    with pytest.raises(TaskError):
+    with pytest.raises(TaskError) as info:
         a.outputs[0].result()
+    first = str(info.value).splitlines()[0]     # it never started: no "after 0 attempts"
+    assert first.startswith(f"task {a.spec.name} (id {a.id}) failed on node n2: ") \
+        and "attempt" not in first, first
     assert issubclass(NodeLost, Exception)
 
 

@@ -121,8 +121,9 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...]
         if t is not None:
             _where_output_went(t, shown, levels)
         if t is not None and t["state"] == "FAILED" and not levels:
-            click.echo(f"-- task {task} {t['name']} FAILED on {t['node'] or '-'} after "
-                       f"{t['attempts']} attempt(s):")
+            tries = f"after {t['attempts']} attempt(s)" if t["attempts"] else \
+                "before it started"         # (its node was lost with it still queued)
+            click.echo(f"-- task {task} {t['name']} FAILED on {t['node'] or '-'} {tries}:")
             click.echo(t["traceback"] or t["error_full"] or t["error"] or "")
 
 

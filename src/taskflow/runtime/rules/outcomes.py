@@ -150,8 +150,8 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
             return
     cls = TaskTimeout if status == M.TIMEOUT else TaskMemoryExceeded \
         if status == M.OVER_MEMORY else TaskError
-    runs = task.attempts + task.crashes
-    tries = f" after {runs} attempt{'s' if runs != 1 else ''}"
+    runs = task.attempts + task.crashes     # (none: it never started; no "after 0 attempts")
+    tries = f" after {runs} attempt{'s' if runs != 1 else ''}" if runs else ""
     msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: "
            f"{emsg}{crash}")
     logs = rt.logs_command(task.id)
