@@ -80,6 +80,17 @@ def test_unpicklable_argument_is_reported_at_call_time(rt):
     assert "ident" in msg and "'x'" in msg and "cannot be pickled" in msg
 
 
+def test_an_open_file_as_an_argument_is_refused_at_the_call(rt, tmp_path):
+    """Not sent as a StringIO of its text (what cloudpickle would make of it)."""
+    p = tmp_path / "notes.txt"
+    p.write_text("hello\n")
+    with open(p) as f, pytest.raises(UsageError) as info:
+        L.ident([f])
+    msg = str(info.value)
+    assert "ident" in msg and "'x'" in msg and "open file" in msg and str(p) in msg, msg
+    assert "pass its path instead" in msg and "FILE_IN" in msg
+
+
 def test_returns_mismatch_fails_the_task_with_a_clear_message(rt):
     a, b = wrong_count(1)
     with pytest.raises(taskflow.TaskError,

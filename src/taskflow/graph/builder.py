@@ -13,6 +13,7 @@ import io
 import os
 import pickle
 import time
+from collections import ChainMap
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
@@ -52,7 +53,20 @@ class _SnapshotPickler(pickle.Pickler):
         return None
 
 
+class _OpenFile(TypeError):
+    pass
+
+
+def _refuse_file(f: Any) -> Any:
+    raise _OpenFile(f"{f!r} would reach the task as a copy of its text (a StringIO), "
+                    f"detached from the file; pass its path instead (a parameter declared "
+                    f"FILE_IN, or FILE_OUT to write it)")
+
+
 class _CloudSnapshotPickler(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle: no types
+    # cloudpickle would send an open text file as a StringIO of its rest: said instead
+    dispatch_table = ChainMap({io.TextIOWrapper: _refuse_file}, cloudpickle.Pickler.dispatch_table)
+
     def __init__(self, buf: io.BytesIO, found: list[Future], objects: dict[int, DataItem]) -> None:
         super().__init__(buf, pickle.HIGHEST_PROTOCOL)
         self.found = found
@@ -78,6 +92,8 @@ def snapshot(value: Any, objects: dict[int, DataItem], where: str) -> tuple[byte
         buf = io.BytesIO()
         try:
             _CloudSnapshotPickler(buf, found, objects).dump(value)
+        except _OpenFile as exc:
+            raise UsageError(f"{where}: the argument holds an open file: {exc}.") from None
         except Exception as exc:
             raise UsageError(
                 f"{where}: the argument (a {type(value).__name__}) cannot be pickled, so it "
