@@ -12,6 +12,9 @@ idles between requests). Four bounds, and whom one more closes:
 * more than ``max_waiting`` waiting in all: the oldest waiting connection of the
   address with the most waiting.
 
+Of the waiting connections, those whose client closed them already go first, then
+those that sent nothing, then the others, oldest first (:meth:`Guard._pick`).
+
 So a flood from one address closes that address's own connections first: a client
 with the token, from another address, keeps its connections, and from the same
 address its newest one is served (it is never the oldest).
@@ -29,6 +32,8 @@ from .summary import Summary
 log = logging.getLogger("taskflow.netguard")
 
 Books = dict[str, "OrderedDict[Any, None]"]      # address -> its connections, oldest first
+GONE, SILENT, SENT = 0, 1, 2    # a connection's rank(): its client closed it, sent nothing, sent
+SCAN = 64                       # waiting connections looked at to choose one to close
 
 
 class Guard:
@@ -77,10 +82,11 @@ class Guard:
         mine[conn] = None
         self.waiting[conn] = None
         if len(mine) > self.per_client:
-            self._evict(next(iter(mine)), f"more than {self.per_client} waiting from {client}")
+            self._evict(self._pick(mine, conn),
+                        f"more than {self.per_client} waiting from {client}")
         if len(self.waiting) > self.max_waiting:
             heaviest = max(self.by_client, key=lambda c: len(self.by_client[c]))
-            self._evict(next(iter(self.by_client[heaviest])),
+            self._evict(self._pick(self.by_client[heaviest], conn),
                         f"more than {self.max_waiting} waiting, {heaviest} has the most")
 
     def busy(self, conn: Any, client: str) -> None:
@@ -96,15 +102,39 @@ class Guard:
 
     # -- making room ----------------------------------------------------------------------
     def _victim(self, client: str, new: Any) -> Any:
-        """The connection of ``client`` to close: its oldest waiting, else its oldest
-        (never ``new``, the one being made room for, unless it is the only one)."""
-        for conn in self.by_client.get(client, ()):
-            if conn is not new:
-                return conn
+        """The connection of ``client`` to close: of its waiting ones, the oldest its
+        client closed already, else the oldest silent one, else its oldest waiting; else
+        its oldest (never ``new``, the one being made room for, unless it is the only
+        one)."""
+        waiting = self._pick(self.by_client.get(client, ()), new)
+        if waiting is not None:
+            return waiting
         for conn in self.open_by.get(client, ()):
             if conn is not new:
                 return conn
         return new
+
+    @staticmethod
+    def _pick(conns: Any, new: Any = None) -> Any:
+        """Of ``conns`` (oldest first), the one to close first: the oldest whose client has
+        closed it already (a connect/close flood leaves many such, accepted in bursts
+        before their end is read), else the oldest that sent nothing, else the oldest.
+        Age alone would close a client's new connection that arrived in the same burst
+        as 32 of a stranger's. At most ``SCAN`` are looked at."""
+        silent = oldest = None
+        for i, conn in enumerate(conns):
+            if conn is new:
+                continue
+            if i >= SCAN:
+                break
+            rank = conn.rank()
+            if rank == GONE:
+                return conn
+            if rank == SILENT and silent is None:
+                silent = conn
+            if oldest is None:
+                oldest = conn
+        return silent if silent is not None else oldest
 
     def _evict(self, conn: Any, why: str) -> None:
         self.evicted += 1

@@ -27,7 +27,7 @@ import h11
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from .guard import Guard
+from .guard import GONE, SENT, SILENT, Guard
 from .limits import KEEP_ALIVE
 
 if TYPE_CHECKING:
@@ -120,6 +120,26 @@ class GuardedH11(H11Protocol):
             self.transport.abort()
         elif not self.transport.is_closing():
             self.transport.close()
+
+    def rank(self) -> int:
+        """For the guard's choice of whom to close: GONE (its client closed it, or reset
+        it, and we have not read that yet), SILENT (nothing received on it since its
+        last response, nothing waiting in the kernel), or SENT."""
+        if self._unparsed() or self.transport.is_closing():
+            return SENT if not self.transport.is_closing() else GONE
+        tsock = self.transport.get_extra_info("socket")
+        if tsock is None:
+            return SENT
+        peek = socket.socket(fileno=tsock.fileno())
+        try:
+            got = peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return SILENT
+        except OSError:
+            return GONE
+        finally:
+            peek.detach()           # (the descriptor stays the transport's)
+        return SENT if got else GONE
 
     # -- one request at a time ------------------------------------------------------------
     def holding(self) -> bool:
