@@ -41,12 +41,12 @@ import time
 from typing import Any
 from urllib.parse import parse_qs
 
-import uvicorn
+import uvicorn  # noqa: F401 - (imported here: a missing uvicorn says what to install)
 from a2wsgi import WSGIMiddleware
 from flask import Flask, Response, abort, jsonify, request
 
 from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run, runs_root
-from ..netguard.limits import MAX_BODY
+from ..netguard.limits import LISTEN_QUEUE, MAX_BODY
 from ..observe.palette import colours
 from . import stream
 from .dag import Layouts, NoGraphviz
@@ -285,11 +285,11 @@ class Monitor:
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
-        self.sock.listen(1024)
+        self.sock.listen(LISTEN_QUEUE)
         self.sock.set_inheritable(False)
         self.guard = guard if guard is not None else netguard.Guard()
         wsgi = WSGIMiddleware(self.app, workers=self.streams.limit + 8)  # type: ignore[arg-type]
-        self.server = uvicorn.Server(netguard.config(_gated(_Disconnects(wsgi), self.token),
+        self.server = netguard.server(netguard.config(_gated(_Disconnects(wsgi), self.token),
                                                      self.guard, timeout_graceful_shutdown=1))
         self.host = host
         self.port = self.sock.getsockname()[1]

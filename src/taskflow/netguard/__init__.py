@@ -15,15 +15,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .guard import Guard
-from .limits import (BODY_TIMEOUT, HEAD_TIMEOUT, KEEP_ALIVE, MAX_BODY, MAX_OPEN, MAX_WAITING,
-                     PER_CLIENT, PER_CLIENT_OPEN, SEND_TIMEOUT)
+from .limits import (BODY_TIMEOUT, HEAD_TIMEOUT, KEEP_ALIVE, LISTEN_QUEUE, MAX_BODY, MAX_OPEN,
+                     MAX_WAITING, PER_CLIENT, PER_CLIENT_OPEN, SEND_TIMEOUT)
 from .summary import Summary
 
 if TYPE_CHECKING:
     import uvicorn
 
-__all__ = ["Guard", "Summary", "config", "BODY_TIMEOUT", "HEAD_TIMEOUT", "KEEP_ALIVE",
-           "MAX_BODY", "MAX_OPEN", "MAX_WAITING", "PER_CLIENT", "PER_CLIENT_OPEN",
+__all__ = ["Guard", "Summary", "config", "server", "BODY_TIMEOUT", "HEAD_TIMEOUT", "KEEP_ALIVE",
+           "LISTEN_QUEUE", "MAX_BODY", "MAX_OPEN", "MAX_WAITING", "PER_CLIENT", "PER_CLIENT_OPEN",
            "SEND_TIMEOUT"]
 
 
@@ -31,3 +31,10 @@ def config(app: Any, guard: Guard, **kw: Any) -> uvicorn.Config:
     """A uvicorn configuration for ``app`` behind ``guard`` (:func:`.protocol.config`)."""
     from .protocol import config as make
     return make(app, guard, **kw)
+
+
+def server(config: uvicorn.Config) -> uvicorn.Server:
+    """uvicorn's server for ``config``, accepting in small batches
+    (:func:`.protocol.server_class`)."""
+    from .protocol import server_class
+    return server_class()(config)

@@ -13,3 +13,5 @@ PER_CLIENT_OPEN = 64     # open connections of one address, whatever their state
 MAX_OPEN = 512           # open connections overall, whatever their state
 MAX_BODY = 4 * 2**20     # bytes of a request's body (413 beyond); read only after the token
 SUMMARY_EVERY = 60.0     # s between two log lines about one address's refused connections
+LISTEN_QUEUE = 1024      # connections the kernel holds until they are accepted
+ACCEPT_BATCH = 64        # connections the event loop accepts before it serves the others

@@ -28,7 +28,7 @@ from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .guard import GONE, SENT, SILENT, Guard
-from .limits import KEEP_ALIVE
+from .limits import ACCEPT_BATCH, KEEP_ALIVE, LISTEN_QUEUE
 
 if TYPE_CHECKING:
     import uvicorn
@@ -209,6 +209,26 @@ def protocol(guard: Guard) -> type[GuardedH11]:
     return type("Guarded", (GuardedH11,), {"guard": guard})
 
 
+def server_class() -> type[uvicorn.Server]:
+    """uvicorn's server, whose event loop accepts at most ``ACCEPT_BATCH`` connections at
+    a time (asyncio takes the ``backlog`` given to ``create_server`` as that batch, and
+    as the listen queue): a connect flood accepted 2,048 at a time kept the loop from
+    the token holder's request for milliseconds. The listen queue is set back to
+    ``LISTEN_QUEUE`` once it serves."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            for sock in sockets or ():
+                try:
+                    sock.listen(LISTEN_QUEUE)
+                except OSError:
+                    pass
+
+    return Server
+
+
 def config(app: Any, guard: Guard, **kw: Any) -> uvicorn.Config:
     """A uvicorn configuration for ``app`` behind ``guard`` (``kw``: more options).
     uvicorn's ``limit_concurrency`` is off (it counted idle connections: 150 silent
@@ -217,4 +237,5 @@ def config(app: Any, guard: Guard, **kw: Any) -> uvicorn.Config:
     import uvicorn
     return uvicorn.Config(app, http=protocol(guard), limit_concurrency=None,
                           timeout_keep_alive=int(KEEP_ALIVE), log_level="warning",
-                          access_log=False, ws="none", lifespan="off", **kw)
+                          access_log=False, ws="none", lifespan="off",
+                          backlog=ACCEPT_BATCH, **kw)
