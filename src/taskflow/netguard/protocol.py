@@ -59,6 +59,7 @@ class GuardedH11(H11Protocol):
         self._deadline: asyncio.TimerHandle | None = None
         self._stall: asyncio.TimerHandle | None = None
         self._phase = ""
+        self._heard = False     # bytes came since the last response
         self.peer = self.client[0] if self.client else "?"
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -70,11 +71,13 @@ class GuardedH11(H11Protocol):
         self._follow()
 
     def data_received(self, data: bytes) -> None:
+        self._heard = True
         super().data_received(data)
         self._hold()
         self._follow()
 
     def on_response_complete(self) -> None:
+        self._heard = self._unparsed() > 0
         super().on_response_complete()      # (the next pipelined request, if any, starts)
         self._hold()
         self._follow()
@@ -122,11 +125,11 @@ class GuardedH11(H11Protocol):
             self.transport.close()
 
     def rank(self) -> int:
-        """For the guard's choice of whom to close: GONE (its client closed it, or reset
-        it, and we have not read that yet), SILENT (nothing received on it since its
-        last response, nothing waiting in the kernel), or SENT."""
-        if self._unparsed() or self.transport.is_closing():
-            return SENT if not self.transport.is_closing() else GONE
+        """For the guard's choice of whom to close: GONE (its client closed or reset it,
+        and that is not read yet), SENT (bytes came since its last response, or wait in
+        the kernel) or SILENT."""
+        if self.transport.is_closing():
+            return GONE
         tsock = self.transport.get_extra_info("socket")
         if tsock is None:
             return SENT
@@ -134,7 +137,7 @@ class GuardedH11(H11Protocol):
         try:
             got = peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except BlockingIOError:
-            return SILENT
+            return SENT if self._heard else SILENT
         except OSError:
             return GONE
         finally:
