@@ -71,14 +71,24 @@ async def _echo(scope, receive, send):
     await send({"type": "http.response.body", "body": b"got %d" % len(body)})
 
 
+async def _big(scope, receive, send):
+    """Echo, or 1 MB for GET /big."""
+    if scope["path"] != "/big":
+        await _echo(scope, receive, send)
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"x" * 2**20})
+
+
 @pytest.fixture
 def guarded():
     import uvicorn
-    guard = netguard.Guard(head_timeout=0.6, body_timeout=0.6, per_client=8, max_waiting=64)
+    guard = netguard.Guard(head_timeout=0.6, body_timeout=0.6, per_client=8, max_waiting=64,
+                           send_timeout=0.6)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)
-    server = uvicorn.Server(netguard.config(_echo, guard))
+    server = uvicorn.Server(netguard.config(_big, guard))
     t = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     t.start()
     while not server.started:
@@ -106,6 +116,27 @@ def test_the_guard_closes_silent_and_slow_connections_at_their_deadlines(guarded
     assert r.status_code == 200 and r.text == "got 3"
     got = _raw(port, b"\x16\x03\x01 not http\r\n\r\n")         # (TLS to a plain port)
     assert got.startswith(b"HTTP/1.1 400") and b'{"error": "Invalid HTTP request' in got
+
+
+def test_the_guard_closes_a_connection_that_does_not_read_its_responses(guarded):
+    """A request in the application is timed out too: its response waits for the client
+    at most send_timeout; the pipelined requests behind it are not read meanwhile."""
+    guard, port = guarded
+    s = socket.create_connection(("127.0.0.1", port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    req = b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n"
+    s.settimeout(0.2)
+    sent = 0
+    try:
+        while sent < 64 * 2**20:            # it stops reading them: the send blocks
+            sent += s.send(req * 1000)
+    except (TimeoutError, socket.timeout):
+        pass
+    assert sent < 64 * 2**20, "the server read every pipelined request"
+    assert _closed_by_server(s, 30.0), "a connection that never reads was kept"
+    assert guard.expired >= 1 and not guard.open
+    r = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+    assert r.status_code == 200
 
 
 def test_the_guard_keeps_room_for_a_new_client_and_sets_tcp_nodelay(guarded):

@@ -5,6 +5,7 @@ import click
 
 from .. import diagnostics
 from .._version import install_hint
+from ..netguard.limits import MAX_BODY
 from .options import examples, retired
 
 
@@ -22,7 +23,7 @@ from .options import examples, retired
               help="Runs going on at once; more wait in a queue (priority, then age).")
 @click.option("--max-queued", type=click.IntRange(0, 100000), default=1000, show_default=True,
               help="Runs that may wait; more are refused with 429.")
-@click.option("--max-body", type=click.IntRange(1024, 2**30), default=4 * 2**20,
+@click.option("--max-body", type=click.IntRange(1024, 2**30), default=MAX_BODY,
               show_default=True, help="Largest request body in bytes (413 beyond).")
 @click.option("--max-streams", type=click.IntRange(1, 1000), default=32, show_default=True,
               help="Open event / log streams at once (503 beyond).")

@@ -4,13 +4,15 @@ Everything is read from the runs' journals (SQLite, WAL), so the same server
 shows a run that is going on (``taskflow run --monitor``) and one that ended
 (``taskflow monitor RUN``). It binds to 127.0.0.1 unless told otherwise and
 answers 401 without a token and 403 with a wrong one (compared as bytes, so
-any text is a wrong token, not an error). The token is accepted as
-``?token=``, as ``Authorization: Bearer <token>``, or in the cookie the page
-sets.
+any text is a wrong token, not an error), from the request's head before any
+body is read; a body is read only with the token, at most ``MAX_BODY`` bytes
+(413). The token is accepted as ``?token=``, as ``Authorization: Bearer
+<token>``, or in the cookie the page sets.
 
 The server is bounded: uvicorn (one event-loop thread, every connection in
-it) behind :mod:`taskflow.netguard` (deadlines for a request's head and body,
-at most so many waiting connections per client), and the Flask application
+it) behind :mod:`taskflow.netguard` (deadlines for a request's head, body and
+response, one request at a time per connection, connections counted per
+client, the token before the body), and the Flask application
 in a pool of ``MAX_STREAMS + 8`` threads (a2wsgi): an open page's event
 stream holds one of them until the page goes away, the others answer
 requests. A thousand idle connections cost no thread.
@@ -38,12 +40,14 @@ import secrets
 import threading
 import time
 from typing import Any
+from urllib.parse import parse_qs
 
-import uvicorn
+import uvicorn  # noqa: F401 - (imported here: a missing uvicorn says what to install)
 from a2wsgi import WSGIMiddleware
 from flask import Flask, Response, abort, jsonify, request
 
 from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run, runs_root
+from ..netguard.limits import LISTEN_QUEUE, MAX_BODY
 from ..observe.palette import colours
 from . import stream
 from .dag import Layouts, NoGraphviz
@@ -67,16 +71,9 @@ def create_app(root: str, token: str, default_run: str | None = None,
 
     @app.before_request
     def _auth() -> Any:
-        given = request.args.get("token") or request.cookies.get(COOKIE)
-        auth = request.headers.get("Authorization", "")
-        if auth.startswith("Bearer "):
-            given = auth[7:].strip()
-        if not given:
-            return jsonify(error="a token is required: open the URL printed at start-up "
-                                 "(…/?token=…)"), 401
-        if not secrets.compare_digest(given.encode("utf-8", "surrogatepass"), token_bytes):
-            return jsonify(error="wrong token"), 403
-        return None
+        why = refusal(token_bytes, request.query_string, request.headers.get("Cookie", ""),
+                      request.headers.get("Authorization", ""))
+        return None if why is None else (jsonify(error=why[1]), why[0])
 
     def journal(run: str) -> Journal:
         try:
@@ -200,6 +197,37 @@ def create_app(root: str, token: str, default_run: str | None = None,
     return app
 
 
+def refusal(token: bytes, query: bytes, cookie: str, auth: str) -> tuple[int, str] | None:
+    """Why a request may not go on (401 no token, 403 a wrong one), from its query string
+    and its ``Cookie`` and ``Authorization`` headers; None: it may. The server asks
+    before it reads a body (:class:`taskflow.netguard.gate.Gate`), Flask again."""
+    given = parse_qs(query.decode("latin-1"), errors="replace").get("token", [""])[0]
+    if not given:
+        for part in cookie.split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == COOKIE:
+                given = value.strip('"')
+    if auth.startswith("Bearer "):
+        given = auth[7:].strip()
+    if not given:
+        return 401, "a token is required: open the URL printed at start-up (…/?token=…)"
+    if not secrets.compare_digest(given.encode("utf-8", "surrogatepass"), token):
+        return 403, "wrong token"
+    return None
+
+
+def _gated(app: Any, token: str) -> Any:
+    """``app`` behind the token check and the body's limit (401/403/413 before the body)."""
+    from ..netguard.gate import Gate, header
+    token_bytes = token.encode()
+
+    def check(scope: dict[str, Any]) -> tuple[int, str] | None:
+        return refusal(token_bytes, scope.get("query_string", b""), header(scope, b"cookie"),
+                       header(scope, b"authorization"))
+    return Gate(app, check, MAX_BODY, f"the monitor takes no request body larger than "
+                                      f"{MAX_BODY} bytes (it answers GET requests)")
+
+
 GONE = "taskflow.gone"       # in the ASGI scope: a threading.Event set when the client left
 
 
@@ -263,12 +291,12 @@ class Monitor:
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
-        self.sock.listen(1024)
+        self.sock.listen(LISTEN_QUEUE)
         self.sock.set_inheritable(False)
         self.guard = guard if guard is not None else netguard.Guard()
         wsgi = WSGIMiddleware(self.app, workers=self.streams.limit + 8)  # type: ignore[arg-type]
-        self.server = uvicorn.Server(netguard.config(_Disconnects(wsgi), self.guard,
-                                                     timeout_graceful_shutdown=1))
+        self.server = netguard.server(netguard.config(_gated(_Disconnects(wsgi), self.token),
+                                                     self.guard, timeout_graceful_shutdown=1))
         self.host = host
         self.port = self.sock.getsockname()[1]
         self._thread: threading.Thread | None = None

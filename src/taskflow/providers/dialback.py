@@ -4,9 +4,10 @@ The master listens on 127.0.0.1 (port chosen by the OS) and creates a
 per-run secret (``secrets.token_hex``); the handshake, before any pickle is
 read, is :mod:`taskflow.wire.dialback` (the agent's side is
 :mod:`taskflow.agent.dialback`). Anything else (wrong secret, garbage,
-silence) is refused, logged and closed. Then the connection carries the one
-framed protocol (HELLO -> READY), over the socket fd for both directions,
-like every other transport.
+silence) is refused and closed, and logged once per address a minute (a
+stranger's flood is one line, then a count: :mod:`taskflow.netguard.summary`).
+Then the connection carries the one framed protocol (HELLO -> READY), over
+the socket fd for both directions, like every other transport.
 
 Strangers cannot hold the port: a connection has ``AUTH_TIMEOUT`` s for its
 whole handshake, TLS included (not per read); at most ``PER_ADDRESS``
@@ -29,10 +30,11 @@ import ssl
 import struct
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import NodeStartError
+from ..netguard.summary import Summary
 from ..wire.tlschannel import TlsChannel
 from ..wire.dialback import (AUTH_TIMEOUT, MAGIC, MAX_META, NONCE, PROOF, SECRET_ENV,
                              SECRET_FILE_ENV, certificate_binding, proof, recv_exact, send_all,
@@ -42,6 +44,7 @@ from .tls import server_context
 
 MAX_HANDSHAKES = 32      # connections in their handshake at once; one more closes the oldest
 PER_ADDRESS = 4          # ... of one source address
+REFUSALS_KEPT = 1000     # refusal reasons kept in memory (the last ones)
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
@@ -80,7 +83,9 @@ class DialbackServer:
         self.memory_gb = memory_gb
         self.provider = provider
         self.ready_timeout = ready_timeout
-        self.refused: list[str] = []    # reasons, for tests and reports
+        self.refused: deque[str] = deque(maxlen=REFUSALS_KEPT)   # the last reasons (tests,
+        #                                 reports); the log says them once per address a minute
+        self.said = Summary(log)
         # a resumed master (providers/slurm/adopt.py): checks an earlier run's agent (meta
         # "adopt") on its connection, before any frame; raises to refuse it
         self.adopt_check: Callable[[ssl.SSLSocket, dict[str, Any]], None] | None = None
@@ -155,7 +160,7 @@ class DialbackServer:
         host, port = peer[:2]
         msg = f"dial-back connection from {host}:{port} refused: {why}"
         self.refused.append(msg)
-        log.warning(msg)
+        self.said.add(str(host), msg)
         try:
             conn.close()
         except OSError:
@@ -233,6 +238,7 @@ class DialbackServer:
 
     def close(self) -> None:
         self.closed = True
+        self.said.flush()
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:

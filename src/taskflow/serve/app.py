@@ -1,13 +1,16 @@
 """The JSON API under ``/api/v1`` (FastAPI): runs, their tasks, logs and events, nodes.
 
 Every route but the OpenAPI document (``/api/v1/openapi.json``) needs
-``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one.
+``Authorization: Bearer <token>``: 401 without one, 403 with a wrong one, both
+answered from the request's head before its body is read (:func:`refusal`, asked by
+:class:`taskflow.netguard.gate.Gate`).
 Every error is JSON, ``{"error": "<what went wrong and what to do>"}`` (422
 and 400 add ``details``); none stops the service, and no input gets a 500:
 every string of a submission is checked first (:mod:`.inputs`), and an
 answer that holds text that is not UTF-8 (a run recorded by an older
 service) is sent with ``\\u`` escapes. Bounds: a request body of at most
-``max_body`` bytes, with a Content-Length or chunked (413), at most
+``max_body`` bytes, with a Content-Length or chunked (413, read only after the
+token: :mod:`taskflow.netguard.gate`), at most
 ``max_queued`` waiting runs (429), at most ``max_streams`` open event or log
 streams (503), pages of at most ``MAX_PAGE`` items; slow and idle
 connections: :mod:`taskflow.netguard`.
@@ -20,18 +23,18 @@ import re
 import secrets
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._version import __version__
 from ..journal.reader import STATES as TASK_STATES
 from ..errors import RecordDamaged
 from ..journal.reader import Journal, run_ids
+from ..netguard.gate import Gate, header
 from . import store as S
 from . import streams
 from .inputs import FileIn, RunIn
@@ -74,58 +77,6 @@ def error(status: int, message: str, **extra: Any) -> JSONResponse:
     return SafeJSON({"error": message, **extra}, status_code=status, headers=headers)
 
 
-class BodyLimit:
-    """Read a request's body before the application does; 413 when it is larger than
-    ``limit`` bytes (ASGI middleware).
-
-    Content-Length is checked first; a body sent without one (chunked) is
-    counted as it arrives and refused once past the limit, so nothing larger
-    than the limit is held. The application then reads the body from here
-    (FastAPI turns an error raised while it reads a body into a 400).
-    """
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        too_big = error(413, f"the request body is larger than the service's limit of "
-                             f"{self.limit} bytes (--max-body); put a large script under the "
-                             f"workdir and send its path instead")
-        for k, v in scope.get("headers") or []:
-            if k == b"content-length" and v.isdigit() and int(v) > self.limit:
-                await too_big(scope, receive, send)
-                return
-        parts: list[bytes] = []
-        seen = 0
-        while True:
-            msg = await receive()
-            if msg["type"] != "http.request":       # the client went away
-                return
-            body = msg.get("body", b"")
-            seen += len(body)
-            if seen > self.limit:
-                await too_big(scope, receive, send)
-                return
-            parts.append(body)
-            if not msg.get("more_body", False):
-                break
-        whole: Message = {"type": "http.request", "body": b"".join(parts), "more_body": False}
-        given = False
-
-        async def replay() -> Message:
-            nonlocal given
-            if not given:
-                given = True
-                return whole
-            return await receive()          # (then: the disconnect, for streams)
-
-        await self.app(scope, replay, send)
-
-
 def create_app(svc: Service) -> FastAPI:
     app = FastAPI(title="taskflow service", version=__version__,
                   openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
@@ -134,26 +85,31 @@ def create_app(svc: Service) -> FastAPI:
                               "events. Every route needs `Authorization: Bearer <token>` (the "
                               "token `taskflow serve` printed and keeps in service.token).")
     _handlers(app)
-    api = APIRouter(prefix=PREFIX, dependencies=[Depends(_auth(svc))])
+    api = APIRouter(prefix=PREFIX)
     _routes(api, svc)
     app.include_router(api)
-    app.add_middleware(BodyLimit, limit=svc.max_body)
+    app.add_middleware(Gate, check=lambda scope: refusal(svc, scope), limit=svc.max_body,
+                       too_big=f"the request body is larger than the service's limit of "
+                               f"{svc.max_body} bytes (--max-body); put a large script under "
+                               f"the workdir and send its path instead")
     return app
 
 
-def _auth(svc: Service) -> Callable[[Request], None]:
-    def check(request: Request) -> None:
-        auth = request.headers.get("authorization", "")
-        if not auth:
-            raise HTTPException(401, "a token is required: send 'Authorization: Bearer <token>' "
-                                     "with the token `taskflow serve` printed (also in "
-                                     f"{os.path.join(svc.workdir, 'service.token')})")
-        scheme, _, given = auth.partition(" ")
-        if scheme.lower() != "bearer" or not secrets.compare_digest(given.strip().encode(),
-                                                                    svc.token.encode()):
-            raise HTTPException(403, "wrong token: use the one in "
-                                     f"{os.path.join(svc.workdir, 'service.token')}")
-    return check
+def refusal(svc: Service, scope: dict[str, Any]) -> tuple[int, str] | None:
+    """Why a request may not go on (401 no token, 403 a wrong one), from its head alone
+    (:class:`taskflow.netguard.gate.Gate` asks before reading its body); None: it may."""
+    if scope.get("path") == f"{PREFIX}/openapi.json":
+        return None
+    auth = header(scope, b"authorization")
+    kept = os.path.join(svc.workdir, "service.token")
+    if not auth:
+        return 401, (f"a token is required: send 'Authorization: Bearer <token>' with the "
+                     f"token `taskflow serve` printed (also in {kept})")
+    scheme, _, given = auth.partition(" ")
+    if scheme.lower() != "bearer" or not secrets.compare_digest(
+            given.strip().encode("latin-1"), svc.token.encode()):
+        return 403, f"wrong token: use the one in {kept}"
+    return None
 
 
 def _handlers(app: FastAPI) -> None:

@@ -64,9 +64,9 @@ def lock_workdir(workdir: str) -> IO[str]:
 
 
 def _server_class() -> Any:
-    import uvicorn
+    from ..netguard.protocol import server_class
 
-    class Server(uvicorn.Server):
+    class Server(server_class()):  # type: ignore[misc]
         """uvicorn's server, whose SIGINT / SIGTERM end ``serve()`` normally: uvicorn re-raises
         the signal after its shutdown, which would kill the process before the runs are
         interrupted and recorded (``RunManager.stop``)."""
@@ -101,7 +101,7 @@ def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, ma
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
-    sock.listen(1024)
+    sock.listen(netguard.LISTEN_QUEUE)
     sock.set_inheritable(False)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
