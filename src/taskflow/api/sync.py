@@ -16,6 +16,7 @@ from ..graph.registry import materialize
 from ..runtime import current, embedded
 
 if TYPE_CHECKING:
+    from ..errors import TaskError
     from ..future import FutureHost
     from ..graph.registry import Registry
 
@@ -96,6 +97,13 @@ def _report(fut: Future) -> Future:
     return fut
 
 
+def _met(errs: list[TaskError]) -> None:
+    """A barrier raises the first of the failures it found: the program that catches it
+    has met them all."""
+    for e in errs:
+        e.met()
+
+
 def _update_in_place(obj: Any, value: Any) -> bool:
     """Make the user's object equal to the task's version of it, if the type allows."""
     if value is obj:
@@ -167,7 +175,7 @@ def _wait_item(rt: FutureHost, item: Any) -> None:
     rt.wait_futures(futs)
     exc = item.latest._exception
     if exc is not None:
-        exc.seen()
+        exc.met()
         raise exc
 
 
@@ -229,6 +237,7 @@ def barrier(no_more_tasks: bool = False) -> None:
 
     errs = rt.unreported_failures()
     if errs:
+        _met(errs)
         raise errs[0]
 
 
@@ -326,6 +335,7 @@ def barrier_group(name: str) -> None:
     if abort is not None:
         raise abort
     if errs:
+        _met(errs)
         raise errs[0]
 
 

@@ -60,8 +60,10 @@ def status(run: str | None, run_dir: str | None) -> None:
     with _open(run, run_dir) as j:
         r = j.run()
         c = j.counts()
-        click.echo(f"run {r['run_id']}: {r['state']}  (started {_when(r.get('t_start'))}, "
-                   f"{_duration(r)})")
+        # a finished run's reason: the failures the script handled (runtime.state)
+        handled = f", {r['reason']}" if r.get("reason") and r["state"] == "finished" else ""
+        click.echo(f"run {r['run_id']}: {r['state']}{handled}  (started "
+                   f"{_when(r.get('t_start'))}, {_duration(r)})")
         if r.get("reason") and r["state"] != "finished":
             click.echo(f"  why: {r['reason']}")
         click.echo(f"  {j.run_dir}")

@@ -104,8 +104,11 @@ def run_row(r: dict[str, Any]) -> dict[str, str]:
     c = r.get("counts") or {}
     total, done, failed = c.get("total", 0), c.get("DONE", 0), c.get("FAILED", 0)
     tasks = f"{done}/{total} done" + (f", {failed} failed" if failed else "")
+    state = str(r.get("state"))
+    if state == "finished" and r.get("reason"):     # failures the script handled
+        state = "finished, failures handled"
     return {"run": r["run_id"], "script": _cut(script, 32), "args": _cut(shlex.join(args), 40),
-            "state": _cut(str(r.get("state")), 30), "started": _when(t0),
+            "state": _cut(state, 30), "started": _when(t0),
             "duration": _took(t1 - t0) if t0 and t1 else "-", "tasks": tasks}
 
 

@@ -22,7 +22,7 @@ import pickle
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout
+from ...errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout, with_cause
 from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.task import Task
@@ -159,15 +159,21 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
         msg += f"\nlogs: {logs}"
     if tb:
         msg += f"\n\nRemote traceback (task {spec.name} on {node_name}):\n{tb.rstrip()}"
-    err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name, remote_traceback=tb,
-              kind="timeout" if status == M.TIMEOUT else "memory" if status == M.OVER_MEMORY
-              else "error")
+    cause = None
     if blob is not None:
         try:
             import cloudpickle
             cause = cloudpickle.loads(blob)
         except Exception:
             cause = None
+    kind = "timeout" if status == M.TIMEOUT else "memory" if status == M.OVER_MEMORY \
+        else "error"
+    if cls is TaskError and cause is not None:      # TaskError(ZeroDivisionError)
+        err = with_cause(cls, msg, cause, task_name=spec.name, task_id=task.id, node=node_name,
+                         remote_traceback=tb, kind=kind)
+    else:
+        err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name,
+                  remote_traceback=tb, kind=kind)
         if isinstance(cause, TaskMemoryExceeded) and isinstance(err, TaskMemoryExceeded):
             err.limit, err.peak = cause.limit, cause.peak
         elif cause is not None:
