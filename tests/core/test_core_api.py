@@ -280,3 +280,31 @@ def test_wait_on_refuses_what_can_only_be_a_mistake(rt):
         with pytest.raises(UsageError, match=says):
             wait_on(given)
     assert wait_on(futs) == [1, 2, 3] and wait_on(5) == 5 and wait_on(range(2)) == range(2)
+
+
+@task(src=taskflow.FILE_OUT, returns=1)
+def count_chars(src):
+    with open(src) as f:
+        return len(f.read())
+
+
+@task(out=taskflow.OUT)
+def fill(out):
+    out.append(1)
+
+
+def test_a_file_out_the_task_reads_names_the_parameter_and_the_fix(rt, tmp_path):
+    (tmp_path / "input.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(FileNotFoundError) as info:
+        wait_on(count_chars(str(tmp_path / "input.csv")))
+    text = str(info.value)
+    assert "parameter 'src' is FILE_OUT" in text and "declare src=FILE_IN" in text
+    # the user's path, never the run's version path
+    assert str(tmp_path / "input.csv") in text
+    assert "/data/d" not in text and "/data/d" not in info.value.remote_traceback
+
+
+def test_out_given_a_path_suggests_file_out(rt):
+    with pytest.raises(UsageError, match=r"If 'result.txt' is a file the task writes, declare it "
+                                         r"out=FILE_OUT"):
+        fill("result.txt")

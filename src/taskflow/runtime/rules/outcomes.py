@@ -27,7 +27,7 @@ from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.task import Task
 from ...wire import messages as M
-from . import cancel, lineage
+from . import cancel, filehints, lineage
 from ..scheduling import gang
 from ...events import Retry
 from .ending import Callbacks as Callbacks     # (named here by the dispatcher's annotations)
@@ -148,6 +148,8 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
                 and status != M.OVER_MEMORY:       # (the same limit would stop it again)
             _retry(rt, task, node_name, f"{etype}: {emsg}")
             return
+    if task.inouts:                     # the user's paths, not the run's file versions
+        emsg, tb = filehints.in_user_paths(task, etype, emsg, tb)
     cls = TaskTimeout if status == M.TIMEOUT else TaskMemoryExceeded \
         if status == M.OVER_MEMORY else TaskError
     runs = task.attempts + task.crashes
