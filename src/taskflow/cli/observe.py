@@ -90,6 +90,7 @@ def status(run: str | None, run_dir: str | None) -> None:
                            + (f" --run-dir {run_dir}" if run_dir else ""))
             if len(failed) > 20:
                 click.echo(f"  ... and {len(failed) - 20} more")
+        _retried(j, c["retries"])
         state = r["state"]
     # as `taskflow run` does: non-zero for a run that failed or did not finish
     if state in ("failed", "interrupted"):
@@ -122,10 +123,44 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...]
         t = j.task(task) if task is not None else None
         if t is not None:
             _where_output_went(t, shown, levels)
+            if not levels:
+                _attempts(t, j)
         if t is not None and t["state"] == "FAILED" and not levels:
             click.echo(f"-- task {task} {t['name']} FAILED on {t['node'] or '-'} after "
                        f"{t['attempts']} attempt(s):")
             click.echo(t["traceback"] or t["error_full"] or t["error"] or "")
+
+
+SHOWN_RETRIED = 20      # tasks whose retries `status` lists one by one
+
+
+def _retried(j: Journal, count: int) -> None:
+    """Why tasks ran again, per task (the journal's RETRY transitions)."""
+    if not count:
+        return
+    retried = j.retries(limit=SHOWN_RETRIED)
+    if not retried:
+        return
+    click.echo("ran again:")
+    names = j.names_of(list(retried))
+    for tid, tries in retried.items():
+        click.echo(f"  task {tid} {names.get(tid, '?')}: {len(tries)} time(s)")
+        for _t, node, why in tries:
+            click.echo(f"    on {node}: {_first_line(why)}")
+    more = count - sum(len(v) for v in retried.values())
+    if more > 0:
+        click.echo(f"  ... and {more} more retries (taskflow logs RUN TASK says each one)")
+
+
+def _attempts(t: dict[str, Any], j: Journal) -> None:
+    """``taskflow logs RUN TASK``: each attempt that ended in a retry, and why."""
+    for n, (_t, node, why) in enumerate(j.retries(task=t["id"]).get(t["id"], []), 1):
+        click.echo(f"-- attempt {n} on {node} ended: {_first_line(why)}; it ran again")
+
+
+def _first_line(text: str) -> str:
+    line = (text or "").strip().split("\n", 1)[0]
+    return line if len(line) <= 300 else line[:297] + "..."
 
 
 def _where_output_went(t: dict[str, Any], shown: int, levels: list[str] | None) -> None:
