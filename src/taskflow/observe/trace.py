@@ -72,9 +72,9 @@ def chrome_trace(j: Journal) -> dict[str, Any]:
     retried = j.retries()
     names = j.names_of(list(retried)) if retried else {}
     for tid, tries in retried.items():      # each retry: an instant on its node's track
-        for n, (t, node, why) in enumerate(tries, 1):
+        for n, (when, node, why) in enumerate(tries, 1):
             ev.append({"ph": "i", "s": "p", "name": f"retry: {names.get(tid, '?')}",
-                       "pid": pids.get(node, 0), "tid": 0, "ts": round((t - t0) * 1e6, 1),
+                       "pid": pids.get(node, 0), "tid": 0, "ts": round((when - t0) * 1e6, 1),
                        "args": {"id": tid, "attempt": n, "why": why}})
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"run_id": j.run().get("run_id"), "t0": t0}}
