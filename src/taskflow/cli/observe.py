@@ -277,8 +277,8 @@ def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
     Markdown on stdout, summary first as Nextflow's: the command, times and exit
     status, the failed tasks with their errors, then per task name the time, CPU and
     memory, last the model (C, W(t), M = C / W, the critical path). --html writes the
-    same as a page that needs no network: box plots, the timeline of the slots, the
-    graph fitted to the page, w(t).
+    same as a page that needs no network instead (box plots, the timeline of the
+    slots, the graph fitted to the page, w(t)), and prints where.
 
     \b
     Example:
@@ -286,11 +286,13 @@ def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
     """
     from ..observe.report import report as make
     try:
-        click.echo(make(resolve_run(run, run_dir), html_path), nl=False)
+        md = make(resolve_run(run, run_dir), html_path)
     except RunNotFound as exc:
         raise click.ClickException(str(exc)) from None
-    if html_path:
+    if html_path:                   # the page is what was asked for: not the markdown too
         click.echo(f"html: {html_path}", err=True)
+    else:
+        click.echo(md, nl=False)
 
 
 @click.command(epilog=examples("taskflow monitor                 # the latest run, any free port",
