@@ -110,8 +110,13 @@ def test_cancel_successors_gives_none(rt):
 
 def test_time_out_kills_the_task_and_the_slot_recovers(rt):
     slow = L.sleepy(30)
-    with pytest.raises(TaskTimeout, match="time_out=1"):
+    with pytest.raises(TaskTimeout, match="time_out=1") as info:
         wait_on(slow)
+    text = str(info.value).split("\n")[0]
+    # one name for it, and what to do
+    assert ": TaskTimeout: ran longer than time_out=1 s and was stopped; if it needs longer, " \
+           "raise its time_out (@task(time_out=...) on sleepy)" in text
+    assert "TimeoutError" not in str(info.value)
     assert wait_on(L.inc(1)) == 2       # the replaced executor works
 
 

@@ -150,6 +150,8 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
             return
     if task.inouts:                     # the user's paths, not the run's file versions
         emsg, tb = filehints.in_user_paths(task, etype, emsg, tb)
+    if status == M.TIMEOUT:             # one name for it, what ran and what to do
+        etype, emsg = "TaskTimeout", _timed_out(task, emsg)
     cls = TaskTimeout if status == M.TIMEOUT else TaskMemoryExceeded \
         if status == M.OVER_MEMORY else TaskError
     runs = task.attempts + task.crashes
@@ -203,6 +205,16 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
             finish_future(rt, fut, cbs)
         rt.tally.ignored_one()
     task_ended(rt, task)
+
+
+def _timed_out(task: Task, emsg: str) -> str:
+    """``ran longer than time_out=5 s``, with the program it ran and the fix."""
+    spec = task.spec
+    program = getattr(spec.program, "binary", None) or getattr(spec.program, "kind", None)
+    what = f" (the program {program})" if program else ""
+    return (f"{emsg}{what} and was stopped; if it needs longer, raise its time_out "
+            f"(@task(time_out=...) on {spec.name}), else find why it hangs (taskflow logs "
+            f"shows its output)")
 
 
 def _retry(rt: RunState, task: Task, node_name: str, why: str, rerun: bool = True) -> None:
