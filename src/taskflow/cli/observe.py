@@ -66,6 +66,11 @@ def status(run: str | None, run_dir: str | None) -> None:
                    f"{_when(r.get('t_start'))}, {_duration(r)})")
         if r.get("reason") and r["state"] != "finished":
             click.echo(f"  why: {r['reason']}")
+        if r["state"] in ("interrupted", "failed"):
+            from .runs import resume_command_of
+            again = resume_command_of(r, j.run_dir)
+            if again:
+                click.echo(f"  continue it with: {again}")
         click.echo(f"  {j.run_dir}")
         click.echo(f"tasks: {c['total']}  " + "  ".join(
             f"{s.lower()} {c[s]}" for s in ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE",
