@@ -188,19 +188,26 @@ def _where_output_went(t: dict[str, Any], shown: int, levels: list[str] | None) 
         click.echo(f"-- the program's output {'is also' if shown else 'files'}: {', '.join(files)}")
 
 
+def _by_time(ln: dict[str, Any]) -> tuple[float, int]:
+    return (ln["t"] or 0.0, ln["id"])
+
+
 def _follow(j: Journal, task: int | None, levels: list[str] | None, follow: bool,
             names: dict[int, str], last: int) -> int:
-    """Print the log lines (and new ones while ``follow``); return how many."""
+    """Print the log lines (and new ones while ``follow``); return how many. The journal
+    keeps them as they arrived, a batch per task; each batch read is printed in time
+    order (lines of several tasks interleaved as they were written)."""
     count = 0
     if True:
         while True:
             lines = j.logs(task=task, levels=levels, after=last, limit=5000)
-            for ln in lines:
+            for ln in sorted(lines, key=_by_time):
                 where = "" if task is not None else \
                     f"[{ln['task_id']} {names.get(ln['task_id'], '?')}] "
                 click.echo(f"{_clock(ln['t'])} {where}{ln['level']:<6} {ln['line']}")
-                last = ln["id"]
                 count += 1
+            if lines:
+                last = lines[-1]["id"]
             if len(lines) == 5000:
                 continue
             if not follow or (not lines and j.run()["state"] != "running"):

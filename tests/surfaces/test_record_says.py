@@ -1,4 +1,5 @@
-"""Why a task ran again is said where people look: status, logs, the report, the trace."""
+"""What the record says after a run: why tasks ran again (status, logs, report, trace), and
+every task's lines in the order they were written."""
 from __future__ import annotations
 
 import json
@@ -58,3 +59,41 @@ def test_each_retry_says_why(tmp_path):
     assert sorted((e["args"]["id"], e["args"]["attempt"], e["args"]["why"]) for e in retries) \
         == [(1, 1, "ValueError: attempt 0 fails"), (1, 2, "ValueError: attempt 1 fails"),
             (2, 1, "KeyError: 'never 1'")]
+
+
+INTERLEAVED = '''
+import time
+from taskflow import task, wait_on
+
+@task(returns=1)
+def slow(gate):
+    print("slow starts", flush=True)
+    while not __import__("os").path.exists(gate):
+        time.sleep(0.01)
+    print("slow ends", flush=True)
+    return 1
+
+@task(returns=1)
+def quick(gate):
+    print("quick says", flush=True)
+    open(gate, "w").close()      # slow ends after this line: its lines come last
+    return 2
+
+a = slow("gate")
+time.sleep(0.2)
+print(wait_on([quick("gate"), a]))
+'''
+
+
+def test_logs_of_all_tasks_come_in_time_order(tmp_path):
+    """The journal keeps a task's lines in one batch when it ends (quick's before slow's
+    here); `taskflow logs RUN` prints them in the order they were written."""
+    (tmp_path / "wf.py").write_text(INTERLEAVED)
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "-w", "2", "--run-dir",
+                        str(tmp_path / "runs"), "wf.py"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (run_id,) = os.listdir(tmp_path / "runs")
+    out = _tf(tmp_path, "logs", run_id).stdout.splitlines()
+    said = [ln.split("STDOUT", 1)[1].strip() for ln in out if "STDOUT" in ln]
+    assert said == ["slow starts", "quick says", "slow ends"], out
