@@ -97,3 +97,18 @@ def test_logs_of_all_tasks_come_in_time_order(tmp_path):
     out = _tf(tmp_path, "logs", run_id).stdout.splitlines()
     said = [ln.split("STDOUT", 1)[1].strip() for ln in out if "STDOUT" in ln]
     assert said == ["slow starts", "quick says", "slow ends"], out
+
+
+def test_logs_of_a_run_whose_tasks_printed_nothing_say_so(tmp_path):
+    (tmp_path / "wf.py").write_text("from taskflow import task, wait_on\n"
+                                    "@task(returns=1)\ndef f(x):\n    return x\n"
+                                    "wait_on(f(1))\n")
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--run-dir",
+                        str(tmp_path / "runs"), "wf.py"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (run_id,) = os.listdir(tmp_path / "runs")
+    out = _tf(tmp_path, "logs", run_id)
+    assert out.returncode == 0
+    assert out.stdout == (f"-- no task of run {run_id} (finished, 1 task(s)) wrote output lines "
+                          f"to the journal; a program's output files: taskflow logs RUN TASK\n")

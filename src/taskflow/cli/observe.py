@@ -125,6 +125,13 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...]
             raise click.ClickException(f"run {j.run()['run_id']} has no task {task}")
         names = {t["id"]: t["name"] for t in j.tasks()} if task is None else {}
         shown = _follow(j, task, levels, follow, names, 0)
+        if task is None and not shown:          # never silence: say what there is
+            what = "output lines" if not levels else f"{'/'.join(levels)} lines"
+            state = j.run()["state"]
+            click.echo(f"-- no task of run {j.run()['run_id']} ({state}, {len(names)} "
+                       f"task(s)) wrote {what} to the journal"
+                       + (" yet" if state == "running" else "")
+                       + "; a program's output files: taskflow logs RUN TASK")
         t = j.task(task) if task is not None else None
         if t is not None:
             _where_output_went(t, shown, levels)
