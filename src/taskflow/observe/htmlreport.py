@@ -150,7 +150,7 @@ def _resources(f: dict[str, Any], d: dict[str, Any], col: dict[str, str]) -> str
         fmt = distributions.FORMATS[unit]
         out.append(f'<div class=plot id="plot-{key}"><h3>{escape(title)}</h3>'
                    + svgcharts.boxplots([(n, s, col.get(n, "#cccccc")) for n, s in rows], fmt,
-                                        title) + "</div>")
+                                        title, whole=unit == "bytes") + "</div>")
     out.append("</div>")
     for t_, key in (("Most CPU time", "top_cpu"), ("Most memory", "top_rss")):
         if u.get(key):
