@@ -85,6 +85,7 @@ class RunState:
         self.comm: Comm = comm if comm is not None else _NoComm()
         self.providers: list[Provider] = providers or []
         self.failures: list[TaskError] = []
+        self.said_large: set[str] = set()   # functions whose large values were said (outcomes)
         # a failure the program caught fails the run all the same (PyCOMPSs's rule, which
         # runcompss keeps: there a failed task ends the application)
         self.caught_failures_fail = False

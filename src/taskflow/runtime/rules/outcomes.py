@@ -18,6 +18,7 @@ counters and journal rows) is in :mod:`.ending`, below this module and
 """
 from __future__ import annotations
 
+import logging
 import pickle
 import time
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,9 @@ from .ending import cancel_successors, finish_future, release, take_back_chained
 if TYPE_CHECKING:
     from ...providers.handle import NodeHandle
     from ..state import RunState
+
+log = logging.getLogger("taskflow")
+LARGE_VALUE = 256 * 2**20   # bytes of values one call makes above which it is said (_said_large)
 
 
 def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandle,
@@ -80,6 +84,8 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
     if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
         run.left(held)
+        if held >= LARGE_VALUE:
+            _said_large(rt, task, held, name)
     if spec.invoker == "python" and (task.key is not None or not task.ordinal):
         # (programs keep theirs: the journal's exit code; a plain call whose key waited
         # keeps its one until the resume log has it: runtime/recovery/log.py ResumeLog.ended)
@@ -87,6 +93,20 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         task.inouts = None
     run.ran(task.t_end - task.t_start)
     task_ended(rt, task)
+
+
+def _said_large(rt: RunState, task: Task, size: int, node: str) -> None:
+    """A value this large moves slowly and costs the memory of whoever reads it: said
+    once per function (Dask warns likewise), with the file-based way."""
+    said = rt.said_large
+    name = task.spec.name
+    if name in said or len(said) >= 1000:
+        return
+    said.add(name)
+    amount = f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+    log.warning("task %s (id %d) made %s of values, kept on node %s: each read elsewhere "
+                "moves them (wait_on brings them into this process's memory); for values this "
+                "large, write a file (FILE_OUT) and pass its path", name, task.id, amount, node)
 
 
 def _finish_output(rt: RunState, fut: Future, out: M.Output, node_name: str,
