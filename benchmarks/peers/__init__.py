@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 ADAPTERS: dict[str, str] = {
     "taskflow": "benchmarks.peers.taskflow_peer",
+    "taskflow-executor": "benchmarks.peers.tfexec_peer",
     "dask": "benchmarks.peers.dask_peer",
     "parsl": "benchmarks.peers.parsl_peer",
     "ppe": "benchmarks.peers.ppe_peer",

@@ -1,10 +1,10 @@
 """A small taskflow pipeline: objects, files, a fan-out and a reduction.
 
     taskflow run examples/quickstart/pipeline.py [N]
+
+It writes its report, quickstart-report.txt, where it is run.
 """
-import os
 import sys
-import tempfile
 
 from taskflow import FILE_IN, FILE_OUT, INOUT, task, wait_on, wait_on_file
 
@@ -39,7 +39,7 @@ def note(log: list, line: str) -> None:
 def main(n: int) -> None:
     squares = [square(i) for i in range(n)]          # n independent tasks
     s = total(squares)                               # waits for all of them
-    out = os.path.join(tempfile.gettempdir(), "taskflow-quickstart.txt")
+    out = "quickstart-report.txt"
     write_report(out, s)                             # a file written by a task
     chars = count_chars(out)                         # ...and read by another
     log: list = []
@@ -48,7 +48,8 @@ def main(n: int) -> None:
     print("sum of squares:", wait_on(s))
     print("report has", wait_on(chars), "characters; log:", wait_on(log))
     wait_on_file(out)
-    print("report at", out, "->", open(out).read().strip())
+    with open(out) as f:
+        print("report at", out, "->", f.read().strip())
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "mpi": ".api.mpi",
     "multinode": ".api.multinode", "ompss": ".api.ompss", "task": ".api.task",
     "workflow": ".api.workflow",
+    "Executor": ".api.executor",
     "Future": ".future", "ProgramFailed": ".errors", "Runtime": ".runtime.runtime",
 }
 

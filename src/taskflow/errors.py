@@ -32,9 +32,16 @@ class TaskError(TaskflowError):
     (:class:`TaskTimeout` stays a :class:`TaskTimeout`).
     """
 
+    handled = False     # the program met this error (it was raised in it, or read)
+    root: BaseException | None = None   # a cancellation's: the failure that caused it
+
     def __init__(self, message: str, *, task_name: str = "", task_id: int = 0,
                  node: str = "", remote_traceback: str = "", kind: str = "error") -> None:
         super().__init__(message)
+        self._fields(task_name, task_id, node, remote_traceback, kind)
+
+    def _fields(self, task_name: str, task_id: int, node: str, remote_traceback: str,
+                kind: str) -> None:
         self.task_name = task_name
         self.task_id = task_id
         self.node = node
@@ -56,6 +63,17 @@ class TaskError(TaskflowError):
         """The program has seen this error (raised in it, or reported): not reported again."""
         self._reported = True
 
+    def met(self) -> None:
+        """The program met this error: ``wait_on`` or ``result()`` raised it there, or
+        ``exception()`` gave it. A failure the program met is its to handle: it fails the
+        run only if the program then ends badly (the error uncaught ends it so). A
+        cancellation's root failure is handled with it (a barrier still raises it once)."""
+        self._reported = True
+        self.handled = True
+        root = self.root
+        if isinstance(root, TaskError):
+            root.handled = True
+
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (_rebuild_task_error, (type(self), self.args[0], self.task_name, self.task_id,
                                       self.node, self.remote_traceback, self.kind))
@@ -64,6 +82,109 @@ class TaskError(TaskflowError):
 def _rebuild_task_error(cls: type[TaskError], msg: str, name: str, tid: int, node: str,
                         tb: str, kind: str) -> TaskError:
     return cls(msg, task_name=name, task_id=tid, node=node, remote_traceback=tb, kind=kind)
+
+
+# -- errors that are also the task's own exception -----------------------------------
+# ``except ZeroDivisionError`` catches a task's ZeroDivisionError, as with
+# concurrent.futures, Dask and Parsl, and ``except TaskError`` still catches every task
+# failure: the error raised is an instance of a class made of both,
+# ``TaskError(ZeroDivisionError)`` (Ray does the same). Where the task's class cannot be
+# combined so (its layout, a __new__ of its own, a final class), the error is a plain
+# TaskError with the original as ``__cause__``.
+_DUAL: dict[tuple[type, type], type[TaskError] | None] = {}
+_OS_FIELDS = ("errno", "strerror", "filename", "filename2")
+
+
+def with_cause(base: type[TaskError], message: str, cause: BaseException | None,
+               **fields: Any) -> TaskError:
+    """A ``base`` error (a TaskError class) for a task that raised ``cause``: an instance of
+    ``cause``'s class too where it can be (see above), with ``cause`` as ``__cause__`` and
+    its attributes (``e.errno``, a user's own fields) readable on it."""
+    err: TaskError | None = None
+    if cause is not None:
+        cls = _dual_class(base, type(cause))
+        if cls is not None:
+            try:
+                err = _make_dual(cls, message, cause, fields)
+            except Exception:  # noqa: BLE001 - a class that cannot be made so: plain error
+                err = None
+    if err is None:
+        err = base(message, **fields)
+    err.__cause__ = cause
+    return err
+
+
+def taskflow_class(err: TaskError) -> type[TaskError]:
+    """``TaskError`` for a ``TaskError(ZeroDivisionError)``: the error's taskflow class."""
+    return next(c for c in type(err).__mro__ if c.__module__ == __name__ and
+                c.__name__.isidentifier() and issubclass(c, TaskError))
+
+
+def _make_dual(cls: type[TaskError], message: str, cause: BaseException,
+               fields: dict[str, Any]) -> TaskError:
+    err: TaskError = cls.__new__(cls, message)      # (not the task class's __init__)
+    BaseException.__init__(err, message)
+    err._fields(fields.get("task_name", ""), fields.get("task_id", 0), fields.get("node", ""),
+                fields.get("remote_traceback", ""), fields.get("kind", "error"))
+    _copy_state(err, cause)
+    err.__dict__["_message"] = message
+    err.args = cause.args       # as the task's exception had them (e.args[0] of a KeyError
+    return err                  # is the key); str() is taskflow's message (_dual_str)
+
+
+def dual_count() -> int:
+    """How many classes :func:`with_cause` has made (cheap: a pickler checks it per batch)."""
+    return len(_DUAL)
+
+
+def dual_classes() -> list[type[TaskError]]:
+    """Every class :func:`with_cause` has made so far."""
+    return [c for c in list(_DUAL.values()) if c is not None]
+
+
+def _dual_class(base: type[TaskError], orig: type[BaseException]) -> type[TaskError] | None:
+    key = (base, orig)
+    if key in _DUAL:
+        return _DUAL[key]
+    cls: type[TaskError] | None = None
+    # taskflow's own errors stay themselves; KeyboardInterrupt & co are not a task's failure
+    if issubclass(orig, Exception) and not issubclass(orig, TaskflowError):
+        try:
+            cls = type(f"{base.__name__}({orig.__name__})", (base, orig),
+                       {"__module__": base.__module__, "__str__": _dual_str,
+                        "__reduce__": _dual_reduce, "__doc__": base.__doc__})
+        except TypeError:       # layouts that do not combine, final classes
+            cls = None
+    _DUAL[key] = cls
+    return cls
+
+
+def _copy_state(err: BaseException, cause: BaseException) -> None:
+    if isinstance(cause, OSError):
+        for name in _OS_FIELDS:
+            setattr(err, name, getattr(cause, name))
+    state = getattr(cause, "__dict__", None)
+    if state:
+        own = err.__dict__
+        for k, v in state.items():
+            own.setdefault(k, v)        # taskflow's fields (task_name, node, ...) stay
+
+
+def _dual_str(self: BaseException) -> str:
+    return str(getattr(self, "_message", ""))
+
+
+def _dual_reduce(self: TaskError) -> tuple[Any, tuple[Any, ...]]:
+    base = taskflow_class(self)
+    return (_rebuild_dual, (base, _dual_str(self), self.__cause__,
+                            self.task_name, self.task_id, self.node, self.remote_traceback,
+                            self.kind))
+
+
+def _rebuild_dual(base: type[TaskError], msg: str, cause: BaseException | None, name: str,
+                  tid: int, node: str, tb: str, kind: str) -> TaskError:
+    return with_cause(base, msg, cause, task_name=name, task_id=tid, node=node,
+                      remote_traceback=tb, kind=kind)
 
 
 class TaskTimeout(TaskError):

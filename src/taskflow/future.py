@@ -168,14 +168,19 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     def result(self, timeout: float | None = None) -> Any:
         if self._state != FINISHED:
             self._wait(timeout)
-        if self._exception is not None:
-            raise self._exception
+        exc = self._exception
+        if exc is not None:
+            exc.met()           # the program's to handle now (errors.TaskError.met)
+            raise exc
         return self._value()
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         if self._state != FINISHED:
             self._wait(timeout)
-        return self._exception
+        exc = self._exception
+        if exc is not None:
+            exc.met()
+        return exc
 
     def add_done_callback(self, fn: Callable[["Future"], Any]) -> None:
         rt = self._rt

@@ -328,3 +328,45 @@ def test_public_names_load_on_use_and_an_agent_needs_neither_the_api_nor_psutil(
     assert out.stdout.split() == ["[]", "[]", "True", "True"], out.stdout
     with pytest.raises(AttributeError, match="no attribute 'wait_onn'"):
         taskflow.wait_onn  # noqa: B018
+
+
+def test_wait_on_refuses_what_can_only_be_a_mistake(rt):
+    """A generator would be waited for as nothing (0 tasks, the run 'finished'); a task
+    function is not a call of it: both are said, with the fix."""
+    futs = [L.inc(i) for i in range(3)]
+    for given, says in [((f for f in futs), r"wait_on\(generator object\).*wait_on\(list"),
+                        (map(lambda f: f, futs), r"wait_on\(map object\).*give a list"),
+                        (L.inc, r"wait_on\(inc\): that is the task function itself.*"
+                                r"wait_on\(inc\(...\)\)"),
+                        (len, r"wait_on\(len\): that is a function, not a future")]:
+        with pytest.raises(UsageError, match=says):
+            wait_on(given)
+    assert wait_on(futs) == [1, 2, 3] and wait_on(5) == 5 and wait_on(range(2)) == range(2)
+
+
+@task(src=taskflow.FILE_OUT, returns=1)
+def count_chars(src):
+    with open(src) as f:
+        return len(f.read())
+
+
+@task(out=taskflow.OUT)
+def fill(out):
+    out.append(1)
+
+
+def test_a_file_out_the_task_reads_names_the_parameter_and_the_fix(rt, tmp_path):
+    (tmp_path / "input.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(FileNotFoundError) as info:
+        wait_on(count_chars(str(tmp_path / "input.csv")))
+    text = str(info.value)
+    assert "parameter 'src' is FILE_OUT" in text and "declare src=FILE_IN" in text
+    # the user's path, never the run's version path
+    assert str(tmp_path / "input.csv") in text
+    assert "/data/d" not in text and "/data/d" not in info.value.remote_traceback
+
+
+def test_out_given_a_path_suggests_file_out(rt):
+    with pytest.raises(UsageError, match=r"If 'result.txt' is a file the task writes, declare it "
+                                         r"out=FILE_OUT"):
+        fill("result.txt")

@@ -16,6 +16,7 @@ from taskflow.graph.task import Task
 from taskflow.runtime.rules.lineage import Record
 
 from support import memory_tasks as MT
+from support import tasks_lib as L
 
 MB = 2**20
 
@@ -460,3 +461,17 @@ def test_large_values_cross_between_two_nodes_both_ways_without_a_hang(tmp_path)
     except subprocess.TimeoutExpired:
         pytest.fail("the run hung: large values crossing between two nodes")
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_large_value_is_said_once_per_function(rt, monkeypatch, caplog):
+    """Dask warns about large values; so does taskflow, naming the task, the size and the
+    file-based way (the threshold, 256 MiB, lowered here to keep the test small)."""
+    from taskflow.runtime.rules import outcomes
+    monkeypatch.setattr(outcomes, "LARGE_VALUE", 2**20)
+    with caplog.at_level("WARNING", logger="taskflow"):
+        vals = [L.make_blob(3 * 2**20) for _ in range(3)]
+        assert wait_on([L.blob_len(v) for v in vals]) == [3 * 2**20] * 3
+    said = [r.getMessage() for r in caplog.records if "of values, kept on node" in r.getMessage()]
+    assert len(said) == 1, said                      # once per function
+    assert said[0].startswith("task make_blob (id ") and " made 3 MiB of values" in said[0]
+    assert "write a file (FILE_OUT) and pass its path" in said[0]

@@ -251,6 +251,8 @@ def test_the_readme_quickstart_commands_run_as_written(tmp_path, checkout_bin):
     out = run_bash(blocks[0]["body"], tmp_path, checkout_bin, "README.md's quickstart commands")
     assert "sum of squares: 328350" in out, out
     assert (tmp_path / "report.html").stat().st_size > 0
+    # its file where it ran, not in /tmp
+    assert (tmp_path / "quickstart-report.txt").read_text() == "sum of squares = 328350\n"
 
 
 # --- Getting started ----------------------------------------------------------------------

@@ -121,7 +121,10 @@ def test_cli_report_graph_trace(known_run, tmp_path):
     r = cli.invoke(main, ["report", known_run.run_id, "--run-dir", root,
                           "--html", str(tmp_path / "r.html")])
     assert r.exit_code == 0, r.output
-    assert f"# taskflow run {known_run.run_id}" in r.output
+    # the page was asked for: its path is said, the markdown is not printed too
+    assert f"html: {tmp_path / 'r.html'}" in r.output and "# taskflow run" not in r.output
+    md = cli.invoke(main, ["report", known_run.run_id, "--run-dir", root])
+    assert md.exit_code == 0 and f"# taskflow run {known_run.run_id}" in md.output
     page = open(tmp_path / "r.html").read()
     assert "<table>" in page and "<svg" in page and "boom 0" in page
     assert "<script src" not in page and "<link" not in page and "http://" not in page.replace(

@@ -123,3 +123,16 @@ def test_ready_is_journaled_for_a_task_that_waited_for_its_inputs(wide_run):
     assert first["t_end"] - 1e-3 <= ready <= t["t_dispatch"] + 1e-3
     # a task with nothing to wait for is ready when submitted: no READY row of its own
     assert [x["state"] for x in first["transitions"]].count("READY") == 0
+
+
+def test_a_byte_axis_has_whole_ticks():
+    """A report's bytes axis over 0..1 B read "0 B 0 B 0 B 1 B 1 B 1 B"."""
+    from taskflow.observe.distributions import fmt_bytes
+    from taskflow.observe.svgcharts import boxplots, nice_ticks
+    assert nice_ticks(0, 1) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert nice_ticks(0, 1, whole=True) == [0.0, 1.0]
+    stats = {"n": 3, "lo": 0, "q1": 0, "med": 1, "q3": 1, "hi": 1, "mean": 0.6, "min": 0,
+             "max": 1, "outliers": []}
+    svg = boxplots([("a", stats, "#ccc")], fmt_bytes, "bytes written", whole=True)
+    import re
+    assert re.findall(r">([^<]* B)</text>", svg) == ["0 B", "1 B"]

@@ -16,6 +16,7 @@ from ..graph.registry import materialize
 from ..runtime import current, embedded
 
 if TYPE_CHECKING:
+    from ..errors import TaskError
     from ..future import FutureHost
     from ..graph.registry import Registry
 
@@ -96,6 +97,13 @@ def _report(fut: Future) -> Future:
     return fut
 
 
+def _met(errs: list[TaskError]) -> None:
+    """A barrier raises the first of the failures it found: the program that catches it
+    has met them all."""
+    for e in errs:
+        e.met()
+
+
 def _update_in_place(obj: Any, value: Any) -> bool:
     """Make the user's object equal to the task's version of it, if the type allows."""
     if value is obj:
@@ -133,6 +141,11 @@ def wait_on(*objs: Any, timeout: float | None = None, in_place: bool = True) -> 
     object and leaves the one passed as it was.
     """
     rt = _rt()
+    for o in objs:
+        t = type(o)
+        if t is not Future and t not in _CONTAINERS and t not in _PLAIN and (
+                rt is None or not rt.registry.objects or rt.registry.object_item(o) is None):
+            _refuse_mistake(o)          # (an object passed INOUT is waited for, whatever it is)
     if rt is None:
         if any(isinstance(o, Future) for o in objs):
             raise UsageError("wait_on: these futures belong to a runtime that has stopped")
@@ -146,6 +159,34 @@ def wait_on(*objs: Any, timeout: float | None = None, in_place: bool = True) -> 
         raise concurrent.futures.TimeoutError(f"wait_on: not done after {timeout} s")
     out = tuple(_resolve(o, registry, 0, in_place) for o in objs)
     return out[0] if len(objs) == 1 else out
+
+
+_CONTAINERS = frozenset({list, tuple, dict})
+
+
+def _refuse_mistake(obj: Any) -> None:
+    """``wait_on`` of what can only be a mistake: a generator (its futures would be made
+    after wait_on returned: nothing waited, no error), a task function (not a call of it)."""
+    import inspect
+    import types
+    if isinstance(obj, (types.GeneratorType, types.AsyncGeneratorType)) or (
+            hasattr(obj, "__next__") and hasattr(obj, "__iter__")
+            and not inspect.isclass(obj)):
+        raise UsageError(
+            f"wait_on({type(obj).__name__} object): an iterator is not waited for (its items "
+            f"are made one by one, after wait_on would return); give a list: "
+            f"wait_on(list(...)) or wait_on([f(x) for x in ...])")
+    if inspect.iscoroutine(obj):
+        raise UsageError("wait_on(coroutine): taskflow futures are not awaitables; await the "
+                         "coroutine yourself, or make its function a task")
+    spec = getattr(obj, "spec", None)
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", repr(obj))
+    if getattr(spec, "wrapper", None) is obj:      # a @task function (api.task.TaskFunction)
+        raise UsageError(f"wait_on({name}): that is the task function itself, not a call of "
+                         f"it; call it and wait for what it returns: wait_on({name}(...))")
+    if inspect.isroutine(obj):
+        raise UsageError(f"wait_on({name}): that is a function, not a future; wait for what "
+                         f"a task call returns: wait_on(task(...))")
 
 
 def _file_item(path: Any, fn: str) -> tuple[Any, str]:
@@ -167,7 +208,7 @@ def _wait_item(rt: FutureHost, item: Any) -> None:
     rt.wait_futures(futs)
     exc = item.latest._exception
     if exc is not None:
-        exc.seen()
+        exc.met()
         raise exc
 
 
@@ -229,6 +270,7 @@ def barrier(no_more_tasks: bool = False) -> None:
 
     errs = rt.unreported_failures()
     if errs:
+        _met(errs)
         raise errs[0]
 
 
@@ -326,6 +368,7 @@ def barrier_group(name: str) -> None:
     if abort is not None:
         raise abort
     if errs:
+        _met(errs)
         raise errs[0]
 
 

@@ -60,10 +60,17 @@ def status(run: str | None, run_dir: str | None) -> None:
     with _open(run, run_dir) as j:
         r = j.run()
         c = j.counts()
-        click.echo(f"run {r['run_id']}: {r['state']}  (started {_when(r.get('t_start'))}, "
-                   f"{_duration(r)})")
+        # a finished run's reason: the failures the script handled (runtime.state)
+        handled = f", {r['reason']}" if r.get("reason") and r["state"] == "finished" else ""
+        click.echo(f"run {r['run_id']}: {r['state']}{handled}  (started "
+                   f"{_when(r.get('t_start'))}, {_duration(r)})")
         if r.get("reason") and r["state"] != "finished":
             click.echo(f"  why: {r['reason']}")
+        if r["state"] in ("interrupted", "failed"):
+            from .runs import resume_command_of
+            again = resume_command_of(r, j.run_dir)
+            if again:
+                click.echo(f"  continue it with: {again}")
         click.echo(f"  {j.run_dir}")
         click.echo(f"tasks: {c['total']}  " + "  ".join(
             f"{s.lower()} {c[s]}" for s in ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE",
@@ -88,6 +95,7 @@ def status(run: str | None, run_dir: str | None) -> None:
                            + (f" --run-dir {run_dir}" if run_dir else ""))
             if len(failed) > 20:
                 click.echo(f"  ... and {len(failed) - 20} more")
+        _retried(j, c["retries"])
         state = r["state"]
     # as `taskflow run` does: non-zero for a run that failed or did not finish
     if state in ("failed", "interrupted"):
@@ -117,14 +125,55 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...]
             raise click.ClickException(f"run {j.run()['run_id']} has no task {task}")
         names = {t["id"]: t["name"] for t in j.tasks()} if task is None else {}
         shown = _follow(j, task, levels, follow, names, 0)
+        if task is None and not shown:          # never silence: say what there is
+            what = "output lines" if not levels else f"{'/'.join(levels)} lines"
+            state = j.run()["state"]
+            click.echo(f"-- no task of run {j.run()['run_id']} ({state}, {len(names)} "
+                       f"task(s)) wrote {what} to the journal"
+                       + (" yet" if state == "running" else "")
+                       + "; a program's output files: taskflow logs RUN TASK")
         t = j.task(task) if task is not None else None
         if t is not None:
             _where_output_went(t, shown, levels)
+            if not levels:
+                _attempts(t, j)
         if t is not None and t["state"] == "FAILED" and not levels:
             tries = f"after {t['attempts']} attempt(s)" if t["attempts"] else \
                 "before it started"         # (its node was lost with it still queued)
             click.echo(f"-- task {task} {t['name']} FAILED on {t['node'] or '-'} {tries}:")
             click.echo(t["traceback"] or t["error_full"] or t["error"] or "")
+
+
+SHOWN_RETRIED = 20      # tasks whose retries `status` lists one by one
+
+
+def _retried(j: Journal, count: int) -> None:
+    """Why tasks ran again, per task (the journal's RETRY transitions)."""
+    if not count:
+        return
+    retried = j.retries(limit=SHOWN_RETRIED)
+    if not retried:
+        return
+    click.echo("ran again:")
+    names = j.names_of(list(retried))
+    for tid, tries in retried.items():
+        click.echo(f"  task {tid} {names.get(tid, '?')}: {len(tries)} time(s)")
+        for _t, node, why in tries:
+            click.echo(f"    on {node}: {_first_line(why)}")
+    more = count - sum(len(v) for v in retried.values())
+    if more > 0:
+        click.echo(f"  ... and {more} more retries (taskflow logs RUN TASK says each one)")
+
+
+def _attempts(t: dict[str, Any], j: Journal) -> None:
+    """``taskflow logs RUN TASK``: each attempt that ended in a retry, and why."""
+    for n, (_t, node, why) in enumerate(j.retries(task=t["id"]).get(t["id"], []), 1):
+        click.echo(f"-- attempt {n} on {node} ended: {_first_line(why)}; it ran again")
+
+
+def _first_line(text: str) -> str:
+    line = (text or "").strip().split("\n", 1)[0]
+    return line if len(line) <= 300 else line[:297] + "..."
 
 
 def _where_output_went(t: dict[str, Any], shown: int, levels: list[str] | None) -> None:
@@ -147,19 +196,26 @@ def _where_output_went(t: dict[str, Any], shown: int, levels: list[str] | None) 
         click.echo(f"-- the program's output {'is also' if shown else 'files'}: {', '.join(files)}")
 
 
+def _by_time(ln: dict[str, Any]) -> tuple[float, int]:
+    return (ln["t"] or 0.0, ln["id"])
+
+
 def _follow(j: Journal, task: int | None, levels: list[str] | None, follow: bool,
             names: dict[int, str], last: int) -> int:
-    """Print the log lines (and new ones while ``follow``); return how many."""
+    """Print the log lines (and new ones while ``follow``); return how many. The journal
+    keeps them as they arrived, a batch per task; each batch read is printed in time
+    order (lines of several tasks interleaved as they were written)."""
     count = 0
     if True:
         while True:
             lines = j.logs(task=task, levels=levels, after=last, limit=5000)
-            for ln in lines:
+            for ln in sorted(lines, key=_by_time):
                 where = "" if task is not None else \
                     f"[{ln['task_id']} {names.get(ln['task_id'], '?')}] "
                 click.echo(f"{_clock(ln['t'])} {where}{ln['level']:<6} {ln['line']}")
-                last = ln["id"]
                 count += 1
+            if lines:
+                last = lines[-1]["id"]
             if len(lines) == 5000:
                 continue
             if not follow or (not lines and j.run()["state"] != "running"):
@@ -241,8 +297,8 @@ def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
     Markdown on stdout, summary first as Nextflow's: the command, times and exit
     status, the failed tasks with their errors, then per task name the time, CPU and
     memory, last the model (C, W(t), M = C / W, the critical path). --html writes the
-    same as a page that needs no network: box plots, the timeline of the slots, the
-    graph fitted to the page, w(t).
+    same as a page that needs no network instead (box plots, the timeline of the
+    slots, the graph fitted to the page, w(t)), and prints where.
 
     \b
     Example:
@@ -250,11 +306,13 @@ def report(run: str | None, html_path: str | None, run_dir: str | None) -> None:
     """
     from ..observe.report import report as make
     try:
-        click.echo(make(resolve_run(run, run_dir), html_path), nl=False)
+        md = make(resolve_run(run, run_dir), html_path)
     except RunNotFound as exc:
         raise click.ClickException(str(exc)) from None
-    if html_path:
+    if html_path:                   # the page is what was asked for: not the markdown too
         click.echo(f"html: {html_path}", err=True)
+    else:
+        click.echo(md, nl=False)
 
 
 @click.command(epilog=examples("taskflow monitor                 # the latest run, any free port",

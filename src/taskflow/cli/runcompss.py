@@ -246,6 +246,7 @@ class Runcompss(Launcher):
                 sys.path.insert(0, os.path.abspath(d))
         plan.runtime["echo_logs"] = False       # task output stays in the tasks' logs
         plan.runtime["compss_env"] = True       # every task sees COMPSS_NUM_THREADS & co.
+        plan.runtime["caught_failures_fail"] = True     # a failed task fails the app, caught
         if opts.get("io_executors") is not None:
             try:
                 n = int(opts["io_executors"])

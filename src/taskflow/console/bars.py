@@ -191,8 +191,10 @@ def summary(rt: RunView, wall: float) -> str:
     c = rt.tally
     nodes = {n.name: n for n in rt.nodes}      # (a node back after a loss: counted once)
     slots = sum(n.slots for n in nodes.values())
-    lines = [f"taskflow: run {rt.run_id} {'FAILED' if rt.failed else 'finished'} in {wall:.2f} s: "
-             f"{c.submitted} tasks, {c.done} done, {c.failed} failed, "
+    failed = rt.failed
+    handled = " (handled by the script)" if not failed and rt.handled_note() else ""
+    lines = [f"taskflow: run {rt.run_id} {'FAILED' if failed else 'finished'} in {wall:.2f} s: "
+             f"{c.submitted} tasks, {c.done} done, {c.failed} failed{handled}, "
              f"{c.cancelled} cancelled, {c.retries} retried; "
              f"{len(nodes)} node(s), {slots} slot(s)"]
     back = rt.node_returns()

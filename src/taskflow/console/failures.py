@@ -16,7 +16,7 @@ import re
 import traceback
 from typing import TYPE_CHECKING
 
-from ..errors import TaskCancelled, TaskError
+from ..errors import TaskCancelled, TaskError, taskflow_class
 from .pathhint import hint
 
 if TYPE_CHECKING:
@@ -157,7 +157,9 @@ def script_error(exc: BaseException) -> list[str]:
         first = str(exc).split("\n", 1)[0].rstrip(":")
         m = re.match(r"task .*? \(id \d+\) (?:failed|was cancelled because task .*? \(id \d+\) "
                      r"failed)", first)
-        return [f"the script stopped{where}: {type(exc).__name__}: {m.group(0) if m else first}"]
+        # (TaskError, not TaskError(ZeroDivisionError): the task's block below names its error)
+        return [f"the script stopped{where}: {taskflow_class(exc).__name__}: "
+                f"{m.group(0) if m else first}"]
     lines, _ = fold_traceback("".join(traceback.format_exception(
         type(exc), exc, exc.__traceback__, chain=False)) if exc.__cause__ is None else tb)
     return [f"the script raised {type(exc).__name__}{where}:"] + ["  " + ln for ln in lines]
@@ -207,6 +209,21 @@ def cancelled_by(rt: RunView) -> dict[int, list[tuple[int, str]]]:
     return out
 
 
+def _to_report(rt: RunView, script_exc: BaseException | None) -> list[TaskError]:
+    """The failures the end of the run describes: those the program never met, and the
+    one it died of (an uncaught ``wait_on`` error: its block says where the task failed)."""
+    died_of: set[int] = set()
+    exc, depth = script_exc, 0
+    while exc is not None and depth < 20:       # (its context chain: raised while handling)
+        if isinstance(exc, TaskError):
+            died_of.add(id(exc))
+            if exc.root is not None:
+                died_of.add(id(exc.root))
+        exc, depth = exc.__context__, depth + 1
+    died_of.update(id(e) for e in rt.unhandled())
+    return [e for e in rt.failures if id(e) in died_of]
+
+
 def end_of_run(rt: RunView, script_exc: BaseException | None, summary: str) -> str:
     """The text ``taskflow run`` prints on stderr when the run is over (and plain ``python
     script.py`` when its run failed: :mod:`.plainscript`)."""
@@ -215,7 +232,7 @@ def end_of_run(rt: RunView, script_exc: BaseException | None, summary: str) -> s
         lines += script_error(script_exc)
         # a missing file a task was given as a plain value: which task, and the fix
         lines += hint(rt.run_dir if rt.journal is not None else None, script_exc)
-    lines += failure_lines(rt, cancelled_by(rt))
+    lines += failure_lines(rt, cancelled_by(rt), _to_report(rt, script_exc))
     return "\n".join([*("taskflow: " + ln if not ln.startswith(" ") else ln for ln in lines),
                       summary])
 

@@ -59,7 +59,7 @@ def report_at_exit(rt: RunView) -> None:
     """The end-of-run report, when the run failed or the script raised (else nothing)."""
     global _script_exc
     exc, _script_exc = _script_exc, None
-    if exc is None and not rt.failures:
+    if exc is None and not rt.unhandled():
         return
     from .bars import summary
     from .failures import end_of_run

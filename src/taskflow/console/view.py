@@ -39,11 +39,17 @@ class RunView(Protocol):
 
     @property
     def failures(self) -> list[TaskError]:
-        """The failures that fail it, in order."""
+        """Its task failures, in order (those the program met too)."""
 
     @property
     def failed(self) -> bool:
-        """A task failed, or the run itself did."""
+        """A task failed and the program did not meet the failure, or the run itself did."""
+
+    def unhandled(self) -> list[TaskError]:
+        """The failures that fail the run: those the program never met."""
+
+    def handled_note(self) -> str | None:
+        """"2 tasks failed (handled by the script)", or None."""
 
     @property
     def interrupted(self) -> str | None:

@@ -276,10 +276,15 @@ class Builder:
                       argv: list[Any], kw: dict[str, Any]) -> None:
         where = f"task {spec.name}, parameter '{pname}'"
         if type(value) in SCALARS or isinstance(value, (tuple, frozenset)):
+            file = ""
+            if isinstance(value, str):
+                file = (f" If {value!r} is a file the task writes, declare it "
+                        f"{pname}=FILE_{param.direction} (a directory: "
+                        f"DIRECTORY_{param.direction}).")
             raise UsageError(
                 f"{where} is {param.direction} but got a {type(value).__name__}, which cannot "
                 f"change in place; return the new value instead (returns=...), or pass a "
-                f"mutable object (list, dict, class instance).")
+                f"mutable object (list, dict, class instance).{file}")
         reg = self.registry
         rt = self.rt
         item = reg.object_item(value)

@@ -378,6 +378,34 @@ class Journal:
         return self._all("SELECT id, name, node, attempts, error FROM tasks "
                          "WHERE state='FAILED' ORDER BY id")
 
+    def names_of(self, ids: list[int]) -> dict[int, str]:
+        """Task id -> function name, for these ids."""
+        out: dict[int, str] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            marks = ",".join("?" * len(part))
+            out.update(self._rows(f"SELECT id, name FROM tasks WHERE id IN ({marks})",
+                                  tuple(part)))
+        return out
+
+    def retries(self, task: int | None = None,
+                limit: int | None = None) -> dict[int, list[tuple[float, str, str]]]:
+        """Why tasks ran again: task id -> ``(time, node, why)`` per retry, in order (a
+        failure, a worker that died, a node lost; ``limit``: of the first tasks only)."""
+        sql = "SELECT task_id, t, node, info FROM transitions WHERE state='RETRY'"
+        args: tuple[Any, ...] = ()
+        if task is not None:
+            sql += " AND task_id=?"
+            args = (task,)
+        elif limit is not None:
+            sql += (" AND task_id IN (SELECT DISTINCT task_id FROM transitions WHERE "
+                    "state='RETRY' ORDER BY task_id LIMIT ?)")
+            args = (limit,)
+        out: dict[int, list[tuple[float, str, str]]] = {}
+        for tid, t, node, why in self._rows(sql + " ORDER BY task_id, t", args):
+            out.setdefault(tid, []).append((t, node or "-", why or ""))
+        return out
+
     # -- logs -----------------------------------------------------------------------
     def logs(self, task: int | None = None, levels: list[str] | None = None,
              after: int = 0, limit: int | None = None) -> list[dict[str, Any]]:

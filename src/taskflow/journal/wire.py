@@ -81,7 +81,16 @@ class EventPickler(pickle.Pickler):
         for obj in vars(errors).values():
             if isinstance(obj, type) and issubclass(obj, BaseException):
                 table[obj] = _reduce_error
-        self.dispatch_table = table
+        self.dispatch_table = self._table = table
+        self._duals = 0     # errors.dual_classes() known to the table
+
+    def _add_duals(self) -> None:
+        """Errors made for a task's own exception (``TaskError(ZeroDivisionError)``) are
+        classes of the run's: each reaches the writer as plain data too."""
+        duals = errors.dual_classes()
+        for cls in duals:
+            self._table[cls] = _reduce_error
+        self._duals = len(duals)
 
     def _reduce_spec(self, spec: TaskSpec) -> tuple[Any, ...]:
         info = self._specs.get(id(spec))
@@ -91,6 +100,8 @@ class EventPickler(pickle.Pickler):
         return tuple, (summary,)
 
     def dumps(self, obj: Any) -> bytes:
+        if errors.dual_count() != self._duals:
+            self._add_duals()
         buf = self._buf
         buf.seek(0)
         buf.truncate()

@@ -70,11 +70,22 @@ def _header(h: dict[str, Any]) -> str:
             + chips + "</div></div></header>")
 
 
+def _retried(fails: dict[str, Any]) -> str:
+    """Why tasks ran again: each attempt that ended in a retry."""
+    rows = [[t["id"], t["name"], n, node, why] for t in fails.get("retried") or []
+            for n, (node, why) in enumerate(t["tries"], 1)]
+    if not rows:
+        return ""
+    return "<h3>Ran again</h3>" + _table(["id", "name", "attempt", "node", "why it ran again"],
+                                         rows)
+
+
 def _failures(fails: dict[str, Any]) -> str:
     out = ['<section id="failures">']
     if not fails["total"]:
         extra = f" {fails['cancelled']} cancelled." if fails["cancelled"] else ""
-        return out[0] + f"<h2>Failed tasks</h2><p>No task failed.{extra}</p></section>"
+        return (out[0] + f"<h2>Failed tasks</h2><p>No task failed.{extra}</p>"
+                + _retried(fails) + "</section>")
     out.append(f"<h2>Failed tasks ({fails['total']})</h2>")
     brief = []
     for t in fails["tasks"]:
@@ -98,6 +109,7 @@ def _failures(fails: dict[str, Any]) -> str:
     if more > 0:
         out.append(f"<p class=note>... and {more} more failed tasks "
                    "(<code>taskflow status</code> lists them).</p>")
+    out.append(_retried(fails))
     return "".join(out) + "</section>"
 
 
@@ -138,7 +150,7 @@ def _resources(f: dict[str, Any], d: dict[str, Any], col: dict[str, str]) -> str
         fmt = distributions.FORMATS[unit]
         out.append(f'<div class=plot id="plot-{key}"><h3>{escape(title)}</h3>'
                    + svgcharts.boxplots([(n, s, col.get(n, "#cccccc")) for n, s in rows], fmt,
-                                        title) + "</div>")
+                                        title, whole=unit == "bytes") + "</div>")
     out.append("</div>")
     for t_, key in (("Most CPU time", "top_cpu"), ("Most memory", "top_rss")):
         if u.get(key):

@@ -56,7 +56,8 @@ def _head_section(h: dict[str, Any]) -> list[str]:
 def _failures_section(fails: dict[str, Any]) -> list[str]:
     if not fails["total"]:
         return ["## Failed tasks", "", "None." + (f" ({fails['cancelled']} cancelled.)"
-                                                  if fails["cancelled"] else ""), ""]
+                                                  if fails["cancelled"] else ""), "",
+                *_retried_section(fails)]
     out = [f"## Failed tasks ({fails['total']})", ""]
     for t in fails["tasks"]:
         if "frames" not in t:
@@ -76,7 +77,19 @@ def _failures_section(fails: dict[str, Any]) -> list[str]:
     more = fails["total"] - len(fails["tasks"])
     if more > 0:
         out += [f"... and {more} more failed tasks (`taskflow status` lists them).", ""]
-    return out
+    return out + _retried_section(fails)
+
+
+def _retried_section(fails: dict[str, Any]) -> list[str]:
+    """Why tasks ran again: each attempt that ended in a retry."""
+    retried = fails.get("retried") or []
+    if not retried:
+        return []
+    out = ["### Ran again", ""]
+    for t in retried:
+        out.append(f"- task {t['name']} (id {t['id']}):")
+        out += [f"    - on {node}: {why.replace('|', '/')}" for node, why in t["tries"]]
+    return out + [""]
 
 
 def _per_name_section(f: dict[str, Any]) -> list[str]:

@@ -113,5 +113,12 @@ def failures(j: Journal, detailed: int = FAILURES_DETAILED,
         else:
             item["message"] = message(row)[:1]
         out.append(item)
+    retried = j.retries(limit=listed)
+    names = j.names_of(list(retried)) if retried else {}
     return {"total": len(rows), "tasks": out,
-            "cancelled": j.counts().get("CANCELLED", 0)}
+            "cancelled": j.counts().get("CANCELLED", 0),
+            # why tasks ran again (the first ``listed`` tasks that did): id -> [(node, why)]
+            "retried": [{"id": tid, "name": names.get(tid, "?"),
+                         "tries": [(node, (why or "").split("\n", 1)[0][:300])
+                                   for _t, node, why in tries]}
+                        for tid, tries in retried.items()]}

@@ -20,13 +20,16 @@ FONT = 'font-family="Helvetica,Arial,sans-serif" font-size="12"'
 Fmt = Callable[[float], str]
 
 
-def nice_ticks(lo: float, hi: float, n: int = 6) -> list[float]:
-    """About ``n`` round numbers from ``lo`` to ``hi`` (1, 2 or 5 times a power of ten)."""
+def nice_ticks(lo: float, hi: float, n: int = 6, whole: bool = False) -> list[float]:
+    """About ``n`` round numbers from ``lo`` to ``hi`` (1, 2 or 5 times a power of ten);
+    ``whole``: whole numbers only (a count of bytes: never 0.2 B, shown as "0 B")."""
     if hi <= lo:
         hi = lo + 1.0
     raw = (hi - lo) / max(n - 1, 1)
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    if whole:
+        step = max(step, 1.0)
     first = math.ceil(lo / step - 1e-9) * step
     return [round(first + i * step, 12) for i in range(int((hi - first) / step + 1e-9) + 1)]
 
@@ -41,14 +44,15 @@ def log_ticks(lo: float, hi: float) -> list[float]:
 class Scale:
     """Values to x pixels, linear or logarithmic."""
 
-    def __init__(self, lo: float, hi: float, x0: float, x1: float, log: bool = False) -> None:
+    def __init__(self, lo: float, hi: float, x0: float, x1: float, log: bool = False,
+                 whole: bool = False) -> None:
         self.log = log and lo > 0
         if self.log:
             lo, hi = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
         elif hi <= lo:
             hi = lo + 1.0
         self.lo, self.hi, self.x0, self.x1 = lo, hi, x0, x1
-        self.ticks = log_ticks(lo, hi) if self.log else nice_ticks(lo, hi)
+        self.ticks = log_ticks(lo, hi) if self.log else nice_ticks(lo, hi, whole=whole)
         if not self.log and self.ticks:
             self.hi = max(self.hi, self.ticks[-1])
 
@@ -80,19 +84,21 @@ def _x_axis(body: list[str], sc: Scale, y_top: float, y: float, fmt: Fmt, title:
 
 
 def boxplots(rows: Sequence[tuple[str, dict[str, Any], str]], fmt: Fmt, title: str,
-             log: bool | None = None, width: int = 640, left: int = 130) -> str:
+             log: bool | None = None, width: int = 640, left: int = 130,
+             whole: bool = False) -> str:
     """Horizontal box plots, one row per ``(label, stats, colour)``.
 
     ``stats`` has ``n, lo, q1, med, q3, hi`` (whiskers at 1.5 IQR within the
     data), ``mean``, ``min``, ``max`` and ``outliers`` (a bounded few).
-    ``log`` None: a log axis when the values span more than two decades.
+    ``log`` None: a log axis when the values span more than two decades; ``whole``: the
+    values are whole numbers (bytes): so are the ticks.
     """
     vals = [v for _, s, _ in rows for v in (s["min"], s["max"])]
     pos = [v for v in vals if v > 0]
     if log is None:
         log = bool(pos) and min(pos) > 0 and max(pos) / min(pos) > 100 and min(vals) > 0
     sc = Scale(min(vals, default=0.0) if log else min(0.0, min(vals, default=0.0)),
-               max(vals, default=1.0), left, width - 24, log)
+               max(vals, default=1.0), left, width - 24, log, whole)
     row_h = 26
     top = 8
     height = top + row_h * len(rows) + 44

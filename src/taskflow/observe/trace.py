@@ -69,6 +69,13 @@ def chrome_trace(j: Journal) -> dict[str, Any]:
                        "args": {"id": t["id"], "params": t["params"], "state": t["state"],
                                 "slots": nslots,
                                 "queued_s": round(t["t_start"] - t["t_submit"], 6)}})
+    retried = j.retries()
+    names = j.names_of(list(retried)) if retried else {}
+    for tid, tries in retried.items():      # each retry: an instant on its node's track
+        for n, (when, node, why) in enumerate(tries, 1):
+            ev.append({"ph": "i", "s": "p", "name": f"retry: {names.get(tid, '?')}",
+                       "pid": pids.get(node, 0), "tid": 0, "ts": round((when - t0) * 1e6, 1),
+                       "args": {"id": tid, "attempt": n, "why": why}})
     return {"traceEvents": ev, "displayTimeUnit": "ms",
             "otherData": {"run_id": j.run().get("run_id"), "t0": t0}}
 

@@ -108,10 +108,11 @@ def _stop() -> None:
         rt.stop()
     finally:
         plainscript.report_at_exit(rt)      # as taskflow run's end: once, the user's frames
-        if not rt.failures and rt.end_reason is not None and end is None:  # (else said)
+        unhandled = rt.unhandled()
+        if not unhandled and rt.end_reason is not None and end is None:  # (else said)
             print(f"taskflow: the run FAILED: {rt.end_reason}", file=sys.stderr)
         # a failed task or record fails the program (its own end: its status stands)
-        if rt.failures or (rt.end_reason is not None and end is None):
+        if unhandled or (rt.end_reason is not None and end is None):
             # atexit cannot change the exit status; os._exit can, once output is flushed.
             sys.stdout.flush()
             sys.stderr.flush()

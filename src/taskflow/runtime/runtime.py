@@ -84,6 +84,8 @@ class Runtime(RunState):
     ``io_executors=N`` gives every node N executors for tasks that hold no computing
     unit (PyCOMPSs's ``@IO`` tasks, ``runcompss --io_executors``); ``compss_env`` gives
     every task PyCOMPSs's ``COMPSS_*`` / ``OMP_NUM_THREADS`` variables (``agent.executor.taskenv``).
+    A task failure the program met (``wait_on`` raised it and the program went on) does
+    not fail the run; ``caught_failures_fail=True`` makes it (PyCOMPSs's rule, runcompss's).
     """
 
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = RETRIES,
@@ -96,7 +98,7 @@ class Runtime(RunState):
                  memory_budget: float | str | None = None,
                  memory_pause: float | str | None = None, memory_limit: bool = False,
                  io_executors: int = 0, compss_env: bool = False,
-                 adopt_grace: float = ADOPT_GRACE) -> None:
+                 adopt_grace: float = ADOPT_GRACE, caught_failures_fail: bool = False) -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(io_executors, bool) or not isinstance(io_executors, int) \
                 or io_executors < 0:
@@ -142,6 +144,7 @@ class Runtime(RunState):
                 adopt_grace=adopt_grace)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        self.caught_failures_fail = caught_failures_fail   # (RunState.unhandled)
         self.calltimes = CallTimes()            # what calls decide one by one (calltime.py)
         self.submit_lock = threading.Lock()
         self._since_yield = 0       # calls since the submitter last let the loop thread run

@@ -85,6 +85,10 @@ class RunState:
         self.comm: Comm = comm if comm is not None else _NoComm()
         self.providers: list[Provider] = providers or []
         self.failures: list[TaskError] = []
+        self.said_large: set[str] = set()   # functions whose large values were said (outcomes)
+        # a failure the program caught fails the run all the same (PyCOMPSs's rule, which
+        # runcompss keeps: there a failed task ends the application)
+        self.caught_failures_fail = False
         self.idle_waiters: list[threading.Event] = []
         self.tally = Tally()               # the task counts, changed through its methods
         self.interrupting = False          # the run is being interrupted: nothing new starts
@@ -133,8 +137,26 @@ class RunState:
 
     @property
     def failed(self) -> bool:
-        """A task failed, or the run itself did (:meth:`fail_run`)."""
-        return bool(self.failures) or self.end_reason is not None
+        """A task failed and the program did not meet the failure, or the run itself
+        failed (:meth:`fail_run`)."""
+        return bool(self.unhandled()) or self.end_reason is not None
+
+    def unhandled(self) -> list[TaskError]:
+        """The task failures that fail the run: those the program never met (a failure
+        ``wait_on`` raised in it is the program's to handle: ``errors.TaskError.met``),
+        or every one under PyCOMPSs's rule (:attr:`caught_failures_fail`)."""
+        if self.caught_failures_fail:
+            return list(self.failures)
+        return [e for e in self.failures if not e.handled]
+
+    def handled_note(self) -> str | None:
+        """"2 tasks failed (handled by the script)", or None."""
+        if self.caught_failures_fail:
+            return None
+        n = sum(1 for e in self.failures if e.handled and e.task_id)
+        if not n:
+            return None
+        return f"{n} task{'s' if n != 1 else ''} failed (handled by the script)"
 
     def nodes_coming(self) -> bool:
         """An elastic provider (Slurm pilots) will bring more nodes."""
@@ -167,10 +189,11 @@ class RunState:
             return "interrupted", self.interrupted
         if self.end_reason is not None:
             return "failed", self.end_reason
-        if self.failures:
+        unhandled = self.unhandled()
+        if unhandled:
             from .verdict import tasks_reason
-            return "failed", tasks_reason(self.failures)
-        return "finished", None
+            return "failed", tasks_reason(unhandled)
+        return "finished", self.handled_note()
 
     def add_failure(self, err: TaskError) -> None:
         """``err`` fails the run: reported at its end unless the program sees it first."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from ...errors import TaskCancelled
+from ...errors import TaskCancelled, with_cause
 from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.task import Task
@@ -117,11 +117,14 @@ def cancel_task(rt: RunState, task: Task, cause: Union[Task, str], err: BaseExce
         cid = cause.id if hasattr(cause, "id") else 0
         # (reported already, as every new TaskError is: the root failure is what the
         # run reports)
-        cerr = TaskCancelled(
-            f"task {task.spec.name} (id {task.id}) was cancelled because task {cname} "
-            f"(id {cid}) failed:\n{err}", task_name=task.spec.name, task_id=task.id,
-            remote_traceback=getattr(err, "remote_traceback", ""), kind="cancelled")
-        cerr.__cause__ = err.__cause__ if err.__cause__ is not None else None
+        # TaskCancelled(ZeroDivisionError) when the root failure was one: what the program
+        # catches the failure by catches its consequences too
+        cerr = with_cause(
+            TaskCancelled, f"task {task.spec.name} (id {task.id}) was cancelled because task "
+            f"{cname} (id {cid}) failed:\n{err}", err.__cause__, task_name=task.spec.name,
+            task_id=task.id, remote_traceback=getattr(err, "remote_traceback", ""),
+            kind="cancelled")
+        cerr.root = err         # met with it (TaskError.met)
         task.error = cerr
         for fut in task.all_outputs():
             fut.fail(cerr)

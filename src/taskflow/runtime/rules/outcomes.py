@@ -18,16 +18,17 @@ counters and journal rows) is in :mod:`.ending`, below this module and
 """
 from __future__ import annotations
 
+import logging
 import pickle
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout
+from ...errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout, with_cause
 from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.task import Task
 from ...wire import messages as M
-from . import cancel, lineage
+from . import cancel, filehints, lineage
 from ..scheduling import gang
 from ...events import Retry
 from .ending import Callbacks as Callbacks     # (named here by the dispatcher's annotations)
@@ -36,6 +37,9 @@ from .ending import cancel_successors, finish_future, release, take_back_chained
 if TYPE_CHECKING:
     from ...providers.handle import NodeHandle
     from ..state import RunState
+
+log = logging.getLogger("taskflow")
+LARGE_VALUE = 256 * 2**20   # bytes of values one call makes above which it is said (_said_large)
 
 
 def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandle,
@@ -80,6 +84,8 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
     if held:        # values left on the node: keep lineage; how deep to prefetch (scheduler)
         lineage.remember(task)
         run.left(held)
+        if held >= LARGE_VALUE:
+            _said_large(rt, task, held, name)
     if spec.invoker == "python" and (task.key is not None or not task.ordinal):
         # (programs keep theirs: the journal's exit code; a plain call whose key waited
         # keeps its one until the resume log has it: runtime/recovery/log.py ResumeLog.ended)
@@ -87,6 +93,20 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         task.inouts = None
     run.ran(task.t_end - task.t_start)
     task_ended(rt, task)
+
+
+def _said_large(rt: RunState, task: Task, size: int, node: str) -> None:
+    """A value this large moves slowly and costs the memory of whoever reads it: said
+    once per function (Dask warns likewise), with the file-based way."""
+    said = rt.said_large
+    name = task.spec.name
+    if name in said or len(said) >= 1000:
+        return
+    said.add(name)
+    amount = f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+    log.warning("task %s (id %d) made %s of values, kept on node %s: each read elsewhere "
+                "moves them (wait_on brings them into this process's memory); for values this "
+                "large, write a file (FILE_OUT) and pass its path", name, task.id, amount, node)
 
 
 def _finish_output(rt: RunState, fut: Future, out: M.Output, node_name: str,
@@ -148,6 +168,10 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
                 and status != M.OVER_MEMORY:       # (the same limit would stop it again)
             _retry(rt, task, node_name, f"{etype}: {emsg}")
             return
+    if task.inouts:                     # the user's paths, not the run's file versions
+        emsg, tb = filehints.in_user_paths(task, etype, emsg, tb)
+    if status == M.TIMEOUT:             # one name for it, what ran and what to do
+        etype, emsg = "TaskTimeout", _timed_out(task, emsg)
     cls = TaskTimeout if status == M.TIMEOUT else TaskMemoryExceeded \
         if status == M.OVER_MEMORY else TaskError
     runs = task.attempts + task.crashes     # (none: it never started; no "after 0 attempts")
@@ -159,15 +183,21 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
         msg += f"\nlogs: {logs}"
     if tb:
         msg += f"\n\nRemote traceback (task {spec.name} on {node_name}):\n{tb.rstrip()}"
-    err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name, remote_traceback=tb,
-              kind="timeout" if status == M.TIMEOUT else "memory" if status == M.OVER_MEMORY
-              else "error")
+    cause = None
     if blob is not None:
         try:
             import cloudpickle
             cause = cloudpickle.loads(blob)
         except Exception:
             cause = None
+    kind = "timeout" if status == M.TIMEOUT else "memory" if status == M.OVER_MEMORY \
+        else "error"
+    if cls is TaskError and cause is not None:      # TaskError(ZeroDivisionError)
+        err = with_cause(cls, msg, cause, task_name=spec.name, task_id=task.id, node=node_name,
+                         remote_traceback=tb, kind=kind)
+    else:
+        err = cls(msg, task_name=spec.name, task_id=task.id, node=node_name,
+                  remote_traceback=tb, kind=kind)
         if isinstance(cause, TaskMemoryExceeded) and isinstance(err, TaskMemoryExceeded):
             err.limit, err.peak = cause.limit, cause.peak
         elif cause is not None:
@@ -195,6 +225,16 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
             finish_future(rt, fut, cbs)
         rt.tally.ignored_one()
     task_ended(rt, task)
+
+
+def _timed_out(task: Task, emsg: str) -> str:
+    """``ran longer than time_out=5 s``, with the program it ran and the fix."""
+    spec = task.spec
+    program = getattr(spec.program, "binary", None) or getattr(spec.program, "kind", None)
+    what = f" (the program {program})" if program else ""
+    return (f"{emsg}{what} and was stopped; if it needs longer, raise its time_out "
+            f"(@task(time_out=...) on {spec.name}), else find why it hangs (taskflow logs "
+            f"shows its output)")
 
 
 def _retry(rt: RunState, task: Task, node_name: str, why: str, rerun: bool = True) -> None:
