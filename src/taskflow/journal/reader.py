@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from ..errors import RecordDamaged
 from ..errors import RunNotFound as RunNotFound      # re-exported: the reader raises it
 from .root import runs_root as runs_root            # re-exported: the journal package names it
-from .schema import END_NOTE, JOURNAL_NAME
+from .schema import JOURNAL_NAME
 
 STATES = ("SUBMITTED", "READY", "DISPATCHED", "RUNNING", "DONE", "FAILED", "CANCELLED",
           "INTERRUPTED")
@@ -74,19 +74,6 @@ def damaged(path: str, exc: BaseException) -> RecordDamaged:
     return RecordDamaged(f"{path} is damaged ({exc}): the run's task rows and logs in it cannot "
                          f"be read (`sqlite3 {path} .recover` may save some); the run's other "
                          f"files are in {run_dir}{rest}")
-
-
-def _end_note(run_dir: str) -> dict[str, Any]:
-    """The run's end from the note its master left when the journal could not take it
-    (:data:`.schema.END_NOTE`), or {}."""
-    try:
-        with open(os.path.join(run_dir, END_NOTE), encoding="utf-8") as f:
-            note = json.load(f)
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(note, dict):
-        return {}
-    return {k: note[k] for k in ("t_end", "state", "reason") if k in note}
 
 
 class Journal:
@@ -199,8 +186,6 @@ class Journal:
             return {"run_id": os.path.basename(self.run_dir), "state": "unknown"}
         r = rows[0]
         r.setdefault("reason", None)        # (journals of earlier versions have no reason)
-        if r["state"] == "running":         # the journal could not take the run's end
-            r.update(_end_note(self.run_dir))
         if r["state"] == "running" and r.get("hostname") == socket.gethostname() \
                 and not _pid_alive(r.get("pid")):
             r["state"] = "interrupted"

@@ -30,9 +30,6 @@ memory      what a node's memory budget did (agent.memory): one row per report,
 from __future__ import annotations
 
 JOURNAL_NAME = "journal.db"
-# beside it: the run's end when the journal itself could not take it (locked past the wait,
-# no room even in its reserve); JSON {"t_end", "state", "reason"}, read by the reader
-END_NOTE = "journal.end"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS run (

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .changes import COLS, ENDED, ERROR, EXIT, ID, STATE, T_SUBMIT, Changes, Row, SpecRows
 from .failure import LOCK_WAIT, describe
-from .schema import END_NOTE, JOURNAL_NAME, SCHEMA
+from .schema import JOURNAL_NAME, SCHEMA
 
 if TYPE_CHECKING:
     from ..events import DoneWire, Event, RowBatch, SubmittedWire, WholeWire
@@ -88,28 +88,14 @@ def _release(path: str) -> None:
 def mark_failed(db: Any, path: str, t: float, reason: str) -> bool:
     """After a failed write: the run's row says ``failed`` and why (its task rows may be
     missing: it must not read as running, let alone finished), in the room the reserve
-    file kept; else in a note beside it (:func:`note_end`). False if even that could not
-    be written (readers then say the run was interrupted)."""
+    file kept. False if even that could not be written (readers then say the run was
+    interrupted)."""
     _release(path)
     try:
         db.execute("PRAGMA busy_timeout = 1000")     # (not another LOCK_WAIT)
         db.execute("UPDATE run SET t_end=?, state='failed', reason=?", (t, reason))
         return True
     except Exception:  # noqa: BLE001 - still full, or locked
-        return note_end(path, t, reason)
-
-
-def note_end(path: str, t: float, reason: str) -> bool:
-    """The run's end in a note beside the journal (:data:`.schema.END_NOTE`), when the
-    journal cannot take it: readers say the run failed and why, not that its master was
-    killed. False when even the note could not be written."""
-    note = os.path.join(os.path.dirname(path), END_NOTE)
-    try:
-        with open(note + ".tmp", "w", encoding="utf-8") as f:
-            json.dump({"t_end": t, "state": "failed", "reason": reason}, f)
-        os.replace(note + ".tmp", note)
-        return True
-    except OSError:
         return False
 
 
