@@ -261,33 +261,3 @@ def test_a_stopped_service_interrupts_its_runs_and_keeps_the_queue(service, tmp_
     r = again.run(busy)
     assert r["state"] == "interrupted" and r["reason"] == "the service was stopped"
     assert again.wait_state(queued, "finished")["exit_code"] == 0
-
-
-def test_a_damaged_journal_is_said_not_a_500_of_the_run_list(service):
-    """One run's journal.db damaged: the run list and the run's page answer, naming the
-    file; what needs the journal's rows says the same one line; the other runs are whole."""
-    svc = service()
-    bad, good = svc.submit(SQUARES, 2)["id"], svc.submit(SQUARES, 2)["id"]
-    for rid in (bad, good):
-        svc.wait_state(rid, "finished")
-    journal = svc.run(bad)["journal"]
-    with open(os.path.join(journal, "journal.db"), "r+b") as f:
-        f.write(b"not a journal at all, not a database" * 3)
-    for extra in ("journal.db-wal", "journal.db-shm"):
-        path = os.path.join(journal, extra)
-        if os.path.exists(path):
-            os.unlink(path)
-    listed = svc.client.get("/runs")
-    assert listed.status_code == 200, listed.text
-    views = {r["id"]: r for r in listed.json()["runs"]}
-    assert "is damaged" in views[bad]["journal_error"] and "journal_error" not in views[good]
-    assert views[good]["counts"]["DONE"] == 2
-    page = svc.client.get(f"/runs/{bad}")
-    assert page.status_code == 200 and page.json()["state"] == "finished"
-    assert os.path.join(journal, "journal.db") in page.json()["journal_error"]
-    tasks = svc.client.get(f"/runs/{bad}/tasks")
-    assert tasks.status_code == 500 and "internal error" not in tasks.json()["error"]
-    assert tasks.json()["error"].startswith(os.path.join(journal, "journal.db") + " is damaged")
-    (end,) = [d for e, d in svc.events(bad) if e == "end"]
-    assert "is damaged" in end["error"]
-    assert svc.client.get("/nodes").status_code == 200

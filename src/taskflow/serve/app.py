@@ -32,7 +32,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .._version import __version__
 from ..journal.reader import STATES as TASK_STATES
-from ..errors import RecordDamaged
 from ..journal.reader import Journal, run_ids
 from ..netguard.gate import Gate, header
 from . import store as S
@@ -136,10 +135,6 @@ def _handlers(app: FastAPI) -> None:
         return error(422, f"invalid request ({where}); see {PREFIX}/openapi.json for the "
                           f"fields", details=_plain(errs))
 
-    @app.exception_handler(RecordDamaged)
-    async def damaged(_r: Request, exc: RecordDamaged) -> JSONResponse:
-        return error(500, str(exc))     # (a file of the run, not the service, is broken)
-
     @app.exception_handler(Exception)
     async def crashed(_r: Request, exc: Exception) -> JSONResponse:
         return error(500, f"internal error: {type(exc).__name__}: {exc}; the service goes on, "
@@ -177,15 +172,13 @@ def view(svc: Service, r: dict[str, Any], detail: bool = True) -> dict[str, Any]
     jd = journal_dir(r["dir"])
     out["journal"] = jd
     out["journal_run_id"] = os.path.basename(jd) if jd else None
-    out["counts"] = {s: 0 for s in TASK_STATES} | {"total": 0, "retries": 0}
     if jd:
-        try:
-            with Journal(jd) as j:
-                out["counts"] = j.counts()
-                if detail:
-                    out["counts_by_name"] = j.counts_by_name()
-        except RecordDamaged as exc:    # the run is still listed: its journal's words say why
-            out["journal_error"] = str(exc)
+        with Journal(jd) as j:
+            out["counts"] = j.counts()
+            if detail:
+                out["counts_by_name"] = j.counts_by_name()
+    else:
+        out["counts"] = {s: 0 for s in TASK_STATES} | {"total": 0, "retries": 0}
     if detail and r["state"] in (S.FAILED, S.INTERRUPTED, S.CANCELLED):
         out["console_tail"] = console_tail(r["dir"])
     return out
@@ -364,16 +357,13 @@ def _routes(api: APIRouter, svc: Service) -> None:
     def nodes() -> dict[str, Any]:
         out = []
         for r in svc.store.runs(S.RUNNING, limit=MAX_PAGE)[0]:
-            try:
-                j = open_journal(r["dir"])
-                if j is None:
-                    continue
-                with j:
-                    latest = j.latest_samples()
-                    for n in j.nodes():
-                        out.append({"run": r["id"], **n, "sample": latest.get(n["name"])})
-            except RecordDamaged:       # (GET /runs/ID says so; the other runs' nodes count)
+            j = open_journal(r["dir"])
+            if j is None:
                 continue
+            with j:
+                latest = j.latest_samples()
+                for n in j.nodes():
+                    out.append({"run": r["id"], **n, "sample": latest.get(n["name"])})
         return {"nodes": out, "host": _host_sample(), "t": time.time()}
 
 

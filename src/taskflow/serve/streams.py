@@ -19,7 +19,6 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 
-from ..errors import RecordDamaged
 from ..journal.reader import Journal
 from . import store as S
 
@@ -106,8 +105,6 @@ async def run_events(run_info: RunInfo, open_journal: OpenJournal,
                 last_beat = time.monotonic()
                 yield b": keepalive\n\n"
             await asyncio.sleep(POLL)
-    except RecordDamaged as exc:        # the stream ends saying so, not cut
-        yield sse("end", {"error": str(exc)})
     finally:
         if journal is not None:
             journal.close()
@@ -147,8 +144,6 @@ async def task_logs(run_info: RunInfo, open_journal: OpenJournal, disconnected: 
                 last_beat = time.monotonic()
                 yield b": keepalive\n\n"
             await asyncio.sleep(POLL if done_looks == 0 else 4 * POLL)
-    except RecordDamaged as exc:
-        yield sse("end", {"task": tid, "error": str(exc)})
     finally:
         if journal is not None:
             journal.close()
