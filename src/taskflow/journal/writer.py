@@ -366,7 +366,8 @@ class JournalWriter:
                     self._gone(self.proc.wait())
                 return
             assert self.db is not None      # thread mode
-            _, delivery = pickle.loads(body)
+            from .child import load_plain
+            _, delivery = load_plain(body)
             try:
                 self.db.write(delivery)
             except WriteFailed as exc:
