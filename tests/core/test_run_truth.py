@@ -159,13 +159,13 @@ def test_a_damaged_journal_is_one_line_from_every_command(tmp_path):
 
 
 def _frames(log):
-    """Where each frame of a resume log starts (runtime/recovery/log.py's format)."""
-    from taskflow.runtime.recovery.log import HEAD, MAGIC
+    """Where each frame of a resume log starts (runtime/recovery/frames.py's format)."""
+    from taskflow.runtime.recovery.frames import HEAD, MAGIC
     data = open(log, "rb").read()
     pos, out = len(MAGIC), []
     while pos < len(data):
         out.append(pos)
-        hlen, blen = HEAD.unpack_from(data, pos)
+        _, hlen, blen, _, _ = HEAD.unpack_from(data, pos)
         pos += HEAD.size + hlen + blen
     return out
 
@@ -191,7 +191,7 @@ def test_a_damaged_resume_log_is_said_and_what_came_before_it_counts(tmp_path):
     r = _tf(tmp_path, "run", "--run-dir", str(runs), "--resume", "wf.py")
     assert r.returncode == 0 and r.stdout.strip() == "15", r.stderr
     said = [ln for ln in r.stderr.splitlines() if "resume.log is damaged at byte" in ln]
-    assert len(said) == 1 and "the calls after it run again" in said[0]
+    assert len(said) == 1 and "the calls the damaged frames held run again" in said[0]
     again = (tmp_path / "ran.log").read_text().split()
     assert 0 < len(again) < 6               # the records before the damage were used
 

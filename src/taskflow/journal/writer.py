@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
 import socket
 import sys
 import threading
