@@ -14,7 +14,8 @@ import click
 
 from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
-from ..runtime.recovery.restore import rerun_lines
+from ..runtime.recovery.log import LOG_NAME
+from ..runtime.recovery.restore import log_origin, rerun_lines
 from .observe import run_dir_option
 from .options import examples
 
@@ -31,19 +32,26 @@ def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
     cwd = os.getcwd()
     for r in reversed(list_runs(root)):      # newest first
         run_path = os.path.join(root, r["run_id"])
+        if not os.path.exists(os.path.join(run_path, LOG_NAME)):
+            continue
+        damaged = None
         try:
             with Journal(run_path) as j:
                 row = j.run()
-        except Exception:  # noqa: BLE001 - an unreadable journal is not the run we want
-            continue
-        if row.get("cwd") != cwd:
-            continue
-        try:
-            argv = json.loads(row.get("argv") or "[]")
-        except ValueError:
+            where, argv = row.get("cwd"), json.loads(row.get("argv") or "[]")
+        except Exception as exc:  # noqa: BLE001 - its resume log may still say which run
+            origin = log_origin(run_path)
+            if origin is None:
+                continue
+            (where, argv), damaged = origin, exc
+        if where != cwd or not isinstance(argv, list):
             continue
         if any(os.path.abspath(os.path.join(cwd, a)) == want for a in argv
-               if isinstance(a, str)) and os.path.exists(os.path.join(run_path, "resume.log")):
+               if isinstance(a, str)):
+            if damaged is not None:
+                click.echo(f"taskflow: {damaged}; run {r['run_id']} is resumed all the "
+                           f"same: its resume log says it is a run of {script} started here",
+                           err=True)
             return run_path
     raise click.UsageError(
         f"--resume: no earlier resumable run of {script} in {cwd} (runs under {root}; "

@@ -379,21 +379,31 @@ class JournalWriter:
             if self.closed:
                 return
             self.closed = True
-            if self.proc is not None:
-                from .child import finish
-                status = finish(self.proc, (t_end, state, reason, c))
-                if self._watch is not None:
-                    self._watch.join(10)
-                if status and self.failed is None:
-                    self._gone(status)
-                elif self.failed is not None and status:     # its end, if it could not
-                    mark_file_failed(self.path, t_end, reason or self.failed)
-                return
-            assert self.db is not None      # thread mode
             try:
-                if self.failed is not None:
-                    self.db.close_failed(t_end, reason or self.failed)
-                else:
-                    self.db.close_run(t_end, state, reason, c)
-            except WriteFailed as exc:
-                self.failed = self.failed or str(exc)
+                self._close(t_end, state, reason, c)
+            finally:
+                if self.failed is not None:     # (its end may not be in the journal)
+                    from .endfile import keep
+                    keep(self.path, t_end, "failed" if state == "finished" else state,
+                         reason or self.failed)
+
+    def _close(self, t_end: float, state: str, reason: str | None, c: dict[str, int]) -> None:
+        """:meth:`close` under its lock."""
+        if self.proc is not None:
+            from .child import finish
+            status = finish(self.proc, (t_end, state, reason, c))
+            if self._watch is not None:
+                self._watch.join(10)
+            if status and self.failed is None:
+                self._gone(status)
+            elif self.failed is not None and status:     # its end, if it could not
+                mark_file_failed(self.path, t_end, reason or self.failed)
+            return
+        assert self.db is not None      # thread mode
+        try:
+            if self.failed is not None:
+                self.db.close_failed(t_end, reason or self.failed)
+            else:
+                self.db.close_run(t_end, state, reason, c)
+        except WriteFailed as exc:
+            self.failed = self.failed or str(exc)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 from zlib import crc32
 
 from ...graph.keys import KeyParts, plain_key
-from .frames import MAGIC, Damage, read_frames
+from .frames import MAGIC, Damage, Frame, frame_at, read_frames
 from .log import LOG_NAME, Output, plain_descs
 
 if TYPE_CHECKING:
@@ -174,6 +174,29 @@ class ResumeStore:
                 else:
                     out.append(None)
         return out
+
+
+def log_origin(run_dir: str) -> tuple[str, list[str]] | None:
+    """Where and how the run that wrote ``run_dir``'s resume log was started: (cwd,
+    sys.argv), from the log's first record; None when the log has none or cannot say
+    (``taskflow run --resume`` when the run's journal cannot be read)."""
+    import json
+    try:
+        with open(os.path.join(run_dir, LOG_NAME), "rb") as f:
+            if f.read(len(MAGIC)) != MAGIC:
+                return None
+            frame = frame_at(f, len(MAGIC), os.fstat(f.fileno()).st_size)
+            if not isinstance(frame, Frame):
+                return None
+            _, records = pickle.loads(frame.header)
+            for rec in records:
+                if rec[0] == "o":
+                    argv = json.loads(rec[2])
+                    return (str(rec[1]), [str(a) for a in argv]) if isinstance(argv, list) \
+                        else None
+    except Exception:  # noqa: BLE001 - no origin to tell: the run is not found by it
+        return None
+    return None
 
 
 def _placed(out: Output, start: int) -> tuple[Output, int]:
