@@ -6,6 +6,7 @@ end it (``No module named 'my_class'``) and the run with it (PyCOMPSs's
 1_dict_collections and 4_worker_in_master)."""
 from __future__ import annotations
 
+import collections
 import enum
 import os
 import pickle
@@ -82,6 +83,9 @@ class _Colour(enum.IntEnum):
     RED = 3
 
 
+_Pair = collections.namedtuple("_Pair", "a b")
+
+
 class _Mine:
     def __repr__(self) -> str:
         return "Mine()"
@@ -94,9 +98,12 @@ class _Unprintable:
 
 def test_the_pickler_reduces_every_object_of_a_non_builtin_type_to_plain_data():
     row = ([_Mine(), (_Mine(), 1.5)], {_Mine(): _Colour.RED}, 2 + 1j, ValueError("bad"),
-           _Unprintable(), {"n": 7, "s": "x", "b": b"y", "none": None, "set": {1, 2}})
+           _Unprintable(), {"n": 7, "s": "x", "b": b"y", "none": None, "set": {1, 2}},
+           _Pair(1, _Mine()), collections.OrderedDict(a=_Pair(2, 3)))
     got = load_plain(EventPickler().dumps(row))      # the writer's own unpickler
-    objs, keyed, c, err, unprintable, plain = got
+    objs, keyed, c, err, unprintable, plain, pair, ordered = got
+    assert type(pair) is tuple and repr(pair) == "(1, Mine())"
+    assert type(ordered) is dict and ordered == {"a": (2, 3)}
     assert [repr(objs[0]), repr(objs[1])] == ["Mine()", "(Mine(), 1.5)"]
     assert repr(keyed) == "{Mine(): 3}" and type(next(iter(keyed.values()))) is int
     assert c == 2 + 1j

@@ -27,8 +27,9 @@ from typing import Any, Iterator
 
 _LEN = struct.Struct(">I")
 # the only globals a delivery may name (journal/wire.py: what its reduced forms are made of)
-PLAIN_GLOBALS = frozenset({("builtins", "tuple"), ("builtins", "complex"), ("builtins", "int"),
-                           ("builtins", "float"), ("taskflow.journal.text", "Shown")})
+PLAIN_GLOBALS = frozenset({("taskflow.journal.text", "Shown"), *(
+    ("builtins", name) for name in ("tuple", "list", "dict", "set", "frozenset", "str", "bytes",
+                                    "complex", "int", "float"))})
 
 
 class PlainUnpickler(pickle.Unpickler):

@@ -25,8 +25,10 @@ row: a dictionary collection's keys stay in the call's arguments, and its
 keys are in its references' paths. So the pickler reduces every object that
 is not of a builtin type (:meth:`EventPickler.reducer_override`, called only
 for those: nothing for rows of plain values) to plain data as it is met: a
-number of a subclass of int or float to the number, an exception to its
-:data:`ErrorInfo`, anything else to its repr (:class:`.text.Shown`). The
+number of a subclass of int or float to the number, an instance of a subclass
+of tuple, list, dict, set, str or bytes to the builtin with its content, an
+exception to its :data:`ErrorInfo`, anything else to its repr
+(:class:`.text.Shown`). The
 writer refuses any other class a delivery names (``child.py``).
 """
 from __future__ import annotations
@@ -78,7 +80,8 @@ def spec_info(spec: TaskSpec) -> SpecInfo:
 
 
 # callables the reduced forms name (the writer process loads them: builtins and Shown)
-_CALLABLES = frozenset({tuple, Shown, complex, float, int})
+_BUILTINS: tuple[type[Any], ...] = (tuple, list, dict, set, frozenset, str, bytes)
+_CALLABLES = frozenset({Shown, complex, float, int, *_BUILTINS})
 SHOWN_LIMIT = 200       # characters of a program's object's repr the journal keeps
 
 
@@ -108,6 +111,9 @@ class EventPickler(pickle.Pickler):
             return float, (float(obj),)
         if isinstance(obj, int):            # an IntEnum, ...
             return int, (int(obj),)
+        for plain in _BUILTINS:             # a named tuple, an OrderedDict, ...: its content
+            if isinstance(obj, plain):
+                return plain, (plain(obj),)
         return Shown, (short(obj, SHOWN_LIMIT),)
 
     def _reduce_spec(self, spec: TaskSpec) -> tuple[Any, ...]:
