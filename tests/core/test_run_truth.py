@@ -194,6 +194,13 @@ def test_a_damaged_resume_log_is_said_and_what_came_before_it_counts(tmp_path):
     assert len(said) == 1 and "the calls the damaged frames held run again" in said[0]
     again = (tmp_path / "ran.log").read_text().split()
     assert 0 < len(again) < 6               # the records before the damage were used
+    resumed = max(os.listdir(runs))         # (ids start with the time)
+    db = sqlite3.connect(runs / resumed / "journal.db")
+    try:                                    # and the resumed run's journal says it too
+        lines = [ln for (ln,) in db.execute("SELECT line FROM logs WHERE level='TASKFLOW'")]
+    finally:
+        db.close()
+    assert [f"taskflow: {ln}" for ln in lines if "resume.log is damaged at byte" in ln] == said
 
 
 def test_a_resume_log_of_another_kind_is_refused_in_one_line(tmp_path):
