@@ -132,16 +132,6 @@ def _make_dual(cls: type[TaskError], message: str, cause: BaseException,
     return err                  # is the key); str() is taskflow's message (_dual_str)
 
 
-def dual_count() -> int:
-    """How many classes :func:`with_cause` has made (cheap: a pickler checks it per batch)."""
-    return len(_DUAL)
-
-
-def dual_classes() -> list[type[TaskError]]:
-    """Every class :func:`with_cause` has made so far."""
-    return [c for c in list(_DUAL.values()) if c is not None]
-
-
 def _dual_class(base: type[TaskError], orig: type[BaseException]) -> type[TaskError] | None:
     key = (base, orig)
     if key in _DUAL:

@@ -162,13 +162,13 @@ def test_a_damaged_journal_is_one_line_from_every_command(tmp_path):
 
 
 def _frames(log):
-    """Where each frame of a resume log starts (runtime/recovery/log.py's format)."""
-    from taskflow.runtime.recovery.log import HEAD, MAGIC
+    """Where each frame of a resume log starts (runtime/recovery/frames.py's format)."""
+    from taskflow.runtime.recovery.frames import HEAD, MAGIC
     data = open(log, "rb").read()
     pos, out = len(MAGIC), []
     while pos < len(data):
         out.append(pos)
-        hlen, blen = HEAD.unpack_from(data, pos)
+        _, hlen, blen, _, _ = HEAD.unpack_from(data, pos)
         pos += HEAD.size + hlen + blen
     return out
 
@@ -194,9 +194,16 @@ def test_a_damaged_resume_log_is_said_and_what_came_before_it_counts(tmp_path):
     r = _tf(tmp_path, "run", "--run-dir", str(runs), "--resume", "wf.py")
     assert r.returncode == 0 and r.stdout.strip() == "15", r.stderr
     said = [ln for ln in r.stderr.splitlines() if "resume.log is damaged at byte" in ln]
-    assert len(said) == 1 and "the calls after it run again" in said[0]
+    assert len(said) == 1 and "the calls the damaged frames held run again" in said[0]
     again = (tmp_path / "ran.log").read_text().split()
     assert 0 < len(again) < 6               # the records before the damage were used
+    resumed = max(os.listdir(runs))         # (ids start with the time)
+    db = sqlite3.connect(runs / resumed / "journal.db")
+    try:                                    # and the resumed run's journal says it too
+        lines = [ln for (ln,) in db.execute("SELECT line FROM logs WHERE level='TASKFLOW'")]
+    finally:
+        db.close()
+    assert [f"taskflow: {ln}" for ln in lines if "resume.log is damaged at byte" in ln] == said
 
 
 def test_a_resume_log_of_another_kind_is_refused_in_one_line(tmp_path):

@@ -261,3 +261,26 @@ def test_a_stopped_service_interrupts_its_runs_and_keeps_the_queue(service, tmp_
     r = again.run(busy)
     assert r["state"] == "interrupted" and r["reason"] == "the service was stopped"
     assert again.wait_state(queued, "finished")["exit_code"] == 0
+
+
+def test_a_damaged_journal_is_a_run_listed_as_damaged_and_409_with_one_line(service):
+    svc = service()
+    run = svc.submit(SQUARES, 3, workers=1)
+    rid = svc.wait_state(run["id"], "finished")["id"]
+    journal = os.path.join(svc.run(rid)["journal"], "journal.db")
+    with open(journal, "r+b") as f:                 # its header: not a database any more
+        f.write(b"this is not what was written here" * 4)
+    listed = svc.client.get("/runs")
+    assert listed.status_code == 200, listed.text
+    (row,) = listed.json()["runs"]
+    assert row["state"] == "finished" and f"{journal} is damaged" in row["journal_damaged"]
+    one = svc.client.get(f"/runs/{rid}")
+    assert one.status_code == 200 and one.json()["journal_damaged"] == row["journal_damaged"]
+    for page in (f"/runs/{rid}/tasks", f"/runs/{rid}/tasks/1", f"/runs/{rid}/tasks/1/logs"):
+        r = svc.client.get(page)
+        assert r.status_code == 409, (page, r.text)
+        assert f"{journal} is damaged (file is not a database)" in r.json()["error"]
+        assert "\n" not in r.json()["error"]
+    evs = svc.events(rid)
+    assert evs[-1][0] == "end" and evs[-1][1]["damaged"] is True
+    assert svc.client.get("/nodes").status_code == 200

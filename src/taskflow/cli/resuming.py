@@ -12,9 +12,10 @@ import os
 
 import click
 
-from ..errors import RecordDamaged, RunNotFound
+from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
-from ..runtime.recovery.restore import rerun_lines
+from ..runtime.recovery.log import LOG_NAME
+from ..runtime.recovery.restore import log_origin, rerun_lines
 from .observe import run_dir_option
 from .options import examples
 
@@ -29,49 +30,33 @@ def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
             raise click.UsageError(f"--resume {which}: {exc}") from None
     want = os.path.abspath(script)
     cwd = os.getcwd()
-    unknown: list[str] = []     # runs with a resume log whose journal cannot say their script
     for r in reversed(list_runs(root)):      # newest first
         run_path = os.path.join(root, r["run_id"])
-        has_log = os.path.exists(os.path.join(run_path, "resume.log"))
+        if not os.path.exists(os.path.join(run_path, LOG_NAME)):
+            continue
+        damaged = None
         try:
-            if r.get("state") == "damaged":
-                raise RecordDamaged(r.get("reason") or "")
             with Journal(run_path) as j:
                 row = j.run()
-        except Exception:  # noqa: BLE001 - an unreadable journal is not the run we want
-            if has_log:
-                unknown.append(r["run_id"])
-            continue
-        if row.get("cwd") != cwd:
-            continue
-        try:
-            argv = json.loads(row.get("argv") or "[]")
-        except ValueError:
+            where, argv = row.get("cwd"), json.loads(row.get("argv") or "[]")
+        except Exception as exc:  # noqa: BLE001 - its resume log may still say which run
+            origin = log_origin(run_path)
+            if origin is None:
+                continue
+            (where, argv), damaged = origin, exc
+        if where != cwd or not isinstance(argv, list):
             continue
         if any(os.path.abspath(os.path.join(cwd, a)) == want for a in argv
-               if isinstance(a, str)) and has_log:
-            if unknown:             # newer, and perhaps this script's: said, not passed over
-                click.echo(f"taskflow: --resume continues run {r['run_id']}, the latest known "
-                           f"to be of {script}; {_damaged(unknown)}: to continue that one "
-                           f"instead, name it: --resume {unknown[0]}", err=True)
+               if isinstance(a, str)):
+            if damaged is not None:
+                click.echo(f"taskflow: {damaged}; run {r['run_id']} is resumed all the "
+                           f"same: its resume log says it is a run of {script} started here",
+                           err=True)
             return run_path
-    if unknown:
-        raise click.UsageError(
-            f"--resume: no run under {root} is known to be of {script} in {cwd}: "
-            f"{_damaged(unknown)}; if it is this script's, name it: --resume {unknown[0]}")
     raise click.UsageError(
         f"--resume: no earlier resumable run of {script} in {cwd} (runs under {root}; "
         f"one started --no-resumable cannot be); name a run: "
         f"--resume RUN_ID (see `taskflow runs`)")
-
-
-def _damaged(runs: list[str]) -> str:
-    """'the journal of run R is damaged, ...' for runs whose resume log remains."""
-    names = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
-    one = len(runs) == 1
-    return (f"the journal of run{'' if one else 's'} {names} {'is' if one else 'are'} damaged, "
-            f"so which script {'it' if one else 'they'} ran cannot be read, but "
-            f"{'its' if one else 'their'} resume.log is there")
 
 
 @click.command(epilog=examples("taskflow explain                 # the latest run",

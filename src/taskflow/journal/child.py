@@ -5,6 +5,11 @@ row))``, ``("events", [...])`` then ``("close", (t_end, state, reason,
 counts))``. At end of input without a close (the master died) it commits what
 it has and leaves the run "running", which readers show as interrupted.
 
+The writer takes plain data only (journal/wire.py reduces the program's
+objects to their repr): its unpickler loads no class but the few builtins and
+:class:`.text.Shown` the reduced forms name (:data:`PLAIN_GLOBALS`), and says
+any other as a failed write instead of dying on a module it cannot import.
+
 A write that fails is said on stdout, the status pipe the master watches, as
 one line ``failed <why>`` (journal/failure.py); the writer then keeps nothing
 more but the run's end (its state and reason, if the database takes them),
@@ -12,6 +17,7 @@ and exits with status 3.
 """
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import struct
@@ -20,6 +26,26 @@ import sys
 from typing import Any, Iterator
 
 _LEN = struct.Struct(">I")
+# the only globals a delivery may name (journal/wire.py: what its reduced forms are made of)
+PLAIN_GLOBALS = frozenset({("taskflow.journal.text", "Shown"), *(
+    ("builtins", name) for name in ("tuple", "list", "dict", "set", "frozenset", "str", "bytes",
+                                    "complex", "int", "float"))})
+
+
+class PlainUnpickler(pickle.Unpickler):
+    """Loads a delivery; refuses, by name, any class but :data:`PLAIN_GLOBALS`."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in PLAIN_GLOBALS:
+            raise pickle.UnpicklingError(
+                f"a delivery to the journal holds an object of {module}.{name}: the journal "
+                f"takes plain data only (taskflow.journal.wire reduces the program's objects to "
+                f"their repr; this one slipped through: a defect of taskflow, please report it)")
+        return super().find_class(module, name)
+
+
+def load_plain(body: bytes) -> Any:
+    return PlainUnpickler(io.BytesIO(body)).load()
 
 
 def spawn(path: str, row: tuple[Any, ...]) -> subprocess.Popen[bytes]:
@@ -118,7 +144,10 @@ def _load_writer() -> Any:
     sys.modules["_taskflow_journal"] = pkg
     spec.loader.exec_module(pkg)
     import importlib
-    return importlib.import_module("_taskflow_journal.writer").JournalDB
+    JournalDB = importlib.import_module("_taskflow_journal.writer").JournalDB
+    # (a delivery names taskflow.journal.text.Shown, as the master knows it: this copy)
+    sys.modules["taskflow.journal.text"] = sys.modules["_taskflow_journal.text"]
+    return JournalDB
 
 
 def main() -> None:
@@ -136,8 +165,9 @@ def main() -> None:
         body = _read(f, _LEN.unpack(head)[0])
         if body is None:
             break
-        kind, payload = pickle.loads(body)
+        kind = None
         try:
+            kind, payload = load_plain(body)
             if kind == "open":
                 db = JournalDB(*payload)
             elif kind == "events" and db is not None and not failed:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 from ..errors import RecordDamaged
 from ..errors import RunNotFound as RunNotFound      # re-exported: the reader raises it
+from . import endfile
 from .root import runs_root as runs_root            # re-exported: the journal package names it
 from .schema import JOURNAL_NAME
 
@@ -186,7 +187,10 @@ class Journal:
             return {"run_id": os.path.basename(self.run_dir), "state": "unknown"}
         r = rows[0]
         r.setdefault("reason", None)        # (journals of earlier versions have no reason)
-        if r["state"] == "running" and r.get("hostname") == socket.gethostname() \
+        kept = endfile.read(self.run_dir) if r["state"] == "running" else None
+        if kept is not None:                # its end would not go into the journal
+            r.update(kept)
+        elif r["state"] == "running" and r.get("hostname") == socket.gethostname() \
                 and not _pid_alive(r.get("pid")):
             r["state"] = "interrupted"
             r["reason"] = (f"its master process (pid {r.get('pid')}) ended without closing "

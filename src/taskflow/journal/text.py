@@ -9,6 +9,18 @@ import os
 from typing import Any
 
 
+class Shown(str):
+    """A value of the program's own kind (an instance of its classes, a numpy scalar, a
+    class) as the journal keeps it: its repr, cut (:func:`short`). A ``str`` whose repr is
+    itself, so a call's parameters read as they did (``d={Wrapper(1): None}``). The writer
+    process takes plain data only: it does not load the program's modules (journal/wire.py)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
 def short(value: Any, limit: int = 60) -> str:
     """A value's repr cut to ``limit`` characters (never raises)."""
     try:

@@ -17,20 +17,31 @@ reduces those three kinds of objects as they are met:
 Everything else is plain already (numbers, strings, the call's scalar
 arguments; the events' named tuples are plain tuples by then: ``writer.py``).
 The writer process reads the reduced forms (:mod:`.changes`).
+
+The writer process takes plain data only: it loads none of the program's
+modules, so an object of the program's own classes would end it
+(``No module named 'my_class'``) and with it the run. Such objects do reach a
+row: a dictionary collection's keys stay in the call's arguments, and its
+keys are in its references' paths. So the pickler reduces every object that
+is not of a builtin type (:meth:`EventPickler.reducer_override`, called only
+for those: nothing for rows of plain values) to plain data as it is met: a
+number of a subclass of int or float to the number, an instance of a subclass
+of tuple, list, dict, set, str or bytes to the builtin with its content, an
+exception to its :data:`ErrorInfo`, anything else to its repr
+(:class:`.text.Shown`). The
+writer refuses any other class a delivery names (``child.py``).
 """
 from __future__ import annotations
 
-import copyreg
 import io
 import json
 import pickle
 from typing import Any, Optional
 
-from .. import errors
 from ..future import Future
 from ..graph.spec import TaskSpec
 from ..graph.task import error_exit_code
-from .text import short
+from .text import Shown, short
 
 # A task function as the journal's writer process knows it (its ``specs`` row).
 SpecInfo = tuple[str, str, tuple[str, ...], str]   # (function, constraints JSON, names, name)
@@ -68,6 +79,12 @@ def spec_info(spec: TaskSpec) -> SpecInfo:
             constraints_text(spec), tuple(spec.names or ()), spec.name)
 
 
+# callables the reduced forms name (the writer process loads them: builtins and Shown)
+_BUILTINS: tuple[type[Any], ...] = (tuple, list, dict, set, frozenset, str, bytes)
+_CALLABLES = frozenset({Shown, complex, float, int, *_BUILTINS})
+SHOWN_LIMIT = 200       # characters of a program's object's repr the journal keeps
+
+
 class EventPickler(pickle.Pickler):
     """A pickler for the bus's deliveries; keeps the per-spec summaries between them."""
 
@@ -75,22 +92,29 @@ class EventPickler(pickle.Pickler):
         self._buf = io.BytesIO()
         super().__init__(self._buf, pickle.HIGHEST_PROTOCOL)
         self._specs: dict[int, tuple[SpecInfo, TaskSpec]] = {}
-        table = copyreg.dispatch_table.copy()
-        table[TaskSpec] = self._reduce_spec
-        table[Future] = _reduce_future
-        for obj in vars(errors).values():
-            if isinstance(obj, type) and issubclass(obj, BaseException):
-                table[obj] = _reduce_error
-        self.dispatch_table = self._table = table
-        self._duals = 0     # errors.dual_classes() known to the table
 
-    def _add_duals(self) -> None:
-        """Errors made for a task's own exception (``TaskError(ZeroDivisionError)``) are
-        classes of the run's: each reaches the writer as plain data too."""
-        duals = errors.dual_classes()
-        for cls in duals:
-            self._table[cls] = _reduce_error
-        self._duals = len(duals)
+    def reducer_override(self, obj: Any) -> Any:
+        """Called for each object of a non-builtin type only (not for numbers, strings,
+        tuples, lists, dicts, sets: pickle saves those itself): its plain form."""
+        t = type(obj)
+        if t is Future:     # a file version: the user's path (the version's own is gone after)
+            item = obj._item
+            return tuple, ((obj._did, item.path if item is not None and item.path
+                            else obj._path),)
+        if t is TaskSpec:
+            return self._reduce_spec(obj)
+        if t is complex or (t is type and obj in _CALLABLES):
+            return NotImplemented           # saved as itself: the writer knows it
+        if isinstance(obj, BaseException):
+            return _reduce_error(obj)
+        if isinstance(obj, float):          # a numpy float64, ...: the number
+            return float, (float(obj),)
+        if isinstance(obj, int):            # an IntEnum, ...
+            return int, (int(obj),)
+        for plain in _BUILTINS:             # a named tuple, an OrderedDict, ...: its content
+            if isinstance(obj, plain):
+                return plain, (plain(obj),)
+        return Shown, (short(obj, SHOWN_LIMIT),)
 
     def _reduce_spec(self, spec: TaskSpec) -> tuple[Any, ...]:
         info = self._specs.get(id(spec))
@@ -100,8 +124,6 @@ class EventPickler(pickle.Pickler):
         return tuple, (summary,)
 
     def dumps(self, obj: Any) -> bytes:
-        if errors.dual_count() != self._duals:
-            self._add_duals()
         buf = self._buf
         buf.seek(0)
         buf.truncate()
@@ -111,13 +133,11 @@ class EventPickler(pickle.Pickler):
         return buf.getvalue()
 
 
-def _reduce_future(fut: Future) -> tuple[Any, ...]:
-    # a file version: the user's path (the version's own path is gone after the run)
-    item = fut._item
-    return tuple, ((fut._did, item.path if item is not None and item.path else fut._path),)
-
-
 def _reduce_error(err: BaseException) -> tuple[Any, ...]:
-    info: ErrorInfo = (str(err), getattr(err, "remote_traceback", "") or None,
+    try:
+        text = str(err)
+    except Exception:  # noqa: BLE001 - a program's exception whose __str__ fails
+        text = short(err, SHOWN_LIMIT)
+    info: ErrorInfo = (text, getattr(err, "remote_traceback", "") or None,
                        error_exit_code(err))
     return tuple, (info,)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pickle
 import socket
 import sys
 import threading
@@ -366,7 +365,8 @@ class JournalWriter:
                     self._gone(self.proc.wait())
                 return
             assert self.db is not None      # thread mode
-            _, delivery = pickle.loads(body)
+            from .child import load_plain
+            _, delivery = load_plain(body)
             try:
                 self.db.write(delivery)
             except WriteFailed as exc:
@@ -379,21 +379,31 @@ class JournalWriter:
             if self.closed:
                 return
             self.closed = True
-            if self.proc is not None:
-                from .child import finish
-                status = finish(self.proc, (t_end, state, reason, c))
-                if self._watch is not None:
-                    self._watch.join(10)
-                if status and self.failed is None:
-                    self._gone(status)
-                elif self.failed is not None and status:     # its end, if it could not
-                    mark_file_failed(self.path, t_end, reason or self.failed)
-                return
-            assert self.db is not None      # thread mode
             try:
-                if self.failed is not None:
-                    self.db.close_failed(t_end, reason or self.failed)
-                else:
-                    self.db.close_run(t_end, state, reason, c)
-            except WriteFailed as exc:
-                self.failed = self.failed or str(exc)
+                self._close(t_end, state, reason, c)
+            finally:
+                if self.failed is not None:     # (its end may not be in the journal)
+                    from .endfile import keep
+                    keep(self.path, t_end, "failed" if state == "finished" else state,
+                         reason or self.failed)
+
+    def _close(self, t_end: float, state: str, reason: str | None, c: dict[str, int]) -> None:
+        """:meth:`close` under its lock."""
+        if self.proc is not None:
+            from .child import finish
+            status = finish(self.proc, (t_end, state, reason, c))
+            if self._watch is not None:
+                self._watch.join(10)
+            if status and self.failed is None:
+                self._gone(status)
+            elif self.failed is not None and status:     # its end, if it could not
+                mark_file_failed(self.path, t_end, reason or self.failed)
+            return
+        assert self.db is not None      # thread mode
+        try:
+            if self.failed is not None:
+                self.db.close_failed(t_end, reason or self.failed)
+            else:
+                self.db.close_run(t_end, state, reason, c)
+        except WriteFailed as exc:
+            self.failed = self.failed or str(exc)

@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .._version import __version__
+from ..errors import RecordDamaged
 from ..journal.reader import STATES as TASK_STATES
 from ..journal.reader import Journal, run_ids
 from ..netguard.gate import Gate, header
@@ -135,6 +136,11 @@ def _handlers(app: FastAPI) -> None:
         return error(422, f"invalid request ({where}); see {PREFIX}/openapi.json for the "
                           f"fields", details=_plain(errs))
 
+    @app.exception_handler(RecordDamaged)
+    async def damaged(_r: Request, exc: RecordDamaged) -> JSONResponse:
+        # the run's journal cannot be read: one line, as every command says it
+        return error(409, str(exc))
+
     @app.exception_handler(Exception)
     async def crashed(_r: Request, exc: Exception) -> JSONResponse:
         return error(500, f"internal error: {type(exc).__name__}: {exc}; the service goes on, "
@@ -172,13 +178,15 @@ def view(svc: Service, r: dict[str, Any], detail: bool = True) -> dict[str, Any]
     jd = journal_dir(r["dir"])
     out["journal"] = jd
     out["journal_run_id"] = os.path.basename(jd) if jd else None
+    out["counts"] = {s: 0 for s in TASK_STATES} | {"total": 0, "retries": 0}
     if jd:
-        with Journal(jd) as j:
-            out["counts"] = j.counts()
-            if detail:
-                out["counts_by_name"] = j.counts_by_name()
-    else:
-        out["counts"] = {s: 0 for s in TASK_STATES} | {"total": 0, "retries": 0}
+        try:
+            with Journal(jd) as j:
+                out["counts"] = j.counts()
+                if detail:
+                    out["counts_by_name"] = j.counts_by_name()
+        except RecordDamaged as exc:     # the run is listed all the same, as the CLI does
+            out["journal_damaged"] = str(exc)
     if detail and r["state"] in (S.FAILED, S.INTERRUPTED, S.CANCELLED):
         out["console_tail"] = console_tail(r["dir"])
     return out
@@ -357,13 +365,16 @@ def _routes(api: APIRouter, svc: Service) -> None:
     def nodes() -> dict[str, Any]:
         out = []
         for r in svc.store.runs(S.RUNNING, limit=MAX_PAGE)[0]:
-            j = open_journal(r["dir"])
-            if j is None:
+            try:
+                j = open_journal(r["dir"])
+                if j is None:
+                    continue
+                with j:
+                    latest = j.latest_samples()
+                    for n in j.nodes():
+                        out.append({"run": r["id"], **n, "sample": latest.get(n["name"])})
+            except RecordDamaged:       # (GET /runs/{id} says so)
                 continue
-            with j:
-                latest = j.latest_samples()
-                for n in j.nodes():
-                    out.append({"run": r["id"], **n, "sample": latest.get(n["name"])})
         return {"nodes": out, "host": _host_sample(), "t": time.time()}
 
 

@@ -19,6 +19,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 
+from ..errors import RecordDamaged
 from ..journal.reader import Journal
 from . import store as S
 
@@ -105,6 +106,8 @@ async def run_events(run_info: RunInfo, open_journal: OpenJournal,
                 last_beat = time.monotonic()
                 yield b": keepalive\n\n"
             await asyncio.sleep(POLL)
+    except RecordDamaged as exc:        # the run's journal cannot be read: said, and the end
+        yield sse("end", {"reason": str(exc), "damaged": True})
     finally:
         if journal is not None:
             journal.close()
@@ -144,6 +147,8 @@ async def task_logs(run_info: RunInfo, open_journal: OpenJournal, disconnected: 
                 last_beat = time.monotonic()
                 yield b": keepalive\n\n"
             await asyncio.sleep(POLL if done_looks == 0 else 4 * POLL)
+    except RecordDamaged as exc:
+        yield sse("end", {"reason": str(exc), "damaged": True})
     finally:
         if journal is not None:
             journal.close()

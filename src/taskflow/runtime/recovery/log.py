@@ -10,25 +10,27 @@ written with one ``write`` per loop round into the page cache: they survive
 the death of the process; a crash of the machine itself can lose what the
 OS had not yet written back (Linux: up to ~30 s).
 
-The file starts with :data:`MAGIC`, then a frame per loop round: two
-big-endian lengths, a pickled header and the values' bytes in record order.
-The header is ``(functions, records)``: ``functions`` are the task functions
-first named in this frame, ``(number, name, code digest)``; records are
-tuples, by their first field:
+The file starts with :data:`~.frames.MAGIC` (its version), then a frame per
+write (:mod:`.frames`: a head with the lengths and checksums, a pickled header,
+the values' bytes in record order). The header is ``(functions, records)``:
+``functions`` are the task functions first named in this frame, ``(number,
+name, code digest)``; records are tuples, by their first field:
 
 ``("k", tid, key, name, ordinal, parts, outputs, dids)``
     a task with its key (graph/keys.py): ``outputs`` says, per output in
-    order, ``("v", n)`` a value of n bytes (in the frame), ``("V", n)`` one
-    with large buffers (a :class:`~taskflow.wire.messages.Packed`, pickled
-    in-band), ``("f", path)`` a file or directory version (kept in the run's
-    data directory) or ``("h",)`` a value that stayed on its node; ``dids``
-    are its outputs' data ids.
-``(function, ordinal, argv, n)`` (a number first)
+    order, ``("v", n, crc)`` a value of n bytes (in the frame) and their
+    CRC-32, ``("V", n, crc)`` one with large buffers (a
+    :class:`~taskflow.wire.messages.Packed`, pickled in-band), ``("f", path)``
+    a file or directory version (kept in the run's data directory) or
+    ``("h",)`` a value that stayed on its node; ``dids`` are its outputs'
+    data ids.
+``(function, ordinal, argv, n, crc)`` (a number first)
     a *plain* call (scalar positional arguments, no options) whose key was
     not computed (graph/keys.py): the reader computes it from the function's
-    code digest and ``argv``; its value is n bytes (``n`` may be an output
-    description as above). Nearly every short task ends as one of these: a
-    small tuple, pickled with the frame's others in one call.
+    code digest and ``argv``; its value is n bytes whose CRC-32 is ``crc``
+    (or, four fields, ``n`` is a ``("V", n, crc)`` as above). Nearly every
+    short task ends as one of these: a small tuple, pickled with the frame's
+    others in one call.
 ``("g", did, output)``
     a value that stayed on its node (``("h",)``) and was fetched later: it is
     kept too, so a resume restores it.
@@ -38,36 +40,44 @@ tuples, by their first field:
     its size and modification time are the same (the run's directory does not
     keep a second copy of every output).
 
+``("o", cwd, argv)``
+    the run's origin, first in the log: where and how it was started (JSON of
+    its ``sys.argv``), as its journal says it (``taskflow run --resume`` finds
+    the run by it when the journal cannot be read).
+
 A truncated last frame (the master died while writing it) is ignored; a
-damaged one is reported (:mod:`.restore`, the reader). A write that
+damaged frame or value is never restored: the damage is said and the calls it
+held run again (:mod:`.restore`, the reader). Checksums cost the write path a
+CRC-32 of each value (``zlib.crc32``, several GB/s). A write that
 fails (a full disk) fails the run loudly (:class:`~taskflow.errors.RecordFailed`).
 """
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
-import struct
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Union
+from zlib import crc32
 
 from ...context import private_file
 from ...errors import RecordFailed
 from ...wire.messages import Packed
+from .frames import MAGIC, head
 
 if TYPE_CHECKING:
     from ...graph.keys import Keys
     from ...graph.task import Task
 
 LOG_NAME = "resume.log"
-MAGIC = b"taskflow resume log 2\n"
 # Whether a run keeps a resume log unless told (docs/guide/resume.md: what it costs)
 RESUMABLE = True
-HEAD = struct.Struct(">II")
 # what a frame is written from: bytes, or a view of a large value's own buffer
 Chunk = Union[bytes, memoryview, pickle.PickleBuffer]
-Output = tuple[Any, ...]          # ("v", n) | ("V", n) | ("f", path) | ("h",)
+Output = tuple[Any, ...]          # ("v", n, crc) | ("V", n, crc) | ("f", path) | ("h",)
 RecordWire = tuple[Any, ...]      # one of the records above
 
 
@@ -85,15 +95,6 @@ class ResumeLog:
     def __init__(self, path: str, every_tasks: int = 0, every_seconds: float = 0.0,
                  keys: Keys | None = None) -> None:
         self.path = path
-        try:
-            private_file(path)
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-            if os.fstat(self._fd).st_size == 0:
-                _write_all(self._fd, [MAGIC])
-        except OSError as exc:
-            from ...journal.failure import describe
-            raise RecordFailed(f"{describe('resume log', path, exc)} (give another "
-                               f"--run-dir, or --no-resumable for a run without one)") from None
         self._lock = threading.Lock()
         self.keys = keys                # the run's: its numbers of task functions
         self._named = 0                 # functions named in the log so far
@@ -105,7 +106,16 @@ class ResumeLog:
         self._t_flush = time.monotonic()
         self.pending = False        # records wait in memory (a policy is set)
         self.failed: str | None = None      # why a write failed (nothing is written after)
-
+        try:
+            private_file(path)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            if os.fstat(self._fd).st_size == 0:
+                origin = ("o", os.getcwd(), json.dumps(sys.argv))
+                _write_all(self._fd, [MAGIC, *self.frame([origin], [])])
+        except OSError as exc:
+            from ...journal.failure import describe
+            raise RecordFailed(f"{describe('resume log', path, exc)} (give another "
+                               f"--run-dir, or --no-resumable for a run without one)") from None
 
     def frame(self, records: list[RecordWire], payloads: list[Chunk]) -> list[Chunk]:
         """One frame of ``records`` whose values are ``payloads``, in order, as the parts
@@ -124,7 +134,7 @@ class ResumeLog:
         header = buf.getvalue()
         if all(type(p) is bytes for p in payloads):     # the common case: one buffer
             body = b"".join(payloads)
-            return [HEAD.pack(len(header), len(body)) + header + body]
+            return [head(header, len(body)) + header + body]
         parts: list[Chunk] = []
         small: list[bytes] = []
         size = 0
@@ -140,7 +150,7 @@ class ResumeLog:
             size += memoryview(p).nbytes
         if small:
             parts.append(b"".join(small))
-        return [HEAD.pack(len(header), size) + header, *parts]
+        return [head(header, size) + header, *parts]
 
     def add(self, records: list[RecordWire], payloads: list[Chunk]) -> None:
         """Records of finished tasks: written now, or kept until the policy says (then a
@@ -187,7 +197,7 @@ class ResumeLog:
                 spec = t.spec
                 if spec is not last:
                     last, no = spec, number(spec)
-                rec: RecordWire = (no, t.ordinal, t.argv, len(p))
+                rec: RecordWire = (no, t.ordinal, t.argv, len(p), crc32(p))
                 fut.set_key(rec)            # its key, when a later call reads it
                 keep(rec)
                 keep_value(p)
@@ -312,12 +322,15 @@ def _describe(o: Any, payloads: list[Chunk]) -> Output | None:
     """An output's description in a record (its bytes appended to ``payloads``)."""
     if type(o) is bytes:
         payloads.append(o)
-        return ("v", len(o))
+        return ("v", len(o), crc32(o))
     if type(o) is Packed:   # large buffers out of band: in-band here, in the parts they are
         parts = _Parts()
         pickle.Pickler(parts, 5).dump(o)
         payloads.extend(parts.chunks)
-        return ("V", parts.size)
+        crc = 0
+        for c in parts.chunks:
+            crc = crc32(c, crc)
+        return ("V", parts.size, crc)
     return None
 
 
@@ -344,5 +357,6 @@ def completion_record(task: Task, outputs: list[Any],
 
 
 def plain_descs(outputs: tuple[Output, ...]) -> tuple[Output, ...]:
-    """A read record's outputs as a record writes them (without where the values were)."""
-    return tuple(o[:2] if o[0] in ("v", "V") else o for o in outputs)
+    """A read record's outputs, ``(kind, n, offset, crc)`` for a value, as a record writes
+    them (without where the values were)."""
+    return tuple((o[0], o[1], o[3]) if o[0] in ("v", "V") else o for o in outputs)

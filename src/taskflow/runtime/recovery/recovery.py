@@ -25,7 +25,7 @@ from ...graph.keys import Keys
 from . import adopt
 from .comeback import Comebacks
 from .log import LOG_NAME, Chunk, RecordWire, ResumeLog, checkpoint_policy
-from .restore import ResumeStore, Resumer, failed_calls
+from .restore import ResumeStore, Resumer, failed_calls, journal_note
 from .runlock import RunLock
 
 if TYPE_CHECKING:
@@ -107,6 +107,8 @@ class Recovery:
         wait for their calls; the earlier run's ids are not reused."""
         if self.adoptable:
             adopt.record_nodes(self.run_dir, nodes)
+        if self.resumer is not None and self.resumer.store.damaged:   # (said at open)
+            journal_note(state, self.resumer.store.damaged)
         self.adoption, tids, dids = adopt.after_start(nodes, providers, state.comm.wake)
         if tids or dids:
             state.ids_above(tids, dids)

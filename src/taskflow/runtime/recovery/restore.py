@@ -8,19 +8,25 @@ record, restores it (its values, its file versions, its futures done at
 once) or says why the call runs again (``--explain``).
 
 A truncated last frame (the master died while writing it) is ignored. A log
-that is damaged before its end, or that another version of taskflow wrote,
-is said in one line (:attr:`ResumeStore.damaged`): the records before the
-damage count, the rest of the calls run again.
+that another version of taskflow wrote is said in one line and not read. A
+damage (:mod:`.frames`: every frame and value carries a CRC-32) is never
+restored: a damaged frame is said with its byte offset and what was used
+(:attr:`ResumeStore.damaged`: the records before it, and those of the intact
+frames after it, where reading went on); a damaged value is found when its
+call would be restored (:class:`ValueDamaged`), said, and that call runs again.
 """
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import time
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from zlib import crc32
 
 from ...graph.keys import KeyParts, plain_key
-from .log import HEAD, LOG_NAME, MAGIC, Output, plain_descs
+from .frames import MAGIC, Damage, Frame, frame_at, read_frames
+from .log import LOG_NAME, Output, plain_descs
 
 if TYPE_CHECKING:
     from ...future import Future
@@ -29,13 +35,19 @@ if TYPE_CHECKING:
     from .adopt import Adoption
     from .log import ResumeLog
 
+log = logging.getLogger(__name__)
+
+
+class ValueDamaged(Exception):
+    """A value of a record does not match its checksum (the message: where, one line)."""
+
 
 class Record(NamedTuple):
     key: bytes
     name: str
     ordinal: int                  # this call is the ordinal-th of its function in the run
     parts: KeyParts
-    outputs: tuple[Output, ...]   # ("v" | "V", bytes, offset in the log) | ("f", path) | ("h",)
+    outputs: tuple[Output, ...]   # ("v" | "V", n, offset in the log, crc) | ("f", path) | ("h",)
 
 
 class ResumeStore:
@@ -47,6 +59,7 @@ class ResumeStore:
         self.by_key: dict[bytes, Record] = {}
         self.by_call: dict[tuple[str, int], Record] = {}
         self.damaged: str | None = None         # where and why the log could not be read
+        self.origin: tuple[str, str] | None = None  # (cwd, argv JSON) of the run that wrote it
         self.moved: dict[str, tuple[str, int, int]] = {}   # version -> (path, size, mtime)
         if not os.path.exists(self.path):
             raise FileNotFoundError(f"{run_dir} has no {LOG_NAME}: that run was not resumable "
@@ -69,34 +82,39 @@ class ResumeStore:
                                 f"earlier version wrote it, or it is damaged): nothing is "
                                 f"restored from it")
             return
-        pos = len(MAGIC)
-        while pos + HEAD.size <= size:
-            hlen, blen = HEAD.unpack(f.read(HEAD.size))
-            start = pos + HEAD.size + hlen
-            end = start + blen
-            if end > size:
-                break                       # truncated by the master's death
+        damages: list[Damage] = []
+        used: list[int] = []            # records read before each damage
+        skipped = 0                     # plain calls of a function named in a lost frame
+        for frame in read_frames(f, size, damages):
+            while len(used) < len(damages):
+                used.append(len(self.by_key))
             try:
-                functions, records = pickle.loads(f.read(hlen))
+                functions, records = pickle.loads(frame.header)
                 for no, name, code in functions:
                     self._specs[no] = (name, code, KeyParts(code, ()))
+                start = frame.body
                 for rec in records:
-                    start = self._add(rec, start)
-            except Exception as exc:  # noqa: BLE001 - a damaged frame: what came before counts
-                self.damaged = (f"{self.path} is damaged at byte {pos} ({type(exc).__name__}: "
-                                f"{exc}): the {len(self.by_key)} record(s) before it are used, "
-                                f"the calls after it run again")
-                return
-            f.seek(end)
-            pos = end
+                    start, lost = self._add(rec, start)
+                    skipped += lost
+            except Exception as exc:  # noqa: BLE001 - checksums matched: written so by taskflow
+                damages.append(Damage(frame.pos, f"{type(exc).__name__}: {exc}", frame.end))
+                used.append(len(self.by_key))
+        while len(used) < len(damages):
+            used.append(len(self.by_key))
+        if damages:
+            self.damaged = _damage_text(self.path, damages, used, len(self.by_key), skipped)
 
-    def _add(self, rec: tuple[Any, ...], start: int) -> int:
-        """One record of a frame whose values start at ``start``; where the next ones do."""
+    def _add(self, rec: tuple[Any, ...], start: int) -> tuple[int, int]:
+        """One record of a frame whose values start at ``start``: where the next ones do,
+        and 1 if it was not used (its function was named in a frame that was lost)."""
         tag = rec[0]
         if type(tag) is int:            # a plain call, kept as itself: its key now
-            no, ordinal, argv, out = rec
-            name, code, parts = self._specs[no]
-            desc, start = _placed(("v", out) if type(out) is int else out, start)
+            no, ordinal, argv, out, *crc = rec
+            desc, start = _placed(("v", out, *crc) if type(out) is int else out, start)
+            spec = self._specs.get(no)
+            if spec is None:
+                return start, 1
+            name, code, parts = spec
             self._put(Record(plain_key(code, argv), name, ordinal, parts, (desc,)))
         elif tag == "k":
             _, _, key, name, ordinal, parts, outputs, dids = rec
@@ -123,9 +141,12 @@ class ResumeStore:
                 self._put(old._replace(outputs=tuple(outs)))
             else:
                 self._got[did] = d
+        elif tag == "o":
+            _, cwd, argv = rec
+            self.origin = (cwd, argv)
         else:
             raise ValueError(f"a record of an unknown kind {tag!r}")
-        return start
+        return start, 0
 
     def _put(self, rec: Record) -> None:
         self.by_key[rec.key] = rec
@@ -135,23 +156,75 @@ class ResumeStore:
         return len(self.by_key)
 
     def values(self, rec: Record) -> list[bytes | None]:
-        """The bytes of each value output of ``rec`` (None for the others)."""
+        """The bytes of each value output of ``rec`` (None for the others); raises
+        :class:`ValueDamaged` when one does not match its checksum."""
         out: list[bytes | None] = []
         with open(self.path, "rb") as f:
             for o in rec.outputs:
                 if o[0] in ("v", "V"):      # "V": a Packed pickled (outcomes loads it)
-                    f.seek(o[2])
-                    out.append(f.read(o[1]))
+                    kind, n, offset, crc = o
+                    f.seek(offset)
+                    data = f.read(n)
+                    if len(data) != n or crc32(data) != crc:
+                        raise ValueDamaged(
+                            f"{self.path} is damaged at byte {offset} (the value of a "
+                            f"finished {rec.name} call, {n} bytes, does not match its "
+                            f"checksum): it is not restored, that call runs again")
+                    out.append(data)
                 else:
                     out.append(None)
         return out
 
 
+def log_origin(run_dir: str) -> tuple[str, list[str]] | None:
+    """Where and how the run that wrote ``run_dir``'s resume log was started: (cwd,
+    sys.argv), from the log's first record; None when the log has none or cannot say
+    (``taskflow run --resume`` when the run's journal cannot be read)."""
+    import json
+    try:
+        with open(os.path.join(run_dir, LOG_NAME), "rb") as f:
+            if f.read(len(MAGIC)) != MAGIC:
+                return None
+            frame = frame_at(f, len(MAGIC), os.fstat(f.fileno()).st_size)
+            if not isinstance(frame, Frame):
+                return None
+            _, records = pickle.loads(frame.header)
+            for rec in records:
+                if rec[0] == "o":
+                    argv = json.loads(rec[2])
+                    return (str(rec[1]), [str(a) for a in argv]) if isinstance(argv, list) \
+                        else None
+    except Exception:  # noqa: BLE001 - no origin to tell: the run is not found by it
+        return None
+    return None
+
+
 def _placed(out: Output, start: int) -> tuple[Output, int]:
     """A value's description with where its bytes are in the log; where the next start."""
     if out[0] in ("v", "V"):
-        return (out[0], out[1], start), start + out[1]
+        kind, n, crc = out
+        return (kind, n, start, crc), start + n
     return out, start
+
+
+def _damage_text(path: str, damages: list[Damage], used: list[int], total: int,
+                 skipped: int) -> str:
+    """What the reader says of a damaged log: where, why, and what it used (one line)."""
+    pos, why, resumed = damages[0]
+    text = f"{path} is damaged at byte {pos} ({why}): the {used[0]} record(s) before it are used"
+    if resumed is None:
+        text += ", nothing after it (no intact frame follows)"
+    else:
+        text += (f", and reading went on at the next intact frame (byte {resumed}): "
+                 f"{total - used[0]} record(s) after it are used too")
+    if len(damages) > 1:
+        more = ", ".join(str(d.pos) for d in damages[1:4]) + (", ..." if len(damages) > 4
+                                                              else "")
+        text += f"; {len(damages) - 1} more damaged frame(s), at byte {more}"
+    if skipped:
+        text += (f"; {skipped} record(s) of functions named in a damaged frame are not "
+                 f"used")
+    return text + "; the calls the damaged frames held run again"
 
 
 def explain(old: Record | None, parts: KeyParts, failed_before: bool) -> str:
@@ -235,11 +308,20 @@ class Resumer:
         if rec is None and adoption is not None and adoption.claim(rt, task):
             self.reruns[task.spec.name][why] -= 1       # (adopted: it does not run again)
             return True
+        values: list[bytes | None] = []
+        if rec is not None:
+            try:
+                values = self.store.values(rec)
+            except ValueDamaged as exc:
+                why = "its record in the earlier run's resume log is damaged"
+                counts = self.reruns.setdefault(task.spec.name, {})
+                counts[why] = counts.get(why, 0) + 1
+                self.said(rt, str(exc))
+                rec = None
         if rec is None:
             if bus.active:
                 bus.emit(Resumed("rerun", time.time(), task.id, task.spec.name, "", why))
             return False
-        values = self.store.values(rec)
         if bus.active:
             bus.sub_rows.append(
                 (task, [d._producer.id for d in deps if d._producer is not None])
@@ -258,10 +340,22 @@ class Resumer:
                     log.moved(o[1], o[1])
         return True
 
+    def said(self, rt: RunState, text: str) -> None:
+        """A damage of the earlier run's records: on the console and in the journal."""
+        log.warning("%s", text)
+        journal_note(rt, text)
+
     def lines(self) -> list[str]:
         """One line per task name that ran again: how many, and why."""
         return rerun_lines({name: {why: n for why, n in whys.items() if n}
                             for name, whys in self.reruns.items()})
+
+
+def journal_note(rt: RunState, text: str) -> None:
+    """A line of the run's own (``TASKFLOW``, no task) in its journal's logs."""
+    if rt.bus.active:
+        from ...events import NodeNote
+        rt.bus.emit(NodeNote("log", time.time(), 0, "", "", ("TASKFLOW", text)))
 
 
 def rerun_lines(reruns: dict[str, dict[str, int]]) -> list[str]:
