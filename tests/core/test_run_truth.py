@@ -96,7 +96,7 @@ def test_a_killed_master_reads_as_interrupted_with_why(tmp_path):
     assert st.returncode == 1
     assert ": interrupted" in st.stdout and "ended without closing the run" in st.stdout
     (run_id,) = os.listdir(runs)        # ... and the command that continues it
-    assert f"  continue it with: taskflow run --run-dir {runs} --resume {run_id} wf.py\n" \
+    assert f"  continue it with: taskflow run --resume {run_id} --run-dir {runs} wf.py\n" \
         in st.stdout
     assert " interrupted " in _tf(tmp_path, "runs", "--run-dir", str(runs)).stdout
 

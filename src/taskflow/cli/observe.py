@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -67,7 +68,6 @@ def status(run: str | None, run_dir: str | None) -> None:
         if r.get("reason") and r["state"] != "finished":
             click.echo(f"  why: {r['reason']}")
         if r["state"] in ("interrupted", "failed"):
-            from .runs import resume_command_of
             again = resume_command_of(r, j.run_dir)
             if again:
                 click.echo(f"  continue it with: {again}")
@@ -142,6 +142,42 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...]
                 "before it started"         # (its node was lost with it still queued)
             click.echo(f"-- task {task} {t['name']} FAILED on {t['node'] or '-'} {tries}:")
             click.echo(t["traceback"] or t["error_full"] or t["error"] or "")
+
+
+_RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+
+
+def resume_command_of(r: dict[str, Any], run_dir: str) -> str | None:
+    """The command that continues a run that did not finish (``r``: the journal's run row,
+    ``run_dir``: its directory), from the command line it ran with, options kept; None
+    when it cannot be resumed (no resume log: it ran ``--no-resumable``)."""
+    import json
+    import shlex
+    if not os.path.exists(os.path.join(run_dir, "resume.log")):
+        return None
+    try:
+        argv = [str(a) for a in json.loads(r.get("argv") or "[]")]
+    except ValueError:
+        return None
+    if not argv:
+        return None
+    base = os.path.basename(argv[0])
+    if len(argv) > 1 and argv[1] == "run" and (base in ("taskflow", "__main__.py")):
+        rest, words = argv[2:], []
+        i = 0
+        while i < len(rest):
+            if rest[i] == "--resume":   # it was resumed already: this run's id now
+                i += 2 if i + 1 < len(rest) and _RUN_ID.match(rest[i + 1]) else 1
+                continue
+            words.append(rest[i])
+            i += 1
+    else:                               # python script.py args: the run it started
+        words = argv
+    root = os.path.dirname(os.path.abspath(run_dir))
+    from ..journal.root import runs_root
+    if root != os.path.abspath(runs_root()) and "--run-dir" not in words:
+        words = ["--run-dir", root, *words]
+    return shlex.join(["taskflow", "run", "--resume", r["run_id"], *words])
 
 
 SHOWN_RETRIED = 20      # tasks whose retries `status` lists one by one

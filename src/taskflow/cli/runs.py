@@ -75,39 +75,6 @@ def script_and_args(argv: list[str], cwd: str = "") -> tuple[str, list[str]]:
     return (rest[i], rest[i + 1:]) if i < len(rest) else ("?", [])
 
 
-def resume_command_of(r: dict[str, Any], run_dir: str) -> str | None:
-    """The command that continues a run that did not finish (a row of the journal's run
-    table; ``run_dir``: its directory), from the command line it ran with; None when it
-    cannot be resumed (no resume log: it ran ``--no-resumable``)."""
-    import json
-    if not os.path.exists(os.path.join(run_dir, "resume.log")):
-        return None
-    try:
-        argv = [str(a) for a in json.loads(r.get("argv") or "[]")]
-    except ValueError:
-        return None
-    script, args = script_and_args(argv, r.get("cwd") or "")
-    if script == "?":
-        return None
-    options: list[str] = []
-    if len(argv) > 2 and argv[1] == "run" and _is_taskflow(argv[0]):
-        rest = argv[2:]
-        end = len(rest) - len(args) - 1        # where the script is
-        i = 0
-        while 0 <= i < end:
-            a = rest[i]
-            if a == "--resume":                 # (it was resumed already: this run's id now)
-                i += 2 if i + 1 < end and not rest[i + 1].startswith("-") else 1
-                continue
-            options.append(a)
-            i += 1
-    root = os.path.dirname(os.path.abspath(run_dir))
-    from ..journal.root import runs_root
-    if root != os.path.abspath(runs_root()) and "--run-dir" not in options:
-        options += ["--run-dir", root]
-    return shlex.join(["taskflow", "run", *options, "--resume", r["run_id"], script, *args])
-
-
 # -- taskflow runs ---------------------------------------------------------------------------
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 3] + "..."
