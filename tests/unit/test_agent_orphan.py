@@ -59,7 +59,8 @@ def test_kept_tasks_wait_for_a_claim_then_go_under_the_new_masters_ids():
     # task 2 ends: reported under its new id at once; nothing is kept any more
     out, lines = orphan.sift([_ok(2, [b"two"])], [(2, 0.9, "STDOUT", "two ends")])
     assert out == [_ok(12, [b"two"])]
-    assert orphan.finished()
+    assert lines == [(12, 0.9, "STDOUT", "two ends")]
+    assert orphan.finished() and not orphan.held_logs
 
 
 def test_a_running_task_the_master_cancels_is_to_be_killed_and_forgotten():
@@ -79,3 +80,17 @@ def test_a_resumed_master_keeps_only_the_kept_tasks_keys_and_values():
     assert list(state.store) == [102] and state.keys == {2: b"key2"}
     state.forget_keys([_ok(2, [b"x"])])         # reported: its key is not needed any more
     assert state.keys == {}
+
+
+def test_an_adopted_tasks_last_lines_go_with_its_result_in_the_same_round():
+    """A claimed task that prints and ends in one round: its lines go to the master (under
+    its new id) with its result, none kept back (its claim is forgotten with the result)."""
+    orphan = Orphan(ValueStore())
+    orphan.enter([_task(5, [105])], [])
+    orphan.taken({}, {})
+    orphan.adopt(M.Adopt([(5, 55, [155])], []))
+    out, lines = orphan.sift([_ok(5, [b"five"])], [(5, 1.0, "STDOUT", "last words"),
+                                                   (5, 1.1, "STDERR", "really last")])
+    assert out == [_ok(55, [b"five"])]
+    assert lines == [(55, 1.0, "STDOUT", "last words"), (55, 1.1, "STDERR", "really last")]
+    assert orphan.finished() and not orphan.held_logs

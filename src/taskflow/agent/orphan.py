@@ -148,8 +148,11 @@ class Orphan:
         lines: list[M.LogWire] = []
         for tid, t, lvl, text in logs:
             (self.held_logs if tid in kept else lines).append((tid, t, lvl, text))
+        # lines first: releasing a result forgets its task's claim, and the lines it printed
+        # last (this round's) would then be kept for no one
+        lines.extend(self._release_lines())
         out.extend(self._release())
-        return out, lines + self._release_lines()
+        return out, lines
 
     def _release(self) -> list[M.ResultWire]:
         out, still = [], []
