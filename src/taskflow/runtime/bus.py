@@ -195,7 +195,8 @@ class EventBus:
         they waited ``max_delay``; those it takes at once (:meth:`watch_ended`) now."""
         at_once = self._ended_now
         if ended and at_once is not None:
-            now_, later = [], []
+            now_: list[Task] = []
+            later: list[Task] = []
             for t in ended:
                 (now_ if at_once(t) else later).append(t)
             if now_:
