@@ -19,9 +19,10 @@ from taskflow.wire import messages as M
 
 
 def kept(task_id: int, key: bytes = b"", *, units: int = 1, done: bool = False,
-         files: list[str] | None = None) -> tuple:
+         files: list[str] | None = None, started: bool = True) -> tuple:
     """What an agent lists of one task it kept (an ``Adoptable`` on the wire)."""
-    return tuple(M.Adoptable(task_id, key, b"", None, units, done, files or []))
+    return tuple(M.Adoptable(task_id, key, b"", None, units, done, files or [],
+                             started or done))
 
 
 def adopted(n, *entries: tuple, comm: FakeComm | None = None) -> Adoption:
@@ -58,6 +59,23 @@ def test_a_result_the_agent_held_is_collected_and_frees_the_slot_it_never_held()
     t.key = b"K"
     assert adoption.claim(st, t) and n.used == t.cus
     assert adoption.summary() == "1 result(s) collected that finished while no master was there"
+
+
+def test_tasks_queued_behind_a_running_one_are_counted_as_queued_not_running():
+    """A chained or prefetched task waiting on its executor behind the running one is
+    adopted too, but said as queued (it had not started)."""
+    n = node("n1", slots=2)
+    st, _ = state(n)
+    adoption = adopted(n, kept(1, b"R"), kept(2, b"Q1", started=False),
+                       kept(3, b"Q2", started=False))
+    for key in (b"R", b"Q1", b"Q2"):
+        t = task(spec(), st=st)
+        st.scheduler.ready.pop()
+        t.key = key
+        assert adoption.claim(st, t)
+    assert (adoption.adopted, adoption.queued) == (1, 2)
+    assert adoption.summary() == ("1 running task(s) adopted on n1; 2 queued task(s) adopted "
+                                  "(waiting there behind a running one: not started yet)")
 
 
 def test_a_call_whose_key_no_agent_kept_is_not_claimed():
