@@ -150,11 +150,12 @@ def test_a_second_master_resuming_the_run_is_refused(tmp_path):
 
 def test_a_master_without_the_runs_secret_adopts_nothing_and_says_why(tmp_path):
     (tmp_path / "wf.py").write_text(WF)
-    p = _start(tmp_path, "--workers", "2", "wf.py")
+    p = _start(tmp_path, "--workers", "2", "wf.py", SECS="-1")   # (none ends before the kill)
     _kill_when(tmp_path, p, lambda m: len(_started(m)) == 2)
     (run,) = os.listdir(tmp_path / "runs")
     (tmp_path / "runs" / run / "adopt.secret").write_text("0" * 64)    # another run's
-    r = _resume(tmp_path, "--workers", "2", "wf.py")
+    (tmp_path / "gate").touch()
+    r = _resume(tmp_path, "--workers", "2", "wf.py", SECS="-1")
     assert r.returncode == 0 and "SUM 60" in r.stdout, r.stderr
     assert "the agent refused this master: it does not hold the secret of run" in r.stderr
     assert "adopted" not in r.stderr
