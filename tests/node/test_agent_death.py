@@ -4,7 +4,8 @@ and nothing of the run (executor, the program it runs) outlives it.
 
 Each run is a real `taskflow run` process with real local node agents. The tasks append to
 ``marks`` beside the script (``start I pid ppid`` / ``end I``), so the marks prove how often
-each task ended, and name the processes to wait for.
+each task ended, and name the processes to wait for; they end once the test creates ``gate``
+(after the agent it killed has ended), so nothing depends on how long they run.
 """
 from __future__ import annotations
 
@@ -21,20 +22,22 @@ WF = textwrap.dedent('''
     import os, sys, time
     from taskflow import task, wait_on
 
-    MARKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "marks")
+    HERE = os.path.dirname(os.path.abspath(__file__))
+    MARKS = os.path.join(HERE, "marks")
 
     def mark(what):
         with open(MARKS, "a") as f:
             f.write(what + "\\n")
 
     @task(returns=int)
-    def slow(i, secs):
+    def gated(i):
         mark(f"start {i} {os.getpid()} {os.getppid()}")
-        time.sleep(secs)
+        while not os.path.exists(os.path.join(HERE, "gate")):     # the test opens it
+            time.sleep(0.05)
         mark(f"end {i}")
         return i * 10
 
-    futs = [slow(i, float(os.environ.get("SECS", "4"))) for i in range(4)]
+    futs = [gated(i) for i in range(4)]
     print("SUM", sum(wait_on(futs)), flush=True)
 ''')
 
@@ -97,6 +100,10 @@ def test_a_killed_agents_tasks_end_once_and_its_executors_with_it(tmp_path):
         assert len(agents) == 2, starts          # 2 tasks on each node
         victim = agents[0]
         os.kill(victim, signal.SIGKILL)
+        # once the agent has ended (a zombie until its master reaps it) its executors have
+        # their death signal; the gate opens: an executor left running would end its task
+        until(lambda: not _alive(victim), 30, what="the killed agent to end")
+        (tmp_path / "gate").touch()
         assert p.wait(120) == 0, (tmp_path / "err").read_text()
     finally:
         if p.poll() is None:
