@@ -5,10 +5,11 @@ they kept (:class:`~taskflow.wire.messages.Adoptable`: running, queued on an
 executor behind a running one, or ended with the result held). A call of the
 resumed script whose key (graph/keys.py) is one of theirs is not run again: it
 is *claimed* (:meth:`Adoption.claim`): in flight on that node at once, its
-result to come under its new id (an ADOPT frame tells the agent). Kept tasks no call claims are cancelled on their
-node when the script first waits for a value that is not there yet (by then
-it has made the calls that came before that point, as the earlier run had
-when those tasks started) and at the end of the run.
+result to come under its new id (an ADOPT frame tells the agent). Kept tasks
+no call claims are cancelled on their node when the script first waits for a
+value that is not there yet (by then it has made the calls that came before
+that point, as the earlier run had when those tasks started) and at the end of
+the run.
 
 A call keyed when it was made (it reads other tasks' values or files, writes
 files, has keywords or options) is matched by the key its master sent along
