@@ -10,14 +10,14 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from support.adoption import WF, marks as _marks, started as _started
+from support.adoption import (WF, adopted_in_journal, consistent, marks as _marks, said,
+                              started as _started)
 from support.agents import agents_in as _agents_in
 from support.paths import TESTS
 from support.waiting import until as _until
@@ -55,32 +55,65 @@ def test_running_tasks_are_adopted_not_started_again(tmp_path, call):
     (tmp_path / "wf.py").write_text(WF if call == "plain" else WF.replace(
         'slow(i, float(os.environ.get("SECS", "3")))',
         'slow(i, secs=float(os.environ.get("SECS", "3")))'))
-    p = _start(tmp_path, "--workers", "2", "wf.py")
+    p = _start(tmp_path, "--workers", "2", "wf.py", SECS="-1")      # they end at the gate
     _kill_when(tmp_path, p, lambda m: len(_started(m)) == 2)      # two run, two queued
     (first,) = os.listdir(tmp_path / "runs")
-    r = _resume(tmp_path, "--workers", "2", "wf.py", run=first)
+    before = _marks(tmp_path)
+    r = _resume_then_open(tmp_path, first, 2, "--workers", "2", "wf.py", SECS="-1")
     assert r.returncode == 0, r.stderr
     assert "SUM 60" in r.stdout
     assert _started(_marks(tmp_path)) == [f"start {i}" for i in range(4)]   # each once
-    assert "2 running task(s) adopted on local; 0 task(s) restored, 2 ran again" in r.stderr
     (new,) = set(os.listdir(tmp_path / "runs")) - {first}
-    db = sqlite3.connect(tmp_path / "runs" / new / "journal.db")
-    adopted = db.execute("SELECT COUNT(*) FROM transitions WHERE state='ADOPTED'").fetchone()
-    db.close()
-    assert adopted == (2,)
+    n = consistent(r.stderr, tmp_path / "runs" / new, before, _marks(tmp_path), 4)
+    # the two running at the kill were still running when adopted (the gate was shut)
+    assert n["running"] == 2 and n["collected"] == n["restored"] == 0, r.stderr
+    assert "2 running task(s) adopted on local" in r.stderr
     _until(lambda: not _agents_in(tmp_path), 10)        # the adopted agent ended with the run
 
 
+def _resume_then_open(tmp_path, first, adopted, *args, **env):
+    """``--resume``, and once its journal recorded ``adopted`` calls as ADOPTED, the gate
+    opened (so the tasks adopted were running: they cannot end before)."""
+    p = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress",
+                          "--resume", first, *args], cwd=tmp_path, env=_env(tmp_path, **env),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _until(lambda: sum(adopted_in_journal(d).values()) >= adopted
+               if (d := _new_run(tmp_path, first)) is not None else False, 60,
+               "the resumed run to record its adoptions")
+    finally:
+        (tmp_path / "gate").touch()
+    out, err = p.communicate(timeout=90)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def _new_run(tmp_path, first):
+    """The resumed run's directory once its journal exists (None before)."""
+    new = set(os.listdir(tmp_path / "runs")) - {first}
+    if not new:
+        return None
+    d = tmp_path / "runs" / new.pop()
+    return d if (d / "journal.db").exists() else None
+
+
 def test_results_that_finished_while_no_master_was_there_are_collected(tmp_path):
+    """The two tasks running at the kill end after it (a gate the test opens then): their
+    results, held on the node, are collected; every task ends once, whatever else ended
+    meanwhile (a task queued behind them on the node is collected too)."""
     (tmp_path / "wf.py").write_text(WF)
-    p = _start(tmp_path, "--workers", "2", "wf.py", SECS="1.5")
+    p = _start(tmp_path, "--workers", "2", "wf.py", SECS="-1")
     _kill_when(tmp_path, p, lambda m: len(_started(m)) == 2)
-    _until(lambda: sum(m.startswith("end") for m in _marks(tmp_path)) == 2)  # ended, held
-    r = _resume(tmp_path, "--workers", "2", "wf.py", SECS="1.5")
+    (first,) = os.listdir(tmp_path / "runs")
+    (tmp_path / "gate").touch()
+    _until(lambda: sum(m.startswith("end") for m in _marks(tmp_path)) >= 2)  # ended, held
+    before = _marks(tmp_path)
+    r = _resume(tmp_path, "--workers", "2", "wf.py", SECS="-1")
     assert r.returncode == 0, r.stderr
     assert "SUM 60" in r.stdout
     assert _started(_marks(tmp_path)) == [f"start {i}" for i in range(4)]
-    assert "2 result(s) collected that finished while no master was there" in r.stderr
+    (new,) = set(os.listdir(tmp_path / "runs")) - {first}
+    n = consistent(r.stderr, tmp_path / "runs" / new, before, _marks(tmp_path), 4)
+    assert n["collected"] >= 2 and n["restored"] == 0, r.stderr
 
 
 def test_an_agent_whose_grace_ran_out_leaves_nothing(tmp_path):
@@ -117,11 +150,12 @@ def test_a_second_master_resuming_the_run_is_refused(tmp_path):
 
 def test_a_master_without_the_runs_secret_adopts_nothing_and_says_why(tmp_path):
     (tmp_path / "wf.py").write_text(WF)
-    p = _start(tmp_path, "--workers", "2", "wf.py")
+    p = _start(tmp_path, "--workers", "2", "wf.py", SECS="-1")   # (none ends before the kill)
     _kill_when(tmp_path, p, lambda m: len(_started(m)) == 2)
     (run,) = os.listdir(tmp_path / "runs")
     (tmp_path / "runs" / run / "adopt.secret").write_text("0" * 64)    # another run's
-    r = _resume(tmp_path, "--workers", "2", "wf.py")
+    (tmp_path / "gate").touch()
+    r = _resume(tmp_path, "--workers", "2", "wf.py", SECS="-1")
     assert r.returncode == 0 and "SUM 60" in r.stdout, r.stderr
     assert "the agent refused this master: it does not hold the secret of run" in r.stderr
     assert "adopted" not in r.stderr
@@ -149,13 +183,19 @@ def test_ssh_agents_are_adopted_through_the_bridge(ssh_hosts, tmp_path):
     working_dir: {tmp_path}/wd-h{i}
 """ for i, h in enumerate(hosts, 1)))
     (tmp_path / "wf.py").write_text(WF)
-    p = _start(tmp_path, "--cluster", "cluster.yaml", "wf.py")
+    p = _start(tmp_path, "--cluster", "cluster.yaml", "wf.py", SECS="-1")
     _kill_when(tmp_path, p, lambda m: len(_started(m)) == 2)      # one on each host
-    r = _resume(tmp_path, "--cluster", "cluster.yaml", "wf.py")
+    (first,) = os.listdir(tmp_path / "runs")
+    before = _marks(tmp_path)
+    r = _resume_then_open(tmp_path, first, 2, "--cluster", "cluster.yaml", "wf.py", SECS="-1")
     assert r.returncode == 0, r.stderr
     assert "SUM 60" in r.stdout
     assert _started(_marks(tmp_path)) == [f"start {i}" for i in range(4)]
-    assert "running task(s) adopted on h1, h2; 0 task(s) restored" in r.stderr
+    assert "2 running task(s) adopted on h1, h2" in r.stderr, r.stderr
+    (new,) = set(os.listdir(tmp_path / "runs")) - {first}
+    n = consistent(r.stderr, tmp_path / "runs" / new, before, _marks(tmp_path), 4)
+    assert n["running"] == 2 and n["collected"] == n["restored"] == 0, n   # (the others:
+    #                                       queued behind them there, or run again)
     _until(lambda: not any(_agents_in(w) for w in (tmp_path, tmp_path / "wd-h1",
                                                    tmp_path / "wd-h2")), 10)   # none left
 
@@ -238,7 +278,8 @@ def test_calls_that_write_files_are_adopted_with_their_versions(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "READ ['made 0\\n', 'made 1\\n']" in r.stdout
     assert _started(_marks(tmp_path)) == ["start 0", "start 1", "start a0"]    # each once
-    assert "3 running task(s) adopted on local" in r.stderr
+    n = said(r.stderr)          # (3 s tasks: running, or ended at the resume: collected)
+    assert n["running"] + n["collected"] + n["restored"] == 3, r.stderr
     assert (tmp_path / "made0.txt").read_text() == "made 0\n"
     assert (tmp_path / "made1.txt").read_text() == "made 1\n"
     assert (tmp_path / "log.txt").read_text() == "begin\nappended 0\n"

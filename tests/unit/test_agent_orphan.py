@@ -41,10 +41,11 @@ def test_kept_tasks_wait_for_a_claim_then_go_under_the_new_masters_ids():
     assert orphan.done == {1, 7} and len(orphan.held_logs) == 2
 
     # a master takes the agent: every kept task is listed, by key or by code and arguments
-    listed = orphan.taken({2: b"key2"}, {F: b"code"})
+    listed = orphan.taken({2: b"key2"}, {F: b"code"}, {2})
     assert not orphan.waiting()
-    assert sorted((a.task_id, a.key, a.code, a.done) for a in listed) == [
-        (1, b"", b"code", True), (2, b"key2", b"code", False), (7, b"", b"", True)]
+    assert sorted((a.task_id, a.key, a.code, a.done, a.started) for a in listed) == [
+        (1, b"", b"code", True, True), (2, b"key2", b"code", False, True),
+        (7, b"", b"", True, True)]
     assert orphan.outputs() == {101, 102}
 
     # it claims 1 and 2 under its own ids and cancels 7 (it has that result): nothing to kill
@@ -59,13 +60,14 @@ def test_kept_tasks_wait_for_a_claim_then_go_under_the_new_masters_ids():
     # task 2 ends: reported under its new id at once; nothing is kept any more
     out, lines = orphan.sift([_ok(2, [b"two"])], [(2, 0.9, "STDOUT", "two ends")])
     assert out == [_ok(12, [b"two"])]
-    assert orphan.finished()
+    assert lines == [(12, 0.9, "STDOUT", "two ends")]
+    assert orphan.finished() and not orphan.held_logs
 
 
 def test_a_running_task_the_master_cancels_is_to_be_killed_and_forgotten():
     orphan = Orphan(ValueStore())
     orphan.enter([_task(3, [103]), _task(4, [104])], [])
-    orphan.taken({}, {})
+    orphan.taken({}, {}, set())
     assert orphan.adopt(M.Adopt([(4, 40, [140])], [3])) == {3}      # the agent kills it
     assert set(orphan.kept) == {4} and not orphan.finished()
 
@@ -79,3 +81,25 @@ def test_a_resumed_master_keeps_only_the_kept_tasks_keys_and_values():
     assert list(state.store) == [102] and state.keys == {2: b"key2"}
     state.forget_keys([_ok(2, [b"x"])])         # reported: its key is not needed any more
     assert state.keys == {}
+
+
+def test_an_adopted_tasks_last_lines_go_with_its_result_in_the_same_round():
+    """A claimed task that prints and ends in one round: its lines go to the master (under
+    its new id) with its result, none kept back (its claim is forgotten with the result)."""
+    orphan = Orphan(ValueStore())
+    orphan.enter([_task(5, [105])], [])
+    orphan.taken({}, {}, set())
+    orphan.adopt(M.Adopt([(5, 55, [155])], []))
+    out, lines = orphan.sift([_ok(5, [b"five"])], [(5, 1.0, "STDOUT", "last words"),
+                                                   (5, 1.1, "STDERR", "really last")])
+    assert out == [_ok(55, [b"five"])]
+    assert lines == [(55, 1.0, "STDOUT", "last words"), (55, 1.1, "STDERR", "really last")]
+    assert orphan.finished() and not orphan.held_logs
+
+
+def test_a_kept_task_queued_behind_the_running_one_is_listed_as_not_started():
+    orphan = Orphan(ValueStore())
+    # one executor's queue: task 1 runs, task 2 (chained on its output) waits behind it
+    orphan.enter([_task(1, [101]), _task(2, [102])], [])
+    listed = orphan.taken({}, {F: b"code"}, {1})
+    assert sorted((a.task_id, a.started) for a in listed) == [(1, True), (2, False)]

@@ -19,9 +19,10 @@ from taskflow.wire import messages as M
 
 
 def kept(task_id: int, key: bytes = b"", *, units: int = 1, done: bool = False,
-         files: list[str] | None = None) -> tuple:
+         files: list[str] | None = None, started: bool = True) -> tuple:
     """What an agent lists of one task it kept (an ``Adoptable`` on the wire)."""
-    return tuple(M.Adoptable(task_id, key, b"", None, units, done, files or []))
+    return tuple(M.Adoptable(task_id, key, b"", None, units, done, files or [],
+                             started or done))
 
 
 def adopted(n, *entries: tuple, comm: FakeComm | None = None) -> Adoption:
@@ -58,6 +59,23 @@ def test_a_result_the_agent_held_is_collected_and_frees_the_slot_it_never_held()
     t.key = b"K"
     assert adoption.claim(st, t) and n.used == t.cus
     assert adoption.summary() == "1 result(s) collected that finished while no master was there"
+
+
+def test_tasks_queued_behind_a_running_one_are_counted_as_queued_not_running():
+    """A chained or prefetched task waiting on its executor behind the running one is
+    adopted too, but said as queued (it had not started)."""
+    n = node("n1", slots=2)
+    st, _ = state(n)
+    adoption = adopted(n, kept(1, b"R"), kept(2, b"Q1", started=False),
+                       kept(3, b"Q2", started=False))
+    for key in (b"R", b"Q1", b"Q2"):
+        t = task(spec(), st=st)
+        st.scheduler.ready.pop()
+        t.key = key
+        assert adoption.claim(st, t)
+    assert (adoption.adopted, adoption.queued) == (1, 2)
+    assert adoption.summary() == ("1 running task(s) adopted on n1; 2 queued task(s) adopted "
+                                  "(waiting there behind a running one: not started yet)")
 
 
 def test_a_call_whose_key_no_agent_kept_is_not_claimed():
@@ -218,3 +236,29 @@ def test_the_comebacks_keep_the_lost_tasks_only_until_their_node_is_back():
     _back(n)
     comebacks.back(st, RemoteValues(comm.wake), n, 1.0)
     assert comebacks.lost == {}
+
+
+# -- the resume log and the bus: a finished task is not held while its value is on a node ------
+
+def test_a_task_whose_value_stayed_on_its_node_goes_to_the_resume_log_at_once():
+    """In a burst the bus holds the tasks that ended well for the resume log until it is
+    over; a task held keeps its future, and so the value, alive: one that stayed on its node
+    would not be dropped there (20,000 values of 1 MiB held ~700 MB in the agent). Such
+    tasks (and keyed ones: nothing to batch) go to the log at the delivery they come in."""
+    import time
+    from types import SimpleNamespace
+
+    from taskflow.runtime.bus import EventBus
+    from taskflow.runtime.recovery.log import ResumeLog
+
+    def done(ordinal, payload, key=None):
+        return SimpleNamespace(key=key, ordinal=ordinal,
+                               outputs=[SimpleNamespace(_payload=payload)])
+    held, inline, keyed = done(1, None), done(2, b"\x80\x04K\x01."), done(3, b"x", key=b"K")
+    got = []
+    bus = EventBus()
+    bus._ended_hook, bus._ended_now = got.append, ResumeLog.at_once     # (no bus thread)
+    bus._ended_well([held, inline, keyed], False, time.monotonic())    # in a burst
+    assert got == [[held, keyed]]
+    bus._ended_well([], True, time.monotonic())                         # the burst is over
+    assert got == [[held, keyed], [inline]]

@@ -205,8 +205,24 @@ def test_a_running_task_on_the_last_lost_node_is_not_told_to_raise_the_crash_lim
     assert a.state == "FAILED" and a.crashes == 1
     msg = str(a.error)
     assert "node n1 was lost" in msg and "no node left that could run it again" in msg
+    assert "it was running there" in msg
     assert "crash-limit" not in msg and "crash limit" not in msg
     assert any("no nodes left" in str(e) for e in st.failures)
+
+
+def test_a_task_lost_with_the_last_node_before_it_started_says_so_not_0_attempts():
+    """Sent to the only node, not started there when the node is lost: it fails because no
+    node is left, saying it had not started (it was "FAILED ... after 0 attempts")."""
+    n1 = node("n1")
+    st, _ = state(n1, retries=0)
+    a = task(spec(on_failure="FAIL"), st=st)
+    st.scheduler.ready.pop()
+    dispatch(a, n1)                     # sent, not started
+    outcomes.node_lost(st, n1, "its connection closed", [])
+    assert a.state == "FAILED"
+    msg = str(a.error)
+    assert "node n1 was lost" in msg and "it had not started" in msg, msg
+    assert "attempt" not in msg.split("\n")[0], msg
 
 
 def test_the_last_node_lost_under_a_chain_ends_each_of_its_tasks_once():

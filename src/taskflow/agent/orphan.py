@@ -148,8 +148,11 @@ class Orphan:
         lines: list[M.LogWire] = []
         for tid, t, lvl, text in logs:
             (self.held_logs if tid in kept else lines).append((tid, t, lvl, text))
+        # lines first: releasing a result forgets its task's claim, and the lines it printed
+        # last (this round's) would then be kept for no one
+        lines.extend(self._release_lines())
         out.extend(self._release())
-        return out, lines + self._release_lines()
+        return out, lines
 
     def _release(self) -> list[M.ResultWire]:
         out, still = [], []
@@ -233,14 +236,16 @@ class Orphan:
         fd = conn.detach()
         return FdChannel(fd, fd), hello
 
-    def taken(self, keys: dict[int, bytes], codes: dict[bytes, bytes]) -> list[M.Adoptable]:
+    def taken(self, keys: dict[int, bytes], codes: dict[bytes, bytes],
+              started: set[int]) -> list[M.Adoptable]:
         """A master took the agent: the kept tasks it has not claimed, for its READY (by
-        their keys, or their code and arguments for a plain call)."""
+        their keys, or their code and arguments for a plain call; ``started``: the ids of
+        those running now, the others wait on their executor behind one of them)."""
         self.connected = True
         return [M.Adoptable(tid, keys.get(tid, b""),
                             codes.get(t.digest, b"") if _plain(t) else b"",
                             t.argv if _plain(t) else None, t.units, tid in self.done,
-                            written(t))
+                            written(t), tid in self.done or tid in started)
                 for tid, t in self.kept.items() if tid not in self.claimed]
 
     def outputs(self) -> set[int]:

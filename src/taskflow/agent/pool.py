@@ -18,6 +18,7 @@ from typing import Any
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.framewriter import FrameWriter
+from .executor import lifeline
 from .executor.loop import executor_main
 from .executor.programs import PidSlot
 
@@ -81,20 +82,21 @@ class Pool:
         t_r, t_w = os.pipe()      # agent -> executor
         r_r, r_w = os.pipe()      # executor -> agent
         slot = PidSlot()
+        agent = os.getpid()
+        lifeline.prepare()
         pid = os.fork()
         if pid == 0:  # child
             try:
+                # Its own process group, which what its Python tasks start joins: killing
+                # the executor (cancel, time_out) ends them and their children too (kill).
+                os.setpgid(0, 0)
+                # It ends with the agent, whatever kills the agent; a SIGTERM sent to the
+                # whole job step does not end it (the agent decides): lifeline.py.
+                lifeline.arm(agent)
                 os.close(t_w)
                 os.close(r_r)
                 for fd in set(self.keep_closed):     # (a socket is both rfd and wfd)
                     os.close(fd)
-                # A signal sent to the whole job step must not kill a running task: the
-                # agent decides (a Python handler, so programs the task starts get the
-                # default disposition back at exec).
-                signal.signal(signal.SIGTERM, _ignore)
-                # Its own process group, which the programs its tasks start join: killing
-                # the executor (cancel, time_out) ends them and their children too (kill).
-                os.setpgid(0, 0)
                 executor_main(t_r, r_w, slot)
             finally:
                 os._exit(1)
@@ -241,10 +243,6 @@ class Pool:
             kill_group(ex)
         for ex in every:
             reap(ex.pid)
-
-
-def _ignore(signum: int, frame: Any) -> None:
-    pass
 
 
 def kill_group(ex: Executor) -> None:

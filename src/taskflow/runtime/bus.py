@@ -30,7 +30,9 @@ list of events, the rows expanded into :class:`~taskflow.events.Submitted` and
 the tasks that ended well themselves (:meth:`EventBus.watch_ended`): it keeps
 their calls and values (runtime/recovery/log.py) at no cost to the loop thread, and
 later still than the rows: when a delivery finds nothing new (the burst is
-over), after ``max_delay`` at the latest, or when flushed.
+over), after ``max_delay`` at the latest, or when flushed; a task whose value
+stayed on its node at its own delivery (held, it would keep that value on
+the node: no DROP while its future lives).
 
 Delivery waits while a burst of short tasks goes on: when more than
 :attr:`EventBus.burst` task rows came in since the last tick, the bus lets
@@ -98,6 +100,7 @@ class EventBus:
         self._delivering = 0         # rows of the delivery under way (taken from the lists)
         self._one_delivery = threading.Lock()   # one delivery at a time (flush, the thread)
         self._ended_hook: Callable[[list[Task]], None] | None = None
+        self._ended_now: Callable[[Task], bool] | None = None   # ... those it takes at once
         self._ended: list[Task] = []     # ended well, for the hook (see the module doc)
         self._ended_since = 0.0          # when the oldest of them came
         self.waited = 0.0            # s submitters waited on the backlog (the journal's pace)
@@ -115,11 +118,16 @@ class EventBus:
                                                 daemon=True)
                 self._thread.start()
 
-    def watch_ended(self, fn: Callable[[list[Task]], None]) -> None:
+    def watch_ended(self, fn: Callable[[list[Task]], None],
+                    at_once: Callable[[Task], bool] | None = None) -> None:
         """``fn(tasks)`` gets, at each delivery and before any subscriber, the tasks that
-        ended well since the last one (the bus keeps them from then on, journal or not)."""
+        ended well since the last one (the bus keeps them from then on, journal or not);
+        those for which ``at_once(task)`` is true it gets at the delivery they come in,
+        never held for the burst's end (a task held keeps its futures, and so its values,
+        alive: one that stayed on its node would not be dropped there meanwhile)."""
         with self._cv:
             self._ended_hook = fn
+            self._ended_now = at_once
             self.active = True
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="taskflow-events",
@@ -184,7 +192,16 @@ class EventBus:
 
     def _ended_well(self, ended: list[Task], quiet: bool, now: float) -> None:
         """The hook gets the tasks that ended well once the burst is over (``quiet``), or
-        they waited ``max_delay``."""
+        they waited ``max_delay``; those it takes at once (:meth:`watch_ended`) now."""
+        at_once = self._ended_now
+        if ended and at_once is not None:
+            now_: list[Task] = []
+            later: list[Task] = []
+            for t in ended:
+                (now_ if at_once(t) else later).append(t)
+            if now_:
+                self._call_ended(now_)
+            ended = later
         if ended:
             if not self._ended:
                 self._ended_since = now
@@ -192,11 +209,14 @@ class EventBus:
         if self._ended and (quiet or len(self._ended) >= ENDED_BATCH
                             or now - self._ended_since >= self.max_delay):
             tasks, self._ended = self._ended, []
-            assert self._ended_hook is not None
-            try:
-                self._ended_hook(tasks)
-            except Exception as exc:  # (the hook says its own failures; this is a bug)
-                log.error("the ended-tasks hook %r failed: %r", self._ended_hook, exc)
+            self._call_ended(tasks)
+
+    def _call_ended(self, tasks: list[Task]) -> None:
+        assert self._ended_hook is not None
+        try:
+            self._ended_hook(tasks)
+        except Exception as exc:  # (the hook says its own failures; this is a bug)
+            log.error("the ended-tasks hook %r failed: %r", self._ended_hook, exc)
 
     def _deliver_now(self, force: bool = False, hold: bool = False) -> None:
         """Hand everything emitted so far to the subscribers; ``hold`` (the bus thread's

@@ -240,6 +240,9 @@ class Adoptable(NamedTuple):
     done: bool                    # it ended: its result waits on the node
     files: list[str]              # the file/directory versions it writes, in the order of
     #                               its inouts (the earlier run's paths; a claim keeps them)
+    started: bool                 # it had started when the agent listed it (else it was
+    #                               queued on an executor behind one that had: chained or
+    #                               prefetched, it starts there when that one ends)
 
 
 class Adopt(NamedTuple):

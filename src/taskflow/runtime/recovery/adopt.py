@@ -1,14 +1,15 @@
 """A resumed run's adopted tasks: what the earlier run's agents kept, matched by key.
 
 The agents a resumed master reached (providers/adopting.py) listed the tasks
-they kept (:class:`~taskflow.wire.messages.Adoptable`: running, or ended with
-the result held). A call of the resumed script whose key (graph/keys.py) is
-one of theirs is not run again: it is *claimed* (:meth:`Adoption.claim`):
-in flight on that node at once, its result to come under its new id (an
-ADOPT frame tells the agent). Kept tasks no call claims are cancelled on their
-node when the script first waits for a value that is not there yet (by then
-it has made the calls that came before that point, as the earlier run had
-when those tasks started) and at the end of the run.
+they kept (:class:`~taskflow.wire.messages.Adoptable`: running, queued on an
+executor behind a running one, or ended with the result held). A call of the
+resumed script whose key (graph/keys.py) is one of theirs is not run again: it
+is *claimed* (:meth:`Adoption.claim`): in flight on that node at once, its
+result to come under its new id (an ADOPT frame tells the agent). Kept tasks
+no call claims are cancelled on their node when the script first waits for a
+value that is not there yet (by then it has made the calls that came before
+that point, as the earlier run had when those tasks started) and at the end of
+the run.
 
 A call keyed when it was made (it reads other tasks' values or files, writes
 files, has keywords or options) is matched by the key its master sent along
@@ -141,6 +142,7 @@ class Kept(NamedTuple):
     task_id: int          # the earlier master's
     units: int            # held on the node while it runs (0: it ended)
     files: list[str]      # the versions it writes (the earlier run's paths)
+    started: bool         # it had started (else queued on its executor behind one that had)
 
 
 class Adoption:
@@ -152,6 +154,7 @@ class Adoption:
         self.by_key: dict[bytes, list[Kept]] = {}
         self.open = False           # kept tasks wait for a claim
         self.adopted = 0            # claimed while running
+        self.queued = 0             # claimed while queued behind a running one (not started)
         self.collected = 0          # claimed with their result held
         self.where: set[str] = set()
         self.claims: dict[NodeHandle, list[tuple[int, int, list[int]]]] = {}
@@ -165,7 +168,7 @@ class Adoption:
                 key = a.key or (plain_key(a.code, a.argv) if a.code else b"")
                 if key:
                     self.by_key.setdefault(key, []).append(
-                        Kept(node, a.task_id, units, list(a.files)))
+                        Kept(node, a.task_id, units, list(a.files), a.started))
                 else:               # not a plain call: not matched, cancelled at once
                     self.cancels.setdefault(node, []).append(a.task_id)
                 node.used += units
@@ -198,17 +201,20 @@ class Adoption:
         task.t_dispatch = now
         self.claims.setdefault(node, []).append(
             (k.task_id, task.id, [f._did for f in task.all_outputs()]))
-        if k.units:
-            self.adopted += 1
-        else:
+        if not k.units:
             self.collected += 1
+            how = f"finished on {node.name} while no master was there"
+        elif k.started:
+            self.adopted += 1
+            how = f"kept running on {node.name}"
+        else:
+            self.queued += 1
+            how = f"kept queued on {node.name} (it had not started)"
         self.where.add(node.name)
         bus = rt.bus
         if bus.active:
             bus.sub_rows.append(task)
-            bus.emit(Resumed("adopted", now, task.id, task.spec.name, node.name,
-                             f"kept running on {node.name}" if k.units else
-                             f"finished on {node.name} while no master was there"))
+            bus.emit(Resumed("adopted", now, task.id, task.spec.name, node.name, how))
             bus.emit(Dispatched("dispatched", now, task.id, task.spec.name, node.name, None))
         self.pending = True
         self.wake()
@@ -235,11 +241,16 @@ class Adoption:
         return out
 
     def summary(self) -> str:
-        """``4 running tasks adopted on h1, h2`` (and the results collected), or ""."""
+        """``4 running task(s) adopted on h1, h2`` (then the queued ones adopted, the
+        results collected), or ""."""
         parts = []
         where = ", ".join(sorted(self.where))
         if self.adopted:
             parts.append(f"{self.adopted} running task(s) adopted on {where}")
+        if self.queued:
+            parts.append(f"{self.queued} queued task(s) adopted (waiting there behind a "
+                         f"running one: not started yet)" if self.adopted else
+                         f"{self.queued} queued task(s) adopted on {where} (not started yet)")
         if self.collected:
             parts.append(f"{self.collected} result(s) collected that finished while no master "
                          f"was there")

@@ -86,7 +86,8 @@ class Recovery:
             self.resumer = Resumer(store, failed_calls(self.resume_from))
         self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint, keys=keys)
         keys.settle = state.bus.flush
-        state.bus.watch_ended(lambda tasks: self._ended_well(state, tasks))
+        state.bus.watch_ended(lambda tasks: self._ended_well(state, tasks),
+                              at_once=ResumeLog.at_once)
 
     def before_nodes(self, providers: list[Provider]) -> None:
         """Before the providers start: a resumed run holds the earlier run's adoption lock

@@ -148,7 +148,8 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
                                         f"most {rt.crash_limit})")
             return
         if task.crashes <= rt.crash_limit:      # within the limit: no node can take it
-            crash = " (no node left that could run it again)"
+            crash = (" (it was running there; no node left that could run it again)"
+                     if status == M.LOST else " (no node left that could run it again)")
         else:
             crash = (f" (its worker died {task.crashes} times, the crash limit is "
                      f"{rt.crash_limit}: if the task kills its worker, e.g. by its memory use "
@@ -158,6 +159,7 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
                 and task.attempts < 100:
             _retry(rt, task, node_name, f"node {node_name} lost", rerun=False)
             return
+        crash = " (sent there, it had not started; no node left that could run it)"
     elif status == M.MISSING:           # its node lacked an input: not started, goes again
         _retry(rt, task, node_name, f"{etype}: {emsg}", rerun=False)
         return
@@ -174,7 +176,8 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
         etype, emsg = "TaskTimeout", _timed_out(task, emsg)
     cls = TaskTimeout if status == M.TIMEOUT else TaskMemoryExceeded \
         if status == M.OVER_MEMORY else TaskError
-    runs = task.attempts + task.crashes     # (none: it never started; no "after 0 attempts")
+    runs = task.attempts + task.crashes
+    # (none: it never started, lost with its node before; the reason says so, not "0 attempts")
     tries = f" after {runs} attempt{'s' if runs != 1 else ''}" if runs else ""
     msg = (f"task {spec.name} (id {task.id}) failed on node {node_name}{tries}: {etype}: "
            f"{emsg}{crash}")

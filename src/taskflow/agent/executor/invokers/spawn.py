@@ -16,7 +16,8 @@ runs Python in the child before ``exec``: 3-4 ms a program on this project's
   Instead the executor publishes the running program's pid in a word of
   memory it shares with its agent (:class:`PidSlot`); whenever the agent kills
   an executor (``time_out``, cancellation, shutdown) or finds it dead, it sends
-  that program's group SIGTERM first, as the death signal did. The pid is
+  that program's group SIGTERM first, as the death signal did; an executor
+  whose agent died kills that group itself (:mod:`..lifeline`). The pid is
   cleared before the program is reaped (``waitid(WNOWAIT)`` first), so the slot
   never names a pid that could have been reused;
 * descriptors: every descriptor taskflow opens is close-on-exec (Python's
