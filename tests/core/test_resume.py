@@ -157,37 +157,6 @@ def test_resume_names_a_run_and_refuses_one_that_was_not_resumable(wf):
     assert r.returncode == 2 and "was not resumable" in r.stderr
 
 
-def _damage_journal(run_dir):
-    with open(run_dir / "journal.db", "r+b") as f:
-        f.write(b"not a journal at all, not a database" * 3)
-    for extra in ("journal.db-wal", "journal.db-shm"):
-        (run_dir / extra).unlink(missing_ok=True)
-
-
-def test_a_damaged_journal_is_named_by_resume_with_the_run_to_name(wf):
-    """--resume without an id reads the runs' journals to find this script's; one that
-    cannot be read is said (its resume.log can still be resumed, by its id), never taken
-    for a run that was not resumable, nor passed over in silence for an older one."""
-    (first,) = os.listdir(wf / "runs")
-    r = _run(wf, "--resume", "wf.py")                 # a second run, resumed from the first
-    assert r.returncode == 0, r.stderr
-    (second,) = set(os.listdir(wf / "runs")) - {first}
-    _damage_journal(wf / "runs" / second)
-    r = _run(wf, "--resume", "wf.py")                 # continues the first, and says why
-    assert r.returncode == 0, r.stderr
-    assert f"--resume continues run {first}, the latest known to be of wf.py; the journal " \
-        f"of run {second} is damaged" in r.stderr and f"--resume {second}" in r.stderr
-    for run in os.listdir(wf / "runs"):
-        _damage_journal(wf / "runs" / run)
-    r = _run(wf, "--resume", "wf.py")
-    assert r.returncode == 2
-    assert "are damaged, so which script they ran" in r.stderr and "resume.log is there" in r.stderr
-    assert "was not resumable" not in r.stderr and "no earlier resumable run" not in r.stderr
-    named = r.stderr.rsplit("--resume ", 1)[1].split()[0]
-    r = _run(wf, "--resume", named, "wf.py")          # the way it names works
-    assert r.returncode == 0 and "RESULT 14 12" in r.stdout, r.stderr
-
-
 SLOW = textwrap.dedent('''
     import os, time
     from taskflow import task, binary, wait_on
