@@ -15,46 +15,19 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import click
 
 from ..journal.root import runs_root
 
 if TYPE_CHECKING:
     from ..console.view import RunView
-    from ..runtime.runtime import Runtime
 
 
 class Terminated(BaseException):
     """SIGTERM, raised in the main thread (a BaseException, like KeyboardInterrupt)."""
 
     signum = signal.SIGTERM
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
-
-
-def catch_sigterm() -> None:
-    """SIGTERM interrupts the script like Ctrl-C does (main thread only)."""
-    signal.signal(signal.SIGTERM, _raise_terminated)
-
-
-def signal_of(exc: BaseException) -> int:
-    return int(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
-
-
-def stop_interrupted(rt: Runtime, signum: int, grace: float) -> None:
-    """The first signal came: stop the run cleanly (a second one ends it at once)."""
-    name = signal.Signals(signum).name
-    click.echo(f"taskflow: {name}: stopping the run (running tasks get {grace:g} s; press "
-               f"Ctrl-C again to end at once)", err=True)
-    try:
-        rt.interrupt(name, grace)
-    except (KeyboardInterrupt, Terminated):
-        click.echo("taskflow: second signal: ending at once", err=True)
-        rt.kill(name)
 
 
 def resume_command(rt: RunView, script: str, args: tuple[str, ...],

@@ -157,6 +157,7 @@ class Runtime(RunState):
         self.stopped = False
         self.t_start = 0.0
         self._thread: threading.Thread | None = None
+        self._ending = threading.RLock()      # held while the run ends (_shut_down)
 
     # -- lifecycle -----------------------------------------------------------
     def start(self) -> "Runtime":
@@ -280,7 +281,7 @@ class Runtime(RunState):
             self.interrupting = True
             self.dispatcher.interrupt(grace)
         deadline = time.time() + grace + 5.0
-        while time.time() < deadline:
+        while time.time() < deadline and not self.stopped:     # (killed meanwhile: over)
             with self.lock:
                 if not any(n.inflight for n in self.nodes if n.alive):
                     break
@@ -296,6 +297,10 @@ class Runtime(RunState):
         self._shut_down()
 
     def _shut_down(self) -> None:
+        with self._ending:      # (a second signal's kill while a stop ends the run: one
+            self._end_run()     # thread does it, the other waits for it: cli/signals.py)
+
+    def _end_run(self) -> None:
         if self.stopped:
             return
         self.stopped = True
