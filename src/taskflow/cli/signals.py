@@ -114,8 +114,8 @@ class Signals:
         if not signum:
             return
         name = signal.Signals(signum).name
-        self._say(f"{name} received: stopping the run (running tasks get {self.grace:g} s; a "
-                  f"second signal ends it at once)")
+        self._say(f"{name}: stopping the run (running tasks get {self.grace:g} s; press "
+                  f"Ctrl-C again, or send the signal again, to end at once)")
         self._stopper = threading.Thread(target=rt.interrupt, args=(name, self.grace),
                                          daemon=True, name="taskflow-interrupt")
         self._stopper.start()
@@ -123,7 +123,7 @@ class Signals:
         if not second:
             return
         name2 = signal.Signals(second).name
-        self._say(f"second signal ({name2}): ending the run at once")
+        self._say(f"second signal ({name2}): ending at once")
         rt.kill(name)
         if self.raising:        # the script caught both: the process ends here
             self._stopper.join()
