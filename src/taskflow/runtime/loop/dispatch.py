@@ -345,8 +345,10 @@ class Dispatcher:
                         out.queue_parts(P.encode_parts(op, body))
                     else:
                         out.queue(P.encode(op, body))
-                if not out.watching:  # (a node waiting for room is written when it has it)
-                    self._write(node)
+                # (a node waiting for room is written when it has it; a broken stream:
+                if not out.watching and not node.flush():   # the node lost next round)
+                    self.broken.append(node)
+                    self.wake()
             if time.time() >= self.ping_at:
                 self._ping()
             resume_log = recovery.log
