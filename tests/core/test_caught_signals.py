@@ -3,8 +3,9 @@
 The probe's repro (issue 43): three 20 s tasks, each ``wait_on`` in ``try/except
 BaseException`` (a unittest runner, a bare ``except:`` around work), SIGTERMed twice, ended
 ``finished`` with exit status 0 and no trace of either signal. The signal itself must stop
-the run (cli/signals.py) and the journal must say so. The tasks here run until they are
-stopped, so the run cannot finish on its own.
+the run (cli/signals.py) and the journal must say so; a script that waits again after
+catching it must not hang (for the tasks that never started either). The tasks here run
+until they are stopped, so the run cannot finish on its own.
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ CATCHES_ALL = textwrap.dedent('''
         time.sleep(600)
         return i
 
-    futs = [work(i) for i in range(3)]
+    futs = [work(i) for i in range(6)]     # 3 run, 3 wait for a slot
     got = []
     for f in futs:
         try:
@@ -102,7 +103,8 @@ def test_a_signal_the_application_catches_still_stops_the_run(tmp_path, sig, sta
     code = p.wait(60)
     err = (tmp_path / "err").read_text()
     assert code == status, err
-    assert "caught" in (tmp_path / "out").read_text()       # it did catch it
+    out = (tmp_path / "out").read_text()
+    assert out.count("caught") == 6 and "GOT []" in out, out    # it caught every one
     state, reason, lines = _journal(tmp_path)
     assert (state, reason) == ("interrupted", sig.name)
     assert lines == [f"{sig.name}: stopping the run (running tasks get 10 s; press Ctrl-C "
@@ -122,6 +124,7 @@ def test_a_second_sigterm_ends_a_run_whose_application_caught_both(tmp_path):
     err = (tmp_path / "err").read_text()
     assert code == 143, err
     assert "second signal (SIGTERM): ending at once" in err
+    assert "0 task(s) finished, 3 interrupted while running, 0 never started" in err
     assert "continue it with: taskflow run --resume" in err
     state, reason, lines = _journal(tmp_path)
     assert (state, reason) == ("interrupted", "SIGTERM")

@@ -18,6 +18,7 @@ import signal
 from typing import TYPE_CHECKING
 
 
+from ..graph import task as T
 from ..journal.root import runs_root
 
 if TYPE_CHECKING:
@@ -50,10 +51,14 @@ def interrupted_summary(rt: RunView, script: str, args: tuple[str, ...],
                         options: tuple[str, ...] = ()) -> str:
     """The last lines of an interrupted run: what it did, and how to continue it."""
     c = rt.tally
-    ended = c.done + c.failed + c.cancelled + c.interrupted
+    # (a run ended at once by a second signal leaves its running tasks in flight: they
+    # were interrupted while running too, not "never started")
+    stopped = c.interrupted + sum(1 for n in rt.nodes for t in n.inflight.values()
+                                  if t.state == T.RUNNING)
+    ended = c.done + c.failed + c.cancelled + stopped
     never = max(0, c.submitted - ended)
     head = (f"taskflow: run {rt.run_id} interrupted ({rt.interrupted}): {c.done} task(s) "
-            f"finished, {c.interrupted} interrupted while running, {never} never started"
+            f"finished, {stopped} interrupted while running, {never} never started"
             + (f", {c.failed} failed" if c.failed else ""))
     if not rt.resumable:
         return head + ("\n  (it was not resumable: it was started --no-resumable; runs "

@@ -493,9 +493,12 @@ class Runtime(RunState):
                 return True
             ev = threading.Event()
             self.idle_waiters.append(ev)
-        return self._block(ev, timeout)
+        return self._block(ev, timeout, value=False)
 
-    def _block(self, ev: threading.Event, timeout: float | None) -> bool:
+    def _block(self, ev: threading.Event, timeout: float | None, value: bool = True) -> bool:
+        """Wait for ``ev``. A run ended meanwhile by another thread (a signal's stop, which
+        the script may have caught: cli/signals.py) sets nothing any more: a wait for a
+        ``value`` raises RuntimeNotStarted then (never a hang), one for idleness returns."""
         deadline = None if timeout is None else time.time() + timeout
         while True:
             step = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.time()))
@@ -503,6 +506,13 @@ class Runtime(RunState):
                 return True
             if self.dispatcher.crashed:
                 raise RuntimeError(f"the taskflow runtime loop crashed: {self.dispatcher.crashed}")
+            if self.stopped and not ev.is_set():
+                if not value:
+                    return True
+                how = f"was interrupted ({self.interrupted})" if self.interrupted \
+                    else "has stopped"
+                raise RuntimeNotStarted(f"taskflow run {self.run_id} {how}: the value waited "
+                                        f"for will not be made")
             if deadline is not None and time.time() >= deadline:
                 return False
 
