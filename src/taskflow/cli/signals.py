@@ -116,9 +116,10 @@ class Signals:
         name = signal.Signals(signum).name
         self._say(f"{name}: stopping the run (running tasks get {self.grace:g} s; press "
                   f"Ctrl-C again, or send the signal again, to end at once)")
-        self._stopper = threading.Thread(target=rt.interrupt, args=(name, self.grace),
-                                         daemon=True, name="taskflow-interrupt")
-        self._stopper.start()
+        stopper = threading.Thread(target=rt.interrupt, args=(name, self.grace),
+                                   daemon=True, name="taskflow-interrupt")
+        stopper.start()
+        self._stopper = stopper     # (started: finish joins it)
         second = self._next()
         if not second:
             return
@@ -126,7 +127,7 @@ class Signals:
         self._say(f"second signal ({name2}): ending at once")
         rt.kill(name)
         if self.raising:        # the script caught both: the process ends here
-            self._stopper.join()
+            stopper.join()
             click.echo(self.last_words(signum), err=True)
             sys.stdout.flush()
             sys.stderr.flush()
