@@ -69,9 +69,11 @@ class Signals:
         signal.signal(signal.SIGTERM, self._on_signal)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        self.received.append(signum)
+        if signum == signal.SIGINT and _wall_clock_reached():
+            raise KeyboardInterrupt()   # (no signal: runcompss's limit makes it its error)
         if self.over:
-            return
+            return                      # (the run is over: nothing left to stop)
+        self.received.append(signum)
         try:
             os.write(self._w, bytes([signum]))
         except OSError:
@@ -92,7 +94,7 @@ class Signals:
             while self._stopper is None:        # (the watcher starts it at once)
                 time.sleep(0.01)
             self._stopper.join()
-        self.over = True            # a later signal is recorded only (the run is over)
+        self.over = True            # a later signal is ignored (the run is over)
         os.write(self._w, b"\0")    # the watcher reads 0: it ends (the pipe stays open: a
         self._watcher.join()        # late signal must not write to a reused descriptor)
 
@@ -137,3 +139,12 @@ class Signals:
         """On the console, and in the journal (a line of the master's) while it is open."""
         click.echo(f"taskflow: {text}", err=True)
         self.rt.node_event("log", "master", ("TASKFLOW", text))
+
+
+def _wall_clock_reached() -> bool:
+    """A PyCOMPSs application's wall clock limit, armed from a thread other than the main
+    one, stops it with ``_thread.interrupt_main()``, which calls this SIGINT handler
+    without a signal (compat/wall_clock_limit.py): not an interrupt of the run."""
+    limit = sys.modules.get("taskflow.compat.wall_clock_limit")
+    return limit is not None and bool(limit.reached.is_set())
+
