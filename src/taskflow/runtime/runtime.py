@@ -257,14 +257,20 @@ class Runtime(RunState):
             self.fail_run(why)
         if not self.started or self.stopped:
             return
+        waited = False
         try:
             idle = False
             if wait and self._thread is not None and self._thread.is_alive():
                 self._wait_idle(None)
                 idle = True
-            self.put_in_place(idle)
+            waited = True
         finally:
-            self._shut_down()
+            with self._ending:      # (one thread ends the run: a signal's stop may come
+                try:                # while the program's own stop goes on, cli/signals.py)
+                    if waited and not self.stopped:
+                        self.put_in_place(idle)
+                finally:
+                    self._end_run()
 
     def wait_all(self, timeout: float | None = None) -> bool:
         """Block until no task is left (False on timeout); interruptible (SIGINT)."""
