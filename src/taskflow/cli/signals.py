@@ -49,12 +49,11 @@ class Signals:
         self.last_words = last_words
         self.received: list[int] = []       # the signals, in order (the handler appends)
         self.raising = True         # the script runs: the handler raises in the main thread
-        self.over = False           # the run's stop is over: a signal is only recorded
+        self.over = False           # the run's stop is over: a signal is ignored
         self._r, self._w = os.pipe()
         self._stopper: threading.Thread | None = None
         self._watcher = threading.Thread(target=self._watch, daemon=True,
                                          name="taskflow-signals")
-        self._ended = threading.Event()     # the watcher acted on every signal it will
 
     @property
     def first(self) -> int:
