@@ -22,6 +22,7 @@ import click
 
 from ..errors import UsageError
 from . import interrupts
+from .signals import Signals
 from .observe import run_finished, run_started
 
 if TYPE_CHECKING:
@@ -130,33 +131,38 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     launcher.started(rt)
     # on unless --no-progress: bars on a terminal, plain lines elsewhere (a log, CI)
     prog = start_progress(rt, sys.stderr.isatty()) if plan.progress is not False else None
-    signum = 0                      # the signal that interrupted the run (interrupts.py)
     end = ScriptEnd()
     sys.argv = [plan.script, *plan.script_args]
-    interrupts.catch_sigterm()
+    signals = Signals(rt, plan.grace, lambda signum: interrupts.interrupted_summary(
+        rt, plan.script, plan.script_args, launcher.resume_options))
+    signals.install()               # the signal itself stops the run (signals.py)
     try:
         launcher.run_script(plan.script)
-    except (KeyboardInterrupt, interrupts.Terminated) as exc:
-        signum = interrupts.signal_of(exc)
+    except (KeyboardInterrupt, interrupts.Terminated):
+        pass                        # (the signal is the watcher's: signals.first)
     except BaseException as exc:  # noqa: BLE001 - whatever the script raised, SystemExit too
-        end = launcher.script_ended(exc)
-        rt.script_ended(exc)        # the journal says the run failed, and why
-    if not signum and end.cancel is None and not rt.stopped:
+        if not signals.first:       # (after a signal: what the script made of it)
+            end = launcher.script_ended(exc)
+            rt.script_ended(exc)    # the journal says the run failed, and why
+    if not signals.first and end.cancel is None and not rt.stopped:
         try:
             rt.wait_all()           # the end of the script waits for every task
-        except (KeyboardInterrupt, interrupts.Terminated) as exc:
-            signum = interrupts.signal_of(exc)
+        except (KeyboardInterrupt, interrupts.Terminated):
+            pass
+    signals.script_done()
     try:
-        if signum:
-            interrupts.stop_interrupted(rt, signum, plan.grace)
+        if signals.first:
+            pass                    # the signal stops the run (signals.finish waits for it)
         elif end.cancel is not None:
             rt.cancel_all(end.cancel)
             rt.stop(wait=False)
         else:
             rt.stop()
+        signals.finish()
     finally:
         if prog is not None:
             prog.close()
+    signum = signals.first
     launcher.ending(rt)
     status = _report(rt, plan, launcher, signum, end, time.time() - t0)
     run_finished(rt, plan.graph, plan.trace, mon)

@@ -15,46 +15,20 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import click
 
+from ..graph import task as T
 from ..journal.root import runs_root
 
 if TYPE_CHECKING:
     from ..console.view import RunView
-    from ..runtime.runtime import Runtime
 
 
 class Terminated(BaseException):
     """SIGTERM, raised in the main thread (a BaseException, like KeyboardInterrupt)."""
 
     signum = signal.SIGTERM
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated()
-
-
-def catch_sigterm() -> None:
-    """SIGTERM interrupts the script like Ctrl-C does (main thread only)."""
-    signal.signal(signal.SIGTERM, _raise_terminated)
-
-
-def signal_of(exc: BaseException) -> int:
-    return int(signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
-
-
-def stop_interrupted(rt: Runtime, signum: int, grace: float) -> None:
-    """The first signal came: stop the run cleanly (a second one ends it at once)."""
-    name = signal.Signals(signum).name
-    click.echo(f"taskflow: {name}: stopping the run (running tasks get {grace:g} s; press "
-               f"Ctrl-C again to end at once)", err=True)
-    try:
-        rt.interrupt(name, grace)
-    except (KeyboardInterrupt, Terminated):
-        click.echo("taskflow: second signal: ending at once", err=True)
-        rt.kill(name)
 
 
 def resume_command(rt: RunView, script: str, args: tuple[str, ...],
@@ -77,10 +51,14 @@ def interrupted_summary(rt: RunView, script: str, args: tuple[str, ...],
                         options: tuple[str, ...] = ()) -> str:
     """The last lines of an interrupted run: what it did, and how to continue it."""
     c = rt.tally
-    ended = c.done + c.failed + c.cancelled + c.interrupted
+    # (a run ended at once by a second signal leaves its running tasks in flight: they
+    # were interrupted while running too, not "never started")
+    stopped = c.interrupted + sum(1 for n in rt.nodes for t in n.inflight.values()
+                                  if t.state == T.RUNNING)
+    ended = c.done + c.failed + c.cancelled + stopped
     never = max(0, c.submitted - ended)
     head = (f"taskflow: run {rt.run_id} interrupted ({rt.interrupted}): {c.done} task(s) "
-            f"finished, {c.interrupted} interrupted while running, {never} never started"
+            f"finished, {stopped} interrupted while running, {never} never started"
             + (f", {c.failed} failed" if c.failed else ""))
     if not rt.resumable:
         return head + ("\n  (it was not resumable: it was started --no-resumable; runs "

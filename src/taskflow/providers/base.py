@@ -97,6 +97,13 @@ class Provider:
     def explain_end(self, node: NodeHandle) -> None:
         """A node is gone: add what the provider knows about why (e.g. its job's state)."""
 
+    def link_lost(self, node: NodeHandle) -> None:
+        """An adoptable run's loop lost ``node`` by its stream (it ended or broke; not a
+        node that left): a provider that can reach its agent again starts trying (local
+        agents: providers/localcomeback.py; SSH hosts' links are watched by their own
+        pumps). Called before the loss is applied to its tasks, so that
+        :meth:`nodes_coming` counts it."""
+
 
 def longest_window(providers: list[Provider]) -> float | None:
     """The longest task any node of the run can ever start (None: no bound, some provider's

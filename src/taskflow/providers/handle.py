@@ -130,14 +130,17 @@ class NodeHandle:
         """Bytes queued for the node and not written yet."""
         return self.out.pending()
 
-    def flush(self) -> None:
+    def flush(self) -> bool:
         """Write what the node takes now (``out`` watches for room while bytes wait);
-        a broken stream makes the node not alive, with the reason."""
+        a broken stream makes the node not alive, with the reason: False (the caller
+        has the node lost: the loop's Dispatcher)."""
         try:
             self.out.flush()
         except OSError as exc:
             self.alive = False
             self.lost_reason = f"write failed: {exc}"
+            return False
+        return True
 
     def read(self) -> list[tuple[int, Any]] | None:
         try:

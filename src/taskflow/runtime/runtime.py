@@ -160,6 +160,7 @@ class Runtime(RunState):
         self.stopped = False
         self.t_start = 0.0
         self._thread: threading.Thread | None = None
+        self._ending = threading.RLock()      # held while the run ends (_shut_down)
 
     # -- lifecycle -----------------------------------------------------------
     def start(self) -> "Runtime":
@@ -259,14 +260,20 @@ class Runtime(RunState):
             self.fail_run(why)
         if not self.started or self.stopped:
             return
+        waited = False
         try:
             idle = False
             if wait and self._thread is not None and self._thread.is_alive():
                 self._wait_idle(None)
                 idle = True
-            self.put_in_place(idle)
+            waited = True
         finally:
-            self._shut_down()
+            with self._ending:      # (one thread ends the run: a signal's stop may come
+                try:                # while the program's own stop goes on, cli/signals.py)
+                    if waited and not self.stopped:
+                        self.put_in_place(idle)
+                finally:
+                    self._end_run()
 
     def wait_all(self, timeout: float | None = None) -> bool:
         """Block until no task is left (False on timeout); interruptible (SIGINT)."""
@@ -283,7 +290,7 @@ class Runtime(RunState):
             self.interrupting = True
             self.dispatcher.interrupt(grace)
         deadline = time.time() + grace + 5.0
-        while time.time() < deadline:
+        while time.time() < deadline and not self.stopped:     # (killed meanwhile: over)
             with self.lock:
                 if not any(n.inflight for n in self.nodes if n.alive):
                     break
@@ -299,6 +306,10 @@ class Runtime(RunState):
         self._shut_down()
 
     def _shut_down(self) -> None:
+        with self._ending:      # (a second signal's kill while a stop ends the run: one
+            self._end_run()     # thread does it, the other waits for it: cli/signals.py)
+
+    def _end_run(self) -> None:
         if self.stopped:
             return
         self.stopped = True
@@ -491,9 +502,12 @@ class Runtime(RunState):
                 return True
             ev = threading.Event()
             self.idle_waiters.append(ev)
-        return self._block(ev, timeout)
+        return self._block(ev, timeout, value=False)
 
-    def _block(self, ev: threading.Event, timeout: float | None) -> bool:
+    def _block(self, ev: threading.Event, timeout: float | None, value: bool = True) -> bool:
+        """Wait for ``ev``. A run ended meanwhile by another thread (a signal's stop, which
+        the script may have caught: cli/signals.py) sets nothing any more: a wait for a
+        ``value`` raises RuntimeNotStarted then (never a hang), one for idleness returns."""
         deadline = None if timeout is None else time.time() + timeout
         while True:
             step = 0.5 if deadline is None else max(0.0, min(0.5, deadline - time.time()))
@@ -501,6 +515,13 @@ class Runtime(RunState):
                 return True
             if self.dispatcher.crashed:
                 raise RuntimeError(f"the taskflow runtime loop crashed: {self.dispatcher.crashed}")
+            if self.stopped and not ev.is_set():
+                if not value:
+                    return True
+                how = f"was interrupted ({self.interrupted})" if self.interrupted \
+                    else "has stopped"
+                raise RuntimeNotStarted(f"taskflow run {self.run_id} {how}: the value waited "
+                                        f"for will not be made")
             if deadline is not None and time.time() >= deadline:
                 return False
 

@@ -28,6 +28,7 @@ from .. import gctune
 from ..rules import lineage, outcomes
 from ...events import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
+from .pause import PauseWatch
 from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
 from ...errors import RecordFailed
@@ -96,6 +97,9 @@ class Dispatcher:
         self.joining: list[NodeHandle] = []    # nodes added while running (add_node)
         self.interrupt_grace: float | None = None  # to send INTERRUPT with (once)
         self.sample_every = 0.0                # s between a node's samples in the journal
+        self.gone: set[NodeHandle] = set()     # nodes lost (each loss handled once: _lose)
+        self.broken: list[NodeHandle] = []     # nodes a write to failed, to be lost
+        self.pause = PauseWatch()              # the master stopped or frozen (pause.py)
 
     # -- called from other threads -------------------------------------------
     def open(self, nodes: list[NodeHandle]) -> None:
@@ -231,7 +235,14 @@ class Dispatcher:
             if node.alive:
                 node.out.queue(frame)
                 if not node.out.watching:
-                    node.flush()
+                    self._write(node)
+
+    def _write(self, node: NodeHandle) -> None:
+        """Loop thread: flush what waits for ``node``; a broken stream has it lost at the
+        next round (its agent may have taken this master for lost, or exited)."""
+        if not node.flush():
+            self.broken.append(node)
+            self.wake()
 
     def _say_shutdown(self, wait: float = 2.0) -> None:
         """The run ends: SHUTDOWN to every node, so that an agent of an adoptable run exits
@@ -255,10 +266,12 @@ class Dispatcher:
         sel = self.sel
         lock = rt.lock
         gcwatch = gctune.WATCH
+        pause = self.pause
         while not self.closing:
             events = sel.select(1.0)
+            paused = pause.tick()
             arrived = []
-            lost = []
+            lost, self.broken = self.broken, []
             for key, mask in events:
                 node = key.data
                 if node is None:
@@ -274,11 +287,13 @@ class Dispatcher:
                         continue
                     if msgs:
                         arrived.append((node, msgs))
-                if mask & selectors.EVENT_WRITE:
-                    node.flush()
+                if mask & selectors.EVENT_WRITE and not node.flush():
+                    lost.append(node)
             cbs: Callbacks = []
             with lock:
                 self._wake_pending = False
+                if paused:                      # the master was stopped: said once
+                    pause.say(paused, rt.bus, recovery.adoptable)
                 if self.joining:
                     self._join()
                 for node, msgs in arrived:
@@ -330,8 +345,10 @@ class Dispatcher:
                         out.queue_parts(P.encode_parts(op, body))
                     else:
                         out.queue(P.encode(op, body))
-                if not out.watching:  # (a node waiting for room is written when it has it)
-                    node.flush()
+                # (a node waiting for room is written when it has it; a broken stream:
+                if not out.watching and not node.flush():   # the node lost next round)
+                    self.broken.append(node)
+                    self.wake()
             if time.time() >= self.ping_at:
                 self._ping()
             resume_log = recovery.log
@@ -527,8 +544,13 @@ class Dispatcher:
                              for tid, t, level, line in entries)
 
     def _lose(self, node: NodeHandle, reason: str, cbs: Callbacks) -> None:
-        if not node.alive and not node.inflight:
+        """``node``'s stream ended or broke (or it sent FATAL): its descriptor is no longer
+        watched, its tasks go elsewhere (or wait for its return, or the run ends with the
+        reason). Once per node, however many ways its end was seen (a write that failed,
+        then the read's end of file)."""
+        if node in self.gone:
             return
+        self.gone.add(node)
         try:
             self.sel.unregister(node.rfd)
         except (KeyError, ValueError):
@@ -556,4 +578,6 @@ class Dispatcher:
             log.warning("node %s lost: %s", node.name, reason)
         if self.recovery.adoptable and not rt.interrupting:   # its agent may keep them
             self.recovery.comebacks.node_lost(node, list(node.inflight.values()))
-        outcomes.node_lost(rt, node, reason, cbs)
+            if not left and not self.closing and node.provider is not None:
+                node.provider.link_lost(node)   # (first: the run sees the loss with the
+        outcomes.node_lost(rt, node, reason, cbs)  # node coming back: nodes_coming)
