@@ -97,6 +97,7 @@ class Forecast:
     until :meth:`finish`, and a monitor serving the run."""
 
     def __init__(self, tmp: str) -> None:
+        pytest.importorskip("flask", reason="the monitor extra is not installed")
         from taskflow.monitor import Monitor
         self.cwd = tmp
         self.runs = os.path.join(tmp, "runs")
