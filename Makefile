@@ -8,7 +8,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench docs
+.PHONY: venv demo test lint bench docs pictures
 
 venv: $(PY)
 
@@ -48,3 +48,9 @@ bench: venv
 docs: venv
 	$(PY) -m pip install -q -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The documentation's pictures (docs/images/*.png: the monitor, the report, the graph, the
+# Gantt chart), taken from a real run by the test that checks them; commit what changed.
+pictures: venv
+	$(PY) -m pip install -q -e '.[test]'
+	TASKFLOW_UPDATE_PICTURES=1 $(PY) -m pytest -q tests/surfaces/test_doc_pictures.py

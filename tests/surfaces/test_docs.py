@@ -166,13 +166,15 @@ def test_the_nav_has_every_part_the_issue_asks_for():
     assert cfg["theme"]["name"] == "material"
 
 
-def test_mkdocs_build_strict(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site, built once with ``mkdocs build --strict``: warnings fail it, naming the pages."""
     missing = [m for m in DOCS_MODULES if importlib.util.find_spec(m.split(".")[0]) is None
                or importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"the docs extra is not installed here ({', '.join(missing)} missing): "
                     f"pip install -e '.[docs]' (make test installs it)")
-    site = tmp_path / "site"
+    site = tmp_path_factory.mktemp("docs") / "site"
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
                        cwd=ROOT, env=clean_env(NO_MKDOCS_2_WARNING="1"), capture_output=True,
                        text=True, timeout=600)
@@ -182,14 +184,50 @@ def test_mkdocs_build_strict(tmp_path):
     assert r.returncode == 0 and not problems, (
         f"mkdocs build --strict failed{' on ' + ', '.join(pages) if pages else ''}:\n"
         + "\n".join(problems or out.splitlines()[-30:]))
+    return site
+
+
+def test_mkdocs_build_strict(site):
     # the command reference is generated from click: every subcommand is on the page
     from taskflow.cli import main
-    cli = (site / "reference" / "cli" / "index.html").read_text()
+    cli = (site / "reference" / "cli.html").read_text()
     for name in main.commands:
         assert f"taskflow {name}" in cli, f"reference/cli.md lacks taskflow {name}"
-    api = (site / "reference" / "api" / "index.html").read_text()
+    api = (site / "reference" / "api.html").read_text()
     for name in ("wait_on", "barrier_group", "TaskError", "Runtime", "container", "mpi"):
         assert name in api, f"reference/api.md lacks {name}"
+
+
+def test_the_site_shows_the_pictures_the_tests_made(site):
+    """At least 6 pictures of docs/images/ (tests/surfaces/test_doc_pictures.py makes them)
+    are on the pages, and every one the pages show is in the built site."""
+    shown: set[str] = set()
+    for page in site.rglob("*.html"):
+        for src in re.findall(r'<img[^>]+src="([^"]+)"', page.read_text(encoding="utf-8")):
+            if "images/" in src:
+                target = (page.parent / src).resolve()
+                assert target.is_file(), f"{page.relative_to(site)} shows {src}, which is not built"
+                shown.add(target.name)
+    made = {p.name for p in (DOCS / "images").glob("*.png")}
+    assert len(shown & made) >= 6, f"the pages show {sorted(shown)} of {sorted(made)}"
+
+
+def test_the_site_opened_from_disk_searches(site):
+    """site/index.html opened as a file (no server, no network): the search box is there and
+    finds pages (Material's offline plugin, and the iframe-worker shim kept in docs/)."""
+    index = (site / "index.html").read_text(encoding="utf-8")
+    scripts = re.findall(r'<script src="([^"]+)"', index)
+    assert scripts and not [s for s in scripts if "://" in s], scripts     # nothing from a CDN
+    assert (site / "search" / "search_index.js").is_file()
+    from support import browser
+    with browser.page(1400, 900) as pg:
+        pg.goto((site / "index.html").as_uri())
+        box = pg.locator("input.md-search__input")
+        box.click()
+        box.press_sequentially("resume", delay=20)
+        pg.wait_for_selector(".md-search-result__item")
+        assert "matching document" in pg.inner_text(".md-search-result__meta")
+        assert pg.errors == []
 
 
 def test_the_kept_pages_are_linked_from_the_other_pages():
