@@ -63,11 +63,53 @@ def test_submit_follow_events_read_logs(service, tmp_path):
     assert [x["state"] for x in t["transitions"]][-1] == "DONE" and t["node"]
     logs = svc.client.get(f"/runs/{run['id']}/tasks/3/logs").json()["logs"]
     assert [(ln["level"], ln["line"]) for ln in logs] == [("STDOUT", "square of 2")]
-    assert logs[0]["t"] > r["submitted"]
+    assert logs[0]["t"] > r["submitted_epoch"]
     # an ordinary run: `taskflow status` reads its journal
     out = subprocess.run([sys.executable, "-m", "taskflow", "status", r["journal"]],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "square: 4 done" in out.stdout, out.stdout + out.stderr
+
+
+CONSOLE = '''
+import sys
+from taskflow import task, wait_on
+
+@task(returns=int)
+def one():
+    return 1
+
+print("the script says", wait_on(one()), flush=True)
+print("and on stderr", file=sys.stderr, flush=True)
+'''
+
+
+def test_the_console_route_reads_and_follows_the_scripts_output(service):
+    """The script's own stdout and stderr (console.log), paged by byte offset and
+    followed as server-sent events; run times in ISO 8601 (UTC) with their epoch."""
+    svc = service()
+    rid = svc.submit(CONSOLE)["id"]
+    with svc.client.stream("GET", f"/runs/{rid}/console", params={"follow": 1}) as s:
+        assert s.status_code == 200
+        events, name = [], None
+        for line in s.iter_lines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                events.append((name, json.loads(line[6:])))
+                if name == "end":
+                    break
+    said = [d["line"] for e, d in events if e == "line"]
+    assert "the script says 1" in said and "and on stderr" in said
+    assert events[-1][0] == "end" and events[-1][1]["state"] == "finished"
+    page = svc.client.get(f"/runs/{rid}/console").json()
+    assert page["lines"] == said and page["more"] is False
+    again = svc.client.get(f"/runs/{rid}/console", params={"offset": page["offset"]}).json()
+    assert again == {"lines": [], "offset": page["offset"], "more": False}
+    r = svc.run(rid)
+    import datetime
+    for key in ("submitted", "started", "ended"):
+        when = datetime.datetime.fromisoformat(r[key].replace("Z", "+00:00"))
+        assert r[key].endswith("Z") and abs(when.timestamp() - r[key + "_epoch"]) < 0.001
 
 
 def test_follow_logs_stream_lines_as_they_come(service):

@@ -38,7 +38,7 @@ from ..netguard.gate import Gate, header
 from . import store as S
 from . import streams
 from .inputs import FileIn, RunIn
-from .runs import NotCancellable, QueueFull, RunManager, console_tail
+from .runs import CONSOLE_READ, NotCancellable, QueueFull, RunManager, console_read, console_tail
 
 PREFIX = "/api/v1"
 MAX_PAGE = 1000
@@ -167,10 +167,22 @@ def open_journal(run_dir: str) -> Journal | None:
     return Journal(d) if d else None
 
 
+def iso(t: float | None) -> str | None:
+    """``2026-12-05T14:20:00.123Z`` (UTC), or None."""
+    if t is None:
+        return None
+    import datetime
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def view(svc: Service, r: dict[str, Any], detail: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": r["id"], "state": r["state"], "priority": r["priority"],
-        "submitted": r["t_submit"], "started": r["t_start"], "ended": r["t_end"],
+        # ISO 8601 in UTC; the same instants as seconds since the epoch beside them
+        "submitted": iso(r["t_submit"]), "started": iso(r["t_start"]),
+        "ended": iso(r["t_end"]), "submitted_epoch": r["t_submit"],
+        "started_epoch": r["t_start"], "ended_epoch": r["t_end"],
         "exit_code": r["exit_code"], "reason": r["reason"], "script": r["script"],
         "args": r["args"], "options": r["options"], "dir": r["dir"]}
     if r["state"] == S.QUEUED:
@@ -353,6 +365,18 @@ def _routes(api: APIRouter, svc: Service) -> None:
                 raise HTTPException(404, f"run {rid} has no task {tid} (yet)")
             lines = j.logs(task=tid, levels=levels, after=after, limit=limit)
         return {"logs": lines, "last_id": lines[-1]["id"] if lines else after}
+
+    @api.get("/runs/{rid}/console", summary="The run's console: the script's stdout and "
+                                             "stderr (follow=1: SSE)")
+    def console(rid: str, request: Request, offset: int = Query(0, ge=0),
+                follow: bool = False) -> Any:
+        r = _run(svc, rid)
+        if follow:
+            return _stream(svc, streams.console(
+                lambda: svc.store.get(rid), lambda at: console_read(r["dir"], at),
+                request.is_disconnected, offset))
+        lines, after, size = console_read(r["dir"], offset, CONSOLE_READ)
+        return {"lines": lines, "offset": after, "more": after < size}
 
     @api.get("/runs/{rid}/events", summary="Run and task state changes (server-sent events)")
     def events(rid: str, request: Request) -> Any:

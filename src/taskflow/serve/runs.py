@@ -57,6 +57,31 @@ def _die_with_spawner() -> None:  # pragma: no cover - runs in the child
         pass
 
 
+CONSOLE_READ = 1 << 20     # bytes of console.log one answer (or one stream event batch) reads
+
+
+def console_read(run_dir: str, offset: int, limit: int = CONSOLE_READ
+                 ) -> tuple[list[str], int, int]:
+    """Whole lines of a run's console.log from byte ``offset``, at most ``limit`` bytes:
+    ``(lines, the offset after them, the file's size)``. A line longer than ``limit``
+    comes in pieces; a last line not ended yet waits for its end."""
+    path = os.path.join(run_dir, "console.log")
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            f.seek(offset)
+            data = f.read(limit)
+    except OSError:
+        return [], offset, 0
+    end = data.rfind(b"\n")
+    if end < 0:
+        if len(data) < limit:           # a line still being written
+            return [], offset, size
+        end = len(data) - 1             # (a line longer than a read: a piece of it)
+    chunk = data[:end + 1]
+    return chunk.decode("utf-8", "replace").splitlines(), offset + len(chunk), size
+
+
 def console_tail(run_dir: str, n: int = CONSOLE_TAIL) -> list[str]:
     """The last ``n`` lines of a run's console.log (read from the end, bounded)."""
     path = os.path.join(run_dir, "console.log")

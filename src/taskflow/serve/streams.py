@@ -165,3 +165,33 @@ async def _look(run_info: RunInfo, open_journal: OpenJournal,
 
 def _lines(j: Journal, tid: int, levels: list[str] | None, after: int) -> list[dict[str, Any]]:
     return j.logs(task=tid, levels=levels, after=after, limit=BATCH)
+
+
+async def console(run_info: RunInfo, read: Callable[[int], tuple[list[str], int, int]],
+                  disconnected: Disconnected, offset: int) -> AsyncIterator[bytes]:
+    """``line`` events (id = the byte offset after the line) of the run's console, until
+    the run has ended and nothing more was written."""
+    last_beat = time.monotonic()
+    done_looks = 0
+    while not await disconnected():
+        row = await anyio.to_thread.run_sync(run_info)
+        if row is None:
+            yield sse("end", {"reason": "the run is gone"})
+            return
+        lines, after, size = await anyio.to_thread.run_sync(read, offset)
+        for ln in lines:
+            yield sse("line", {"line": ln})
+        if lines:
+            yield sse("offset", {"offset": after}, after)
+        offset = after
+        if after < size and lines:
+            continue                    # more is there already
+        over = row["state"] in S.ENDED
+        done_looks = done_looks + 1 if over and not lines else 0
+        if done_looks >= 2:             # (its last writes may follow the end by a look)
+            yield sse("end", {"state": row["state"], "offset": offset})
+            return
+        if time.monotonic() - last_beat > KEEPALIVE:
+            last_beat = time.monotonic()
+            yield b": keepalive\n\n"
+        await asyncio.sleep(POLL if done_looks == 0 else 4 * POLL)
