@@ -25,6 +25,8 @@ import math
 from typing import Hashable, Iterable, Sequence
 
 ROW_MAX = 24            # boxes in a layer before it wraps
+WRAP_MIN = 6            # a layer of up to this many boxes never wraps (its arrows would cross
+                        # the boxes of its own rows)
 ASPECT = 1.6            # width / height of a wrapped block (a landscape page)
 CHAR_W = 6.0            # points per label character at font size 10 (Helvetica, mean)
 BOX_PAD = 16.0          # points around a label
@@ -93,11 +95,14 @@ def label_width(label: str) -> float:
 
 
 def place(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
-          labels: dict[Hashable, str], groups: dict[Hashable, str] | None = None
+          labels: dict[Hashable, str], groups: dict[Hashable, str] | None = None,
+          cols_max: int | None = None
           ) -> tuple[dict[Hashable, tuple[float, float]], float, float]:
     """Centre of every box in points (x right, y down), and the drawing's width and height.
 
     ``groups`` (a task's name) keeps the boxes of one group together within a layer.
+    ``cols_max``: a layer wraps into rows of at most this many boxes, never fewer
+    than :data:`WRAP_MIN` (by default :func:`columns` decides).
     """
     groups = groups or {}
     preds: dict[Hashable, list[Hashable]] = {n: [] for n in nodes}
@@ -111,7 +116,8 @@ def place(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
         layer = sorted(layer, key=lambda n: (_barycentre(n, preds, xs), groups.get(n, ""),
                                              _key(n)))
         cell = max(label_width(labels.get(n, str(n))) for n in layer) + GAP_X
-        cols = columns(len(layer), cell)
+        cols = (columns(len(layer), cell) if cols_max is None
+                else min(len(layer), max(cols_max, WRAP_MIN)))
         for r in range(0, len(layer), cols):
             part = layer[r:r + cols]
             for i, n in enumerate(part):
@@ -128,6 +134,37 @@ def place(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
             pos[n] = (left + cell * (i + 0.5), y + BOX_H / 2)
         y += BOX_H
     return pos, width, y
+
+
+def fit(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
+        labels: dict[Hashable, str], groups: dict[Hashable, str] | None = None,
+        aspect: float = ASPECT
+        ) -> tuple[dict[Hashable, tuple[float, float]], float, float]:
+    """:func:`place` with the wrapping whose drawing is closest to ``aspect`` (width / height).
+
+    The monitor asks for its panel's shape, so the graph fills the panel at "fit"
+    instead of a thin row or column in the middle of it. Wrappings from the widest
+    layer down to :data:`WRAP_MIN` boxes a row, each 1.3 times narrower: about
+    2.6 log2(widest / WRAP_MIN) placements, each linear in the graph's size.
+    """
+    widest = max((len(x) for x in layers(nodes, edges)), default=1)
+    aspect = min(max(aspect, 0.1), 10.0)
+    best: tuple[float, tuple[dict[Hashable, tuple[float, float]], float, float]] | None = None
+    tried: set[int] = set()
+    c = float(widest)
+    while True:
+        k = max(1, round(c))
+        if k not in tried:
+            tried.add(k)
+            out = place(nodes, edges, labels, groups, cols_max=k)
+            miss = abs(math.log(max(out[1], 1.0) / max(out[2], 1.0) / aspect))
+            if best is None or miss < best[0] - 1e-9:
+                best = (miss, out)
+        if k <= WRAP_MIN:
+            break
+        c /= 1.3
+    assert best is not None
+    return best[1]
 
 
 def _barycentre(n: Hashable, preds: dict[Hashable, list[Hashable]],
