@@ -111,7 +111,7 @@ def place(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
             preds[b].append(a)
     rows: list[tuple[float, list[Hashable]]] = []       # (cell width, boxes) top to bottom
     row_gaps: list[float] = []
-    xs: dict[Hashable, float] = {}                       # a box's slot along its row, 0..1
+    xs: dict[Hashable, float] = {}                       # a box's place in its layer, 0..1
     for layer in layers(nodes, edges):
         layer = sorted(layer, key=lambda n: (_barycentre(n, preds, xs), groups.get(n, ""),
                                              _key(n)))
@@ -120,8 +120,8 @@ def place(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
                 else min(len(layer), max(cols_max, WRAP_MIN)))
         for r in range(0, len(layer), cols):
             part = layer[r:r + cols]
-            for i, n in enumerate(part):
-                xs[n] = (i + 0.5) / len(part)
+            for i, n in enumerate(part):      # its place in the layer's order (rows read
+                xs[n] = (r + i + 0.5) / len(layer)   # left to right, top to bottom)
             row_gaps.append(LAYER_GAP if r == 0 else GAP_Y)
             rows.append((cell, part))
     width = max((cell * len(part) for cell, part in rows), default=0.0)

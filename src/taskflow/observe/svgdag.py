@@ -24,6 +24,7 @@ from .palette import STATE_COLOURS
 
 FONT = 10.0               # points: the size :mod:`.layout` measures labels at
 MARGIN = 8.0              # points around the drawing
+MAX_SIDE = 3996.0         # points: the largest side of a drawing (as .dotgraph.MAX_INCHES)
 PENDING = "#ffffff"
 TIP_MAX = 300             # characters of a box's hover text
 LIVE_COUNTS = "." * 28    # the room a live name box keeps for the counts the page writes
@@ -83,9 +84,12 @@ def _node(ident: str, cls: str, pos: tuple[float, float], label: str, tip: str, 
 
 
 def _svg(body: list[str], width: float, height: float, kind: str) -> str:
+    """The drawing, its size at most :data:`MAX_SIDE` a side (scaled down, as Graphviz's
+    ``size``: the viewBox keeps every point, so it stays sharp when zoomed)."""
     w, h = width + 2 * MARGIN, height + 2 * MARGIN
+    k = min(1.0, MAX_SIDE / max(w, h, 1.0))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="tfgraph" data-kind="{kind}" '
-            f'width="{w:.0f}pt" height="{h:.0f}pt" viewBox="0 0 {w:.1f} {h:.1f}" '
+            f'width="{w * k:.0f}pt" height="{h * k:.0f}pt" viewBox="0 0 {w:.1f} {h:.1f}" '
             f'font-family="Helvetica,Arial,sans-serif">'
             f'<g class="graph" transform="translate({MARGIN:g},{MARGIN:g})">'
             + "".join(body) + "</g></svg>\n")

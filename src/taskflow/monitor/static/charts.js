@@ -18,7 +18,7 @@ function niceStep(span, n) {
   return 10 * mag;
 }
 
-function secs(v) { return v >= 120 ? +(v / 60).toFixed(1) + " min" : +v.toFixed(1) + " s"; }
+function secs(v) { return v >= 120 ? +(v / 60).toFixed(1) + " min" : +v.toFixed(v < 1 ? 2 : 1) + " s"; }
 
 // one small chart: pts [[t, v]] from t0 to t1, y from 0 to yMax, labelled axes
 function lineChart(title, unit, cls, colour, pts, t0, t1, yMax, width) {
