@@ -145,6 +145,7 @@ def test_2000_tasks_show_a_readable_overview(tmp_path):
 
 
 def test_report_draws_its_graph_without_graphviz(forty_five, tmp_path, monkeypatch):
+    from taskflow.observe.graph import write_graph
     from taskflow.observe.report import report
     runs, run_id, _ = forty_five
     which = shutil.which
@@ -161,6 +162,8 @@ def test_report_draws_its_graph_without_graphviz(forty_five, tmp_path, monkeypat
     groups = list(root.iter("{http://www.w3.org/2000/svg}g"))
     assert {g.get("id") for g in groups} >= {f"task-{i}" for i in range(1, 46)}   # 45 <= 50
     assert len([g for g in groups if g.get("class") == "edge"]) > 40
+    paths = write_graph(os.path.join(runs, run_id), str(tmp_path / "graph"))   # the CLI's
+    assert "svg_error" not in paths and 'id="task-45"' in open(paths["svg"]).read()
     with browser.page(1400, 1000) as pg:
         pg.goto("file://" + out)
         box = pg.query_selector("#graph-box").bounding_box()

@@ -89,40 +89,43 @@ def graph_svg(j: Journal, kind: str = "auto", limit: int = dotgraph.TASK_GRAPH_M
     """(kind drawn, SVG, what drew it: ``graphviz`` or ``python``) of the run's graph."""
     tasks = j.tasks() if tasks is None else tasks
     drawn, text, engine = graph_dot(j, kind, limit, tasks)
+    return (drawn,) + _draw(j, drawn, text, engine, tasks)
+
+
+def _draw(j: Journal, kind: str, text: str, engine: str, tasks: list[dict[str, Any]]
+          ) -> tuple[str, str]:
+    """(SVG, ``graphviz`` or ``python``): Graphviz's drawing of ``text``, or where Graphviz
+    is not installed, fails or times out, the same graph drawn in Python."""
     try:
-        return drawn, dotgraph.render(text, engine), "graphviz"
+        return dotgraph.render(text, engine), "graphviz"
     except (dotgraph.NoGraphviz, RuntimeError):
-        return drawn, python_svg(j, drawn, tasks), "python"
+        return python_svg(j, kind, tasks), "python"
 
 
 def write_graph(run_dir: str, out_dir: str | None = None, svg: bool = True,
                 kind: str = "auto") -> dict[str, str]:
-    """Write ``graph.dot`` (and ``graph.svg`` when Graphviz is installed); return the paths,
-    with ``kind`` (``tasks`` or ``names``) and ``svg_error`` when there is no SVG."""
+    """Write ``graph.dot`` and ``graph.svg`` (Graphviz's drawing, else taskflow's); return
+    the paths, with ``kind`` (``tasks`` or ``names``) and ``svg_error`` when there is no
+    SVG (above :data:`SVG_MAX_TASKS` tasks drawn one by one)."""
     out_dir = out_dir or run_dir
     os.makedirs(out_dir, exist_ok=True)
     with Journal(run_dir) as j:
         tasks = j.tasks()
         drawn, text, engine = graph_dot(j, kind, tasks=tasks)
-    paths = {"dot": os.path.join(out_dir, "graph.dot"), "kind": drawn}
-    with open(paths["dot"], "w") as f:
-        f.write(text)
-    if not svg:
-        return paths
-    if drawn == "tasks" and len(tasks) > SVG_MAX_TASKS:
-        paths["svg_error"] = (f"{len(tasks)} tasks: too many boxes to draw one by one; "
-                              f"--names draws the graph of task names ({paths['dot']} has "
-                              "every task)")
-        return paths
-    svg_path = os.path.join(out_dir, "graph.svg")
-    try:
-        drawing = dotgraph.render(text, engine)
-    except (dotgraph.NoGraphviz, RuntimeError):
-        with Journal(run_dir) as j:
-            drawing = python_svg(j, drawn, tasks)
-    with open(svg_path, "w") as f:
+        paths = {"dot": os.path.join(out_dir, "graph.dot"), "kind": drawn}
+        with open(paths["dot"], "w") as f:
+            f.write(text)
+        if not svg:
+            return paths
+        if drawn == "tasks" and len(tasks) > SVG_MAX_TASKS:
+            paths["svg_error"] = (f"{len(tasks)} tasks: too many boxes to draw one by one; "
+                                  f"--names draws the graph of task names ({paths['dot']} "
+                                  "has every task)")
+            return paths
+        drawing, _ = _draw(j, drawn, text, engine, tasks)
+    paths["svg"] = os.path.join(out_dir, "graph.svg")
+    with open(paths["svg"], "w") as f:
         f.write(drawing)
-    paths["svg"] = svg_path
     return paths
 
 

@@ -16,8 +16,11 @@ Sugiyama layout, enough for the fan-outs and fan-ins task graphs are made of:
 
 The positions (points, y down) go to Graphviz ``neato -n2``, which draws the
 boxes and straight edges where they are told: the SVG has the same structure
-(``g.node``, ``g.edge``, ids) as ``dot``'s. It is linear in the graph's size:
-1,000 tasks are laid out and drawn in well under a second.
+(``g.node``, ``g.edge``, ids) as ``dot``'s; or to :mod:`.svgdag`, which draws
+them itself (the monitor, and everything where Graphviz is not installed).
+:func:`fit` chooses the wrapping whose drawing has a panel's shape. It is
+linear in the graph's size: 1,000 tasks are laid out and drawn in well under a
+second.
 """
 from __future__ import annotations
 

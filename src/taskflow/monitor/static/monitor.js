@@ -1,6 +1,7 @@
-// taskflow monitor: one event stream per run, the graph laid out by the server for the
-// panel's shape, in a panel with fit, zoom, pan and follow (dagview.js), node charts and a live Gantt chart
-// of the slots (charts.js), a paged task table, a task's logs followed beside it.
+// taskflow monitor: one event stream per run, the graph laid out by the server for its
+// panel's shape, with fit, zoom, pan, follow and levels of detail (dagview.js), node charts
+// and a live Gantt chart of the slots (charts.js), a paged task table, a task's logs
+// followed beside it.
 "use strict";
 const RUN = document.body.dataset.run;
 const API = "/api/runs/" + encodeURIComponent(RUN);
