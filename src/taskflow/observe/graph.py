@@ -14,7 +14,7 @@ from typing import Any
 import networkx as nx
 
 from ..journal.reader import Journal
-from . import dotgraph, palette, svgdag
+from . import dotgraph, layout, palette, svgdag
 
 SVG_MAX_TASKS = 5000     # above this even the wrapped layout is a wall of boxes: .dot only
 KINDS = ("auto", "tasks", "names")
@@ -72,16 +72,17 @@ def graph_dot(j: Journal, kind: str = "auto", limit: int = dotgraph.TASK_GRAPH_M
 
 
 def python_svg(j: Journal, kind: str, tasks: list[dict[str, Any]]) -> str:
-    """The SVG of ``kind`` (``tasks`` or ``names``) drawn without Graphviz (:mod:`.svgdag`)."""
+    """The SVG of ``kind`` (``tasks`` or ``names``) drawn without Graphviz (:mod:`.svgdag`),
+    wrapped to a landscape page's shape (:data:`.layout.ASPECT`)."""
     edges = j.edges()
     by_name = j.counts_by_name()
     col = colours(list(by_name))
     if kind == "tasks":
         ids = {t["id"] for t in tasks}
         drawn = dotgraph.reduce_edges(e for e in edges if e[0] in ids and e[1] in ids)
-        return svgdag.task_svg(tasks, drawn, col)
+        return svgdag.task_svg(tasks, drawn, col, aspect=layout.ASPECT)
     return svgdag.name_svg(sorted(by_name), by_name, dotgraph.name_edge_counts(tasks, edges),
-                           col)
+                           col, aspect=layout.ASPECT)
 
 
 def graph_svg(j: Journal, kind: str = "auto", limit: int = dotgraph.TASK_GRAPH_MAX,
