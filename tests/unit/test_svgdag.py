@@ -69,3 +69,21 @@ def test_name_svg_counts_and_weighs_the_arrows():
     assert set(arrows) == {"n0->n1", "n1->n1"}
     assert float(arrows["n0->n1"].find(SVG + "path").get("stroke-width")) == 3.0
     assert [t.text for t in arrows["n0->n1"].iter(SVG + "text")] == ["1000"]
+
+
+def test_a_deep_graph_is_set_in_bands_its_arrows_in_the_gutters():
+    """A chain of 45 in a landscape panel: columns of layers side by side, not a thin column
+    of specks; the arrow from one band to the next runs in the gutter between them."""
+    tasks = [{"id": i, "name": "step", "state": "DONE"} for i in range(1, 46)]
+    edges = [(i, i + 1) for i in range(1, 45)]
+    gutters: list[float] = []
+    pos, w, h = layout.fit([t["id"] for t in tasks], edges, _labels(tasks), None, 1.4, gutters)
+    assert 1.4 / 1.6 < w / h < 1.4 * 1.6 and len(gutters) >= 3
+    assert pos[2][1] > pos[1][1]                        # a band reads top to bottom
+    root = ET.fromstring(svgdag.task_svg(tasks, edges, {}, aspect=1.4))
+    crossing = [g for g in root.iter(SVG + "g") if g.get("class") == "edge"
+                and pos[int(g.find(SVG + "title").text.split("->t")[1])][0]
+                > pos[int(g.find(SVG + "title").text[1:].split("->")[0])][0] + 1]
+    assert len(crossing) == len(gutters)                # one arrow per band boundary
+    for g in crossing:                                  # routed: down, across, up, across
+        assert g.find(SVG + "path").get("d").count("L") == 5

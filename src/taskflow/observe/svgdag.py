@@ -46,14 +46,26 @@ def _box(x: float, y: float, w: float, h: float, r: float = 5.0) -> str:
 
 
 def _arrow(a: tuple[float, float], b: tuple[float, float], title: str, width: float = 1.0,
-           label: str = "") -> str:
-    """An edge from the bottom of box ``a`` to the top of box ``b`` (centres), with a head."""
+           label: str = "", gutters: Sequence[float] = ()) -> str:
+    """An edge from the bottom of box ``a`` to the top of box ``b`` (centres), with a head.
+
+    To a box in a band further right (``gutters`` between them): down into the
+    gap below ``a``, along it to the gutter left of ``b``'s band, along the gutter
+    to the gap above ``b``, and along that gap to above ``b``: never across a box.
+    """
     half = layout.BOX_H / 2
     x0, y0 = a[0], a[1] + half
     x1, y1 = b[0], b[1] - half
-    if y1 <= y0:                      # same row (never in a layered graph): side to side
+    start, via = f"M{x0:.1f},{y0:.1f}", ""
+    left = [g for g in gutters if a[0] < g < b[0]]
+    if left:
+        gx, low, high = max(left), y0 + 8, y1 - layout.BAND_TOP / 2
+        via = f"L{x0:.1f},{low:.1f}L{gx:.1f},{low:.1f}L{gx:.1f},{high:.1f}L{x1:.1f},{high:.1f}"
+        x0, y0 = x1, high                # the head points down into b
+    elif y1 <= y0:                       # same row (never in a layered graph): side to side
         y0, y1 = a[1], b[1]
         x0 += math.copysign(half, x1 - x0)
+        start = f"M{x0:.1f},{y0:.1f}"
     dx, dy = x1 - x0, y1 - y0
     d = math.hypot(dx, dy) or 1.0
     ux, uy = dx / d, dy / d
@@ -64,7 +76,8 @@ def _arrow(a: tuple[float, float], b: tuple[float, float], title: str, width: fl
     text = (f'<text x="{(x0 + x1) / 2 + 4:.1f}" y="{(y0 + y1) / 2:.1f}" font-size="9" '
             f'fill="#555555">{escape(label)}</text>' if label else "")
     return (f'<g class="edge"><title>{escape(title)}</title>'
-            f'<path d="M{x0:.1f},{y0:.1f}L{bx:.1f},{by:.1f}" fill="none" stroke="#777777" '
+            f'<path d="{start}{via}L{bx:.1f},{by:.1f}" fill="none" '
+            f'stroke="#777777" '
             f'stroke-width="{width:.2f}"/><polygon points="{head}" fill="#777777" '
             f'stroke="none"/>{text}</g>')
 
@@ -97,10 +110,11 @@ def _svg(body: list[str], width: float, height: float, kind: str) -> str:
 
 def _place(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
            labels: dict[Hashable, str], groups: dict[Hashable, str] | None,
-           aspect: float | None) -> tuple[dict[Hashable, tuple[float, float]], float, float]:
+           aspect: float | None, gutters: list[float]
+           ) -> tuple[dict[Hashable, tuple[float, float]], float, float]:
     if aspect is None:
         return layout.place(nodes, edges, labels, groups)
-    return layout.fit(nodes, edges, labels, groups, aspect)
+    return layout.fit(nodes, edges, labels, groups, aspect, gutters)
 
 
 def task_svg(tasks: Sequence[dict[str, Any]], edges: Sequence[tuple[int, int]],
@@ -110,9 +124,11 @@ def task_svg(tasks: Sequence[dict[str, Any]], edges: Sequence[tuple[int, int]],
         t["id"]: f"{t.get('name') or '?'}\n#{t['id']} {(t.get('state') or '').lower()}"
         for t in tasks}
     ids = [t["id"] for t in tasks]
+    gutters: list[float] = []
     pos, width, height = _place(ids, edges, labels,
-                                {t["id"]: t.get("name") or "" for t in tasks}, aspect)
-    body = [_arrow(pos[a], pos[b], f"t{a}->t{b}") for a, b in edges if a in pos and b in pos]
+                                {t["id"]: t.get("name") or "" for t in tasks}, aspect, gutters)
+    body = [_arrow(pos[a], pos[b], f"t{a}->t{b}", gutters=gutters)
+            for a, b in edges if a in pos and b in pos]
     for t in tasks:
         name = t.get("name") or "?"
         body.append(_node(f"task-{t['id']}", "task", pos[t["id"]], labels[t["id"]],
@@ -137,8 +153,9 @@ def name_svg(names: Sequence[str], counts: dict[str, dict[str, int]],
     labels: dict[Hashable, str] = {
         n: f"{n}\n{LIVE_COUNTS if live else counts_text(counts.get(n, {}))}" for n in names}
     drawn = [(a, b) for a, b in sorted(edge_counts) if a in index and b in index]
+    gutters: list[float] = []
     pos, width, height = _place(list(names), [(a, b) for a, b in drawn if a != b], labels,
-                                None, aspect)
+                                None, aspect, gutters)
     most = max(edge_counts.values(), default=1)
     body = []
     for a, b in drawn:
@@ -154,7 +171,7 @@ def name_svg(names: Sequence[str], counts: dict[str, dict[str, int]],
                         f'{x + r + 6:.1f},{y + 3:.1f} {x + r + 6:.1f},{y + 10:.1f}" '
                         f'fill="#777777"/></g>')
             continue
-        body.append(_arrow(pos[a], pos[b], title, w, "" if live else str(k)))
+        body.append(_arrow(pos[a], pos[b], title, w, "" if live else str(k), gutters))
     for n, i in index.items():
         c = counts.get(n, {})
         state = ("FAILED" if c.get("FAILED") else "RUNNING" if c.get("RUNNING") else
