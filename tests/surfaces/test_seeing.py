@@ -123,10 +123,10 @@ def test_monitor_of_a_60_task_run_at_start_middle_and_end(sixty):
         if shutil.which("nvidia-smi") is None:
             assert pg.query_selector("#nodes svg.gpu") is None
         # a task far down the table: its logs are in view beside it
-        row = pg.query_selector("#tasks tbody tr:last-child")
-        row.scroll_into_view_if_needed()
-        last_id = int(row.get_attribute("data-id"))
-        row.click()
+        last_id = int(pg.get_attribute("#tasks tbody tr:last-child", "data-id"))
+        row = pg.locator(f'#tasks tbody tr[data-id="{last_id}"]')   # found again at each try:
+        row.scroll_into_view_if_needed()                             # the table is redrawn
+        row.click()                                                  # as the run goes on
         pg.wait_for_function(f"document.querySelector('#logs-title').textContent == "
                              f"'Logs of task {last_id}'")
         box = pg.query_selector("#logs-panel").bounding_box()

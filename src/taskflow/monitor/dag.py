@@ -1,18 +1,20 @@
-"""The monitor's DAG picture: laid out by Graphviz on the server, as SVG (:mod:`..observe.dotgraph`).
+"""The monitor's DAG picture, laid out and drawn in Python as SVG (:mod:`..observe.svgdag`).
 
 Up to :data:`TASK_GRAPH_MAX` tasks the picture is the task graph: one box
 per task (``id="task-<id>"``), layered top to bottom with arrows from
 producer to consumer (an arrow another path implies is left out; a wide
-fan-out wraps into a block, :mod:`..observe.layout`). Above
-that a picture of every task is unreadable (and ``dot`` slow), so it is the
-graph of task *names*, like Snakemake's rule
-graph: one box per name (``id="name-<i>"``) with its counts by state, an
-arrow where a task of one name read what a task of the other wrote. The page
-colours the boxes by state and rewrites the counts as the run goes on; it
-asks for a new layout only when tasks were added.
+layer wraps into rows). Above that a picture of every task is a wall of
+specks, so it is the graph of task *names*, like Snakemake's rule graph: one
+box per name (``id="name-<i>"``) with its counts by state, an arrow where a
+task of one name read what a task of the other wrote. The page colours the
+boxes by state, rewrites the counts as the run goes on, and shows boxes too
+small to read as coloured cells (``dagview.js``); it asks for a new layout
+only when tasks were added.
 
-A layout is cached per run, kind and size (a few entries), and ``dot`` gets
-a time limit: a picture never holds a request thread for long.
+The page gives its panel's shape (``aspect``, width / height): the layers
+wrap so the drawing fills the panel. No Graphviz: the picture never waits for
+a subprocess and never depends on a system package. A layout is cached per
+run, kind, size and shape (a few entries).
 """
 from __future__ import annotations
 
@@ -21,35 +23,44 @@ from collections import OrderedDict
 from typing import Any
 
 from ..journal.reader import Journal
-from ..observe import dotgraph
-from ..observe.dotgraph import NoGraphviz, reduce_edges
+from ..observe import dotgraph, svgdag
+from ..observe.dotgraph import reduce_edges
 
 TASK_GRAPH_MAX = dotgraph.TASK_GRAPH_MAX   # tasks drawn one by one; above, the graph of names
-DOT_TIMEOUT = 30.0         # s
 _CACHE_SIZE = 8
 
-__all__ = ["Layouts", "NoGraphviz", "TASK_GRAPH_MAX", "reduce_edges"]
+__all__ = ["Layouts", "TASK_GRAPH_MAX", "aspect_of", "reduce_edges"]
+
+
+def aspect_of(text: str | None) -> float:
+    """The panel's width / height from the page's query (1.6 when absent or not a number)."""
+    try:
+        value = float(text) if text else 1.6
+    except ValueError:
+        return 1.6
+    return min(max(value, 0.1), 10.0) if value == value else 1.6
 
 
 class Layouts:
-    """The DAG pictures of the runs, cached by (run directory, kind, size)."""
+    """The DAG pictures of the runs, cached by (run directory, kind, size, panel shape)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
 
-    def get(self, j: Journal, colours: dict[str, str]) -> dict[str, Any]:
+    def get(self, j: Journal, colours: dict[str, str], aspect: float = 1.6) -> dict[str, Any]:
         """{"kind": "tasks" | "names", "svg": ..., "names": [...], "tasks": n}."""
         total = j.counts()["total"]
         kind = "tasks" if total <= TASK_GRAPH_MAX else "names"
+        shape = round(aspect, 1)
         if kind == "tasks":
             tasks = j.tasks()
             edges = j.edges()
-            key: tuple[Any, ...] = (j.run_dir, kind, len(tasks), len(edges))
+            key: tuple[Any, ...] = (j.run_dir, kind, len(tasks), len(edges), shape)
         else:
             names = sorted(j.counts_by_name())
             name_edges = j.name_edges()
-            key = (j.run_dir, kind, tuple(names), len(name_edges))
+            key = (j.run_dir, kind, tuple(names), len(name_edges), shape)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -58,13 +69,12 @@ class Layouts:
         if kind == "tasks":
             ids = {t["id"] for t in tasks}
             drawn = reduce_edges([e for e in edges if e[0] in ids and e[1] in ids])
-            text, engine = dotgraph.task_dot(tasks, drawn, colours, legend=False)
-            svg = dotgraph.render(text, engine, timeout=DOT_TIMEOUT)
+            svg = svgdag.task_svg(tasks, drawn, colours, aspect=shape)
             out = {"kind": kind, "svg": svg, "tasks": len(tasks), "names": [],
                    "hidden_edges": len(set(edges)) - len(drawn)}
         else:
-            text = dotgraph.name_dot(names, {}, {e: 1 for e in name_edges}, colours, live=True)
-            svg = dotgraph.render(text, timeout=DOT_TIMEOUT)
+            svg = svgdag.name_svg(names, {}, {e: 1 for e in name_edges}, colours, live=True,
+                                  aspect=shape)
             out = {"kind": kind, "svg": svg, "tasks": total, "names": names}
         with self._lock:
             self._cache[key] = out

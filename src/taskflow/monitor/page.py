@@ -52,8 +52,8 @@ PAGE = """<!doctype html>
       <h2>Task graph <small id="dag-kind"></small>
         <span class="tools"><button id="dag-fit" type="button" title="the whole graph in the panel">fit</button><button id="dag-in" type="button" title="zoom in">+</button><button id="dag-out" type="button" title="zoom out">&minus;</button><label title="keep the running tasks in view"><input id="dag-follow" type="checkbox" checked> follow running</label></span>
       </h2>
-      <div id="dag-wrap"><div id="dag"></div></div>
-      <p class="hint">wheel: zoom, drag: pan, double-click: fit; click a box for its logs</p>
+      <div id="dag-wrap"><div id="dag"></div><div id="dag-tip" hidden></div></div>
+      <p class="hint">wheel: zoom, drag: pan, double-click: fit; click a box for its logs; boxes too small to label are coloured cells (hover for the task, zoom in for labels)</p>
     </section>
     <section class="panel" id="gantt-panel">
       <h2>Slots over time <small id="gantt-note">(a task on every slot it holds)</small></h2>
@@ -77,7 +77,7 @@ PAGE = """<!doctype html>
     <section class="panel" id="logs-panel">
       <h2 id="logs-title">Logs: click a task</h2>
       <div id="taskinfo"></div>
-      <div id="logs"></div>
+      <div id="logs" class="empty"><p id="logs-hint">Click a task (a box in the graph, a bar in the slots chart or a row of the table) to see here what it printed: its stdout and stderr lines, each with its time, followed live while it runs, then where its program's output files went and, for a failed task, its error.</p></div>
     </section>
   </aside>
 </main>

@@ -26,7 +26,8 @@ API (JSON; ``<run>`` is a run id, a unique prefix, or ``latest``):
   GET /api/runs/<run>/nodes                   nodes and their samples (?after=)
   GET /api/runs/<run>/report                  the report's figures (one pass over the
                                               tasks per journal state: .reportcache)
-  GET /api/runs/<run>/dag                     the DAG laid out by Graphviz (monitor.dag)
+  GET /api/runs/<run>/dag                     the DAG as SVG, laid out for the panel's
+                                              shape (?aspect=width/height; monitor.dag)
 Pushed (server-sent events, :mod:`.stream`):
   GET /api/runs/<run>/stream                  a snapshot, then what changed
   GET /api/runs/<run>/logs/stream?task=N      a task's output lines as they come
@@ -50,7 +51,7 @@ from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run, runs_
 from ..netguard.limits import LISTEN_QUEUE, MAX_BODY
 from ..observe.palette import colours
 from . import stream
-from .dag import Layouts, NoGraphviz
+from .dag import Layouts, aspect_of
 from .page import PAGE, STATIC
 from .reportcache import ReportCache, json_bytes
 
@@ -125,10 +126,9 @@ def create_app(root: str, token: str, default_run: str | None = None,
     def dag(run: str) -> Response | tuple[Response, int]:
         with journal(run) as j:
             try:
-                out = layouts.get(j, colours(j.counts_by_name()))
-            except NoGraphviz as exc:
-                return jsonify(error=str(exc)), 501
-            except Exception as exc:  # noqa: BLE001 - dot failed or timed out: say so
+                out = layouts.get(j, colours(j.counts_by_name()),
+                                  aspect_of(request.args.get("aspect")))
+            except Exception as exc:  # noqa: BLE001 - a layout that failed: say so
                 return jsonify(error=f"could not lay out the graph: {exc}"), 500
         return jsonify(out)
 

@@ -3,6 +3,8 @@
 ``taskflow graph`` draws one box per task up to :data:`.dotgraph.TASK_GRAPH_MAX`
 tasks and the graph of task names above (``--tasks`` / ``--names`` choose);
 :mod:`.dotgraph` says what a box looks like and how the size is bounded.
+The SVG is Graphviz's where it is installed and works, else the same graph
+laid out and drawn in Python (:mod:`.svgdag`): a run never lacks its picture.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 import networkx as nx
 
 from ..journal.reader import Journal
-from . import dotgraph, palette
+from . import dotgraph, layout, palette, svgdag
 
 SVG_MAX_TASKS = 5000     # above this even the wrapped layout is a wall of boxes: .dot only
 KINDS = ("auto", "tasks", "names")
@@ -69,34 +71,62 @@ def graph_dot(j: Journal, kind: str = "auto", limit: int = dotgraph.TASK_GRAPH_M
                                    col), "dot"
 
 
+def python_svg(j: Journal, kind: str, tasks: list[dict[str, Any]]) -> str:
+    """The SVG of ``kind`` (``tasks`` or ``names``) drawn without Graphviz (:mod:`.svgdag`),
+    wrapped to a landscape page's shape (:data:`.layout.ASPECT`)."""
+    edges = j.edges()
+    by_name = j.counts_by_name()
+    col = colours(list(by_name))
+    if kind == "tasks":
+        ids = {t["id"] for t in tasks}
+        drawn = dotgraph.reduce_edges(e for e in edges if e[0] in ids and e[1] in ids)
+        return svgdag.task_svg(tasks, drawn, col, aspect=layout.ASPECT)
+    return svgdag.name_svg(sorted(by_name), by_name, dotgraph.name_edge_counts(tasks, edges),
+                           col, aspect=layout.ASPECT)
+
+
+def graph_svg(j: Journal, kind: str = "auto", limit: int = dotgraph.TASK_GRAPH_MAX,
+              tasks: list[dict[str, Any]] | None = None) -> tuple[str, str, str]:
+    """(kind drawn, SVG, what drew it: ``graphviz`` or ``python``) of the run's graph."""
+    tasks = j.tasks() if tasks is None else tasks
+    drawn, text, engine = graph_dot(j, kind, limit, tasks)
+    return (drawn,) + _draw(j, drawn, text, engine, tasks)
+
+
+def _draw(j: Journal, kind: str, text: str, engine: str, tasks: list[dict[str, Any]]
+          ) -> tuple[str, str]:
+    """(SVG, ``graphviz`` or ``python``): Graphviz's drawing of ``text``, or where Graphviz
+    is not installed, fails or times out, the same graph drawn in Python."""
+    try:
+        return dotgraph.render(text, engine), "graphviz"
+    except (dotgraph.NoGraphviz, RuntimeError):
+        return python_svg(j, kind, tasks), "python"
+
+
 def write_graph(run_dir: str, out_dir: str | None = None, svg: bool = True,
                 kind: str = "auto") -> dict[str, str]:
-    """Write ``graph.dot`` (and ``graph.svg`` when Graphviz is installed); return the paths,
-    with ``kind`` (``tasks`` or ``names``) and ``svg_error`` when there is no SVG."""
+    """Write ``graph.dot`` and ``graph.svg`` (Graphviz's drawing, else taskflow's); return
+    the paths, with ``kind`` (``tasks`` or ``names``) and ``svg_error`` when there is no
+    SVG (above :data:`SVG_MAX_TASKS` tasks drawn one by one)."""
     out_dir = out_dir or run_dir
     os.makedirs(out_dir, exist_ok=True)
     with Journal(run_dir) as j:
         tasks = j.tasks()
         drawn, text, engine = graph_dot(j, kind, tasks=tasks)
-    paths = {"dot": os.path.join(out_dir, "graph.dot"), "kind": drawn}
-    with open(paths["dot"], "w") as f:
-        f.write(text)
-    if not svg:
-        return paths
-    if drawn == "tasks" and len(tasks) > SVG_MAX_TASKS:
-        paths["svg_error"] = (f"{len(tasks)} tasks: too many boxes to draw one by one; "
-                              f"--names draws the graph of task names ({paths['dot']} has "
-                              "every task)")
-        return paths
-    svg_path = os.path.join(out_dir, "graph.svg")
-    try:
-        drawing = dotgraph.render(text, engine)
-    except (dotgraph.NoGraphviz, RuntimeError) as exc:
-        paths["svg_error"] = str(exc)
-        return paths
-    with open(svg_path, "w") as f:
+        paths = {"dot": os.path.join(out_dir, "graph.dot"), "kind": drawn}
+        with open(paths["dot"], "w") as f:
+            f.write(text)
+        if not svg:
+            return paths
+        if drawn == "tasks" and len(tasks) > SVG_MAX_TASKS:
+            paths["svg_error"] = (f"{len(tasks)} tasks: too many boxes to draw one by one; "
+                                  f"--names draws the graph of task names ({paths['dot']} "
+                                  "has every task)")
+            return paths
+        drawing, _ = _draw(j, drawn, text, engine, tasks)
+    paths["svg"] = os.path.join(out_dir, "graph.svg")
+    with open(paths["svg"], "w") as f:
         f.write(drawing)
-    paths["svg"] = svg_path
     return paths
 
 

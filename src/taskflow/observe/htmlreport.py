@@ -20,8 +20,7 @@ from typing import Any
 
 from ..journal.reader import Journal
 from . import distributions, mdreport, svgcharts, timeline
-from .dotgraph import NoGraphviz, render
-from .graph import graph_dot
+from .graph import graph_svg
 from .palette import STATE_COLOURS, colours
 from .model import SLURM_LINES, PerTask
 from .trace import slot_intervals
@@ -184,15 +183,10 @@ def _timeline(j: Journal, f: dict[str, Any], pt: PerTask, col: dict[str, str]) -
 
 
 def _graph(j: Journal, tasks: list[dict[str, Any]]) -> str:
-    kind, text, engine = graph_dot(j, "auto", TASK_GRAPH_MAX, tasks)
+    kind, svg, _ = graph_svg(j, "auto", TASK_GRAPH_MAX, tasks)   # Graphviz's, else Python's
     what = (f"One box per task ({len(tasks)})" if kind == "tasks" else
             f"{len(tasks)} tasks: one box per task name with its counts by state, arrows with "
             f"the number of dependencies (<code>taskflow graph --tasks</code> draws every task)")
-    try:
-        svg = render(text, engine)
-    except (NoGraphviz, RuntimeError) as exc:
-        return (f'<section id="graph"><h2>Graph</h2><p class=note>No picture: '
-                f'{escape(str(exc))}</p></section>')
     return (f'<section id="graph"><h2>Graph<button id="graph-box-zoom" type="button">full size'
             f'</button></h2><p class=note>{what}; fill: state, outline: task name. Click to '
             f'zoom to full size.</p><div class="graph" id="graph-box" data-kind="{kind}">'

@@ -16,8 +16,11 @@ Sugiyama layout, enough for the fan-outs and fan-ins task graphs are made of:
 
 The positions (points, y down) go to Graphviz ``neato -n2``, which draws the
 boxes and straight edges where they are told: the SVG has the same structure
-(``g.node``, ``g.edge``, ids) as ``dot``'s. It is linear in the graph's size:
-1,000 tasks are laid out and drawn in well under a second.
+(``g.node``, ``g.edge``, ids) as ``dot``'s; or to :mod:`.svgdag`, which draws
+them itself (the monitor, and everything where Graphviz is not installed).
+:func:`fit` chooses the wrapping whose drawing has a panel's shape. It is
+linear in the graph's size: 1,000 tasks are laid out and drawn in well under a
+second.
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ import math
 from typing import Hashable, Iterable, Sequence
 
 ROW_MAX = 24            # boxes in a layer before it wraps
+WRAP_MIN = 6            # a layer of up to this many boxes never wraps (its arrows would cross
+                        # the boxes of its own rows)
 ASPECT = 1.6            # width / height of a wrapped block (a landscape page)
 CHAR_W = 6.0            # points per label character at font size 10 (Helvetica, mean)
 BOX_PAD = 16.0          # points around a label
@@ -32,6 +37,9 @@ BOX_H = 30.0            # a two-line box
 GAP_X = 14.0            # between boxes in a row
 GAP_Y = 22.0            # between rows of one layer
 LAYER_GAP = 40.0        # between layers (room for the arrows)
+BAND_GAP = 60.0         # between bands of layers set side by side (:func:`place`)
+BAND_TOP = 24.0         # above the bands: room for the arrows from one band to the next
+BANDS_WHEN = 2.0        # bands only for a drawing this many times too tall for its panel
 
 
 def layers(nodes: Sequence[Hashable], edges: Iterable[tuple[Hashable, Hashable]]
@@ -93,41 +101,130 @@ def label_width(label: str) -> float:
 
 
 def place(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
-          labels: dict[Hashable, str], groups: dict[Hashable, str] | None = None
+          labels: dict[Hashable, str], groups: dict[Hashable, str] | None = None,
+          cols_max: int | None = None, bands: int = 1, gutters: list[float] | None = None
           ) -> tuple[dict[Hashable, tuple[float, float]], float, float]:
     """Centre of every box in points (x right, y down), and the drawing's width and height.
 
     ``groups`` (a task's name) keeps the boxes of one group together within a layer.
+    ``cols_max``: a layer wraps into rows of at most this many boxes, never fewer
+    than :data:`WRAP_MIN` (by default :func:`columns` decides). ``bands``: the
+    layers are set in that many columns side by side, read like a newspaper's
+    (a deep graph in a wide panel); the x of the gutters between them is
+    appended to ``gutters``.
     """
     groups = groups or {}
     preds: dict[Hashable, list[Hashable]] = {n: [] for n in nodes}
     for a, b in edges:
         if a in preds and b in preds:
             preds[b].append(a)
-    rows: list[tuple[float, list[Hashable]]] = []       # (cell width, boxes) top to bottom
-    row_gaps: list[float] = []
-    xs: dict[Hashable, float] = {}                       # a box's slot along its row, 0..1
+    blocks: list[tuple[float, list[list[Hashable]]]] = []   # per layer: cell width, its rows
+    xs: dict[Hashable, float] = {}                       # a box's place in its layer, 0..1
     for layer in layers(nodes, edges):
         layer = sorted(layer, key=lambda n: (_barycentre(n, preds, xs), groups.get(n, ""),
                                              _key(n)))
         cell = max(label_width(labels.get(n, str(n))) for n in layer) + GAP_X
-        cols = columns(len(layer), cell)
-        for r in range(0, len(layer), cols):
-            part = layer[r:r + cols]
-            for i, n in enumerate(part):
-                xs[n] = (i + 0.5) / len(part)
-            row_gaps.append(LAYER_GAP if r == 0 else GAP_Y)
-            rows.append((cell, part))
-    width = max((cell * len(part) for cell, part in rows), default=0.0)
+        cols = (columns(len(layer), cell) if cols_max is None
+                else min(len(layer), max(cols_max, WRAP_MIN)))
+        rows = [layer[r:r + cols] for r in range(0, len(layer), cols)]
+        for r, part in enumerate(rows):
+            for i, n in enumerate(part):      # its place in the layer's order (rows read
+                xs[n] = (r * cols + i + 0.5) / len(layer)   # left to right, top to bottom)
+        blocks.append((cell, rows))
     pos: dict[Hashable, tuple[float, float]] = {}
-    y = 0.0
-    for (cell, part), gap in zip(rows, row_gaps):
-        y += gap if pos else 0.0
-        left = (width - cell * len(part)) / 2
-        for i, n in enumerate(part):
-            pos[n] = (left + cell * (i + 0.5), y + BOX_H / 2)
-        y += BOX_H
-    return pos, width, y
+    top = BAND_TOP if bands > 1 else 0.0      # room above for the arrows between bands
+    left = width = height = 0.0
+    for band in _bands(blocks, bands):
+        band_w = max((cell * len(part) for cell, rows in band for part in rows), default=0.0)
+        if pos:
+            if gutters is not None:
+                gutters.append(left + BAND_GAP / 2)
+            left += BAND_GAP
+        y = top
+        for k, (cell, rows) in enumerate(band):
+            y += LAYER_GAP if k else 0.0
+            for r, part in enumerate(rows):
+                y += GAP_Y if r else 0.0
+                x0 = left + (band_w - cell * len(part)) / 2
+                for i, n in enumerate(part):
+                    pos[n] = (x0 + cell * (i + 0.5), y + BOX_H / 2)
+                y += BOX_H
+        left += band_w
+        width, height = left, max(height, y + top)      # as much room below as above
+    return pos, width, height
+
+
+def _block_h(rows: list[list[Hashable]]) -> float:
+    return len(rows) * BOX_H + (len(rows) - 1) * GAP_Y
+
+
+def _bands(blocks: list[tuple[float, list[list[Hashable]]]], bands: int
+           ) -> list[list[tuple[float, list[list[Hashable]]]]]:
+    """The layers' blocks cut into ``bands`` runs of about the same height."""
+    if bands <= 1:
+        return [blocks]
+    total = sum(_block_h(rows) for _, rows in blocks) + LAYER_GAP * (len(blocks) - 1)
+    target = total / bands
+    out: list[list[tuple[float, list[list[Hashable]]]]] = [[]]
+    h = 0.0
+    for block in blocks:
+        bh = _block_h(block[1])
+        if out[-1] and h + LAYER_GAP + bh > target * 1.05 and len(out) < bands:
+            out.append([])
+            h = 0.0
+        h += (LAYER_GAP if out[-1] else 0.0) + bh
+        out[-1].append(block)
+    return out
+
+
+def fit(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]],
+        labels: dict[Hashable, str], groups: dict[Hashable, str] | None = None,
+        aspect: float = ASPECT, gutters: list[float] | None = None
+        ) -> tuple[dict[Hashable, tuple[float, float]], float, float]:
+    """:func:`place` with the wrapping whose drawing is closest to ``aspect`` (width / height).
+
+    The monitor asks for its panel's shape, so the graph fills the panel at "fit"
+    instead of a thin row or column in the middle of it: wide layers wrap into
+    rows, from the widest layer down to :data:`WRAP_MIN` boxes a row, each 1.3
+    times narrower; a graph still :data:`BANDS_WHEN` times too tall (a long chain)
+    is set in bands side by side, more while that helps. Each placement is linear
+    in the graph's size.
+    """
+    per_layer = layers(nodes, edges)
+    widest = max((len(x) for x in per_layer), default=1)
+    aspect = min(max(aspect, 0.1), 10.0)
+
+    def ratio(k: int, b: int) -> float:
+        _, w, h = place(nodes, edges, labels, groups, cols_max=k, bands=b)
+        return max(w, 1.0) / max(h, 1.0)
+
+    def miss(r: float) -> float:
+        return abs(math.log(r / aspect))
+
+    cands: list[int] = []
+    c = float(widest)
+    while True:
+        k = max(1, round(c))
+        if k not in cands:
+            cands.append(k)
+        if k <= WRAP_MIN:
+            break
+        c /= 1.3
+    ratios = {k: ratio(k, 1) for k in cands}
+    cols = min(cands, key=lambda k: (miss(ratios[k]), -k))
+    bands = 1
+    if ratios[cols] < aspect / BANDS_WHEN:     # far too tall: bands, more while that helps
+        best = (miss(ratios[cols]), cols, 1)
+        for k in cands:
+            b, m = 1, miss(ratios[k])
+            while b < len(per_layer):
+                m2 = miss(ratio(k, b + 1))
+                if m2 >= m - 1e-9:
+                    break
+                b, m = b + 1, m2
+            best = min(best, (m, k, b))
+        _, cols, bands = best
+    return place(nodes, edges, labels, groups, cols_max=cols, bands=bands, gutters=gutters)
 
 
 def _barycentre(n: Hashable, preds: dict[Hashable, list[Hashable]],

@@ -18,12 +18,12 @@ function niceStep(span, n) {
   return 10 * mag;
 }
 
-function secs(v) { return v >= 120 ? +(v / 60).toFixed(1) + " min" : +v.toFixed(1) + " s"; }
+function secs(v) { return v >= 120 ? +(v / 60).toFixed(1) + " min" : +v.toFixed(v < 1 ? 2 : 1) + " s"; }
 
 // one small chart: pts [[t, v]] from t0 to t1, y from 0 to yMax, labelled axes
 function lineChart(title, unit, cls, colour, pts, t0, t1, yMax, width) {
   const h = 104, l = 40, r = 8, top = 24, bottom = 20;
-  const svg = el("svg", {width: width, height: h, class: "load " + cls});
+  const svg = el("svg", {width: width, height: h, class: "load " + cls, "data-span": (t1 - t0).toFixed(3)});
   el("text", {x: 4, y: 12, "font-weight": "bold"}, svg, title + " (" + unit + ")");
   const x = (t) => l + (t - t0) / Math.max(t1 - t0, 1e-6) * (width - l - r);
   const y = (v) => h - bottom - Math.min(v, yMax) / yMax * (h - bottom - top);
@@ -36,7 +36,7 @@ function lineChart(title, unit, cls, colour, pts, t0, t1, yMax, width) {
   const step = niceStep(t1 - t0, 4);
   for (let t = 0; t <= t1 - t0 + 1e-9; t += step) {
     el("line", {x1: x(t0 + t), x2: x(t0 + t), y1: h - bottom, y2: h - bottom + 3, stroke: "#999"}, svg);
-    el("text", {x: x(t0 + t), y: h - 6, "text-anchor": "middle"}, svg, secs(t));
+    el("text", {x: x(t0 + t), y: h - 6, "text-anchor": "middle", class: "tick", "data-t": t.toFixed(3)}, svg, secs(t));
   }
   if (pts.length) {
     const p = pts.map(([t, v]) => x(t).toFixed(1) + "," + y(v).toFixed(1));
@@ -53,7 +53,9 @@ function drawNodes(M) {
   const box = document.getElementById("nodes"); box.textContent = "";
   const width = Math.max(220, Math.min(box.clientWidth - 4, 560));
   const t0 = M.run && M.run.t_start ? M.run.t_start : null;
-  const t1 = Math.max(M.now, M.run && M.run.t_end ? M.run.t_end : 0);
+  // a run that is over is drawn over its own span, however long after it the page is opened
+  const over = M.run && M.run.state !== "running" && M.run.t_end;
+  const t1 = over ? M.run.t_end : Math.max(M.now, M.run && M.run.t_end ? M.run.t_end : 0);
   for (const n of M.nodes) {
     const div = document.createElement("div"); div.className = "node"; div.dataset.node = n.name;
     const s = M.samples.get(n.name) || [];
@@ -65,8 +67,9 @@ function drawNodes(M) {
               (gb ? (last.mem * gb / 100).toFixed(1) + " GB" : Math.round(last.mem || 0) + " %") +
               (last.gpu != null ? ", gpu " + Math.round(last.gpu) + " %" : "") : "");
     const charts = document.createElement("div"); charts.className = "charts";
-    const a = t0 || (s.length ? s[0].t : 0), b = Math.max(t1, s.length ? s[s.length - 1].t : 0, a + 1);
-    const pick = (k, f) => s.filter((x) => x[k] != null).map((x) => [x.t, f(x[k])]);
+    const a = t0 || (s.length ? s[0].t : 0);
+    const b = over ? Math.max(t1, a + 0.1) : Math.max(t1, s.length ? s[s.length - 1].t : 0, a + 1);
+    const pick = (k, f) => s.filter((x) => x[k] != null && (!over || x.t <= b)).map((x) => [x.t, f(x[k])]);
     const w = s.some((x) => x.gpu != null) ? Math.floor((width - 8) / 3) : Math.floor((width - 4) / 2);
     charts.appendChild(lineChart("CPU", "%", "cpu", "#3182bd", pick("cpu", (v) => v), a, b, 100, w));
     if (gb) charts.appendChild(lineChart("memory", "GB", "mem", "#e6550d", pick("mem", (v) => v * gb / 100), a, b, gb, w));
@@ -92,6 +95,7 @@ function drawGantt(M, select) {
   let now = M.now;
   for (const t of ran) now = Math.max(now, t.t_end || 0);
   if (M.run && M.run.state !== "running" && ran.length) now = Math.max(...ran.map((t) => t.t_end || t.t_start));
+  const over = M.run && M.run.state !== "running" && M.run.t_end;
   const free = {}, bars = [];
   for (const t of ran) {
     const end = t.t_end || now;
@@ -110,7 +114,7 @@ function drawGantt(M, select) {
   for (const n of Object.keys(slots).sort()) for (let s = 0; s < slots[n]; s++) rows.push(n + "/" + s);
   let t0 = ran.length ? ran[0].t_start : 0;
   if (M.run && M.run.t_start && !cut) t0 = Math.min(M.run.t_start, t0 || M.run.t_start);
-  const span = Math.max(now - t0, 1);
+  const span = over ? Math.max(now - t0, 0.05) : Math.max(now - t0, 1);   // a run over: its own span
   const left = 90, w = Math.max(500, document.getElementById("gantt-wrap").clientWidth - 20) - left - 10;
   const rowH = rows.length > 40 ? 10 : 22;
   svg.setAttribute("width", left + w + 10); svg.setAttribute("height", rows.length * rowH + 30);

@@ -1,15 +1,54 @@
-// taskflow monitor: the graph panel's view. The SVG (laid out by the server) fills its
-// panel; its viewBox is the camera: fit (the whole graph), zoom (wheel, buttons) and pan
-// (drag) move it, and "follow" moves it so the running tasks stay in view.
+// taskflow monitor: the graph panel's view. The SVG (laid out by the server for the
+// panel's shape) fills its panel; its viewBox is the camera: fit (the whole graph), zoom
+// (wheel, buttons) and pan (drag) move it, and "follow" moves it so the running tasks stay
+// in view. Levels of detail: where the boxes' labels would be drawn under LABEL_MIN px the
+// boxes become coloured cells without text (class "cells" on the svg), a box's label shows
+// on hover, and zooming in brings the labels back.
 "use strict";
 
 const DagView = (() => {
+  const LABEL_MIN = 9;        // px: smaller labels are not drawn
+  const FIT_MAX = 2.4;        // px per point at fit: a small graph is not blown up past this
   let svg = null, full = null, vb = null, drag = null;
   const wrap = () => document.getElementById("dag-wrap");
   const followBox = () => document.getElementById("dag-follow");
+  const tip = () => document.getElementById("dag-tip");
 
   function apply() {
     svg.setAttribute("viewBox", vb.x + " " + vb.y + " " + vb.w + " " + vb.h);
+    detail();
+  }
+
+  // the size in px the boxes' labels are drawn at now (Infinity: no labels)
+  function labelPx() {
+    const t = svg && svg.querySelector("g.node text");
+    if (!t) return Infinity;
+    const m = t.getScreenCTM();
+    return m ? parseFloat(t.getAttribute("font-size") || "10") * Math.hypot(m.a, m.b) : Infinity;
+  }
+
+  function detail() {
+    const px = labelPx(), cells = px < LABEL_MIN;
+    svg.classList.toggle("cells", cells);
+    wrap().dataset.lod = cells ? "cells" : "labels";
+    wrap().dataset.labelPx = isFinite(px) ? px.toFixed(1) : "";
+    if (!cells) hideTip();
+  }
+
+  function hideTip() { const d = tip(); if (d) d.hidden = true; }
+
+  // a cell's label, beside the pointer
+  function hover(e) {
+    const d = tip();
+    if (!svg || !d || drag) return;
+    const g = e.target.closest ? e.target.closest("g.node") : null;
+    if (!g || !svg.classList.contains("cells")) { hideTip(); return; }
+    const lines = [...g.querySelectorAll("text")].map((t) => t.textContent).filter((x) => x);
+    d.textContent = lines.join("  ");
+    const r = wrap().getBoundingClientRect();
+    d.style.left = Math.min(e.clientX - r.left + 12, r.width - 160) + "px";
+    d.style.top = (e.clientY - r.top + 12) + "px";
+    d.hidden = false;
   }
 
   // the user-space rectangle the panel shows (meet: one side may show more than vb)
@@ -37,6 +76,9 @@ const DagView = (() => {
     if (!svg) return;
     const m = Math.max(full.w, full.h) * 0.02;
     vb = {x: full.x - m, y: full.y - m, w: full.w + 2 * m, h: full.h + 2 * m};
+    const r = wrap().getBoundingClientRect();
+    const k = Math.min(r.width / vb.w, r.height / vb.h) / FIT_MAX;
+    if (k > 1) vb = {x: vb.x - vb.w * (k - 1) / 2, y: vb.y - vb.h * (k - 1) / 2, w: vb.w * k, h: vb.h * k};
     apply();
   }
 
@@ -123,8 +165,10 @@ const DagView = (() => {
       drag = null; w.classList.remove("dragging");
     });
     w.addEventListener("dblclick", (e) => { e.preventDefault(); fit(); });
+    w.addEventListener("mousemove", hover);
+    w.addEventListener("mouseleave", hideTip);
     window.addEventListener("resize", () => { if (svg) apply(); });
   }
 
-  return {attach, fit, zoom, follow, init, visible, boxOf};
+  return {attach, fit, zoom, follow, init, visible, boxOf, labelPx};
 })();

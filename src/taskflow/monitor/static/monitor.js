@@ -1,6 +1,7 @@
-// taskflow monitor: one event stream per run, the graph laid out by the server (Graphviz)
-// in a panel with fit, zoom, pan and follow (dagview.js), node charts and a live Gantt chart
-// of the slots (charts.js), a paged task table, a task's logs followed beside it.
+// taskflow monitor: one event stream per run, the graph laid out by the server for its
+// panel's shape, with fit, zoom, pan, follow and levels of detail (dagview.js), node charts
+// and a live Gantt chart of the slots (charts.js), a paged task table, a task's logs
+// followed beside it.
 "use strict";
 const RUN = document.body.dataset.run;
 const API = "/api/runs/" + encodeURIComponent(RUN);
@@ -103,7 +104,8 @@ function maybeLayout() {
   if (layoutPending) { layoutAgain = true; return; }
   layoutPending = true;
   const started = Date.now();
-  fetch(API + "/dag").then((r) => r.json().then((j) => [r.ok, j])).then(([ok, j]) => {
+  const w = $("dag-wrap"), aspect = w.clientWidth && w.clientHeight ? w.clientWidth / w.clientHeight : 1.6;
+  fetch(API + "/dag?aspect=" + aspect.toFixed(2)).then((r) => r.json().then((j) => [r.ok, j])).then(([ok, j]) => {
     if (!ok) { $("dag").textContent = j.error || "no graph"; M.dagTasks = total; return; }
     M.dag = j; M.dagTasks = j.tasks; M.dagNames = j.names.slice().sort().join("\n");
     const box = $("dag");
@@ -227,7 +229,7 @@ function turnPage(d) { M.page = Math.max(0, M.page + d); drawTable(true); }
 // ---- a task's logs, followed, beside the table ---------------------------------------------
 function select(id) {
   M.selected = id; markSelected(); drawTable(false);
-  $("logs").textContent = ""; $("logs-title").textContent = "Logs of task " + id;
+  $("logs").textContent = ""; $("logs").classList.remove("empty"); $("logs-title").textContent = "Logs of task " + id;
   const panel = $("logs-panel"), r = panel.getBoundingClientRect();
   if (r.top < 0 || r.bottom > window.innerHeight) panel.scrollIntoView({block: "nearest"});
   if (M.logSource) M.logSource.close();
