@@ -370,3 +370,25 @@ def test_out_given_a_path_suggests_file_out(rt):
     with pytest.raises(UsageError, match=r"If 'result.txt' is a file the task writes, declare it "
                                          r"out=FILE_OUT"):
         fill("result.txt")
+
+
+class _Talker:
+    """Holds a standard stream, as a logger or a unittest case does (PyCOMPSs's test apps
+    pass their TestCase as `self`)."""
+
+    def __init__(self):
+        self.out = sys.__stdout__       # (pytest's capture replaced sys.stdout)
+        self.hook = lambda: 1           # (only cloudpickle sends it: by value)
+
+
+@task(returns=1)
+def talker_back(t):
+    assert t.out is sys.stdout          # the worker's own stream in its place
+    t.out = sys.__stdout__
+    return t
+
+
+def test_an_object_holding_a_standard_stream_goes_and_comes_back(rt):
+    """Not refused as an open file: sys.stdout and co. travel as the receiver's own."""
+    back = wait_on(talker_back(_Talker()))
+    assert type(back).__name__ == "_Talker" and back.out in (sys.stdout, sys.__stdout__)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import cloudpickle
 
 from ..wire import messages as M
+from ..wire import values
 from ..wire.argpath import set_path
 from .param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
 from ..errors import UsageError
@@ -58,6 +59,9 @@ class _OpenFile(TypeError):
 
 
 def _refuse_file(f: Any) -> Any:
+    std = values.std_stream(f)          # (the worker's own stream in its place)
+    if std is not None:
+        return std
     raise _OpenFile(f"{f!r} would reach the task as a copy of its text (a StringIO), "
                     f"detached from the file; pass its path instead (a parameter declared "
                     f"FILE_IN, or FILE_OUT to write it)")

@@ -83,3 +83,19 @@ def size(payload: Payload) -> int:
 def is_value(obj: Any) -> bool:
     """``obj`` is a payload (a node's output that carries a value)."""
     return type(obj) is bytes or type(obj) is Packed
+
+
+_STD_STREAMS = {"<stdin>": "stdin", "<stdout>": "stdout", "<stderr>": "stderr"}
+
+
+def std_stream(f: Any) -> tuple[Any, tuple[Any, ...]] | None:
+    """How to pickle ``f`` when it is a process's standard stream (``sys.stdout``,
+    ``sys.__stderr__``, ...): as the receiver's own stream of that name, so an object
+    that holds one (a logger, a unittest case) travels; None for any other file (refused:
+    it would arrive as a copy of its text)."""
+    import sys
+    for name in ("stdout", "stderr", "stdin"):
+        if f is getattr(sys, name) or f is getattr(sys, f"__{name}__"):
+            return getattr, (sys, name)
+    attr = _STD_STREAMS.get(str(getattr(f, "name", "")))
+    return (getattr, (sys, attr)) if attr else None
