@@ -261,6 +261,13 @@ class Journal:
         """(producer, consumer) pairs."""
         return [(d, t) for t, d in self._rows("SELECT task_id, dep_id FROM deps")]
 
+    def children(self, parent: int | None = None) -> list[tuple[int, int]]:
+        """(parent, child) pairs: tasks a running task called (all, or ``parent``'s)."""
+        if parent is None:
+            return [(p, c) for p, c in self._rows("SELECT parent_id, child_id FROM children")]
+        return [(parent, c) for (c,) in self._rows(
+            "SELECT child_id FROM children WHERE parent_id=?", (parent,))]
+
     def placements(self) -> dict[int, list[tuple[str, int]]]:
         """Tasks that held more than one slot: task id -> [(node, slots)] of its last run.
 
