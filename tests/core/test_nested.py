@@ -6,7 +6,11 @@ import pytest
 import taskflow
 from taskflow import wait_on
 from taskflow.errors import TaskError
+from click.testing import CliRunner
+
+from taskflow.cli import main
 from taskflow.journal import Journal
+from taskflow.observe.graph import graph_dot
 
 from support import nested_tasks as N
 
@@ -62,9 +66,15 @@ def test_a_failed_parent_cancels_its_unfinished_children(tmp_path, monkeypatch):
         assert all("its parent task calls_then_fails" in (t["error"] or "") for t in kids)
 
 
-def test_a_chain_of_calls_inside_one_task(tmp_path, monkeypatch):
+def test_a_chain_of_calls_inside_one_task_and_what_status_and_graph_show(tmp_path,
+                                                                         monkeypatch):
     rt, value = _run(tmp_path, monkeypatch, lambda: wait_on(N.chain_in_a_task(50)))
     assert value == 50
+    r = CliRunner().invoke(main, ["status", rt.run_id, "--run-dir", str(tmp_path / "runs")])
+    assert "nested: 50 task(s) called by 1 running task(s)" in r.output, r.output
+    with Journal(rt.run_dir) as j:
+        kind, dot, _ = graph_dot(j, "tasks")
+    assert dot.count("style=dashed") == 50       # parent -> child, drawn dashed
 
 
 def test_a_call_from_a_thread_the_task_started_is_a_clear_error(tmp_path, monkeypatch):

@@ -86,15 +86,19 @@ class WorkerTask:
     task, it records a child task (as :class:`TaskFunction` does); elsewhere its function
     runs. Tasks themselves run its plain function (the executor is sent that)."""
 
-    def __init__(self, func: Callable[..., Any], key: str, nout: int | None,
+    def __init__(self, func: Callable[..., Any] | None, key: str, nout: int | None,
                  shape: str) -> None:
+        # (func None: a PyCOMPSs task referring to itself, which only a task calls)
         self.__wrapped__ = self.__taskflow_body__ = func
         self.key, self.nout, self.shape = key, nout, shape
-        functools.update_wrapper(self, func)
+        if func is not None:
+            functools.update_wrapper(self, func)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         handler = nest() if in_worker() else None
         if handler is None:
+            if self.__wrapped__ is None:
+                raise UsageError(f"task {self.key} can be called here only by a running task")
             return self.__wrapped__(*args, **kwargs)
         return handler.call(self.key, self.nout, self.shape, self.key.split(":", 1)[1],
                             args, kwargs)

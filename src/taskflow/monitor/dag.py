@@ -58,7 +58,8 @@ class Layouts:
         if kind == "tasks":
             ids = {t["id"] for t in tasks}
             drawn = reduce_edges([e for e in edges if e[0] in ids and e[1] in ids])
-            text, engine = dotgraph.task_dot(tasks, drawn, colours, legend=False)
+            calls = [e for e in j.children() if e[0] in ids and e[1] in ids]
+            text, engine = dotgraph.task_dot(tasks, drawn, colours, legend=False, calls=calls)
             svg = dotgraph.render(text, engine, timeout=DOT_TIMEOUT)
             out = {"kind": kind, "svg": svg, "tasks": len(tasks), "names": [],
                    "hidden_edges": len(set(edges)) - len(drawn)}

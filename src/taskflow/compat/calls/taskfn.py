@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import cloudpickle
 
-from ...api.task import TaskFunction
+from ...api.task import TaskFunction, WorkerTask
 from ...graph.spec import declared_key
 from ...context import in_worker, nest
 from ...errors import UsageError
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .run import CompatRun
 
 
+_REDUCING = threading.local()       # compat task functions being pickled now (__reduce__)
 MAX_VARIANTS = 1024      # specs kept per task function (a dropped one is made again if needed)
 _register_generators()   # a generator argument or value travels as its values
 
@@ -221,8 +222,16 @@ class CompatTaskFunction(TaskFunction):
         # The native reduction (by reference, or the function by value), wrapped so that the
         # worker installs the pycompss alias before any of it is unpickled.
         from ..importhook import load_task_function
-        loader, args = TaskFunction.__reduce__(self)
-        return (load_task_function, (cloudpickle.dumps((loader, args)),))
+        reducing = _REDUCING.__dict__.setdefault("ids", set())
+        if id(self) in reducing:        # itself, inside its own function (a recursive task):
+            n, shape = self.nested_shape()     # enough for a call in a task (WorkerTask)
+            return (WorkerTask, (None, declared_key(self.spec), n, shape))
+        reducing.add(id(self))
+        try:
+            loader, args = TaskFunction.__reduce__(self)
+            return (load_task_function, (cloudpickle.dumps((loader, args)),))
+        finally:
+            reducing.discard(id(self))
 
     def __repr__(self) -> str:
         return f"<pycompss task {self.spec.name}>"
