@@ -91,3 +91,20 @@ def calls_from_a_thread():
     th.start()
     th.join()
     return out.get("e", "no error")
+
+
+@task(returns=2)
+def big_from(i, delay):
+    """A 1 MiB value (above the inline size: it stays on its node) and where it was made."""
+    import socket
+    time.sleep(delay)
+    return bytes([i]) * (1 << 20), socket.gethostname()
+
+
+@task(returns=2)
+def spreads(n, delay):
+    """Calls ``n`` children, waits; (its host, [(child's host, child's value checksum)])."""
+    import socket
+    calls = [big_from(i, delay) for i in range(n)]
+    got = wait_on(calls)
+    return socket.gethostname(), [(host, sum(value)) for value, host in got]
