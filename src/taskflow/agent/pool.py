@@ -70,6 +70,7 @@ class Pool:
         self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
         self.reading = True                 # executors' pipes are watched (see pause_reads)
         self.nest_out: list[M.Nest] = []    # tasks' calls and waits for the master (nest)
+        self.parked: dict[int, Executor] = {}   # a waiting task's id -> its executor
 
     def own(self, *fds: int) -> None:
         """``fds`` are the agent's (a master's stream, the orphan's socket): executors
@@ -201,9 +202,11 @@ class Pool:
                 head = next(iter(ex.queue), None)
                 if head is not None and head.task_id == entry.parent:
                     ex.parked.append(ex.queue.pop(0))
+                    self.parked[entry.parent] = ex
                     ex.started = time.time()
             elif kind is M.NestResumed and ex.parked and ex.parked[-1].task_id == entry.parent:
                 ex.queue.insert(0, ex.parked.pop())
+                self.parked.pop(entry.parent, None)
                 ex.started = time.time()
 
     def take_nest(self) -> list[M.Nest]:
@@ -213,9 +216,8 @@ class Pool:
     def answer(self, answers: list[M.NestAnswer]) -> None:
         """The master's answers to waits, each to the executor its waiting task is on."""
         for a in answers:
-            ex = next((e for e in self.every() if any(t.task_id == a.parent for t in e.parked)),
-                      None)
-            if ex is not None:          # (None: the executor died meanwhile)
+            ex = self.parked.get(a.parent)
+            if ex is not None and ex in self:   # (else: the executor died meanwhile)
                 ex.out.queue_parts(P.encode_parts(M.NESTED, [a]))
                 self.flush(ex)
 
@@ -228,6 +230,8 @@ class Pool:
         os.close(ex.rfd)
         os.close(ex.wfd)
         (self.io_execs if ex.io else self.execs).remove(ex)
+        for t in ex.parked:
+            self.parked.pop(t.task_id, None)
         del self.by_fd[ex.rfd]
         ex.slot.close()
         if ex in self.dirty:

@@ -166,6 +166,7 @@ class Stops:
         parked, ex.parked = ex.parked, []
         now = time.time()
         for t in parked:
+            self.pool.parked.pop(t.task_id, None)
             self.state.deadlines.pop(t.task_id, None)
             if t.task_id in self.cancelled:
                 self.cancelled.discard(t.task_id)

@@ -53,7 +53,7 @@ _HERE = threading.local()
 class NestRecord:
     """What the master keeps of a task that called tasks (``Task.nest``)."""
 
-    __slots__ = ("task", "node", "calls", "children", "waiting")
+    __slots__ = ("task", "node", "calls", "children", "waiting", "since", "waited")
 
     def __init__(self, task: Task, node: NodeHandle) -> None:
         self.task = task
@@ -61,6 +61,12 @@ class NestRecord:
         self.calls: dict[int, Any] = {}      # call number -> the call's value (or _Refused)
         self.children: list[Task] = []
         self.waiting = False                 # its units are lent to its node
+        self.since = 0.0                     # ... since then
+        self.waited = 0.0                    # seconds it waited in all
+
+    def held(self, task: Task) -> float:
+        """Seconds it held its slot (the scheduler's mean duration: waits left out)."""
+        return max(0.0, task.t_end - task.t_start - self.waited)
 
 
 class _Refused:
@@ -106,12 +112,14 @@ class Nesting:
             if kind is M.NestResumed:
                 if rec.waiting:
                     rec.waiting = False
+                    rec.waited += time.time() - rec.since
                     node.used += task.cus
                 continue
             if kind is M.NestCall:
                 self.calls += 1
             elif kind is M.NestWait and not rec.waiting:
                 rec.waiting = True
+                rec.since = time.time()
                 node.used -= task.cus
                 self.rt.scheduler.freed(node)
             self.q.put((rec, e))

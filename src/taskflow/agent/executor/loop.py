@@ -20,7 +20,7 @@ import select
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import cloudpickle
 
@@ -271,19 +271,38 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     def drain() -> tuple[list[M.ResultWire], list[M.TaskLines]]:
         return _drain(frames, funcs, means, cur, out, err, wfd)
 
-    def help_() -> None:
+    def run_one(t: M.TaskWire, data: dict[int, M.Payload]) -> None:
+        results, logs_out = _run_tasks(data, funcs, means, cur, out, err, wfd, [], [],
+                                       iter((t,)))
+        if results or logs_out:
+            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+
+    def help_(answered: Callable[[], bool]) -> None:
         """A task waits for the tasks it called: the rest of its frame, then the frames
-        received, run on top of it (:mod:`.nested`); their results go at once."""
-        results: list[M.ResultWire] = []
-        logs_out: list[M.TaskLines] = []
-        nest.results, nest.logs = results, logs_out
-        results, logs_out = _run_tasks(nest.data, funcs, means, cur, out, err, wfd,
-                                       results, logs_out)
-        if results or logs_out:
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
-        results, logs_out = drain()
-        if results or logs_out:
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+        received, run on top of it (:mod:`.nested`) one task at a time until the wait is
+        ``answered`` (or nothing is left); their results go at once. A frame begun here
+        and not finished goes back to the front (the waiting frame's rest is its loop's)."""
+        outer = it = nest.tasks
+        data = nest.data
+        while not answered():
+            t = next(it, None)
+            if t is None:
+                if not frames:
+                    return
+                op, body = frames.popleft()
+                if op != M.TASKS:
+                    _control(op, body, funcs)
+                    continue
+                tasks, data = body
+                AHEAD.current = tasks
+                it = iter(tasks)
+                continue
+            nest.tasks, nest.data = it, data     # (a task waiting in it helps from its rest)
+            run_one(t, data)
+        if it is not outer:
+            rest = list(it)
+            if rest:
+                frames.appendleft((M.TASKS, (rest, data)))
 
     nest.attach(rfd, wfd, reader, cur, out, err, help_)
     while True:
@@ -333,18 +352,24 @@ def _drain(frames: deque[tuple[int, Any]], funcs: dict[bytes, Any], means: dict[
                                                wfd, results, logs_out)
             finally:
                 sys.stdout, sys.stderr = before
-        elif op == M.FUNC:
-            programs.python_ran()      # unpickling a function may import its module
-            try:
-                funcs[body.digest] = _load_function(body.payload)
-            except BaseException as exc:  # noqa: BLE001
-                funcs[body.digest] = _Unloadable(exc)
-        elif op == M.NESTED:
-            nest.answered(body)
-        elif op == M.SHUTDOWN:
-            os._exit(0)
+        else:
+            _control(op, body, funcs)
     AHEAD.current = None
     return results, logs_out
+
+
+def _control(op: int, body: Any, funcs: dict[bytes, Any]) -> None:
+    """A frame other than TASKS: a function, an answer to a wait, the end."""
+    if op == M.FUNC:
+        programs.python_ran()      # unpickling a function may import its module
+        try:
+            funcs[body.digest] = _load_function(body.payload)
+        except BaseException as exc:  # noqa: BLE001
+            funcs[body.digest] = _Unloadable(exc)
+    elif op == M.NESTED:
+        NEST.answered(body)
+    elif op == M.SHUTDOWN:
+        os._exit(0)
 
 
 _SMALL_TYPES = frozenset({int, float, bool, type(None), str})
@@ -353,7 +378,8 @@ _SMALL_TYPES = frozenset({int, float, bool, type(None), str})
 def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
                means: dict[bytes, float], cur: Current,
                out: Capture, err: Capture, wfd: int, results: list[M.ResultWire],
-               logs_out: list[M.TaskLines]) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
+               logs_out: list[M.TaskLines], tasks: Iterator[M.TaskWire] | None = None
+               ) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
     """Run one TASKS frame's tasks (``NEST.tasks``) in order; return (results, logs) not
     yet sent. A task that waits for the tasks it called runs the rest of them meanwhile
     (:mod:`.nested`: the iterator is shared), and the frames after them.
@@ -378,7 +404,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
     big = False
     plain = False           # a plain Python call ran (programs started later must know)
     task_env = taskenv.ON   # PyCOMPSs: COMPSS_NUM_THREADS & co. per task (taskenv.py)
-    for tmsg in NEST.tasks:
+    for tmsg in NEST.tasks if tasks is None else tasks:
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, units, _, outdids = tmsg
         if task_env:
             taskenv.units(units)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import select
 import sys
 import threading
 from collections import deque
@@ -39,7 +40,10 @@ from ...wire import values as V
 from .capture import Capture, Current
 from .inputs import AHEAD
 
-RECURSION = 20_000       # the interpreter's frame limit in an executor that helps while waiting
+# An executor that helps while a task waits grows its stack by a few frames per waiting
+# task (about 3 KiB of C stack, 10 Python frames): room for tens of thousands of them.
+RECURSION = 400_000      # the interpreter's frame limit there
+STACK = 512 * 2**20      # bytes the main thread's stack may grow to (RLIMIT_STACK), if allowed
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 
 
@@ -102,7 +106,8 @@ class _Nest:
         self.cur = Current()
         self.out: Capture | None = None
         self.err: Capture | None = None
-        self.help: Callable[[], None] = _no_help        # runs what is queued (loop.py)
+        # runs what is queued until the wait is answered (loop.py)
+        self.help: Callable[[Callable[[], bool]], None] = _no_help
         self.ident = 0                  # the executor's thread: tasks run there
         self.parent = 0                 # the task whose calls are numbered now ...
         self.seq = 0                    # ... and its last call's number
@@ -110,11 +115,11 @@ class _Nest:
         self.answers: dict[int, M.NestAnswer] = {}
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
-               err: Capture, help_: Callable[[], None]) -> None:
+               err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
         self.rfd, self.wfd, self.reader = rfd, wfd, reader
         self.cur, self.out, self.err, self.help = cur, out, err, help_
         self.ident = threading.get_ident()
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION))
+        _deep_stack()
         set_nest(self)
 
     def answered(self, body: list[M.NestAnswer]) -> None:
@@ -199,26 +204,35 @@ class _Nest:
         wid = self.waits
         P.write_all(wfd, P.encode(M.NEST, [M.NestWait(parent, wid, seqs)]))
         saved = self._save()
+        answers = self.answers
+
+        def answered() -> bool:
+            if wid not in answers and select.select([self.rfd], [], [], 0)[0]:
+                self._read()            # (answers come in between the tasks it runs)
+            return wid in answers
+
         try:
-            answer = self.answers.pop(wid, None)
-            while answer is None:
-                self.help()                 # what the agent queued here runs meanwhile
-                answer = self.answers.pop(wid, None)
-                if answer is None and not self.frames:
-                    assert self.reader is not None
-                    msgs = self.reader.feed()
-                    if msgs is None:
-                        os._exit(0)         # the agent is gone
-                    for op, body in msgs:
-                        if op == M.NESTED:
-                            self.answered(body)
-                        else:
-                            self.frames.append((op, body))
-                    answer = self.answers.pop(wid, None)
+            while wid not in answers:
+                self.help(answered)     # what the agent queued here runs meanwhile
+                if wid not in answers and not self.frames:
+                    self._read()        # nothing to run: wait for the answer or work
         finally:
             self._restore(saved)
-        P.write_all(wfd, P.encode(M.NEST, [M.NestResumed(parent)]))
-        return answer
+            # (also when something raised here: the agent's record of the stack stays true)
+            P.write_all(wfd, P.encode(M.NEST, [M.NestResumed(parent)]))
+        return answers.pop(wid)
+
+    def _read(self) -> None:
+        """Read what the agent sent: answers aside, the rest queued in order."""
+        assert self.reader is not None
+        msgs = self.reader.feed()
+        if msgs is None:
+            os._exit(0)                 # the agent is gone
+        for op, body in msgs:
+            if op == M.NESTED:
+                self.answered(body)
+            else:
+                self.frames.append((op, body))
 
     def _save(self) -> tuple[Any, ...]:
         """The waiting task's state: the tasks run on top of it must not change it."""
@@ -243,6 +257,19 @@ class _Nest:
         cur.wrote = False
 
 
+def _deep_stack() -> None:
+    """Let this process's main thread recurse deep (tasks waiting under tasks)."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        want = STACK if hard == resource.RLIM_INFINITY else min(STACK, hard)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+    except (ImportError, ValueError, OSError):
+        return                  # (the default stack: fewer levels before RecursionError)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION))
+
+
 def _one_or_all(values: tuple[Any, ...]) -> Any:
     """``wait_on``'s shape: one value for one object, else the tuple."""
     if len(values) == 1:
@@ -251,7 +278,7 @@ def _one_or_all(values: tuple[Any, ...]) -> Any:
     return values
 
 
-def _no_help() -> None:
+def _no_help(answered: Callable[[], bool]) -> None:
     pass
 
 

@@ -50,7 +50,8 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         consumers = out.finish(outputs[0], cbs)
         if consumers is not None:
             release(rt, out, consumers, cbs)
-        rt.spec_runs[task.spec].ran(task.t_end - task.t_start)
+        rt.spec_runs[task.spec].ran(task.t_end - task.t_start if task.nest is None
+                                     else task.nest.held(task))
         task_ended(rt, task)
         return
     name = node.name
@@ -85,7 +86,7 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         # keeps its one until the resume log has it: runtime/recovery/log.py ResumeLog.ended)
         task.outputs = ()           # the task's rows and groups no longer pin its values
         task.inouts = None
-    run.ran(task.t_end - task.t_start)
+    run.ran(task.t_end - task.t_start if task.nest is None else task.nest.held(task))
     task_ended(rt, task)
 
 
