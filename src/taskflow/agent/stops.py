@@ -55,7 +55,9 @@ class Stops:
             if now >= deadline:
                 del deadlines[tid]
                 # (the executor's head, or a task waiting under it for the tasks it called)
-                late = next(t for t in (*ex.queue, *ex.parked) if t.task_id == tid)
+                late = next((t for t in (*ex.queue, *ex.parked) if t.task_id == tid), None)
+                if late is None:                # (it ended meanwhile)
+                    continue
                 opts = late.options
                 timeout = opts.time_out if opts is not None else None
                 assert timeout is not None      # (only tasks with a time-out have a deadline)

@@ -267,9 +267,8 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     out, err = Capture("STDOUT", cur, wfd), Capture("STDERR", cur, wfd)
     nest = NEST
     frames = nest.frames                    # received, not run yet (nested waits run them too)
-
-    def drain() -> tuple[list[M.ResultWire], list[M.TaskLines]]:
-        return _drain(frames, funcs, means, cur, out, err, wfd)
+    AHEAD.frames = frames
+    real_out, real_err = sys.stdout, sys.stderr
 
     def run_one(t: M.TaskWire, data: dict[int, M.Payload]) -> None:
         results, logs_out = _run_tasks(data, funcs, means, cur, out, err, wfd, [], [],
@@ -320,38 +319,37 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
             frames.extend(more)
             if len(frames) > 4096:
                 break
-        results, logs_out = drain()
+        results, logs_out = _drain(frames, funcs, means, cur, out, err, wfd, real_out, real_err)
         if results or logs_out:
             P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
 
 
 def _drain(frames: deque[tuple[int, Any]], funcs: dict[bytes, Any], means: dict[bytes, float],
-           cur: Current, out: Capture, err: Capture,
-           wfd: int) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
+           cur: Current, out: Capture, err: Capture, wfd: int, real_out: Any,
+           real_err: Any) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
     """Run the frames received (in order, until none is left); return what is not sent.
 
-    A task waiting for the tasks it called (:mod:`.nested`) calls this too: the
-    work queued on this executor runs on top of it meanwhile, in the same order.
+    A task that waits for the tasks it called runs the rest of its frame and the
+    frames after it meanwhile (:mod:`.nested`): the iterator of the running
+    frame's tasks (``NEST.tasks``) and ``frames`` are shared with it.
     """
     results: list[M.ResultWire] = []
     logs_out: list[M.TaskLines] = []
     nest = NEST
-    AHEAD.frames = frames
+    nest.results, nest.logs = results, logs_out     # (the same lists to the end: in place)
     while frames:
         op, body = frames.popleft()
         if op == M.TASKS:
             tasks, data = body
             AHEAD.current = tasks
-            nest.tasks = iter(tasks)
+            nest.tasks = it = iter(tasks)
             nest.data = data
-            nest.results, nest.logs = results, logs_out
-            before = sys.stdout, sys.stderr
             sys.stdout, sys.stderr = out, err
             try:
                 results, logs_out = _run_tasks(data, funcs, means, cur, out, err,
-                                               wfd, results, logs_out)
+                                               wfd, results, logs_out, it)
             finally:
-                sys.stdout, sys.stderr = before
+                sys.stdout, sys.stderr = real_out, real_err
         else:
             _control(op, body, funcs)
     AHEAD.current = None
@@ -378,9 +376,9 @@ _SMALL_TYPES = frozenset({int, float, bool, type(None), str})
 def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
                means: dict[bytes, float], cur: Current,
                out: Capture, err: Capture, wfd: int, results: list[M.ResultWire],
-               logs_out: list[M.TaskLines], tasks: Iterator[M.TaskWire] | None = None
+               logs_out: list[M.TaskLines], tasks: Iterator[M.TaskWire]
                ) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
-    """Run one TASKS frame's tasks (``NEST.tasks``) in order; return (results, logs) not
+    """Run ``tasks`` (a TASKS frame's) in order; return (results, logs) not
     yet sent. A task that waits for the tasks it called runs the rest of them meanwhile
     (:mod:`.nested`: the iterator is shared), and the frames after them.
 
@@ -404,7 +402,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
     big = False
     plain = False           # a plain Python call ran (programs started later must know)
     task_env = taskenv.ON   # PyCOMPSs: COMPSS_NUM_THREADS & co. per task (taskenv.py)
-    for tmsg in NEST.tasks if tasks is None else tasks:
+    for tmsg in tasks:          # (the frame's: NEST.tasks, or one task a waiting task runs)
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, units, _, outdids = tmsg
         if task_env:
             taskenv.units(units)
