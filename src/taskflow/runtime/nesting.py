@@ -53,13 +53,15 @@ _HERE = threading.local()
 class NestRecord:
     """What the master keeps of a task that called tasks (``Task.nest``)."""
 
-    __slots__ = ("task", "node", "calls", "children", "waiting", "since", "waited")
+    __slots__ = ("task", "node", "calls", "children", "prune_at", "waiting", "since",
+                 "waited")
 
     def __init__(self, task: Task, node: NodeHandle) -> None:
         self.task = task
         self.node = node
         self.calls: dict[int, Any] = {}      # call number -> the call's value (or _Refused)
-        self.children: list[Task] = []
+        self.children: list[Task] = []      # those that may not have ended (to cancel)
+        self.prune_at = 64                   # ... the ended ones go when it doubled
         self.waiting = False                 # its units are lent to its node
         self.since = 0.0                     # ... since then
         self.waited = 0.0                    # seconds it waited in all
@@ -266,7 +268,11 @@ def adopt(rt: RunState, task: Task) -> None:
         task.group = parent.group
     rec = parent.nest
     if rec is not None:
-        rec.children.append(task)
+        kids = rec.children
+        kids.append(task)
+        if len(kids) >= rec.prune_at:       # (amortized: a parent's 100,000 children)
+            kids[:] = [c for c in kids if c.state not in T.FINAL_STATES]
+            rec.prune_at = max(64, 2 * len(kids))
     bus = rt.bus
     if bus.active:
         bus.emit(Nested("nested", time.time(), task.id, task.spec.name, "", parent.id))
