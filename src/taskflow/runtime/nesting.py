@@ -94,7 +94,9 @@ class Nesting:
         self.q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.out: dict[NodeHandle, list[M.NestAnswer]] = {}   # answers for the loop to send
         self.doomed: list[tuple[Task, str]] = []              # parents whose children go
-        self.calls = 0          # calls arrived and not made yet: the run is not idle
+        # calls arrived (counted by the loop thread) and made (by this module's thread):
+        # while they differ the run is not idle (each count has one writer: no lock)
+        self.n_in = self.n_made = 0
         self.thread = threading.Thread(target=self._run, name="taskflow-nested", daemon=True)
         self.thread.start()
 
@@ -118,7 +120,7 @@ class Nesting:
                     node.used += task.cus
                 continue
             if kind is M.NestCall:
-                self.calls += 1
+                self.n_in += 1
             elif kind is M.NestWait and not rec.waiting:
                 rec.waiting = True
                 rec.since = time.time()
@@ -175,14 +177,20 @@ class Nesting:
             except Exception:  # noqa: BLE001 - one bad call must not end the thread
                 log.exception("taskflow: a nested call could not be handled")
 
+    @property
+    def calls(self) -> bool:
+        """Some call arrived that is not made yet."""
+        return self.n_made != self.n_in
+
     def _called(self) -> None:
+        self.n_made += 1
         rt = self.rt
-        with rt.lock:
-            self.calls -= 1
-            if not self.calls and rt.tally.active == 0 and rt.idle_waiters:
-                for w in rt.idle_waiters:       # (as rules.ending.task_ended does)
-                    w.set()
-                rt.idle_waiters.clear()
+        if self.n_made == self.n_in and rt.tally.active == 0 and rt.idle_waiters:
+            with rt.lock:
+                if rt.tally.active == 0 and not self.calls:
+                    for w in rt.idle_waiters:       # (as rules.ending.task_ended does)
+                        w.set()
+                    rt.idle_waiters.clear()
 
     def stop(self) -> None:
         self.q.put(None)
