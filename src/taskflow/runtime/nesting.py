@@ -228,12 +228,14 @@ class Nesting:
         if not pending:
             count.fire()
             return
-        rt = self.rt
-        for f in pending:
-            with rt.lock:
+        done = []
+        with self.rt.lock:                  # (one acquisition for them all)
+            for f in pending:
                 if f._state != "FINISHED":
                     f._done_callbacks.append(count.one)
-                    continue
+                else:
+                    done.append(f)
+        for f in done:                      # (ended meanwhile: counted here, unlocked)
             count.one(f)
 
     def _answer(self, rec: NestRecord, _: str, w: M.NestWait,
