@@ -25,7 +25,7 @@ from support.pycompss_apps import DASHES, journal, needs_mpi, ok, result, run_ap
 
 def test_tasks_that_call_tasks(tmp_path):
     """A recursive PyCOMPSs task, and a task unpacking its returns=2 child (a list)."""
-    out = ok(run_app("app_nested.py", cwd=tmp_path))
+    out = ok(run_app("app_calls_tasks.py", cwd=tmp_path))
     assert out == {"fib": 55, "pair": 12}
     with journal(tmp_path) as db:
         calls = db.execute("SELECT COUNT(*) FROM children").fetchone()[0]

@@ -1,28 +1,29 @@
-"""A PyCOMPSs application whose tasks call tasks: a recursive task and a task whose
-returns=2 child is unpacked as PyCOMPSs gives it (a list)."""
+"""@compss: a whole PyCOMPSs application as one task (a nested run), and its exit code."""
+import os
+
 from pycompss.api.api import compss_wait_on
+from pycompss.api.compss import compss
+from pycompss.api.constraint import constraint
 from pycompss.api.task import task
 
-
-@task(returns=1)
-def fib(n):
-    if n < 2:
-        return n
-    a = fib(n - 1)
-    b = fib(n - 2)
-    return compss_wait_on(a) + compss_wait_on(b)
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nested_child.py")
 
 
-@task(returns=2)
-def pair(x):
-    return x, x + 1
+@constraint(computing_units=2)
+@compss(runcompss="${RUNCOMPSS}", flags="--summary", app_name=CHILD, args="{{n}} {{out}}",
+        computing_nodes=1)
+@task(returns=int)
+def child(n, out):
+    pass
 
 
-@task(returns=1)
-def product_of_pair(x):
-    a, b = pair(x)
-    return compss_wait_on(a) * compss_wait_on(b)
+@compss(app_name=CHILD, args="{{n}} {{out}}", fail_by_exit_value=False)
+@task(returns=int)
+def child_exit(n, out):
+    pass
 
 
 if __name__ == "__main__":
-    print("RESULT", {"fib": compss_wait_on(fib(10)), "pair": compss_wait_on(product_of_pair(3))})
+    code = compss_wait_on(child(5, "total.txt"))
+    bad = compss_wait_on(child_exit(0, "zero.txt"))
+    print("RESULT", {"exit": code, "total": open("total.txt").read(), "bad_exit": bad})
