@@ -81,3 +81,26 @@ def test_a_call_from_a_thread_the_task_started_is_a_clear_error(tmp_path, monkey
     rt, said = _run(tmp_path, monkeypatch, lambda: wait_on(N.calls_from_a_thread()))
     assert said.startswith("UsageError: task square was called from a thread that task")
     assert "from its own thread only" in said
+
+
+def test_a_parent_whose_node_is_lost_runs_again_and_its_children_are_cancelled(tmp_path,
+                                                                              monkeypatch):
+    import os
+    import signal
+
+    from support.waiting import until
+    monkeypatch.chdir(tmp_path)
+    marker = str(tmp_path / "marker")
+    with taskflow.Runtime(workers=4, nodes=2, run_dir=str(tmp_path / "runs")) as rt:
+        fut = N.calls_sleepers_once(marker)
+        def placed(name):
+            with rt.lock:
+                return [n for n in rt.nodes for t in n.inflight.values() if t.spec.name == name]
+        until(lambda: len(placed("sleeper")) == 2, 60, "the two children placed")
+        (home,) = placed("calls_sleepers_once")
+        os.kill(home.proc.pid, signal.SIGKILL)
+        assert wait_on(fut) == "ran again"
+    with Journal(rt.run_dir) as j:
+        kids = [t for t in j.tasks() if t["name"] == "sleeper"]
+    assert len(kids) == 2 and all(t["state"] == "CANCELLED" for t in kids), kids
+    assert all("runs again" in (t["error"] or "") for t in kids), kids

@@ -108,3 +108,14 @@ def spreads(n, delay):
     calls = [big_from(i, delay) for i in range(n)]
     got = wait_on(calls)
     return socket.gethostname(), [(host, sum(value)) for value, host in got]
+
+
+@task(returns=1)
+def calls_sleepers_once(marker):
+    """First run: two 30 s children, waited for; a run after that (its node was lost):
+    says so at once."""
+    import os
+    if os.path.exists(marker):
+        return "ran again"
+    open(marker, "w").close()
+    return wait_on([sleeper(30.0), sleeper(30.0)])

@@ -93,7 +93,7 @@ class Nesting:
         self.rt = rt
         self.q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.out: dict[NodeHandle, list[M.NestAnswer]] = {}   # answers for the loop to send
-        self.doomed: list[tuple[Task, str]] = []              # parents whose children go
+        self.doomed: list[tuple[list[Task], str]] = []    # children to cancel, and why
         # calls arrived (counted by the loop thread) and made (by this module's thread):
         # while they differ the run is not idle (each count has one writer: no lock)
         self.n_in = self.n_made = 0
@@ -133,10 +133,10 @@ class Nesting:
         return out
 
     def take_doomed(self) -> list[tuple[list[Task], str]]:
-        """(children, why) of the parents that failed or were cancelled since last time:
-        the loop cancels them (rules.cancel)."""
+        """(children, why) of the parents that failed, were cancelled or run again since
+        last time: the loop cancels them (rules.cancel)."""
         doomed, self.doomed = self.doomed, []
-        return [(task.nest.children, why) for task, why in doomed if task.nest is not None]
+        return doomed
 
     def ended(self, task: Task) -> None:
         """``task``, which called tasks, ended (any way): units it lent come back (its
@@ -145,15 +145,32 @@ class Nesting:
         rec = task.nest
         if rec is None:
             return
+        self._lent_back(task, rec, placed_on(task))
+        if task.state is not T.DONE:
+            how = "was cancelled" if task.state is T.CANCELLED else "failed"
+            self._doom(rec, f"its parent task {task.spec.name} (id {task.id}) {how}")
+
+    def again(self, task: Task, node: NodeHandle | None, why: str) -> None:
+        """``task``, which called tasks, runs again (its node lost, its executor dead, a
+        retry): the children of this attempt are cancelled, the next one calls its own."""
+        rec = task.nest
+        if rec is None:
+            return
+        task.nest = None
+        self._lent_back(task, rec, node)
+        self._doom(rec, f"its parent task {task.spec.name} (id {task.id}) runs again: {why}")
+
+    def _lent_back(self, task: Task, rec: NestRecord, node: NodeHandle | None) -> None:
+        """Units a waiting task lent come back: its node gave them back once more when the
+        task left it (a lost node holds none any more)."""
         if rec.waiting:
             rec.waiting = False
-            node = placed_on(task)
-            if node is not None:
+            if node is not None and node.alive:
                 node.used += task.cus
-        if task.state is not T.DONE and any(c.state not in T.FINAL_STATES
-                                            for c in rec.children):
-            how = "was cancelled" if task.state is T.CANCELLED else "failed"
-            self.doomed.append((task, f"its parent task {task.spec.name} (id {task.id}) {how}"))
+
+    def _doom(self, rec: NestRecord, why: str) -> None:
+        if any(c.state not in T.FINAL_STATES for c in rec.children):
+            self.doomed.append((rec.children, why))
             self.rt.comm.wake()
 
     # -- the thread ----------------------------------------------------------------------
@@ -197,8 +214,9 @@ class Nesting:
 
     def _call(self, rec: NestRecord, c: M.NestCall) -> None:
         parent = rec.task
-        if parent.state in T.FINAL_STATES and parent.state is not T.DONE:
-            return                      # its parent failed meanwhile: no child any more
+        if parent.nest is not rec or (parent.state in T.FINAL_STATES
+                                      and parent.state is not T.DONE):
+            return          # its parent failed or runs again meanwhile: no child of this one
         tf = DECLARED.get(c.key)
         if tf is None:
             rec.calls[c.seq] = _Refused(UsageError(

@@ -26,6 +26,7 @@ from ...errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout
 from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.task import Task
+from ...providers.handle import placed_on
 from ...wire import messages as M
 from . import cancel, lineage
 from ..scheduling import gang
@@ -202,6 +203,8 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str, rerun: bool = Tru
     """``task`` goes back to the ready queue; ``rerun``: it had started, so it runs again
     (the summary's "retried" counts those: the journal's attempts beyond the first)."""
     task.excluded = (task.excluded or set()) | {node_name}
+    if task.nest is not None and rt.nesting is not None:    # its children of this attempt
+        rt.nesting.again(task, placed_on(task), why)
     task.node = None
     take_back_chained(rt, task)
     if task.npending > 0:            # a chained task whose producer is not done yet
