@@ -51,7 +51,7 @@ def run(fn: object, n: int) -> float:
     out, err = X.Capture("STDOUT", cur), X.Capture("STDERR", cur)
     means = {digest: 1e-6}
     t0 = time.perf_counter()
-    fn(tasks, {}, funcs, means, cur, out, err, -1, [], [])   # type: ignore[operator]
+    fn({}, funcs, means, cur, out, err, -1, [], [], iter(tasks))   # type: ignore[operator]
     return (time.perf_counter() - t0) / n * 1e6
 
 

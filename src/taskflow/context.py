@@ -7,15 +7,17 @@ one package writes into another's.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 _in_worker = False
+_nest: Any = None      # a Python task's executor: its nested calls (agent.executor.nested)
 
 
 def in_worker() -> bool:
     """True in a process that runs tasks (an executor, an MPI rank of a Python task).
 
-    A task function called there runs inline: it is part of the task that
-    calls it, not a new task.
+    A task function called there records a child task with the master
+    (:func:`nest`), or runs inline where no executor can (an MPI rank).
     """
     return _in_worker
 
@@ -24,6 +26,19 @@ def enter_worker() -> None:
     """Mark this process as one that runs tasks (executors and MPI ranks call it first)."""
     global _in_worker
     _in_worker = True
+
+
+def nest() -> Any:
+    """In an executor running Python tasks: what records the tasks a task calls
+    (:mod:`taskflow.agent.executor.nested`); None elsewhere (the master, an MPI rank, a
+    container), where a task function called inside a task runs inline."""
+    return _nest
+
+
+def set_nest(handler: Any) -> None:
+    """The executor's nested-call handler (set once, by the executor, before any task)."""
+    global _nest
+    _nest = handler
 
 
 def total_memory_gb() -> float:

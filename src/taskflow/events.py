@@ -144,6 +144,18 @@ class Resumed(NamedTuple):
     why: str
 
 
+class Nested(NamedTuple):
+    """A running task called a task: ``task_id`` is the child, ``parent`` its caller
+    (runtime/nesting.py)."""
+
+    kind: Literal["nested"]
+    t: float
+    task_id: int
+    name: str
+    node: str
+    parent: int
+
+
 class Usage(NamedTuple):
     """What a measured task used (agent/executor/usage.py: functions not known to be short)."""
 
@@ -223,7 +235,7 @@ class Memory(NamedTuple):
 
 
 Event = Union[Submitted, Ready, Dispatched, Running, Ended, Retry, Resumed, Usage, Log,
-              NodeJoin, NodeGone, NodeNote, Sample, Memory]
+              NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested]
 
 
 # -- a task's rows (plain tuples: see the module docstring) ---------------------------------

@@ -294,3 +294,14 @@ def test_directories_staged_both_ways(ssh_hosts, tmp_path, monkeypatch):
         assert wait_on(made) == ["part0.txt", "part1.txt", "part2.txt"]
     assert sorted(os.listdir(tmp_path / "made")) == ["part0.txt", "part1.txt", "part2.txt"]
     assert (tmp_path / "made" / "part2.txt").read_text() == "2"
+
+
+def test_a_task_calls_tasks_that_run_on_the_other_host(ssh_hosts, tmp_path, monkeypatch):
+    """A parent on one host, its children on both (it lends its slot while it waits); the
+    children's 1 MiB values stay on their node until the parent's wait_on asks for them."""
+    from support import nested_tasks as N
+    monkeypatch.chdir(tmp_path)
+    with _rt(ssh_hosts, tmp_path):
+        home, kids = wait_on(N.spreads(8, 0.3))
+    assert {h for h, _ in kids} - {home}, (home, kids)      # some child ran on the other host
+    assert [s for _, s in kids] == [i * (1 << 20) for i in range(8)]

@@ -23,6 +23,15 @@ from support.pycompss_apps import DASHES, journal, needs_mpi, ok, result, run_ap
 
 # -- the API ----------------------------------------------------------------------------
 
+def test_tasks_that_call_tasks(tmp_path):
+    """A recursive PyCOMPSs task, and a task unpacking its returns=2 child (a list)."""
+    out = ok(run_app("app_calls_tasks.py", cwd=tmp_path))
+    assert out == {"fib": 55, "pair": 12}
+    with journal(tmp_path) as db:
+        calls = db.execute("SELECT COUNT(*) FROM children").fetchone()[0]
+    assert calls == 176 + 1                 # fib(10): 177 tasks, all but the root called; pair
+
+
 def test_returns_in_every_form(tmp_path):
     out = ok(run_app("app_returns.py", cwd=tmp_path))
     assert out["typed"] == 2

@@ -96,21 +96,6 @@ def test_returns_types_are_documentation_only_counts_are_checked(rt):
     assert wait_on(gives_text()) == "text"
 
 
-@task(returns=int)
-def inner(x):
-    return x + 1
-
-
-@task(returns=tuple)
-def outer(x):
-    return (inner(x), os.getpid())
-
-
-def test_a_task_called_inside_a_task_runs_inline_in_the_same_process(rt):
-    value, pid = wait_on(outer(1))
-    assert value == 2 and pid != os.getpid()   # a plain call on the node, not a future
-
-
 def test_workers_and_nodes_are_checked_and_slots_are_split(tmp_path):
     for kw, msg in (({"workers": 0}, "workers=0: give a number of executor slots >= 1"),
                     ({"workers": -3}, "workers=-3"),

@@ -167,7 +167,7 @@ def test_only_the_last_reader_on_an_executor_is_built_on_the_buffers_that_came()
     tasks = [(tid, F, (None,), [((0,), M.REF_VALUE, 7)], None, 1, None, None, 0, 1, False,
               [100 + tid]) for tid in (1, 2, 3)]
     data: dict[int, M.Payload] = {7: sent}
-    inputs.AHEAD.frames, inputs.AHEAD.frame = [(M.TASKS, (tasks, data))], 0
+    inputs.AHEAD.frames, inputs.AHEAD.current = [], tasks
     got = []
     try:
         for t in tasks:
@@ -184,7 +184,7 @@ def test_only_the_last_reader_on_an_executor_is_built_on_the_buffers_that_came()
         with pytest.raises(inputs.Missing):
             inputs.resolve_refs([None], {}, tasks[0][3], data)
     finally:
-        inputs.AHEAD.frames, inputs.AHEAD.task = [], None
+        inputs.AHEAD.frames, inputs.AHEAD.current, inputs.AHEAD.task = [], None, None
     assert all(float(a[5]) == -1.0 for a in got)
 
 

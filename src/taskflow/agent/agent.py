@@ -326,8 +326,10 @@ class Agent:
                 self.holding.parts(body)
             elif op == M.DROP:
                 self.holding.drop(body)
+            elif op == M.NESTED:            # answers to tasks' waits (executor.nested)
+                self.pool.answer(body)
             elif op == M.CANCEL:
-                self.stops.cancel(set(body))
+                self.stops.cancel(set(body), self.results)
             elif op == M.INTERRUPT:
                 self._interrupt(float(body))
             elif op == M.SHUTDOWN:
@@ -339,7 +341,7 @@ class Agent:
                 if self.orphan is not None:
                     running = self.orphan.adopt(body)
                     if running:
-                        self.stops.cancel(running)
+                        self.stops.cancel(running, self.results)
 
     # -- the master is lost, and the next one --------------------------------------------
     def _master_lost(self, why: str) -> None:
@@ -462,11 +464,12 @@ class Agent:
         mean = self.state.mean
         results = self.results
         chaining = self.chaining
-        ok = M.OK
-        packed = M.Packed
+        ok, packed = M.OK, M.Packed
         rs_end = 0.0
         for op, body in msgs:
             if op != M.RESULTS:
+                if op == M.NEST:        # a task's calls and waits: the master records them
+                    self.pool.nest(ex, body)
                 continue
             rs, lines = body
             n = len(rs)
@@ -558,6 +561,8 @@ class Agent:
                 self.orphan = None
         if self.state.keys and self.results:        # (keyed calls of an adoptable run)
             self.state.forget_keys(self.results)
+        if self.pool.nest_out:      # a task's calls before its result (pool.nest)
+            self._send(M.NEST, self.pool.take_nest())
         if self.logs:       # first: a task's lines are in before its result (none lost at stop)
             self._send(M.LOG, self.logs)
             self.logs = []

@@ -30,7 +30,7 @@ class Executor:
     """One executor process, as the agent sees it."""
 
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "batch", "bdata", "slot", "io")
+                 "out", "batch", "bdata", "slot", "io", "parked")
 
     def __init__(self, pid: int, wfd: int, rfd: int, slot: PidSlot | None = None,
                  io: bool = False) -> None:
@@ -48,6 +48,9 @@ class Executor:
         self.out = FrameWriter(wfd)         # frames its pipe has not taken yet
         self.batch: list[M.TaskMsg] = []    # tasks for it this round: one TASKS frame
         self.bdata: dict[int, M.Payload] = {}   # the stored values those tasks read
+        # tasks waiting for the tasks they called (executor.nested), innermost last: out of
+        # the queue meanwhile, so the executor counts as idle and runs work on top of them
+        self.parked: list[M.TaskMsg] = []
 
 
 class Pool:
@@ -67,6 +70,8 @@ class Pool:
         self.dirty: list[Executor] = []     # executors with a batch to send this round
         self.doomed: dict[int, float] = {}  # process group -> when to SIGKILL what is left
         self.reading = True                 # executors' pipes are watched (see pause_reads)
+        self.nest_out: list[M.Nest] = []    # tasks' calls and waits for the master (nest)
+        self.parked: dict[int, Executor] = {}   # a waiting task's id -> its executor
 
     def own(self, *fds: int) -> None:
         """``fds`` are the agent's (a master's stream, the orphan's socket): executors
@@ -128,7 +133,8 @@ class Pool:
 
     def busy(self) -> bool:
         """Some executor still has a task sent to it and not answered."""
-        return any(e.queue for e in self.execs) or any(e.queue for e in self.io_execs)
+        return any(e.queue or e.parked for e in self.execs) or \
+            any(e.queue or e.parked for e in self.io_execs)
 
     # -- work to executors ------------------------------------------------------------
     def add_function(self, ex: Executor, digest: bytes, payload: bytes) -> None:
@@ -186,6 +192,37 @@ class Pool:
             for ex in self.every():
                 self.sel.register(ex.rfd, selectors.EVENT_READ, ex)
 
+    # -- tasks that call tasks (executor.nested) -----------------------------------------
+    def nest(self, ex: Executor, body: list[M.Nest]) -> None:
+        """A task on ``ex`` waits for the tasks it called: it leaves the queue (``ex`` is
+        idle for placement and runs work on top of it); it runs again: back at the head.
+        The master is told all of it, before the round's results (``take_nest``)."""
+        self.nest_out.extend(body)
+        for entry in body:
+            kind = type(entry)
+            if kind is M.NestWait:
+                head = next(iter(ex.queue), None)
+                if head is not None and head.task_id == entry.parent:
+                    ex.parked.append(ex.queue.pop(0))
+                    self.parked[entry.parent] = ex
+                    ex.started = time.time()
+            elif kind is M.NestResumed and ex.parked and ex.parked[-1].task_id == entry.parent:
+                ex.queue.insert(0, ex.parked.pop())
+                self.parked.pop(entry.parent, None)
+                ex.started = time.time()
+
+    def take_nest(self) -> list[M.Nest]:
+        out, self.nest_out = self.nest_out, []
+        return out
+
+    def answer(self, answers: list[M.NestAnswer]) -> None:
+        """The master's answers to waits, each to the executor its waiting task is on."""
+        for a in answers:
+            ex = self.parked.get(a.parent)
+            if ex is not None and ex in self:   # (else: the executor died meanwhile)
+                ex.out.queue_parts(P.encode_parts(M.NESTED, [a]))
+                self.flush(ex)
+
     # -- ends ------------------------------------------------------------------------
     def forget(self, ex: Executor) -> list[M.TaskMsg]:
         """Drop a dead or killed executor; return the tasks it was sent and had not run."""
@@ -195,6 +232,8 @@ class Pool:
         os.close(ex.rfd)
         os.close(ex.wfd)
         (self.io_execs if ex.io else self.execs).remove(ex)
+        for t in ex.parked:
+            self.parked.pop(t.task_id, None)
         del self.by_fd[ex.rfd]
         ex.slot.close()
         if ex in self.dirty:

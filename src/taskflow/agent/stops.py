@@ -54,10 +54,16 @@ class Stops:
         for tid, (deadline, ex) in list(deadlines.items()):
             if now >= deadline:
                 del deadlines[tid]
-                opts = ex.queue[0].options
+                # (the executor's head, or a task waiting under it for the tasks it called)
+                late = next((t for t in (*ex.queue, *ex.parked) if t.task_id == tid), None)
+                if late is None:                # (it ended meanwhile)
+                    continue
+                opts = late.options
                 timeout = opts.time_out if opts is not None else None
                 assert timeout is not None      # (only tasks with a time-out have a deadline)
-                self.kill(ex)
+                if late in ex.parked:
+                    ex.parked.remove(late)      # (its TIMEOUT below, not a crash)
+                self.kill(ex, results)
                 results.append((tid, M.TIMEOUT, None, M.ErrorInfo(
                     "TimeoutError", f"ran longer than time_out={timeout:g} s", "", None),
                     (deadline - timeout, now)))
@@ -97,7 +103,7 @@ class Stops:
     def kill_the_rest(self) -> None:
         """The grace period is over: kill every executor still busy, with its programs."""
         for ex in self.pool.every():
-            if ex.queue:
+            if ex.queue or ex.parked:
                 kill_group(ex)
         self.interrupt_at = float("inf")    # once
 
@@ -105,7 +111,7 @@ class Stops:
     def _interrupted(ex: Executor, why: str, results: list[M.ResultWire]) -> None:
         """An executor that ended during the interrupt: its tasks did not finish."""
         now = time.time()
-        for i, t in enumerate(ex.queue):
+        for i, t in enumerate([*ex.queue, *ex.parked]):
             results.append((t.task_id, M.INTERRUPTED, None, M.ErrorInfo(
                 "Interrupted", why if i == 0 else "not started: the run was interrupted", "",
                 None), (ex.started if i == 0 else now, now)))
@@ -122,6 +128,7 @@ class Stops:
             self._replaced(ex)
             return
         head = ex.queue[0] if ex.queue else None
+        self._parked_ended(ex, f"it died ({status})", results)
         rest = self.pool.forget(ex)
         self._replaced(ex)
         self._requeue(rest)
@@ -147,12 +154,28 @@ class Stops:
                         f"on node {node}{hint}", "", None), (ex.started, time.time())))
         self.pool.spawn(io=ex.io)
 
-    def kill(self, ex: Executor) -> None:
+    def kill(self, ex: Executor, results: list[M.ResultWire]) -> None:
         """Kill ``ex`` (its head task timed out or was cancelled); the rest runs elsewhere."""
+        self._parked_ended(ex, "it was killed (a task on it timed out or was cancelled)",
+                           results)
         _, rest = self.pool.kill(ex)
         self._replaced(ex)
         self._requeue(rest)
         self.pool.spawn(io=ex.io)
+
+    def _parked_ended(self, ex: Executor, why: str, results: list[M.ResultWire]) -> None:
+        """Tasks waiting on ``ex`` for the tasks they called (executor.nested) end with it."""
+        parked, ex.parked = ex.parked, []
+        now = time.time()
+        for t in parked:
+            self.pool.parked.pop(t.task_id, None)
+            self.state.deadlines.pop(t.task_id, None)
+            if t.task_id in self.cancelled:
+                self.cancelled.discard(t.task_id)
+                continue
+            results.append((t.task_id, M.CRASHED, None, M.ErrorInfo(
+                "WorkerDied", f"the executor running the task ended while the task waited for "
+                f"the tasks it called: {why}", "", None), (now, now)))
 
     def _replaced(self, ex: Executor) -> None:
         """Values ``ex`` was to make are not coming from it any more."""
@@ -170,15 +193,16 @@ class Stops:
                 continue
             self.queue.push(t)
 
-    def cancel(self, tids: set[int]) -> None:
-        """CANCEL: the tasks ``tids`` end wherever they are on the node."""
+    def cancel(self, tids: set[int], results: list[M.ResultWire]) -> None:
+        """CANCEL: the tasks ``tids`` end wherever they are on the node. (A task waiting
+        for the tasks it called goes on: those are cancelled, its wait raises.)"""
         for ex in self.pool.every():
             if not ex.queue:
                 continue
             head = ex.queue[0].task_id
             if head in tids:        # (its queue goes back: the cancelled dropped below)
                 self.state.deadlines.pop(head, None)
-                self.kill(ex)
+                self.kill(ex, results)
             else:
                 self.cancelled.update(t.task_id for t in ex.queue[1:] if t.task_id in tids)
         self.chaining.drop(tids)

@@ -9,6 +9,7 @@ import os
 import shutil
 from typing import TYPE_CHECKING, Any
 
+from ..context import in_worker, nest
 from ..errors import UsageError
 from ..future import _NOVALUE, Future
 from ..graph import task as T
@@ -147,6 +148,8 @@ def wait_on(*objs: Any, timeout: float | None = None, in_place: bool = True) -> 
                 rt is None or not rt.registry.objects or rt.registry.object_item(o) is None):
             _refuse_mistake(o)          # (an object passed INOUT is waited for, whatever it is)
     if rt is None:
+        if in_worker() and nest() is not None:     # in a running task: the tasks it called
+            return nest().wait_on(*objs)
         if any(isinstance(o, Future) for o in objs):
             raise UsageError("wait_on: these futures belong to a runtime that has stopped")
         return objs[0] if len(objs) == 1 else objs
@@ -219,6 +222,10 @@ def wait_on_file(*paths: Any) -> Any:
     reads it as it is then, with whatever the program wrote to it meanwhile.
     """
     rt = _rt()
+    if rt is None and in_worker() and nest() is not None:
+        raise UsageError("wait_on_file inside a running task: not supported yet; have the "
+                         "task that writes the file return a value, wait_on that value, "
+                         "then read the file")
     out = []
     for path in paths:
         item, p = _file_item(path, "wait_on_file")
@@ -260,6 +267,8 @@ def barrier(no_more_tasks: bool = False) -> None:
     """Wait for every task so far; put files in place; raise an unreported failure."""
     rt = _rt()
     if rt is None:
+        if in_worker() and nest() is not None:     # in a running task: the tasks it called
+            nest().barrier()
         return
     rt.wait_all()
     rt.put_in_place(idle=True)

@@ -14,10 +14,10 @@ import inspect
 import sys
 from typing import Any, Callable
 
-from ..context import in_worker
+from ..context import in_worker, nest
 from ..errors import ParameterError, UsageError
 from ..graph.param import Param
-from ..graph.spec import TaskSpec
+from ..graph.spec import TaskSpec, declared_key
 from ..runtime import current as _current
 from ..runtime import embedded as _embedded
 from .hints import did_you_mean
@@ -36,9 +36,22 @@ class TaskFunction:
         spec.wrapped_by(self)
         functools.update_wrapper(self, func)
 
+    def nested_shape(self) -> tuple[int | None, str]:
+        """(outputs, how the call's value holds them) for a call inside a task
+        (agent.executor.nested): as :meth:`Runtime.submit` gives them."""
+        spec = self.spec
+        if spec.nout > 1:
+            return spec.nout, "tuple"
+        return 1, "tuple" if spec.returns_tuple else "one"
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if in_worker():      # a task called inside a task runs inline
-            return self.__wrapped__(*args, **kwargs)
+        if in_worker():      # a task called inside a running task: its child
+            handler = nest()
+            if handler is None:             # (an MPI rank, a container): inline
+                return self.__wrapped__(*args, **kwargs)
+            n, shape = self.nested_shape()
+            return handler.call(declared_key(self.spec), n, shape, self.spec.name, args,
+                                kwargs)
         rt = _current._current
         if rt is None:
             rt = _embedded.get_or_start()
@@ -50,8 +63,9 @@ class TaskFunction:
         return functools.partial(self.__call__, obj)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # Inside a worker a task function is just its function: by reference
-        # when its module can be imported there, else by value (cloudpickle).
+        # Inside a worker a task function is its function, calling which records a child
+        # task (WorkerTask): by reference when its module can be imported there, else by
+        # value (cloudpickle).
         spec = self.spec
         mod = sys.modules.get(spec.module)
         if spec.module != "__main__" and mod is not None and "<locals>" not in spec.name:
@@ -60,14 +74,37 @@ class TaskFunction:
                 obj = getattr(obj, part, None)
             if obj is self:
                 return (_load_task_function, (spec.module, spec.name))
-        return (_plain_function, (self.__wrapped__,))
+        n, shape = self.nested_shape()
+        return (WorkerTask, (self.__wrapped__, declared_key(spec), n, shape))
 
     def __repr__(self) -> str:
         return f"<taskflow task {self.spec.name}>"
 
 
-def _plain_function(func: Callable[..., Any]) -> Callable[..., Any]:
-    return func
+class WorkerTask:
+    """A task function as a worker has it when it came by value: called by a running
+    task, it records a child task (as :class:`TaskFunction` does); elsewhere its function
+    runs. Tasks themselves run its plain function (the executor is sent that)."""
+
+    def __init__(self, func: Callable[..., Any] | None, key: str, nout: int | None,
+                 shape: str) -> None:
+        # (func None: a PyCOMPSs task referring to itself, which only a task calls)
+        self.__wrapped__ = self.__taskflow_body__ = func
+        self.key, self.nout, self.shape = key, nout, shape
+        if func is not None:
+            functools.update_wrapper(self, func)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        handler = nest() if in_worker() else None
+        if handler is None:
+            if self.__wrapped__ is None:
+                raise UsageError(f"task {self.key} can be called here only by a running task")
+            return self.__wrapped__(*args, **kwargs)
+        return handler.call(self.key, self.nout, self.shape, self.key.split(":", 1)[1],
+                            args, kwargs)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (WorkerTask, (self.__wrapped__, self.key, self.nout, self.shape))
 
 
 def _load_task_function(module: str, qualname: str) -> Callable[..., Any]:

@@ -80,6 +80,9 @@ def status(run: str | None, run_dir: str | None) -> None:
         for name in sorted(by):
             click.echo(f"  {name}: " + ", ".join(f"{n} {s.lower()}" for s, n in
                                                 sorted(by[name].items())))
+        calls, callers = j.nested_counts()
+        if calls:
+            click.echo(f"nested: {calls} task(s) called by {callers} running task(s)")
         nodes = j.nodes()
         if nodes:
             click.echo("nodes: " + ", ".join(
@@ -90,7 +93,10 @@ def status(run: str | None, run_dir: str | None) -> None:
             click.echo(f"failed tasks ({len(failed)}):")
             for t in failed[:20]:
                 first = (t["error"] or "").split("\n")[0]
-                click.echo(f"  task {t['id']} {t['name']} on {t['node'] or '-'}: {first}")
+                parent = j.parent_of(t["id"]) if calls else None
+                by_whom = f" (called by task {parent})" if parent is not None else ""
+                click.echo(f"  task {t['id']} {t['name']}{by_whom} on {t['node'] or '-'}: "
+                           f"{first}")
                 click.echo(f"    logs: taskflow logs {r['run_id']} {t['id']}"
                            + (f" --run-dir {run_dir}" if run_dir else ""))
             if len(failed) > 20:

@@ -15,6 +15,7 @@ import ast
 import builtins
 import inspect
 import typing
+import weakref
 from typing import Any, Callable
 
 from ..errors import UsageError
@@ -24,6 +25,16 @@ from .expr import Expr, gpus_wanted
 from .param import OBJECT_KIND, Param
 
 ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
+
+
+# Every task function declared in this process, by ``module:qualname``: what a running
+# task's call names (runtime.nesting calls the one it finds here).
+DECLARED: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
+
+
+def declared_key(spec: "TaskSpec") -> str:
+    """The name a running task's call gives a task function by (``module:qualname``)."""
+    return f"{spec.module}:{spec.name}"
 
 
 class TaskSpec:
@@ -166,6 +177,7 @@ class TaskSpec:
     def wrapped_by(self, wrapper: Any) -> None:
         """The TaskFunction users call (shipped to nodes instead of the bare function)."""
         self.wrapper = wrapper
+        DECLARED[declared_key(self)] = wrapper
 
     def _declared(self) -> None:
         """Derive, once per change of the declaration, what its calls read: the expressions

@@ -60,7 +60,7 @@ class Task:
         "state", "node", "attempts", "crashes", "group", "key", "key_parts", "ordinal",
         "t_submit", "t_dispatch", "t_start",
         "t_end", "error", "reads", "prio", "seq", "cus", "mem", "options", "excluded",
-        "lock_item", "__weakref__")
+        "lock_item", "nest", "__weakref__")
 
     def __init__(self, tid: int, spec: TaskSpec, argv: tuple[Any, ...] | list[Any] | None,
                  kwargs: dict[str, Any] | None, refs: list[TaskRef] | None,
@@ -95,6 +95,7 @@ class Task:
         self.options = spec.options
         self.excluded: set[str] | None = None   # node names not to use again (retries)
         self.lock_item = None       # commutative group this task must lock
+        self.nest: Any = None       # it called tasks while it ran (runtime.nesting.NestRecord)
 
     @property
     def name(self) -> str:

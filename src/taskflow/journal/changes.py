@@ -24,7 +24,8 @@ from .text import params_text, ref_summary, stream_paths
 
 if TYPE_CHECKING:
     from ..events import (DoneWire, Dispatched, Ended, Event, Log, Memory, NodeGone, NodeJoin,
-                          NodeNote, Ready, Resumed, Retry, Running, Sample, SubmittedWire, Usage,
+                          Nested, NodeNote, Ready, Resumed, Retry, Running, Sample,
+                          SubmittedWire, Usage,
                           WholeWire)
     from .wire import ErrorInfo, SpecInfo
 
@@ -89,6 +90,7 @@ class Changes:
         self.ready: list[ReadyRow] = []     # rows of tasks submitted and ended well in it
         self.changes: dict[int, dict[str, Any]] = {}    # columns of rows inserted already
         self.deps: list[tuple[int, int]] = []
+        self.children: list[tuple[int, int]] = []     # (parent, child): nested calls
         self.trans: list[tuple[int, float, str, str, Any]] = []
         self.logs: list[tuple[int, float, str, str, str]] = []
         self.nodes: list[tuple[str, float, Any, str]] = []
@@ -283,6 +285,11 @@ def _resumed(c: Changes, ev: Resumed) -> None:
     c.trans.append((tid, t, kind.upper(), node, str(why)))
 
 
+def _nested(c: Changes, ev: Nested) -> None:
+    _, _, tid, _, _, parent = ev
+    c.children.append((parent, tid))
+
+
 def _usage(c: Changes, ev: Usage) -> None:
     _, _, tid, _, _, (cpu, peak, rd, wr) = ev
     c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None))
@@ -333,7 +340,7 @@ HANDLERS: dict[str, Callable[[Changes, Any], None]] = {
     "ready": _ready, "dispatched": _dispatched, "running": _running,
     "done": _ended, "failed": _ended, "cancelled": _ended, "interrupted": _ended,
     "retry": _retry, "rerun": _resumed, "restored": _resumed, "adopted": _resumed,
-    "usage": _usage, "log": _log,
+    "usage": _usage, "log": _log, "nested": _nested,
     "node_join": _node_join, "node_lost": _node_gone, "node_left": _node_gone,
     "node_state": _node_state, "sample": _sample, "memory": _memory,
 }

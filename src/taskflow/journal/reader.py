@@ -329,6 +329,23 @@ class Journal:
         """(producer, consumer) pairs."""
         return [(d, t) for t, d in self._rows("SELECT task_id, dep_id FROM deps")]
 
+    def children(self, parent: int | None = None) -> list[tuple[int, int]]:
+        """(parent, child) pairs: tasks a running task called (all, or ``parent``'s)."""
+        if parent is None:
+            return [(p, c) for p, c in self._rows("SELECT parent_id, child_id FROM children")]
+        return [(parent, c) for (c,) in self._rows(
+            "SELECT child_id FROM children WHERE parent_id=?", (parent,))]
+
+    def parent_of(self, tid: int) -> int | None:
+        """The task that called ``tid`` while it ran (None: the program did)."""
+        rows = self._rows("SELECT parent_id FROM children WHERE child_id=?", (tid,))
+        return int(rows[0][0]) if rows else None
+
+    def nested_counts(self) -> tuple[int, int]:
+        """(calls made by running tasks, how many tasks made them)."""
+        rows = self._rows("SELECT COUNT(*), COUNT(DISTINCT parent_id) FROM children")
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
     def placements(self) -> dict[int, list[tuple[str, int]]]:
         """Tasks that held more than one slot: task id -> [(node, slots)] of its last run.
 

@@ -11,6 +11,7 @@ tasks       a view, one row per task: name, function, parameters in short
             narrower row is about a third cheaper to insert, and a run
             inserts tens of thousands of them a second
 deps        task -> the tasks whose outputs it reads
+children    parent -> the tasks it called while it ran (nested calls)
 transitions the state changes the tasks row cannot hold: one RETRY row per
             failed attempt that was run again (time, node, reason); the
             regular SUBMITTED/DISPATCHED/RUNNING/end times are columns of
@@ -52,6 +53,8 @@ CREATE VIEW IF NOT EXISTS tasks AS SELECT
     FROM task_rows r JOIN specs s ON s.id = r.spec;
 CREATE TABLE IF NOT EXISTS deps (task_id INTEGER, dep_id INTEGER);
 CREATE INDEX IF NOT EXISTS deps_task ON deps(task_id);
+CREATE TABLE IF NOT EXISTS children (parent_id INTEGER, child_id INTEGER);
+CREATE INDEX IF NOT EXISTS children_parent ON children(parent_id);
 CREATE TABLE IF NOT EXISTS transitions (
     task_id INTEGER, t REAL, state TEXT, node TEXT, info TEXT);
 CREATE INDEX IF NOT EXISTS transitions_task ON transitions(task_id);

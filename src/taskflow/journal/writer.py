@@ -193,6 +193,8 @@ class JournalDB:
                 db.executemany(f"UPDATE task_rows SET {sets} WHERE id=?", rows)
         if c.deps:
             db.executemany("INSERT INTO deps VALUES (?,?)", c.deps)
+        if c.children:
+            db.executemany("INSERT INTO children VALUES (?,?)", c.children)
         trans = c.trans
         if specs.stream_rows:
             trans += [(tid, 0.0, "STREAMS", "", info) for tid, info in specs.stream_rows]

@@ -69,7 +69,8 @@ class Layouts:
         if kind == "tasks":
             ids = {t["id"] for t in tasks}
             drawn = reduce_edges([e for e in edges if e[0] in ids and e[1] in ids])
-            svg = svgdag.task_svg(tasks, drawn, colours, aspect=shape)
+            calls = [e for e in j.children() if e[0] in ids and e[1] in ids]
+            svg = svgdag.task_svg(tasks, drawn, colours, aspect=shape, calls=calls)
             out = {"kind": kind, "svg": svg, "tasks": len(tasks), "names": [],
                    "hidden_edges": len(set(edges)) - len(drawn)}
         else:

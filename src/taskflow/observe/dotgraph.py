@@ -64,8 +64,13 @@ def reduce_edges(edges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def task_dot(tasks: Sequence[dict[str, Any]], edges: Sequence[tuple[int, int]],
              colours: dict[str, str], title: str = "taskflow",
-             legend: bool = True) -> tuple[str, str]:
-    """(DOT, engine) of one box per task: ``dot`` unless a layer is too wide for it."""
+             legend: bool = True, calls: Sequence[tuple[int, int]] = ()) -> tuple[str, str]:
+    """(DOT, engine) of one box per task: ``dot`` unless a layer is too wide for it.
+
+    ``calls`` are (parent, child) pairs of tasks a running task called: dashed
+    edges, and the children are laid out under their parent."""
+    if calls:
+        edges = [*edges, *calls]
     labels = {t["id"]: f"{t.get('name') or '?'}\n#{t['id']} {(t.get('state') or '').lower()}"
               for t in tasks}
     ids = [t["id"] for t in tasks]
@@ -93,8 +98,10 @@ def task_dot(tasks: Sequence[dict[str, Any]], edges: Sequence[tuple[int, int]],
                      f'label="{esc(name_l)}\\n{esc(rest)}", '
                      f'fillcolor="{STATE_COLOURS.get(state, PENDING)}", '
                      f'color="{colours.get(name, "#555555")}", tooltip="{esc(tip)}"{extra}];')
+    called = set(calls)
     for a, b in edges:
-        lines.append(f"  t{a} -> t{b};")
+        lines.append(f'  t{a} -> t{b} [style=dashed, tooltip="called by #{a}"];'
+                     if (a, b) in called else f"  t{a} -> t{b};")
     if legend:
         lines.append(_legend(sorted({t.get("state") or "" for t in tasks}),
                              [n for n in colours if any(t.get("name") == n for t in tasks)],

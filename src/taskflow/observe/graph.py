@@ -64,7 +64,8 @@ def graph_dot(j: Journal, kind: str = "auto", limit: int = dotgraph.TASK_GRAPH_M
     if kind == "tasks":
         ids = {t["id"] for t in tasks}
         drawn = dotgraph.reduce_edges(e for e in edges if e[0] in ids and e[1] in ids)
-        text, engine = dotgraph.task_dot(tasks, drawn, col, title)
+        calls = [e for e in j.children() if e[0] in ids and e[1] in ids]
+        text, engine = dotgraph.task_dot(tasks, drawn, col, title, calls=calls)
         return kind, text, engine
     names = sorted(by_name)
     return kind, dotgraph.name_dot(names, by_name, dotgraph.name_edge_counts(tasks, edges),
@@ -80,7 +81,8 @@ def python_svg(j: Journal, kind: str, tasks: list[dict[str, Any]]) -> str:
     if kind == "tasks":
         ids = {t["id"] for t in tasks}
         drawn = dotgraph.reduce_edges(e for e in edges if e[0] in ids and e[1] in ids)
-        return svgdag.task_svg(tasks, drawn, col, aspect=layout.ASPECT)
+        calls = [e for e in j.children() if e[0] in ids and e[1] in ids]
+        return svgdag.task_svg(tasks, drawn, col, aspect=layout.ASPECT, calls=calls)
     return svgdag.name_svg(sorted(by_name), by_name, dotgraph.name_edge_counts(tasks, edges),
                            col, aspect=layout.ASPECT)
 

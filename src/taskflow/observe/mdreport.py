@@ -33,12 +33,15 @@ def header_rows(h: dict[str, Any]) -> list[tuple[str, str]]:
     """(what, value) of the run, in the report's order."""
     dur = f"{h['duration']:.2f} s" if h.get("duration") is not None else "-"
     state = h["state"] + (f": {h['reason']}" if h.get("reason") else "")
+    calls, callers = h.get("nested") or (0, 0)
+    nested = [("nested calls", f"{calls} task(s) called by {callers} running task(s)")] \
+        if calls else []
     return [("state", state), ("exit status", h["exit_status"]),
             ("script", h["script"] or "-"), ("arguments", " ".join(h["args"]) or "-"),
             ("command line", h["command"] or "-"), ("working directory", h["cwd"] or "-"),
             ("user", h["user"] or "-"), ("host", h["host"] or "-"),
             ("started", when(h["start"])), ("ended", when(h["end"])), ("duration", dur),
-            ("tasks", counts_text(h["counts"])),
+            ("tasks", counts_text(h["counts"])), *nested,
             ("nodes", f"{h['nodes']} ({h['slots']} slots)"),
             ("run directory", h["run_dir"]), ("taskflow", h.get("version") or "-")]
 

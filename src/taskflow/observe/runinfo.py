@@ -80,6 +80,7 @@ def header(j: Journal) -> dict[str, Any]:
         "start": t0, "end": t1, "duration": (t1 - t0) if t0 and t1 else None,
         "exit_status": exit_status(run), "counts": j.counts(),
         "nodes": len(nodes), "slots": sum(int(n.get("slots") or 0) for n in nodes),
+        "nested": j.nested_counts(),
     }
 
 

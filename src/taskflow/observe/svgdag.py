@@ -46,7 +46,7 @@ def _box(x: float, y: float, w: float, h: float, r: float = 5.0) -> str:
 
 
 def _arrow(a: tuple[float, float], b: tuple[float, float], title: str, width: float = 1.0,
-           label: str = "", gutters: Sequence[float] = ()) -> str:
+           label: str = "", gutters: Sequence[float] = (), call: bool = False) -> str:
     """An edge from the bottom of box ``a`` to the top of box ``b`` (centres), with a head.
 
     To a box in a band further right (``gutters`` between them): down into the
@@ -75,9 +75,10 @@ def _arrow(a: tuple[float, float], b: tuple[float, float], title: str, width: fl
     head = f"{x1:.1f},{y1:.1f} {bx + px:.1f},{by + py:.1f} {bx - px:.1f},{by - py:.1f}"
     text = (f'<text x="{(x0 + x1) / 2 + 4:.1f}" y="{(y0 + y1) / 2:.1f}" font-size="9" '
             f'fill="#555555">{escape(label)}</text>' if label else "")
-    return (f'<g class="edge"><title>{escape(title)}</title>'
+    dash = ' stroke-dasharray="4 3"' if call else ""    # a nested call: dashed
+    return (f'<g class="edge{" call" if call else ""}"><title>{escape(title)}</title>'
             f'<path d="{start}{via}L{bx:.1f},{by:.1f}" fill="none" '
-            f'stroke="#777777" '
+            f'stroke="#777777"{dash} '
             f'stroke-width="{width:.2f}"/><polygon points="{head}" fill="#777777" '
             f'stroke="none"/>{text}</g>')
 
@@ -118,17 +119,21 @@ def _place(nodes: Sequence[Hashable], edges: Sequence[tuple[Hashable, Hashable]]
 
 
 def task_svg(tasks: Sequence[dict[str, Any]], edges: Sequence[tuple[int, int]],
-             colours: dict[str, str], aspect: float | None = None) -> str:
-    """One box per task (``edges`` as given: reduce them first), laid out to ``aspect``."""
+             colours: dict[str, str], aspect: float | None = None,
+             calls: Sequence[tuple[int, int]] = ()) -> str:
+    """One box per task (``edges`` as given: reduce them first), laid out to ``aspect``;
+    ``calls``: (parent, child) of nested calls, drawn dashed (laid out as edges too)."""
     labels: dict[Hashable, str] = {
         t["id"]: f"{t.get('name') or '?'}\n#{t['id']} {(t.get('state') or '').lower()}"
         for t in tasks}
     ids = [t["id"] for t in tasks]
     gutters: list[float] = []
-    pos, width, height = _place(ids, edges, labels,
+    pos, width, height = _place(ids, [*edges, *calls], labels,
                                 {t["id"]: t.get("name") or "" for t in tasks}, aspect, gutters)
     body = [_arrow(pos[a], pos[b], f"t{a}->t{b}", gutters=gutters)
             for a, b in edges if a in pos and b in pos]
+    body += [_arrow(pos[a], pos[b], f"t{a} calls t{b}", gutters=gutters, call=True)
+             for a, b in calls if a in pos and b in pos]
     for t in tasks:
         name = t.get("name") or "?"
         body.append(_node(f"task-{t['id']}", "task", pos[t["id"]], labels[t["id"]],

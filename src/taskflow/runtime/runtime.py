@@ -33,7 +33,7 @@ from ..wire.adoption import ADOPT_GRACE
 from ..wire.invocation import Options, limit_memory
 from ..events import NodeJoin, NodeNote
 from ..journal.root import runs_root
-from . import current, gctune, putinplace
+from . import current, gctune, nesting, putinplace
 from .calltime import CallTimes, cannot_fit, outlasts_every_node
 from .loop.dispatch import Dispatcher
 from .recovery.log import RESUMABLE
@@ -316,6 +316,8 @@ class Runtime(RunState):
         self.dispatcher.close()
         if self._thread is not None:
             self._thread.join(10)
+        if self.nesting is not None:
+            self.nesting.stop()
         self.recovery.at_end(self.nodes, self.providers)
         for p in self.providers:
             p.stop()
@@ -431,7 +433,9 @@ class Runtime(RunState):
     def _record(self, task: Task, deps: Iterable[Future]) -> None:
         """The new task joins the graph: its groups, its inputs' consumers, the ready queue."""
         aborted = None
-        if self.group_stack:
+        if self.nesting is not None and nesting.calling() is not None:
+            nesting.adopt(self, task)       # a running task's call: its child
+        elif self.group_stack:
             task.group = tuple(self.group_stack)
             for g in self.group_stack:
                 self.join_group(g, task)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ..graph.task import Task
     from ..providers.base import Provider
     from ..providers.handle import NodeHandle
+    from .nesting import Nesting
 
 Waiter = Union[threading.Event, "Task"]    # who waits for a value being fetched
 
@@ -107,6 +108,15 @@ class RunState:
         # refused at once
         self.max_cus = 0
         self.max_mem = 0.0
+        self.nesting: Nesting | None = None     # tasks' calls of tasks (from the first one)
+
+    def nested(self) -> Nesting:
+        """The run's nested calls (runtime.nesting), started at a task's first call."""
+        nesting = self.nesting
+        if nesting is None:
+            from .nesting import Nesting
+            nesting = self.nesting = Nesting(self)
+        return nesting
 
     def join_group(self, name: str, task: Task) -> None:
         """``task`` is one of group ``name``'s. A group forgets its tasks that ended well

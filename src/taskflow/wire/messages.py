@@ -24,6 +24,8 @@ what each body is. Master -> node::
     PING      None                       the master is there (adoptable runs: an agent
                                          that hears nothing for heartbeat_timeout s
                                          takes its master for lost)
+    NESTED    list[NestAnswer]           what a waiting parent task waited for (the agent
+                                         gives it to the executor running the parent)
 
 Node -> master::
 
@@ -38,6 +40,11 @@ Node -> master::
     STARTED   list[tuple[int, float]]    (task id, time) of tasks that began to run; sent
                                          for tasks not known to be short (MASTER_SHORT)
     PART      list[PartWire]             answer to PULL (total -1: the value is not here)
+    NEST      list[NestCall | NestWait | NestResumed]
+                                         a running task's calls of tasks, its waits and its
+                                         return from a wait (executor -> agent -> master, in
+                                         the executor's order; the agent sends them before
+                                         the round's RESULTS)
 
 The hot messages (a task, a result, a log line) travel as *plain tuples*
 whose fields are those of the named tuple of the same name: pickling a tuple
@@ -81,6 +88,8 @@ PART: Final = 18
 ADOPT: Final = 19
 PING: Final = 20
 KEYS: Final = 21
+NEST: Final = 22
+NESTED: Final = 23
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -315,6 +324,42 @@ class Ready(TypedDict, total=False):
     #                               run: the new master's ids start above them
     held: list[int]               # an agent its own master reached again (a node back in
     #                               its run): the data ids it still holds, besides kept tasks'
+
+
+class NestCall(NamedTuple):
+    """A running task called a task (its child): record it like a program's call."""
+
+    parent: int                   # the calling task's id
+    seq: int                      # the call's number in its parent (its handles name it)
+    key: str                      # the task function, ``module:qualname`` (api.task)
+    payload: bytes                # (args, kwargs) pickled; handles as persistent ids
+    #                               ("c", seq, index) of the same parent's earlier calls
+
+
+class NestWait(NamedTuple):
+    """A running task waits (``wait_on``, ``barrier``): its slot is free meanwhile."""
+
+    parent: int
+    wait: int                     # the wait's number in its executor (the answer names it)
+    seqs: list[int] | None        # the calls it waits for; None: every call it made
+
+
+class NestResumed(NamedTuple):
+    """The parent's wait was answered and it runs again: it holds its slot again."""
+
+    parent: int
+
+
+class NestAnswer(NamedTuple):
+    """What a waiting parent waited for: one entry per (call, output)."""
+
+    parent: int
+    wait: int
+    values: list[tuple[int, int, Payload | None, bytes | None]]
+    #       (seq, output index, the value, or the child's error pickled: TaskError)
+
+
+Nest = Union[NestCall, NestWait, NestResumed]
 
 
 ExecBatch = tuple[list[TaskWire], dict[int, Payload]]      # TASKS to an executor

@@ -118,27 +118,24 @@ def _reads(t: M.TaskWire, did: int) -> bool:
 class _Ahead:
     """The work this executor has received and not run yet (read only for large values)."""
 
-    __slots__ = ("frames", "frame", "task")
+    __slots__ = ("frames", "current", "task")
 
     def __init__(self) -> None:
-        self.frames: list[tuple[int, Any]] = []     # the frames being run
-        self.frame = 0                              # the one running now
+        self.frames: Any = ()                       # the frames after the running one
+        self.current: list[M.TaskWire] | None = None    # the running frame's tasks
         self.task: M.TaskWire | None = None         # the task whose inputs are resolved
 
     def others_read(self, did: int) -> bool:
         """Some task after the current one reads ``did`` (in this frame or the next ones)."""
-        frames = self.frames
-        for i in range(self.frame, len(frames)):
-            op, body = frames[i]
-            if op != M.TASKS:
-                continue
-            tasks = body[0]
-            start = 0
-            if i == self.frame:
-                start = next((j + 1 for j, t in enumerate(tasks) if t is self.task), 0)
+        tasks = self.current
+        if tasks is not None:
+            start = next((j + 1 for j, t in enumerate(tasks) if t is self.task), 0)
             for j in range(start, len(tasks)):
                 if _reads(tasks[j], did):
                     return True
+        for op, body in self.frames:
+            if op == M.TASKS and any(_reads(t, did) for t in body[0]):
+                return True
         return False
 
 

@@ -12,13 +12,14 @@ tuples and the output lines of the tasks).
 """
 from __future__ import annotations
 
+from collections import deque
 import os
 import pickle
 import select
 import signal
 import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import cloudpickle
 
@@ -34,6 +35,7 @@ from . import diskroom, programs, taskenv, usage
 from .pickling import dumps as _dumps
 from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
+from .nested import NEST
 from .limits import MemoryLimit
 
 SHORT = EXEC_SHORT         # s; results of faster tasks wait to travel in one frame
@@ -249,60 +251,124 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     cur = Current()
     programs.STATE.live = lambda logs: send_lines(wfd, cur, logs)
     reader = P.FrameReader(rfd)
-    real_out, real_err = sys.stdout, sys.stderr
-    pending: list[tuple[int, Any]] = []
     means: dict[bytes, float] = {}          # function digest -> mean duration here
     out, err = Capture("STDOUT", cur, wfd), Capture("STDERR", cur, wfd)
+    nest = NEST
+    frames = nest.frames                    # received, not run yet (nested waits run them too)
+    AHEAD.frames = frames
+    real_out, real_err = sys.stdout, sys.stderr
+
+    def run_one(t: M.TaskWire, data: dict[int, M.Payload]) -> None:
+        results, logs_out = _run_tasks(data, funcs, means, cur, out, err, wfd, [], [],
+                                       iter((t,)))
+        if results or logs_out:
+            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+
+    def help_(answered: Callable[[], bool]) -> None:
+        """A task waits for the tasks it called: the rest of its frame, then the frames
+        received, run on top of it (:mod:`.nested`) one task at a time until the wait is
+        ``answered`` (or nothing is left); their results go at once. A frame begun here
+        and not finished goes back to the front (the waiting frame's rest is its loop's)."""
+        outer = it = nest.tasks
+        data = nest.data
+        while not answered():
+            t = next(it, None)
+            if t is None:
+                if not frames:
+                    return
+                op, body = frames.popleft()
+                if op != M.TASKS:
+                    _control(op, body, funcs)
+                    continue
+                tasks, data = body
+                AHEAD.current = tasks
+                it = iter(tasks)
+                continue
+            nest.tasks, nest.data = it, data     # (a task waiting in it helps from its rest)
+            run_one(t, data)
+        if it is not outer:
+            rest = list(it)
+            if rest:
+                frames.appendleft((M.TASKS, (rest, data)))
+
+    nest.attach(rfd, wfd, reader, cur, out, err, help_)
     while True:
-        if not pending:
+        if not frames:
             msgs = reader.feed()
             if msgs is None:
                 os._exit(0)
-            pending.extend(msgs)
+            frames.extend(msgs)
             continue
         # Take whatever else is already in the pipe without blocking.
         while select.select([rfd], [], [], 0)[0]:
             more = reader.feed()
             if more is None:
                 os._exit(0)
-            pending.extend(more)
-            if len(pending) > 4096:
+            frames.extend(more)
+            if len(frames) > 4096:
                 break
-        results: list[M.ResultWire] = []
-        logs_out: list[M.TaskLines] = []
-        batch, pending = pending, []
-        AHEAD.frames = batch
-        for i, (op, body) in enumerate(batch):
-            if op == M.TASKS:
-                tasks, data = body
-                AHEAD.frame = i
-                sys.stdout, sys.stderr = out, err
-                try:
-                    results, logs_out = _run_tasks(tasks, data, funcs, means, cur, out, err,
-                                                   wfd, results, logs_out)
-                finally:
-                    sys.stdout, sys.stderr = real_out, real_err
-            elif op == M.FUNC:
-                programs.python_ran()      # unpickling a function may import its module
-                try:
-                    funcs[body.digest] = _load_function(body.payload)
-                except BaseException as exc:  # noqa: BLE001
-                    funcs[body.digest] = _Unloadable(exc)
-            elif op == M.SHUTDOWN:
-                os._exit(0)
-        AHEAD.frames = []
+        results, logs_out = _drain(frames, funcs, means, cur, out, err, wfd, real_out, real_err)
         if results or logs_out:
             P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+
+
+def _drain(frames: deque[tuple[int, Any]], funcs: dict[bytes, Any], means: dict[bytes, float],
+           cur: Current, out: Capture, err: Capture, wfd: int, real_out: Any,
+           real_err: Any) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
+    """Run the frames received (in order, until none is left); return what is not sent.
+
+    A task that waits for the tasks it called runs the rest of its frame and the
+    frames after it meanwhile (:mod:`.nested`): the iterator of the running
+    frame's tasks (``NEST.tasks``) and ``frames`` are shared with it.
+    """
+    results: list[M.ResultWire] = []
+    logs_out: list[M.TaskLines] = []
+    nest = NEST
+    nest.results, nest.logs = results, logs_out     # (the same lists to the end: in place)
+    while frames:
+        op, body = frames.popleft()
+        if op == M.TASKS:
+            tasks, data = body
+            AHEAD.current = tasks
+            nest.tasks = it = iter(tasks)
+            nest.data = data
+            sys.stdout, sys.stderr = out, err
+            try:
+                results, logs_out = _run_tasks(data, funcs, means, cur, out, err,
+                                               wfd, results, logs_out, it)
+            finally:
+                sys.stdout, sys.stderr = real_out, real_err
+        else:
+            _control(op, body, funcs)
+    AHEAD.current = None
+    return results, logs_out
+
+
+def _control(op: int, body: Any, funcs: dict[bytes, Any]) -> None:
+    """A frame other than TASKS: a function, an answer to a wait, the end."""
+    if op == M.FUNC:
+        programs.python_ran()      # unpickling a function may import its module
+        try:
+            funcs[body.digest] = _load_function(body.payload)
+        except BaseException as exc:  # noqa: BLE001
+            funcs[body.digest] = _Unloadable(exc)
+    elif op == M.NESTED:
+        NEST.answered(body)
+    elif op == M.SHUTDOWN:
+        os._exit(0)
 
 
 _SMALL_TYPES = frozenset({int, float, bool, type(None), str})
 
 
-def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[bytes, Any],
+def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
                means: dict[bytes, float], cur: Current,
                out: Capture, err: Capture, wfd: int, results: list[M.ResultWire],
-               logs_out: list[M.TaskLines]) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
-    """Run one TASKS frame's tasks in order; return (results, logs) not yet sent.
+               logs_out: list[M.TaskLines], tasks: Iterator[M.TaskWire]
+               ) -> tuple[list[M.ResultWire], list[M.TaskLines]]:
+    """Run ``tasks`` (a TASKS frame's) in order; return (results, logs) not
+    yet sent. A task that waits for the tasks it called runs the rest of them meanwhile
+    (:mod:`.nested`: the iterator is shared), and the frames after them.
 
     The plain call (positional values, one output, no options: most calls)
     runs here without a call to :func:`run_task`; its output goes into the
@@ -311,7 +377,6 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
     before the next task may take those buffers (:mod:`.inputs`).
     """
     produced = PRODUCED
-    values = produced.values
     small = produced.small
     small_types = _SMALL_TYPES
     dumps = pickle.dumps
@@ -325,7 +390,7 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
     big = False
     plain = False           # a plain Python call ran (programs started later must know)
     task_env = taskenv.ON   # PyCOMPSs: COMPSS_NUM_THREADS & co. per task (taskenv.py)
-    for tmsg in tasks:
+    for tmsg in tasks:          # (the frame's: NEST.tasks, or one task a waiting task runs)
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, units, _, outdids = tmsg
         if task_env:
             taskenv.units(units)
@@ -364,16 +429,14 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
                 (did,) = outdids
                 if len(o) > small:
                     produced.keep(did, o)
-                    values = produced.values
-                else:
-                    values[did] = o
+                else:           # (read again: a nested wait's tasks may have trimmed it)
+                    produced.values[did] = o
                 res = (tid, ok, [o], None, (t0, t1))
                 big = type(o) is packed
         else:
             cur.t0 = now()
             AHEAD.task = tmsg
             res = run_task(funcs, tmsg, cur, data)
-            values = produced.values
             _, _, outs, _, timing = res
             t0, t1 = timing         # type: ignore[misc]  # run_task's own: (start, end)
             if outs is not None:
@@ -415,6 +478,9 @@ def _run_tasks(tasks: list[M.TaskWire], data: dict[int, M.Payload], funcs: dict[
 def _load_function(payload: bytes) -> Any:
     """Unpickle a task function; give by-value code its file name back for tracebacks."""
     func, filename = cloudpickle.loads(payload)
+    # a task function that came by value is its plain function here (api.task.WorkerTask:
+    # calling that one from a task records a child; running the task itself must not)
+    func = getattr(func, "__taskflow_body__", func)
     code = getattr(func, "__code__", None)
     if filename and code is not None and code.co_filename != filename:
         func.__code__ = _rename_code(code, filename)

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import cloudpickle
 
-from ...api.task import TaskFunction
-from ...context import in_worker
+from ...api.task import TaskFunction, WorkerTask
+from ...graph.spec import declared_key
+from ...context import in_worker, nest
 from ...errors import UsageError
 from ...future import Future
 from ...graph.expr import bind
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from .run import CompatRun
 
 
+_REDUCING = threading.local()       # compat task functions being pickled now (__reduce__)
 MAX_VARIANTS = 1024      # specs kept per task function (a dropped one is made again if needed)
 _register_generators()   # a generator argument or value travels as its values
 
@@ -82,8 +84,8 @@ class CompatTaskFunction(TaskFunction):
             n = self.decl.returns.fixed
             return value if n == 1 else (list(value) if n else None)
         call_returns = kwargs.pop("returns", R.UNSET)
-        if in_worker():                  # a task called in a task runs inline
-            return self.__wrapped__(*args, **kwargs)
+        if in_worker():                  # a task called in a running task: its child
+            return self._nested(args, kwargs, call_returns)
         decl = self.decl
         if decl.reduction is not None:
             from .reduction import reduce_call
@@ -95,6 +97,26 @@ class CompatTaskFunction(TaskFunction):
                     target(*args, returns=call_returns, **kwargs)
         rt = _current._current or _embedded.get_or_start()
         return self.submit(rt, args, kwargs, call_returns)
+
+    def _nested(self, args: tuple[Any, ...], kwargs: dict[str, Any], call_returns: Any) -> Any:
+        """A call inside a running task (agent.executor.nested; inline where no executor
+        records calls): PyCOMPSs's shape of value (one, a list, None), when it is fixed."""
+        handler = nest()
+        if handler is None:
+            return self.__wrapped__(*args, **kwargs)
+        rets = self.decl.returns
+        n = rets.fixed if call_returns is R.UNSET and rets.dynamic is None \
+            and rets.param is None and not rets.types else None
+        shape = "none" if n == 0 else "one" if n == 1 else "list"
+        if call_returns is not R.UNSET:
+            kwargs = dict(kwargs, returns=call_returns)
+        return handler.call(declared_key(self.spec), n, shape, self.spec.name, args, kwargs)
+
+    def nested_shape(self) -> tuple[int | None, str]:
+        rets = self.decl.returns
+        n = rets.fixed if rets.dynamic is None and rets.param is None and not rets.types \
+            else None
+        return n, "none" if n == 0 else "one" if n == 1 else "list"
 
     def submit(self, rt: CompatRun, args: tuple[Any, ...], kwargs: dict[str, Any],
                call_returns: Any = R.UNSET) -> Any:
@@ -200,8 +222,16 @@ class CompatTaskFunction(TaskFunction):
         # The native reduction (by reference, or the function by value), wrapped so that the
         # worker installs the pycompss alias before any of it is unpickled.
         from ..importhook import load_task_function
-        loader, args = TaskFunction.__reduce__(self)
-        return (load_task_function, (cloudpickle.dumps((loader, args)),))
+        reducing = _REDUCING.__dict__.setdefault("ids", set())
+        if id(self) in reducing:        # itself, inside its own function (a recursive task):
+            n, shape = self.nested_shape()     # enough for a call in a task (WorkerTask)
+            return (WorkerTask, (None, declared_key(self.spec), n, shape))
+        reducing.add(id(self))
+        try:
+            loader, args = TaskFunction.__reduce__(self)
+            return (load_task_function, (cloudpickle.dumps((loader, args)),))
+        finally:
+            reducing.discard(id(self))
 
     def __repr__(self) -> str:
         return f"<pycompss task {self.spec.name}>"

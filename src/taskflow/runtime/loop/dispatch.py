@@ -26,6 +26,7 @@ from ...wire import protocol as P
 from ...wire.adoption import PING_EVERY
 from .. import gctune
 from ..rules import lineage, outcomes
+from ..rules.cancel import cancel_tasks
 from ...events import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
 from .pause import PauseWatch
@@ -308,6 +309,16 @@ class Dispatcher:
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
                 pulls = self.relay.pulls() if self.relay else None
+                nest = rt.nesting
+                if nest is not None:            # tasks' calls of tasks (runtime/nesting.py)
+                    if nest.doomed:             # a failed parent's children
+                        for children, why in nest.take_doomed():
+                            cancel_tasks(rt, children, why, cbs)
+                    if nest.out:
+                        for node, answers in nest.take().items():
+                            if node.alive:
+                                node.out.queue_parts(P.encode_parts(M.NESTED, answers))
+                                sends.setdefault(node, [])
                 adoption = recovery.adoption    # claims of tasks adopted agents kept
                 if adoption is not None and adoption.pending:
                     for node, claims in adoption.frames():
@@ -448,6 +459,8 @@ class Dispatcher:
                 self._memory(node, body)
             elif op == M.PART:
                 self.relay.parts(node, body)
+            elif op == M.NEST:          # a running task's calls and waits
+                rt.nested().arrived(node, body)
             elif op == M.FATAL:
                 self._lose(node, body, cbs)
 

@@ -150,6 +150,8 @@ def task_ended(rt: RunState, task: Task) -> None:
     """
     active = rt.tally.ended(task.state)
     task.reads = None       # free what the graph no longer needs (1M-task runs)
+    if task.nest is not None and rt.nesting is not None:     # it called tasks
+        rt.nesting.ended(task)
     bus = rt.bus
     if bus.active:
         # The bus makes the rows later, in its thread (events.py): the task goes as it
@@ -165,7 +167,7 @@ def task_ended(rt: RunState, task: Task) -> None:
         task.argv = None
         task.kwargs = None
         task.refs = None
-    if active == 0 and rt.idle_waiters:
+    if active == 0 and rt.idle_waiters and (rt.nesting is None or not rt.nesting.calls):
         for w in rt.idle_waiters:
             w.set()
         rt.idle_waiters.clear()

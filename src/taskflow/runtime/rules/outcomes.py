@@ -27,6 +27,7 @@ from ...errors import NodeLost, TaskError, TaskMemoryExceeded, TaskTimeout, with
 from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.task import Task
+from ...providers.handle import placed_on
 from ...wire import messages as M
 from . import cancel, filehints, lineage
 from ..scheduling import gang
@@ -54,7 +55,8 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         consumers = out.finish(outputs[0], cbs)
         if consumers is not None:
             release(rt, out, consumers, cbs)
-        rt.spec_runs[task.spec].ran(task.t_end - task.t_start)
+        rt.spec_runs[task.spec].ran(task.t_end - task.t_start if task.nest is None
+                                     else task.nest.held(task))
         task_ended(rt, task)
         return
     name = node.name
@@ -91,7 +93,7 @@ def task_done(rt: RunState, task: Task, outputs: list[M.Output], node: NodeHandl
         # keeps its one until the resume log has it: runtime/recovery/log.py ResumeLog.ended)
         task.outputs = ()           # the task's rows and groups no longer pin its values
         task.inouts = None
-    run.ran(task.t_end - task.t_start)
+    run.ran(task.t_end - task.t_start if task.nest is None else task.nest.held(task))
     task_ended(rt, task)
 
 
@@ -244,6 +246,8 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str, rerun: bool = Tru
     """``task`` goes back to the ready queue; ``rerun``: it had started, so it runs again
     (the summary's "retried" counts those: the journal's attempts beyond the first)."""
     task.excluded = (task.excluded or set()) | {node_name}
+    if task.nest is not None and rt.nesting is not None:    # its children of this attempt
+        rt.nesting.again(task, placed_on(task), why)
     task.node = None
     take_back_chained(rt, task)
     if task.npending > 0:            # a chained task whose producer is not done yet

@@ -1,0 +1,333 @@
+"""Tasks a running task calls (nested submission): the executor's side.
+
+A decorated call made by a Python task in this executor records a child task
+with the master at once and gives the task a :class:`Child` per output,
+numbered by the executor (the task's id, the call's number): no round trip per
+call. Its arguments are pickled with a persistent id for the task's own
+handles, so a handle given to a later call is a dependency, as futures are in
+the main program. The call travels as a ``NEST`` frame (``NestCall``) to the
+agent, which forwards it to the master (:mod:`taskflow.runtime.nesting` makes
+the call there, with the rules of a call in the program).
+
+``wait_on`` and ``barrier`` in the task send ``NestWait`` and then *help*:
+the work the agent queues on this executor (the rest of the running frame,
+later frames, new ones) runs on top of the waiting task, in the order it was
+sent, until the master's ``NESTED`` answer comes; then ``NestResumed`` and the
+task goes on. The agent counts the executor as idle meanwhile and the master
+lends the task's slot (Parsl's join semantics: a waiting parent holds no
+core), without a process more. A task only waits for calls it made after it
+started, and a frame on this stack sits under frames that started later, so
+no chain of waits can close into a cycle: no deadlock, whatever the depth.
+"""
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import select
+import sys
+import threading
+from collections import deque
+from typing import Any, Callable, Iterator
+
+import cloudpickle
+
+from ...context import set_nest
+from ...errors import UsageError
+from ...wire import messages as M
+from ...wire import protocol as P
+from ...wire import values as V
+from .capture import Capture, Current
+from .inputs import AHEAD
+
+# An executor that helps while a task waits grows its stack by a few frames per waiting
+# task (about 3 KiB of C stack, 10 Python frames): room for tens of thousands of them.
+RECURSION = 400_000      # the interpreter's frame limit there
+STACK = 512 * 2**20      # bytes the main thread's stack may grow to (RLIMIT_STACK), if allowed
+_PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+
+
+class Child:
+    """A value a task called by the running task will make: that task's own future.
+
+    ``wait_on(child)`` (or ``child.result()``) in the task gives the value,
+    or raises the called task's error; passed to another call of the same
+    task, it makes that call wait for it.
+    """
+
+    __slots__ = ("parent", "seq", "index", "name")
+
+    def __init__(self, parent: int, seq: int, index: int, name: str) -> None:
+        self.parent = parent
+        self.seq = seq
+        self.index = index
+        self.name = name
+
+    def result(self, timeout: float | None = None) -> Any:
+        return wait_on(self)
+
+    def __reduce__(self) -> Any:
+        raise UsageError(
+            f"the future of {self.name} (called by task {self.parent}) cannot leave the task "
+            f"that called it: pass it to a task this task calls, or wait_on it here and use "
+            f"its value")
+
+    def __repr__(self) -> str:
+        return f"<taskflow future of {self.name}, called in task {self.parent}>"
+
+
+class _Pickler(cloudpickle.Pickler):      # type: ignore[misc]
+    """A call's arguments: the calling task's handles as persistent ids."""
+
+    def __init__(self, file: Any, parent: int) -> None:
+        super().__init__(file, protocol=P.PROTOCOL)
+        self.parent = parent
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is Child:
+            if obj.parent != self.parent:
+                raise UsageError(f"a future of {obj.name} made by task {obj.parent} was passed "
+                                 f"to a call in task {self.parent}: a task's futures are its own")
+            return ("c", obj.seq, obj.index)
+        return None
+
+
+class _Nest:
+    """This executor's nested calls and waits (one per executor process)."""
+
+    def __init__(self) -> None:
+        self.rfd = self.wfd = -1
+        self.reader: P.FrameReader | None = None
+        self.frames: deque[tuple[int, Any]] = deque()  # received, not run yet
+        self.tasks: Iterator[M.TaskWire] = iter(())     # the running frame's tasks not started
+        self.data: dict[int, M.Payload] = {}            # the stored values that frame brought
+        self.results: list[M.ResultWire] = []           # results of this burst not sent yet
+        self.logs: list[M.TaskLines] = []
+        self.cur = Current()
+        self.out: Capture | None = None
+        self.err: Capture | None = None
+        # runs what is queued until the wait is answered (loop.py)
+        self.help: Callable[[Callable[[], bool]], None] = _no_help
+        self.ident = 0                  # the executor's thread: tasks run there
+        self.parent = 0                 # the task whose calls are numbered now ...
+        self.seq = 0                    # ... and its last call's number
+        self.waits = 0
+        self.answers: dict[int, M.NestAnswer] = {}
+
+    def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
+               err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
+        self.rfd, self.wfd, self.reader = rfd, wfd, reader
+        self.cur, self.out, self.err, self.help = cur, out, err, help_
+        self.ident = threading.get_ident()
+        _deep_stack()
+        set_nest(self)
+
+    def answered(self, body: list[M.NestAnswer]) -> None:
+        for a in body:
+            self.answers[a.wait] = a
+
+    # -- calls ----------------------------------------------------------------------
+    def call(self, key: str, nout: int | None, shape: str, name: str, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
+        """Record a call of ``key`` made by the running task; its handles, shaped as the
+        program's call's value is (``shape``: "one", "tuple", "list" or "none")."""
+        self._here(name)
+        if nout is None:
+            raise UsageError(
+                f"task {name} was called inside a running task, but how many values it "
+                f"returns is decided per call: declare a fixed count (returns=N) to call it "
+                f"from a task, or call it from the main program")
+        parent = self.cur.tid
+        if self.parent != parent:
+            self.parent, self.seq = parent, 0
+        seq = self.seq = self.seq + 1
+        if not kwargs and all(type(a) in _PLAIN for a in args):
+            payload = pickle.dumps((args, None), P.PROTOCOL)
+        else:
+            buf = io.BytesIO()
+            _Pickler(buf, parent).dump((args, kwargs or None))
+            payload = buf.getvalue()
+        P.write_all(self.wfd, P.encode(M.NEST, [M.NestCall(parent, seq, key, payload)]))
+        if shape == "none":
+            return None
+        if shape == "one":
+            return Child(parent, seq, 0, name)
+        handles = [Child(parent, seq, i, name) for i in range(max(nout, 1))]
+        return tuple(handles) if shape == "tuple" else handles
+
+    def _here(self, name: str) -> None:
+        if threading.get_ident() != self.ident:
+            raise UsageError(
+                f"task {name} was called from a thread that task {self.cur.tid} started: "
+                f"a running task calls tasks from its own thread only; make the call there, "
+                f"or call the plain function ({name.rsplit('.', 1)[-1]}.__wrapped__) in the "
+                f"thread")
+
+    # -- waits ----------------------------------------------------------------------
+    def wait_on(self, *objs: Any) -> Any:
+        """``wait_on`` in a task: its handles' values (the first failed call raises)."""
+        handles: list[Child] = []
+        for o in objs:
+            _collect(o, handles, 0)
+        if not handles:
+            return _one_or_all(objs)
+        self._here(next(iter(handles)).name)
+        answer = self._wait(sorted({h.seq for h in handles}))
+        got = {(seq, i): (v, e) for seq, i, v, e in answer.values}
+        for h in handles:
+            _, err = got.get((h.seq, h.index), (None, None))
+            if err is not None:
+                raise _error(err, h.name)
+        loaded: dict[tuple[int, int], Any] = {}
+        return _one_or_all(tuple(_resolve(o, got, loaded, 0) for o in objs))
+
+    def barrier(self) -> None:
+        """``barrier`` in a task: every call it made ended (the first failed one raises)."""
+        if self.parent != self.cur.tid or not self.seq:
+            return                      # it called nothing
+        self._here("barrier")
+        answer = self._wait(None)
+        for _, _, _, err in answer.values:
+            if err is not None:
+                raise _error(err, "a task it called")
+
+    def _wait(self, seqs: list[int] | None) -> M.NestAnswer:
+        cur = self.cur
+        parent = cur.tid
+        wfd = self.wfd
+        results, logs = self.results, self.logs
+        if results or logs:         # what is owed first: the agent then sees the task at the
+            P.write_all(wfd, P.encode(M.RESULTS, (results, logs)))    # head of its queue
+            results.clear()
+            logs.clear()
+        self.waits += 1
+        wid = self.waits
+        P.write_all(wfd, P.encode(M.NEST, [M.NestWait(parent, wid, seqs)]))
+        saved = self._save()
+        answers = self.answers
+
+        def answered() -> bool:
+            if wid not in answers and select.select([self.rfd], [], [], 0)[0]:
+                self._read()            # (answers come in between the tasks it runs)
+            return wid in answers
+
+        try:
+            while wid not in answers:
+                self.help(answered)     # what the agent queued here runs meanwhile
+                if wid not in answers and not self.frames:
+                    self._read()        # nothing to run: wait for the answer or work
+        finally:
+            self._restore(saved)
+            # (also when something raised here: the agent's record of the stack stays true)
+            P.write_all(wfd, P.encode(M.NEST, [M.NestResumed(parent)]))
+        return answers.pop(wid)
+
+    def _read(self) -> None:
+        """Read what the agent sent: answers aside, the rest queued in order."""
+        assert self.reader is not None
+        msgs = self.reader.feed()
+        if msgs is None:
+            os._exit(0)                 # the agent is gone
+        for op, body in msgs:
+            if op == M.NESTED:
+                self.answered(body)
+            else:
+                self.frames.append((op, body))
+
+    def _save(self) -> tuple[Any, ...]:
+        """The waiting task's state: the tasks run on top of it must not change it."""
+        cur = self.cur
+        if cur.wrote:               # its lines so far are its own
+            for cap in (self.out, self.err):
+                if cap is not None:
+                    cap.end_task()
+            cur.wrote = False
+        saved = (cur.tid, cur.t0, cur.logs, cur.held, cur.total, self.tasks, self.data,
+                 self.results, self.logs, self.parent, self.seq, AHEAD.current, AHEAD.task,
+                 sys.stdout, sys.stderr)
+        cur.logs = None
+        cur.held = cur.total = 0
+        return saved
+
+    def _restore(self, saved: tuple[Any, ...]) -> None:
+        cur = self.cur
+        (cur.tid, cur.t0, cur.logs, cur.held, cur.total, self.tasks, self.data, self.results,
+         self.logs, self.parent, self.seq, AHEAD.current, AHEAD.task, sys.stdout,
+         sys.stderr) = saved
+        cur.wrote = False
+
+
+def _deep_stack() -> None:
+    """Let this process's main thread recurse deep (tasks waiting under tasks)."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_STACK)
+        want = STACK if hard == resource.RLIM_INFINITY else min(STACK, hard)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_STACK, (want, hard))
+    except (ImportError, ValueError, OSError):
+        return                  # (the default stack: fewer levels before RecursionError)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION))
+
+
+def _one_or_all(values: tuple[Any, ...]) -> Any:
+    """``wait_on``'s shape: one value for one object, else the tuple."""
+    if len(values) == 1:
+        (one,) = values
+        return one
+    return values
+
+
+def _no_help(answered: Callable[[], bool]) -> None:
+    pass
+
+
+NEST = _Nest()
+
+
+def wait_on(*objs: Any) -> Any:
+    return NEST.wait_on(*objs)
+
+
+def _collect(obj: Any, out: list[Child], depth: int) -> None:
+    t = type(obj)
+    if t is Child:
+        out.append(obj)
+    elif depth < 100 and (t is list or t is tuple):
+        for x in obj:
+            if type(x) not in _PLAIN:
+                _collect(x, out, depth + 1)
+    elif depth < 100 and t is dict:
+        for k, v in obj.items():
+            _collect(k, out, depth + 1)
+            _collect(v, out, depth + 1)
+
+
+def _resolve(obj: Any, got: dict[tuple[int, int], Any], loaded: dict[tuple[int, int], Any],
+             depth: int) -> Any:
+    t = type(obj)
+    if t is Child:
+        key = (obj.seq, obj.index)
+        if key not in loaded:
+            payload, _ = got[key]
+            loaded[key] = V.load(payload) if payload is not None else None
+        return loaded[key]
+    if depth >= 100:
+        return obj
+    if t is list:
+        return [_resolve(x, got, loaded, depth + 1) for x in obj]
+    if t is tuple:
+        return tuple(_resolve(x, got, loaded, depth + 1) for x in obj)
+    if t is dict:
+        return {_resolve(k, got, loaded, depth + 1): _resolve(v, got, loaded, depth + 1)
+                for k, v in obj.items()}
+    return obj
+
+
+def _error(blob: bytes, name: str) -> BaseException:
+    """A called task's error as the master sent it (its TaskError, pickled)."""
+    try:
+        exc = pickle.loads(blob)
+    except Exception as why:  # noqa: BLE001 - an exception class the task cannot import
+        return RuntimeError(f"{name} failed, and its error could not be read here: {why}")
+    return exc if isinstance(exc, BaseException) else RuntimeError(str(exc))

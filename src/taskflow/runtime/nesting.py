@@ -1,0 +1,360 @@
+"""Tasks that running tasks call (nested submission): the master's side.
+
+A Python task's call of a task arrives in a ``NEST`` frame (its executor
+numbered it: :mod:`taskflow.agent.executor.nested`). The loop thread must not
+block, and :meth:`Runtime.submit` may (the submit lock, the journal's backlog),
+so the calls and waits go, in their order, to one thread of this module, which
+makes each call as the program would (the decorated object's own ``__call__``,
+found by its ``module:qualname`` in :data:`taskflow.api.task.DECLARED`): the
+same directions, files, PyCOMPSs variants and resume keys. The call's parent is
+this thread's :func:`calling` while it runs: the runtime records the edge
+(journal ``children``), gives the child its parent's task groups and a higher
+rank than its parent (deeper calls first: the waiting parents stay about
+slots x depth), and :func:`ended` cancels a failed or cancelled parent's
+unfinished children.
+
+A wait lends the parent's units to its node until the parent runs again
+(``NestWait`` ... ``NestResumed``); when every awaited future ended this thread
+answers with the values (a value left on a node is fetched: it moves on demand)
+or the children's errors, pickled, sent by the loop as ``NESTED``.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import pickle
+import queue
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+import cloudpickle
+
+from ..errors import UsageError
+from ..events import Nested
+from ..future import _NOVALUE, Future
+from ..graph import task as T
+from ..graph.spec import DECLARED
+from ..providers.handle import placed_on
+from ..wire import messages as M
+from ..wire import values as V
+
+if TYPE_CHECKING:
+    from ..graph.task import Task
+    from ..providers.handle import NodeHandle
+    from .state import RunState
+
+log = logging.getLogger(__name__)
+
+DEPTH_RANK = 4          # a child's rank above its parent's (ranks step by 2: readyqueue.py)
+_HERE = threading.local()
+
+
+class NestRecord:
+    """What the master keeps of a task that called tasks (``Task.nest``)."""
+
+    __slots__ = ("task", "node", "calls", "children", "prune_at", "waiting", "since",
+                 "waited")
+
+    def __init__(self, task: Task, node: NodeHandle) -> None:
+        self.task = task
+        self.node = node
+        self.calls: dict[int, Any] = {}      # call number -> the call's value (or _Refused)
+        self.children: list[Task] = []      # those that may not have ended (to cancel)
+        self.prune_at = 64                   # ... the ended ones go when it doubled
+        self.waiting = False                 # its units are lent to its node
+        self.since = 0.0                     # ... since then
+        self.waited = 0.0                    # seconds it waited in all
+
+    def held(self, task: Task) -> float:
+        """Seconds it held its slot (the scheduler's mean duration: waits left out)."""
+        return max(0.0, task.t_end - task.t_start - self.waited)
+
+
+class _Refused:
+    """A call the master could not make (an unknown function, bad arguments): its
+    error reaches the parent at its wait."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def calling() -> Task | None:
+    """The task whose call this thread is making (None: the program's own call)."""
+    return getattr(_HERE, "parent", None)
+
+
+class Nesting:
+    """The run's nested calls: one thread making them, the answers for the loop."""
+
+    def __init__(self, rt: RunState) -> None:
+        self.rt = rt
+        self.q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.out: dict[NodeHandle, list[M.NestAnswer]] = {}   # answers for the loop to send
+        self.doomed: list[tuple[list[Task], str]] = []    # children to cancel, and why
+        # calls arrived (counted by the loop thread) and made (by this module's thread):
+        # while they differ the run is not idle (each count has one writer: no lock)
+        self.n_in = self.n_made = 0
+        self.thread = threading.Thread(target=self._run, name="taskflow-nested", daemon=True)
+        self.thread.start()
+
+    # -- the loop thread, the run's lock held -----------------------------------------------
+    def arrived(self, node: NodeHandle, entries: list[M.Nest]) -> None:
+        """A node's NEST frame: calls and waits to the thread; a wait lends the parent's
+        units to its node, a return from one takes them back."""
+        inflight = node.inflight
+        for e in entries:
+            task = inflight.get(e.parent)
+            if task is None:            # ended or taken back already: nothing to do for it
+                continue
+            rec = task.nest
+            if rec is None:
+                rec = task.nest = NestRecord(task, node)
+            kind = type(e)
+            if kind is M.NestResumed:
+                if rec.waiting:
+                    rec.waiting = False
+                    rec.waited += time.time() - rec.since
+                    node.used += task.cus
+                continue
+            if kind is M.NestCall:
+                self.n_in += 1
+            elif kind is M.NestWait and not rec.waiting:
+                rec.waiting = True
+                rec.since = time.time()
+                node.used -= task.cus
+                self.rt.scheduler.freed(node)
+            self.q.put((rec, e))
+
+    def take(self) -> dict[NodeHandle, list[M.NestAnswer]]:
+        out, self.out = self.out, {}
+        return out
+
+    def take_doomed(self) -> list[tuple[list[Task], str]]:
+        """(children, why) of the parents that failed, were cancelled or run again since
+        last time: the loop cancels them (rules.cancel)."""
+        doomed, self.doomed = self.doomed, []
+        return doomed
+
+    def ended(self, task: Task) -> None:
+        """``task``, which called tasks, ended (any way): units it lent come back (its
+        node gave them back once more when it ended), and a failed or cancelled one's
+        unfinished children are cancelled at the loop's next round."""
+        rec = task.nest
+        if rec is None:
+            return
+        self._lent_back(task, rec, placed_on(task))
+        if task.state is not T.DONE:
+            how = "was cancelled" if task.state is T.CANCELLED else "failed"
+            self._doom(rec, f"its parent task {task.spec.name} (id {task.id}) {how}")
+
+    def again(self, task: Task, node: NodeHandle | None, why: str) -> None:
+        """``task``, which called tasks, runs again (its node lost, its executor dead, a
+        retry): the children of this attempt are cancelled, the next one calls its own."""
+        rec = task.nest
+        if rec is None:
+            return
+        task.nest = None
+        self._lent_back(task, rec, node)
+        self._doom(rec, f"its parent task {task.spec.name} (id {task.id}) runs again: {why}")
+
+    def _lent_back(self, task: Task, rec: NestRecord, node: NodeHandle | None) -> None:
+        """Units a waiting task lent come back: its node gave them back once more when the
+        task left it (a lost node holds none any more)."""
+        if rec.waiting:
+            rec.waiting = False
+            if node is not None and node.alive:
+                node.used += task.cus
+
+    def _doom(self, rec: NestRecord, why: str) -> None:
+        if any(c.state not in T.FINAL_STATES for c in rec.children):
+            self.doomed.append((rec.children, why))
+            self.rt.comm.wake()
+
+    # -- the thread ----------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            try:
+                rec, e = item
+                kind = type(e)
+                if kind is M.NestCall:
+                    try:
+                        self._call(rec, e)
+                    finally:
+                        self._called()
+                elif kind is M.NestWait:
+                    self._wait(rec, e)
+                else:
+                    self._answer(rec, *e)
+            except Exception:  # noqa: BLE001 - one bad call must not end the thread
+                log.exception("taskflow: a nested call could not be handled")
+
+    @property
+    def calls(self) -> bool:
+        """Some call arrived that is not made yet."""
+        return self.n_made != self.n_in
+
+    def _called(self) -> None:
+        self.n_made += 1
+        rt = self.rt
+        if self.n_made == self.n_in and rt.tally.active == 0 and rt.idle_waiters:
+            with rt.lock:
+                if rt.tally.active == 0 and not self.calls:
+                    for w in rt.idle_waiters:       # (as rules.ending.task_ended does)
+                        w.set()
+                    rt.idle_waiters.clear()
+
+    def stop(self) -> None:
+        self.q.put(None)
+
+    def _call(self, rec: NestRecord, c: M.NestCall) -> None:
+        parent = rec.task
+        if parent.nest is not rec or (parent.state in T.FINAL_STATES
+                                      and parent.state is not T.DONE):
+            return          # its parent failed or runs again meanwhile: no child of this one
+        tf = DECLARED.get(c.key)
+        if tf is None:
+            rec.calls[c.seq] = _Refused(UsageError(
+                f"task {parent.spec.name} (id {parent.id}) called {c.key.split(':', 1)[-1]}, "
+                f"which the main program does not declare as a task ({c.key}); import its "
+                f"module in the main program (a task defined inside a function cannot be "
+                f"called from a task)"))
+            return
+        try:
+            args, kwargs = _Unpickler(c.payload, rec.calls).load()
+            _HERE.parent = parent
+            try:
+                rec.calls[c.seq] = tf(*args, **(kwargs or {}))
+            finally:
+                _HERE.parent = None
+        except Exception as exc:  # noqa: BLE001 - the call's own error, for the parent
+            rec.calls[c.seq] = _Refused(exc)
+
+    def _wait(self, rec: NestRecord, w: M.NestWait) -> None:
+        seqs = w.seqs if w.seqs is not None else sorted(rec.calls)
+        futs: list[tuple[int, int, Any]] = []
+        for seq in seqs:
+            for i, f in enumerate(_outputs(rec.calls.get(seq))):
+                futs.append((seq, i, f))
+        pending = [f for _, _, f in futs if type(f) is Future and f._state != "FINISHED"]
+        count = _Count(len(pending), lambda: self.q.put((rec, ("answer", w, futs))))
+        if not pending:
+            count.fire()
+            return
+        done = []
+        with self.rt.lock:                  # (one acquisition for them all)
+            for f in pending:
+                if f._state != "FINISHED":
+                    f._done_callbacks.append(count.one)
+                else:
+                    done.append(f)
+        for f in done:                      # (ended meanwhile: counted here, unlocked)
+            count.one(f)
+
+    def _answer(self, rec: NestRecord, _: str, w: M.NestWait,
+                futs: list[tuple[int, int, Any]]) -> None:
+        # (the Runtime's, which fetches a value left on a node; rules' tests have none)
+        fetch: Callable[[Future], M.Payload] | None = getattr(self.rt, "fetch_payload", None)
+        values: list[tuple[int, int, M.Payload | None, bytes | None]] = []
+        for seq, i, f in futs:
+            if type(f) is _Refused:
+                values.append((seq, i, None, _dump_error(f.error)))
+            elif type(f) is not Future:
+                values.append((seq, i, V.dump(f), None))     # a plain value (a stand-in)
+            elif f._exception is not None:
+                f._exception.seen()     # the parent sees it: no failure of the run by itself
+                values.append((seq, i, None, _dump_error(f._exception)))
+            elif w.seqs is not None:    # (a barrier needs no values)
+                payload = f._payload
+                if payload is None:
+                    if f._result is not _NOVALUE:
+                        payload = V.dump(f._result)
+                    elif fetch is not None:
+                        payload = fetch(f)
+                    else:
+                        raise RuntimeError("the run stopped")
+                values.append((seq, i, payload, None))
+        answer = M.NestAnswer(rec.task.id, w.wait, values)
+        with self.rt.lock:
+            self.out.setdefault(rec.node, []).append(answer)
+            self.rt.comm.wake()
+
+
+def adopt(rt: RunState, task: Task) -> None:
+    """The program-side half of a nested call (Runtime._record): the task being recorded
+    is a child of the task this thread calls for, if any."""
+    parent = calling()
+    if parent is None:
+        return
+    task.prio += (parent.prio & ~1) + DEPTH_RANK
+    if parent.group:
+        task.group = parent.group
+    rec = parent.nest
+    if rec is not None:
+        kids = rec.children
+        kids.append(task)
+        if len(kids) >= rec.prune_at:       # (amortized: a parent's 100,000 children)
+            kids[:] = [c for c in kids if c.state not in T.FINAL_STATES]
+            rec.prune_at = max(64, 2 * len(kids))
+    bus = rt.bus
+    if bus.active:
+        bus.emit(Nested("nested", time.time(), task.id, task.spec.name, "", parent.id))
+
+
+def _outputs(value: Any) -> list[Any]:
+    if type(value) is Future or type(value) is _Refused:
+        return [value]
+    if type(value) in (tuple, list):
+        return list(value)
+    if value is None:
+        return []
+    return [value]
+
+
+def _dump_error(exc: BaseException) -> bytes:
+    try:
+        blob: bytes = cloudpickle.dumps(exc)
+        pickle.loads(blob)
+        return blob
+    except Exception:  # noqa: BLE001 - an exception that does not pickle: its text
+        text: bytes = cloudpickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
+        return text
+
+
+class _Unpickler(pickle.Unpickler):
+    """A call's arguments: the parent's handles become its calls' futures."""
+
+    def __init__(self, data: bytes, calls: dict[int, Any]) -> None:
+        super().__init__(io.BytesIO(data))
+        self.calls = calls
+
+    def persistent_load(self, pid: Any) -> Any:
+        _, seq, index = pid
+        outs = _outputs(self.calls.get(seq))
+        if index >= len(outs):
+            raise UsageError(f"a future of call {seq} of the calling task is not known here")
+        f = outs[index]
+        if type(f) is _Refused:
+            raise f.error
+        return f
+
+
+class _Count:
+    """Fires once ``n`` futures finished (done callbacks run in the loop thread)."""
+
+    def __init__(self, n: int, fire: Any) -> None:
+        self.n = n
+        self.fire = fire
+        self.lock = threading.Lock()
+
+    def one(self, _: Any) -> None:
+        with self.lock:
+            self.n -= 1
+            last = self.n == 0
+        if last:
+            self.fire()

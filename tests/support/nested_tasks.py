@@ -1,0 +1,121 @@
+"""Tasks that call tasks (nested submission), importable by the master and the workers."""
+from __future__ import annotations
+
+import threading
+import time
+
+from taskflow import task, wait_on
+
+
+@task(returns=1)
+def fib(n):
+    if n < 2:
+        return n
+    a, b = fib(n - 1), fib(n - 2)
+    x, y = wait_on(a, b)
+    return x + y
+
+
+@task(returns=1)
+def square(i, delay=0.0):
+    time.sleep(delay)
+    return i * i
+
+
+@task(returns=1)
+def fan_out(k, n, delay=0.0):
+    """Decides at run time how many children to make, then waits for them all."""
+    parts = [square(k * 100 + i, delay) for i in range(n)]
+    return wait_on(parts)
+
+
+@task(returns=1)
+def fails(i):
+    raise ValueError(f"child {i} is broken")
+
+
+@task(returns=1)
+def waits_for_a_failing_child():
+    ok = square(3)
+    bad = fails(7)
+    return wait_on(ok) + wait_on(bad)
+
+
+@task(returns=1)
+def catches_its_child():
+    try:
+        wait_on(fails(1))
+    except Exception as exc:        # noqa: BLE001 - what the parent sees of its child
+        return f"{type(exc).__name__}: {exc}"
+    return "no error"
+
+
+@task(returns=1)
+def sleeper(s):
+    time.sleep(s)
+    return s
+
+
+@task(returns=1)
+def calls_then_fails():
+    for _ in range(3):
+        sleeper(30.0)
+    time.sleep(0.5)
+    raise RuntimeError("the parent gives up")
+
+
+@task(returns=1)
+def chain_in_a_task(n):
+    x = 0
+    for _ in range(n):
+        x = add_one(x)
+    return wait_on(x)
+
+
+@task(returns=1)
+def add_one(x):
+    return x + 1
+
+
+@task(returns=1)
+def calls_from_a_thread():
+    out = {}
+
+    def body():
+        try:
+            out["v"] = square(2)
+        except Exception as exc:      # noqa: BLE001
+            out["e"] = f"{type(exc).__name__}: {exc}"
+
+    th = threading.Thread(target=body)
+    th.start()
+    th.join()
+    return out.get("e", "no error")
+
+
+@task(returns=2)
+def big_from(i, delay):
+    """A 1 MiB value (above the inline size: it stays on its node) and where it was made."""
+    import socket
+    time.sleep(delay)
+    return bytes([i]) * (1 << 20), socket.gethostname()
+
+
+@task(returns=2)
+def spreads(n, delay):
+    """Calls ``n`` children, waits; (its host, [(child's host, child's value checksum)])."""
+    import socket
+    calls = [big_from(i, delay) for i in range(n)]
+    got = wait_on(calls)
+    return socket.gethostname(), [(host, sum(value)) for value, host in got]
+
+
+@task(returns=1)
+def calls_sleepers_once(marker):
+    """First run: two 30 s children, waited for; a run after that (its node was lost):
+    says so at once."""
+    import os
+    if os.path.exists(marker):
+        return "ran again"
+    open(marker, "w").close()
+    return wait_on([sleeper(30.0), sleeper(30.0)])
