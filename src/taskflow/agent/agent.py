@@ -435,16 +435,8 @@ class Agent:
         self.running = False
 
     def _close_listener(self) -> None:
-        orphan = self.orphan
-        sock = orphan.listener if orphan is not None else None
-        if orphan is None or sock is None:
-            return
-        try:
-            self.sel.unregister(sock)
-        except (KeyError, ValueError):
-            pass
-        self.pool.disown(sock.fileno())
-        orphan.close_listener()
+        if self.orphan is not None:
+            self.orphan.close_listener(self.sel, self.pool.disown)
 
     # -- frames from the executors -------------------------------------------------------
     def _from_exec(self, ex: Executor) -> None:

@@ -27,8 +27,10 @@ otherwise, leaving no process): it keeps an :class:`Orphan`
 from __future__ import annotations
 
 import os
+import selectors
 import socket
 import time
+from typing import Callable
 
 from ..wire import adoption
 from ..wire import messages as M
@@ -266,9 +268,18 @@ class Orphan:
             self.cancelled.discard(tid)
         return running
 
-    def close_listener(self) -> None:
-        """Close the socket (the agent no longer watches it) and remove its path."""
+    def close_listener(self, sel: selectors.BaseSelector | None = None,
+                       disown: Callable[[int], None] | None = None) -> None:
+        """Stop watching the socket (``sel``: the agent's selector; ``disown``: forget its fd
+        in the executors forked later), close it and remove its path."""
         if self.listener is not None:
+            if sel is not None:
+                try:
+                    sel.unregister(self.listener)
+                except (KeyError, ValueError):
+                    pass
+            if disown is not None:
+                disown(self.listener.fileno())
             self.listener.close()
             self.listener = None
             try:
