@@ -35,6 +35,23 @@ def nest() -> Any:
     return _nest
 
 
+_calls_inline = False
+
+
+def keep_calls_inline() -> None:
+    """A task function called inside a task runs inline in this process and its forks
+    (PyCOMPSs's rule under runcompss, outside its agents mode: its apps add the values
+    such calls return); set by a node agent of a ``--compat pycompss`` run before the
+    forks."""
+    global _calls_inline
+    _calls_inline = True
+
+
+def calls_inline() -> bool:
+    """Whether a task called inside a task runs inline here (:func:`keep_calls_inline`)."""
+    return _calls_inline
+
+
 def set_nest(handler: Any) -> None:
     """The executor's nested-call handler (set once, by the executor, before any task)."""
     global _nest

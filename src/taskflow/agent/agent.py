@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..context import private_dir, total_memory_gb
+from ..context import keep_calls_inline, private_dir, total_memory_gb
 from ..errors import ProtocolError
 from ..wire import budget, messages as M
 from ..wire import protocol as P
@@ -144,8 +144,9 @@ class Agent:
         high, pause = budget.marks(hello.get("memory_budget"), hello.get("memory_pause"), mem_gb)
         self.memory = NodeMemory(store, self.pool, high, pause,
                                  lambda r: self._send(M.MEMORY, r))
-        if hello.get("compss_env"):     # PyCOMPSs: what every task sees (before the forks)
+        if hello.get("compss_env"):     # PyCOMPSs: what every task sees (before the forks),
             compss_environment(hello.get("label") or self.name)
+            keep_calls_inline()         # and its tasks' calls of tasks run inline
         self.tracker = Tracker()        # before the executors: a cgroup is theirs too
         for _ in range(self.slots):
             self.pool.spawn()

@@ -81,6 +81,9 @@ class TaskFunction:
         return f"<taskflow task {self.spec.name}>"
 
 
+_BODIES: dict[str, Callable[..., Any]] = {}     # key -> function of the task functions here
+
+
 class WorkerTask:
     """A task function as a worker has it when it came by value: called by a running
     task, it records a child task (as :class:`TaskFunction` does); elsewhere its function
@@ -93,13 +96,15 @@ class WorkerTask:
         self.key, self.nout, self.shape = key, nout, shape
         if func is not None:
             functools.update_wrapper(self, func)
+            _BODIES[key] = func         # (what a self-reference runs inline)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         handler = nest() if in_worker() else None
-        if handler is None:
-            if self.__wrapped__ is None:
+        if handler is None:             # inline (an MPI rank, a container, PyCOMPSs's apps)
+            func = self.__wrapped__ or _BODIES.get(self.key)
+            if func is None:
                 raise UsageError(f"task {self.key} can be called here only by a running task")
-            return self.__wrapped__(*args, **kwargs)
+            return func(*args, **kwargs)
         return handler.call(self.key, self.nout, self.shape, self.key.split(":", 1)[1],
                             args, kwargs)
 

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 
 import cloudpickle
 
-from ...context import set_nest
+from ...context import calls_inline, set_nest
 from ...errors import UsageError
 from ...wire import messages as M
 from ...wire import protocol as P
@@ -120,7 +120,8 @@ class _Nest:
         self.cur, self.out, self.err, self.help = cur, out, err, help_
         self.ident = threading.get_ident()
         _deep_stack()
-        set_nest(self)
+        if not calls_inline():          # (PyCOMPSs's apps: a call in a task runs inline)
+            set_nest(self)
 
     def answered(self, body: list[M.NestAnswer]) -> None:
         for a in body:
