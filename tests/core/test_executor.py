@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -103,6 +104,12 @@ def test_shutdown_refuses_new_work_and_cancels_what_has_not_started(tmp_path, mo
     gate = tmp_path / "gate"
     ex = Executor(max_workers=1, run_dir=str(tmp_path / "runs"))
     first = ex.submit(E.wait_for_file, str(gate))
+    started = tmp_path / "gate.started"
+    for _ in range(2400):                       # the first runs (else shutdown cancels it too)
+        if started.exists():
+            break
+        time.sleep(0.05)
+    assert started.exists(), "the first task never started"
     later = [ex.submit(E.square, i) for i in range(5)]
     reader = ex.submit(E.square, first)         # waits for the first: cannot have been sent
 

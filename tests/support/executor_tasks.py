@@ -31,7 +31,9 @@ def open_missing(path):
 
 
 def wait_for_file(path, limit=120.0):
-    """Return once ``path`` exists (the test makes it when it is ready), at most ``limit`` s."""
+    """Say it started (``path``.started), then return once ``path`` exists (the test makes it
+    when it is ready), at most ``limit`` s."""
+    open(path + ".started", "w").close()
     end = time.monotonic() + limit
     while not os.path.exists(path):
         if time.monotonic() > end:

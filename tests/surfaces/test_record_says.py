@@ -62,26 +62,28 @@ def test_each_retry_says_why(tmp_path):
 
 
 INTERLEAVED = '''
+import os
 import time
 from taskflow import task, wait_on
 
 @task(returns=1)
 def slow(gate):
     print("slow starts", flush=True)
-    while not __import__("os").path.exists(gate):
+    open(gate + ".started", "w").close()
+    while not os.path.exists(gate):
         time.sleep(0.01)
     print("slow ends", flush=True)
     return 1
 
 @task(returns=1)
 def quick(gate):
+    while not os.path.exists(gate + ".started"):    # after slow's first line
+        time.sleep(0.01)
     print("quick says", flush=True)
     open(gate, "w").close()      # slow ends after this line: its lines come last
     return 2
 
-a = slow("gate")
-time.sleep(0.2)
-print(wait_on([quick("gate"), a]))
+print(wait_on([quick("gate"), slow("gate")]))
 '''
 
 
