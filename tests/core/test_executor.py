@@ -162,3 +162,11 @@ def test_a_failure_nobody_looked_at_is_said_and_fails_the_run(tmp_path):
     (run_id,) = os.listdir(tmp_path / "runs")
     with Journal(str(tmp_path / "runs" / run_id)) as j:
         assert j.run()["state"] == "failed"
+
+
+def test_a_function_made_per_call_keeps_the_executor_bounded(ex, monkeypatch):
+    from taskflow.api import executor as X
+    monkeypatch.setattr(X, "SPECS_KEPT", 8)
+    futs = [ex.submit(lambda i=i: i * 2) for i in range(50)]     # 50 distinct functions
+    assert [f.result() for f in futs] == [i * 2 for i in range(50)]
+    assert len(ex._specs) <= 8

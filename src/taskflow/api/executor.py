@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("taskflow")
 PRUNE_EVERY = 4096      # submissions between two passes that forget finished futures
+SPECS_KEPT = 1024       # declarations kept for the functions submitted (a lambda made per
+#                         call is a new function each time: the oldest go, made again if met)
 
 
 class Executor(cf.Executor):
@@ -158,7 +160,10 @@ class Executor(cf.Executor):
                              f"{type(fn).__name__}")
         else:
             spec = TaskSpec(_signed(fn), {}, None, False, None, "RETRY", None)
-        self._specs[fn] = spec
+        specs = self._specs
+        if len(specs) >= SPECS_KEPT:
+            del specs[next(iter(specs))]
+        specs[fn] = spec
         return spec
 
     def _keep(self, fut: Future) -> None:
