@@ -24,13 +24,12 @@ agent's grace after the loss (the agent is gone by then: the host stays
 lost, as before). An agent that exited on its own (an exit status) is not
 restarted. The run's end stops the thread before the nodes are dismissed.
 
-This module decides when to try; how to reach a host is the SSH provider's
+When to try is :class:`~.rejoining.Rejoining`'s (shared with the local
+comeback); how to reach a host is the SSH provider's
 (:meth:`HostReacher.reach_again`), which it sees through that narrow protocol.
 """
 from __future__ import annotations
 
-import logging
-import threading
 import time
 from typing import TYPE_CHECKING, Protocol
 
@@ -38,13 +37,12 @@ from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
 from .base import AdoptFrom
+from .rejoining import Rejoining
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
     from .base import NodeSink
     from .sshnode import SSHNode
-
-log = logging.getLogger(__name__)
 
 FIRST_WAIT = 2.0        # s between the first tries to reach a lost host again ...
 MAX_WAIT = 30.0         # ... doubling up to this
@@ -61,116 +59,29 @@ class HostReacher(Protocol):
         a fresh one); False, ``n`` as it was, when the host is not back yet."""
 
 
-class Comeback:
+class Comeback(Rejoining["SSHNode"]):
     """The thread that takes lost hosts of one SSH provider back into the run (an
     adoptable run's: the provider makes it only then)."""
 
+    thread_name = "taskflow-ssh-comeback"
+
     def __init__(self, provider: HostReacher, sink: NodeSink, config: Hello,
                  timeout: float) -> None:
+        super().__init__(sink, float(config.get("adopt_grace") or 0.0),
+                         adoption.silence_limit(provider.heartbeat_timeout) + 1.0,
+                         FIRST_WAIT, MAX_WAIT)
         self.provider = provider
-        self.sink = sink
         self.config = config            # the agents' HELLO: a fresh agent gets it too
         self.timeout = timeout
-        # what the agents were told (the run's own adoption identity, their grace)
+        # what the agents were told (the run's own adoption identity)
         self.run_id = str(config.get("adopt_run", ""))
         self.secret = str(config.get("adopt_secret", ""))
-        self.grace = float(config.get("adopt_grace") or 0.0)
-        self.first = adoption.silence_limit(provider.heartbeat_timeout) + 1.0
-        self.cond = threading.Condition()
-        self.due: dict[SSHNode, tuple[float, float, float]] = {}   # lost at, next try, wait
-        self.ending = False
-        self.busy = threading.Lock()        # held while a host is being reached
-        self.thread: threading.Thread | None = None
         self.tries = 0
-        self.given_up: list[str] = []       # hosts past the grace, not said to the run yet
 
-    def lost(self, n: SSHNode) -> None:
-        """The pump of ``n`` saw its link fail: try to get the host back (the run counts on
-        it meanwhile: :meth:`coming`)."""
-        with self.cond:
-            if self.ending:
-                return
-            now = time.time()
-            self.due[n] = (now, now + self.first, FIRST_WAIT)
-            log.warning("node %s: its link failed; reaching it again for up to %g s (the "
-                        "agents' adopt grace)", n.cfg.name, self.grace)
-            if self.thread is None:
-                self.thread = threading.Thread(target=self._run, daemon=True,
-                                               name="taskflow-ssh-comeback")
-                self.thread.start()
-            self.cond.notify()
+    def label(self, node: SSHNode) -> str:
+        return node.cfg.name
 
-    def waiting(self) -> list[str]:
-        """The names of the lost hosts still being tried."""
-        with self.cond:
-            return [n.cfg.name for n in self.due]
-
-    def coming(self) -> bool:
-        """A lost host is still being tried: a run with no node left waits for it."""
-        return bool(self.due) and not self.ending
-
-    def stop(self) -> None:
-        """The run ends: no more tries; a try under way finishes first (bounded by the
-        SSH time-outs)."""
-        with self.cond:
-            self.ending = True
-            self.due.clear()
-            self.cond.notify()
-        with self.busy:
-            pass
-        if self.thread is not None:
-            self.thread.join(1.0)
-
-    def _next(self) -> tuple[SSHNode, float, float] | None:
-        """Under the condition: wait for the next host due (None: the run ends)."""
-        while not self.ending:
-            now = time.time()
-            for n, (lost_at, _, _) in list(self.due.items()):
-                if now - lost_at > self.grace:
-                    del self.due[n]
-                    self.given_up.append(f"node {n.cfg.name} was not reached again within "
-                                         f"the agents' grace ({self.grace:g} s)")
-                    log.warning("%s: it stays lost", self.given_up[-1])
-            if self.given_up:
-                return None             # (said to the run outside the lock: _run)
-            ready = [(at, n) for n, (_, at, _) in self.due.items() if at <= now]
-            if ready:
-                _, n = min(ready, key=_first_due)
-                lost_at, _, wait = self.due[n]
-                return n, lost_at, wait
-            nxt = min((min(at, lost_at + self.grace) for lost_at, at, _ in self.due.values()),
-                      default=None)
-            self.cond.wait(None if nxt is None else max(0.01, nxt - now))
-        return None
-
-    def _run(self) -> None:
-        while True:
-            with self.cond:
-                got = self._next()
-                given_up, self.given_up = ([] if self.ending else self.given_up), []
-                if got is None and not given_up:
-                    return
-                if got is not None:
-                    self.busy.acquire()
-            if given_up:        # tasks that only such a host could run fail now (no hang)
-                self.sink.no_more_nodes("; ".join(given_up))
-                continue
-            assert got is not None
-            n, lost_at, wait = got
-            try:
-                back = self._reach(n, lost_at)
-            except Exception as exc:  # noqa: BLE001 - a try that fails is tried again
-                log.debug("node %s: not reached again: %r", n.cfg.name, exc)
-                back = False
-            finally:
-                self.busy.release()
-            with self.cond:
-                if back:
-                    self.due.pop(n, None)
-                elif n in self.due:
-                    self.due[n] = (lost_at, time.time() + wait, min(MAX_WAIT, wait * 2))
-
-    def _reach(self, n: SSHNode, lost_at: float) -> bool:
+    def reach(self, n: SSHNode, lost_at: float) -> bool:
         """One try: connect, reach the waiting agent (or start a fresh one), join the run."""
         self.tries += 1
         src = AdoptFrom(self.run_id, self.secret, {n.cfg.name: ("ssh", n.cfg.host)})
@@ -187,8 +98,3 @@ class Comeback:
         h.info["rejoined"] = time.time() - lost_at
         self.sink.add_node(h)
         return True
-
-
-def _first_due(item: tuple[float, SSHNode]) -> float:
-    due, _ = item
-    return due

@@ -165,7 +165,7 @@ class LocalProvider(Provider):
         proc = node.proc
         if self.comeback is None or (proc is not None and proc.poll() not in (None, 0)):
             return          # (an agent that was killed or crashed is not reached again)
-        self.comeback.lost(node)
+        self.comeback.lost(node, f"its stream broke ({node.lost_reason or 'it closed'})")
 
     def nodes_coming(self) -> bool:
         """A lost agent is being reached again: a run with no node left waits for it."""

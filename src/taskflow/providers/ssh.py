@@ -470,7 +470,7 @@ class SSHProvider(Provider):
             tail = bytes(n.stderr[-2000:]).decode(errors="replace").strip()
             n.handle.lost_reason = f"{reason}" + (f"; remote stderr: {tail}" if tail else "")
         if link and self.comeback is not None:
-            self.comeback.lost(n)       # (first: the run sees the loss with the host coming)
+            self.comeback.lost(n, "its link failed")   # (first: the run sees it coming)
         self._drop(n)
 
     def _pump_out(self, n: SSHNode) -> None:
