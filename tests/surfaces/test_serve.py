@@ -135,10 +135,19 @@ def test_follow_logs_stream_lines_as_they_come(service):
     assert got[-1][0] == "end" and got[-1][1]["state"] == "DONE"
 
 
+GATED_FAN = GATED.replace("print(wait_on(gate(", """
+@task(returns=int)
+def after(x):
+    return x
+
+g = gate(sys.argv[1], "")
+print(sum(wait_on([after(g) for _ in range(5)])), wait_on(gate(""", 1)
+
+
 def test_cancel_a_running_and_a_queued_run(service, tmp_path):
     svc = service("--max-runs", "1")
     gate = tmp_path / "never"
-    first = svc.submit(GATED, gate)["id"]
+    first = svc.submit(GATED_FAN, gate)["id"]
     second = svc.submit(GATED, gate)["id"]
     svc.events(first, until=lambda e: e[0] == "task" and e[1]["state"] == "RUNNING")
     assert svc.run(second)["state"] == "queued"
@@ -152,6 +161,11 @@ def test_cancel_a_running_and_a_queued_run(service, tmp_path):
     assert not _alive(pid)                                      # its process is gone
     assert svc.client.post(f"/runs/{first}/cancel").status_code == 409
     assert svc.run(second)["started"] is None                   # never started
+    # the gate was interrupted; the five tasks waiting for it never started: cancelled
+    states = {t["name"]: t["state"] for t in
+              svc.client.get(f"/runs/{first}/tasks").json()["tasks"]}
+    counts = svc.client.get(f"/runs/{first}/tasks", params={"state": "CANCELLED"}).json()
+    assert states["gate"] == "INTERRUPTED" and counts["total"] == 5, states
 
 
 def test_queue_order_priority_then_age_and_bounds(service, tmp_path):

@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 _INSERT = f"INSERT INTO task_rows ({','.join(COLS)}) VALUES ({','.join('?' * len(COLS))})"
 # Rows without an exit code or an error (nearly all) bind 4 parameters fewer.
 _NOERR = EXIT
+_ENDED_SQL = "(" + ", ".join(f"'{s}'" for s in sorted(ENDED)) + ")"   # the states a task ends in
 _INSERT_OK = (f"INSERT INTO task_rows ({','.join(COLS[:_NOERR])}) "
               f"VALUES ({','.join('?' * _NOERR)})")
 
@@ -250,14 +251,20 @@ class JournalDB:
         """Mark the run finished, failed or interrupted (``reason``: why, one line) and
         close the database.
 
-        An interrupted run's tasks that did not end are marked INTERRUPTED.
+        An interrupted run's tasks that did not end are marked INTERRUPTED when they had
+        started, CANCELLED when they never did (they were not interrupted: nothing ran).
         """
-        c = counts
+        c = dict(counts)
         try:
             self.write(([], [], [], []), final=True)
             if state == "interrupted":
-                self.db.execute("UPDATE task_rows SET state='INTERRUPTED' WHERE state NOT IN "
-                                "('DONE', 'FAILED', 'CANCELLED', 'INTERRUPTED')")
+                never = self.db.execute(
+                    "UPDATE task_rows SET state='CANCELLED', error=COALESCE(error, ?) "
+                    f"WHERE state NOT IN {_ENDED_SQL} AND t_start IS NULL",
+                    (f"never started: the run was interrupted ({reason or 'stopped'})",))
+                c["cancelled"] = (c.get("cancelled") or 0) + max(0, never.rowcount)
+                self.db.execute(f"UPDATE task_rows SET state='INTERRUPTED' WHERE state NOT IN "
+                                f"{_ENDED_SQL}")
             self.db.execute(
                 "UPDATE run SET t_end=?, state=?, reason=?, n_submitted=?, n_done=?, "
                 "n_failed=?, n_cancelled=?, n_retries=? WHERE run_id=?",
