@@ -141,3 +141,17 @@ def test_a_node_never_shows_more_running_tasks_than_it_has_slots(tmp_path):
 
 def test_clock():
     assert clock(0) == "[00:00]" and clock(75.9) == "[01:15]" and clock(3725) == "[1:02:05]"
+
+
+def test_a_programs_lines_come_with_its_task_a_python_tasks_print_as_written(tmp_path):
+    (tmp_path / "wf.py").write_text(
+        "from taskflow import binary, task, wait_on\n"
+        "@binary(binary='echo')\n@task()\ndef shout(word):\n    ...\n"
+        "@task(returns=int)\ndef talk():\n    print('plain words')\n    return 1\n"
+        "wait_on(shout('hello'))\nwait_on(talk())\n")
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", "-w", "1",
+                        "--run-dir", str(tmp_path / "runs"), "wf.py"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "[shout 1] hello" in lines and "plain words" in lines, r.stdout
