@@ -39,6 +39,23 @@ def test_good_file_parses():
 def test_example_file_parses():
     c = load_cluster(os.path.join(ROOT, "examples", "cluster.example.yaml"))
     assert [n.name for n in c.nodes] == ["local", "h1", "h2"]
+    nmmb = load_cluster(os.path.join(ROOT, "examples", "nmmb_monarch", "cluster.testbed.yaml"))
+    assert all(n.install == ["matplotlib>=3.5", "pillow>=9"] for n in nmmb.nodes)
+
+
+def test_install_is_true_false_or_requirements_and_not_for_local_nodes():
+    def node(line: str) -> str:
+        return f"nodes:\n  - host: h1\n    {line}\n"
+    assert parse_cluster(node("install: true"), "c.yaml").nodes[0].install is True
+    assert parse_cluster(node("install: [numpy]"), "c.yaml").nodes[0].install == ["numpy"]
+    with pytest.raises(ClusterConfigError, match=r"c\.yaml:3: nodes\[0\]\.install must be "
+                                                 r"true, false or a list of pip requirements"):
+        parse_cluster(node("install: yes please"), "c.yaml")
+    with pytest.raises(ClusterConfigError, match=r"install must be true, false or a list of pip "
+                                                 r"requirements \(strings\)"):
+        parse_cluster(node("install: [1]"), "c.yaml")
+    with pytest.raises(ClusterConfigError, match=r"is local: install: true is for remote hosts"):
+        parse_cluster("nodes:\n  - local: true\n    install: true\n", "c.yaml")
 
 
 def test_unknown_key_names_key_and_line():

@@ -20,6 +20,7 @@
         memory_pause: "80%"        # above it, no new task that only makes values
         gpus: 0
         python: /usr/bin/python3   # an interpreter that can import taskflow (same version)
+        install: false             # true: the master installs its taskflow there (a venv)
         working_dir: ~/taskflow    # created if missing; staged files live below it
         shared_fs: false           # false: FILE_IN/OUT versions are copied over SFTP
         env: {OMP_NUM_THREADS: "1"}
@@ -131,9 +132,11 @@ _SLURM_KW = {"time": "time_limit", "sbatch": "sbatch_lines"}   # file key -> Slu
 _NODE = {"name": str, "host": str, "port": int, "user": str, "identity_file": str,
          "computing_units": int, "memory": (int, float), "gpus": int, "python": str,
          "working_dir": str, "shared_fs": bool, "env": dict, "setup": list, "local": bool,
-         "memory_budget": (int, float, str), "memory_pause": (int, float, str)}
+         "install": (bool, list), "memory_budget": (int, float, str),
+         "memory_pause": (int, float, str)}
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list",
                dict: "a mapping", (int, float): "a number", (str, int): "a string or minutes",
+               (bool, list): "true, false or a list of pip requirements",
                (int, float, str): "GB, an amount (\"4GiB\") or a share (\"60%\")"}
 
 
@@ -183,6 +186,13 @@ def parse_cluster(text: str, path: str = "<cluster>") -> ClusterConfig:
                 raw[k] = {str(a): str(b) for a, b in raw[k].items()}
         if "setup" in raw and not all(isinstance(s, str) for s in raw["setup"]):
             raise ClusterConfigError(f"{path}:{line}: nodes[{i}].setup must be a list of strings")
+        if isinstance(raw.get("install"), list) and \
+                not all(isinstance(r, str) and r for r in raw["install"]):
+            raise ClusterConfigError(f"{path}:{line}: nodes[{i}].install must be true, false "
+                                     f"or a list of pip requirements (strings)")
+        if local and raw.get("install"):
+            raise ClusterConfigError(f"{path}:{line}: nodes[{i}] is local: install: true is for "
+                                     f"remote hosts (the master's own taskflow runs here)")
         if raw.get("identity_file"):
             raw["identity_file"] = os.path.expanduser(raw["identity_file"])
         if raw.get("computing_units") is not None and raw["computing_units"] < 1:

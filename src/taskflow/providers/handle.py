@@ -9,6 +9,7 @@ stall the master.
 from __future__ import annotations
 
 import select
+import sys
 import time
 import subprocess
 from typing import TYPE_CHECKING, Any, cast
@@ -35,6 +36,19 @@ def check_version(where: str, theirs: str | None, python: str = "python",
             f"{__version__}: install the same version there (`{python} -m pip install "
             f"{DIST_NAME}=={__version__}`, or pip install your checkout) or point python: at an "
             f"interpreter that has it{describe}")
+
+
+def check_python(where: str, theirs: str | None, describe: str = "") -> None:
+    """Raise :class:`VersionMismatch` unless the agent's Python (``theirs``, e.g. "3.11.2")
+    is the master's major.minor: functions and values pickled by one Python do not load in
+    another (their bytecode differs)."""
+    mine = "%d.%d" % sys.version_info[:2]
+    if theirs and ".".join(theirs.split(".")[:2]) != mine:
+        raise VersionMismatch(
+            f"{where}: the agent runs Python {theirs} but the master runs Python "
+            f"{sys.version.split()[0]}: tasks and values pickled by one do not load in the "
+            f"other; point python: at a Python {mine} there (or run the master with the "
+            f"node's Python){describe}")
 
 
 class NodeHandle:
@@ -118,6 +132,7 @@ class NodeHandle:
                 if op == M.READY:
                     check_version(f"node {self.name}", body.get("version"),
                                   describe=describe)
+                    check_python(f"node {self.name}", body.get("python"), describe)
                     self.info = dict(body)
                     self.io_slots = int(body.get("io_executors") or 0)
                     self.channel.set_blocking(False)

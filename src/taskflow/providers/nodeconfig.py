@@ -28,6 +28,8 @@ class NodeConfig:
     env: dict[str, str] = field(default_factory=dict)
     setup: list[str] = field(default_factory=list)
     local: bool = False
+    # taskflow installs itself there (providers.selfinstall); a list: and these requirements
+    install: bool | list[str] = False
     memory_budget: float | str | None = None    # wire.budget amounts (None: the run's)
     memory_pause: float | str | None = None
 

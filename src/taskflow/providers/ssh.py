@@ -16,8 +16,9 @@ The channel is bridged to a local socketpair by two small pump threads, so
 the runtime's :class:`NodeHandle` and loop see an ordinary file descriptor
 and speak the one framed protocol, whatever the transport. All traffic,
 including SFTP file staging, stays inside that SSH connection. taskflow is
-*not* shipped to the node: a node whose ``python`` imports another version
-(or none) is refused with how to install the master's there.
+shipped to the node only when its cluster-file entry says ``install: true``
+(:mod:`.selfinstall`); otherwise a node whose ``python`` imports another
+version (or none) is refused with how to install the master's there.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ import shlex
 import socket
 import threading
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._version import DIST_NAME, __version__, install_hint
@@ -36,6 +38,7 @@ from ..wire import adoption
 from ..wire import messages as M
 from ..wire import protocol as P
 from .adopting import handshake_over, relay
+from . import selfinstall
 from .base import AdoptFrom, Provider
 from .comeback import Comeback
 from .handle import NodeHandle
@@ -146,6 +149,8 @@ class SSHProvider(Provider):
         try:
             with self.starting:         # at most max_starting hosts connect and start at once
                 self._connect(n)
+                if n.cfg.install:       # taskflow in a venv of its own there (selfinstall)
+                    n.cfg = replace(n.cfg, python=selfinstall.ensure(n, self._run))
                 self._launch(n, config, timeout)
         except NodeStartError as exc:
             errors.append(exc)
