@@ -155,3 +155,40 @@ def test_a_programs_lines_come_with_its_task_a_python_tasks_print_as_written(tmp
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert "[shout 1] hello" in lines and "plain words" in lines, r.stdout
+
+
+def _through_a_pty(tmp_path, rows: int, cols: int) -> str:
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+    m, s = pty.openpty()
+    if rows or cols:
+        fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    p = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "-w", "2", "--run-dir",
+                          str(tmp_path / "runs"), "wf.py"], cwd=tmp_path, stdin=s, stdout=s,
+                         stderr=s, close_fds=True)
+    os.close(s)
+    out = b""
+    while True:
+        try:
+            got = os.read(m, 65536)
+        except OSError:         # (the other side closed)
+            break
+        if not got:
+            break
+        out += got
+    os.close(m)
+    assert p.wait(timeout=120) == 0, out
+    return out.decode(errors="replace")
+
+
+def test_a_terminal_without_a_size_gets_lines_not_redrawn_bars(tmp_path):
+    (tmp_path / "wf.py").write_text(
+        "from taskflow import task, wait_on\n@task(returns=int)\ndef inc(x):\n"
+        "    return x + 1\nprint(sum(wait_on([inc(i) for i in range(20)])))\n")
+    sizeless = _through_a_pty(tmp_path, 0, 0)       # as `script` or a CI runner makes it
+    assert "\x1b[1A" not in sizeless and "20/20 done" in sizeless, sizeless
+    sized = _through_a_pty(tmp_path, 40, 120)
+    assert "\x1b[1A" in sized and "all tasks" in sized, sized

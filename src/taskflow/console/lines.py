@@ -20,6 +20,7 @@ added to the run's hot path.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -172,8 +173,19 @@ class ProgressLines:
 
 
 def start(rt: RunView, terminal: bool, stream: Any = None) -> Any:
-    """The run's progress display: rich bars on a terminal, plain lines elsewhere."""
-    if terminal:
+    """The run's progress display: rich bars on a terminal, plain lines elsewhere, and on
+    a terminal that says no size (a pty made by ``script`` or a CI runner: 0 x 0), where
+    redrawn bars of a guessed width would wrap and scroll when the record is replayed."""
+    if terminal and _sized(stream if stream is not None else sys.stderr):
         from .bars import Progress
         return Progress(rt, stream=stream)
     return ProgressLines(rt, stream=stream)
+
+
+def _sized(stream: Any) -> bool:
+    """The terminal behind ``stream`` reports a size (rows and columns are not 0)."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    return size.columns > 0 and size.lines > 0
