@@ -114,3 +114,27 @@ def test_logs_of_a_run_whose_tasks_printed_nothing_say_so(tmp_path):
     assert out.returncode == 0
     assert out.stdout == (f"-- no task of run {run_id} (finished, 1 task(s)) wrote output lines "
                           f"to the journal; a program's output files: taskflow logs RUN TASK\n")
+
+
+def test_the_report_gives_the_exit_status_the_run_ended_with(tmp_path):
+    (tmp_path / "wf.py").write_text(
+        "import sys\nfrom taskflow import task, wait_on\n@task(returns=1)\ndef one():\n"
+        "    return 1\nwait_on(one())\nsys.exit(3)\n")
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", "--run-dir",
+                        str(tmp_path / "runs"), "wf.py"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 3, r.stderr
+    rep = _tf(tmp_path, "report")
+    assert rep.returncode == 0, rep.stderr
+    assert "| exit status | 3 |" in rep.stdout, rep.stdout
+
+
+def test_the_exit_status_read_back_from_the_runs_end():
+    from taskflow.runtime.verdict import status_of
+    assert status_of("finished", None) == 0
+    assert status_of("interrupted", "SIGTERM") == 143
+    assert status_of("interrupted", "KeyboardInterrupt") == 130
+    assert status_of("failed", "the script exited with status 7") == 7
+    assert status_of("failed", "the program stopped the run with code 4") == 4
+    assert status_of("failed", "task bad (id 2) failed: ValueError: nope") == 1
+    assert status_of("interrupted", "the allocation ended") is None

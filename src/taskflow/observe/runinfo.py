@@ -54,10 +54,12 @@ def exit_status(run: dict[str, Any]) -> str:
         if run.get(key) is not None:
             return str(run[key])
     state = run.get("state")
-    if state == "finished":
-        return "0"
     if state == "running":
         return "- (still running)"
+    from ..runtime.verdict import status_of
+    status = status_of(state, run.get("reason"))
+    if status is not None:
+        return str(status)
     return f"non-zero (the run {state})" if state else "-"
 
 

@@ -28,6 +28,30 @@ def exit_status(exc: SystemExit) -> int:
     return code if isinstance(code, int) else 1
 
 
+def status_of(state: str | None, reason: str | None) -> int | None:
+    """The status ``taskflow run`` exited with, read back from the run's end as the journal
+    holds it (the reasons are this module's words); None where they do not tell it."""
+    if state == "finished":
+        return 0
+    reason = reason or ""
+    if state == "interrupted":
+        import signal
+        name = reason.split()[0] if reason else ""
+        if name == "KeyboardInterrupt":
+            return 128 + signal.SIGINT
+        try:
+            return 128 + signal.Signals[name]
+        except KeyError:
+            return None
+    if state != "failed":
+        return None
+    m = re.match(r"the (?:script exited with status|program stopped the run with code) (\d+)$",
+                 reason)
+    if m:
+        return int(m.group(1))
+    return 1        # a task failed, the script raised, the record could not be kept
+
+
 def script_reason(exc: BaseException) -> str | None:
     """Why a script that ended with ``exc`` failed the run (None: it ended well)."""
     if isinstance(exc, SystemExit):

@@ -546,16 +546,13 @@ class Dispatcher:
     def _logs(self, node: NodeHandle, entries: list[M.LogWire]) -> None:
         rt = self.rt
         if self.echo_logs:
-            inflight = node.inflight
             for tid, _, level, line in entries:
-                stream = sys.stderr if level == "STDERR" else sys.stdout
                 # a program's lines say whose they are (many run at once, and their words
                 # are not the script's); a Python task's print stays as the user wrote it
-                task = inflight.get(tid)
-                if task is not None and task.spec.program is not None:
-                    line = f"[{task.spec.name} {tid}] {line}"
+                task = node.inflight.get(tid)
+                prefix = f"[{task.spec.name} {tid}] " if task and task.spec.program else ""
                 try:
-                    stream.write(line + "\n")
+                    (sys.stderr if level == "STDERR" else sys.stdout).write(prefix + line + "\n")
                 except (OSError, ValueError):
                     pass
         if rt.bus.active:
