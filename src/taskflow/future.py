@@ -86,7 +86,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     # object for the cyclic GC to scan, for every task). The rest are
     # class-level defaults: an instance only stores what differs from them.
     __slots__ = ("_state", "_rt", "_producer", "_did", "_result", "_exception", "_payload",
-                 "_holders", "_consumers", "_wev", "_key")
+                 "_holders", "_consumers", "_wev", "_key", "_tid")
     _cond: threading.Condition | None = None
     _cf_waiters: list[_Waiter] | None = None
     _done_callbacks_: list[DoneCallback] | None = None
@@ -238,7 +238,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         """
         self._payload = payload
         self._state = FINISHED
-        self._producer = None
+        self._forget_producer()
         consumers = self._consumers
         if consumers is not None:
             self._consumers = None
@@ -250,7 +250,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     def settle(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> list[Task] | None:
         """:meth:`finish` for a future whose value, error or holders are set already."""
         self._state = FINISHED
-        self._producer = None
+        self._forget_producer()
         consumers = self._consumers
         if consumers is not None:
             self._consumers = None
@@ -278,8 +278,26 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         """Its task was cancelled (its error or value is set already): finished, and who
         waits on it wakes. Its consumers stay: the cancellation walks them itself."""
         self._state = FINISHED
-        self._producer = None
+        self._forget_producer()
         self.notify_done(callbacks_out)
+
+    def _forget_producer(self) -> None:
+        """Let go of the task that made it (the master keeps no ended task), keeping its
+        id: a task that reads this later still has its edge in the journal's graph."""
+        p = self._producer
+        if p is not None:
+            self._tid = p.id
+            self._producer = None
+
+    def producer_id(self) -> int:
+        """The id of the task that makes or made this version (0: none, a plain value)."""
+        p = self._producer
+        if p is not None:
+            return p.id
+        try:
+            return self._tid
+        except AttributeError:      # (never made by a task)
+            return 0
 
     def fail(self, err: TaskError) -> None:
         """Its value is ``err``: whoever asks for it gets the error raised."""

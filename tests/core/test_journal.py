@@ -39,6 +39,8 @@ def test_journal_successes_failures_retries(tmp_path, monkeypatch):
         with pytest.raises(taskflow.TaskError) as ei:
             taskflow.wait_on(after)
         seen["err"] = ei.value
+        seen["late"] = ot.add(b, 0)         # b had ended before this reader was called
+        assert taskflow.wait_on(seen["late"]) == 13
     rt = _run(tmp_path, monkeypatch, body, retries=1)       # (the default is none)
     path = os.path.join(rt.run_dir, "journal.db")
     assert os.path.isfile(path)
@@ -50,11 +52,11 @@ def test_journal_successes_failures_retries(tmp_path, monkeypatch):
         assert run["run_id"] == rt.run_id and run["state"] == "finished"
         assert run["reason"] == "1 task failed (handled by the script)"
         tasks = {t["id"]: t for t in j.tasks()}
-        assert len(tasks) == 5
+        assert len(tasks) == 6
         by_name = {}
         for t in tasks.values():
             by_name.setdefault(t["name"], []).append(t)
-        assert [t["state"] for t in by_name["add"]] == ["DONE", "DONE", "CANCELLED"]
+        assert [t["state"] for t in by_name["add"]] == ["DONE", "DONE", "CANCELLED", "DONE"]
         a, b = by_name["add"][:2]
         assert a["params"] == "a=1, b=2"
         assert b["params"].startswith("a=<data d") and b["params"].endswith("b=10")
@@ -63,6 +65,7 @@ def test_journal_successes_failures_retries(tmp_path, monkeypatch):
         for t in (a, b):
             assert t["node"] and t["t_submit"] <= t["t_dispatch"] <= t["t_start"] <= t["t_end"]
         assert j.deps_of(b["id"]) == [a["id"]]
+        assert j.deps_of(by_name["add"][3]["id"]) == [b["id"]]     # an edge to an ended task
         (fl,) = by_name["flaky"]
         assert fl["state"] == "DONE"
         detail = j.task(fl["id"])
@@ -77,7 +80,7 @@ def test_journal_successes_failures_retries(tmp_path, monkeypatch):
         assert "raise ValueError" in full["traceback"]
         assert [f["id"] for f in j.failed()] == [bd["id"]]
         c = j.counts()
-        assert (c["DONE"], c["FAILED"], c["CANCELLED"], c["retries"]) == (3, 1, 1, 2)
+        assert (c["DONE"], c["FAILED"], c["CANCELLED"], c["retries"]) == (4, 1, 1, 2)
         assert [n["name"] for n in j.nodes()] and j.nodes()[0]["slots"] == 2
     # The error the user sees names the task, the node and the command for its logs.
     msg = str(seen["err"])

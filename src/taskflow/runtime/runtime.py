@@ -455,7 +455,7 @@ class Runtime(RunState):
                 task.npending += 1
             if self.bus.active:     # the task itself: the bus makes the row later
                 self.bus.sub_rows.append(
-                    (task, [d._producer.id for d in deps if d._producer is not None])
+                    (task, [i for i in (d.producer_id() for d in deps) if i])
                     if deps else task)
             if aborted is not None:       # a task of the group raised GroupAbort already
                 from .rules.cancel import cancel_tasks

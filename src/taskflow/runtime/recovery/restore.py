@@ -324,7 +324,7 @@ class Resumer:
             return False
         if bus.active:
             bus.sub_rows.append(
-                (task, [d._producer.id for d in deps if d._producer is not None])
+                (task, [i for i in (d.producer_id() for d in deps) if i])
                 if deps else task)
             bus.emit(Resumed("restored", time.time(), task.id, task.spec.name, "",
                              f"from run {os.path.basename(self.store.run_dir)}"))
