@@ -46,6 +46,9 @@ LogLine = tuple[str, str]               # (STDOUT | STDERR | RAW, text)
 # a node's memory report (wire MemoryReport): (rss, bytes held, bytes spilled, paused,
 # [("spill", data id, bytes), ("read", 0, how many), ("pause" | "resume", 0, rss)])
 MemoryInfo = tuple[int, int, int, bool, list[tuple[Any, ...]]]
+# a value moved for a task (runtime.loop.fetches, relay): (t_start, bytes, from node, the
+# task that made it); the event's node is where it went ("master": to the master)
+MoveInfo = tuple[float, int, str, int]
 
 
 # -- a task's events ---------------------------------------------------------------
@@ -234,8 +237,20 @@ class Memory(NamedTuple):
     report: MemoryInfo
 
 
+class Moved(NamedTuple):
+    """A value over the inline limit reached the master or another node (``task_id``: the
+    task it moved for, 0 for the master's own wait; ``t``: when it arrived)."""
+
+    kind: Literal["moved"]
+    t: float
+    task_id: int
+    name: str
+    node: str
+    move: MoveInfo
+
+
 Event = Union[Submitted, Ready, Dispatched, Running, Ended, Retry, Resumed, Usage, Log,
-              NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested]
+              NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested, Moved]
 
 
 # -- a task's rows (plain tuples: see the module docstring) ---------------------------------

@@ -138,3 +138,21 @@ def test_the_exit_status_read_back_from_the_runs_end():
     assert status_of("failed", "the program stopped the run with code 4") == 4
     assert status_of("failed", "task bad (id 2) failed: ValueError: nope") == 1
     assert status_of("interrupted", "the allocation ended") is None
+
+
+def test_moving_a_large_value_is_said_in_status_logs_and_report(tmp_path):
+    (tmp_path / "wf.py").write_text(
+        "from taskflow import task, wait_on\n@task(returns=1)\ndef big():\n"
+        "    return b'x' * 3_000_000\nprint(len(wait_on(big())))\n")
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", "--run-dir",
+                        str(tmp_path / "runs"), "wf.py"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "3000000", r.stderr
+    st = _tf(tmp_path, "status").stdout
+    assert "values moved: 1 to the master (3 MB, " in st, st
+    assert "  the value of task 1 big: 3 MB from local to the master in " in st, st
+    (run_id,) = os.listdir(tmp_path / "runs")
+    logs = _tf(tmp_path, "logs", run_id, "1").stdout
+    assert "-- moved: the value of task 1 big: 3 MB from local to the master in " in logs, logs
+    rep = _tf(tmp_path, "report").stdout
+    assert "## Moving values" in rep and "Values moved: 1 to the master (3 MB" in rep, rep

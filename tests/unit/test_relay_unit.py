@@ -83,3 +83,20 @@ def test_copies_to_a_lost_node_end_and_their_waiters_go_on():
     relay.request(fut, b, ev)
     relay.node_lost(b)
     assert ev.is_set() and not relay.copies and fut._holders == {"a"}
+
+
+def test_a_finished_copy_says_what_it_moved_for_whom_and_how_long_it_took():
+    st, _, a, b, relay = _setup()
+    moved = []
+    st.bus.active = True
+    st.bus.emit = moved.append                  # (the bus's delivery is not this test's)
+    fut = _held(9, "a")
+    fut._tid = 4                                # made by task 4
+    reader = type("T", (), {"id": 12, "state": "WAITING"})()
+    relay.request(fut, b, reader)
+    relay.pulls()
+    relay.parts(a, [(9, 0, 100, b"z" * 100)])
+    (ev,) = moved
+    kind, t, tid, _, dst, (t0, size, src, producer) = ev
+    assert (kind, tid, dst, size, src, producer) == ("moved", 12, "b", 100, "a", 4)
+    assert t0 <= t

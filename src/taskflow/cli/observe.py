@@ -102,6 +102,7 @@ def status(run: str | None, run_dir: str | None) -> None:
             if len(failed) > 20:
                 click.echo(f"  ... and {len(failed) - 20} more")
         _retried(j, c["retries"])
+        _moved(j)
         state = r["state"]
     # as `taskflow run` does: non-zero for a run that failed or did not finish
     if state in ("failed", "interrupted"):
@@ -208,9 +209,23 @@ def _retried(j: Journal, count: int) -> None:
 
 
 def _attempts(t: dict[str, Any], j: Journal) -> None:
-    """``taskflow logs RUN TASK``: each attempt that ended in a retry, and why."""
+    """``taskflow logs RUN TASK``: each attempt that ended in a retry, and why; the moves
+    of its value and its inputs."""
     for n, (_t, node, why) in enumerate(j.retries(task=t["id"]).get(t["id"], []), 1):
         click.echo(f"-- attempt {n} on {node} ended: {_first_line(why)}; it ran again")
+    from ..observe import moves
+    for line in moves.of_task(j, t["id"]):
+        click.echo(f"-- moved: {line}")
+
+
+def _moved(j: Journal) -> None:
+    """What moving values took (observe.moves): the totals and the longest moves."""
+    from ..observe import moves
+    line = moves.totals(j)
+    if line:
+        click.echo(line)
+        for one in moves.longest(j):
+            click.echo(f"  {one}")
 
 
 def _first_line(text: str) -> str:

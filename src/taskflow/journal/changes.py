@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
 from .text import params_text, ref_summary, stream_paths
 
 if TYPE_CHECKING:
-    from ..events import (DoneWire, Dispatched, Ended, Event, Log, Memory, NodeGone, NodeJoin,
+    from ..events import (DoneWire, Dispatched, Ended, Event, Log, Memory, Moved, NodeGone,
+                          NodeJoin,
                           Nested, NodeNote, Ready, Resumed, Retry, Running, Sample,
                           SubmittedWire, Usage,
                           WholeWire)
@@ -99,6 +100,7 @@ class Changes:
         self.samples: list[tuple[Any, ...]] = []
         self.usage: list[tuple[int, float, int, int | None, int | None]] = []
         self.memory: list[tuple[Any, ...]] = []
+        self.moves: list[tuple[int, int, float, float, int, str, str]] = []
 
     def change(self, tid: int, ch: dict[str, Any]) -> None:
         """Columns of a row inserted already (an UPDATE)."""
@@ -295,6 +297,11 @@ def _usage(c: Changes, ev: Usage) -> None:
     c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None))
 
 
+def _moved(c: Changes, ev: Moved) -> None:
+    _, t, tid, _, dst, (t0, size, src, producer) = ev
+    c.moves.append((tid, producer, t0, t, size, src, dst))
+
+
 def _log(c: Changes, ev: Log) -> None:
     _, t, tid, _, node, (level, line) = ev
     n = c.nlogs.get(tid, 0) + 1
@@ -340,7 +347,7 @@ HANDLERS: dict[str, Callable[[Changes, Any], None]] = {
     "ready": _ready, "dispatched": _dispatched, "running": _running,
     "done": _ended, "failed": _ended, "cancelled": _ended, "interrupted": _ended,
     "retry": _retry, "rerun": _resumed, "restored": _resumed, "adopted": _resumed,
-    "usage": _usage, "log": _log, "nested": _nested,
+    "usage": _usage, "log": _log, "nested": _nested, "moved": _moved,
     "node_join": _node_join, "node_lost": _node_gone, "node_left": _node_gone,
     "node_state": _node_state, "sample": _sample, "memory": _memory,
 }

@@ -479,6 +479,30 @@ class Journal:
             return self._all("SELECT * FROM memory WHERE node=? ORDER BY t", (node,))
         return self._all("SELECT * FROM memory ORDER BY t")
 
+    def moves(self, task: int | None = None) -> list[dict[str, Any]]:
+        """Values over the inline limit that moved (to the master, between nodes), in the
+        order they arrived; ``task``: those made by it or moved for it."""
+        sql = "SELECT task_id, producer, t_start, t_end, bytes, src, dst FROM moves"
+        args: tuple[Any, ...] = ()
+        if task is not None:
+            sql += " WHERE task_id=? OR producer=?"
+            args = (task, task)
+        try:
+            return self._all(sql + " ORDER BY t_end", args)
+        except sqlite3.OperationalError:        # a journal from before moves were kept
+            return []
+
+    def moved(self) -> dict[str, tuple[int, int, float]]:
+        """Totals of the moves: "to the master" and "between nodes" -> (values, bytes,
+        seconds spent moving them, added up)."""
+        try:
+            rows = self._rows("SELECT dst = 'master', COUNT(*), SUM(bytes), "
+                              "SUM(t_end - t_start) FROM moves GROUP BY dst = 'master'")
+        except sqlite3.OperationalError:
+            return {}
+        return {("to the master" if master else "between nodes"): (n, b or 0, s or 0.0)
+                for master, n, b, s in rows}
+
 
 def list_runs(root: str | None = None) -> list[dict[str, Any]]:
     """Every run under ``root`` with its state and task counts, oldest first."""

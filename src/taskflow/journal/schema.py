@@ -23,6 +23,10 @@ logs        every captured output line: task, time, level (STDOUT, STDERR,
 usage       CPU seconds, peak resident bytes and bytes read and written (rchar,
             wchar) of a task, measured on its node (tasks not known to be short:
             taskflow.agent.executor.usage); the last attempt
+moves       values over the inline limit that moved (runtime.loop.fetches, relay): when
+            the move began and ended, bytes, from which node to which ("master": to the
+            master), the task it moved for (0: the master's own wait) and the task that
+            made the value
 memory      what a node's memory budget did (agent.memory): one row per report,
             with its resident bytes, bytes of values held in memory and on
             disk, whether it is paused, and the values spilled (count,
@@ -68,6 +72,9 @@ CREATE TABLE IF NOT EXISTS logs (
 CREATE INDEX IF NOT EXISTS logs_task ON logs(task_id, id);
 CREATE TABLE IF NOT EXISTS usage (
     task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER, rchar INTEGER, wchar INTEGER);
+CREATE TABLE IF NOT EXISTS moves (
+    task_id INTEGER, producer INTEGER, t_start REAL, t_end REAL, bytes INTEGER, src TEXT,
+    dst TEXT);
 CREATE TABLE IF NOT EXISTS memory (
     node TEXT, t REAL, rss INTEGER, held INTEGER, spilled INTEGER, paused INTEGER,
     spills INTEGER, spilled_bytes INTEGER, reads INTEGER);

@@ -223,6 +223,8 @@ class JournalDB:
                            "VALUES (?,?,?,?,?)", c.usage)
         if c.memory:
             db.executemany("INSERT INTO memory VALUES (?,?,?,?,?,?,?,?,?)", c.memory)
+        if c.moves:
+            db.executemany("INSERT INTO moves VALUES (?,?,?,?,?,?,?)", c.moves)
 
     def _insert_held(self, new: dict[int, Row], final: bool) -> None:
         """Insert the rows in hand of tasks that ended, or that waited HOLD (all: final)."""

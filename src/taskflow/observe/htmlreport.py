@@ -178,6 +178,7 @@ def _timeline(j: Journal, f: dict[str, Any], pt: PerTask, col: dict[str, str]) -
             "task name and outlined red when it failed; hover for its queue wait, run time, CPU "
             "time and peak memory. Above it: the tasks ready but waiting for a slot.</p>"
             + (f"<p class=note>{escape(note)}</p>" if note else "")
+            + _moved_note(f)
             + timeline.queue_svg(pt.ready, starts, t0, t1)
             + f'<div class="legend">{legend}</div>' + svg + "</section>")
 
@@ -191,6 +192,26 @@ def _graph(j: Journal, tasks: list[dict[str, Any]]) -> str:
             f'</button></h2><p class=note>{what}; fill: state, outline: task name. Click to '
             f'zoom to full size.</p><div class="graph" id="graph-box" data-kind="{kind}">'
             + svg + "</div></section>")
+
+
+def _moved_note(f: dict[str, Any]) -> str:
+    """Moving values takes time no bar shows (a task's bar ends when it made its value)."""
+    m = f.get("moves") or {}
+    if not m.get("totals"):
+        return ""
+    return (f"<p class=note>{escape(m['totals'][0].upper() + m['totals'][1:])}: time outside "
+            "the bars (a task's bar ends when it made its value); "
+            '<a href="#moves">the longest moves</a>.</p>')
+
+
+def _moves(f: dict[str, Any]) -> str:
+    m = f.get("moves") or {}
+    if not m.get("totals"):
+        return ""
+    return ('<section id="moves"><h2>Moving values</h2><p class=note>Values over the inline '
+            "limit stay on the node that made them and move when the master or a task on "
+            f"another node needs them. {escape(m['totals'])}.</p><ul>"
+            + "".join(f"<li>{escape(ln)}</li>" for ln in m["longest"]) + "</ul></section>")
 
 
 def _memory(f: dict[str, Any]) -> str:
@@ -264,7 +285,7 @@ def page(j: Journal, f: dict[str, Any], pt: PerTask, head: dict[str, Any],
     col = colours(list(f["per_name"]))
     d = distributions.per_name(pt.ran, pt.usage, pt.queued)
     sections = [_failures(fails), _per_name(f), _resources(f, d, col), _timeline(j, f, pt, col),
-                _graph(j, tasks), _memory(f), _model(f, pt)]
+                _graph(j, tasks), _moves(f), _memory(f), _model(f, pt)]
     nav = "".join(f'<a href="#{a}">{t}</a>' for a, t in (
         ("failures", "Failures"), ("names", "Tasks by name"), ("resources", "Resources"),
         ("timeline", "Timeline"), ("graph", "Graph"), ("model", "Scheduling model")))

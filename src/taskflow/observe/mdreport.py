@@ -146,7 +146,7 @@ def to_markdown(f: dict[str, Any], head: dict[str, Any] | None = None,
     for t in f["longest"]:
         lines.append(f"| {t['id']} | {t['name']} | {t['node']} | {t['seconds']:.4f} | "
                      f"{(t['params'] or '').replace('|', '/')[:80]} |")
-    lines += ["", *_memory_section(f),
+    lines += ["", *_memory_section(f), *_moves_section(f),
               "## Time queued vs running", "",
               f"Ready but waiting for a slot: {f['queued']:.3f} s in total; running: "
               f"{f['running']:.3f} s.", "",
@@ -160,6 +160,15 @@ def to_markdown(f: dict[str, Any], head: dict[str, Any] | None = None,
     lines += _held_section(f)
     lines += _slurm_section(f)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _moves_section(f: dict[str, Any]) -> list[str]:
+    """What moving values over the inline limit took (observe.moves)."""
+    m = f.get("moves") or {}
+    if not m.get("totals"):
+        return []
+    return ["## Moving values", "", m["totals"][0].upper() + m["totals"][1:] + ".", "",
+            *[f"- {ln}" for ln in m["longest"]], ""]
 
 
 def _slurm_section(f: dict[str, Any]) -> list[str]:

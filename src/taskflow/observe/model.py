@@ -80,7 +80,11 @@ def _compute(j: Journal, keep: bool) -> tuple[dict[str, Any], PerTask | None]:
         counts = j.counts()
         mem = memory_figures(j.each_memory(), nodes, t_last)
         slurm = [ln["line"] for ln in j.logs(task=0, levels=["SLURM"], limit=SLURM_LINES)]
-    return _figures(s, run, nodes, counts, mem, slurm), _kept(s)
+        from . import moves     # what moving values took (none: no section)
+        moved = {"totals": moves.totals(j), "longest": moves.longest(j)}
+    f = _figures(s, run, nodes, counts, mem, slurm)
+    f["moves"] = moved
+    return f, _kept(s)
 
 
 def _kept(s: Scan) -> PerTask | None:

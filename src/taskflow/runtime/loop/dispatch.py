@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import traceback
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 
@@ -25,11 +26,12 @@ from ...wire import messages as M
 from ...wire import protocol as P
 from ...wire.adoption import PING_EVERY
 from .. import gctune
-from ..rules import lineage, outcomes
+from ..rules import outcomes
 from ..rules.cancel import cancel_tasks
 from ...events import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
 from .pause import PauseWatch
+from .fetches import Fetches
 from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
 from ...errors import RecordFailed
@@ -50,16 +52,6 @@ if TYPE_CHECKING:
     from ..rules.outcomes import Callbacks
     from ..recovery.recovery import Recovery
     from ..state import RunState
-
-
-class _Fetch:
-    """A value being brought from a node to the master, and who waits for it."""
-
-    __slots__ = ("fut", "waiters")
-
-    def __init__(self, fut: Future, waiter: Waiter) -> None:
-        self.fut = fut
-        self.waiters: list[Waiter] = [waiter]
 
 
 class Dispatcher:
@@ -86,8 +78,7 @@ class Dispatcher:
         self.ident: int | None = None          # the loop thread
         self.closing = False
         self.crashed: str | None = None
-        self.fetches: dict[int, _Fetch] = {}   # data id -> value being fetched
-        self.fetch_queue: list[tuple[NodeHandle, Future]] = []   # FETCH frames to send
+        self.fetches = Fetches(rt, self.wake)  # values on their way to the master
         self.data_out: dict[NodeHandle, list[M.DataItem]] = {}   # values for chained tasks
         self.cancel_out: dict[NodeHandle, list[int]] = {}        # task ids taken back
         self.ping_at = float("inf")     # when to tell the nodes the master is there (PING)
@@ -184,27 +175,10 @@ class Dispatcher:
     # -- Comm: what the outcome rules ask of the nodes (runtime lock held) ----------------
     def request_fetch(self, fut: Future, waiter: Waiter) -> None:
         """Get ``fut``'s value from a node holding it."""
-        did = fut._did
-        fetch = self.fetches.get(did)
-        if fetch is None:
-            node = self.rt.scheduler.holder(fut)
-            if node is None:
-                if lineage.recompute(self.rt, fut, waiter):   # lost with its node: rerun
-                    self.wake()
-                    return
-                if isinstance(waiter, threading.Event):
-                    waiter.set()
-                return
-            self.fetches[did] = _Fetch(fut, waiter)
-            self.fetch_queue.append((node, fut))
-        else:
-            fetch.waiters.append(waiter)
-        self.wake()
+        self.fetches.request(fut, waiter)
 
     def drop_fetches(self) -> list[Waiter]:
-        waiters = [w for f in self.fetches.values() for w in f.waiters]
-        self.fetches.clear()
-        return waiters
+        return self.fetches.drop()
 
     def watch_remote(self, fut: Future, node: str | None = None) -> None:
         self.remote.watch(fut, node)
@@ -305,7 +279,7 @@ class Dispatcher:
                     outcomes.fail_everything(rt, RuntimeError(rt.dead), cbs)
                 sends = self.outbox.prepare(rt.scheduler.assign(), cbs) \
                     if rt.scheduler.ready and not rt.interrupting else {}
-                fetches, self.fetch_queue = self.fetch_queue, []
+                fetches = self.fetches.take_queue()
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)
                 pulls = self.relay.pulls() if self.relay else None
@@ -428,24 +402,10 @@ class Dispatcher:
                 self._started(node, body)   # producer's result is in (npending 0)
             elif op == M.LOG:
                 self._logs(node, body)
-            elif op == M.DATA:
+            elif op == M.DATA:      # values fetched (kept in the resume log too)
+                keep = partial(self._keep_fetched, cbs) if self.recovery.log else None
                 for did, payload in body:
-                    fetch = self.fetches.pop(did, None)
-                    if fetch is None:
-                        continue
-                    if payload is not None:
-                        fetch.fut.fetched(payload)
-                        resume_log = self.recovery.log
-                        if resume_log is not None:      # kept for a resume too
-                            try:
-                                resume_log.fetched(did, payload)
-                            except RecordFailed as exc:
-                                record_failed(rt, str(exc), cbs)
-                    for w in fetch.waiters:
-                        if isinstance(w, threading.Event):
-                            w.set()
-                        elif w.state == T.READY:
-                            rt.scheduler.push(w)
+                    self.fetches.arrived(did, payload, keep)
             elif op == M.SAMPLE:
                 node.sample = body
                 if rt.bus.active:
@@ -530,6 +490,14 @@ class Dispatcher:
                                (report.rss, report.held, report.spilled, report.paused,
                                 [tuple(e) for e in report.events])))
 
+    def _keep_fetched(self, cbs: Callbacks, did: int, payload: M.Payload) -> None:
+        """A value fetched to the master, in the resume log before anyone reads it."""
+        assert self.recovery.log is not None
+        try:
+            self.recovery.log.fetched(did, payload)
+        except RecordFailed as exc:
+            record_failed(self.rt, str(exc), cbs)
+
     def _started(self, node: NodeHandle, entries: list[tuple[int, float]]) -> None:
         """Tasks that began to run on ``node`` (not sent for known-short functions)."""
         bus = self.rt.bus
@@ -573,13 +541,7 @@ class Dispatcher:
             pass
         rt = self.rt
         self.relay.node_lost(node)
-        for did, fetch in list(self.fetches.items()):
-            fut = fetch.fut
-            if fut._holders and node.name in fut._holders:
-                fut._holders.discard(node.name)
-                del self.fetches[did]               # ask another holder, or recompute
-                for w in fetch.waiters:
-                    self.request_fetch(fut, w)
+        self.fetches.node_lost(node)            # ask another holder, or recompute
         left = node.leaving is not None
         if left:
             reason = f"left: {node.leaving}"

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import pickle
 import threading
+import time
 from typing import TYPE_CHECKING
 
+from ...events import Moved
 from ...future import FINISHED
 from ...graph import task as T
 from ...wire import messages as M
@@ -45,7 +47,7 @@ IN_FLIGHT = 64 * 2**20     # bytes asked for and not yet forwarded, all copies t
 class Copy:
     """One value on its way from ``src`` to ``dst``."""
 
-    __slots__ = ("fut", "src", "dst", "total", "asked", "sent", "waiters")
+    __slots__ = ("fut", "src", "dst", "total", "asked", "sent", "waiters", "t0")
 
     def __init__(self, fut: Future, src: NodeHandle, dst: NodeHandle, waiter: Waiter) -> None:
         self.fut = fut
@@ -55,6 +57,7 @@ class Copy:
         self.asked = 0           # the first part; bytes asked for so far
         self.sent = 0            # bytes forwarded to dst
         self.waiters: list[Waiter] = [waiter]
+        self.t0 = time.time()
 
 
 class Relay:
@@ -137,6 +140,11 @@ class Relay:
         fut = c.fut
         fut.held_by(c.dst.name)
         self.rt.comm.watch_remote(fut)
+        bus = self.rt.bus
+        if bus.active:      # for the first task that waited (a move serves them all)
+            tid = next((w.id for w in c.waiters if not isinstance(w, threading.Event)), 0)
+            bus.emit(Moved("moved", time.time(), tid, "", c.dst.name,
+                           (c.t0, c.total, c.src.name, fut.producer_id())))
         self._release(c.waiters)
 
     def _release(self, waiters: list[Waiter]) -> None:

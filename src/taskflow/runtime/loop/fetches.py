@@ -1,0 +1,118 @@
+"""Values brought from a node to the master (a ``wait_on`` of a value left on its node, a
+nested call's argument): who waits for each, the FETCH frames to send, and what the
+move cost.
+
+A value over the inline limit stays on the node that made it and moves only when
+asked for (docs/guide/memory.md). Moving a large one can take longer than the task
+that made it, so each fetch is timed from the request to the value's arrival and
+said on the bus (a ``moved`` event: the journal's ``moves`` table, ``taskflow
+status``, the report), beside the node-to-node copies of :mod:`.relay`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Callable
+
+from ...events import Moved
+from ...graph import task as T
+from ...wire import messages as M
+from ..rules import lineage
+
+if TYPE_CHECKING:
+    from ...future import Future
+    from ...providers.handle import NodeHandle
+    from ..state import RunState, Waiter
+
+MASTER = "master"       # the destination's name in a move to the master
+
+
+class _Fetch:
+    """A value being brought from a node to the master, and who waits for it."""
+
+    __slots__ = ("fut", "waiters", "src", "t0")
+
+    def __init__(self, fut: Future, waiter: Waiter, src: str) -> None:
+        self.fut = fut
+        self.waiters: list[Waiter] = [waiter]
+        self.src = src
+        self.t0 = time.time()
+
+
+def size_of(payload: M.Payload) -> int:
+    """Bytes of a pickled value as it travels."""
+    if isinstance(payload, (bytes, bytearray, memoryview)):
+        return len(payload)
+    return int(getattr(payload, "size", 0) or 0)
+
+
+class Fetches:
+    """The values on their way to the master (the loop thread's; requests under the lock)."""
+
+    def __init__(self, rt: RunState, wake: Callable[[], None]) -> None:
+        self.rt = rt
+        self.wake = wake
+        self.pending: dict[int, _Fetch] = {}        # data id -> value being fetched
+        self.queue: list[tuple[NodeHandle, Future]] = []   # FETCH frames to send
+
+    def request(self, fut: Future, waiter: Waiter) -> None:
+        """Get ``fut``'s value from a node holding it (or make it again: lineage)."""
+        did = fut._did
+        fetch = self.pending.get(did)
+        if fetch is None:
+            node = self.rt.scheduler.holder(fut)
+            if node is None:
+                if lineage.recompute(self.rt, fut, waiter):   # lost with its node: rerun
+                    self.wake()
+                    return
+                if isinstance(waiter, threading.Event):
+                    waiter.set()
+                return
+            self.pending[did] = _Fetch(fut, waiter, node.name)
+            self.queue.append((node, fut))
+        else:
+            fetch.waiters.append(waiter)
+        self.wake()
+
+    def take_queue(self) -> list[tuple[NodeHandle, Future]]:
+        out, self.queue = self.queue, []
+        return out
+
+    def drop(self) -> list[Waiter]:
+        """Nothing will come any more: the waiters, to release."""
+        waiters = [w for f in self.pending.values() for w in f.waiters]
+        self.pending.clear()
+        return waiters
+
+    def arrived(self, did: int, payload: M.Payload | None,
+                keep: Callable[[int, M.Payload], None] | None = None) -> None:
+        """The value of ``did`` came (None: its node had it no more): ``keep`` records it
+        (the resume log) before its waiters go on."""
+        fetch = self.pending.pop(did, None)
+        if fetch is None:
+            return
+        if payload is not None:
+            fut = fetch.fut
+            fut.fetched(payload)
+            bus = self.rt.bus
+            if bus.active:
+                bus.emit(Moved("moved", time.time(), 0, "", MASTER,
+                               (fetch.t0, size_of(payload), fetch.src, fut.producer_id())))
+            if keep is not None:
+                keep(did, payload)
+        sched = self.rt.scheduler
+        for w in fetch.waiters:
+            if isinstance(w, threading.Event):
+                w.set()
+            elif w.state == T.READY:
+                sched.push(w)
+
+    def node_lost(self, node: NodeHandle) -> None:
+        """Fetches from a lost node ask another holder, or make the value again."""
+        for did, fetch in list(self.pending.items()):
+            fut = fetch.fut
+            if fut._holders and node.name in fut._holders:
+                fut._holders.discard(node.name)
+                del self.pending[did]
+                for w in fetch.waiters:
+                    self.request(fut, w)
