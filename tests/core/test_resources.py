@@ -13,7 +13,7 @@ import time
 import pytest
 
 import taskflow
-from taskflow import UsageError, constraint, task, wait_on
+from taskflow import FILE_OUT_STDOUT, UsageError, binary, constraint, task, wait_on
 from taskflow.graph.resources import FRACTION
 from taskflow.providers.cluster import ClusterConfigError, parse_cluster
 from taskflow.providers.local import LocalProvider
@@ -154,6 +154,13 @@ def small(tmp_path, monkeypatch):
         yield r
 
 
+@constraint(resources={"license": 1, "gpu": 0.5})
+@binary(binary="sh", args="-c {{script}}")
+@task(out=FILE_OUT_STDOUT)
+def program_sees(script, out):
+    pass
+
+
 def _asking(**kw):
     return constraint(**kw)(task()(lambda: None))
 
@@ -169,6 +176,10 @@ def test_requests_no_node_can_meet_fail_at_call_time(small):
     with pytest.raises(UsageError, match=r"\(16 cores\) or \(1 core, gpu 2\).*never give"):
         _asking(variants=[{"cores": 16}, {"gpus": 2}])()
     assert wait_on(_asking(resources={"gpu": 0.5, "license": 2})()) is None
+    program_sees('echo "$CUDA_VISIBLE_DEVICES $TASKFLOW_RESOURCES"', "seen.txt")
+    taskflow.barrier()
+    assert open("seen.txt").read() == \
+        '0 {"gpu": {"amount": 0.5, "indices": [0]}, "license": {"amount": 1}}\n'
 
 
 def test_bad_amounts_and_keys_are_refused_when_declared():
