@@ -228,3 +228,24 @@ def test_cluster_file_resources():
                       ("gpus: 2\n    resources: {gpu: [0]}", "disagree")]:
         with pytest.raises(ClusterConfigError, match=f"<cluster>:[23]: nodes\\[0\\].*{msg}"):
             parse_cluster(f"nodes:\n  - local: true\n    {text}\n")
+
+
+def test_resource_tasks_fail_when_the_only_node_with_it_is_lost(tmp_path, monkeypatch):
+    """Node a has the only license; it is killed while one license task runs there and
+    another waits: both fail naming the license (no wait for a node that cannot come)."""
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(providers=[LocalProvider(1, name="a", resources={"license": 1}),
+                                     LocalProvider(1, name="b")],
+                          run_dir=str(tmp_path / "runs")) as rt:
+        running = hold_license(str(tmp_path / "never"))
+        waiting = hold_license(str(tmp_path / "never"))
+        (a,) = [n for n in rt.nodes if n.name == "a"]
+        end = time.time() + DEADLINE
+        while running._producer is not None and running._producer.state != "RUNNING":
+            assert time.time() < end
+            time.sleep(0.01)
+        a.proc.kill()
+        for fut in (running, waiting):
+            with pytest.raises(taskflow.TaskError, match=r"needs \(1 core, license 1\), "
+                                                         r"which the remaining nodes can never"):
+                wait_on(fut)

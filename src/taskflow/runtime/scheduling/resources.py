@@ -255,15 +255,28 @@ def check(need: tuple[Variant, ...], cus: int, mem: float, nodes: list[NodeHandl
                     f"of tokens on every node that has it, not a list of devices: ask for a "
                     f"whole number (fractions share one device of an indexed resource such "
                     f"as gpu: [0, 1]).")
-    for v in need:
-        c = v.cus if v.cus is not None else cus
-        if any(n.slots >= c and n.memory_gb >= mem and p.could(v.amounts) for n, p in have):
-            return
-    asked = " or ".join(f"({describe(v, cus, mem)})" for v in need)
+    asked = never(need, cus, mem, alive)
+    if asked is None:
+        return
     raise UsageError(
         f"task {name} needs {asked}, but the nodes of this run can never give that: "
         f"{_nodes(have)}. Lower the request or declare more on a node (the cluster file's "
         f"resources:, LocalProvider(resources=...)).")
+
+
+def never(need: tuple[Variant, ...], cus: int, mem: float,
+          nodes: list[NodeHandle]) -> str | None:
+    """None if some live node of ``nodes`` could ever run one of the variants (nothing
+    else running there); else the request, described (``(16 cores) or (4 cores, gpu 1)``)."""
+    for n in nodes:
+        if not n.usable:
+            continue
+        pool = Pool(n, declared_of(n))
+        for v in need:
+            if n.slots >= (v.cus if v.cus is not None else cus) and n.memory_gb >= mem \
+                    and pool.could(v.amounts):
+                return None
+    return " or ".join(f"({describe(v, cus, mem)})" for v in need)
 
 
 def _nodes(have: list[tuple[NodeHandle, Pool]]) -> str:
