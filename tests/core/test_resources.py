@@ -14,7 +14,7 @@ import pytest
 
 import taskflow
 from taskflow import FILE_OUT_STDOUT, UsageError, binary, constraint, task, wait_on
-from taskflow.graph.resources import FRACTION
+from taskflow.graph.resources import FRACTION, from_text
 from taskflow.providers.cluster import ClusterConfigError, parse_cluster
 from taskflow.providers.local import LocalProvider
 from taskflow.runtime.scheduling.resources import Pool
@@ -197,6 +197,14 @@ def test_bad_amounts_and_keys_are_refused_when_declared():
         _asking(resources={"gpu": 1}, variants=[{"gpu": 1}])
     with pytest.raises(UsageError, match="cores must be an int >= 1"):
         _asking(variants=[{"cores": 0}])
+
+
+def test_resources_from_a_command_line():
+    assert from_text(["gpu=0.25", "license=1"], "--resource") == {"gpu": 0.25, "license": 1}
+    for bad, msg in [("gpu", "not NAME=AMOUNT"), ("gpu=x", "is not a number"),
+                     ("gpu=0", "amount > 0"), ("=1", "not NAME=AMOUNT")]:
+        with pytest.raises(UsageError, match=msg):
+            from_text([bad], "--resource")
 
 
 def test_fractions_pack_onto_the_fullest_device_and_never_pass_one():

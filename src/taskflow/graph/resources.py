@@ -90,6 +90,26 @@ def amounts(resources: Any, where: str) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(out.items()))
 
 
+def from_text(items: list[str], where: str) -> dict[str, int | float]:
+    """``["gpu=0.25", "license=1"]`` (a command line's ``--resource NAME=AMOUNT``) as the
+    mapping ``resources=`` takes, checked as :func:`amounts` checks it."""
+    out: dict[str, int | float] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"{where}: {item!r} is not NAME=AMOUNT (such as gpu=0.25 or "
+                             f"license=1).")
+        try:
+            value: int | float = int(text) if text.strip().isdigit() else float(text)
+        except ValueError:
+            raise UsageError(f"{where}: {item!r}: the amount {text!r} is not a number.") \
+                from None
+        out[name] = value
+    amounts(out, where)
+    return out
+
+
 def variant(v: Any, where: str) -> Variant:
     """One entry of ``variants=``: ``cores`` (or ``computing_units``) and resource names
     (``gpus``, ``license``...) with their amounts. Memory is the task's own
