@@ -26,6 +26,9 @@ from .param import OBJECT_KIND, Param
 from .resources import Variant, request
 
 ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
+# what @constraint sets (TaskSpec.set_constraints puts them back if the new ones are refused)
+_CONSTRAINTS = ("computing_units", "memory_size", "memory_limit", "processors", "resources",
+                "variants")
 
 
 # Every task function declared in this process, by ``module:qualname``: what a running
@@ -128,14 +131,11 @@ class TaskSpec:
         """Record a ``@constraint`` (values may be expressions: graph.expr; ``resources``
         and ``variants``: graph.resources). A bad value raises UsageError and leaves the
         spec as it was."""
-        if resources is not None or variants is not None:
-            where = f"@constraint on {self.name}"
-            request(resources if resources is not None else self.resources,
-                    variants if variants is not None else self.variants, where)  # (checks)
-            if resources is not None:
-                self.resources = dict(resources)
-            if variants is not None:
-                self.variants = list(variants)
+        before = {k: getattr(self, k) for k in _CONSTRAINTS}
+        if resources is not None:
+            self.resources = dict(resources)
+        if variants is not None:
+            self.variants = list(variants)
         if computing_units is not None:
             self.computing_units = computing_units
         if memory_size is not None:
@@ -144,7 +144,13 @@ class TaskSpec:
             self.memory_limit = memory_limit
         if processors is not None:
             self.processors = processors
-        self._declared()
+        try:
+            self._declared()
+        except UsageError:
+            for k, v in before.items():
+                setattr(self, k, v)
+            self._declared()
+            raise
 
     def declare_io(self) -> None:
         """The task only reads and writes (PyCOMPSs's ``@IO`` with I/O executors): it holds
