@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "binary": ".api.binary", "constraint": ".api.constraint", "container": ".api.container",
     "mpi": ".api.mpi",
     "multinode": ".api.multinode", "ompss": ".api.ompss", "task": ".api.task",
-    "workflow": ".api.workflow",
+    "workflow": ".api.workflow", "task_resources": ".api.granted",
     "Executor": ".api.executor",
     "Future": ".future", "ProgramFailed": ".errors", "Runtime": ".runtime.runtime",
 }

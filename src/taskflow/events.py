@@ -86,6 +86,18 @@ class Dispatched(NamedTuple):
     slots: list[tuple[str, int]] | None  # [(node, slots)] held, when not one slot of node
 
 
+class Granted(NamedTuple):
+    """A task that asks for named resources or gives variants was given them on dispatch
+    (runtime.scheduling.resources): the journal's RESOURCES transition of that attempt."""
+
+    kind: Literal["granted"]
+    t: float
+    task_id: int
+    name: str
+    node: str
+    given: str     # JSON: {"variant": i or null, "cores": n, "resources": {name: {...}}}
+
+
 class Running(NamedTuple):
     """The node started the task (not sent for tasks known to be short)."""
 
@@ -249,8 +261,8 @@ class Moved(NamedTuple):
     move: MoveInfo
 
 
-Event = Union[Submitted, Ready, Dispatched, Running, Ended, Retry, Resumed, Usage, Log,
-              NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested, Moved]
+Event = Union[Submitted, Ready, Dispatched, Granted, Running, Ended, Retry, Resumed, Usage,
+              Log, NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested, Moved]
 
 
 # -- a task's rows (plain tuples: see the module docstring) ---------------------------------

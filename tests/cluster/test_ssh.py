@@ -266,6 +266,34 @@ print("HOSTS", sorted(set(names)))
     assert r.returncode == 2 and "bad.yaml:3: unknown key 'prot'" in r.stderr
 
 
+def test_resources_declared_in_the_cluster_file(ssh_hosts, tmp_path, monkeypatch):
+    """h1 declares a license, h2 two GPUs (cluster file): license tasks run on h1, half-GPU
+    tasks on h2, both on device 0 (a fraction fills the fullest device first); a name
+    neither node declares is refused when the task is called, naming both nodes'."""
+    from taskflow.providers.cluster import runtime_options
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cluster.yaml").write_text(f"known_hosts: {ssh_hosts.known_hosts}\nnodes:\n"
+                                           + "".join(f"""\
+  - name: h{i}
+    host: {h}
+    user: root
+    identity_file: {ssh_hosts.key}
+    computing_units: 2
+    python: {sys.executable}
+    working_dir: {tmp_path}/wd-h{i}
+    resources: {res}
+""" for i, (h, res) in enumerate(zip(ssh_hosts.hosts, ["{license: 1}", "{gpu: [0, 1]}"]), 1)))
+    with taskflow.Runtime(**runtime_options(str(tmp_path / "cluster.yaml"), "locality"),
+                          run_dir=str(tmp_path / "runs")):
+        lic = wait_on([S.licensed() for _ in range(3)])
+        gpu = wait_on([S.half_gpu() for _ in range(2)])
+        with pytest.raises(taskflow.UsageError, match=r"'socket'.*h1: 2 cores.*license 1.*"
+                                                       r"h2: 2 cores.*gpu \[0, 1\]"):
+            taskflow.constraint(resources={"socket": 1})(taskflow.task()(lambda: None))()
+    assert lic == [("h1", '{"license": {"amount": 1}}')] * 3
+    assert gpu == [("h2", "0")] * 2
+
+
 @pytest.mark.skipif(S._mpi is None, reason="@mpi is not available")
 def test_mpi_allreduce_over_both_hosts(ssh_hosts, tmp_path, monkeypatch):
     import shutil

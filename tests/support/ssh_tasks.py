@@ -5,7 +5,7 @@ import os
 import socket
 import time
 
-from taskflow import FILE_IN, FILE_INOUT, FILE_OUT, task
+from taskflow import FILE_IN, FILE_INOUT, FILE_OUT, constraint, task
 
 
 @task(returns=2)
@@ -107,3 +107,15 @@ if _mpi is not None:
         total = comm.allreduce(x * (comm.Get_rank() + 1))
         hosts = comm.gather(socket.gethostname())
         return [total, sorted(hosts) if comm.Get_rank() == 0 else None]
+
+
+@constraint(resources={"license": 1})
+@task(returns=2)
+def licensed():
+    return socket.gethostname(), os.environ.get("TASKFLOW_RESOURCES")
+
+
+@constraint(resources={"gpu": 0.5})
+@task(returns=2)
+def half_gpu():
+    return socket.gethostname(), os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -9,6 +9,15 @@ parameters (``computing_units="$NCPUS"``, ``"2 * n"``), evaluated when the
 task is called (:mod:`taskflow.graph.expr`, :mod:`taskflow.runtime.calltime`). ``processors=[{processorType:
 GPU, computingUnits: 1}]`` asks for GPUs: the task gets CUDA_VISIBLE_DEVICES.
 
+``resources={"gpu": 0.25, "license": 1}`` asks for named resources the
+nodes declare (the cluster file's ``resources:``): a count of tokens, whole
+devices, or a fraction below 1 of one device that other tasks share (never
+more than 1.0 of a device in use). ``variants=[{"gpus": 1, "cores": 4},
+{"cores": 16}]`` gives alternatives: the first that fits when the task is
+started is taken. The task's environment says what it got
+(``TASKFLOW_RESOURCES``, ``TASKFLOW_VARIANT``, ``CUDA_VISIBLE_DEVICES``;
+:func:`taskflow.task_resources`). See :mod:`taskflow.graph.resources`.
+
 ``memory_limit=True`` makes ``memory_size`` a limit as well: a call that
 grows past it is stopped with :class:`~taskflow.errors.TaskMemoryExceeded`
 (``Runtime(memory_limit=True)`` does so for every task that declares a
@@ -19,12 +28,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..errors import UsageError
+from ..graph.resources import request
 from .hints import did_you_mean
 from .task import TaskFunction
 
 _KNOWN = {"computing_units", "memory_size", "processors", "memory_type", "storage_size",
           "storage_type", "operating_system_type", "host_queues", "app_software",
-          "memory_limit"}
+          "memory_limit", "resources", "variants"}
 
 
 def _check(name: str, computing_units: Any, memory_size: Any) -> None:
@@ -63,7 +73,9 @@ def _check_expressions(name: str, target: Any, **values: Any) -> None:
 
 
 def constraint(computing_units: Any = None, memory_size: Any = None, **others: Any) -> Callable[..., Any]:
-    """Declare what the task needs: slots, memory (GB), GPUs (see the module docstring)."""
+    """Declare what the task needs: slots, memory (GB), GPUs, named resources, variants (see
+    the module docstring). ``constraint(resources={...})(task_function)`` sets them on a
+    task already made (``taskflow map`` does: its ``--resource NAME=AMOUNT``)."""
     unknown = sorted(set(others) - _KNOWN)
     if unknown:
         known = ["computing_units", "memory_size", *sorted(_KNOWN - {"computing_units",
@@ -86,6 +98,10 @@ def constraint(computing_units: Any = None, memory_size: Any = None, **others: A
                            memory_size=memory_size)
         values = {"computing_units": computing_units, "memory_size": memory_size,
                   "processors": others.get("processors"), "memory_limit": limit}
+        if others.get("resources") is not None or others.get("variants") is not None:
+            where = f"@constraint on {name}"
+            request(others.get("resources"), others.get("variants"), where)   # (checks now)
+            values.update(resources=others.get("resources"), variants=others.get("variants"))
         if isinstance(target, TaskFunction):
             target.spec.set_constraints(**values)
             return target

@@ -23,8 +23,12 @@ from ..wire.invocation import Container, HookProgram, Hooks, Invocation, Limits,
 from .decl import ProgramDecl
 from .expr import Expr, gpus_wanted
 from .param import OBJECT_KIND, Param
+from .resources import Variant, request
 
 ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
+# what @constraint sets (TaskSpec.set_constraints puts them back if the new ones are refused)
+_CONSTRAINTS = ("computing_units", "memory_size", "memory_limit", "processors", "resources",
+                "variants")
 
 
 # Every task function declared in this process, by ``module:qualname``: what a running
@@ -87,6 +91,8 @@ class TaskSpec:
         self.memory_size = 0.0
         self.memory_limit: bool | None = None    # memory_size is a limit (None: the run's)
         self.processors: list[Any] = []
+        self.resources: dict[str, Any] | None = None   # @constraint(resources=) as given
+        self.variants: list[dict[str, Any]] | None = None   # @constraint(variants=) as given
         self.invoker = "python"       # external-program decorators change this
         # the program decorator's declaration (graph.decl; $VAR and expressions are resolved
         # per call: runtime.calltime); None: the task is its Python function
@@ -105,7 +111,10 @@ class TaskSpec:
         # derived from the declaration by _declared(), whenever it changes:
         self.cu_expr = Expr(1, "", [])     # computing_units and memory_size as expressions
         self.mem_expr = Expr(0.0, "", [])
-        self.gpus = 0                 # GPU computing units (processors=)
+        self.gpus = 0                 # GPU computing units (processors=) of a gang task
+        # named / fractional resources and variants (graph.resources; processors= GPUs of a
+        # task on one node are its "gpu"): placed by runtime.scheduling.resources
+        self.need: tuple[Variant, ...] | None = None
         self.gang = False             # placed by runtime.scheduling.gang (several nodes, GPUs)
         # something is decided per call (runtime.calltime); False: the hot path
         self.call_time = False
@@ -116,8 +125,17 @@ class TaskSpec:
         return f"task {self.name}, parameter '{pname}'"
 
     def set_constraints(self, computing_units: Any = None, memory_size: Any = None,
-                        processors: Any = None, memory_limit: bool | None = None) -> None:
-        """Record a ``@constraint`` (values may be expressions: graph.expr)."""
+                        processors: Any = None, memory_limit: bool | None = None,
+                        resources: dict[str, Any] | None = None,
+                        variants: list[dict[str, Any]] | None = None) -> None:
+        """Record a ``@constraint`` (values may be expressions: graph.expr; ``resources``
+        and ``variants``: graph.resources). A bad value raises UsageError and leaves the
+        spec as it was."""
+        before = {k: getattr(self, k) for k in _CONSTRAINTS}
+        if resources is not None:
+            self.resources = dict(resources)
+        if variants is not None:
+            self.variants = list(variants)
         if computing_units is not None:
             self.computing_units = computing_units
         if memory_size is not None:
@@ -126,7 +144,13 @@ class TaskSpec:
             self.memory_limit = memory_limit
         if processors is not None:
             self.processors = processors
-        self._declared()
+        try:
+            self._declared()
+        except UsageError:
+            for k, v in before.items():
+                setattr(self, k, v)
+            self._declared()
+            raise
 
     def declare_io(self) -> None:
         """The task only reads and writes (PyCOMPSs's ``@IO`` with I/O executors): it holds
@@ -187,14 +211,16 @@ class TaskSpec:
         where = f"@constraint on {self.name}"
         self.cu_expr = Expr(self.computing_units, f"{where}: computing_units", params)
         self.mem_expr = Expr(self.memory_size, f"{where}: memory_size", params)
-        self.gpus = gpus_wanted(self.processors, where)
+        gpus = gpus_wanted(self.processors, where)
+        self.gpus = gpus if self._multinode() else 0
+        self.need = self._resources(where, gpus - self.gpus)
         self.gang = self._is_gang()
         ext = self.invoker != "python" or self.container is not None
         h = self.hooks        # PyCOMPSs's prolog / epilog naming $VAR: read per call
         hooks_per_call = h is not None and any(p is not None and p.bash and p.words is None
                                                for p in (h.prolog, h.epilog))
         self.call_time = bool(self.cu_expr.dynamic or self.mem_expr.dynamic or ext or self.gpus
-                              or hooks_per_call)
+                              or self.need or hooks_per_call)
         mem = None
         if self.memory_limit and isinstance(self.memory_size, (int, float)) and self.memory_size:
             mem = float(self.memory_size)       # GB (agent.executor.limits)
@@ -206,14 +232,35 @@ class TaskSpec:
                              hooks=self.hooks)
         self.options = Options(limits, inv) if (limits or inv) else None
 
-    def _is_gang(self) -> bool:
-        """Whether the scheduler must place calls through runtime.scheduling.gang."""
+    def _multinode(self) -> bool:
+        """Its calls may hold several nodes (MPI, @multinode, computing_nodes > 1)."""
         if self.invoker in ("mpi", "multinode"):
             return True
         if self.invoker in ("ompss", "workflow") and self.program is not None:
             n = self.program.computing_nodes
             return not (n is None or n.const == 1)
-        return self.gpus > 0
+        return False
+
+    def _resources(self, where: str, gpus: int) -> tuple[Variant, ...] | None:
+        """The request of named resources and variants, with the GPUs of ``processors=``
+        as ``gpu`` (a task on one node)."""
+        resources = self.resources
+        if gpus:
+            if resources is not None and any(k in ("gpu", "gpus") for k in resources):
+                raise UsageError(f"{where}: GPUs are asked for twice, by processors= and by "
+                                 f"resources=; keep one.")
+            resources = {**(resources or {}), "gpu": gpus}
+        need = request(resources, self.variants, where)
+        if need is not None and self._multinode() and (self.resources or self.variants):
+            raise UsageError(f"{where}: resources= and variants= are for tasks that run on "
+                             f"one node; an @{self.invoker} task asks for GPUs per node with "
+                             f"processors=[{{'processorType': 'GPU', ...}}].")
+        return need
+
+    def _is_gang(self) -> bool:
+        """Whether the scheduler must place calls through runtime.scheduling.gang (which
+        hands tasks with named resources to runtime.scheduling.resources)."""
+        return self._multinode() or self.gpus > 0 or self.need is not None
 
     @property
     def exclusive(self) -> bool:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
 from .text import params_text, ref_summary, stream_paths
 
 if TYPE_CHECKING:
-    from ..events import (DoneWire, Dispatched, Ended, Event, Log, Memory, Moved, NodeGone,
+    from ..events import (DoneWire, Dispatched, Ended, Event, Granted, Log, Memory, Moved,
+                          NodeGone,
                           NodeJoin,
                           Nested, NodeNote, Ready, Resumed, Retry, Running, Sample,
                           SubmittedWire, Usage,
@@ -276,6 +277,14 @@ def _ended(c: Changes, ev: Ended) -> None:
     c.apply(tid, ch)
 
 
+def _granted(c: Changes, ev: Granted) -> None:
+    """The resources a task was given, one RESOURCES transition per attempt (its JSON:
+    variant, cores, {name: {"amount": a, "indices": [...]}}); what it asked for is its
+    spec's ``constraints`` (resources, variants)."""
+    _, t, tid, _, node, given = ev
+    c.trans.append((tid, t, "RESOURCES", node, given))
+
+
 def _retry(c: Changes, ev: Retry) -> None:
     _, t, tid, _, node, why = ev
     c.trans.append((tid, t, "RETRY", node, str(why)))
@@ -344,7 +353,7 @@ def _memory(c: Changes, ev: Memory) -> None:
 
 
 HANDLERS: dict[str, Callable[[Changes, Any], None]] = {
-    "ready": _ready, "dispatched": _dispatched, "running": _running,
+    "ready": _ready, "dispatched": _dispatched, "granted": _granted, "running": _running,
     "done": _ended, "failed": _ended, "cancelled": _ended, "interrupted": _ended,
     "retry": _retry, "rerun": _resumed, "restored": _resumed, "adopted": _resumed,
     "usage": _usage, "log": _log, "nested": _nested, "moved": _moved,

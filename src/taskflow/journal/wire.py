@@ -61,6 +61,10 @@ def constraints_text(spec: TaskSpec) -> str:
                  ("invoker", spec.invoker)):
         if v and v != "python" and not (k == "on_failure" and v == "RETRY"):
             c[k] = v if isinstance(v, (int, float, str)) else short(v, 200)
+    if spec.resources:             # named resources and variants asked for
+        c["resources"] = {str(k): v for k, v in spec.resources.items()}
+    if spec.variants:
+        c["variants"] = [dict(v) for v in spec.variants]
     recorded = spec.recorded       # hints accepted with no effect (PyCOMPSs)
     if recorded:
         c["recorded"] = {k: v if isinstance(v, (int, float, str, bool)) else short(v, 100)

@@ -18,7 +18,11 @@
         memory: 4                  # GB; default: what the host reports
         memory_budget: "60%"       # above it, held values spill to disk (GB, "4GiB", "60%")
         memory_pause: "80%"        # above it, no new task that only makes values
-        gpus: 0
+        gpus: 0                    # GPUs 0..N-1 (the same as resources: {gpu: [0, .., N-1]})
+        resources:                 # named resources tasks ask for (@constraint(resources=))
+          license: 4               # a count of tokens
+          gpu: [0, 1]              # indices of devices: tasks may share one by fractions
+          socket: [0, 1]
         python: /usr/bin/python3   # an interpreter that can import taskflow (same version)
         install: false             # true: the master installs its taskflow there (a venv)
         working_dir: ~/taskflow    # created if missing; staged files live below it
@@ -60,6 +64,7 @@ import yaml
 from ..errors import ClusterConfigError
 from ..wire import budget
 from .nodeconfig import NodeConfig as NodeConfig   # (its public name too)
+from .nodeconfig import declared_resources
 
 if TYPE_CHECKING:
     from .base import Provider
@@ -89,7 +94,8 @@ class ClusterConfig:
             if n.local:
                 from .local import LocalProvider
                 out.append(LocalProvider(n.computing_units or os.cpu_count() or 1,
-                                         memory_gb=n.memory, name=n.name,
+                                         memory_gb=n.memory, name=n.name, gpus=n.gpus,
+                                         resources=n.resources,
                                          memory_budget=n.memory_budget,
                                          memory_pause=n.memory_pause))
         if remote:
@@ -133,7 +139,7 @@ _NODE = {"name": str, "host": str, "port": int, "user": str, "identity_file": st
          "computing_units": int, "memory": (int, float), "gpus": int, "python": str,
          "working_dir": str, "shared_fs": bool, "env": dict, "setup": list, "local": bool,
          "install": (bool, list), "memory_budget": (int, float, str),
-         "memory_pause": (int, float, str)}
+         "memory_pause": (int, float, str), "resources": dict}
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list",
                dict: "a mapping", (int, float): "a number", (str, int): "a string or minutes",
                (bool, list): "true, false or a list of pip requirements",
@@ -197,6 +203,12 @@ def parse_cluster(text: str, path: str = "<cluster>") -> ClusterConfig:
             raw["identity_file"] = os.path.expanduser(raw["identity_file"])
         if raw.get("computing_units") is not None and raw["computing_units"] < 1:
             raise ClusterConfigError(f"{path}:{line}: nodes[{i}].computing_units must be >= 1")
+        if "resources" in raw or raw.get("gpus"):
+            try:
+                raw["resources"] = declared_resources(raw.get("resources", {}),
+                                                      raw.get("gpus") or 0)
+            except ValueError as exc:
+                raise ClusterConfigError(f"{path}:{line}: nodes[{i}]: {exc}") from None
         nodes.append(NodeConfig(**raw))
     if not nodes and slurm is None:
         raise ClusterConfigError(f"{path}: 'nodes' is empty: list at least one node")

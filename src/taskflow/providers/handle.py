@@ -98,6 +98,8 @@ class NodeHandle:
         self.ssh_user: str | None = None
         self.stager: Stager | None = None
         self.gpus: int | None = None             # None: what the agent reported
+        # named resources it declares ({"license": 4, "gpu": [0, 1]}: providers.nodeconfig)
+        self.resources: dict[str, Any] | None = None
         self.proc: subprocess.Popen[bytes] | None = None   # a local agent's process
         # Slurm: the job the agent runs in, and when that job ends.
         self.meta: dict[str, Any] = {}           # what a dial-back agent said about itself

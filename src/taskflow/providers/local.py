@@ -19,6 +19,7 @@ from ..wire import messages as M
 from ..wire import protocol as P
 from .base import AdoptFrom, Provider
 from .handle import NodeHandle
+from .nodeconfig import Declared, declared_resources
 
 if TYPE_CHECKING:
     from ..wire.messages import Hello
@@ -35,8 +36,11 @@ class LocalProvider(Provider):
     def __init__(self, slots: int, nodes: int = 1, memory_gb: float | None = None,
                  name: str = "local", gpus: int = 0, memory_budget: float | str | None = None,
                  memory_pause: float | str | None = None,
-                 heartbeat_timeout: float | None = None) -> None:
-        """``heartbeat_timeout``: in an adoptable run, the seconds of silence after which its
+                 heartbeat_timeout: float | None = None,
+                 resources: dict[str, Declared] | None = None) -> None:
+        """``resources``: named resources each node declares ({"license": 4, "gpu": [0, 1]}:
+        providers.nodeconfig.declared_resources; ``gpus=N`` is ``gpu: [0..N-1]``).
+        ``heartbeat_timeout``: in an adoptable run, the seconds of silence after which its
         agents take the master for lost (None: the run's, wire.adoption.HEARTBEAT_TIMEOUT;
         at least three PINGs' time, wire.adoption.silence_limit)."""
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
@@ -62,6 +66,10 @@ class LocalProvider(Provider):
         self.refusals: list[str] = []
         self.node_name = name
         self.gpus = gpus            # GPUs each node declares (GPU @constraint placement)
+        try:
+            self.resources = declared_resources(resources or {}, gpus)
+        except ValueError as exc:
+            raise UsageError(f"LocalProvider: {exc}") from None
         self.memory_budget = memory_budget      # None: the run's (wire.budget)
         self.memory_pause = memory_pause
         self.heartbeat_timeout = heartbeat_timeout
@@ -130,6 +138,7 @@ class LocalProvider(Provider):
                        memory_gb=self.memory_gb, provider=self)
         h.proc = proc
         h.gpus = self.gpus
+        h.resources = self.resources
         return h
 
     def _socket_handle(self, name: str, fd: int, slots: int) -> NodeHandle:
@@ -137,6 +146,7 @@ class LocalProvider(Provider):
         after a pause): closed by :meth:`stop` (told SHUTDOWN by the runtime)."""
         h = NodeHandle(name, fd, fd, slots=slots, memory_gb=self.memory_gb, provider=self)
         h.gpus = self.gpus
+        h.resources = self.resources
         self.adopted.append(h)
         return h
 

@@ -315,6 +315,7 @@ class SSHProvider(Provider):
         h.ssh_port = c.port
         h.ssh_user = c.user
         h.gpus = c.gpus
+        h.resources = c.resources
         n.handle = h
         for target in (self._pump_in, self._pump_out):
             t = threading.Thread(target=target, args=(n,), daemon=True,

@@ -34,7 +34,7 @@ from ..graph.expr import as_int, bind, expand_env, number
 from ..wire.invocation import (CommandLine, Container, Gang, HookProgram, Hooks, Http,
                                Invocation, Limits, MpmdProgram, Mpi, Options, Program, Workflow)
 from ..wire.template import ShellSyntax, UnsetVariable, template_words
-from .scheduling import gang
+from .scheduling import gang, resources
 
 if TYPE_CHECKING:
     from ..graph.spec import TaskSpec
@@ -61,7 +61,8 @@ class CallTimes:
 class CallTime:
     """What one spec decides per call (see the module docstring)."""
 
-    __slots__ = ("spec", "where", "ext", "needs_bind", "line", "static", "shared", "bash")
+    __slots__ = ("spec", "where", "ext", "needs_bind", "line", "static", "shared", "bash",
+                 "checked")
 
     def __init__(self, spec: TaskSpec) -> None:
         self.spec = spec
@@ -84,6 +85,9 @@ class CallTime:
             and not program.varies_per_call
         # the options all calls share when static: (cus, mem, gpus) they were made for
         self.shared: tuple[tuple[int, float, int], Options] | None = None
+        # the nodes (list, length) and the call's (units, memory) its named resources were
+        # last found possible for (resources.check: once, not per call)
+        self.checked: tuple[int, int, int, float] | None = None
 
     def prepare(self, nodes: list[NodeHandle], run_dir: str, run_id: str,
                 args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -103,7 +107,7 @@ class CallTime:
         limits = static.limits if static is not None else None
         if spec.memory_limit and m:         # this call's memory_size (agent.executor.limits)
             limits = Limits(limits.time_out if limits is not None else None, mem)
-        if not (self.ext or spec.gpus):
+        if not (self.ext or spec.gpus or spec.need):
             inv = static.invocation if static is not None else None
             if inv is not None and inv.hooks is not None:
                 inv = inv._replace(hooks=resolved_hooks(inv.hooks, spec.name))
@@ -158,7 +162,13 @@ class CallTime:
             log_dir = os.path.join(run_dir, "jobs")
         req = gang_request(decl, counts, cus, gpus, where) if decl is not None \
             else Gang(1, 1, cus, gpus)
-        if req is not None and gang.place(nodes, req, free=False) is None:
+        if spec.need is not None:     # named resources, variants: on one node
+            req = Gang(1, 1, cus)
+            key = (id(nodes), len(nodes), cus, mem)
+            if self.checked != key:
+                resources.check(spec.need, cus, mem, nodes, spec.name)
+                self.checked = key
+        elif req is not None and gang.place(nodes, req, free=False) is None:
             raise UsageError(f"{where}: it needs {gang.describe(req)}, but the cluster "
                              f"({gang.describe_nodes(nodes)}) can never give that. Lower "
                              f"processes / computing_nodes / the @constraint, or add nodes "

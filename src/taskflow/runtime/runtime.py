@@ -16,7 +16,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..errors import NodeLost, RecordFailed, RuntimeNotStarted, UsageError
+from ..errors import RecordFailed, RuntimeNotStarted, UsageError
 from ..future import FINISHED, Future
 from ..graph import task as T
 from ..graph.builder import Builder
@@ -354,9 +354,8 @@ class Runtime(RunState):
         with ``reason`` (as when the last node is lost) instead of waiting for nodes."""
         cbs: Callbacks = []
         with self.lock:
-            if self.started and not self.stopped and not self.nodes_coming() \
-                    and not self.scheduler.fits_ever(1, 0):
-                outcomes.fail_everything(self, NodeLost(reason), cbs)
+            if self.started and not self.stopped and not self.nodes_coming():
+                outcomes.no_more_nodes(self, reason, cbs)
         for fn, fut in cbs:
             fn(fut)
         self.dispatcher.wake()

@@ -181,7 +181,11 @@ class Placement(NamedTuple):
     node_names: tuple[tuple[str, int], ...]   # node name, processes: one per chosen node
     node_hosts: tuple[str, ...]               # the host of each chosen node
     slurm_nodes: tuple[tuple[str, int], ...] | None   # Slurm's names, in a Slurm job
-    gpus: tuple[int, ...] = ()                # GPU ids on the first node
+    gpus: tuple[int | str, ...] = ()          # GPU ids on the first node (CUDA_VISIBLE_DEVICES)
+    # named resources given (runtime.scheduling.resources): TASKFLOW_RESOURCES, JSON of
+    # {name: {"amount": a, "indices": [...]}}; the variant taken (TASKFLOW_VARIANT), -1: none
+    resources: str = ""
+    variant: int = -1
 
 
 class Invocation(NamedTuple):

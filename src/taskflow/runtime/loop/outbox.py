@@ -10,6 +10,7 @@ chains consumers to their producer's node before the producer has finished
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import traceback
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from ...wire import protocol as P
 from ...wire.thresholds import MASTER_DEEP, MASTER_SHORT
 from ..scheduling import gang
 from ..rules import outcomes
-from ...events import Dispatched
+from ...events import Dispatched, Granted
 from ...errors import RecordFailed
 from ..recovery.recordfail import record_failed
 from ..recovery.log import Chunk, completion_record
@@ -130,6 +131,8 @@ class Outbox:
                 emit(Dispatched("dispatched", now, task.id, spec.name, node.name,
                                 None if task.cus == 1 and task.options is None
                                 else slots_held(task, node)))
+            if spec.gang and emit is not None and spec.need is not None:
+                emit(granted(task, node, now))
         for node, frames in sends.items():
             batch = frames.pop()
             if batch:
@@ -318,11 +321,23 @@ def _digest(spec: TaskSpec, learned: SpecRun) -> bytes:
     return digest
 
 
+def granted(task: Task, node: NodeHandle, now: float) -> Granted:
+    """The journal's record of the named resources and variant ``task`` was given."""
+    inv = task.options.invocation if task.options is not None else None
+    place = inv.placement if inv is not None else None
+    given = json.loads(place.resources) if place is not None and place.resources else {}
+    variant = place.variant if place is not None and place.variant >= 0 else None
+    return Granted("granted", now, task.id, task.spec.name, node.name,
+                   json.dumps({"variant": variant, "cores": task.cus, "resources": given}))
+
+
 def slots_held(task: Task, node: NodeHandle) -> list[tuple[str, int]] | None:
     """[(node name, slots)] a task holds when that is not one slot of its node (journal)."""
     inv = task.options.invocation if task.options is not None else None
     place = inv.placement if inv is not None else None
     if place is not None:
+        if len(place.node_names) == 1:      # one node: the units it was given there
+            return [(n, task.cus) for n, _ in place.node_names]
         unit = inv.gang.unit if inv is not None and inv.gang is not None else 1
         return [(n, k * unit) for n, k in place.node_names]
     return None if task.cus == 1 else [(node.name, task.cus)]

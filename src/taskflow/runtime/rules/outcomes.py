@@ -30,7 +30,7 @@ from ...graph.task import Task
 from ...providers.handle import placed_on
 from ...wire import messages as M
 from . import cancel, filehints, lineage
-from ..scheduling import gang
+from ..scheduling import gang, resources
 from ...events import Retry
 from .ending import Callbacks as Callbacks     # (named here by the dispatcher's annotations)
 from .ending import cancel_successors, finish_future, release, take_back_chained, task_ended
@@ -342,12 +342,23 @@ def node_lost(rt: RunState, node: NodeHandle, reason: str, cbs: Callbacks) -> li
     if not rt.scheduler.fits_ever(1, 0) and not rt.nodes_coming():
         fail_everything(rt, NodeLost(f"no nodes left: node {node.name} was lost ({reason})"), cbs)
     elif rt.scheduler.ready and not rt.nodes_coming():
-        _fail_unplaceable_gangs(rt, node, cbs)
+        _fail_unplaceable_gangs(rt, f"after node {node.name} was lost ({reason})", cbs)
     return tasks
 
 
-def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> None:
-    """Multi-node tasks the remaining nodes can never hold fail instead of waiting."""
+def no_more_nodes(rt: RunState, reason: str, cbs: Callbacks) -> None:
+    """No node is coming any more (``reason``: the lost ones given up): every task fails if
+    no node is left, else the ready tasks no node left can ever hold (several nodes, named
+    resources), instead of waiting for ever."""
+    if not rt.scheduler.fits_ever(1, 0):
+        fail_everything(rt, NodeLost(reason), cbs)
+    elif rt.scheduler.ready:
+        _fail_unplaceable_gangs(rt, f"({reason})", cbs)
+
+
+def _fail_unplaceable_gangs(rt: RunState, why: str, cbs: Callbacks) -> None:
+    """Multi-node tasks and tasks asking for named resources that the remaining nodes can
+    never hold fail instead of waiting (``why``: what took the others away)."""
     sched = rt.scheduler
     alive = [n for n in sched.nodes if n.usable]
     keep: list[Task] = []
@@ -355,7 +366,11 @@ def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> N
     for t in sched.ready:
         inv = t.options.invocation if t.options is not None else None
         req = inv.gang if inv is not None else None
-        (doomed if req and gang.place(alive, req, False) is None else keep).append(t)
+        if req and t.spec.need is not None:     # named resources: some node must have them
+            never = resources.never(t.spec.need, req.unit, t.mem, alive) is not None
+        else:
+            never = req is not None and gang.place(alive, req, False) is None
+        (doomed if never else keep).append(t)
     if not doomed:
         return
     sched.ready.replace(keep)
@@ -363,9 +378,10 @@ def _fail_unplaceable_gangs(rt: RunState, lost: NodeHandle, cbs: Callbacks) -> N
         spec = t.spec
         req = t.options.invocation.gang if t.options and t.options.invocation else None
         assert req is not None          # its gang request put it here
-        err = TaskError(f"task {spec.name} (id {t.id}) needs {req.procs} "
-                        f"processes, which the remaining nodes can never give after node "
-                        f"{lost.name} was lost ({lost.lost_reason})", task_name=spec.name,
+        what = f"{req.procs} processes" if spec.need is None else \
+            resources.never(spec.need, req.unit, t.mem, alive)
+        err = TaskError(f"task {spec.name} (id {t.id}) needs {what}, which the remaining "
+                        f"nodes can never give {why}", task_name=spec.name,
                         task_id=t.id, node="-", kind="error")
         rt.add_failure(err)
         _fail_unrun(rt, t, err, cbs)

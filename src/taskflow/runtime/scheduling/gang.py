@@ -16,12 +16,19 @@ backfill): nodes drain until it fits, so it cannot starve.
 A request of ``unit`` 0 is an ``@IO`` task's (PyCOMPSs ``@IO @mpi``): its
 processes take the nodes' I/O executors (``io_slots``), one each, not their
 computing units.
+
+GPUs (``gpus`` per request, on the first node) come from the node's pool of
+named resources (:mod:`.resources`, its ``gpu``), as do the resources of tasks
+on one node that ask for named resources or variants: :func:`reserve` hands
+those to :func:`.resources.reserve`.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
+from ...graph.resources import FRACTION
 from ...wire.invocation import Gang, Placement as Chosen
+from . import resources
 
 if TYPE_CHECKING:
     from ...graph.task import Task
@@ -53,17 +60,16 @@ def slurm_node_of(node: NodeHandle) -> str | None:
 
 
 def gpus_of(node: NodeHandle) -> int:
-    g = node.gpus
-    if g is None:
-        g = node.info.get("gpus", 0) if isinstance(node.info, dict) else 0
-    return int(g or 0)
+    """The GPUs ``node`` declares (its ``gpu`` devices: scheduling.resources)."""
+    g = resources.declared_of(node).get("gpu")
+    return len(g) if isinstance(g, list) else 0
 
 
 def place(nodes: list[NodeHandle], req: Gang, free: bool = True,
-          gpu_used: dict[str, set[int]] | None = None) -> Placement | None:
-    """Choose [(node, processes)] for ``req``; ``free=False`` asks "could it ever fit"."""
+          pools: resources.Pools | None = None) -> Placement | None:
+    """Choose [(node, processes)] for ``req``; ``free=False`` asks "could it ever fit"
+    (``pools``: the scheduler's, when ``free``)."""
     unit, ppn, procs, gpus = req.unit, req.ppn, req.procs, req.gpus
-    gpu_used = gpu_used or {}
     cands: list[tuple[int, NodeHandle]] = []
     io = unit == 0                  # @IO: the I/O executors, one per process
     for n in nodes:
@@ -76,7 +82,8 @@ def place(nodes: list[NodeHandle], req: Gang, free: bool = True,
         if room < max(unit, 1):
             continue
         if gpus:
-            have = gpus_of(n) - (len(gpu_used.get(n.name, ())) if free else 0)
+            have = pools.of(n).free_devices("gpu") if free and pools is not None \
+                else gpus_of(n)
             if have < gpus:
                 continue
         cands.append((room // max(unit, 1), n))
@@ -109,11 +116,13 @@ def place(nodes: list[NodeHandle], req: Gang, free: bool = True,
 
 def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle | None:
     """Under the runtime lock: place ``task`` now or return None (it waits)."""
+    if task.spec.need is not None:      # named resources or variants, on one node
+        return resources.reserve(sched, task, nodes, host_of)
     opts = task.options
     inv = opts.invocation if opts is not None else None
     assert opts is not None and inv is not None and inv.gang is not None   # its request
     req = inv.gang
-    chosen = place(nodes, req, True, sched.gpu_used)
+    chosen = place(nodes, req, True, sched.pools)
     if chosen is None:
         return None
     unit = req.unit
@@ -134,12 +143,8 @@ def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle
         sched.held[n.name] = sched.held.get(n.name, 0) + 1
     if len(chosen) > 1:
         sched.held[head.name] = sched.held.get(head.name, 0) + 1
-    gpus = req.gpus
-    ids: list[int] = []
-    if gpus:
-        used = sched.gpu_used.setdefault(head.name, set())
-        ids = [i for i in range(gpus_of(head)) if i not in used][:gpus]
-        used.update(ids)
+    grant = sched.pools.of(head).take((("gpu", req.gpus * FRACTION),)) if req.gpus else None
+    ids = resources.given_json(grant)[1] if grant is not None else ()
     # what the node reads of the nodes it was given (agent.executor.invokers): a new record per
     # dispatch, so a retried task never carries an earlier placement
     task.options = opts._replace(invocation=inv._replace(placement=Chosen(
@@ -149,8 +154,8 @@ def reserve(sched: Scheduler, task: Task, nodes: list[NodeHandle]) -> NodeHandle
         # agents inside a Slurm job: srun wants Slurm's node names
         _merge([(s, k) for s, (_, k) in zip(slurm, chosen) if s is not None])
         if all(slurm) else None,
-        tuple(ids))))
-    sched.gangs[task.id] = (head, held, ids, len(chosen) > 1, io)
+        ids)))
+    sched.gangs[task.id] = (head, held, grant, len(chosen) > 1, io)
     if unit == 0:
         head.io_used += 1                   # the head's own, given back by NodeHandle
     head.used += task.cus
@@ -163,7 +168,7 @@ def release(sched: Scheduler, task: Task) -> None:
     entry = sched.gangs.pop(task.id, None)
     if entry is None:
         return
-    head, held, ids, multi, io = entry
+    head, held, grant, multi, io = entry
     for n, k in io:
         n.io_used -= k
     for n, k in held:
@@ -173,8 +178,8 @@ def release(sched: Scheduler, task: Task) -> None:
         _unhold(sched, n.name)
     if multi:
         _unhold(sched, head.name)
-    if ids:
-        sched.gpu_used.get(head.name, set()).difference_update(ids)
+    if grant is not None:
+        grant.pool.give(grant)
 
 
 def _unhold(sched: Scheduler, name: str) -> None:

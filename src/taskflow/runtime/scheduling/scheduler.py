@@ -32,6 +32,7 @@ from ...wire.thresholds import PREFETCH_BYTES
 from . import gang
 from .nodeloads import NodeLoads
 from .readyqueue import ReadyQueue
+from .resources import Grant, Pools
 from ..specruns import SpecRun, SpecRuns
 
 if TYPE_CHECKING:
@@ -57,11 +58,11 @@ class Scheduler:
         self.nodes: list[NodeHandle] = []
         self._rr = 0
         # task id -> what runtime.scheduling.gang reserved beyond its node: (head node, [(node, units)],
-        # GPU ids, several nodes?, @IO: [(node, I/O executors)])
-        self.gangs: dict[int, tuple[NodeHandle, list[tuple[NodeHandle, int]], list[int], bool,
-                                    list[tuple[NodeHandle, int]]]] = {}
+        # GPUs and named resources held, several nodes?, @IO: [(node, I/O executors)])
+        self.gangs: dict[int, tuple[NodeHandle, list[tuple[NodeHandle, int]], Grant | None,
+                                    bool, list[tuple[NodeHandle, int]]]] = {}
         self.held: dict[str, int] = {}         # node name -> gang shares held there (no prefetch)
-        self.gpu_used: dict[str, set[int]] = {}   # node name -> GPU ids in use
+        self.pools = Pools()      # each node's GPUs and named resources (scheduling.resources)
         self.walltimes = False    # some node has a job end time (Slurm): check before placing
         self.longest: float | None = None   # the longest task a node can ever start (None: no end)
         self.paused = False       # some node is above its memory pause mark (agent.memory)
@@ -128,7 +129,12 @@ class Scheduler:
             if spec.gang:
                 node = gang.reserve(self, task, nodes)
                 if node is None:
-                    break            # wait for enough free slots; no backfill meanwhile
+                    if spec.need is None:
+                        break        # wait for enough free slots; no backfill meanwhile
+                    deferred.append(pop())   # named resources: others pass while it waits
+                    if len(deferred) >= 32:
+                        break
+                    continue
                 pop()
                 out.append((node, task))
                 continue

@@ -24,8 +24,13 @@ def node_env(inv: Invocation) -> dict[str, str]:
         env["TASKFLOW_NODES"] = ",".join(f"{n}:{k}" for n, k in place.node_names)
     for k in ("NUM_NODES", "HOSTNAMES", "NUM_THREADS"):
         env["COMPSS_" + k] = env["TASKFLOW_" + k]
-    if place is not None and place.gpus:
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, place.gpus))
+    if place is not None:
+        if place.gpus:
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, place.gpus))
+        if place.resources:     # named resources (taskflow.api.resources reads them)
+            env["TASKFLOW_RESOURCES"] = place.resources
+        if place.variant >= 0:
+            env["TASKFLOW_VARIANT"] = str(place.variant)
     return env
 
 
