@@ -234,8 +234,21 @@ class Memory(NamedTuple):
     report: MemoryInfo
 
 
+class StreamNote(NamedTuple):
+    """A stream opened, got a producer or a consumer, or closed (runtime/streams.py):
+    ``name`` is the stream's id, ``info`` (what, detail): ("open", "objects NAME"),
+    ("producer" | "consumer", parameter) for ``task_id``, ("close", "ITEMS [ERROR]")."""
+
+    kind: Literal["stream"]
+    t: float
+    task_id: int
+    name: str
+    node: str
+    info: tuple[str, str]
+
+
 Event = Union[Submitted, Ready, Dispatched, Running, Ended, Retry, Resumed, Usage, Log,
-              NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested]
+              NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested, StreamNote]
 
 
 # -- a task's rows (plain tuples: see the module docstring) ---------------------------------

@@ -24,7 +24,7 @@ from .text import params_text, ref_summary, stream_paths
 
 if TYPE_CHECKING:
     from ..events import (DoneWire, Dispatched, Ended, Event, Log, Memory, NodeGone, NodeJoin,
-                          Nested, NodeNote, Ready, Resumed, Retry, Running, Sample,
+                          Nested, NodeNote, StreamNote, Ready, Resumed, Retry, Running, Sample,
                           SubmittedWire, Usage,
                           WholeWire)
     from .wire import ErrorInfo, SpecInfo
@@ -99,6 +99,9 @@ class Changes:
         self.samples: list[tuple[Any, ...]] = []
         self.usage: list[tuple[int, float, int, int | None, int | None]] = []
         self.memory: list[tuple[Any, ...]] = []
+        self.streams: list[tuple[str, str, str, float]] = []     # opened
+        self.stream_tasks: list[tuple[str, int, str, str]] = []
+        self.stream_ends: list[tuple[float, int, str, str]] = []  # closed
 
     def change(self, tid: int, ch: dict[str, Any]) -> None:
         """Columns of a row inserted already (an UPDATE)."""
@@ -290,6 +293,18 @@ def _nested(c: Changes, ev: Nested) -> None:
     c.children.append((parent, tid))
 
 
+def _stream(c: Changes, ev: StreamNote) -> None:
+    _, t, tid, sid, _, (what, detail) = ev
+    if what == "open":
+        kind, _, name = detail.partition(" ")
+        c.streams.append((sid, kind, name, t))
+    elif what == "close":
+        items, _, error = detail.partition(" ")
+        c.stream_ends.append((t, int(items), error, sid))
+    else:
+        c.stream_tasks.append((sid, tid, what, detail))
+
+
 def _usage(c: Changes, ev: Usage) -> None:
     _, _, tid, _, _, (cpu, peak, rd, wr) = ev
     c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None))
@@ -340,7 +355,7 @@ HANDLERS: dict[str, Callable[[Changes, Any], None]] = {
     "ready": _ready, "dispatched": _dispatched, "running": _running,
     "done": _ended, "failed": _ended, "cancelled": _ended, "interrupted": _ended,
     "retry": _retry, "rerun": _resumed, "restored": _resumed, "adopted": _resumed,
-    "usage": _usage, "log": _log, "nested": _nested,
+    "usage": _usage, "log": _log, "nested": _nested, "stream": _stream,
     "node_join": _node_join, "node_lost": _node_gone, "node_left": _node_gone,
     "node_state": _node_state, "sample": _sample, "memory": _memory,
 }

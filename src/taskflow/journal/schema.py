@@ -23,6 +23,10 @@ logs        every captured output line: task, time, level (STDOUT, STDERR,
 usage       CPU seconds, peak resident bytes and bytes read and written (rchar,
             wchar) of a task, measured on its node (tasks not known to be short:
             taskflow.agent.executor.usage); the last attempt
+streams     one row per stream the run used: its kind (objects, files), name, when it
+            was first used and closed, the items published, the error it was closed
+            with (the producer's failure, NodeLost)
+stream_tasks the tasks that produced or consumed each stream, and their parameter
 memory      what a node's memory budget did (agent.memory): one row per report,
             with its resident bytes, bytes of values held in memory and on
             disk, whether it is paused, and the values spilled (count,
@@ -68,6 +72,11 @@ CREATE TABLE IF NOT EXISTS logs (
 CREATE INDEX IF NOT EXISTS logs_task ON logs(task_id, id);
 CREATE TABLE IF NOT EXISTS usage (
     task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER, rchar INTEGER, wchar INTEGER);
+CREATE TABLE IF NOT EXISTS streams (
+    id TEXT PRIMARY KEY, kind TEXT, name TEXT, t_open REAL, t_close REAL, items INTEGER,
+    error TEXT);
+CREATE TABLE IF NOT EXISTS stream_tasks (stream_id TEXT, task_id INTEGER, role TEXT,
+    parameter TEXT);
 CREATE TABLE IF NOT EXISTS memory (
     node TEXT, t REAL, rss INTEGER, held INTEGER, spilled INTEGER, paused INTEGER,
     spills INTEGER, spilled_bytes INTEGER, reads INTEGER);
