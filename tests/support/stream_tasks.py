@@ -21,15 +21,27 @@ def produce_then_fail(s, n):
     raise ValueError("the producer broke after %d items" % n)
 
 
-@task(s=STREAM_OUT)
-def produce_slowly(s, n, marker):
-    """Publishes ``n`` items, the last one only once ``marker`` exists."""
+@task(s=STREAM_OUT, returns=1)
+def produce_until_consumed(s, n, marker):
+    """Publishes ``n`` items, the last one once a consumer took one (``marker`` exists);
+    True if it did before the deadline (producer and consumer ran at the same time)."""
     for i in range(n - 1):
         s.publish(i)
     deadline = time.time() + 60
     while not os.path.exists(marker) and time.time() < deadline:
         time.sleep(0.01)
     s.publish(n - 1)
+    return os.path.exists(marker)
+
+
+@task(s=STREAM_OUT, returns=1)
+def produce_then_hang(s, marker):
+    """First attempt: three items, then hangs (its node is killed); a rerun returns."""
+    if os.path.exists(marker):
+        return "ran again"
+    open(marker, "w").close()
+    s.publish_list([0, 1, 2])
+    time.sleep(120)
 
 
 @task(s=STREAM_IN, returns=1)

@@ -293,6 +293,7 @@ class Builder:
                     f"taskflow.FileStream(base_dir) (files), or declare the parameter "
                     f"otherwise (IN, FILE_IN, ...)")
             self._streams.append((value, param.direction == "OUT", pname))
+            set_path(argv, kw, path, value.bound(pname))     # (its errors name pname)
 
     def _object_write(self, value: Any, param: Param, path: ArgPath, spec: TaskSpec,
                       pname: str, refs: list[TaskRef], deps: list[Future], inouts: list[Inout],

@@ -51,7 +51,7 @@ class Items:
         e = self.entries[n - self.first]
         if type(e) is bytes:
             return e
-        off, size = e       # type: ignore[misc]
+        off, size = e
         return os.pread(self._fd, size, off)
 
     def drop_before(self, n: int) -> None:

@@ -183,7 +183,7 @@ class Streams:
                     why = StreamFailed(
                         f"{s.name} was closed because its producer task {task.spec.name} "
                         f"(id {task.id}, parameter '{pname}') {how}: "
-                        f"{type(error).__name__}: {error}")
+                        f"{type(error).__name__}: {str(error).splitlines()[0]}")
                 self._close_part(s, task.id, why, out)
         self._deliver(out, locked=True)
 

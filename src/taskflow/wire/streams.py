@@ -66,25 +66,40 @@ class Stream:
     """
 
     kind = OBJECTS
-    __slots__ = ("id", "alias", "_closed_here", "_drained", "_final")
+    __slots__ = ("id", "alias", "param", "_closed_here", "_drained", "_final", "_error")
 
     def __init__(self, alias: str | None = None) -> None:
         if alias is not None and (not isinstance(alias, str) or not alias):
             raise UsageError(f"Stream(alias={alias!r}): an alias is a non-empty string")
         self.id = f"{self.kind}:{alias}" if alias else uuid.uuid4().hex
         self.alias = alias
+        self.param = ""                 # the parameter a task got it as (errors name it)
         self._local()
+
+    def bound(self, param: str) -> Stream:
+        """This stream as a task's parameter ``param`` gets it (graph.builder)."""
+        s = _rebuild(type(self), self._fields())
+        s.param = param
+        return s
 
     def _local(self) -> None:
         self._closed_here = False       # close() was called through this handle
         self._drained = False           # a poll or is_closed() saw it closed, nothing left
         self._final = False             # ... and one poll since (PyCOMPSs's last poll)
+        self._error: bytes | None = None    # ... with this error: raised from then on
 
     @property
     def name(self) -> str:
         return self.alias or f"{type(self).__name__}#{self.id[:8]}"
 
+    @property
+    def where(self) -> str:
+        """The stream, and the parameter it came as in a task (for errors)."""
+        return f"{self.name} (parameter '{self.param}')" if self.param else self.name
+
     def __reduce__(self) -> tuple[Any, ...]:
+        if self.param:
+            return (_rebuild, (type(self), self._fields(), self.param))
         return (_rebuild, (type(self), self._fields()))
 
     def _fields(self) -> tuple[Any, ...]:
@@ -95,7 +110,7 @@ class Stream:
         self._local()
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.id == self.id  # type: ignore[attr-defined]
+        return type(other) is type(self) and other.id == self.id
 
     def __hash__(self) -> int:
         return hash(self.id)
@@ -114,7 +129,7 @@ class Stream:
 
     def _publish(self, objs: list[Any]) -> None:
         if self._closed_here:
-            raise StreamClosed(f"{self.name}: publish after close(): this producer closed "
+            raise StreamClosed(f"{self.where}: publish after close(): this producer closed "
                                f"the stream; publish everything before calling close()")
         if objs:
             _need(self, "publish").publish(self, [dumps(o) for o in objs])
@@ -137,30 +152,36 @@ class Stream:
         are taken.
         """
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
-            raise UsageError(f"{self.name}.poll(timeout={timeout!r}): a timeout is a number "
+            raise UsageError(f"{self.where}: poll(timeout={timeout!r}): a timeout is a number "
                              f"of seconds >= 0, or None to wait for an item")
+        if self._error is not None:
+            raise _error(self._error)
         if self._drained:
             if self._final:
                 raise StreamClosed(
-                    f"{self.name}: polled again after it was closed and the last poll took "
+                    f"{self.where}: polled again after it was closed and the last poll took "
                     f"what was left; stop polling once is_closed() returns True")
             self._final = True
         items, done, error = _need(self, "poll").poll(self, _group(group), timeout, True)
         if done:
             self._drained = True
+            self._error = error
         if error is not None and done and not items:
             raise _error(error)
         return [self._item(b) for b in items]
 
-    def is_closed(self) -> bool:
+    def is_closed(self, group: str = DEFAULT_GROUP) -> bool:
         """Whether the stream is closed *and* this consumer group took every item: a
         loop ``while not s.is_closed(): s.poll()`` sees every item. Raises the error a
         stream was closed with (:class:`StreamFailed`), once its items are taken."""
+        if self._error is not None:
+            raise _error(self._error)
         if self._drained:
             return True
-        _, done, error = _need(self, "is_closed").poll(self, DEFAULT_GROUP, 0.0, False)
+        _, done, error = _need(self, "is_closed").poll(self, _group(group), 0.0, False)
         if done:
             self._drained = True
+            self._error = error
             if error is not None:
                 raise _error(error)
         return done
@@ -228,9 +249,10 @@ def _inside(fs: FileStream, path: Any) -> str:
     return full
 
 
-def _rebuild(cls: type[Stream], fields: tuple[Any, ...]) -> Stream:
+def _rebuild(cls: type[Stream], fields: tuple[Any, ...], param: str = "") -> Stream:
     s = cls.__new__(cls)
     s._set(fields)
+    s.param = param
     return s
 
 
@@ -243,7 +265,7 @@ def _group(group: Any) -> str:
 def _need(s: Stream, what: str) -> Client:
     c: Client | None = _client()
     if c is None:
-        raise UsageError(f"{s.name}.{what}(): no run here; use a stream in the main program "
+        raise UsageError(f"{s.where}: {what}() with no run here; use a stream in the main program "
                          f"while a taskflow runtime runs, or in a task that got it as "
                          f"STREAM_IN / STREAM_OUT")
     return c

@@ -49,7 +49,7 @@ class TaskStreams:
         nest = self.nest
         if threading.get_ident() != nest.ident:
             raise UsageError(
-                f"{stream.name}.{what}() was called from a thread that task {nest.cur.tid} "
+                f"{stream.where}: {what}() was called from a thread that task {nest.cur.tid} "
                 f"started: a task uses its streams from its own thread only (hand the items "
                 f"to that thread, e.g. through a queue.Queue)")
         return nest.cur.tid

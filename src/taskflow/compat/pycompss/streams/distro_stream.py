@@ -52,7 +52,7 @@ class ObjectDistroStream(DistroStream, Stream):
     def get_stream_type(self) -> str:
         return OBJECT
 
-    def poll(self, timeout: float | None = DEFAULT_TIMEOUT_MS,  # type: ignore[override]
+    def poll(self, timeout: float | None = DEFAULT_TIMEOUT_MS,
              group: str = "default") -> list[Any]:
         """The new objects, waiting up to ``timeout`` milliseconds for one."""
         return Stream.poll(self, None if timeout is None else float(timeout) / 1000.0, group)
@@ -77,7 +77,7 @@ class FileDistroStream(DistroStream, FileStream):
     def publish_list(self, messages: Any) -> None:
         """Nothing to do (see ``publish``)."""
 
-    def poll(self, timeout: float | None = 0,  # type: ignore[override]
+    def poll(self, timeout: float | None = 0,
              group: str = "default") -> list[Any]:
         """The paths of the files written since the last poll (returns at once)."""
         return FileStream.poll(self, 0.0, group)
