@@ -19,9 +19,11 @@ hands them here, in the loop thread); the program calls :class:`ProgramClient`.
 - **The journal** gets each stream (its opening, producers, consumers, item
   count and close) through the bus (``StreamNote`` events).
 
-A poll from a task is a wait: :mod:`.nesting` lends the task's slot while it
-waits, as it does for ``wait_on`` in a task, so consumers that wait never keep
-a producer from starting (no deadlock whatever the slot count).
+A poll from a task is a wait: once it has waited :data:`LEND_AFTER` seconds,
+:mod:`.nesting` lends the task's slot to its node, as it does for ``wait_on``
+in a task, so consumers that wait never keep a producer from starting (no
+deadlock whatever the slot count); a poll answered sooner lends nothing, so
+the work of other tasks is not stacked on a consumer that is busy.
 """
 from __future__ import annotations
 
@@ -47,6 +49,10 @@ if TYPE_CHECKING:
 POLL_ITEMS = 10_000         # items one poll takes at most ...
 POLL_BYTES = 8 * 2**20      # ... and bytes
 SCAN_EVERY = 0.1            # s between listings of a FileStream's directory while polled
+# s a task's poll waits before its slot is lent to its node: a consumer that waits longer
+# keeps no producer from starting (no deadlock), while one that gets items soon keeps
+# its executor to itself (a task run on top of a waiting consumer would hold it up)
+LEND_AFTER = 0.5
 PROGRAM = 0                 # the program's part (task ids start at 1)
 
 
@@ -104,7 +110,8 @@ class Streams:
         self.lock = threading.Lock()
         self.by_id: dict[str, StreamState] = {}
         self.by_task: dict[int, list[tuple[StreamState, str, str]]] = {}  # (s, role, param)
-        self.timers: list[tuple[float, int, StreamState]] = []    # polls' deadlines
+        # polls' deadlines, a FileStream's next listing (poll None), a task's poll's lending
+        self.timers: list[tuple[float, int, StreamState, _Poll | None]] = []
         self._tick = 0
         self.wake = threading.Condition(self.lock)
         self.stopped = False
@@ -256,13 +263,19 @@ class Streams:
             out.append((p, self._take(s, p)))
             return
         s.polls.append(p)
+        now = time.time()
         if p.deadline is not None or s.files:
             at = p.deadline if p.deadline is not None else float("inf")
             if s.files:
-                at = min(at, time.time() + SCAN_EVERY)
-            self._tick += 1
-            heapq.heappush(self.timers, (at, self._tick, s))
-            self.wake.notify()
+                at = min(at, now + SCAN_EVERY)
+            self._timer(at, s, None)
+        if p.node is not None and (p.deadline is None or p.deadline > now + LEND_AFTER):
+            self._timer(now + LEND_AFTER, s, p)
+
+    def _timer(self, at: float, s: StreamState, p: _Poll | None) -> None:
+        self._tick += 1
+        heapq.heappush(self.timers, (at, self._tick, s, p))
+        self.wake.notify()
 
     def _take(self, s: StreamState, p: _Poll) -> tuple[list[bytes], bool, bytes | None]:
         items: list[bytes] = []
@@ -372,6 +385,7 @@ class Streams:
         listed again."""
         while True:
             out: list[tuple[_Poll, tuple[list[bytes], bool, bytes | None]]] = []
+            lend: _Poll | None = None
             with self.lock:
                 while not self.stopped and not self.timers:
                     self.wake.wait()
@@ -382,7 +396,11 @@ class Streams:
                 if at > now:
                     self.wake.wait(at - now)
                     continue
-                _, _, s = heapq.heappop(self.timers)
+                _, _, s, which = heapq.heappop(self.timers)
+                if which is not None:       # a task's poll still waiting: lend its slot
+                    if which in s.polls:
+                        lend = which
+                    continue
                 if s.files and s.polls:
                     self._scan(s)
                     self._serve(s, out)
@@ -394,11 +412,13 @@ class Streams:
                         keep.append(p)
                 s.polls = keep
                 if s.files and keep:
-                    self._tick += 1
-                    nxt = min([now + SCAN_EVERY] + [p.deadline for p in keep
-                                                     if p.deadline is not None])
-                    heapq.heappush(self.timers, (nxt, self._tick, s))
+                    self._timer(min([now + SCAN_EVERY] + [p.deadline for p in keep
+                                                          if p.deadline is not None]), s, None)
             self._deliver(out, locked=False)
+            if lend is not None and lend.node is not None:
+                with self.rt.lock, self.lock:     # (still waiting: its answer is not out)
+                    if any(lend in s.polls for s in self.by_id.values()):
+                        self.rt.nested().lend(lend.node, lend.parent)
 
     def stop(self) -> None:
         """The run ends: every stream closes (a waiting poll gets what is left), and the
