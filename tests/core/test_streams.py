@@ -131,3 +131,26 @@ def test_bad_uses_name_the_task_the_parameter_and_the_fix(tmp_path, monkeypatch)
             S.produce(s, 1)
     with pytest.raises(UsageError, match="no run here"):
         taskflow.Stream().publish(1)
+
+
+def test_a_resumed_run_runs_a_streams_producers_and_consumers_again(tmp_path, monkeypatch):
+    """A run resumed from a finished one restores its plain task but runs the stream's
+    producer and consumer again (the earlier items are not kept): the consumer gets every
+    item again, never an empty stream closed by a producer restored without running."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def body():
+        s = taskflow.Stream(alias="again")
+        c = S.consume(s)
+        S.produce(s, 5)
+        return wait_on(S.plain(3)), wait_on(c)
+    with taskflow.Runtime(workers=2, run_dir=runs, resumable=True) as first:
+        assert body() == (3, [0, 1, 2, 3, 4])
+    with taskflow.Runtime(workers=2, run_dir=runs, resume=first.run_dir) as second:
+        assert body() == (3, [0, 1, 2, 3, 4])
+    db = sqlite3.connect(os.path.join(second.run_dir, "journal.db"))
+    restored = db.execute("SELECT t.name FROM transitions r JOIN tasks t ON t.id = r.task_id "
+                          "WHERE r.state = 'RESTORED'").fetchall()
+    db.close()
+    assert restored == [("plain",)]
