@@ -103,3 +103,19 @@ def read_files(fs):
             with open(path) as f:
                 got.append(f.read().strip())
     return sorted(got)
+
+
+@task(s=STREAM_OUT, returns=1)
+def produce_where(s, n):
+    import socket
+    s.publish_list(range(n))
+    return socket.gethostname()
+
+
+@task(s=STREAM_IN, returns=1)
+def consume_where(s):
+    import socket
+    got = []
+    while not s.is_closed():
+        got.extend(s.poll(timeout=5))
+    return socket.gethostname(), got
