@@ -14,6 +14,7 @@ from taskflow.errors import NodeLost, TaskError, UsageError
 from taskflow.wire.streams import StreamClosed
 
 from support import stream_tasks as S
+from support.waiting import until
 
 
 def test_two_consumers_on_two_nodes_take_every_item_once_while_it_is_produced(
@@ -98,6 +99,26 @@ def test_a_lost_node_closes_the_stream_its_producer_held_with_node_lost(tmp_path
         assert "3 item(s) it had were kept" in str(info.value)
         assert wait_on(p) == "ran again"
     assert got == [0, 1, 2]
+
+
+def test_a_consumer_run_again_after_taking_items_fails_naming_them(tmp_path, monkeypatch):
+    """A consumer's node is lost after it took 3 items: it runs again, and its poll fails
+    saying the items it took cannot be given again (never a silent short result)."""
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "took-three"
+    with taskflow.Runtime(workers=2, nodes=2, run_dir=str(tmp_path / "runs")) as rt:
+        s = taskflow.Stream()
+        c = S.take_then_hang(s, str(marker))
+        s.publish_list([0, 1, 2])
+        until(marker.exists, 60, "the consumer took three items")
+        with rt.lock:
+            (home,) = [n for n in rt.nodes for t in n.inflight.values()
+                       if t.spec.name == "take_then_hang"]
+        os.kill(home.proc.pid, signal.SIGKILL)
+        with pytest.raises(TaskError, match=r"NodeLost: consumer task .*take_then_hang.*"
+                                            r"parameter 's'.*runs again.*took 3 item"):
+            wait_on(c)
+        s.close()
 
 
 def test_file_stream_between_tasks(tmp_path, monkeypatch):

@@ -119,3 +119,15 @@ def consume_where(s):
     while not s.is_closed():
         got.extend(s.poll(timeout=5))
     return socket.gethostname(), got
+
+
+@task(s=STREAM_IN, returns=1)
+def take_then_hang(s, marker):
+    """First attempt: takes three items, then hangs (its node is killed); a rerun polls."""
+    if os.path.exists(marker):
+        return s.poll(timeout=5)
+    got = []
+    while len(got) < 3:
+        got.extend(s.poll(timeout=5))
+    open(marker, "w").close()
+    time.sleep(120)

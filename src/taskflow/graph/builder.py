@@ -142,7 +142,7 @@ class Builder:
         names = spec.names
         nargs = len(args)
         self._v0: list[DataItem] = []
-        self._streams: list[tuple[Stream, bool, str]] = []
+        self._streams: list[tuple[Stream, bool, str]] | None = None
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)
         refs: list[TaskRef] | None = None
@@ -210,7 +210,7 @@ class Builder:
         task.outputs = outputs
         for item in self._v0:
             item.readers_v0.append(task)
-        if self._streams:           # (not a dependency: the task and the stream meet there)
+        if self._streams is not None:   # (no dependency: the task and the stream meet there)
             rt.stream_attach(task, self._streams)
         if inouts:
             for entry in inouts:
@@ -292,6 +292,8 @@ class Builder:
                     f"{type(value).__name__}: pass a taskflow.Stream (objects) or "
                     f"taskflow.FileStream(base_dir) (files), or declare the parameter "
                     f"otherwise (IN, FILE_IN, ...)")
+            if self._streams is None:
+                self._streams = []
             self._streams.append((value, param.direction == "OUT", pname))
             set_path(argv, kw, path, value.bound(pname))     # (its errors name pname)
 

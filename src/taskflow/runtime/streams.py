@@ -85,6 +85,8 @@ class StreamState:
         self.closed = False
         self.error: bytes | None = None
         self.polls: list[_Poll] = []
+        self.took: dict[int, int] = {}          # consumer task -> items its attempt took
+        self.lost: dict[int, bytes] = {}        # ... that runs again: why its polls fail
         self.seen: dict[str, tuple[int, int]] = {}   # FileStream: listed, not yet stable
         self.taken: set[str] = set()                  # ... and handed out (as items)
 
@@ -182,6 +184,8 @@ class Streams:
         out: list[tuple[_Poll, tuple[list[bytes], bool, bytes | None]]] = []
         with self.lock:
             for s, role, pname in uses:
+                s.took.pop(task.id, None)
+                s.lost.pop(task.id, None)
                 if role != "producer":
                     continue
                 why = None
@@ -203,13 +207,22 @@ class Streams:
         out: list[tuple[_Poll, tuple[list[bytes], bool, bytes | None]]] = []
         with self.lock:
             for s, role, pname in uses:
+                err: BaseException
                 if role == "producer" and not s.closed:
                     msg = (f"{s.name} was closed: its producer task {task.spec.name} (id "
                            f"{task.id}, parameter '{pname}') held it open and {why}; the "
                            f"{s.items.end} item(s) it had were kept")
-                    err: BaseException = NodeLost(msg) if node_lost else StreamFailed(msg)
+                    err = NodeLost(msg) if node_lost else StreamFailed(msg)
                     s.parts = {k: False for k in s.parts}
                     self._close(s, err, out)
+                elif role == "consumer" and s.took.get(task.id):
+                    # what the lost attempt took went to it: the new one cannot have it
+                    msg = (f"consumer task {task.spec.name} (id {task.id}, parameter "
+                           f"'{pname}') of {s.name} runs again ({why}) after its attempt "
+                           f"took {s.took[task.id]} item(s), which a stream gives once: "
+                           f"they cannot be given to it again")
+                    err = NodeLost(msg) if node_lost else StreamFailed(msg)
+                    s.lost[task.id] = _dump(err)
         self._deliver(out, locked=True)
 
     # -- the program (ProgramClient) ---------------------------------------------------------
@@ -256,6 +269,9 @@ class Streams:
 
     # -- the rules (self.lock held) ----------------------------------------------------------
     def _ask(self, s: StreamState, p: _Poll, out: list[Any]) -> None:
+        if p.parent in s.lost:          # (a consumer run again: see again)
+            out.append((p, ([], True, s.lost[p.parent])))
+            return
         if s.files:
             self._scan(s)
         if not p.take or s.left(p.group) or s.closed or \
@@ -289,6 +305,8 @@ class Streams:
                 size += len(blob)
                 at += 1
             s.groups[p.group] = at
+            if items and p.parent:
+                s.took[p.parent] = s.took.get(p.parent, 0) + len(items)
             s.items.drop_before(min(s.groups.values()))
         done = s.done_for(p.group)
         return items, done, s.error if done else None
