@@ -43,7 +43,7 @@ def test_two_consumers_on_two_nodes_take_every_item_once_while_it_is_produced(
 
 def test_the_program_publishes_and_polls(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")):
+    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")) as rt:
         s = taskflow.Stream()
         c = S.consume(s)
         s.publish_list(range(5))
@@ -60,6 +60,13 @@ def test_the_program_publishes_and_polls(tmp_path, monkeypatch):
             back.poll()
         with pytest.raises(StreamClosed, match="publish after it was closed"):
             back.publish(8)
+    db = sqlite3.connect(os.path.join(rt.run_dir, "journal.db"))
+    rows = db.execute("SELECT s.items, t.role, t.task_id FROM stream_tasks t JOIN streams s "
+                      "ON s.id = t.stream_id ORDER BY s.t_open, t.role").fetchall()
+    db.close()
+    assert [(n, role, tid == 0) for n, role, tid in rows] == [
+        (6, "consumer", False), (6, "producer", True),      # the program published
+        (7, "consumer", True), (7, "producer", False)]      # the program polled
 
 
 def test_a_failed_producer_closes_its_stream_with_its_error(tmp_path, monkeypatch):

@@ -27,6 +27,7 @@ streams     one row per stream the run used: its kind (objects, files), name, wh
             was first used and closed, the items published, the error it was closed
             with (the producer's failure, NodeLost)
 stream_tasks the tasks that produced or consumed each stream, and their parameter
+            (task 0: the main program)
 memory      what a node's memory budget did (agent.memory): one row per report,
             with its resident bytes, bytes of values held in memory and on
             disk, whether it is paused, and the values spilled (count,

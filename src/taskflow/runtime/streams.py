@@ -85,6 +85,7 @@ class StreamState:
         self.closed = False
         self.error: bytes | None = None
         self.polls: list[_Poll] = []
+        self.program_polled = False
         self.took: dict[int, int] = {}          # consumer task -> items its attempt took
         self.lost: dict[int, bytes] = {}        # ... that runs again: why its polls fail
         self.seen: dict[str, tuple[int, int]] = {}   # FileStream: listed, not yet stable
@@ -234,7 +235,7 @@ class Streams:
                 raise StreamClosed(f"{s.name}: publish after it was closed; publish before "
                                    f"every producer closed it (a producer task closes its "
                                    f"part when it ends)")
-            s.parts.setdefault(PROGRAM, True)
+            self._program(s, "producer")
             _add(s, items)
             self._serve(s, out)
         self._deliver(out, locked=False)
@@ -243,7 +244,7 @@ class Streams:
         out: list[tuple[_Poll, tuple[list[bytes], bool, bytes | None]]] = []
         with self.lock:
             s = self._state(handle)
-            s.parts.setdefault(PROGRAM, True)
+            self._program(s, "producer")
             self._close_part(s, PROGRAM, None, out)
         self._deliver(out, locked=False)
 
@@ -261,11 +262,22 @@ class Streams:
         p = _Poll(group, None if timeout is None else time.time() + timeout, take)
         p.event = threading.Event()
         with self.lock:
-            self._ask(self._state(handle), p, out)
+            s = self._state(handle)
+            self._program(s, "consumer")
+            self._ask(s, p, out)
         self._deliver(out, locked=False)
         p.event.wait()
         assert p.answer is not None
         return p.answer
+
+    def _program(self, s: StreamState, role: str) -> None:
+        """The program produces or consumes ``s``: recorded once (task id 0)."""
+        if role == "producer" and PROGRAM not in s.parts:
+            s.parts[PROGRAM] = True
+            self._note(PROGRAM, s.id, role, "(the program)")
+        elif role == "consumer" and not s.program_polled:
+            s.program_polled = True
+            self._note(PROGRAM, s.id, role, "(the program)")
 
     # -- the rules (self.lock held) ----------------------------------------------------------
     def _ask(self, s: StreamState, p: _Poll, out: list[Any]) -> None:
