@@ -22,8 +22,8 @@ _PARAMETERS = (
     "DIRECTORY", "DIRECTORY_IN", "DIRECTORY_INOUT", "DIRECTORY_OUT", "FILE", "FILE_COMMUTATIVE",
     "FILE_CONCURRENT", "FILE_IN", "FILE_IN_STDIN", "FILE_INOUT", "FILE_INOUT_STDERR",
     "FILE_INOUT_STDOUT", "FILE_OUT", "FILE_OUT_STDERR", "FILE_OUT_STDOUT", "IN", "IN_DELETE",
-    "INOUT", "OUT", "STDERR", "STDIN", "STDOUT", "Depth", "Direction", "Keep", "Param",
-    "Prefix", "StdIOStream", "Type", "Weight")
+    "INOUT", "OUT", "STDERR", "STDIN", "STDOUT", "STREAM_IN", "STREAM_OUT", "Depth",
+    "Direction", "Keep", "Param", "Prefix", "StdIOStream", "Type", "Weight")
 _SYNC = ("TaskGroup", "barrier", "barrier_group", "cancel_group", "delete_file",
          "delete_object", "file_exists", "number_of_resources", "open", "wait_on",
          "wait_on_directory", "wait_on_file")
@@ -39,6 +39,8 @@ _EXPORTS: dict[str, str] = {
     "multinode": ".api.multinode", "ompss": ".api.ompss", "task": ".api.task",
     "workflow": ".api.workflow", "task_resources": ".api.granted",
     "Executor": ".api.executor",
+    "Stream": ".wire.streams", "FileStream": ".wire.streams",
+    "StreamClosed": ".wire.streams", "StreamFailed": ".wire.streams",
     "Future": ".future", "ProgramFailed": ".errors", "Runtime": ".runtime.runtime",
 }
 

@@ -52,6 +52,21 @@ def calls_inline() -> bool:
     return _calls_inline
 
 
+_streams: Any = None    # what publishes to and polls streams here (wire.streams.Client)
+
+
+def streams() -> Any:
+    """This process's stream client: the executor's (agent.executor.streams) in a task,
+    the runtime's (runtime.streams) in the main program; None elsewhere."""
+    return _streams
+
+
+def set_streams(client: Any) -> None:
+    """Set (or clear, with None) this process's stream client."""
+    global _streams
+    _streams = client
+
+
 def set_nest(handler: Any) -> None:
     """The executor's nested-call handler (set once, by the executor, before any task)."""
     global _nest

@@ -261,8 +261,21 @@ class Moved(NamedTuple):
     move: MoveInfo
 
 
+class StreamNote(NamedTuple):
+    """A stream opened, got a producer or a consumer, or closed (runtime/streams.py):
+    ``name`` is the stream's id, ``info`` (what, detail): ("open", "objects NAME"),
+    ("producer" | "consumer", parameter) for ``task_id``, ("close", "ITEMS [ERROR]")."""
+
+    kind: Literal["stream"]
+    t: float
+    task_id: int
+    name: str
+    node: str
+    info: tuple[str, str]
+
+
 Event = Union[Submitted, Ready, Dispatched, Granted, Running, Ended, Retry, Resumed, Usage,
-              Log, NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested, Moved]
+              Log, NodeJoin, NodeGone, NodeNote, Sample, Memory, Nested, Moved, StreamNote]
 
 
 # -- a task's rows (plain tuples: see the module docstring) ---------------------------------

@@ -333,3 +333,19 @@ def test_a_task_calls_tasks_that_run_on_the_other_host(ssh_hosts, tmp_path, monk
         home, kids = wait_on(N.spreads(8, 0.3))
     assert {h for h, _ in kids} - {home}, (home, kids)      # some child ran on the other host
     assert [s for _, s in kids] == [i * (1 << 20) for i in range(8)]
+
+
+def test_a_stream_across_hosts(ssh_hosts, tmp_path, monkeypatch):
+    """Three consumers and a producer fill both hosts' four slots: the items cross from the
+    producer's host to consumers on the other one, each delivered once, in order."""
+    from support import stream_tasks as T
+    monkeypatch.chdir(tmp_path)
+    with _rt(ssh_hosts, tmp_path):
+        s = taskflow.Stream()
+        consumers = [T.consume_where(s) for _ in range(3)]
+        where = T.produce_where(s, 3000)
+        got = wait_on(consumers)
+        home = wait_on(where)
+    assert sorted(x for _, items in got for x in items) == list(range(3000))
+    assert all(items == sorted(items) for _, items in got)
+    assert {h for h, _ in got} - {home}, (home, [h for h, _ in got])

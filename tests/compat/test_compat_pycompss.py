@@ -267,12 +267,12 @@ def test_unsupported_pieces_fail_naming_themselves(tmp_path):
     assert r.returncode == 0
     seen = dict(line.split(" ", 2)[1:] for line in r.stdout.splitlines()
                 if line.startswith("UNSUPPORTED "))
-    assert len(seen) == 9
+    assert len(seen) == 8
     for name, text in seen.items():
         assert "no error" not in text, name
         assert "not supported" in text or "does not provide" in text, (name, text)
     assert seen["storage"].startswith("| NotProvided")               # an ImportError
-    assert seen["streams"].startswith("| NotSupported:")             # when created
+    assert "external streams" in seen["external_stream"]
     assert "@container" in seen["container"]
     # modules that only define names import: classes.Future is taskflow's future
     assert "IMPORTED taskflow.future True True" in r.stdout
@@ -403,3 +403,15 @@ def test_remote_compute_node_from_project_file(ssh_hosts, tmp_path):
     assert "1 node(s), 2 slot(s)" in r.stderr
     nodes = [n for (n,) in journal(tmp_path).execute("SELECT DISTINCT node FROM tasks")]
     assert nodes == [host]
+
+
+def test_streams_as_pycompss_documents_them(tmp_path):
+    """An ObjectDistroStream with a producer and two consumer tasks on 2 slots (a consumer
+    that polls lends its slot: the producer starts), the main program polling a stream named
+    by its alias, and a @binary filling a FileDistroStream's directory."""
+    out = ok(run_app("app_streams.py", cwd=tmp_path))
+    assert out == {"objects": list(range(50)), "each_in_order": True, "main": list(range(5)),
+                   "files": [f"file {i}" for i in range(4)], "type": "FILE"}
+    with journal(tmp_path) as db:
+        rows = db.execute("SELECT kind, items, error FROM streams ORDER BY t_open").fetchall()
+    assert rows == [("objects", 50, ""), ("objects", 5, ""), ("files", 4, "")]

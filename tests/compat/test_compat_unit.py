@@ -27,7 +27,8 @@ def test_parameters_become_taskflow_params():
     assert P.to_native({P.Type: P.FILE_IN, P.Prefix: "--in="}, "x").prefix == "--in="
     assert P.to_native(P.DICTIONARY_INOUT, "x").kind == "collection"
     for bad, words in ((P.FILE_IN_STDOUT, "FILE_OUT_STDOUT"), (P.FILE_OUT_STDIN, "FILE_IN_STDIN"),
-                       (P.STREAM_OUT, "streams"), ("FILE_INN", "FILE_IN"),
+                       (P.Parameter(P.TYPE.EXTERNAL_STREAM), "external streams"),
+                       ("FILE_INN", "FILE_IN"),
                        ({P.Type: P.FILE_IN, "colour": 1}, "unknown key")):
         with pytest.raises(UsageError, match=words):
             P.to_native(bad, "task t, parameter 'p'")

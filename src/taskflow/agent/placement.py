@@ -157,6 +157,8 @@ class Placement:
             return
         execs = self.pool.execs
         idle = [e for e in execs if not e.queue]
+        if self.pool.parked and len(idle) > 1:    # an executor holding no waiting task first
+            idle.sort(key=lambda e: len(e.parked))
         nfree = len(idle) - sum(e.reserved for e in execs)
         skipped: list[tuple[int, int, Item]] = []
         means = self.state.mean

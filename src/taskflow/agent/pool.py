@@ -200,7 +200,7 @@ class Pool:
         self.nest_out.extend(body)
         for entry in body:
             kind = type(entry)
-            if kind is M.NestWait:
+            if kind is M.NestWait or kind is M.StreamPoll:      # (a poll is a wait)
                 head = next(iter(ex.queue), None)
                 if head is not None and head.task_id == entry.parent:
                     ex.parked.append(ex.queue.pop(0))
@@ -215,7 +215,7 @@ class Pool:
         out, self.nest_out = self.nest_out, []
         return out
 
-    def answer(self, answers: list[M.NestAnswer]) -> None:
+    def answer(self, answers: list[M.Answer]) -> None:
         """The master's answers to waits, each to the executor its waiting task is on."""
         for a in answers:
             ex = self.parked.get(a.parent)

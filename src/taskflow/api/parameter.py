@@ -12,8 +12,8 @@ from typing import Any
 
 from ..errors import ParameterError
 from ..graph.param import (COLLECTION_KIND, D_COMMUTATIVE, D_CONCURRENT, D_IN, D_IN_DELETE,
-                           D_INOUT, D_OUT, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, READS, WRITES,
-                           Param)
+                           D_INOUT, D_OUT, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, READS,
+                           STREAM_KIND, WRITES, Param)
 
 # Dictionary-form keys (PyCOMPSs spells them the same way).
 Type = "type"
@@ -75,13 +75,18 @@ COLLECTION_FILE_IN = _p("COLLECTION_FILE_IN", COLLECTION_KIND, _IN, elem_kind=FI
 COLLECTION_FILE_OUT = _p("COLLECTION_FILE_OUT", COLLECTION_KIND, _OUT, elem_kind=FILE_KIND)
 COLLECTION_FILE_INOUT = _p("COLLECTION_FILE_INOUT", COLLECTION_KIND, _INOUT, elem_kind=FILE_KIND)
 
+# Streams between running tasks (taskflow.Stream, FileStream: docs/guide/streams.md):
+# not a data dependency; the task publishes (STREAM_OUT) or polls (STREAM_IN) while it runs.
+STREAM_IN = _p("STREAM_IN", STREAM_KIND, _IN)
+STREAM_OUT = _p("STREAM_OUT", STREAM_KIND, _OUT)
+
 _BY_NAME = {p.name: p for p in (
     IN, OUT, INOUT, CONCURRENT, COMMUTATIVE, IN_DELETE,
     FILE, FILE_IN, FILE_OUT, FILE_INOUT, FILE_CONCURRENT, FILE_COMMUTATIVE,
     FILE_IN_STDIN, FILE_OUT_STDOUT, FILE_OUT_STDERR, FILE_INOUT_STDOUT,
     FILE_INOUT_STDERR, DIRECTORY, DIRECTORY_IN, DIRECTORY_OUT, DIRECTORY_INOUT,
     COLLECTION, COLLECTION_IN, COLLECTION_OUT, COLLECTION_INOUT,
-    COLLECTION_FILE_IN, COLLECTION_FILE_OUT, COLLECTION_FILE_INOUT)}
+    COLLECTION_FILE_IN, COLLECTION_FILE_OUT, COLLECTION_FILE_INOUT, STREAM_IN, STREAM_OUT)}
 _DIRECTION_PARAMS = {_IN: IN, _OUT: OUT, _INOUT: INOUT, _CONCURRENT: CONCURRENT,
                      _COMMUTATIVE: COMMUTATIVE, _IN_DELETE: IN_DELETE}
 _DICT_KEYS = {Type, Direction, StdIOStream, Prefix, Depth, Weight, Keep}

@@ -21,7 +21,8 @@ import cloudpickle
 from ..wire import messages as M
 from ..wire import values
 from ..wire.argpath import set_path
-from .param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param
+from ..wire.streams import Stream
+from .param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, STREAM_KIND, Param
 from ..errors import UsageError
 from ..future import Future
 from .registry import DIR, FILE, GraphHost
@@ -141,6 +142,7 @@ class Builder:
         names = spec.names
         nargs = len(args)
         self._v0: list[DataItem] = []
+        self._streams: list[tuple[Stream, bool, str]] | None = None
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)
         refs: list[TaskRef] | None = None
@@ -208,6 +210,8 @@ class Builder:
         task.outputs = outputs
         for item in self._v0:
             item.readers_v0.append(task)
+        if self._streams is not None:   # (no dependency: the task and the stream meet there)
+            rt.stream_attach(task, self._streams)
         if inouts:
             for entry in inouts:
                 entry.version.made_by(task)
@@ -231,6 +235,13 @@ class Builder:
                 return (path, M.REF_VALUE, v)
         if (t is tuple or t is frozenset) and all(type(x) in SCALARS for x in a):
             return None
+        if isinstance(a, Stream):
+            where = self._where(spec, pname)
+            name = where.split("'")[1]
+            raise UsageError(
+                f"{where}: {a!r} is a stream given as an ordinary (IN) argument; declare "
+                f"the parameter STREAM_IN to poll it (@task({name}=STREAM_IN)) or "
+                f"STREAM_OUT to publish to it")
         blob, found = snapshot(a, objects, self._where(spec, pname))
         deps.extend(found)
         return (path, M.REF_PICKLED, (blob, found))
@@ -274,6 +285,17 @@ class Builder:
         elif kind == COLLECTION_KIND:
             self._collection(value, param, path, spec, pname, refs, deps, inouts, argv, kw,
                              param.depth)
+        elif kind == STREAM_KIND:
+            if not isinstance(value, Stream):
+                raise UsageError(
+                    f"task {spec.name}, parameter '{pname}' is {param!r} but got a "
+                    f"{type(value).__name__}: pass a taskflow.Stream (objects) or "
+                    f"taskflow.FileStream(base_dir) (files), or declare the parameter "
+                    f"otherwise (IN, FILE_IN, ...)")
+            if self._streams is None:
+                self._streams = []
+            self._streams.append((value, param.direction == "OUT", pname))
+            set_path(argv, kw, path, value.bound(pname))     # (its errors name pname)
 
     def _object_write(self, value: Any, param: Param, path: ArgPath, spec: TaskSpec,
                       pname: str, refs: list[TaskRef], deps: list[Future], inouts: list[Inout],

@@ -14,6 +14,7 @@ OBJECT_KIND = "object"
 FILE_KIND = "file"
 DIRECTORY_KIND = "directory"
 COLLECTION_KIND = "collection"
+STREAM_KIND = "stream"          # a taskflow.Stream / FileStream: STREAM_IN, STREAM_OUT
 
 # Direction names.
 D_IN, D_OUT, D_INOUT, D_CONCURRENT, D_COMMUTATIVE, D_IN_DELETE = (

@@ -35,6 +35,9 @@ class GraphHost(FutureHost, Protocol):
     def new_did(self) -> int:
         """The next data id."""
 
+    def stream_attach(self, task: Task, uses: list[tuple[Any, bool, str]]) -> None:
+        """``task`` was called with streams: (handle, produces, parameter)."""
+
 
 class DataItem:
     __slots__ = ("kind", "key", "obj", "path", "latest", "nversions", "readers_v0",

@@ -24,9 +24,8 @@ from .text import params_text, ref_summary, stream_paths
 
 if TYPE_CHECKING:
     from ..events import (DoneWire, Dispatched, Ended, Event, Granted, Log, Memory, Moved,
-                          NodeGone,
-                          NodeJoin,
-                          Nested, NodeNote, Ready, Resumed, Retry, Running, Sample,
+                          NodeGone, NodeJoin, Nested, NodeNote, StreamNote, Ready, Resumed,
+                          Retry, Running, Sample,
                           SubmittedWire, Usage,
                           WholeWire)
     from .wire import ErrorInfo, SpecInfo
@@ -102,6 +101,9 @@ class Changes:
         self.usage: list[tuple[int, float, int, int | None, int | None]] = []
         self.memory: list[tuple[Any, ...]] = []
         self.moves: list[tuple[int, int, float, float, int, str, str]] = []
+        self.streams: list[tuple[str, str, str, float]] = []     # opened
+        self.stream_tasks: list[tuple[str, int, str, str]] = []
+        self.stream_ends: list[tuple[float, int, str, str]] = []  # closed
 
     def change(self, tid: int, ch: dict[str, Any]) -> None:
         """Columns of a row inserted already (an UPDATE)."""
@@ -301,6 +303,18 @@ def _nested(c: Changes, ev: Nested) -> None:
     c.children.append((parent, tid))
 
 
+def _stream(c: Changes, ev: StreamNote) -> None:
+    _, t, tid, sid, _, (what, detail) = ev
+    if what == "open":
+        kind, _, name = detail.partition(" ")
+        c.streams.append((sid, kind, name, t))
+    elif what == "close":
+        items, _, error = detail.partition(" ")
+        c.stream_ends.append((t, int(items), error, sid))
+    else:
+        c.stream_tasks.append((sid, tid, what, detail))
+
+
 def _usage(c: Changes, ev: Usage) -> None:
     _, _, tid, _, _, (cpu, peak, rd, wr) = ev
     c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None))
@@ -356,7 +370,7 @@ HANDLERS: dict[str, Callable[[Changes, Any], None]] = {
     "ready": _ready, "dispatched": _dispatched, "granted": _granted, "running": _running,
     "done": _ended, "failed": _ended, "cancelled": _ended, "interrupted": _ended,
     "retry": _retry, "rerun": _resumed, "restored": _resumed, "adopted": _resumed,
-    "usage": _usage, "log": _log, "nested": _nested, "moved": _moved,
+    "usage": _usage, "log": _log, "nested": _nested, "moved": _moved, "stream": _stream,
     "node_join": _node_join, "node_lost": _node_gone, "node_left": _node_gone,
     "node_state": _node_state, "sample": _sample, "memory": _memory,
 }

@@ -27,6 +27,11 @@ moves       values over the inline limit that moved (runtime.loop.fetches, relay
             the move began and ended, bytes, from which node to which ("master": to the
             master), the task it moved for (0: the master's own wait) and the task that
             made the value
+streams     one row per stream the run used: its kind (objects, files), name, when it
+            was first used and closed, the items published, the error it was closed
+            with (the producer's failure, NodeLost)
+stream_tasks the tasks that produced or consumed each stream, and their parameter
+            (task 0: the main program)
 memory      what a node's memory budget did (agent.memory): one row per report,
             with its resident bytes, bytes of values held in memory and on
             disk, whether it is paused, and the values spilled (count,
@@ -75,6 +80,11 @@ CREATE TABLE IF NOT EXISTS usage (
 CREATE TABLE IF NOT EXISTS moves (
     task_id INTEGER, producer INTEGER, t_start REAL, t_end REAL, bytes INTEGER, src TEXT,
     dst TEXT);
+CREATE TABLE IF NOT EXISTS streams (
+    id TEXT PRIMARY KEY, kind TEXT, name TEXT, t_open REAL, t_close REAL, items INTEGER,
+    error TEXT);
+CREATE TABLE IF NOT EXISTS stream_tasks (stream_id TEXT, task_id INTEGER, role TEXT,
+    parameter TEXT);
 CREATE TABLE IF NOT EXISTS memory (
     node TEXT, t REAL, rss INTEGER, held INTEGER, spilled INTEGER, paused INTEGER,
     spills INTEGER, spilled_bytes INTEGER, reads INTEGER);

@@ -221,6 +221,14 @@ class JournalDB:
         if c.usage:
             db.executemany("INSERT OR REPLACE INTO usage (task_id, cpu, rss, rchar, wchar) "
                            "VALUES (?,?,?,?,?)", c.usage)
+        if c.streams:
+            db.executemany("INSERT OR IGNORE INTO streams (id, kind, name, t_open) "
+                           "VALUES (?,?,?,?)", c.streams)
+        if c.stream_tasks:
+            db.executemany("INSERT INTO stream_tasks VALUES (?,?,?,?)", c.stream_tasks)
+        if c.stream_ends:
+            db.executemany("UPDATE streams SET t_close=?, items=?, error=? WHERE id=?",
+                           c.stream_ends)
         if c.memory:
             db.executemany("INSERT INTO memory VALUES (?,?,?,?,?,?,?,?,?)", c.memory)
         if c.moves:

@@ -17,12 +17,17 @@ _current: Runtime | None = None     # read directly by the task call (api.task):
 def set_current(rt: Runtime) -> None:
     global _current
     _current = rt
+    from ..context import set_streams
+    from .streams import ProgramClient
+    set_streams(ProgramClient(rt.stream_registry))    # the program's streams go to this run
 
 
 def clear_current(rt: Runtime) -> None:
     global _current
     if _current is rt:
         _current = None
+        from ..context import set_streams
+        set_streams(None)
 
 
 def get() -> Runtime | None:

@@ -92,7 +92,7 @@ class Nesting:
     def __init__(self, rt: RunState) -> None:
         self.rt = rt
         self.q: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.out: dict[NodeHandle, list[M.NestAnswer]] = {}   # answers for the loop to send
+        self.out: dict[NodeHandle, list[M.Answer]] = {}     # answers for the loop to send
         self.doomed: list[tuple[list[Task], str]] = []    # children to cancel, and why
         # calls arrived (counted by the loop thread) and made (by this module's thread):
         # while they differ the run is not idle (each count has one writer: no lock)
@@ -102,8 +102,9 @@ class Nesting:
 
     # -- the loop thread, the run's lock held -----------------------------------------------
     def arrived(self, node: NodeHandle, entries: list[M.Nest]) -> None:
-        """A node's NEST frame: calls and waits to the thread; a wait lends the parent's
-        units to its node, a return from one takes them back."""
+        """A node's NEST frame: calls and waits to the thread, streams' messages to the
+        run's streams; a wait lends the parent's units to its node (a poll of a stream:
+        once it waited a while, :meth:`lend`), a return from one takes them back."""
         inflight = node.inflight
         for e in entries:
             task = inflight.get(e.parent)
@@ -122,13 +123,27 @@ class Nesting:
             if kind is M.NestCall:
                 self.n_in += 1
             elif kind is M.NestWait and not rec.waiting:
-                rec.waiting = True
-                rec.since = time.time()
-                node.used -= task.cus
-                self.rt.scheduler.freed(node)
+                self._lend(node, task, rec)
+            if kind is M.StreamPublish or kind is M.StreamClose or kind is M.StreamPoll:
+                self.rt.stream_registry().from_task(node, task, e)    # (runtime.streams)
+                continue
             self.q.put((rec, e))
 
-    def take(self) -> dict[NodeHandle, list[M.NestAnswer]]:
+    def lend(self, node: NodeHandle, parent: int) -> None:
+        """A task's poll of a stream waits (runtime.streams): its units are lent to its
+        node until it runs again (the run's lock held)."""
+        task = node.inflight.get(parent)
+        if task is not None and task.nest is not None and not task.nest.waiting:
+            self._lend(node, task, task.nest)
+            self.rt.comm.wake()
+
+    def _lend(self, node: NodeHandle, task: Task, rec: NestRecord) -> None:
+        rec.waiting = True
+        rec.since = time.time()
+        node.used -= task.cus
+        self.rt.scheduler.freed(node)
+
+    def take(self) -> dict[NodeHandle, list[M.Answer]]:
         out, self.out = self.out, {}
         return out
 

@@ -262,10 +262,10 @@ class Runtime(RunState):
             return
         waited = False
         try:
-            idle = False
-            if wait and self._thread is not None and self._thread.is_alive():
+            idle = wait and self._thread is not None and self._thread.is_alive()
+            if idle:
+                self.program_ended()        # (streams it held open close: runtime.streams)
                 self._wait_idle(None)
-                idle = True
             waited = True
         finally:
             with self._ending:      # (one thread ends the run: a signal's stop may come
@@ -316,8 +316,7 @@ class Runtime(RunState):
         self.dispatcher.close()
         if self._thread is not None:
             self._thread.join(10)
-        if self.nesting is not None:
-            self.nesting.stop()
+        self.stop_helpers()
         self.recovery.at_end(self.nodes, self.providers)
         for p in self.providers:
             p.stop()

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..providers.base import Provider
     from ..providers.handle import NodeHandle
     from .nesting import Nesting
+    from .streams import Streams
 
 Waiter = Union[threading.Event, "Task"]    # who waits for a value being fetched
 
@@ -74,6 +75,7 @@ class RunState:
                  comm: Comm | None = None, providers: list[Provider] | None = None,
                  crash_limit: int = 3) -> None:
         self.lock = threading.Lock()
+        self.stream_lock = threading.Lock()     # (making the stream registry once)
         self.retries = retries
         # workers that may die running one task (its executor, its node) before the task is
         # failed; not counted against its retries (Dask's allowed-failures, HyperQueue's
@@ -109,6 +111,7 @@ class RunState:
         self.max_cus = 0
         self.max_mem = 0.0
         self.nesting: Nesting | None = None     # tasks' calls of tasks (from the first one)
+        self.streams: Streams | None = None     # the run's streams (from the first one)
 
     def nested(self) -> Nesting:
         """The run's nested calls (runtime.nesting), started at a task's first call."""
@@ -117,6 +120,38 @@ class RunState:
             from .nesting import Nesting
             nesting = self.nesting = Nesting(self)
         return nesting
+
+    def stream_registry(self) -> Streams:
+        """The run's streams (runtime.streams), made at the first use of one."""
+        streams = self.streams
+        if streams is None:
+            with self.stream_lock:
+                streams = self.streams
+                if streams is None:
+                    import os
+                    import tempfile
+
+                    from .streams import Streams
+                    self.nested()           # (its answers carry the polls' answers)
+                    base = getattr(self, "data_dir", None) or tempfile.gettempdir()
+                    streams = self.streams = Streams(self, os.path.join(base, "streams"))
+        return streams
+
+    def program_ended(self) -> None:
+        """The program is over (``stop``): the streams it produced close for its part."""
+        if self.streams is not None:
+            self.streams.program_ended()
+
+    def stop_helpers(self) -> None:
+        """The run ends: the threads of nested calls and of streams stop."""
+        if self.nesting is not None:
+            self.nesting.stop()
+        if self.streams is not None:
+            self.streams.stop()
+
+    def stream_attach(self, task: Task, uses: list[tuple[Any, bool, str]]) -> None:
+        """``task`` was called with streams (graph.builder): (handle, produces, parameter)."""
+        self.stream_registry().attach(task, uses)
 
     def join_group(self, name: str, task: Task) -> None:
         """``task`` is one of group ``name``'s. A group forgets its tasks that ended well

@@ -24,8 +24,10 @@ what each body is. Master -> node::
     PING      None                       the master is there (adoptable runs: an agent
                                          that hears nothing for heartbeat_timeout s
                                          takes its master for lost)
-    NESTED    list[NestAnswer]           what a waiting parent task waited for (the agent
-                                         gives it to the executor running the parent)
+    NESTED    list[NestAnswer | StreamItems]
+                                         what a waiting parent task waited for, or a stream's
+                                         items a task polled (the agent gives it to the
+                                         executor running the task)
 
 Node -> master::
 
@@ -40,9 +42,11 @@ Node -> master::
     STARTED   list[tuple[int, float]]    (task id, time) of tasks that began to run; sent
                                          for tasks not known to be short (MASTER_SHORT)
     PART      list[PartWire]             answer to PULL (total -1: the value is not here)
-    NEST      list[NestCall | NestWait | NestResumed]
+    NEST      list[NestCall | NestWait | NestResumed | StreamPublish | StreamClose |
+              StreamPoll]
                                          a running task's calls of tasks, its waits and its
-                                         return from a wait (executor -> agent -> master, in
+                                         return from a wait, what it publishes to streams,
+                                         closes and polls (executor -> agent -> master, in
                                          the executor's order; the agent sends them before
                                          the round's RESULTS)
 
@@ -359,7 +363,45 @@ class NestAnswer(NamedTuple):
     #       (seq, output index, the value, or the child's error pickled: TaskError)
 
 
-Nest = Union[NestCall, NestWait, NestResumed]
+class StreamPublish(NamedTuple):
+    """A running task published items to a stream (wire.streams): kept by the master."""
+
+    parent: int                   # the publishing task's id
+    stream: str                   # the stream's id
+    items: list[bytes]            # each item pickled (a FileStream's: its path, pickled)
+
+
+class StreamClose(NamedTuple):
+    """A running task closed its part of a stream (``close()``)."""
+
+    parent: int
+    stream: str
+
+
+class StreamPoll(NamedTuple):
+    """A running task polls a stream (or asks ``is_closed``): a wait, as ``NestWait`` is
+    (its slot is lent until ``NestResumed``); answered by ``StreamItems``."""
+
+    parent: int
+    wait: int                     # the wait's number in its executor (the answer names it)
+    stream: str
+    group: str                    # the consumer group polling
+    timeout: float | None         # seconds to wait for an item; None: until one or the close
+    take: bool                    # False: only whether it is closed and drained (is_closed)
+
+
+class StreamItems(NamedTuple):
+    """The master's answer to a ``StreamPoll``."""
+
+    parent: int
+    wait: int
+    items: list[bytes]
+    closed: bool                  # the stream is closed and nothing is left for the group
+    error: bytes | None           # the error it was closed with (pickled), if any
+
+
+Nest = Union[NestCall, NestWait, NestResumed, StreamPublish, StreamClose, StreamPoll]
+Answer = Union[NestAnswer, StreamItems]
 
 
 ExecBatch = tuple[list[TaskWire], dict[int, Payload]]      # TASKS to an executor

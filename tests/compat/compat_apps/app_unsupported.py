@@ -39,14 +39,10 @@ def use_opencl():
     opencl(kernel="k.cl")
 
 
-def use_streams():
-    pycompss.streams.distro_stream.ObjectDistroStream(alias="s")
+def use_external_stream():
+    from pycompss.api.parameter import TYPE, Parameter
 
-
-def use_stream_param():
-    from pycompss.api.parameter import STREAM_OUT
-
-    @task(ods=STREAM_OUT)
+    @task(ods=Parameter(TYPE.EXTERNAL_STREAM))
     def write(ods):
         pass
 
@@ -64,8 +60,8 @@ def use_internals():
 
 
 for name, fn in [("container", use_container), ("decaf", use_decaf), ("julia", use_julia),
-                 ("opencl", use_opencl), ("streams", use_streams),
-                 ("stream_param", use_stream_param), ("storage", use_storage),
+                 ("opencl", use_opencl), ("external_stream", use_external_stream),
+                 ("storage", use_storage),
                  ("interactive", use_interactive), ("internals", use_internals)]:
     attempt(name, fn)
 for k, v in sorted(out.items()):

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator
 
 import cloudpickle
 
-from ...context import calls_inline, set_nest
+from ...context import calls_inline, set_nest, set_streams
 from ...errors import UsageError
 from ...wire import messages as M
 from ...wire import protocol as P
@@ -112,7 +112,7 @@ class _Nest:
         self.parent = 0                 # the task whose calls are numbered now ...
         self.seq = 0                    # ... and its last call's number
         self.waits = 0
-        self.answers: dict[int, M.NestAnswer] = {}
+        self.answers: dict[int, M.Answer] = {}
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
                err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
@@ -120,10 +120,12 @@ class _Nest:
         self.cur, self.out, self.err, self.help = cur, out, err, help_
         self.ident = threading.get_ident()
         _deep_stack()
+        from .streams import TaskStreams
+        set_streams(TaskStreams(self))    # (streams work under --compat pycompss too)
         if not calls_inline():          # (PyCOMPSs's apps: a call in a task runs inline)
             set_nest(self)
 
-    def answered(self, body: list[M.NestAnswer]) -> None:
+    def answered(self, body: list[M.Answer]) -> None:
         for a in body:
             self.answers[a.wait] = a
 
@@ -173,7 +175,10 @@ class _Nest:
         if not handles:
             return _one_or_all(objs)
         self._here(next(iter(handles)).name)
-        answer = self._wait(sorted({h.seq for h in handles}))
+        parent = self.cur.tid
+        seqs = sorted({h.seq for h in handles})
+        answer = self.ask(lambda wid: M.NestWait(parent, wid, seqs))
+        assert type(answer) is M.NestAnswer
         got = {(seq, i): (v, e) for seq, i, v, e in answer.values}
         for h in handles:
             _, err = got.get((h.seq, h.index), (None, None))
@@ -187,12 +192,16 @@ class _Nest:
         if self.parent != self.cur.tid or not self.seq:
             return                      # it called nothing
         self._here("barrier")
-        answer = self._wait(None)
+        parent = self.cur.tid
+        answer = self.ask(lambda wid: M.NestWait(parent, wid, None))
+        assert type(answer) is M.NestAnswer
         for _, _, _, err in answer.values:
             if err is not None:
                 raise _error(err, "a task it called")
 
-    def _wait(self, seqs: list[int] | None) -> M.NestAnswer:
+    def ask(self, wait: Callable[[int], M.Nest]) -> M.Answer:
+        """Send the wait ``wait(number)`` makes (a ``NestWait``, a ``StreamPoll``) and run
+        what the agent queues here until its answer comes."""
         cur = self.cur
         parent = cur.tid
         wfd = self.wfd
@@ -203,7 +212,7 @@ class _Nest:
             logs.clear()
         self.waits += 1
         wid = self.waits
-        P.write_all(wfd, P.encode(M.NEST, [M.NestWait(parent, wid, seqs)]))
+        P.write_all(wfd, P.encode(M.NEST, [wait(wid)]))
         saved = self._save()
         answers = self.answers
 

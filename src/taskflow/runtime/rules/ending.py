@@ -152,6 +152,8 @@ def task_ended(rt: RunState, task: Task) -> None:
     task.reads = None       # free what the graph no longer needs (1M-task runs)
     if task.nest is not None and rt.nesting is not None:     # it called tasks
         rt.nesting.ended(task)
+    if rt.streams is not None:                      # it had streams (runtime.streams)
+        rt.streams.ended(task)
     bus = rt.bus
     if bus.active:
         # The bus makes the rows later, in its thread (events.py): the task goes as it

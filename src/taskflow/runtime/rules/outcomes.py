@@ -248,6 +248,8 @@ def _retry(rt: RunState, task: Task, node_name: str, why: str, rerun: bool = Tru
     task.excluded = (task.excluded or set()) | {node_name}
     if task.nest is not None and rt.nesting is not None:    # its children of this attempt
         rt.nesting.again(task, placed_on(task), why)
+    if rt.streams is not None and task.id in rt.streams.by_task:     # streams it produced
+        rt.streams.again(task, why, why.startswith("NodeLost"))
     task.node = None
     take_back_chained(rt, task)
     if task.npending > 0:            # a chained task whose producer is not done yet

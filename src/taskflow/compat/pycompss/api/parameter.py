@@ -20,8 +20,9 @@ Differences from taskflow's own constants (PyCOMPSs behaviour):
   runtime's version name (``d<id>v<version>_<stamp>.IT``,
   :mod:`taskflow.agent.executor.invokers.renames`); without it a file keeps its name;
 - ``Cache`` and ``Weight`` are hints: accepted, and without effect here;
-- ``STREAM_IN`` / ``STREAM_OUT`` (distributed streams) are not supported:
-  declaring a task with one is an error.
+- ``STREAM_IN`` / ``STREAM_OUT`` take the streams of
+  ``pycompss.streams.distro_stream`` (taskflow's own streams underneath:
+  docs/guide/streams.md); ``EXTERNAL_STREAM`` is not supported.
 """
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ from typing import Any
 
 from ....api.parameter import depth_value, prefix_value
 from ....errors import UsageError
-from ....graph.param import (COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, Param)
+from ....graph.param import (COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND,
+                             STREAM_KIND, Param)
 
 UNLIMITED = sys.maxsize
 
@@ -304,10 +306,13 @@ def to_native(value: Any, where: str) -> Param:
     """Any PyCOMPSs parameter description -> taskflow's Param (UsageError naming ``where``)."""
     cp = _as_compat(value, where)
     ctype = cp.content_type
-    if ctype in (TYPE.STREAM, TYPE.EXTERNAL_STREAM):
-        raise UsageError(f"{where}: {cp!r}: distributed streams (STREAM_IN / STREAM_OUT, "
-                         f"pycompss.streams) are not supported by taskflow's PyCOMPSs layer; "
-                         f"pass the data as files (FILE_IN / COLLECTION_FILE_IN) or objects.")
+    if ctype == TYPE.EXTERNAL_STREAM:
+        raise UsageError(f"{where}: {cp!r}: external streams are not supported by taskflow's "
+                         f"PyCOMPSs layer; use STREAM_IN / STREAM_OUT with an "
+                         f"ObjectDistroStream or a FileDistroStream.")
+    if ctype == TYPE.STREAM:
+        direction = "OUT" if _DIR_NAMES.get(cp.direction, "IN") == "OUT" else "IN"
+        return Param(kind=STREAM_KIND, direction=direction, name=cp.name)
     if ctype in (TYPE.PSCO, TYPE.EXTERNAL_PSCO):
         raise UsageError(f"{where}: {cp!r}: persistent objects (storage) are not supported by "
                          f"taskflow's PyCOMPSs layer.")

@@ -1,7 +1,7 @@
-"""``pycompss.streams``: distributed streams (Kafka, object and file streams).
+"""``pycompss.streams``: PyCOMPSs's distributed streams (object and file streams).
 
-Importing the modules works, so an application that only defines names
-imports; creating a stream raises :class:`~taskflow.compat.unsupported.NotSupported`:
-taskflow's PyCOMPSs layer does not provide distributed streams (exchange the
-data through files or task results instead).
+The classes of :mod:`.distro_stream` are taskflow's own streams
+(:mod:`taskflow.wire.streams`) under PyCOMPSs's names and signatures: a task
+declares them ``STREAM_OUT`` / ``STREAM_IN``; the master keeps them (no Kafka,
+no stream server). docs/guide/streams.md says what differs.
 """

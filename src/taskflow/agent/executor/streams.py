@@ -1,0 +1,55 @@
+"""Streams in a running Python task: the executor's client (wire.streams.Client).
+
+A task's ``publish`` and ``close`` go to the master as ``StreamPublish`` /
+``StreamClose`` in a NEST frame, written at once: no answer is awaited, and
+the agent forwards NEST frames before the round's results, so everything a
+task published reaches the master before its end does (which closes its part).
+A ``poll`` (and ``is_closed``) is a wait, as ``wait_on`` in a task is
+(:meth:`.nested._Nest.ask`): a ``StreamPoll`` goes out, the task's slot is lent
+meanwhile and the executor runs what its agent queues on top of the task,
+until the master's ``StreamItems`` answer comes.
+"""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from ...errors import UsageError
+from ...wire import messages as M
+from ...wire import protocol as P
+
+if TYPE_CHECKING:
+    from ...wire.streams import Stream
+    from .nested import _Nest
+
+
+class TaskStreams:
+    """The streams of the tasks this executor runs."""
+
+    def __init__(self, nest: _Nest) -> None:
+        self.nest = nest
+
+    def publish(self, stream: Stream, items: list[bytes]) -> None:
+        tid = self._task(stream, "publish")
+        P.write_all(self.nest.wfd, P.encode(M.NEST, [M.StreamPublish(tid, stream.id, items)]))
+
+    def close(self, stream: Stream) -> None:
+        tid = self._task(stream, "close")
+        P.write_all(self.nest.wfd, P.encode(M.NEST, [M.StreamClose(tid, stream.id)]))
+
+    def poll(self, stream: Stream, group: str, timeout: float | None,
+             take: bool) -> tuple[list[bytes], bool, bytes | None]:
+        tid = self._task(stream, "poll" if take else "is_closed")
+        sid = stream.id
+        answer = self.nest.ask(lambda wid: M.StreamPoll(tid, wid, sid, group, timeout, take))
+        assert type(answer) is M.StreamItems
+        return answer.items, answer.closed, answer.error
+
+    def _task(self, stream: Stream, what: str) -> int:
+        nest = self.nest
+        if threading.get_ident() != nest.ident:
+            raise UsageError(
+                f"{stream.where}: {what}() was called from a thread that task {nest.cur.tid} "
+                f"started: a task uses its streams from its own thread only (hand the items "
+                f"to that thread, e.g. through a queue.Queue)")
+        return nest.cur.tid

@@ -1,0 +1,133 @@
+"""Tasks of the stream tests (tests/core/test_streams.py): importable by every node."""
+from __future__ import annotations
+
+import os
+import time
+
+from taskflow import STREAM_IN, STREAM_OUT, task
+
+
+@task(s=STREAM_OUT)
+def produce(s, n, start=0, close=True):
+    for i in range(start, start + n):
+        s.publish(i)
+    if close:
+        s.close()
+
+
+@task(s=STREAM_OUT)
+def produce_then_fail(s, n):
+    s.publish_list(range(n))
+    raise ValueError("the producer broke after %d items" % n)
+
+
+@task(s=STREAM_OUT, returns=1)
+def produce_until_consumed(s, n, marker):
+    """Publishes ``n`` items, the last one once a consumer took one (``marker`` exists);
+    True if it did before the deadline (producer and consumer ran at the same time)."""
+    for i in range(n - 1):
+        s.publish(i)
+    deadline = time.time() + 60
+    while not os.path.exists(marker) and time.time() < deadline:
+        time.sleep(0.01)
+    s.publish(n - 1)
+    return os.path.exists(marker)
+
+
+@task(s=STREAM_OUT, returns=1)
+def produce_then_hang(s, marker):
+    """First attempt: three items, then hangs (its node is killed); a rerun returns."""
+    if os.path.exists(marker):
+        return "ran again"
+    open(marker, "w").close()
+    s.publish_list([0, 1, 2])
+    time.sleep(120)
+
+
+@task(s=STREAM_IN, returns=1)
+def consume(s, marker=None):
+    """Every item this consumer got, in order; ``marker``: touched at the first item."""
+    got = []
+    while not s.is_closed():
+        items = s.poll(timeout=5)
+        if items and marker and not got:
+            open(marker, "w").close()
+        got.extend(items)
+    got.extend(s.poll())
+    return got
+
+
+@task(s=STREAM_IN, returns=1)
+def consume_until_error(s):
+    got = []
+    try:
+        while not s.is_closed():
+            got.extend(s.poll(timeout=5))
+    except Exception as exc:          # the producer's failure, after the items before it
+        return got, type(exc).__name__, str(exc)
+    return got, None, None
+
+
+@task(s=STREAM_IN, returns=1)
+def poll_twice_after_close(s):
+    while not s.is_closed():
+        s.poll(timeout=5)
+    s.poll()
+    s.poll()
+
+
+@task(s=STREAM_OUT)
+def publish_after_close(s):
+    s.publish(1)
+    s.close()
+    s.publish(2)
+
+
+@task(returns=1)
+def plain(x):
+    return x
+
+
+@task(fs=STREAM_OUT)
+def write_files(fs, n):
+    for i in range(n):
+        with open(os.path.join(fs.base_dir, "f%03d.txt" % i), "w") as f:
+            f.write("item %d\n" % i)
+
+
+@task(fs=STREAM_IN, returns=1)
+def read_files(fs):
+    got = []
+    while not fs.is_closed():
+        for path in fs.poll(timeout=5):
+            with open(path) as f:
+                got.append(f.read().strip())
+    return sorted(got)
+
+
+@task(s=STREAM_OUT, returns=1)
+def produce_where(s, n):
+    import socket
+    s.publish_list(range(n))
+    return socket.gethostname()
+
+
+@task(s=STREAM_IN, returns=1)
+def consume_where(s):
+    import socket
+    got = []
+    while not s.is_closed():
+        got.extend(s.poll(timeout=5))
+    return socket.gethostname(), got
+
+
+@task(s=STREAM_IN, returns=1)
+def take_then_hang(s, marker):
+    """First attempt: takes three items, then hangs (its node is killed); a rerun polls."""
+    if os.path.exists(marker):
+        return s.poll(timeout=5)
+    got = []
+    while len(got) < 3:
+        got.extend(s.poll(timeout=5))
+    open(marker, "w").close()
+    time.sleep(120)
