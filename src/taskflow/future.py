@@ -86,7 +86,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     # object for the cyclic GC to scan, for every task). The rest are
     # class-level defaults: an instance only stores what differs from them.
     __slots__ = ("_state", "_rt", "_producer", "_did", "_result", "_exception", "_payload",
-                 "_holders", "_consumers", "_wev", "_key")
+                 "_holders", "_consumers", "_wev", "_key", "_tid")
     _cond: threading.Condition | None = None
     _cf_waiters: list[_Waiter] | None = None
     _done_callbacks_: list[DoneCallback] | None = None
@@ -102,6 +102,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._state = PENDING
         self._rt = rt
         self._producer = producer
+        self._tid = producer.id if producer is not None else 0  # (kept: _producer is not)
         self._did = did
         self._result = _NOVALUE
         self._exception: TaskError | None = None   # the runtime's errors only
@@ -346,6 +347,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         """``task`` makes this version (a new write, or again: lineage): pending, on no
         node yet."""
         self._producer = task
+        self._tid = task.id
         self._state = PENDING
         self._holders = None
 
@@ -430,8 +432,15 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             callbacks_out.extend((cb, self) for cb in cbs)
 
     def __repr__(self) -> str:
-        name = self._label or (self._producer.spec.name if self._producer is not None else "")
+        name = self._label or (self._producer.spec.name if self._producer is not None else
+                               self._exception.task_name if self._exception is not None else "")
         return f"<taskflow.Future d{self._did} {name} {self._state.lower()}>"
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: task name, state, node, duration, the error with the user's frames
+        (:mod:`taskflow.notebook.html`); reading it waits for nothing."""
+        from .notebook.html import future_html
+        return future_html(self)
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(
