@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 import time
 from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
@@ -151,18 +152,29 @@ def error_lines(err: Any) -> list[str]:
 
 def with_sources(frames: list[str]) -> list[str]:
     """``frames`` with the source line of each frame that came without one, from this
-    process's line cache (a notebook cell's code is there: the node had no file to read)."""
+    process's line cache (a notebook cell's code is there: the node had no file to read),
+    and a cell's file named as IPython names it (``Cell In[4], line 3, in ratio``)."""
     import linecache
     out: list[str] = []
     for i, line in enumerate(frames):
-        out.append(line)
         m = _AT.match(line)
+        out.append(_cell_named(line, m.group(1)) if m else line)
         nxt = frames[i + 1] if i + 1 < len(frames) else ""
         if m and (not nxt.startswith("    ") or _AT.match(nxt)):
             src = linecache.getline(m.group(1), int(m.group(2))).strip()
             if src:
                 out.append("    " + src)
     return out
+
+
+def _cell_named(line: str, path: str) -> str:
+    """A frame's line with a notebook cell's file as the cell (as it is, elsewhere)."""
+    shell = ipython().get_ipython() if "IPython" in sys.modules else None
+    name_of = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    named = name_of(path) if name_of is not None else None
+    if not named:
+        return line
+    return line.replace(f'File "{path}"', f"{named[0]} {named[1]}", 1)
 
 
 def error_html(err: Any) -> str:

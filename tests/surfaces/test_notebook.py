@@ -1,0 +1,271 @@
+"""taskflow in a real Jupyter kernel, driven headless through nbclient.
+
+The documentation's notebook (examples/notebook/taskflow_in_jupyter.ipynb: start, a
+200-task fan-out with its reduction, a failing task caught by its own exception type,
+the futures shown, stop) runs cell by cell in one kernel; each cell's outputs are checked
+for what the page says they show, the journal for the run's end (finished: the failure was
+handled by the script), and the kernel's process tree for what is left after ``stop()``
+(nothing). The same kernel then has a cell interrupted while a task runs (the task is
+cancelled, the run goes on), is restarted while a task runs (the run ends, journaled as
+interrupted, and its processes with it) and finally is killed with SIGKILL while a task
+runs (its agents and executors end: a kernel's run keeps no agent for adoption).
+
+The rendered notebook (nbconvert's HTML) is photographed by headless Chromium; with
+``TASKFLOW_UPDATE_PICTURES=1`` (``make pictures``) the picture goes to docs/images/.
+"""
+from __future__ import annotations
+
+import io
+import os
+import signal
+import sqlite3
+import threading
+
+import pytest
+
+from support import browser
+from support.paths import ROOT
+from support.waiting import until
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+psutil = pytest.importorskip("psutil")
+
+NOTEBOOK = os.path.join(ROOT, "examples", "notebook", "taskflow_in_jupyter.ipynb")
+UPDATE = os.environ.get("TASKFLOW_UPDATE_PICTURES") == "1"
+
+
+class Kernel:
+    """One kernel (nbclient's), the notebook it runs, and cells added to it."""
+
+    def __init__(self, client, nb, work: str) -> None:
+        self.client = client
+        self.nb = nb
+        self.work = work
+        self.runs = os.path.join(work, "runs")
+
+    def execute(self, index: int):
+        cell = self.nb.cells[index]
+        self.client.execute_cell(cell, index)
+        return cell.outputs
+
+    def run(self, source: str, errors: bool = False):
+        """Add a cell, execute it; its outputs (an error in it fails the test unless
+        ``errors``)."""
+        cell = nbformat.v4.new_code_cell(source)
+        self.nb.cells.append(cell)
+        try:
+            self.client.execute_cell(cell, len(self.nb.cells) - 1)
+        except nbclient.exceptions.CellExecutionError:
+            if not errors:
+                raise
+        return cell.outputs
+
+    def value(self, source: str) -> str:
+        """What a cell printing one expression printed."""
+        return text(self.run(f"print({source})")).strip()
+
+    def pid(self) -> int:
+        return self.client.km.provisioner.process.pid
+
+
+def text(outputs) -> str:
+    """Every output's text: streams, and the text/plain of the others."""
+    out = []
+    for o in outputs:
+        if o.output_type == "stream":
+            out.append(o.text)
+        elif o.output_type == "error":
+            out.append(f"{o.ename}: {o.evalue}")
+        else:
+            out.append(o.get("data", {}).get("text/plain", ""))
+    return "\n".join(out)
+
+
+def htmls(outputs) -> list[str]:
+    return [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+
+
+def descendants(pid: int) -> set[int]:
+    try:
+        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
+    except psutil.NoSuchProcess:
+        return set()
+
+
+def alive(pids: set[int]) -> set[int]:
+    left = set()
+    for p in pids:
+        try:
+            if psutil.Process(p).status() != psutil.STATUS_ZOMBIE:
+                left.add(p)
+        except psutil.NoSuchProcess:
+            pass
+    return left
+
+
+def journal_run(runs: str) -> dict:
+    """The run row of the one journal under ``runs`` started last."""
+    dirs = sorted(d for d in os.listdir(runs) if os.path.exists(os.path.join(runs, d, "journal.db")))
+    with sqlite3.connect(os.path.join(runs, dirs[-1], "journal.db")) as db:
+        db.row_factory = sqlite3.Row
+        return dict(db.execute("SELECT * FROM run").fetchone())
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    work = str(tmp_path_factory.mktemp("notebook"))
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    saved = os.environ.get("TASKFLOW_RUN_DIR")
+    os.environ["TASKFLOW_RUN_DIR"] = os.path.join(work, "runs")       # the kernel's runs
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                                     resources={"metadata": {"path": work}})
+    try:
+        with client.setup_kernel():
+            yield Kernel(client, nb, work)
+    finally:
+        if saved is None:
+            os.environ.pop("TASKFLOW_RUN_DIR", None)
+        else:
+            os.environ["TASKFLOW_RUN_DIR"] = saved
+
+
+@pytest.fixture(scope="module")
+def executed(kernel):
+    """The notebook's cells run in order; (outputs per cell index, the kernel's pid, the
+    processes the kernel had before the first cell)."""
+    cells = list(kernel.nb.cells)
+    pid = kernel.pid()
+    before = descendants(pid)
+    outputs = {}
+    for i, cell in enumerate(cells):
+        if cell.cell_type == "code":
+            outputs[i] = kernel.execute(i)
+    return outputs, pid, before
+
+
+def test_notebook_cells_show_the_run(executed, kernel):
+    outputs, pid, before = executed
+    start, fanout, failing, futures, stop = sorted(outputs)
+    # start: one line, the run and its slots
+    assert "taskflow run " in text(outputs[start]) and "2 slot(s)" in text(outputs[start])
+    # the fan-out: its result, and the progress display in its final state
+    assert "sum of squares: 2646700" in text(outputs[fanout])
+    progress = [h for h in htmls(outputs[fanout]) if "tf-progress" in h]
+    assert len(progress) == 1, outputs[fanout]
+    assert "data-live='0'" in progress[0] and "all 201 tasks ended" in progress[0]
+    assert "200/200 done" in progress[0] and "1/1 done" in progress[0]
+    # the failing task: caught by its own type; the future's HTML names the task, its
+    # state and node, the error and the user's frame with its source line
+    shown = text(outputs[failing])
+    assert "caught: TaskError(ZeroDivisionError) - a ZeroDivisionError: True" in shown
+    fut = next(h for h in htmls(outputs[failing]) if "tf-progress" not in h)
+    for part in ("ratio (id 202)", ">failed<", ">local<", "ZeroDivisionError: division by zero",
+                 "Cell In[3], line 3, in ratio", "return a / b"):
+        assert part in fut, (part, fut)
+    assert " s</td>" in fut          # its duration
+    bar = next(h for h in htmls(outputs[failing]) if "tf-progress" in h)
+    assert "1 failed" in bar and "data-live='0'" in bar
+    # the futures: counts by state, and the failure with its frames
+    (listing,) = htmls(outputs[futures])
+    assert "201 futures</b>: 200 done, 1 failed" in listing and "return a / b" in listing
+    # stop: the run's card; the journal says finished, the failure handled
+    (card,) = htmls(outputs[stop])
+    assert "finished" in card and "(handled by the script)" in card
+    assert "taskflow report " in card
+    row = journal_run(kernel.runs)
+    assert row["state"] == "finished" and row["n_failed"] == 1 and row["n_done"] == 201, row
+    # no process of the run is left in the kernel's tree
+    assert descendants(pid) <= before, [psutil.Process(p).cmdline() for p in descendants(pid) - before]
+
+
+def test_rendered_notebook_picture(executed, kernel, tmp_path):
+    """nbconvert's HTML of the executed notebook, photographed: the progress and the failure
+    are on it."""
+    nbconvert = pytest.importorskip("nbconvert")
+    nb = nbformat.from_dict(kernel.nb)
+    nb.cells = nb.cells[:len(executed[0]) + 1]          # the notebook's own cells
+    body, _ = nbconvert.HTMLExporter().from_notebook_node(nb)
+    page = tmp_path / "notebook.html"
+    page.write_text(body, encoding="utf-8")
+    target = os.path.join(ROOT, "docs", "images") if UPDATE else str(tmp_path)
+    with browser.page(1000, 900) as pg:
+        pg.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+                 else r.abort())                        # (no network: CDN scripts skipped)
+        pg.goto(page.as_uri(), wait_until="domcontentloaded")
+        txt = pg.inner_text("body")
+        for part in ("all 201 tasks ended", "200/200 done", "ZeroDivisionError: division by zero",
+                     "return a / b", "201 futures"):
+            assert part in txt, part
+        png = pg.screenshot(full_page=True)
+    keep(png, os.path.join(target, "notebook.png"))
+
+
+def keep(png: bytes, path: str) -> None:
+    """A picture worth showing (not blank, big enough), written as a palette PNG."""
+    from PIL import Image
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    assert img.width >= 1000 and img.height >= 900, img.size
+    colours = img.getcolors(maxcolors=1 << 16)
+    assert colours is None or len(colours) >= 16, "nearly blank"
+    img.quantize(colors=128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE) \
+        .save(path, format="PNG", optimize=True)
+
+
+SLOW = """
+import os, time
+from taskflow import task, wait_on
+
+@task(returns=1)
+def slow(marker):
+    open(marker, "w").close()
+    time.sleep(120)
+    return 1
+
+@task(returns=1)
+def square(x):
+    return x * x
+"""
+
+
+def test_interrupt_restart_and_kill(executed, kernel):
+    """The stop button cancels the running task (the run goes on); a restart ends the run
+    and its processes; a SIGKILLed kernel leaves no process of its run either."""
+    marker = os.path.join(kernel.work, "started")
+    kernel.run(SLOW + "import taskflow\ntaskflow.start(workers=1)")
+    pid = kernel.pid()
+
+    def interrupt() -> None:
+        until(lambda: os.path.exists(marker), 60, "the slow task to start")
+        os.kill(pid, signal.SIGINT)             # what the kernel's stop button sends
+    t = threading.Thread(target=interrupt)
+    t.start()
+    out = kernel.run(f"fut = slow({marker!r})\nwait_on(fut)", errors=True)
+    t.join()
+    said = text(out)
+    assert "KeyboardInterrupt" in said and "1 task(s) that had not ended were cancelled" in said
+    assert "cancelled" in kernel.value("taskflow.show(fut)")
+    assert "49" in kernel.value("square(7).result(timeout=60)").splitlines()  # the slot is free
+
+    # a restart while a task runs: the run ends, interrupted, and takes its processes along
+    os.unlink(marker)
+    kernel.run(f"fut = slow({marker!r})")
+    until(lambda: os.path.exists(marker), 60, "the slow task to start")
+    tree = descendants(pid)
+    assert tree
+    from jupyter_core.utils import run_sync
+    run_sync(kernel.client.km.restart_kernel)(now=False)
+    until(lambda: not alive(tree), 30, "the restarted kernel's run to leave no process")
+    row = journal_run(kernel.runs)
+    assert row["state"] == "interrupted" and "kernel shut down" in row["reason"], row
+
+    # SIGKILL while a task runs: the agents see their master gone and end
+    os.unlink(marker)
+    kernel.run(SLOW + f"import taskflow\ntaskflow.start(workers=1)\nfut = slow({marker!r})")
+    pid = kernel.pid()
+    until(lambda: os.path.exists(marker), 60, "the slow task to start")
+    tree = descendants(pid)
+    assert tree
+    os.kill(pid, signal.SIGKILL)
+    until(lambda: not alive(tree), 30, "the killed kernel's run to leave no process")
