@@ -60,14 +60,15 @@ def __dir__() -> list[str]:
 RETRY, FAIL, IGNORE, CANCEL_SUCCESSORS = "RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS"
 
 
-def start(workers: int | None = None, *, monitor: bool | int = False, progress: str = "auto",
-          **kwargs: Any) -> Runtime:
+def start(workers: int | None = None, *, monitor: bool | int = False,
+          progress: str | None = None, **kwargs: Any) -> Runtime:
     """Start a runtime explicitly (notebooks, tests); ``stop()`` ends it.
 
     ``kwargs`` go to :class:`~taskflow.runtime.runtime.Runtime`. ``monitor=True`` (or a
     port) serves the web monitor of the run. In a Jupyter kernel it also shows the run's
-    line, a live progress display in each cell that calls tasks (``progress="auto"``,
-    ``"widgets"``, ``"html"`` or ``"off"``), cancels the tasks of an interrupted cell, and
+    line, a live progress display in each cell that calls tasks (``progress="auto"``: widgets
+    with ipywidgets, else HTML; ``"widgets"``, ``"html"`` or ``"off"``; default
+    ``$TASKFLOW_NOTEBOOK_PROGRESS`` or ``"auto"``), cancels the tasks of an interrupted cell, and
     ends the run with the kernel; called again there, it returns the running runtime
     (:mod:`taskflow.notebook.session`). Elsewhere a second call is an error.
     """

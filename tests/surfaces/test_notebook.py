@@ -117,18 +117,22 @@ def journal_run(runs: str) -> dict:
 def kernel(tmp_path_factory):
     work = str(tmp_path_factory.mktemp("notebook"))
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    saved = os.environ.get("TASKFLOW_RUN_DIR")
+    saved = {k: os.environ.get(k) for k in ("TASKFLOW_RUN_DIR", "TASKFLOW_NOTEBOOK_PROGRESS")}
     os.environ["TASKFLOW_RUN_DIR"] = os.path.join(work, "runs")       # the kernel's runs
+    # the notebook's progress as HTML, which the page nbconvert renders shows (widgets are
+    # the default with ipywidgets: test_widgets_progress)
+    os.environ["TASKFLOW_NOTEBOOK_PROGRESS"] = "html"
     client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                                      resources={"metadata": {"path": work}})
     try:
         with client.setup_kernel():
             yield Kernel(client, nb, work)
     finally:
-        if saved is None:
-            os.environ.pop("TASKFLOW_RUN_DIR", None)
-        else:
-            os.environ["TASKFLOW_RUN_DIR"] = saved
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 @pytest.fixture(scope="module")
@@ -211,6 +215,36 @@ def keep(png: bytes, path: str) -> None:
     assert colours is None or len(colours) >= 16, "nearly blank"
     img.quantize(colors=128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE) \
         .save(path, format="PNG", optimize=True)
+
+
+def test_widgets_progress(executed, kernel):
+    """With ipywidgets, the progress is a widget whose last value is the final counts."""
+    pytest.importorskip("ipywidgets")
+    kernel.run("import taskflow\nfrom taskflow import task, wait_on\n"
+               "taskflow.start(workers=2, progress='widgets')")
+    out = kernel.run("@task(returns=1)\ndef cube(x):\n    return x ** 3\n\n"
+                     "print(sum(wait_on([cube(i) for i in range(20)])))")
+    assert "36100" in text(out)
+    (view,) = [o["data"]["application/vnd.jupyter.widget-view+json"] for o in out
+               if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    final = kernel.client.widget_state[view["model_id"]]["value"]
+    assert "all 20 tasks ended" in final and "20/20 done" in final, final
+    kernel.run("taskflow.stop()")
+
+
+def test_pycompss_interactive(executed, kernel):
+    """PyCOMPSs's pycompss.interactive.start/stop in a kernel are taskflow.start/stop there:
+    the run's line, a cell's progress, the run's card at stop."""
+    kernel.run("from taskflow.compat.importhook import install\ninstall()")
+    started = kernel.run("import pycompss.interactive as ipycompss\nipycompss.start()")
+    assert "taskflow run " in text(started) and "slot(s)" in text(started)
+    out = kernel.run("from pycompss.api.task import task\n"
+                     "from pycompss.api.api import compss_wait_on\n\n"
+                     "@task(returns=1)\ndef inc(x):\n    return x + 1\n\n"
+                     "print(compss_wait_on(inc(41)))")
+    assert "42" in text(out) and "all 1 tasks ended" in text(out)
+    stopped = text(kernel.run("ipycompss.stop()"))
+    assert "finished" in stopped and "1 tasks, 1 done" in stopped, stopped
 
 
 SLOW = """

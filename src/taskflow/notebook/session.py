@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .live import LiveProgress
 
 PROGRESS = ("auto", "widgets", "html", "off")
+PROGRESS_ENV = "TASKFLOW_NOTEBOOK_PROGRESS"     # the default of start(progress=): "auto" unset
 
 
 def kernel_shell() -> Any | None:
@@ -120,16 +121,23 @@ class Session:
 _session: Session | None = None
 
 
-def start(workers: int | None, monitor: bool | int, progress: str,
+def start(workers: int | None, monitor: bool | int, progress: str | None,
           kwargs: dict[str, Any]) -> Runtime:
     """``taskflow.start`` (see the module)."""
     global _session
     from ..errors import UsageError
     from ..runtime import current
     from ..runtime.runtime import Runtime
+    if progress is None:
+        progress = os.environ.get(PROGRESS_ENV) or "auto"
+        where = f"${PROGRESS_ENV}={progress!r}"
+    else:
+        where = f"taskflow.start(progress={progress!r})"
     if progress not in PROGRESS:
-        raise UsageError(f"taskflow.start(progress={progress!r}): give one of "
-                         f"{', '.join(PROGRESS)}")
+        raise UsageError(f"{where}: give one of {', '.join(PROGRESS)}")
+    if progress == "widgets" and not _widgets_available():
+        raise UsageError(f"{where}: ipywidgets is not installed (pip install "
+                         f"'taskflow-hpc[notebook]'), or give progress='html'")
     shell = kernel_shell()
     rt = current.get()
     if rt is not None:
