@@ -218,10 +218,13 @@ def keep(png: bytes, path: str) -> None:
 
 
 def test_widgets_progress(executed, kernel):
-    """With ipywidgets, the progress is a widget whose last value is the final counts."""
+    """With ipywidgets, the progress is a widget whose last value is the final counts; the
+    run's line links to its monitor when asked."""
     pytest.importorskip("ipywidgets")
-    kernel.run("import taskflow\nfrom taskflow import task, wait_on\n"
-               "taskflow.start(workers=2, progress='widgets')")
+    pytest.importorskip("flask", reason="the monitor extra is not installed")
+    line = htmls(kernel.run("import taskflow\nfrom taskflow import task, wait_on\n"
+                            "taskflow.start(workers=2, progress='widgets', monitor=True)"))
+    assert len(line) == 1 and "<a href='http://127.0.0.1:" in line[0] and "token=" in line[0]
     out = kernel.run("@task(returns=1)\ndef cube(x):\n    return x ** 3\n\n"
                      "print(sum(wait_on([cube(i) for i in range(20)])))")
     assert "36100" in text(out)
