@@ -219,12 +219,14 @@ def keep(png: bytes, path: str) -> None:
 
 def test_widgets_progress(executed, kernel):
     """With ipywidgets, the progress is a widget whose last value is the final counts; the
-    run's line links to its monitor when asked."""
+    run's line links to its monitor when asked; start() again returns the running run."""
     pytest.importorskip("ipywidgets")
     pytest.importorskip("flask", reason="the monitor extra is not installed")
     line = htmls(kernel.run("import taskflow\nfrom taskflow import task, wait_on\n"
                             "taskflow.start(workers=2, progress='widgets', monitor=True)"))
     assert len(line) == 1 and "<a href='http://127.0.0.1:" in line[0] and "token=" in line[0]
+    again = text(kernel.run("print(taskflow.start(workers=5) is taskflow.current_runtime())"))
+    assert "already running (the arguments given now are not applied" in again and "True" in again
     out = kernel.run("@task(returns=1)\ndef cube(x):\n    return x ** 3\n\n"
                      "print(sum(wait_on([cube(i) for i in range(20)])))")
     assert "36100" in text(out)
@@ -248,6 +250,28 @@ def test_pycompss_interactive(executed, kernel):
     assert "42" in text(out) and "all 1 tasks ended" in text(out)
     stopped = text(kernel.run("ipycompss.stop()"))
     assert "finished" in stopped and "1 tasks, 1 done" in stopped, stopped
+
+
+def test_cell_tasks_on_ssh_nodes(executed, kernel, ssh_hosts, tmp_path):
+    """A function and a class defined in cells (``__main__``) run on SSH nodes."""
+    nodes = ", ".join(
+        f"NodeConfig(name={n.name!r}, host={n.host!r}, user='root', identity_file={n.identity_file!r}, "
+        f"computing_units=2, python=sys.executable, working_dir={n.working_dir!r})"
+        for n in ssh_hosts.nodes(tmp_path))
+    kernel.run("import sys, taskflow\nfrom taskflow import task, wait_on\n"
+               "from taskflow.providers.cluster import NodeConfig\n"
+               "from taskflow.providers.ssh import SSHProvider\n"
+               f"taskflow.start(providers=[SSHProvider([{nodes}], "
+               f"known_hosts={ssh_hosts.known_hosts!r}, heartbeat_timeout=3.0, connect_timeout=5.0)])")
+    out = kernel.run("class Point:\n    def __init__(self, x):\n        self.x = x\n\n"
+                     "@task(returns=1)\ndef double(p):\n    return Point(p.x * 2)\n\n"
+                     "print('doubled:', [p.x for p in wait_on([double(Point(i)) for i in range(8)])])")
+    assert "doubled: [0, 2, 4, 6, 8, 10, 12, 14]" in text(out), text(out)
+    kernel.run("taskflow.stop()")
+    with sqlite3.connect(os.path.join(kernel.runs, sorted(os.listdir(kernel.runs))[-1],
+                                      "journal.db")) as db:
+        where = {n for (n,) in db.execute("SELECT node FROM task_rows")}
+    assert where <= {"h1", "h2"} and where, where
 
 
 SLOW = """

@@ -83,20 +83,22 @@ class Session:
         if isinstance(err, KeyboardInterrupt) and not self.rt.stopped:
             why = "the kernel was interrupted (KeyboardInterrupt)"
             n = self.rt.cancel_all(why)
-            self.rt.node_event("log", "master", ("TASKFLOW", f"{why}: {n} task(s) cancelled"))
-            print(f"taskflow: {why}: {n} task(s) that had not ended were cancelled; the run "
-                  f"goes on (taskflow.stop() ends it)", file=sys.stderr)
+            if n:
+                self.rt.node_event("log", "master", ("TASKFLOW", f"{why}: {n} task(s) cancelled"))
+                print(f"taskflow: {why}: {n} task(s) that had not ended were cancelled; the "
+                      f"run goes on (taskflow.stop() ends it)", file=sys.stderr)
         if self.live is not None:
             self.live.cell_ended()
 
-    def end(self) -> None:
-        """The run has stopped: final displays, the run's card, hooks off."""
+    def end(self, card: bool = True) -> None:
+        """The run has stopped: final displays, the run's card (``card``), hooks off."""
         self._unhook()
         if self.live is not None:
             self.live.close()
         if self.monitor is not None:
             self.monitor.stop(grace=1.0)
-        html.show_html(html.run_card(self.rt))
+        if card:
+            html.show_html(html.run_card(self.rt))
 
     def _unhook(self) -> None:
         for event, fn in (("pre_run_cell", self._pre_run_cell),
@@ -148,6 +150,10 @@ def start(workers: int | None, monitor: bool | int, progress: str | None,
             if workers is not None or kwargs or monitor else ""
         html.show_html(html.banner_html(rt, note=f"already running{given}"))
         return rt
+    old = _session
+    if old is not None:         # its run was stopped otherwise (rt.stop()): hooks off
+        _session = None
+        old.end(card=False)
     if shell is not None:
         kwargs.setdefault("adopt_grace", 0.0)
     rt = Runtime(workers=workers, **kwargs).start()
