@@ -217,6 +217,25 @@ def keep(png: bytes, path: str) -> None:
         .save(path, format="PNG", optimize=True)
 
 
+def test_progress_updates_after_its_cell(executed, kernel):
+    """A cell that ends before its tasks shows them running; its display is brought to the
+    final counts while a later cell runs, and stops there."""
+    release = os.path.join(kernel.work, "release")
+    kernel.run("import os, time, taskflow\nfrom taskflow import task, wait_on\n"
+               "taskflow.start(workers=2)\n\n"
+               "@task(returns=1)\ndef held(i):\n"
+               f"    while not os.path.exists({release!r}):\n        time.sleep(0.02)\n"
+               "    return i")
+    first = kernel.run("futs = [held(i) for i in range(4)]")
+    (live,) = htmls(first)
+    assert "data-live='1'" in live and "0/4 tasks ended, running" in live, live
+    open(release, "w").close()
+    kernel.run("print(sum(wait_on(futs)))")
+    (final,) = htmls(first)             # the same output, updated in place
+    assert "data-live='0'" in final and "all 4 tasks ended" in final and "4/4 done" in final
+    kernel.run("taskflow.stop()")
+
+
 def test_widgets_progress(executed, kernel):
     """With ipywidgets, the progress is a widget whose last value is the final counts; the
     run's line links to its monitor when asked; start() again returns the running run."""

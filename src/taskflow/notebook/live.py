@@ -63,8 +63,8 @@ class LiveProgress:
         self._cells: list[_Cell] = []           # cells whose display still updates
         self._owner: dict[int, _Cell] = {}      # task id -> its cell, until it ends
         self._submitted = 0                     # submitted events seen
-        self._wake = threading.Event()
-        self._stopping = False
+        self._wake = threading.Event()         # a task was submitted
+        self._halt = threading.Event()         # the run ended: the thread ends
         rt.bus.subscribe(self._on_events)
         self._thread = threading.Thread(target=self._loop, daemon=True,
                                         name="taskflow-notebook-progress")
@@ -96,7 +96,7 @@ class LiveProgress:
             for c in self._cells:
                 c.open = False
         self._draw(here=True)
-        self._stopping = True
+        self._halt.set()
         self._wake.set()
         self._thread.join(5)
         self.rt.bus.unsubscribe(self._on_events)
@@ -129,14 +129,17 @@ class LiveProgress:
 
     # -- drawing -----------------------------------------------------------------------
     def _loop(self) -> None:
-        while not self._stopping:
-            self._wake.wait(INTERVAL)
-            if self._stopping:
-                return
+        while True:
             with self._lock:
                 busy = any(c.counts for c in self._cells)
-            if not busy:
+            if busy:
+                if self._halt.wait(INTERVAL):       # a redraw every INTERVAL while busy
+                    return
+            else:                                   # nothing to follow: until a task comes
+                self._wake.wait()
                 self._wake.clear()
+                if self._halt.is_set():
+                    return
                 continue
             try:
                 self._draw(here=False)
