@@ -269,6 +269,10 @@ def test_pycompss_interactive(executed, kernel):
     assert "42" in text(out) and "all 1 tasks ended" in text(out)
     stopped = text(kernel.run("ipycompss.stop()"))
     assert "finished" in stopped and "1 tasks, 1 done" in stopped, stopped
+    # a task called with no run started starts the run taskflow.start() starts in a kernel
+    out = text(kernel.run("print(compss_wait_on(inc(1)))"))
+    assert "taskflow run " in out and "slot(s)" in out and "all 1 tasks ended" in out, out
+    assert "finished" in text(kernel.run("taskflow.stop()"))
 
 
 def test_cell_tasks_on_ssh_nodes(executed, kernel, ssh_hosts, tmp_path):
