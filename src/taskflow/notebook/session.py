@@ -138,8 +138,9 @@ def start(workers: int | None, monitor: bool | int, progress: str | None,
     if progress not in PROGRESS:
         raise UsageError(f"{where}: give one of {', '.join(PROGRESS)}")
     if progress == "widgets" and not _widgets_available():
-        raise UsageError(f"{where}: ipywidgets is not installed (pip install "
-                         f"'taskflow-hpc[notebook]'), or give progress='html'")
+        from .._version import install_hint
+        raise UsageError(f"{where}: ipywidgets is not installed ({install_hint('notebook')}), "
+                         f"or give progress='html'")
     shell = kernel_shell()
     rt = current.get()
     if rt is not None:
