@@ -55,7 +55,7 @@ MAX_FAILURES = 5        # failures shown with their frames in a list's or a run'
 
 _STYLE = ("<style>.tf-card{font-family:var(--jp-code-font-family,monospace);font-size:12px;"
           "line-height:1.4}.tf-card table{border-collapse:collapse}.tf-card td,.tf-card th"
-          "{padding:1px 8px;text-align:left}.tf-bar{display:inline-block;width:180px;height:10px;"
+          "{padding:1px 8px;text-align:left!important}.tf-bar{display:inline-block;width:180px;height:10px;"
           "background:#e5e5e5;vertical-align:middle}.tf-bar span{display:inline-block;height:10px}"
           ".tf-ok{background:#3c9a3c}.tf-run{background:#8fc78f}.tf-bad{background:#d23c3c}"
           ".tf-fail{color:#c00;font-weight:bold}.tf-tb{background:#fff3f3;border-left:3px solid "
@@ -248,7 +248,7 @@ def run_html(rt: Run, state: str, wall: float) -> str:
     c = rt.tally
     head = (f"<b>taskflow run {_e(rt.run_id)}</b> {_e(state)} after {wall:.2f} s: "
             f"{c.submitted} tasks, {c.done} done, {c.failed} failed, {c.cancelled} cancelled, "
-            f"{c.retries} retried")
+            f"{f'{c.interrupted} interrupted, ' if c.interrupted else ''}{c.retries} retried")
     if c.failed and not rt.unhandled():
         head += " (handled by the script)"
     errs = [e for e in rt.failures if e.kind != "cancelled"]
