@@ -339,6 +339,9 @@ def test_interrupt_restart_and_kill(executed, kernel):
     tree = descendants(pid)
     assert tree
     from jupyter_core.utils import run_sync
+    # (the kernel gets its shutdown's time: on a loaded machine the 5 s Jupyter gives it
+    # before a SIGKILL could cut the run's end short, which the kill below covers)
+    kernel.client.km.shutdown_wait_time = 60
     run_sync(kernel.client.km.restart_kernel)(now=False)
     until(lambda: not alive(tree), 30, "the restarted kernel's run to leave no process")
     row = journal_run(kernel.runs)
