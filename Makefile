@@ -50,7 +50,7 @@ docs: venv
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # The documentation's pictures (docs/images/*.png: the monitor, the report, the graph, the
-# Gantt chart), taken from a real run by the test that checks them; commit what changed.
+# Gantt chart, the example notebook), taken from a real run by the test that checks them; commit what changed.
 pictures: venv
 	$(PY) -m pip install -q -e '.[test]'
-	TASKFLOW_UPDATE_PICTURES=1 $(PY) -m pytest -q tests/surfaces/test_doc_pictures.py
+	TASKFLOW_UPDATE_PICTURES=1 $(PY) -m pytest -q tests/surfaces/test_doc_pictures.py tests/surfaces/test_notebook.py

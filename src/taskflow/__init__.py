@@ -62,26 +62,38 @@ def __dir__() -> list[str]:
 RETRY, FAIL, IGNORE, CANCEL_SUCCESSORS = "RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS"
 
 
-def start(workers: int | None = None, **kwargs: Any) -> Runtime:
-    """Start a runtime explicitly (notebooks, tests); ``stop()`` ends it."""
-    from .runtime import current
-    from .runtime.runtime import Runtime
-    rt = current.get()
-    if rt is not None:
-        raise RuntimeError("a taskflow runtime is already running; call taskflow.stop() first")
-    return Runtime(workers=workers, **kwargs).start()
+def start(workers: int | None = None, *, monitor: bool | int = False,
+          progress: str | None = None, **kwargs: Any) -> Runtime:
+    """Start a runtime explicitly (notebooks, tests); ``stop()`` ends it.
+
+    ``kwargs`` go to :class:`~taskflow.runtime.runtime.Runtime`. ``monitor=True`` (or a
+    port) serves the web monitor of the run. In a Jupyter kernel it also shows the run's
+    line, a live progress display in each cell that calls tasks (``progress="auto"``: widgets
+    with ipywidgets, else HTML; ``"widgets"``, ``"html"`` or ``"off"``; default
+    ``$TASKFLOW_NOTEBOOK_PROGRESS`` or ``"auto"``), cancels the tasks of an interrupted cell, and
+    ends the run with the kernel; called again there, it returns the running runtime
+    (:mod:`taskflow.notebook.session`). Elsewhere a second call is an error.
+    """
+    from .notebook import session
+    return session.start(workers, monitor, progress, kwargs)
 
 
 def stop(wait: bool = True, code: int = 0) -> None:
     """Wait for all tasks (unless ``wait=False``) and stop the current runtime.
 
     A ``code`` other than 0 cancels every running and waiting task instead of
-    waiting for them, and ``taskflow run`` then exits with that status.
+    waiting for them, and ``taskflow run`` then exits with that status. In a Jupyter
+    kernel it then shows the run: its counts, its failures, the report command.
     """
-    from .runtime import current
-    rt = current.get()
-    if rt is not None:
-        rt.stop(wait=wait, code=code)
+    from .notebook import session
+    session.stop(wait, code)
+
+
+def show(what: Any) -> Any:
+    """An HTML view of futures (counts by state, failures with your frames), of a future
+    or of a run, for a notebook cell (a list has no HTML of its own): ``taskflow.show(fs)``."""
+    from .notebook import show as _show
+    return _show(what)
 
 
 def current_runtime() -> Runtime | None:
@@ -90,4 +102,4 @@ def current_runtime() -> Runtime | None:
 
 
 __all__ = sorted([*_EXPORTS, "RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS", "start", "stop",
-                  "current_runtime"])
+                  "show", "current_runtime"])

@@ -448,8 +448,15 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             callbacks_out.extend((cb, self) for cb in cbs)
 
     def __repr__(self) -> str:
-        name = self._label or (self._producer.spec.name if self._producer is not None else "")
+        name = self._label or (self._producer.spec.name if self._producer is not None else
+                               self._exception.task_name if self._exception is not None else "")
         return f"<taskflow.Future d{self._did} {name} {self._state.lower()}>"
+
+    def _repr_html_(self) -> str:
+        """Jupyter's view: task name, state, node, duration, the error with the user's frames
+        (:mod:`taskflow.notebook.html`); reading it waits for nothing."""
+        from .notebook.html import future_html
+        return future_html(self)
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(

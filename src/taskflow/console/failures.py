@@ -17,6 +17,7 @@ import traceback
 from typing import TYPE_CHECKING
 
 from ..errors import TaskCancelled, TaskError, taskflow_class
+from .frames import FRAME, fold_traceback, user_frames
 from .pathhint import hint
 
 if TYPE_CHECKING:
@@ -24,63 +25,6 @@ if TYPE_CHECKING:
 
 DETAILED = 5            # failures shown in full; the rest get one line each
 ONE_LINE = 20           # ... up to this many, then a count
-
-_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_OURS = sorted(n[:-3] if n.endswith(".py") else n for n in os.listdir(_PKG)
-               if n != "__pycache__" and not n.startswith(".") and "." not in n[:-3])
-# taskflow's own files wherever the package is installed (a node may have it elsewhere)
-_FRAMEWORK = re.compile(r'File "(?:[^"]*[/\\])?(?:taskflow[/\\](?:' + "|".join(map(re.escape, _OURS))
-                        + r')\b[^"]*|<frozen runpy>|[^"]*[/\\]runpy\.py|[^"]*[/\\]cloudpickle[/\\][^"]*)"')
-_FRAME = re.compile(r'^\s*File "')
-
-
-def fold_traceback(tb: str) -> tuple[list[str], int]:
-    """The lines of a formatted traceback without taskflow's frames; (lines, frames folded).
-
-    A frame is its ``File "...", line N, in f`` line and the indented lines under
-    it (the source line, the ``^^^`` marks). Runs of framework frames become
-    one ``... N taskflow frame(s)`` line.
-    """
-    out: list[str] = []
-    folded = run = 0
-    skipping = False
-    for line in tb.rstrip("\n").splitlines():
-        if _FRAME.match(line):
-            skipping = bool(_FRAMEWORK.search(line))
-            if skipping:
-                folded += 1
-                run += 1
-                continue
-            if run:
-                out.append(f"  ... {run} taskflow frame{'s' if run != 1 else ''}")
-                run = 0
-            out.append(line)
-            continue
-        if skipping and line.startswith("    "):
-            continue                    # the source line and marks of a folded frame
-        skipping = False
-        if run:
-            out.append(f"  ... {run} taskflow frame{'s' if run != 1 else ''}")
-            run = 0
-        out.append(line)
-    return out, folded
-
-
-def user_frames(tb: str) -> list[str]:
-    """Only the frames of the user's code (with their source lines), no headers."""
-    lines, _ = fold_traceback(tb)
-    out: list[str] = []
-    keep = False
-    for line in lines:
-        if _FRAME.match(line):
-            keep = True
-            out.append(line)
-        elif keep and line.startswith("    "):
-            out.append(line)
-        else:
-            keep = False
-    return out
-
 
 def _what(err: TaskError) -> list[str]:
     """The error's own words: its message without the header, the hint and the traceback."""
@@ -103,7 +47,7 @@ def log_files(run_dir: str | None, task_id: int) -> list[str]:
 def _here(frame_line: str) -> str:
     """A frame's file relative to the working directory when it is under it (``python
     wf.py`` names the script by its absolute path, ``taskflow run wf.py`` as given)."""
-    m = _FRAME.match(frame_line)
+    m = FRAME.match(frame_line)
     cwd = os.getcwd() + os.sep
     if m and frame_line[m.end():].startswith(cwd):
         return frame_line[:m.end()] + frame_line[m.end() + len(cwd):]
@@ -146,7 +90,7 @@ def script_error(exc: BaseException) -> list[str]:
     """What the script raised: one line for a task's error, else its traceback folded."""
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     frames = [ln for ln in user_frames("".join(traceback.format_tb(exc.__traceback__)))
-              if _FRAME.match(ln)]
+              if FRAME.match(ln)]
     where = ""
     if frames:
         m = re.match(r'\s*File "([^"]+)", line (\d+), in (.*)', frames[-1])

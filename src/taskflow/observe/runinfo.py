@@ -16,7 +16,7 @@ import shlex
 from typing import Any
 
 from ..journal.reader import Journal
-from ..console.failures import fold_traceback, user_frames
+from ..console.frames import fold_traceback, user_frames
 
 FAILURES_DETAILED = 5      # failed tasks shown with their frames; then one line each
 FAILURES_LISTED = 200      # ... up to this many, then a count

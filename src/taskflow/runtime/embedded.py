@@ -2,7 +2,8 @@
 
 With no runtime started, the first task call starts a local one (as many
 slots as cores) and the end of the program waits for every task, puts files
-in place, reports failures and stops it.
+in place, reports failures and stops it. In a Jupyter kernel it starts the
+one ``taskflow.start()`` starts there (:mod:`taskflow.notebook.session`).
 
 The journal says how the program ended, as under ``taskflow run``: an
 exception it did not catch (``sys.last_value``, set before ``atexit``
@@ -48,8 +49,12 @@ def get_or_start() -> Runtime:
 
 def _start() -> None:
     global _registered
-    from .runtime import Runtime        # the whole runtime, only when a program needs it
     workers = int(os.environ.get("TASKFLOW_WORKERS", "0")) or None
+    from ..notebook import session
+    if session.kernel_shell() is not None:      # a task called in a notebook's cell: the
+        session.start(workers, False, None, {})  # run taskflow.start() would start there
+        return
+    from .runtime import Runtime        # the whole runtime, only when a program needs it
     Runtime(workers=workers).start_embedded()
     plainscript.install(_running)   # the script's uncaught error reported as taskflow run does
     if not _registered:

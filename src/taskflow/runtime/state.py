@@ -263,6 +263,18 @@ class RunState:
     def nodes(self) -> list[NodeHandle]:
         return self.scheduler.nodes
 
+    def _repr_html_(self) -> str:
+        """Jupyter's view of the run: counts, failures, the report command
+        (:func:`taskflow.notebook.html.run_card`)."""
+        from ..notebook.html import run_card
+        run: Any = self         # (a Runtime: RunState is its state)
+        return run_card(run)
+
+    def _ipython_display_(self) -> None:
+        from ..notebook.html import display_run
+        run: Any = self
+        display_run(run)
+
 
 class _NoComm:
     """A run state without nodes (tests of the graph alone): every request is a no-op."""

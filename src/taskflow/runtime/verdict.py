@@ -68,7 +68,7 @@ def script_reason(exc: BaseException) -> str | None:
 def raised_at(exc: BaseException) -> str:
     """``file:line`` of the innermost frame of the user's code in ``exc``'s traceback
     (taskflow's, runpy's and cloudpickle's frames are not the user's); '' if none."""
-    from ..console.failures import user_frames
+    from ..console.frames import user_frames
     frames = user_frames("".join(traceback.format_tb(exc.__traceback__)))
     for line in reversed(frames):
         m = _WHERE.match(line)

@@ -1,7 +1,9 @@
 """``pycompss.interactive``: PyCOMPSs in a notebook, on taskflow's runtime.
 
 ``start(...)`` starts the run (taskflow's runtime with the local machine's
-cores, or the one ``taskflow run --compat pycompss`` started) and ``stop()``
+cores, or the one ``taskflow run --compat pycompss`` started; in a Jupyter
+kernel, as ``taskflow.start()`` does there: the run's line, live progress per
+cell, interrupts and the kernel's end: :mod:`taskflow.notebook.session`) and ``stop()``
 waits for every task and stops it, as PyCOMPSs's ``start`` / ``stop`` do. The
 runtime options of PyCOMPSs's ``start`` (tracing, monitoring, project and
 resources files, storage...) are accepted and have no effect here, except
@@ -23,10 +25,16 @@ def start(*args: Any, **kwargs: Any) -> None:
         raise NotSupported("pycompss.interactive.start(storage_impl=/storage_conf=): "
                            "persistent storage is not supported by taskflow's PyCOMPSs layer "
                            "(docs/compat-pycompss.md).")
+    from ...notebook.session import kernel_shell
     from ...runtime import current, embedded
-    if current.get() is None:
-        _STARTED_HERE = True
-    embedded.get_or_start()
+    if current.get() is not None:
+        return          # taskflow run --compat pycompss started it, or start() did
+    _STARTED_HERE = True
+    if kernel_shell() is not None:          # in Jupyter: what taskflow.start() does there
+        from ... import start as tf_start
+        tf_start()
+    else:
+        embedded.get_or_start()
 
 
 def stop(*args: Any, sync: bool = False, **kwargs: Any) -> None:
