@@ -164,15 +164,20 @@ class MapLauncher(Launcher):
     def __init__(self, runner: MapRunner, count: int, run_dir: str | None) -> None:
         self.runner, self.count, self.run_dir = runner, count, run_dir
         self.run_id = ""
+        self.rt: RunView | None = None
 
     def started(self, rt: RunView) -> None:
         self.run_id = rt.run_id
+        self.rt = rt
 
     def run_script(self, script: str) -> None:
         self.runner.run()
 
     def script_ended(self, exc: BaseException) -> ScriptEnd:
         from ..farm.runner import MaxFails
+        from ..runtime.state import RunState
+        if isinstance(exc, (MaxFails, UsageError)) and isinstance(self.rt, RunState):
+            self.rt.fail_run(str(exc))      # the journal's reason (the first one given)
         if isinstance(exc, MaxFails):
             return ScriptEnd(1, None, cancel=str(exc))
         if isinstance(exc, UsageError):     # the first item's call-time check (one error)
