@@ -37,3 +37,13 @@ def test_map_each_line_over_ssh_nodes(ssh_hosts, tmp_path):
     s = subprocess.run([sys.executable, "-m", "taskflow.cli", "status", "--run-dir",
                         str(tmp_path / "runs")], capture_output=True, text=True, timeout=60)
     assert "sha256sum: 8 done" in s.stdout and "h1" in s.stdout and "h2" in s.stdout, s.stdout
+    # a program the nodes do not have (nothing on the master can tell): one error, not one
+    # per item; the items not started do not run
+    r = subprocess.run([sys.executable, "-m", "taskflow.cli", "map", "--no-progress",
+                        "--cluster", "cluster.yaml", "--run-dir", str(tmp_path / "runs"),
+                        "--range", "1-50", "--", "no-such-program-on-the-nodes", "{}"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "'no-such-program-on-the-nodes' was not found on PATH" in r.stderr
+    assert "every item would fail so; the map stops" in r.stderr
+    assert "did not run" in r.stderr, r.stderr

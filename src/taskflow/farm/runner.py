@@ -51,6 +51,7 @@ class MapRunner:
                  window: int = WINDOW) -> None:
         self.plan, self.task, self.max_fails, self.window = plan, task, max_fails, window
         self.tally = Tally()
+        self.fatal: str | None = None   # a failure every item would meet: the map stops
         self._cond = threading.Condition()
 
     def run(self) -> None:
@@ -70,9 +71,12 @@ class MapRunner:
             self._check_stop()
 
     def _stopping(self) -> bool:
-        return self.max_fails is not None and self.tally.failed >= self.max_fails
+        return self.fatal is not None or (
+            self.max_fails is not None and self.tally.failed >= self.max_fails)
 
     def _check_stop(self) -> None:
+        if self.fatal is not None:
+            raise MaxFails(self.fatal)
         if self._stopping():
             raise MaxFails(f"--max-fails {self.max_fails}: {self.tally.failed} item(s) failed; "
                            f"the items not ended are cancelled")
@@ -89,8 +93,12 @@ class MapRunner:
                     tally.cancelled += 1
                 else:
                     tally.failed += 1
+                    cause = exc.__cause__ if exc.__cause__ is not None else exc
+                    if isinstance(cause, FileNotFoundError) and self.fatal is None:
+                        # the program is not on a node (one whose files are not the
+                        # master's: nothing checked it before): one error, not one per item
+                        self.fatal = f"{cause}: every item would fail so; the map stops"
                     if len(tally.listed) < LISTED:
-                        cause = exc.__cause__ if exc.__cause__ is not None else exc
                         tally.listed.append(Failed(
                             index, getattr(exc, "task_id", 0),
                             getattr(cause, "returncode", None),
