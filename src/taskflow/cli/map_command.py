@@ -192,8 +192,8 @@ class MapLauncher(Launcher):
 
     def closing(self, status: int) -> None:
         t = self.runner.tally
-        if not t.failed and not (status and t.called < self.count):
-            return
+        if status >= 128 or not t.failed and not (status and t.called < self.count):
+            return                          # (an interrupt: its summary said it all)
         done = t.ended - t.failed - t.cancelled
         not_run = self.count - done - t.failed
         click.echo(f"taskflow map: {t.failed} of {self.count} item(s) failed, {done} ended "

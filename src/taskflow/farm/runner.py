@@ -88,9 +88,9 @@ class MapRunner:
             tally = self.tally
             tally.ended += 1
             if exc is not None:
-                if isinstance(exc, TaskCancelled) or \
-                        isinstance(getattr(exc, "__cause__", None), TaskCancelled):
-                    tally.cancelled += 1
+                if isinstance(exc, TaskCancelled) or getattr(exc, "kind", "") == "interrupted" \
+                        or isinstance(getattr(exc, "__cause__", None), TaskCancelled):
+                    tally.cancelled += 1        # not run, or stopped by an interrupt
                 else:
                     tally.failed += 1
                     cause = exc.__cause__ if exc.__cause__ is not None else exc
