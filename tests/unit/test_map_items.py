@@ -43,3 +43,11 @@ def test_file_arguments_become_parameters_with_their_prefix():
     assert plan.args == "-v {{in0}} {{out0}} {{w4}}"
     assert plan.names == ["TASKFLOW_INDEX", "TASKFLOW_ITEM", "w4", "in0", "out0"]
     assert plan.arguments(2, (2,)) == ("2", "2", "x y", "2", "2.out")
+
+
+def test_a_command_without_arguments_gets_none():
+    """(@binary without args would append the parameters: TASKFLOW_INDEX, ... on argv)"""
+    from taskflow.farm.task import map_task
+    plan = I.plan_items(["pwd"], [RangeSource("1-2")], (), (), None, None)
+    fn = map_task(plan, None, None, None, None, None)
+    assert fn.spec.program.line.args == "" and fn.spec.program.line.env == I.ENV

@@ -36,7 +36,7 @@ def map_task(plan: ItemPlan, cpus: int | None, memory_gb: float | None,
         kw["time_out"] = time_out
     if retries is not None:
         kw["retries"] = retries
-    fn = binary(binary=plan.program, args=plan.args or None)(task(**kw)(func))
+    fn = binary(binary=plan.program, args=plan.args)(task(**kw)(func))   # "": no argument
     cons: dict[str, Any] = {}
     if cpus is not None:
         cons["computing_units"] = cpus
