@@ -180,9 +180,8 @@ class MapLauncher(Launcher):
             self.rt.fail_run(str(exc))      # the journal's reason (the first one given)
         if isinstance(exc, MaxFails):
             return ScriptEnd(1, None, cancel=str(exc))
-        if isinstance(exc, UsageError):     # the first item's call-time check (one error)
-            click.echo(f"taskflow map: {exc}", err=True)
-            return ScriptEnd(2, None, cancel=f"taskflow map: {exc}")
+        if isinstance(exc, UsageError):     # the first item's call-time check: one error,
+            return ScriptEnd(2, None, cancel=str(exc))      # said as the run's reason
         return super().script_ended(exc)
 
     def interrupted_summary(self, rt: RunView, plan: RunPlan) -> str:
@@ -192,8 +191,9 @@ class MapLauncher(Launcher):
 
     def closing(self, status: int) -> None:
         t = self.runner.tally
-        if status >= 128 or not t.failed and not (status and t.called < self.count):
-            return                          # (an interrupt: its summary said it all)
+        if status >= 128 or status == 2 or not t.failed and not (status and
+                                                                 t.called < self.count):
+            return          # (an interrupt's summary or the reason the map stopped said it)
         done = t.ended - t.failed - t.cancelled
         not_run = self.count - done - t.failed
         click.echo(f"taskflow map: {t.failed} of {self.count} item(s) failed, {done} ended "
