@@ -12,6 +12,15 @@ R  2,000 ``cat`` tasks, each reading one small file (FILE_IN) and writing one
    (FILE_OUT, through its stdout): tasks/s. Baseline: the same commands in a
    2-thread loop, stdout to the output file.
 
+M  (``--only M``) the CLI form: 10,000 ``true`` items (``--map-items N``) by
+   ``taskflow map --range 1-N -w 2 -- true``, a fresh process timed from its
+   start to its exit (start-up, journal and job logs included), with the
+   master's peak RSS; against HyperQueue and the raw 2-thread loop. HyperQueue's
+   ``hq`` command line is not in its Python package (the bench extra), so its
+   ``hq submit --array 1-N -- true`` is taken as its Python API does the same: a
+   fresh ``LocalCluster`` (server and one worker of 2 cores) started, one job of
+   N ``true`` programs submitted and waited for, the cluster stopped, all timed.
+
 A, B (``--only A,B``; not in the default set): Python function tasks, the
 workloads of run.py, against HyperQueue's ``Job.function`` (which starts a
 Python interpreter per task, ~8 tasks/s here): taskflow runs 10,000 no-ops
@@ -238,6 +247,65 @@ class TaskflowSession:
             os.chdir(self.old)
 
 
+# -- M: the command line, start to finish ------------------------------------------------
+M_ITEMS = 10_000
+
+
+def taskflow_m(tmp: Path) -> dict[str, float]:
+    """``taskflow map --range 1-N -- true`` in a fresh process; its master's peak RSS."""
+    import psutil
+
+    cmd = [sys.executable, "-m", "taskflow.cli", "map", "--range", f"1-{M_ITEMS}", "-w", str(W),
+           "--no-progress", "--run-dir", str(tmp / "runs"), "--", TRUE]
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = 0
+    proc = psutil.Process(p.pid)
+    while p.poll() is None:
+        try:
+            peak = max(peak, proc.memory_info().rss)
+        except psutil.Error:
+            break
+        time.sleep(0.05)
+    err = p.communicate()[1]
+    s = time.perf_counter() - t
+    if p.returncode != 0:
+        raise AssertionError(f"M: taskflow map exited {p.returncode}: {err.decode()[-500:]}")
+    return {"tasks_per_s": M_ITEMS / s, "seconds": s, "master_peak_rss_mb": peak / 2**20,
+            "count": M_ITEMS}
+
+
+def hq_m(tmp: Path) -> dict[str, float]:
+    """HyperQueue's ``hq submit --array 1-N -- true`` through its Python API (see the
+    module docstring), cluster start and stop included."""
+    from hyperqueue import Job, LocalCluster
+    from hyperqueue.cluster import WorkerConfig
+
+    t = time.perf_counter()
+    (tmp / "server").mkdir(exist_ok=True)
+    cluster = LocalCluster(server_dir=str(tmp / "server"))
+    try:
+        cluster.start_worker(WorkerConfig(cores=W))
+        client = cluster.client()
+        job = Job(tmp)
+        for _ in range(M_ITEMS):
+            job.program([TRUE])
+        client.wait_for_jobs([client.submit(job)])
+    finally:
+        cluster.stop()
+    s = time.perf_counter() - t
+    return {"tasks_per_s": M_ITEMS / s, "seconds": s, "count": M_ITEMS}
+
+
+def raw_m(tmp: Path) -> dict[str, float]:
+    s = _threads(M_ITEMS, lambda i: subprocess.run([TRUE], check=True) and None)
+    return {"tasks_per_s": M_ITEMS / s, "seconds": s, "count": M_ITEMS}
+
+
+MAP_RUN: dict[str, Callable[[Path], dict[str, float]]] = {
+    "raw": raw_m, "taskflow": taskflow_m, "hq": hq_m}
+
+
 # -- HyperQueue -----------------------------------------------------------------------
 def hq_noop(x: int) -> int:
     """A, B for HyperQueue (module level: its workers import it by name)."""
@@ -360,10 +428,10 @@ def tree_cpu() -> float:
 
 
 # -- the run ----------------------------------------------------------------------------
-RAW = {"P": raw_p, "Q": raw_q, "R": raw_r}
-METRIC = {"P": ("tasks_per_s", True), "Q": ("ms_per_task", False), "R": ("tasks_per_s", True),
+RAW = {"P": raw_p, "Q": raw_q, "R": raw_r, "M": raw_m}
+METRIC = {"M": ("tasks_per_s", True), "P": ("tasks_per_s", True), "Q": ("ms_per_task", False), "R": ("tasks_per_s", True),
           "A": ("tasks_per_s", True), "B": ("ms_per_task", False)}
-COUNT = {"P": P_TASKS, "Q": Q_CHAIN, "R": R_TASKS, "A": A_TASKS, "B": B_CHAIN}
+COUNT = {"M": M_ITEMS, "P": P_TASKS, "Q": Q_CHAIN, "R": R_TASKS, "A": A_TASKS, "B": B_CHAIN}
 LABELS = {"raw": "raw spawn loop (2 threads; Q: sequential)", "taskflow": "taskflow",
           "hq": "HyperQueue"}
 
@@ -412,7 +480,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-taskflow", action="store_true")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--json", default=str(RESULTS / "programs.json"))
+    p.add_argument("--map-items", type=int, default=COUNT["M"], help="M: the items of the map")
     args = p.parse_args(argv)
+    global M_ITEMS
+    M_ITEMS = COUNT["M"] = args.map_items
     keys = [k for k in args.only.upper().split(",") if k]
     names = ([] if args.no_taskflow else ["taskflow"]) + [n for n in args.peers.split(",") if n]
     if "hq" in names:
@@ -431,6 +502,8 @@ def main(argv: list[str] | None = None) -> int:
         for n in names:
             t = time.perf_counter()
             (root / n).mkdir()
+            if keys == ["M"]:           # M starts its own runtimes, each time
+                continue
             sessions[n] = SESSIONS[n](root / n)
             log(f"{n}: started and warmed up in {time.perf_counter() - t:.1f} s")
         # Workload by workload, the runtimes back to back (order rotated each time), so
@@ -443,7 +516,13 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     c0 = tree_cpu()
                     try:
-                        res = sessions[n].run(k)
+                        if k == "M":
+                            d = root / n / f"m{rep}"
+                            d.mkdir()
+                            res = MAP_RUN[n](d)
+                            shutil.rmtree(d, ignore_errors=True)
+                        else:
+                            res = sessions[n].run(k)
                     except Exception as exc:  # one peer's failure must not end the run
                         log(f"rep {rep + 1} {k} {n}: FAILED {type(exc).__name__}: {exc}")
                         raw_samples[n].append({"key": k, "error": f"{type(exc).__name__}: {exc}"})
@@ -453,8 +532,10 @@ def main(argv: list[str] | None = None) -> int:
                     raw_samples[n].append(dict(res, key=k))
                     samples[n][k].append(res[METRIC[k][0]])
                     cpu[n][k].append(res["cpu_ms_per_task"])
+                    rss = res.get("master_peak_rss_mb")
                     log(f"rep {rep + 1} {k} {n}: {METRIC[k][0]} {res[METRIC[k][0]]:,.4g}, "
-                        f"CPU {res['cpu_ms_per_task']:.2f} ms/task")
+                        f"CPU {res['cpu_ms_per_task']:.2f} ms/task"
+                        + (f", master peak RSS {rss:.0f} MB" if rss else ""))
     finally:
         for n, sess in sessions.items():
             try:

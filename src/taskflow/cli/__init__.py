@@ -1,6 +1,6 @@
 """The ``taskflow`` command line (click): one module per command group.
 
-``run`` (:mod:`.run`), the commands that read a run's journal (:mod:`.observe`:
+``run`` (:mod:`.run`), ``map`` (:mod:`.map_command`), the commands that read a run's journal (:mod:`.observe`:
 status, logs, graph, trace, report, monitor), the runs kept (:mod:`.runs`: runs,
 clean), ``explain`` (:mod:`.resuming`), ``submit`` (:mod:`.slurm`) and ``serve``
 (:mod:`.serve`) are registered on :data:`main` here, explicitly. Short options
@@ -13,7 +13,7 @@ import click
 from .._version import __version__
 from ..errors import RecordDamaged
 from .options import examples
-from . import observe, resuming, run, runs, serve, slurm
+from . import map_command, observe, resuming, run, runs, serve, slurm
 
 
 class _Main(click.Group):
@@ -37,6 +37,7 @@ def main() -> None:
 
 
 main.add_command(run.run)
+main.add_command(map_command.map_command)
 for _cmd in [*observe.COMMANDS, *runs.COMMANDS]:
     main.add_command(_cmd)
 main.add_command(resuming.explain)

@@ -105,6 +105,11 @@ class Launcher:
     def closing(self, status: int) -> None:
         """The last words, before exiting with ``status``."""
 
+    def interrupted_summary(self, rt: RunView, plan: RunPlan) -> str:
+        """The last lines of an interrupted run: what it did, and how to continue it."""
+        return interrupts.interrupted_summary(rt, plan.script, plan.script_args,
+                                              self.resume_options)
+
 
 def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     """Run ``plan`` and exit: the script's status, ``stop(code=N)``'s N, 1 when a task
@@ -133,8 +138,7 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     prog = start_progress(rt, sys.stderr.isatty()) if plan.progress is not False else None
     end = ScriptEnd()
     sys.argv = [plan.script, *plan.script_args]
-    signals = Signals(rt, plan.grace, lambda signum: interrupts.interrupted_summary(
-        rt, plan.script, plan.script_args, launcher.resume_options))
+    signals = Signals(rt, plan.grace, lambda signum: launcher.interrupted_summary(rt, plan))
     signals.install()               # the signal itself stops the run (signals.py)
     try:
         launcher.run_script(plan.script)
@@ -174,8 +178,7 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
             took: float) -> int:
     """The end-of-run report on stderr; returns the exit status."""
     if signum:
-        click.echo(interrupts.interrupted_summary(rt, plan.script, plan.script_args,
-                                                  launcher.resume_options), err=True)
+        click.echo(launcher.interrupted_summary(rt, plan), err=True)
         return 128 + signum
     from ..console.bars import summary
     from ..console.failures import end_of_run

@@ -48,8 +48,9 @@ def resume_command(rt: RunView, script: str, args: tuple[str, ...],
 
 
 def interrupted_summary(rt: RunView, script: str, args: tuple[str, ...],
-                        options: tuple[str, ...] = ()) -> str:
-    """The last lines of an interrupted run: what it did, and how to continue it."""
+                        options: tuple[str, ...] = (), command: str | None = None) -> str:
+    """The last lines of an interrupted run: what it did, and how to continue it
+    (``command``: the command that does, when it is not ``taskflow run``'s)."""
     c = rt.tally
     # (a run ended at once by a second signal leaves its running tasks in flight: they
     # were interrupted while running too, not "never started")
@@ -63,4 +64,5 @@ def interrupted_summary(rt: RunView, script: str, args: tuple[str, ...],
     if not rt.resumable:
         return head + ("\n  (it was not resumable: it was started --no-resumable; runs "
                        "without it can be continued)")
-    return head + f"\n  continue it with: {resume_command(rt, script, args, options)}"
+    again = command or resume_command(rt, script, args, options)
+    return head + f"\n  continue it with: {again}"

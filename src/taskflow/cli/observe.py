@@ -111,15 +111,18 @@ def status(run: str | None, run_dir: str | None) -> None:
 
 @click.command(epilog=examples("taskflow logs 7                  # task 7 of the latest run",
                                "taskflow logs RUN --follow       # every task's lines, live",
-                               "taskflow logs RUN 7 -l STDERR"))
+                               "taskflow logs RUN 7 -l STDERR",
+                               "taskflow logs RUN --item 17      # item 17 of a taskflow map"))
 @click.argument("run", required=False)
 @click.argument("task", required=False, type=int)
+@click.option("--item", type=click.IntRange(min=1), default=None, metavar="N",
+              help="The task of item N of a `taskflow map` (its index, from 1).")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines while the run goes on.")
 @click.option("--level", "-l", multiple=True,
               help="Only these levels (STDOUT, STDERR, RAW); repeat or comma-separate.")
 @run_dir_option
-def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...],
-         run_dir: str | None) -> None:
+def logs(run: str | None, task: int | None, item: int | None, follow: bool,
+         level: tuple[str, ...], run_dir: str | None) -> None:
     """Output lines of TASK in RUN (all tasks when TASK is omitted).
 
     A lone number short enough to be a task id means that task of the latest run.
@@ -128,6 +131,10 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...]
         task, run = int(run), None
     levels = [x.strip().upper() for v in level for x in v.split(",") if x.strip()] or None
     with _open(run, run_dir) as j:
+        if item is not None:
+            if task is not None:
+                raise click.UsageError("give a TASK or --item N, not both")
+            task = _task_of_item(j, item)
         if task is not None and j.task(task) is None:
             raise click.ClickException(f"run {j.run()['run_id']} has no task {task}")
         names = {t["id"]: t["name"] for t in j.tasks()} if task is None else {}
@@ -151,6 +158,18 @@ def logs(run: str | None, task: int | None, follow: bool, level: tuple[str, ...]
             click.echo(t["traceback"] or t["error_full"] or t["error"] or "")
 
 
+def _task_of_item(j: Journal, item: int) -> int:
+    """The task of item ``item`` of a map run (the last attempt's, if it ran twice)."""
+    from ..farm.items import ENV
+    found = j.task_with_params(f"{ENV[0]}='{item}', %")
+    if found is None:
+        r = j.run()
+        why = ("it was restored from the run this one resumed (`taskflow runs`)"
+               if '"--resume"' in (r.get("argv") or "") else "it has no such item")
+        raise click.ClickException(f"run {r['run_id']} ran no task for item {item}: {why}")
+    return found
+
+
 _RUN_ID = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
@@ -169,7 +188,9 @@ def resume_command_of(r: dict[str, Any], run_dir: str) -> str | None:
     if not argv:
         return None
     base = os.path.basename(argv[0])
-    if len(argv) > 1 and argv[1] == "run" and (base in ("taskflow", "__main__.py")):
+    verb = "run"
+    if len(argv) > 1 and argv[1] in ("run", "map") and (base in ("taskflow", "__main__.py")):
+        verb = argv[1]
         rest, words = argv[2:], []
         i = 0
         while i < len(rest):
@@ -184,7 +205,7 @@ def resume_command_of(r: dict[str, Any], run_dir: str) -> str | None:
     from ..journal.root import runs_root
     if root != os.path.abspath(runs_root()) and "--run-dir" not in words:
         words = ["--run-dir", root, *words]
-    return shlex.join(["taskflow", "run", "--resume", r["run_id"], *words])
+    return shlex.join(["taskflow", verb, "--resume", r["run_id"], *words])
 
 
 SHOWN_RETRIED = 20      # tasks whose retries `status` lists one by one

@@ -291,6 +291,12 @@ class Journal:
                          f"OFFSET ?", (*args, int(limit), int(offset)))
         return rows, total
 
+    def task_with_params(self, like: str) -> int | None:
+        """The last task whose parameters' text is LIKE ``like`` (SQL pattern), or None."""
+        rows = self._all("SELECT id FROM task_rows WHERE params LIKE ? ORDER BY id DESC "
+                         "LIMIT 1", (like,))
+        return int(rows[0]["id"]) if rows else None
+
     def task(self, tid: int) -> dict[str, Any] | None:
         rows = self._all("SELECT * FROM tasks WHERE id=?", (tid,))
         if not rows:

@@ -54,6 +54,9 @@ class CommandLine(NamedTuple):
     # PyCOMPSs: the template's words as bash reads them, $VAR expanded on the master;
     # each value is one argument where its {{name}} stands (agent.executor.invokers.words)
     words: tuple[str, ...] | None = None
+    # parameters the program sees as environment variables of their names, never on argv
+    # (taskflow map's TASKFLOW_INDEX, TASKFLOW_ITEM)
+    env: tuple[str, ...] = ()
 
 
 class Program(NamedTuple):

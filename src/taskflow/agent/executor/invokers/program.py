@@ -25,6 +25,9 @@ def invoke(action: Program, inv: Invocation, func: Any, args: list[Any], kw: dic
     cwd = command.working_dir(action.working_dir, values)
     log_base = log_base_of(inv, tid)
     tail, streams = command.build_args(action.line, values, env, cwd)
+    if action.line.env:             # parameters given as environment variables
+        env = dict(env)
+        env.update((n, str(values[n])) for n in action.line.env if values.get(n) is not None)
     if action.openmp:
         env = dict(env)
         env["OMP_NUM_THREADS"] = env["TASKFLOW_NUM_THREADS"]
