@@ -146,8 +146,8 @@ def test_each_line_sha256_resumes_after_the_master_is_killed(tmp_path):
     (["--range", "1-3", "--cpus", "0", "--", "true"], "0 is not in the range x>=1"),
     (["--range", "1-3", "--memory", "-2", "--", "true"], "--memory '-2': give an amount above"),
     (["--range", "1-3", "--memory", "0", "--", "true"], "--memory '0': give an amount above"),
-    (["--range", "1-3", "--resource", "gpu=0", "--", "true"], "an amount above 0"),
-    (["--range", "1-3", "--resource", "gpu=-1", "--", "true"], "an amount above 0"),
+    (["--range", "1-3", "--resource", "gpu=0", "--", "true"], "ask for an amount > 0"),
+    (["--range", "1-3", "--resource", "gpu=-1", "--", "true"], "ask for an amount > 0"),
     (["--range", "1-3", "--time-out", "0", "--", "true"], "give seconds above 0"),
     (["--range", "1-3", "--", "no-such-program-here", "{}"], "'no-such-program-here' was "
                                                               "not found on PATH"),
@@ -170,20 +170,16 @@ def test_bad_input_is_refused_before_anything_runs(tmp_path, monkeypatch, args, 
     assert _runs(tmp_path) == []            # no run was started
 
 
-def test_resource_option_parses_and_reaches_the_constraint(tmp_path):
-    """--resource NAME=AMOUNT: a dict on the task's constraint where @constraint knows
-    resources, else one clear error before anything runs."""
-    import inspect
-
-    from taskflow.errors import UsageError
-    from taskflow.farm.items import plan_items
-    from taskflow.farm.sources import RangeSource
-    from taskflow.farm.task import map_task
-    from taskflow.graph.spec import TaskSpec
-    plan = plan_items(["true"], [RangeSource("1-2")], (), (), None, None)
-    if "resources" in inspect.signature(TaskSpec.set_constraints).parameters:
-        fn = map_task(plan, None, None, None, None, {"gpu": 0.25, "license": 1.0})
-        assert fn.spec.resources == {"gpu": 0.25, "license": 1.0}
-    else:
-        with pytest.raises(UsageError, match="not supported yet"):
-            map_task(plan, None, None, None, None, {"gpu": 0.25})
+def test_each_item_gets_the_resources_it_asks_for(tmp_path):
+    """--resource NAME=AMOUNT on a node that declares it (a cluster file's local node): each
+    item sees the device it was given (sharing is tests/core/test_resources.py's); a name
+    no node has is refused before anything runs."""
+    (tmp_path / "c.yaml").write_text("nodes:\n  - local: true\n    computing_units: 2\n"
+                                     "    resources: {gpu: [0, 1]}\n")
+    _map(tmp_path, "--cluster", "c.yaml", "--range", "1-4", "--resource", "gpu=0.5",
+         "--stdout", "g{}.txt", "--", "sh", "-c", 'echo "$CUDA_VISIBLE_DEVICES"', check=0)
+    seen = [(tmp_path / f"g{i}.txt").read_text().strip() for i in range(1, 5)]
+    assert set(seen) <= {"0", "1"} and all(seen), seen
+    r = _map(tmp_path, "--cluster", "c.yaml", "--range", "1-2", "--resource", "license=1",
+             "--", "true")
+    assert r.returncode == 2 and "license" in r.stderr, r.stderr

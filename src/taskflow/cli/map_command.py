@@ -275,22 +275,17 @@ def _sources(order: list[str], ranges: tuple[str, ...], lines: tuple[str, ...],
     return out
 
 
-def _resources(given: tuple[str, ...]) -> dict[str, float] | None:
-    out: dict[str, float] = {}
-    for r in given:
-        name, sep, amount = r.partition("=")
-        name = name.strip()
-        try:
-            value = float(amount)
-        except ValueError:
-            value = float("nan")
-        if not sep or not name or not value > 0 or value == float("inf"):
-            raise UsageError(f"--resource {r!r}: write NAME=AMOUNT with an amount above 0 "
-                             f"(gpu=1, license=1, gpu=0.25)")
-        if name in out:
-            raise UsageError(f"--resource {name} is given twice")
-        out[name] = value
-    return out or None
+def _resources(given: tuple[str, ...]) -> dict[str, int | float] | None:
+    """``--resource NAME=AMOUNT`` items as ``@constraint(resources=)`` takes them, checked
+    as it checks them (graph.resources)."""
+    if not given:
+        return None
+    from ..graph.resources import from_text
+    names = [r.partition("=")[0].strip() for r in given]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"--resource {twice[0]} is given twice")
+    return from_text(list(given), "--resource")
 
 
 def _memory(text: str | None) -> float | None:

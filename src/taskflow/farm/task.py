@@ -10,12 +10,10 @@ module of its own name, so it travels to the nodes by value and its key (what
 """
 from __future__ import annotations
 
-import inspect
 import os
 from dataclasses import replace
 from typing import Any
 
-from ..errors import UsageError
 from .items import ENV, ItemPlan
 
 MODULE = "taskflow_map"         # not importable: the function goes to the nodes by value
@@ -23,12 +21,11 @@ MODULE = "taskflow_map"         # not importable: the function goes to the nodes
 
 def map_task(plan: ItemPlan, cpus: int | None, memory_gb: float | None,
              time_out: float | None, retries: int | None,
-             resources: dict[str, float] | None) -> Any:
+             resources: dict[str, int | float] | None) -> Any:
     """The task function every item of ``plan`` calls (a ``TaskFunction``)."""
     from ..api.binary import binary
     from ..api.constraint import constraint
     from ..api.task import task
-    from ..graph.spec import TaskSpec
     name = os.path.basename(plan.program) or "map"
     func = _function(name, plan.names)
     kw: dict[str, Any] = dict(plan.directions, returns=int)
@@ -43,9 +40,6 @@ def map_task(plan: ItemPlan, cpus: int | None, memory_gb: float | None,
     if memory_gb is not None:
         cons["memory_size"] = memory_gb
     if resources:
-        if "resources" not in inspect.signature(TaskSpec.set_constraints).parameters:
-            raise UsageError("--resource: named resources are not supported yet by this "
-                             "version of taskflow (only --cpus and --memory)")
         cons["resources"] = resources
     if cons:
         fn = constraint(**cons)(fn)
