@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "workflow": ".api.workflow",
     "Executor": ".api.executor",
     "Future": ".future", "ProgramFailed": ".errors", "Runtime": ".runtime.runtime",
+    "rerun": ".debugging.rerun",
 }
 
 
@@ -67,7 +68,9 @@ def start(workers: int | None = None, **kwargs: Any) -> Runtime:
     rt = current.get()
     if rt is not None:
         raise RuntimeError("a taskflow runtime is already running; call taskflow.stop() first")
-    return Runtime(workers=workers, **kwargs).start()
+    from .debugging import inline       # TASKFLOW_INLINE=1: every task in the calling thread
+    return (inline.InlineRuntime if inline.wanted() else Runtime)(workers=workers,
+                                                                 **kwargs).start()
 
 
 def stop(wait: bool = True, code: int = 0) -> None:

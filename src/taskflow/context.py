@@ -28,6 +28,13 @@ def enter_worker() -> None:
     _in_worker = True
 
 
+def leave_worker() -> None:
+    """No longer a process that runs tasks: an inline run's calling thread between the tasks
+    it runs itself (:mod:`taskflow.debugging.node`)."""
+    global _in_worker
+    _in_worker = False
+
+
 def nest() -> Any:
     """In an executor running Python tasks: what records the tasks a task calls
     (:mod:`taskflow.agent.executor.nested`); None elsewhere (the master, an MPI rank, a

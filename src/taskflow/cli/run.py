@@ -126,6 +126,14 @@ class RunCommand(OptionalValueCommand):
                    "max_queued=2, idle_timeout=120, drain_margin=60, host=10.0.0.5, "
                    "sbatch=--exclusive, worker_init='module load python', work=3600 "
                    "(--slurm auto: the run's slot-seconds of work).")
+@click.option("--inline", is_flag=True,
+              help="Run every task in this process, in call order, so that breakpoint() and "
+                   "a debugger stop inside tasks (docs/guide/debugging.md); also "
+                   "TASKFLOW_INLINE=1.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print what the script would run (per task name: calls, command lines, "
+                   "files; with --resume, what would be reused) without starting a program "
+                   "or writing outside the plan's own run directory.")
 @click.option("--compat", type=click.Choice(["pycompss"]), default=None,
               help="Run an application written for another system unchanged: pycompss makes "
                    "pycompss.* resolve to taskflow and behaves as runcompss (its options, "
@@ -139,8 +147,8 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         adopt_grace: float, explain: bool, placement: str,
         run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
         memory_limit: bool, log_level: str, progress: bool | None, graph_: bool,
-        trace_: bool, monitor: int | None, compat: str | None, compat_force: bool,
-        script: str, script_args: tuple[str, ...]) -> None:
+        trace_: bool, monitor: int | None, inline: bool, plan_only: bool, compat: str | None,
+        compat_force: bool, script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
     ctx = click.get_current_context()
     meta = ctx.meta
@@ -174,8 +182,14 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         workers=workers, nodes=local_nodes or 1, run_dir=run_dir, crash_limit=crash_limit,
         resumable=resumable, resume=resume_dir, resume_check=resume_check,
         checkpoint=checkpoint, adopt_grace=adopt_grace, **rt_opts)
+    if plan_only:
+        from ..debugging.planning import plan_cli
+        plan_cli(script, script_args, runtime)
+    if inline and progress is None:     # (bars would write over a debugger's prompt)
+        progress = False
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,
-                   progress=progress, graph=graph_, trace=trace_, monitor=monitor)
+                   progress=progress, graph=graph_, trace=trace_, monitor=monitor,
+                   inline=inline)
     launcher.adjust(plan)
     drive(plan, launcher)
 

@@ -50,7 +50,8 @@ def _start() -> None:
     global _registered
     from .runtime import Runtime        # the whole runtime, only when a program needs it
     workers = int(os.environ.get("TASKFLOW_WORKERS", "0")) or None
-    Runtime(workers=workers).start_embedded()
+    from ..debugging import inline      # TASKFLOW_INLINE=1: every task in this thread
+    (inline.InlineRuntime if inline.wanted() else Runtime)(workers=workers).start_embedded()
     plainscript.install(_running)   # the script's uncaught error reported as taskflow run does
     if not _registered:
         _registered = True
