@@ -1,0 +1,111 @@
+"""What a failed task was given, kept for ``taskflow rerun`` (node side).
+
+When a task fails, its executor writes ``<run dir>/inputs/task-<id>.pkl``: the
+task's message as the master sent it (arguments, file version paths, a
+program's invocation), the values its references name as they came (pickled
+bytes, never unpickled here), its function (cloudpickle), the node's
+``sys.path``, working directory and environment, and the error. The file
+versions it reads are linked into ``inputs/task-<id>/`` (a hard link: no copy,
+and the run's later moves and deletions of its versions do not take them).
+Only the failure path pays for this.
+
+A large value (a numpy array) is handed to its last reader without a copy
+(:mod:`.inputs`): the task may have changed it, so it is not kept.
+``TASKFLOW_KEEP_INPUTS=1`` in the nodes' environment (local nodes inherit the
+master's) keeps every such value: the reader gets a copy.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+from typing import Any
+
+from ...wire import messages as M
+from . import loglines
+
+KEEP_ALL = os.environ.get("TASKFLOW_KEEP_INPUTS", "").strip().lower() in ("1", "true", "yes", "on")
+COPY_MAX = 64 * 2**20       # bytes: a file that cannot be linked is copied up to this size
+RECORD = "task-{tid}.pkl"
+
+
+def inputs_dir(run_dir: str) -> str:
+    """Where a run's task records are."""
+    return os.path.join(run_dir, "inputs")
+
+
+def keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
+         error: M.ErrorInfo | None) -> None:
+    """Write task ``msg``'s record (module docstring); never raises (it is a failure's
+    aftermath: the task's own error is what the run must see)."""
+    try:
+        _keep(msg, func, data, produced, error)
+    except Exception:  # noqa: BLE001 - a record that cannot be written is only missing
+        pass
+
+
+def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
+          error: M.ErrorInfo | None) -> None:
+    if not loglines.KEEP_DIR:
+        return
+    import cloudpickle
+    import sys
+    run_dir = os.path.dirname(loglines.KEEP_DIR[0])
+    tid = msg[0]
+    where = inputs_dir(run_dir)
+    os.makedirs(where, mode=0o700, exist_ok=True)
+    values: dict[int, Any] = {}
+    missing: list[int] = []
+    files: dict[str, str] = {}
+    for _, kind, payload in msg[3] or ():
+        dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED else []
+        for did in dids:
+            v = data.get(did)
+            if v is None:
+                v = produced.get(did)
+            if v is None:
+                missing.append(did)
+            else:
+                values[did] = v
+        path = payload if kind == M.REF_FILE else payload[0] \
+            if kind in (M.REF_FILE_INOUT, M.REF_DIR_INOUT) else None
+        if path is not None:
+            kept = _link(path, os.path.join(where, f"task-{tid}", f"{len(files)}"))
+            if kept is not None:
+                files[path] = kept
+    try:
+        fblob = cloudpickle.dumps(func)
+    except Exception:  # noqa: BLE001 - then rerun says the function is not kept
+        fblob = None
+    record = {"task_id": tid, "msg": msg, "func": fblob, "values": values, "missing": missing,
+              "files": files, "sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
+              "env": dict(os.environ),
+              "error": (error.type_name, error.message) if error is not None else None}
+    tmp = os.path.join(where, f".{RECORD.format(tid=tid)}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(record, f, protocol=5)
+    os.replace(tmp, os.path.join(where, RECORD.format(tid=tid)))
+
+
+def _link(path: str, into: str) -> str | None:
+    """``path`` linked (or, small, copied) under ``into``; None when it cannot be kept."""
+    if not os.path.exists(path):
+        return None
+    os.makedirs(into, mode=0o700, exist_ok=True)
+    dst = os.path.join(into, os.path.basename(path.rstrip("/")) or "data")
+    if os.path.isdir(path):
+        shutil.copytree(path, dst, symlinks=True, copy_function=_link_or_copy)
+        return dst
+    _link_or_copy(path, dst)
+    return dst
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        if os.path.getsize(src) <= COPY_MAX:
+            shutil.copy2(src, dst)
+        else:
+            raise

@@ -1,0 +1,175 @@
+"""``taskflow rerun RUN TASK_ID [--pdb]`` and ``taskflow.rerun(run, task_id)``: one task again,
+here, with the inputs it had.
+
+The inputs come from the record its executor wrote when it failed
+(:mod:`taskflow.agent.executor.keepinputs`): its message (arguments, a
+program's invocation), the values its references named, the file versions it
+read (linked into the record's folder, used where the run's own are gone),
+the function, and the node's ``sys.path``, directory and environment. The
+files it writes go to a scratch folder, never over the run's. Whether it
+fails the same way is said by comparing its error's type and text with the
+recorded ones. ``--pdb`` stops at the raising frame (``pdb.post_mortem``).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from ..agent.executor.inputs import resolve_refs
+from ..agent.executor.keepinputs import RECORD, inputs_dir
+from ..errors import RunNotFound, UsageError
+from ..journal.reader import Journal, resolve_run
+from ..wire import messages as M
+
+KEEP_HINT = ("records are written for failed tasks; a large value handed to its task "
+             "without a copy is kept when the run's nodes have TASKFLOW_KEEP_INPUTS=1 "
+             "(`TASKFLOW_KEEP_INPUTS=1 taskflow run ...`)")
+
+
+@dataclass
+class Rerun:
+    """How the task ended this time, against how it ended in the run."""
+
+    task_id: int
+    name: str
+    recorded: tuple[str, str] | None      # (type, message) of the run's failure
+    error: BaseException | None           # this time's (None: it ended well)
+
+    @property
+    def same(self) -> bool:
+        """It failed the same way: same exception type and text."""
+        return self.error is not None and self.recorded is not None and \
+            (type(self.error).__name__, str(self.error)) == self.recorded
+
+    def describe(self) -> str:
+        was = f"{self.recorded[0]}: {self.recorded[1]}" if self.recorded else "no error"
+        if self.error is None:
+            return f"task {self.task_id} ({self.name}) ended well this time; in the run: {was}"
+        now = f"{type(self.error).__name__}: {self.error}"
+        if self.same:
+            return f"task {self.task_id} ({self.name}) fails the same way: {now}"
+        return f"task {self.task_id} ({self.name}) fails differently: {now} (in the run: {was})"
+
+
+def _record(run: str, task_id: int, root: str | None) -> tuple[str, dict[str, Any], str]:
+    try:
+        run_dir = resolve_run(run, root)
+    except RunNotFound as exc:
+        raise UsageError(f"taskflow rerun: run {run}: {exc}") from None
+    path = os.path.join(inputs_dir(run_dir), RECORD.format(tid=task_id))
+    name = "?"
+    try:
+        with Journal(run_dir) as j:
+            row = j.task(task_id)
+            state = row.get("state") if row else None
+            name = row.get("name", "?") if row else "?"
+            ntasks = sum(1 for _ in j.each_task()) if row is None else 0
+    except Exception as exc:  # noqa: BLE001 - a cleaned or damaged run: say which
+        raise UsageError(f"taskflow rerun: run {run}: its journal in {run_dir} cannot be read "
+                         f"({exc}); was the run cleaned?") from None
+    if row is None:
+        raise UsageError(f"taskflow rerun: run {os.path.basename(run_dir)} has no task "
+                         f"{task_id} ({ntasks} task(s) recorded; `taskflow tasks "
+                         f"{os.path.basename(run_dir)}` lists them)")
+    if not os.path.exists(path):
+        if not os.path.isdir(run_dir):
+            raise UsageError(f"taskflow rerun: the directory of run {run} ({run_dir}) is gone")
+        raise UsageError(f"taskflow rerun: task {task_id} ({name}, {state}) of run "
+                         f"{os.path.basename(run_dir)} has no record of its inputs in "
+                         f"{inputs_dir(run_dir)}: {KEEP_HINT}")
+    with open(path, "rb") as f:
+        return run_dir, pickle.load(f), name
+
+
+def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = None) -> Rerun:
+    """Run task ``task_id`` of run ``run`` (an id, a prefix, a path) again in this process
+    with the inputs it had; ``pdb``: stop at the raising frame if it raises."""
+    where, rec, name = _record(run, int(task_id), run_dir)
+    msg = M.TaskMsg(*rec["msg"])
+    if rec["func"] is None:
+        raise UsageError(f"taskflow rerun: task {task_id}'s function could not be kept")
+    for p in reversed(rec["sys_path"]):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    import cloudpickle
+    func = cloudpickle.loads(rec["func"])
+    func = getattr(func, "__wrapped__", func) if type(func).__name__ == "TaskFunction" else func
+    scratch = tempfile.mkdtemp(prefix=f"taskflow-rerun-{task_id}-")
+    refs, missing = _inputs(msg, rec, scratch)
+    gone = [f"value d{did}" for did in rec["missing"]] + missing
+    if gone:
+        raise UsageError(f"taskflow rerun: task {task_id} ({name}): its inputs "
+                         f"{', '.join(gone)} are no longer there; {KEEP_HINT}")
+    args = list(msg.argv) if msg.refs else msg.argv
+    kw = dict(msg.kwargs) if msg.kwargs else {}
+    cwd = os.getcwd()
+    os.environ.update(rec["env"])
+    if os.path.isdir(rec["cwd"]):
+        os.chdir(rec["cwd"])
+    error: BaseException | None = None
+    try:
+        if refs:
+            resolve_refs(args, kw, refs, dict(rec["values"]))
+        inv = msg.options.invocation if msg.options is not None else None
+        if inv is None:
+            func(*args, **kw)
+        else:
+            from ..agent.executor import invokers
+            invokers.run(inv, func, args, kw, [], msg.task_id)
+    except Exception as exc:  # noqa: BLE001 - the task's own error is the answer
+        error = exc
+        if pdb:
+            import pdb as _pdb
+            print(f"taskflow rerun: {type(exc).__name__}: {exc}", file=sys.stderr)
+            _pdb.post_mortem(exc.__traceback__)
+    finally:
+        os.chdir(cwd)
+    return Rerun(int(task_id), name, rec["error"], error)
+
+
+def _inputs(msg: M.TaskMsg, rec: dict[str, Any], scratch: str
+            ) -> tuple[list[M.RefWire], list[str]]:
+    """The task's references with the files it read where they still are (else the kept
+    links) and the files it writes moved to ``scratch``; the files no longer there."""
+    kept: dict[str, str] = rec["files"]
+    missing: list[str] = []
+
+    def readable(path: str) -> str:
+        if os.path.exists(path):
+            return path
+        k = kept.get(path)
+        if k is not None and os.path.exists(k):
+            return k
+        missing.append(f"file {path}")
+        return path
+
+    def fresh(path: str) -> str:
+        return os.path.join(scratch, str(len(os.listdir(scratch))), os.path.basename(path))
+
+    refs: list[M.RefWire] = []
+    for path, kind, payload in msg.refs or ():
+        if kind == M.REF_FILE:
+            payload = readable(payload)
+        elif kind in (M.REF_FILE_OUT, M.REF_DIR_OUT):
+            payload = fresh(payload)
+            os.makedirs(os.path.dirname(payload), exist_ok=True)
+        elif kind in (M.REF_FILE_INOUT, M.REF_DIR_INOUT):
+            src = readable(payload[0])
+            payload = (src, fresh(payload[1]))
+            os.makedirs(os.path.dirname(payload[1]), exist_ok=True)
+        refs.append((path, kind, payload))
+    return refs, missing
+
+
+def rerun_cli(run: str, task_id: int, pdb: bool, node: str | None,
+              run_dir: str | None) -> int:
+    """``taskflow rerun``: say how it ended; exit status 0 when it failed the same way."""
+    if node is not None:
+        raise UsageError("taskflow rerun --node: not yet; a task reruns in this process only")
+    result = rerun(run, task_id, pdb=pdb, run_dir=run_dir)
+    print(result.describe())
+    return 0 if result.same else 1
