@@ -54,6 +54,11 @@ class Runner:
         """A value the master asks for (FETCH)."""
         return node.store.get(did)
 
+    def drop(self, node: HereNode, dids: list[int]) -> None:
+        """Values no task will read any more (DROP)."""
+        for did in dids:
+            node.store.pop(did, None)
+
 
 def as_task(run: Callable[..., M.ResultWire], *args: Any) -> M.ResultWire:
     """``run(*args)`` as a task runs: a task called inside it runs inline (api.task)."""

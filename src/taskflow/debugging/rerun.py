@@ -95,9 +95,8 @@ def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = No
     for p in reversed(rec["sys_path"]):
         if p not in sys.path:
             sys.path.insert(0, p)
-    import cloudpickle
-    func = cloudpickle.loads(rec["func"])
-    func = getattr(func, "__wrapped__", func) if type(func).__name__ == "TaskFunction" else func
+    from ..agent.executor.loop import _load_function
+    func = _load_function(rec["func"])      # (by-value code named by its file again)
     scratch = tempfile.mkdtemp(prefix=f"taskflow-rerun-{task_id}-")
     refs, missing = _inputs(msg, rec, scratch)
     gone = [f"value d{did}" for did in rec["missing"]] + missing

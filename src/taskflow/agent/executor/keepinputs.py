@@ -74,7 +74,8 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
             if kept is not None:
                 files[path] = kept
     try:
-        fblob = cloudpickle.dumps(func)
+        code = getattr(func, "__code__", None)       # (as a FUNC frame: its file's name)
+        fblob = cloudpickle.dumps((func, code.co_filename if code is not None else None))
     except Exception:  # noqa: BLE001 - then rerun says the function is not kept
         fblob = None
     record = {"task_id": tid, "msg": msg, "func": fblob, "values": values, "missing": missing,
