@@ -120,7 +120,8 @@ class HereNode:
         elif op == M.FUNC:
             func, name = self._funcs_of(body.digest)
             self.funcs[body.digest] = func if func is not None else _load_function(body.payload)
-            self.names[body.digest] = name or getattr(self.funcs[body.digest], "__qualname__", "?")
+            self.names[body.digest] = str(name or getattr(self.funcs[body.digest],
+                                                          "__qualname__", "?"))
         elif op == M.DATA:
             for did, payload in body:
                 if payload is not None:
@@ -183,10 +184,9 @@ class HereProvider(Provider):
             return None, None
         for spec, run in list(rt.spec_runs.items()):
             if run.digest == digest:
-                from ..api.task import TaskFunction
-                target = spec.wrapper or spec.func
-                if isinstance(target, TaskFunction):    # (what a worker unpickles it to)
-                    return target.__wrapped__, spec.name
+                target: Any = spec.wrapper or spec.func
+                if getattr(target, "spec", None) is spec:   # an api.task.TaskFunction: its
+                    return target.__wrapped__, spec.name    # function, as a worker has it
                 return getattr(target, "__taskflow_body__", target), spec.name
         return None, None
 

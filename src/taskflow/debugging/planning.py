@@ -82,7 +82,7 @@ class _Lazy(dict):  # type: ignore[type-arg]
         super().__init__()
         self.runner = runner
 
-    def get(self, did: int, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, did: int, default: Any = None) -> Any:
         if not dict.__contains__(self, did):
             self.runner.make(did)
         return dict.get(self, did, default)
@@ -123,9 +123,9 @@ class PlanRunner(Runner):
             if kind != M.OUT_OBJECT:
                 self.producer[_out_path(tmsg, path)] = tmsg.task_id
         outs: list[M.Output] = []
-        kinds = [M.OUT_OBJECT] * tmsg.nout + [k for _, k, _ in tmsg.inouts or ()]
-        for did, kind in zip(tmsg.outputs, kinds):
-            outs.append(M.Held(did, 0) if kind == M.OUT_OBJECT else None)
+        kinds: list[str] = [M.OUT_OBJECT] * tmsg.nout + [k for _, k, _ in tmsg.inouts or ()]
+        for did, out_kind in zip(tmsg.outputs, kinds):
+            outs.append(M.Held(did, 0) if out_kind == M.OUT_OBJECT else None)
         self._touch(tmsg)
         now = time.time()
         return (tmsg.task_id, M.OK, outs, None, (now, now))
@@ -170,7 +170,7 @@ class PlanRunner(Runner):
             return 0
 
         real = process.run
-        process.run = record            # type: ignore[assignment]
+        process.run = record
         now = time.time()
         try:
             if tmsg.refs:
@@ -183,7 +183,7 @@ class PlanRunner(Runner):
             if len(entry.notes) < SHOWN_ARGV:
                 entry.notes.append(f"{type(exc).__name__}: {exc}")
         finally:
-            process.run = real          # type: ignore[assignment]
+            process.run = real
         if len(entry.argvs) < SHOWN_ARGV:
             entry.argvs.extend(seen[:SHOWN_ARGV - len(entry.argvs)])
         self._touch(tmsg)
@@ -216,14 +216,14 @@ class PlanRunner(Runner):
 
     def _files(self, tmsg: M.TaskMsg, entry: NamePlan) -> None:
         for _, kind, payload in tmsg.refs or ():
-            user = self.versions.get
+            user = self.versions.get    # (version path -> the script's path)
             if kind == M.REF_FILE:
-                _add(entry.reads, user(payload, payload))
+                _add(entry.reads, user(payload) or payload)
             elif kind in (M.REF_FILE_OUT, M.REF_DIR_OUT):
-                _add(entry.writes, user(payload, payload))
+                _add(entry.writes, user(payload) or payload)
             elif kind in (M.REF_FILE_INOUT, M.REF_DIR_INOUT):
-                _add(entry.reads, user(payload[1], payload[1]))
-                _add(entry.writes, user(payload[1], payload[1]))
+                _add(entry.reads, user(payload[1]) or payload[1])
+                _add(entry.writes, user(payload[1]) or payload[1])
 
     def fetch(self, node: HereNode, did: int) -> M.Payload | None:
         return node.store.get(did)

@@ -51,13 +51,14 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
     import cloudpickle
     import sys
     run_dir = os.path.dirname(loglines.KEEP_DIR[0])
-    tid = msg[0]
+    task = M.TaskMsg(*msg)
+    tid = task.task_id
     where = inputs_dir(run_dir)
     os.makedirs(where, mode=0o700, exist_ok=True)
     values: dict[int, Any] = {}
     missing: list[int] = []
     files: dict[str, str] = {}
-    for _, kind, payload in msg[3] or ():
+    for _, kind, payload in task.refs or ():
         dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED else []
         for did in dids:
             v = data.get(did)
