@@ -40,6 +40,25 @@ def test_inline_quickstart_same_outputs_in_one_process(tmp_path):
     assert a.stdout == b.stdout == c.stdout
     report = (normal / "quickstart-report.txt").read_bytes()
     assert (inline / "quickstart-report.txt").read_bytes() == report
+    # a plan of the same run with 30: what --resume would reuse (nothing written)
+    p = _run(TF + ["run", "--plan", "--resume", QUICK, "30"], str(normal))
+    assert p.returncode == 0, p.stderr
+    assert "22 of 35 call(s) would be reused, 13 would run" in p.stdout
+    assert "square: 10 would run (no earlier result" in p.stdout
+    assert "square: 30 call(s) [python, 20 reused, 10 run to read their values]" in p.stdout
+    assert (normal / "quickstart-report.txt").read_bytes() == report
+
+
+def test_inline_readme_example_same_output(tmp_path):
+    text = open(os.path.join(ROOT, "README.md")).read()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "readme.py").write_text(code)
+    a = _run([sys.executable, "readme.py"], str(tmp_path))
+    first = (tmp_path / "sum.txt").read_bytes()
+    b = _run([sys.executable, "readme.py"], str(tmp_path), TASKFLOW_INLINE="1")
+    assert a.returncode == b.returncode == 0, (a.stderr, b.stderr)
+    assert a.stdout == b.stdout == "328350 7\n"
+    assert (tmp_path / "sum.txt").read_bytes() == first
 
 
 SCRIPT = '''
@@ -177,6 +196,12 @@ def test_rerun_reproduces_failures_and_names_what_is_missing(tmp_path):
     assert "no record of its inputs" in done.stderr and "TASKFLOW_KEEP_INPUTS=1" in done.stderr
     gone = _run(TF + ["rerun", "20990101-000000-abcdef", "2"], str(tmp_path))
     assert gone.returncode != 0 and "20990101-000000-abcdef" in gone.stderr
+    # the API: the same, in this process, which it leaves as it was
+    import taskflow
+    env, cwd = dict(os.environ), os.getcwd()
+    res = taskflow.rerun(str(tmp_path / ".taskflow" / "runs" / run), 3)
+    assert res.same and isinstance(res.error, RuntimeError) and str(res.error) == "boom 7"
+    assert dict(os.environ) == env and os.getcwd() == cwd
     # --pdb stops at the raising frame
     p, fd = _pty(TF + ["rerun", run, "3", "--pdb"], str(tmp_path))
     seen = bytearray()

@@ -46,6 +46,9 @@ class Runner:
         cur = Current()
         cur.t0 = time.time()
         res = exec_loop.run_task(node.funcs, msg, cur, node.store)
+        tid, status, _, error, timing = res
+        if status == M.ERROR and error is not None and error.type_name == "KeyboardInterrupt":
+            res = (tid, M.INTERRUPTED, None, error, timing)     # (Ctrl-C: the run's interrupt)
         if cur.logs:                # a program's lines: journaled (and echoed) as an agent's
             node.send(M.LOG, [(msg[0], t, level, text) for t, level, text in cur.logs])
         return res

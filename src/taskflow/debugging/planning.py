@@ -277,6 +277,7 @@ class PlanRuntime(InlineRuntime):
     def __init__(self, plan: Plan, **kwargs: Any) -> None:
         self.planner = PlanRunner(plan)
         super().__init__(runner=self.planner, journal=False, resumable=False, **kwargs)
+        self.registry.puts_in_place = False
         versions = self.planner.versions
         new_version = self.registry.new_file_version
 
@@ -287,6 +288,8 @@ class PlanRuntime(InlineRuntime):
         self.registry.new_file_version = remembered     # type: ignore[method-assign]
 
     def start(self) -> PlanRuntime:
+        # a plan adopts nothing: no lock on the earlier run's agents, no look for them
+        self.recovery.before_nodes = lambda providers: None     # type: ignore[method-assign]
         super().start()
         assert self.here.node is not None
         self.planner.attach(self.here.node)
@@ -340,7 +343,7 @@ def plan_script(script: str, args: tuple[str, ...] | list[str],
 
 def resuming_reasons(resumer: Any) -> list[str]:
     """Why calls would run again: the resume's own explain lines (the one call to them)."""
-    return list(resumer.lines())
+    return [line.replace(" ran again", " would run") for line in resumer.lines()]
 
 
 def format_plan(plan: Plan) -> str:

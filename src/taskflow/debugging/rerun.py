@@ -105,8 +105,8 @@ def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = No
                          f"{', '.join(gone)} are no longer there; {KEEP_HINT}")
     args = list(msg.argv) if msg.refs else msg.argv
     kw = dict(msg.kwargs) if msg.kwargs else {}
-    cwd = os.getcwd()
-    os.environ.update(rec["env"])
+    cwd, env = os.getcwd(), dict(os.environ)
+    os.environ.update(rec["env"])       # the node's, while the task runs (programs see it)
     if os.path.isdir(rec["cwd"]):
         os.chdir(rec["cwd"])
     error: BaseException | None = None
@@ -127,6 +127,8 @@ def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = No
             _pdb.post_mortem(exc.__traceback__)
     finally:
         os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
     return Rerun(int(task_id), name, rec["error"], error)
 
 
