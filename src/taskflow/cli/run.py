@@ -43,7 +43,9 @@ class RunCommand(OptionalValueCommand):
                   "taskflow run wf.py in.txt                # 'python wf.py in.txt' on every core",
                   "taskflow run -w 8 --trace -g wf.py       # 8 slots; trace and graph at the end",
                   "taskflow run --cluster nodes.yaml wf.py  # SSH nodes from a cluster file",
-                  "taskflow run --resume wf.py in.txt       # continue the latest run of wf.py"))
+                  "taskflow run --resume wf.py in.txt       # continue the latest run of wf.py",
+                  "taskflow run --inline wf.py in.txt       # every task here: breakpoint() works",
+                  "taskflow run --plan wf.py in.txt         # what would run; nothing runs"))
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help="Executor slots on this machine (default: number of cores).")
 @click.option("--local-nodes", type=click.IntRange(min=1), default=None, metavar="K",
