@@ -176,7 +176,9 @@ prog()
 '''
 
 
-def test_rerun_reproduces_failures_and_names_what_is_missing(tmp_path):
+def test_rerun_reproduces_failures_and_names_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))     # (a rerun's scratch folders go there)
+    monkeypatch.setattr("tempfile.tempdir", None)
     (tmp_path / "fail.py").write_text(FAILING)
     r = _run(TF + ["run", "--no-progress", "fail.py"], str(tmp_path))
     assert "3 failed" in r.stderr          # (IGNOREd failures: the run's status is 0)
@@ -190,6 +192,7 @@ def test_rerun_reproduces_failures_and_names_what_is_missing(tmp_path):
     assert "(check) fails the same way: ValueError: file says 3, expected 4" in out[2]
     assert "(boom) fails the same way: RuntimeError: boom 7" in out[3]
     assert "(prog) fails the same way: ProgramFailed" in out[4]
+    assert f"its files and logs: {tmp_path}/taskflow-rerun-4-" in out[4]     # not the run's
     nope = _run(TF + ["rerun", run, "99"], str(tmp_path))
     assert nope.returncode != 0 and f"run {run} has no task 99" in nope.stderr
     done = _run(TF + ["rerun", run, "1"], str(tmp_path))

@@ -6,7 +6,8 @@ The inputs come from the record its executor wrote when it failed
 program's invocation), the values its references named, the file versions it
 read (linked into the record's folder, used where the run's own are gone),
 the function, and the node's ``sys.path``, directory and environment. The
-files it writes go to a scratch folder, never over the run's. Whether it
+files it writes (and a program's job logs) go to a scratch folder, never over
+the run's. Whether it
 fails the same way is said by comparing its error's type and text with the
 recorded ones. ``--pdb`` stops at the raising frame (``pdb.post_mortem``).
 """
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
 from typing import Any
 
 from ..agent.executor.inputs import resolve_refs
-from ..agent.executor.keepinputs import RECORD, inputs_dir
+from ..agent.executor.keepinputs import FORMAT, RECORD, inputs_dir
 from ..errors import RunNotFound, UsageError
 from ..journal.reader import Journal, resolve_run
 from ..wire import messages as M
@@ -38,14 +40,21 @@ class Rerun:
     name: str
     recorded: tuple[str, str] | None      # (type, message) of the run's failure
     error: BaseException | None           # this time's (None: it ended well)
+    scratch: str | None = None            # where it wrote its files and logs (None: nothing)
 
     @property
     def same(self) -> bool:
-        """It failed the same way: same exception type and text."""
+        """It failed the same way: same exception type, same first line of its text (what
+        follows may name this rerun's own files, e.g. a program's logs)."""
         return self.error is not None and self.recorded is not None and \
-            (type(self.error).__name__, str(self.error)) == self.recorded
+            type(self.error).__name__ == self.recorded[0] and \
+            _first(str(self.error)) == _first(self.recorded[1])
 
     def describe(self) -> str:
+        text = self._verdict()
+        return text + (f"\nits files and logs: {self.scratch}" if self.scratch else "")
+
+    def _verdict(self) -> str:
         was = f"{self.recorded[0]}: {self.recorded[1]}" if self.recorded else "no error"
         if self.error is None:
             return f"task {self.task_id} ({self.name}) ended well this time; in the run: {was}"
@@ -53,6 +62,10 @@ class Rerun:
         if self.same:
             return f"task {self.task_id} ({self.name}) fails the same way: {now}"
         return f"task {self.task_id} ({self.name}) fails differently: {now} (in the run: {was})"
+
+
+def _first(text: str) -> str:
+    return text.split("\n", 1)[0]
 
 
 def _record(run: str, task_id: int, root: str | None) -> tuple[str, dict[str, Any], str]:
@@ -82,7 +95,12 @@ def _record(run: str, task_id: int, root: str | None) -> tuple[str, dict[str, An
                          f"{os.path.basename(run_dir)} has no record of its inputs in "
                          f"{inputs_dir(run_dir)}: {KEEP_HINT}")
     with open(path, "rb") as f:
-        return run_dir, pickle.load(f), name
+        rec = pickle.load(f)
+    if not isinstance(rec, dict) or rec.get("format") != FORMAT:
+        raise UsageError(f"taskflow rerun: {path} was written by another version of taskflow "
+                         f"(record format {rec.get('format') if isinstance(rec, dict) else '?'}"
+                         f", this one reads {FORMAT})")
+    return run_dir, rec, name
 
 
 def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = None) -> Rerun:
@@ -114,6 +132,8 @@ def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = No
         if refs:
             resolve_refs(args, kw, refs, dict(rec["values"]))
         inv = msg.options.invocation if msg.options is not None else None
+        if inv is not None and inv.log_dir:     # a program's job files: the scratch's
+            inv = inv._replace(log_dir=scratch)
         if inv is None:
             func(*args, **kw)
         else:
@@ -129,7 +149,15 @@ def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = No
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
-    return Rerun(int(task_id), name, rec["error"], error)
+    kept: str | None = scratch
+    if not _has_files(scratch):
+        shutil.rmtree(scratch, ignore_errors=True)
+        kept = None
+    return Rerun(int(task_id), name, rec["error"], error, kept)
+
+
+def _has_files(folder: str) -> bool:
+    return any(files for _, _, files in os.walk(folder))
 
 
 def _inputs(msg: M.TaskMsg, rec: dict[str, Any], scratch: str

@@ -27,6 +27,7 @@ from . import loglines
 KEEP_ALL = os.environ.get("TASKFLOW_KEEP_INPUTS", "").strip().lower() in ("1", "true", "yes", "on")
 COPY_MAX = 64 * 2**20       # bytes: a file that cannot be linked is copied up to this size
 RECORD = "task-{tid}.pkl"
+FORMAT = 1                  # the record's layout (taskflow rerun refuses another)
 
 
 def inputs_dir(run_dir: str) -> str:
@@ -79,8 +80,8 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
         fblob = cloudpickle.dumps((func, code.co_filename if code is not None else None))
     except Exception:  # noqa: BLE001 - then rerun says the function is not kept
         fblob = None
-    record = {"task_id": tid, "msg": msg, "func": fblob, "values": values, "missing": missing,
-              "files": files, "sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
+    record = {"format": FORMAT, "task_id": tid, "msg": msg, "func": fblob, "values": values,
+              "missing": missing, "files": files, "sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
               "env": dict(os.environ),
               "error": (error.type_name, error.message) if error is not None else None}
     tmp = os.path.join(where, f".{RECORD.format(tid=tid)}.{os.getpid()}")
