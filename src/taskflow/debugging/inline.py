@@ -60,6 +60,8 @@ class InlineRuntime(Runtime):
 
     ``Runtime``'s keywords apply, but ``workers`` only sets the slots a task's
     ``computing_units`` are checked against, and ``providers``/``nodes`` are not taken.
+    A task's ``time_out`` and memory limit are not enforced (a debugger session would
+    trip the one, and the other would cap the master's own process).
     """
 
     mode = "inline"
@@ -76,9 +78,6 @@ class InlineRuntime(Runtime):
         if self.started:
             return self
         super().start()
-        node = self.here.node
-        assert node is not None
-        node.owner = threading.get_ident()
         self.node_event("log", "inline", ("info", f"{self.mode} run: every task runs in the "
                                                   f"master's process (pid {os.getpid()})"))
         return self
@@ -101,8 +100,10 @@ class InlineRuntime(Runtime):
         self._block(w.event, None)
 
     def _block(self, ev: threading.Event, timeout: float | None, value: bool = True) -> bool:
+        """Wait for ``ev`` serving the node meanwhile: the waiting thread runs the tasks the
+        master sends (one thread at a time; another waits its turn)."""
         node = self.here.node
-        if node is None or node.owner != threading.get_ident() or node.closed:
+        if node is None or node.closed:
             return super()._block(ev, timeout, value)
         deadline = None if timeout is None else time.time() + timeout
         while not ev.is_set():
@@ -111,5 +112,11 @@ class InlineRuntime(Runtime):
             step = SERVE_STEP if deadline is None else min(SERVE_STEP, deadline - time.time())
             if step <= 0:
                 return False
-            node.serve(step)
+            if node.serving.acquire(blocking=False):
+                try:
+                    node.serve(step)
+                finally:
+                    node.serving.release()
+            else:
+                ev.wait(step)
         return True

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import select
 import socket
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -43,6 +44,11 @@ class Runner:
     """How the node runs one task: the executor's way (an inline run)."""
 
     def run(self, node: HereNode, msg: M.TaskWire) -> M.ResultWire:
+        task = M.TaskMsg(*msg)
+        if task.options is not None and task.options.limits is not None:
+            # not here: a memory limit would cap the master's own process, and a time-out
+            # the time a debugger session stops the task
+            msg = tuple(task._replace(options=task.options._replace(limits=None)))
         cur = Current()
         cur.t0 = time.time()
         res = exec_loop.run_task(node.funcs, msg, cur, node.store)
@@ -65,13 +71,8 @@ class Runner:
 
 def as_task(run: Callable[..., M.ResultWire], *args: Any) -> M.ResultWire:
     """``run(*args)`` as a task runs: a task called inside it runs inline (api.task)."""
-    was = context.in_worker()
-    context.enter_worker()
-    try:
+    with context.running_inline():
         return run(*args)
-    finally:
-        if not was:
-            context.leave_worker()
 
 
 class HereNode:
@@ -87,7 +88,8 @@ class HereNode:
         self.store: dict[int, M.Payload] = {}
         self.runner = runner
         self._funcs_of = funcs_of
-        self.owner = 0              # the thread that serves it (set by the runtime)
+        # one thread at a time serves it (that thread again inside a task that waits)
+        self.serving = threading.RLock()
         self.closed = False
 
     def handle(self, provider: Provider, slots: int) -> NodeHandle:
