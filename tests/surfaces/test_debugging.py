@@ -183,7 +183,10 @@ def test_rerun_reproduces_failures_and_names_what_is_missing(tmp_path, monkeypat
     monkeypatch.setenv("TMPDIR", str(tmp_path))     # (a rerun's scratch folders go there)
     monkeypatch.setattr("tempfile.tempdir", None)
     (tmp_path / "fail.py").write_text(FAILING)
-    r = _run(TF + ["run", "--no-progress", "fail.py"], str(tmp_path))
+    (tmp_path / "nodes.yaml").write_text(
+        "nodes:\n  - {name: n1, local: true, computing_units: 1}\n"
+        "  - {name: n2, local: true, computing_units: 1}\n")
+    r = _run(TF + ["run", "--no-progress", "--cluster", "nodes.yaml", "fail.py"], str(tmp_path))
     assert "3 failed" in r.stderr          # (IGNOREd failures: the run's status is 0)
     run = sorted(os.listdir(tmp_path / ".taskflow" / "runs"))[-1]
     os.unlink(tmp_path / "made.txt")    # the FILE_IN's own path and version are gone now
@@ -196,6 +199,12 @@ def test_rerun_reproduces_failures_and_names_what_is_missing(tmp_path, monkeypat
     assert "(boom) fails the same way: RuntimeError: boom 7" in out[3]
     assert "(prog) fails the same way: ProgramFailed" in out[4]
     assert f"its files and logs: {tmp_path}/taskflow-rerun-4-" in out[4]     # not the run's
+    # on a node of the run's cluster file: only its agent starts
+    on = _run(TF + ["rerun", run, "2", "--node", "n2"], str(tmp_path))
+    assert on.returncode == 0, on.stderr
+    assert "(check on n2) fails the same way: ValueError: file says 3, expected 4" in on.stdout
+    bad = _run(TF + ["rerun", run, "2", "--node", "n9"], str(tmp_path))
+    assert bad.returncode != 0 and "has no such node (its nodes: n1, n2)" in bad.stderr
     nope = _run(TF + ["rerun", run, "99"], str(tmp_path))
     assert nope.returncode != 0 and f"run {run} has no task 99" in nope.stderr
     done = _run(TF + ["rerun", run, "1"], str(tmp_path))

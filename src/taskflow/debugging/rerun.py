@@ -18,6 +18,7 @@ import pickle
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,7 @@ class Rerun:
         """It failed the same way: same exception type, same first line of its text (what
         follows may name this rerun's own files, e.g. a program's logs)."""
         return self.error is not None and self.recorded is not None and \
-            type(self.error).__name__ == self.recorded[0] and \
+            _type_name(self.error) == self.recorded[0] and \
             _first(str(self.error)) == _first(self.recorded[1])
 
     def describe(self) -> str:
@@ -58,10 +59,15 @@ class Rerun:
         was = f"{self.recorded[0]}: {self.recorded[1]}" if self.recorded else "no error"
         if self.error is None:
             return f"task {self.task_id} ({self.name}) ended well this time; in the run: {was}"
-        now = f"{type(self.error).__name__}: {self.error}"
+        now = f"{_type_name(self.error)}: {self.error}"
         if self.same:
             return f"task {self.task_id} ({self.name}) fails the same way: {now}"
         return f"task {self.task_id} ({self.name}) fails differently: {now} (in the run: {was})"
+
+
+def _type_name(error: BaseException) -> str:
+    """An error's type by name (a node's error carries its own: rerun_node.NodeError)."""
+    return str(getattr(error, "type_name", type(error).__name__))
 
 
 def _first(text: str) -> str:
@@ -103,10 +109,15 @@ def _record(run: str, task_id: int, root: str | None) -> tuple[str, dict[str, An
     return run_dir, rec, name
 
 
-def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = None) -> Rerun:
+def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = None,
+          node: str | None = None, cluster: str | None = None) -> Rerun:
     """Run task ``task_id`` of run ``run`` (an id, a prefix, a path) again in this process
-    with the inputs it had; ``pdb``: stop at the raising frame if it raises."""
+    with the inputs it had; ``pdb``: stop at the raising frame if it raises. ``node``: on
+    that node of the cluster file (``cluster``, or the run's own) instead
+    (:mod:`.rerun_node`)."""
     where, rec, name = _record(run, int(task_id), run_dir)
+    if node is not None:
+        return _on_node(where, rec, name, int(task_id), node, cluster, pdb)
     msg = M.TaskMsg(*rec["msg"])
     if rec["func"] is None:
         raise UsageError(f"taskflow rerun: task {task_id}'s function could not be kept")
@@ -131,9 +142,8 @@ def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = No
     try:
         if refs:
             resolve_refs(args, kw, refs, dict(rec["values"]))
+        msg = _logs_to(msg, scratch)
         inv = msg.options.invocation if msg.options is not None else None
-        if inv is not None and inv.log_dir:     # a program's job files: the scratch's
-            inv = inv._replace(log_dir=scratch)
         if inv is None:
             func(*args, **kw)
         else:
@@ -154,6 +164,42 @@ def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = No
         shutil.rmtree(scratch, ignore_errors=True)
         kept = None
     return Rerun(int(task_id), name, rec["error"], error, kept)
+
+
+def _on_node(where: str, rec: dict[str, Any], name: str, task_id: int, node: str,
+             cluster: str | None, pdb: bool) -> Rerun:
+    from .rerun_node import cluster_of, run_on_node
+    if pdb:
+        raise UsageError("taskflow rerun: --pdb stops in this process only; leave out --node "
+                         "to debug the task here")
+    if rec["func"] is None:
+        raise UsageError(f"taskflow rerun: task {task_id}'s function could not be kept")
+    path = cluster_of(where, cluster)
+    msg = M.TaskMsg(*rec["msg"])
+    scratch = os.path.join(where, "reruns", f"task-{task_id}-{time.strftime('%H%M%S')}")
+    os.makedirs(scratch, mode=0o700, exist_ok=True)
+    refs, missing = _inputs(msg, rec, scratch)
+    gone = [f"value d{did}" for did in rec["missing"]] + missing
+    if gone:
+        raise UsageError(f"taskflow rerun: task {task_id} ({name}): its inputs "
+                         f"{', '.join(gone)} are no longer there; {KEEP_HINT}")
+    try:
+        error = run_on_node(node, path, rec, _logs_to(msg, scratch), refs, scratch)
+    except BaseException:
+        if not _has_files(scratch):
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    return Rerun(task_id, f"{name} on {node}", rec["error"], error,
+                 scratch if _has_files(scratch) else None)
+
+
+def _logs_to(msg: M.TaskMsg, scratch: str) -> M.TaskMsg:
+    """The task with a program's job files (``jobN.out/.err``) in ``scratch``, not the run's."""
+    opts = msg.options
+    inv = opts.invocation if opts is not None else None
+    if opts is None or inv is None or not inv.log_dir:
+        return msg
+    return msg._replace(options=opts._replace(invocation=inv._replace(log_dir=scratch)))
 
 
 def _has_files(folder: str) -> bool:
@@ -194,11 +240,9 @@ def _inputs(msg: M.TaskMsg, rec: dict[str, Any], scratch: str
     return refs, missing
 
 
-def rerun_cli(run: str, task_id: int, pdb: bool, node: str | None,
+def rerun_cli(run: str, task_id: int, pdb: bool, node: str | None, cluster: str | None,
               run_dir: str | None) -> int:
     """``taskflow rerun``: say how it ended; exit status 0 when it failed the same way."""
-    if node is not None:
-        raise UsageError("taskflow rerun --node: not yet; a task reruns in this process only")
-    result = rerun(run, task_id, pdb=pdb, run_dir=run_dir)
+    result = rerun(run, task_id, pdb=pdb, run_dir=run_dir, node=node, cluster=cluster)
     print(result.describe())
     return 0 if result.same else 1
