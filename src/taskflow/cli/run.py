@@ -158,6 +158,13 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         if local_nodes is not None:
             raise click.UsageError("--nodes and --local-nodes say the same: give --local-nodes")
         local_nodes = meta["renamed--nodes"]
+    if inline or plan_only:
+        _here_only("--plan" if plan_only else "--inline", compat, meta)
+    if plan_only:
+        from ..debugging.planning import plan_cli
+        plan_cli(script, script_args, dict(
+            workers=workers, retries=retries, resume_check=resume_check,
+            resume=run_to_resume(resume, script, run_dir) if resume is not None else None))
     launcher = Launcher()
     if compat == "pycompss":
         from .runcompss import Runcompss
@@ -184,9 +191,6 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         workers=workers, nodes=local_nodes or 1, run_dir=run_dir, crash_limit=crash_limit,
         resumable=resumable, resume=resume_dir, resume_check=resume_check,
         checkpoint=checkpoint, adopt_grace=adopt_grace, **rt_opts)
-    if plan_only:
-        from ..debugging.planning import plan_cli
-        plan_cli(script, script_args, runtime)
     if inline and progress is None:     # (bars would write over a debugger's prompt)
         progress = False
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,
@@ -194,6 +198,17 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
                    inline=inline)
     launcher.adjust(plan)
     drive(plan, launcher)
+
+
+def _here_only(flag: str, compat: str | None, meta: dict[str, Any]) -> None:
+    """``--inline`` and ``--plan`` run every task in this process: no nodes to ask for."""
+    given = [o for o, key in (("--cluster", "tf_cluster"), ("--slurm", "tf_slurm"))
+             if meta.get(key)]
+    if compat is not None and flag == "--plan":
+        given.append("--compat")
+    if given:
+        raise click.UsageError(f"{flag} runs every task in this process: leave out "
+                               f"{' and '.join(given)}")
 
 
 def _amount(text: str) -> float | str:
