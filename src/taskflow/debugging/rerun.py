@@ -99,7 +99,8 @@ def _record(run: str, task_id: int, root: str | None) -> tuple[str, dict[str, An
             raise UsageError(f"taskflow rerun: the directory of run {run} ({run_dir}) is gone")
         raise UsageError(f"taskflow rerun: task {task_id} ({name}, {state}) of run "
                          f"{os.path.basename(run_dir)} has no record of its inputs in "
-                         f"{inputs_dir(run_dir)}: {KEEP_HINT}")
+                         f"{inputs_dir(run_dir)} (a node without this machine's filesystem "
+                         f"keeps it in its own copy of the run's directory): {KEEP_HINT}")
     with open(path, "rb") as f:
         rec = pickle.load(f)
     if not isinstance(rec, dict) or rec.get("format") != FORMAT:

@@ -4,7 +4,8 @@ When a task fails, its executor writes ``<run dir>/inputs/task-<id>.pkl``: the
 task's message as the master sent it (arguments, file version paths, a
 program's invocation), the values its references name as they came (pickled
 bytes, never unpickled here), its function (cloudpickle), the node's
-``sys.path``, working directory and environment, and the error. The file
+``sys.path``, working directory and environment (less the variables whose names say
+they hold secrets: ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ...), and the error. The file
 versions it reads are linked into ``inputs/task-<id>/`` (a hard link: no copy,
 and the run's later moves and deletions of its versions do not take them).
 Only the failure path pays for this.
@@ -82,13 +83,22 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
         fblob = None
     record = {"format": FORMAT, "task_id": tid, "msg": msg, "func": fblob, "values": values,
               "missing": missing, "files": files, "sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
-              "env": dict(os.environ),
+              "env": {k: v for k, v in os.environ.items() if not _secret(k)},
               "error": (error.type_name, error.message) if error is not None else None}
     tmp = os.path.join(where, f".{RECORD.format(tid=tid)}.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as f:
         pickle.dump(record, f, protocol=5)
     os.replace(tmp, os.path.join(where, RECORD.format(tid=tid)))
+
+
+_SECRET_WORDS = ("SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "API_KEY")
+
+
+def _secret(name: str) -> bool:
+    """A variable whose name says it holds a secret: not written into a record."""
+    up = name.upper()
+    return any(w in up for w in _SECRET_WORDS)
 
 
 def _link(path: str, into: str) -> str | None:
