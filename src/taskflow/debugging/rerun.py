@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..agent.executor.inputs import resolve_refs
-from ..agent.executor.keepinputs import FORMAT, RECORD, inputs_dir
+from ..agent.executor.keepinputs import FORMAT, RECORD, RECORDS_MAX, VALUES_MAX, inputs_dir
 from ..errors import RunNotFound, UsageError
 from ..journal.reader import Journal, resolve_run
 from ..wire import messages as M
 
-KEEP_HINT = ("records are written for failed tasks; a large value handed to its task "
-             "without a copy is kept when the run's nodes have TASKFLOW_KEEP_INPUTS=1 "
-             "(`TASKFLOW_KEEP_INPUTS=1 taskflow run ...`)")
+KEEP_HINT = (f"records are written for failed tasks (the first {RECORDS_MAX} of each "
+             f"executor, up to {VALUES_MAX // 2**20} MiB of values each); a large value "
+             f"handed to its task without a copy is kept when the run's nodes have "
+             f"TASKFLOW_KEEP_INPUTS=1 (`TASKFLOW_KEEP_INPUTS=1 taskflow run ...`)")
 
 
 @dataclass

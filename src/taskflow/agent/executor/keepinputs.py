@@ -8,7 +8,9 @@ bytes, never unpickled here), its function (cloudpickle), the node's
 they hold secrets: ``*SECRET*``, ``*TOKEN*``, ``*PASSWORD*``, ...), and the error. The file
 versions it reads are linked into ``inputs/task-<id>/`` (a hard link: no copy,
 and the run's later moves and deletions of its versions do not take them).
-Only the failure path pays for this.
+Only the failure path pays for this, and it is bounded: an executor writes at most
+``RECORDS_MAX`` records, a record keeps at most ``VALUES_MAX`` bytes of values (a value
+past it is named as not kept).
 
 A large value (a numpy array) is handed to its last reader without a copy
 (:mod:`.inputs`): the task may have changed it, so it is not kept.
@@ -27,6 +29,9 @@ from . import loglines
 
 KEEP_ALL = os.environ.get("TASKFLOW_KEEP_INPUTS", "").strip().lower() in ("1", "true", "yes", "on")
 COPY_MAX = 64 * 2**20       # bytes: a file that cannot be linked is copied up to this size
+VALUES_MAX = 256 * 2**20    # bytes of values one record keeps (past it: named as not kept)
+RECORDS_MAX = 256           # records one executor writes (a run of many failures is bounded)
+_written = [0]
 RECORD = "task-{tid}.pkl"
 FORMAT = 1                  # the record's layout (taskflow rerun refuses another)
 
@@ -48,8 +53,9 @@ def keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
 
 def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
           error: M.ErrorInfo | None) -> None:
-    if not loglines.KEEP_DIR:
+    if not loglines.KEEP_DIR or _written[0] >= RECORDS_MAX:
         return
+    _written[0] += 1
     import cloudpickle
     import sys
     run_dir = os.path.dirname(loglines.KEEP_DIR[0])
@@ -59,6 +65,7 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
     os.makedirs(where, mode=0o700, exist_ok=True)
     values: dict[int, Any] = {}
     missing: list[int] = []
+    size = 0
     files: dict[str, str] = {}
     for _, kind, payload in task.refs or ():
         dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED else []
@@ -66,10 +73,11 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
             v = data.get(did)
             if v is None:
                 v = produced.get(did)
-            if v is None:
+            if v is None or size + len(v) > VALUES_MAX:
                 missing.append(did)
             else:
                 values[did] = v
+                size += len(v)
         path = payload if kind == M.REF_FILE else payload[0] \
             if kind in (M.REF_FILE_INOUT, M.REF_DIR_INOUT) else None
         if path is not None:
@@ -87,9 +95,13 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
               "error": (error.type_name, error.message) if error is not None else None}
     tmp = os.path.join(where, f".{RECORD.format(tid=tid)}.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        pickle.dump(record, f, protocol=5)
-    os.replace(tmp, os.path.join(where, RECORD.format(tid=tid)))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(record, f, protocol=5)
+        os.replace(tmp, os.path.join(where, RECORD.format(tid=tid)))
+    except BaseException:
+        os.unlink(tmp)          # (a full disk: no half record left)
+        raise
 
 
 _SECRET_WORDS = ("SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE", "API_KEY")
