@@ -31,7 +31,7 @@ KEEP_ALL = os.environ.get("TASKFLOW_KEEP_INPUTS", "").strip().lower() in ("1", "
 COPY_MAX = 64 * 2**20       # bytes: a file that cannot be linked is copied up to this size
 VALUES_MAX = 256 * 2**20    # bytes of values one record keeps (past it: named as not kept)
 RECORDS_MAX = 256           # records one executor writes (a run of many failures is bounded)
-_written = [0]
+_written = 0                # records this executor wrote
 RECORD = "task-{tid}.pkl"
 FORMAT = 1                  # the record's layout (taskflow rerun refuses another)
 
@@ -53,9 +53,10 @@ def keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
 
 def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
           error: M.ErrorInfo | None) -> None:
-    if not loglines.KEEP_DIR or _written[0] >= RECORDS_MAX:
+    global _written
+    if not loglines.KEEP_DIR or _written >= RECORDS_MAX:
         return
-    _written[0] += 1
+    _written += 1
     import cloudpickle
     import sys
     run_dir = os.path.dirname(loglines.KEEP_DIR[0])
@@ -68,7 +69,11 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
     size = 0
     files: dict[str, str] = {}
     for _, kind, payload in task.refs or ():
-        dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED else []
+        dids: list[int] = []
+        if kind == M.REF_VALUE:
+            dids = [payload]
+        elif kind == M.REF_PICKLED:
+            _, dids = payload             # (the snapshot's pickle, the values inside it)
         for did in dids:
             v = data.get(did)
             if v is None:
@@ -78,8 +83,11 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
             else:
                 values[did] = v
                 size += len(v)
-        path = payload if kind == M.REF_FILE else payload[0] \
-            if kind in (M.REF_FILE_INOUT, M.REF_DIR_INOUT) else None
+        path = None
+        if kind == M.REF_FILE:
+            path = payload
+        elif kind in (M.REF_FILE_INOUT, M.REF_DIR_INOUT):
+            path, _ = payload             # (the version read, the one written)
         if path is not None:
             kept = _link(path, os.path.join(where, f"task-{tid}", f"{len(files)}"))
             if kept is not None:
