@@ -27,6 +27,7 @@ from .node import HereProvider, Runner
 
 INLINE_ENV = "TASKFLOW_INLINE"
 SERVE_STEP = 0.05           # s: a wait serves the node at least this often
+SERVE_FIRST = 0.0005        # s: ... and looks again this soon after the node did something
 
 
 def wanted() -> bool:
@@ -106,17 +107,22 @@ class InlineRuntime(Runtime):
         if node is None or node.closed:
             return super()._block(ev, timeout, value)
         deadline = None if timeout is None else time.time() + timeout
+        # what the node just did (a result sent) sets ``ev`` from the loop thread a moment
+        # later: look again soon after any activity, then less and less often
+        delay = SERVE_FIRST
         while not ev.is_set():
             if self.dispatcher.crashed or self.stopped:
                 return super()._block(ev, 0.0, value)
-            step = SERVE_STEP if deadline is None else min(SERVE_STEP, deadline - time.time())
+            step = delay if deadline is None else min(delay, deadline - time.time())
             if step <= 0:
                 return False
+            busy = False
             if node.serving.acquire(blocking=False):
                 try:
-                    node.serve(step)
+                    busy = node.serve(step)
                 finally:
                     node.serving.release()
             else:
                 ev.wait(step)
+            delay = SERVE_FIRST if busy else min(2 * delay, SERVE_STEP)
         return True

@@ -104,19 +104,21 @@ class HereNode:
     def send(self, op: int, body: Any) -> None:
         P.write_all(self.chan, P.encode(op, body))
 
-    def serve(self, seconds: float) -> None:
-        """Read what the master sent within ``seconds`` and do it (the caller's thread)."""
+    def serve(self, seconds: float) -> bool:
+        """Read what the master sent within ``seconds`` and do it (the caller's thread);
+        whether anything came."""
         if self.closed:
             time.sleep(min(seconds, 0.05))
-            return
+            return False
         if not select.select([self.chan.rfd], [], [], seconds)[0]:
-            return
+            return False
         msgs = self.reader.feed()
         if msgs is None:
             self.closed = True
-            return
+            return False
         for op, body in msgs:
             self._one(op, body)
+        return True
 
     def _one(self, op: int, body: Any) -> None:
         if op == M.TASKS:
