@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "Stream": ".wire.streams", "FileStream": ".wire.streams",
     "StreamClosed": ".wire.streams", "StreamFailed": ".wire.streams",
     "Future": ".future", "ProgramFailed": ".errors", "Runtime": ".runtime.runtime",
+    "rerun": ".debugging.rerun",
 }
 
 
@@ -72,7 +73,8 @@ def start(workers: int | None = None, *, monitor: bool | int = False,
     with ipywidgets, else HTML; ``"widgets"``, ``"html"`` or ``"off"``; default
     ``$TASKFLOW_NOTEBOOK_PROGRESS`` or ``"auto"``), cancels the tasks of an interrupted cell, and
     ends the run with the kernel; called again there, it returns the running runtime
-    (:mod:`taskflow.notebook.session`). Elsewhere a second call is an error.
+    (:mod:`taskflow.notebook.session`). Elsewhere a second call is an error. With
+    ``TASKFLOW_INLINE=1`` every task runs in the calling thread (:mod:`taskflow.debugging.inline`).
     """
     from .notebook import session
     return session.start(workers, monitor, progress, kwargs)

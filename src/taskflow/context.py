@@ -6,20 +6,42 @@ one package writes into another's.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any
+import threading
+from typing import Any, Iterator
 
 _in_worker = False
 _nest: Any = None      # a Python task's executor: its nested calls (agent.executor.nested)
+_inline_running = 0    # tasks an inline run runs now, in any of this process's threads
+_inline_here = threading.local()     # ... in this thread (``depth``)
+_inline_lock = threading.Lock()
 
 
 def in_worker() -> bool:
-    """True in a process that runs tasks (an executor, an MPI rank of a Python task).
+    """True in a process that runs tasks (an executor, an MPI rank of a Python task), and
+    in a thread of an inline run while it runs a task (:func:`running_inline`).
 
     A task function called there records a child task with the master
     (:func:`nest`), or runs inline where no executor can (an MPI rank).
     """
-    return _in_worker
+    return _in_worker or (_inline_running > 0 and getattr(_inline_here, "depth", 0) > 0)
+
+
+@contextlib.contextmanager
+def running_inline() -> Iterator[None]:
+    """This thread runs a task of an inline run (:mod:`taskflow.debugging.node`): a task
+    called meanwhile, in this thread only, runs inline as a plain call."""
+    global _inline_running
+    with _inline_lock:
+        _inline_running += 1
+    _inline_here.depth = getattr(_inline_here, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _inline_here.depth -= 1
+        with _inline_lock:
+            _inline_running -= 1
 
 
 def enter_worker() -> None:

@@ -231,7 +231,8 @@ def wait_on_file(*paths: Any) -> Any:
         item, p = _file_item(path, "wait_on_file")
         if item is not None:
             _wait_item(rt, item)
-            materialize(item)
+            if rt.registry.puts_in_place:   # (not a plan's)
+                materialize(item)
             rt.registry.forget_file(p)      # the program's file again (see the docstring)
         elif rt is not None and not os.path.exists(p):
             close = _close_path(rt.registry, p)
@@ -258,7 +259,8 @@ def open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:  # noqa:
     if item is not None:
         rt = _rt()
         _wait_item(rt, item)
-        materialize(item)
+        if rt.registry.puts_in_place:       # (not a plan's)
+            materialize(item)
         rt.registry.forget_file(p)          # the program's file from now on (wait_on_file)
     return builtins.open(p, mode, *args, **kwargs)
 
@@ -293,6 +295,9 @@ def delete_file(path: Any) -> bool:
         except Exception:
             pass
         rt.registry.forget_file(p)
+    rt = _rt()
+    if rt is not None and not rt.registry.puts_in_place:
+        return os.path.exists(p)            # a plan deletes nothing
     if os.path.isdir(p):
         shutil.rmtree(p)
         return True

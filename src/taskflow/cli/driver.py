@@ -44,6 +44,7 @@ class RunPlan:
     graph: bool = False             # pictures written into the run's directory at the end
     trace: bool = False
     monitor: int | None = None      # the web monitor's port (0: any free one)
+    inline: bool = False            # every task in this process, in call order (debugging)
 
 
 class ScriptEnd(NamedTuple):
@@ -117,8 +118,10 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     when the runtime could not start (docs/guide/failures.md#exit-status)."""
     from ..console.lines import start as start_progress
     from ..runtime.runtime import Runtime
+    from ..debugging import inline
     try:
-        rt = Runtime(**plan.runtime)
+        rt = (inline.InlineRuntime if plan.inline or inline.wanted() else Runtime)(
+            **plan.runtime)
     except UsageError as exc:
         launcher.refuse(str(exc))
     # before the nodes start: they get the master's sys.path, so the modules beside the

@@ -43,7 +43,9 @@ class RunCommand(OptionalValueCommand):
                   "taskflow run wf.py in.txt                # 'python wf.py in.txt' on every core",
                   "taskflow run -w 8 --trace -g wf.py       # 8 slots; trace and graph at the end",
                   "taskflow run --cluster nodes.yaml wf.py  # SSH nodes from a cluster file",
-                  "taskflow run --resume wf.py in.txt       # continue the latest run of wf.py"))
+                  "taskflow run --resume wf.py in.txt       # continue the latest run of wf.py",
+                  "taskflow run --inline wf.py in.txt       # every task here: breakpoint() works",
+                  "taskflow run --plan wf.py in.txt         # what would run; nothing runs"))
 @click.option("--workers", "-w", type=click.IntRange(min=1), default=None,
               help="Executor slots on this machine (default: number of cores).")
 @click.option("--local-nodes", type=click.IntRange(min=1), default=None, metavar="K",
@@ -126,6 +128,14 @@ class RunCommand(OptionalValueCommand):
                    "max_queued=2, idle_timeout=120, drain_margin=60, host=10.0.0.5, "
                    "sbatch=--exclusive, worker_init='module load python', work=3600 "
                    "(--slurm auto: the run's slot-seconds of work).")
+@click.option("--inline", is_flag=True,
+              help="Run every task in this process, in call order, so that breakpoint() and "
+                   "a debugger stop inside tasks (docs/guide/debugging.md); also "
+                   "TASKFLOW_INLINE=1.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print what the script would run (per task name: calls, command lines, "
+                   "files; with --resume, what would be reused) without starting a program "
+                   "or writing outside the plan's own run directory.")
 @click.option("--compat", type=click.Choice(["pycompss"]), default=None,
               help="Run an application written for another system unchanged: pycompss makes "
                    "pycompss.* resolve to taskflow and behaves as runcompss (its options, "
@@ -139,8 +149,8 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         adopt_grace: float, explain: bool, placement: str,
         run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
         memory_limit: bool, log_level: str, progress: bool | None, graph_: bool,
-        trace_: bool, monitor: int | None, compat: str | None, compat_force: bool,
-        script: str, script_args: tuple[str, ...]) -> None:
+        trace_: bool, monitor: int | None, inline: bool, plan_only: bool, compat: str | None,
+        compat_force: bool, script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
     ctx = click.get_current_context()
     meta = ctx.meta
@@ -148,6 +158,13 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         if local_nodes is not None:
             raise click.UsageError("--nodes and --local-nodes say the same: give --local-nodes")
         local_nodes = meta["renamed--nodes"]
+    if inline or plan_only:
+        _here_only("--plan" if plan_only else "--inline", compat, meta)
+    if plan_only:
+        from ..debugging.planning import plan_cli
+        plan_cli(script, script_args, dict(
+            workers=workers, retries=retries, resume_check=resume_check,
+            resume=run_to_resume(resume, script, run_dir) if resume is not None else None))
     launcher = Launcher()
     if compat == "pycompss":
         from .runcompss import Runcompss
@@ -174,10 +191,24 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         workers=workers, nodes=local_nodes or 1, run_dir=run_dir, crash_limit=crash_limit,
         resumable=resumable, resume=resume_dir, resume_check=resume_check,
         checkpoint=checkpoint, adopt_grace=adopt_grace, **rt_opts)
+    if inline and progress is None:     # (bars would write over a debugger's prompt)
+        progress = False
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,
-                   progress=progress, graph=graph_, trace=trace_, monitor=monitor)
+                   progress=progress, graph=graph_, trace=trace_, monitor=monitor,
+                   inline=inline)
     launcher.adjust(plan)
     drive(plan, launcher)
+
+
+def _here_only(flag: str, compat: str | None, meta: dict[str, Any]) -> None:
+    """``--inline`` and ``--plan`` run every task in this process: no nodes to ask for."""
+    given = [o for o, key in (("--cluster", "tf_cluster"), ("--slurm", "tf_slurm"))
+             if meta.get(key)]
+    if compat is not None and flag == "--plan":
+        given.append("--compat")
+    if given:
+        raise click.UsageError(f"{flag} runs every task in this process: leave out "
+                               f"{' and '.join(given)}")
 
 
 def _amount(text: str) -> float | str:

@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import shutil
+import sys
 import time
 from typing import Any
 
@@ -284,3 +285,33 @@ def clean(older_than: float | None, keep: int | None, failed: bool, all_: bool,
 
 COMMANDS = [runs, clean]
 __all__ = ["COMMANDS", "parse_age", "script_and_args"]
+
+
+@click.command("rerun", epilog=examples(
+    "taskflow rerun 20261205-1 7          # task 7 of that run, again, here",
+    "taskflow rerun latest 7 --pdb        # and stop in the debugger where it raises",
+    "taskflow rerun latest 7 --node n2    # on node n2 of the run's cluster file"))
+@click.argument("run")
+@click.argument("task_id", type=int)
+@click.option("--pdb", "use_pdb", is_flag=True, help="Stop in pdb at the frame that raised.")
+@click.option("--node", default=None, metavar="NODE",
+              help="Run it on that node of the cluster file instead (only its agent starts; "
+                   "the node must share this machine's filesystem).")
+@click.option("--cluster", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="With --node: the cluster file (default: the one the run was given).")
+@click.option("--run-dir", default=None, help="Where the runs are (default: ./.taskflow/runs "
+                                              "or TASKFLOW_RUN_DIR).")
+def rerun(run: str, task_id: int, use_pdb: bool, node: str | None, cluster: str | None,
+          run_dir: str | None) -> None:
+    """Run task TASK_ID of RUN again in this process with the inputs it had (a failed task's
+    record: docs/guide/debugging.md) and say whether it fails the same way."""
+    from ..debugging.rerun import rerun_cli
+    from ..errors import UsageError
+    try:
+        status = rerun_cli(run, task_id, use_pdb, node, cluster, run_dir)
+    except UsageError as exc:
+        raise click.ClickException(str(exc)) from None
+    sys.exit(status)
+
+
+COMMANDS.append(rerun)

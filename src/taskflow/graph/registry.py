@@ -59,6 +59,10 @@ class DataItem:
 
 
 class Registry:
+    # False for a plan (taskflow.debugging.planning): files stay where they are, the
+    # program's waits and deletes do not touch the user's paths
+    puts_in_place = True
+
     def __init__(self, data_dir: str) -> None:
         self.data_dir = data_dir
         self.objects: dict[int, DataItem] = {}

@@ -157,7 +157,8 @@ def start(workers: int | None, monitor: bool | int, progress: str | None,
         old.end(card=False)
     if shell is not None:
         kwargs.setdefault("adopt_grace", 0.0)
-    rt = Runtime(workers=workers, **kwargs).start()
+    from ..debugging import inline      # TASKFLOW_INLINE=1: every task in the calling thread
+    rt = (inline.InlineRuntime if inline.wanted() else Runtime)(workers=workers, **kwargs).start()
     mon = None
     if monitor is not False and monitor is not None:
         mon = _monitor(rt.run_dir if rt.journal is not None else None, rt.run_id,

@@ -55,7 +55,8 @@ def _start() -> None:
         session.start(workers, False, None, {})  # run taskflow.start() would start there
         return
     from .runtime import Runtime        # the whole runtime, only when a program needs it
-    Runtime(workers=workers).start_embedded()
+    from ..debugging import inline      # TASKFLOW_INLINE=1: every task in this thread
+    (inline.InlineRuntime if inline.wanted() else Runtime)(workers=workers).start_embedded()
     plainscript.install(_running)   # the script's uncaught error reported as taskflow run does
     if not _registered:
         _registered = True

@@ -26,6 +26,7 @@ from ...wire import messages as M
 from ...wire import values as V
 from ...wire.argpath import set_path
 from . import programs
+from .keepinputs import KEEP_ALL
 
 
 class Missing(Exception):
@@ -160,7 +161,7 @@ def resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire],
             v = pickle.loads(payload)
         else:
             assert payload is not None
-            last = not AHEAD.others_read(did)
+            last = not KEEP_ALL and not AHEAD.others_read(did)   # (keepinputs)
             v = V.load(payload, take=last)
             if last:                # built on its buffers: nobody else may read them
                 if mine:

@@ -31,7 +31,7 @@ from ...wire import values as V
 from ...wire.argpath import get_path
 from ...wire.invocation import Invocation
 from ...wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
-from . import diskroom, programs, taskenv, usage
+from . import diskroom, keepinputs, programs, taskenv, usage
 from .pickling import dumps as _dumps
 from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
@@ -147,8 +147,9 @@ def run_task(funcs: dict[bytes, Any], msg: M.TaskWire, cur: Current,
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, KeyboardInterrupt) and INTERRUPT.set:
             return _interrupted(tid, t0, exc)
-        return (tid, M.ERROR, None, _error_info(exc, lambda: _file_outputs(msg)),
-                (t0, time.time()))
+        info = _error_info(exc, lambda: _file_outputs(msg))
+        keepinputs.keep(msg, func, data, PRODUCED, info)     # (taskflow rerun)
+        return (tid, M.ERROR, None, info, (t0, time.time()))
 
 
 def _limited(limit: float, name: str, func: Any, args: list[Any], kw: dict[str, Any],
@@ -423,8 +424,12 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
                     o = _dumps(r, getattr(func, "__qualname__", "?"))
             except BaseException as exc:  # noqa: BLE001 - a task may raise anything
                 t1 = now()
-                res = _interrupted(tid, t0, exc) if isinstance(exc, KeyboardInterrupt) \
-                    and INTERRUPT.set else (tid, M.ERROR, None, _error_info(exc), (t0, t1))
+                if isinstance(exc, KeyboardInterrupt) and INTERRUPT.set:
+                    res = _interrupted(tid, t0, exc)
+                else:
+                    info = _error_info(exc)
+                    keepinputs.keep(tmsg, func, data, produced, info)    # (taskflow rerun)
+                    res = (tid, M.ERROR, None, info, (t0, t1))
             else:
                 (did,) = outdids
                 if len(o) > small:
