@@ -141,6 +141,7 @@ class Builder:
         names = spec.names
         nargs = len(args)
         self._v0: list[DataItem] = []
+        self._deleted: list[Any] = []
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)
         refs: list[TaskRef] | None = None
@@ -208,6 +209,8 @@ class Builder:
         task.outputs = outputs
         for item in self._v0:
             item.readers_v0.append(task)
+        for obj in self._deleted:           # IN_DELETE: this task has read it, then it is gone
+            self.registry.forget_object(obj)
         if inouts:
             for entry in inouts:
                 entry.version.made_by(task)
@@ -267,6 +270,8 @@ class Builder:
                 if ref is not None:
                     refs.append(ref)
                     set_path(argv, kw, path, None)
+                if param.direction == "IN_DELETE" and self.registry.object_item(value) is not None:
+                    self._deleted.append(value)
                 return
             self._object_write(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
         elif kind == FILE_KIND or kind == DIRECTORY_KIND:
@@ -389,9 +394,13 @@ class Builder:
                              f"pass a list (or tuple) of values, or a dict.")
         set_path(argv, kw, path, copy)
         leaf = Param(kind=param.elem_kind, direction=param.direction)
+        objects = self.registry.objects
         for j, elem in items:
             epath = path + (j,)
-            if depth > 1 and isinstance(elem, (list, tuple, dict)):
+            # (a list the runtime follows, e.g. one a task wrote INOUT, is one object: its
+            # newest version, not the master's old items)
+            if depth > 1 and isinstance(elem, (list, tuple, dict)) and not (
+                    objects and getattr(objects.get(id(elem)), "obj", None) is elem):
                 self._collection(elem, param, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
                                  argv, kw, depth - 1)
             else:
