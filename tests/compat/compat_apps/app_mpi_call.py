@@ -36,6 +36,13 @@ def round_robin(col):
     return list(col)
 
 
+@mpi(runner="mpirun", processes=2, flags="--oversubscribe",
+     col_layout={block_count: 2, block_length: 1, stride: 1})
+@task(col=COLLECTION_IN, returns=2)
+def one_element_each(col):
+    return col              # the element itself, not a list of one (PyCOMPSs)
+
+
 NPROCS = 3          # read when size() is called, not when it was declared
 UNITS = 2
 
@@ -47,7 +54,8 @@ if __name__ == "__main__":
     out = {"sizes": compss_wait_on([first, second]),
            "scaled": compss_wait_on(scaled()),
            "blocks": compss_wait_on(one_block_each(data)),
-           "round_robin": compss_wait_on(round_robin(data))}
+           "round_robin": compss_wait_on(round_robin(data)),
+           "one_element": compss_wait_on(one_element_each([[7], [8]]))}
     UNITS = 3       # 3 ranks now, but returns=2: an error naming the task at the call
     try:
         scaled()
