@@ -86,6 +86,7 @@ def test_mpi_decided_at_each_call_and_collection_layouts(tmp_path):
     assert out["blocks"] == [[0, 1], [3, 4]]            # one block per rank
     assert out["round_robin"] == [[0, 4], [2, 6]]       # blocks dealt to the ranks
     assert out["one_element"] == [[7], [8]]             # one element: itself, not [[7]]
+    assert out["groups"] == [0, 1, 2, 3]     # processes_per_node groups share a node
     assert "returns=2 but this call runs 3 rank(s)" in out["mismatch"]
 
 

@@ -325,6 +325,9 @@ def gang_request(decl: ProgramDecl, counts: Counts, cus: int, gpus: int, where: 
                 raise UsageError(f"{where}: processes={procs} does not split evenly over "
                                  f"computing_nodes={nnodes}; give processes_per_node.")
             ppn = procs // nnodes
+        # PyCOMPSs: groups of ppn ranks, several on a node with room
+        if ppn and isinstance(decl, MpiDecl) and decl.groups:
+            return Gang(procs, None, cus, gpus, ppn)
         return Gang(procs, ppn, cus, gpus)
     nnodes = counts.computing_nodes or 1
     if kind in ("multinode", "ompss", "workflow") and (nnodes > 1 or kind == "multinode") \
