@@ -102,7 +102,8 @@ def test_replicated_task_writes_one_version(tmp_path):
     assert out["copies"] == 2 and out["agents"] == 2
     assert out["bumped"] == 5 and out["after"] == 5 and out["counter"] == 5
     names = [n for (n,) in journal(tmp_path).execute("SELECT name FROM tasks")]
-    assert names.count("_copy") == 2 and names.count("_join") == 1
+    assert out["files"] == ["hello, copies!", ", copies!"]   # written files: one new version
+    assert names.count("_copy") == 4 and names.count("_join") == 2     # two calls that write
 
 
 def test_dds(tmp_path):
