@@ -141,7 +141,7 @@ class Builder:
         names = spec.names
         nargs = len(args)
         self._v0: list[DataItem] = []
-        self._deleted: list[Any] = []
+        self._deleted: list[Any] | None = None       # IN_DELETE objects the call forgets
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)
         refs: list[TaskRef] | None = None
@@ -209,8 +209,9 @@ class Builder:
         task.outputs = outputs
         for item in self._v0:
             item.readers_v0.append(task)
-        for obj in self._deleted:           # IN_DELETE: this task has read it, then it is gone
-            self.registry.forget_object(obj)
+        if self._deleted:                   # IN_DELETE: this task has read it, then it is gone
+            for obj in self._deleted:
+                self.registry.forget_object(obj)
         if inouts:
             for entry in inouts:
                 entry.version.made_by(task)
@@ -271,6 +272,8 @@ class Builder:
                     refs.append(ref)
                     set_path(argv, kw, path, None)
                 if param.direction == "IN_DELETE" and self.registry.object_item(value) is not None:
+                    if self._deleted is None:
+                        self._deleted = []
                     self._deleted.append(value)
                 return
             self._object_write(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
