@@ -85,6 +85,8 @@ def test_mpi_decided_at_each_call_and_collection_layouts(tmp_path):
     assert out["scaled"] == [0, 1]                      # scale_by_cu x 2 units, returns=2
     assert out["blocks"] == [[0, 1], [3, 4]]            # one block per rank
     assert out["round_robin"] == [[0, 4], [2, 6]]       # blocks dealt to the ranks
+    assert out["one_element"] == [[7], [8]]             # one element: itself, not [[7]]
+    assert out["groups"] == [0, 1, 2, 3]     # processes_per_node groups share a node
     assert "returns=2 but this call runs 3 rank(s)" in out["mismatch"]
 
 
@@ -100,7 +102,8 @@ def test_replicated_task_writes_one_version(tmp_path):
     assert out["copies"] == 2 and out["agents"] == 2
     assert out["bumped"] == 5 and out["after"] == 5 and out["counter"] == 5
     names = [n for (n,) in journal(tmp_path).execute("SELECT name FROM tasks")]
-    assert names.count("_copy") == 2 and names.count("_join") == 1
+    assert out["files"] == ["hello, copies!", ", copies!"]   # written files: one new version
+    assert names.count("_copy") == 4 and names.count("_join") == 2     # two calls that write
 
 
 def test_dds(tmp_path):

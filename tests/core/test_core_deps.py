@@ -129,6 +129,12 @@ def test_collections_in_inout_out_and_depth(rt):
     assert wait_on(outs) == [[0], [10]]
 
 
+def test_a_followed_list_inside_a_collection_is_read_at_its_newest_version(rt):
+    lst = [1]
+    L.append(lst, 5)                    # followed now: the task's version is the newest
+    assert wait_on(L.sum_nested([lst, [2]])) == 8       # not the master's [1] (depth 2)
+
+
 def test_out_object(rt):
     d = {"old": 1}
     L.fill_out(d)

@@ -18,8 +18,11 @@ from typing import Any
 _LOCALS_TO_FAST = getattr(ctypes.pythonapi, "PyFrame_LocalsToFast", None)
 
 
-def replace(old: Any, new: Any) -> int:
-    """Make the program's references to ``old`` refer to ``new``; return how many."""
+def replace(old: Any, new: Any, containers: bool = True) -> int:
+    """Make the program's references to ``old`` refer to ``new``; return how many.
+
+    ``containers=False`` (a future: the runtime's own lists hold it too) rebinds only the
+    variables of the running frames and module globals."""
     if old is new:
         return 0
     n = 0
@@ -29,6 +32,8 @@ def replace(old: Any, new: Any) -> int:
             continue
         if isinstance(ref, types.FrameType):
             n += _frame(ref, old, new)
+        elif not containers and not (isinstance(ref, dict) and _is_module_dict(ref)):
+            continue
         elif isinstance(ref, dict):
             for k, v in list(ref.items()):
                 if v is old:
@@ -52,6 +57,11 @@ def replace(old: Any, new: Any) -> int:
         n += _frame(frame, old, new)
         frame = frame.f_back
     return n
+
+
+def _is_module_dict(d: dict[str, Any]) -> bool:
+    module = sys.modules.get(d.get("__name__", None) or "")
+    return module is not None and getattr(module, "__dict__", None) is d
 
 
 def _frame(frame: types.FrameType, old: Any, new: Any) -> int:

@@ -143,6 +143,7 @@ class Builder:
         nargs = len(args)
         self._v0: list[DataItem] = []
         self._streams: list[tuple[Stream, bool, str]] | None = None
+        self._deleted: list[Any] | None = None       # IN_DELETE objects the call forgets
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)
         refs: list[TaskRef] | None = None
@@ -212,6 +213,9 @@ class Builder:
             item.readers_v0.append(task)
         if self._streams is not None:   # (no dependency: the task and the stream meet there)
             rt.stream_attach(task, self._streams)
+        if self._deleted:                   # IN_DELETE: this task has read it, then it is gone
+            for obj in self._deleted:
+                self.registry.forget_object(obj)
         if inouts:
             for entry in inouts:
                 entry.version.made_by(task)
@@ -278,6 +282,10 @@ class Builder:
                 if ref is not None:
                     refs.append(ref)
                     set_path(argv, kw, path, None)
+                if param.direction == "IN_DELETE" and self.registry.object_item(value) is not None:
+                    if self._deleted is None:
+                        self._deleted = []
+                    self._deleted.append(value)
                 return
             self._object_write(value, param, path, spec, pname, refs, deps, inouts, argv, kw)
         elif kind == FILE_KIND or kind == DIRECTORY_KIND:
@@ -411,9 +419,13 @@ class Builder:
                              f"pass a list (or tuple) of values, or a dict.")
         set_path(argv, kw, path, copy)
         leaf = Param(kind=param.elem_kind, direction=param.direction)
+        objects = self.registry.objects
         for j, elem in items:
             epath = path + (j,)
-            if depth > 1 and isinstance(elem, (list, tuple, dict)):
+            # (a list the runtime follows, e.g. one a task wrote INOUT, is one object: its
+            # newest version, not the master's old items)
+            if depth > 1 and isinstance(elem, (list, tuple, dict)) and not (
+                    objects and getattr(objects.get(id(elem)), "obj", None) is elem):
                 self._collection(elem, param, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
                                  argv, kw, depth - 1)
             else:

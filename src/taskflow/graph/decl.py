@@ -191,6 +191,7 @@ class MpiDecl(ProgramDecl):
     scale_by_cu: bool = False         # PyCOMPSs: one rank per computing unit
     rank_values: bool = False         # mpi4py: the value is every rank's (PyCOMPSs)
     layouts: tuple[tuple[str, int, int, int], ...] = ()    # wire.invocation.Mpi.layouts
+    groups: bool = False              # PyCOMPSs: processes_per_node groups, several on a node
 
     def for_call(self, bound: dict[str, Any] | None, where: str
                  ) -> tuple[MpiDecl, Counts]:

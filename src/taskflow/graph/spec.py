@@ -107,6 +107,7 @@ class TaskSpec:
         self.failure_defaults: dict[str, Any] | None = None
         self.pin: str | None = None   # the node its calls run on (a replicated task's copies)
         self.io = False               # holds no computing unit: an I/O executor's (PyCOMPSs)
+        self.io_units: Any = None     # @IO: the computing_units declared (scale_by_cu's ranks)
         self.wrapper: Any = None      # the TaskFunction users call (api.task)
         # derived from the declaration by _declared(), whenever it changes:
         self.cu_expr = Expr(1, "", [])     # computing_units and memory_size as expressions
@@ -156,6 +157,7 @@ class TaskSpec:
         """The task only reads and writes (PyCOMPSs's ``@IO`` with I/O executors): it holds
         no computing unit and runs on a node's I/O executors (runtime.scheduling.scheduler)."""
         self.io = True
+        self.io_units = self.computing_units
         self.set_constraints(computing_units=0)
 
     def set_failure_policy(self, on_failure: str, defaults: dict[str, Any] | None) -> None:

@@ -149,9 +149,13 @@ class CallTime:
             if isinstance(decl, MpiDecl):
                 for prog in decl.programs:
                     _check_binary(prog.binary, decl.working_dir, where, nodes)
-                if decl.scale_by_cu and cus > 1:   # PyCOMPSs: one rank per computing unit
-                    counts = counts._replace(processes=(counts.processes or 1) * cus)
-                    cus = 1
+                # PyCOMPSs: one rank per computing unit (an @IO task's: the units declared,
+                # though it holds none; each rank takes an I/O executor)
+                units = cus if not spec.io or spec.io_units is None else \
+                    as_int(spec.io_units, f"{where}: computing_units")
+                if decl.scale_by_cu and units > 1:
+                    counts = counts._replace(processes=(counts.processes or 1) * units)
+                    cus = min(cus, 1)
             _check_streams(self.line, bound, where)
             assert self.line is not None
             action = _action(decl, counts, self.line, run_dir, run_id, self.bash, where)
@@ -335,6 +339,9 @@ def gang_request(decl: ProgramDecl, counts: Counts, cus: int, gpus: int, where: 
                 raise UsageError(f"{where}: processes={procs} does not split evenly over "
                                  f"computing_nodes={nnodes}; give processes_per_node.")
             ppn = procs // nnodes
+        # PyCOMPSs: groups of ppn ranks, several on a node with room
+        if ppn and isinstance(decl, MpiDecl) and decl.groups:
+            return Gang(procs, None, cus, gpus, ppn)
         return Gang(procs, ppn, cus, gpus)
     nnodes = counts.computing_nodes or 1
     if kind in ("multinode", "ompss", "workflow") and (nnodes > 1 or kind == "multinode") \

@@ -169,12 +169,15 @@ class Hooks(NamedTuple):
 
 class Gang(NamedTuple):
     """What a task holds on several nodes or with GPUs: ``procs`` processes of ``unit``
-    computing units, ``ppn`` per node when given, ``gpus`` GPUs (runtime.scheduling.gang)."""
+    computing units, ``ppn`` per node when given, ``gpus`` GPUs; without ``ppn``, processes
+    in whole ``group``s of that many per node (PyCOMPSs's computing nodes: several groups
+    share a node with room) (runtime.scheduling.gang)."""
 
     procs: int
     ppn: int | None
     unit: int
     gpus: int = 0
+    group: int = 1
 
 
 class Placement(NamedTuple):

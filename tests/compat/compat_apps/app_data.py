@@ -107,9 +107,9 @@ if __name__ == "__main__":
     out["grown"] = compss_wait_on(box).v       # ...and its next version is the task's value
     b = Box(10)
     add(b, 5)
-    out["tracked"] = OT.is_tracked(b) is not None and bool(OT.pending_to_synchronize)
+    out["tracked"] = OT.is_tracked(b) != "" and bool(OT.pending_to_synchronize)
     new = compss_wait_on(b)                    # a new object; the one passed is as it was
-    out["wait_on"] = [new.v, b.v, new is b, OT.is_tracked(b) is None]
+    out["wait_on"] = [new.v, b.v, new is b, OT.is_tracked(b) == ""]
     c = Box(1)
     holder = [c]
     add(c, 1)

@@ -1,10 +1,12 @@
 """An @IO @mpi task: its ranks are I/O executors, so it runs while a computing task holds
-the node's one computing unit (they meet: each waits for the other's mark)."""
+the node's one computing unit (they meet: each waits for the other's mark). Its ranks are
+scale_by_cu x the units its @constraint declares, though it holds none."""
 import os
 import time
 
 from pycompss.api.IO import IO
 from pycompss.api.api import compss_wait_on
+from pycompss.api.constraint import constraint
 from pycompss.api.mpi import mpi
 from pycompss.api.task import task
 
@@ -19,8 +21,9 @@ def meet(mine, other, patience=60):
     return False
 
 
+@constraint(computing_units="2")
 @IO()
-@mpi(runner="mpirun", processes=2, flags="--oversubscribe")
+@mpi(runner="mpirun", processes=1, scale_by_cu=True, flags="--oversubscribe")
 @task(returns=1)
 def dump():
     from mpi4py import MPI

@@ -36,6 +36,20 @@ def round_robin(col):
     return list(col)
 
 
+@mpi(runner="mpirun", processes=2, flags="--oversubscribe",
+     col_layout={block_count: 2, block_length: 1, stride: 1})
+@task(col=COLLECTION_IN, returns=2)
+def one_element_each(col):
+    return col              # the element itself, not a list of one (PyCOMPSs)
+
+
+@mpi(runner="mpirun", processes=4, processes_per_node=2, flags="--oversubscribe")
+@task(returns=4)
+def two_groups_one_node():
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.rank     # COMPSs's two "nodes" of 2 ranks share the one node
+
+
 NPROCS = 3          # read when size() is called, not when it was declared
 UNITS = 2
 
@@ -47,7 +61,9 @@ if __name__ == "__main__":
     out = {"sizes": compss_wait_on([first, second]),
            "scaled": compss_wait_on(scaled()),
            "blocks": compss_wait_on(one_block_each(data)),
-           "round_robin": compss_wait_on(round_robin(data))}
+           "round_robin": compss_wait_on(round_robin(data)),
+           "one_element": compss_wait_on(one_element_each([[7], [8]])),
+           "groups": compss_wait_on(two_groups_one_node())}
     UNITS = 3       # 3 ranks now, but returns=2: an error naming the task at the call
     try:
         scaled()

@@ -9,9 +9,18 @@ set once in the agent (its executors inherit it); the units are set by the
 executor when a task holds another number of them than the one before it
 (one integer comparison per task). Tasks on several nodes get theirs from
 their placement (:mod:`taskflow.agent.executor.invokers.environment`).
+
+The agent also installs the ``pycompss`` import alias then, so every
+executor it forks resolves ``import pycompss...`` whatever task it runs
+first: an application module that imports ``pycompss`` can reach a node in
+the arguments of the layer's own tasks (a replicated call's copies carry the
+function and its ``self``) before any PyCOMPSs task function loads the alias
+there. The layer is named, not imported, here: the node imports it only in a
+PyCOMPSs run.
 """
 from __future__ import annotations
 
+import importlib
 import os
 
 ON = False          # set in the agent before it forks its executors
@@ -23,6 +32,8 @@ def compss_environment(label: str) -> None:
     global ON
     os.environ.update({"COMPSS_NUM_NODES": "1", "COMPSS_HOSTNAMES": label,
                        "TASKFLOW_NODE_LABEL": label})
+    # the master decided already: the alias even over a real PyCOMPSs on this node
+    importlib.import_module("taskflow.compat.importhook").install(force=True)
     ON = True
 
 

@@ -1,4 +1,4 @@
-"""The two tasks of a replicated call that writes its objects (:mod:`.replicated`).
+"""The two tasks of a replicated call that writes its objects or files (:mod:`.replicated`).
 
 Plain taskflow tasks, importable by name on every node; their copies pinned
 to nodes are spec variants (:mod:`.variants`). :func:`_join` reads every
@@ -6,9 +6,11 @@ copy's result, so it runs when all of them have ended.
 """
 from __future__ import annotations
 
+import shutil
 from typing import TYPE_CHECKING, Any, Callable
 
-from ...api.parameter import COLLECTION_IN, COLLECTION_INOUT
+from ...api.parameter import (COLLECTION_FILE_IN, COLLECTION_FILE_OUT, COLLECTION_IN,
+                              COLLECTION_INOUT)
 from ...api.task import task
 from ...errors import UsageError
 from .variants import make_variant
@@ -16,25 +18,45 @@ from .variants import make_variant
 if TYPE_CHECKING:
     from ...graph.spec import TaskSpec
 
+Where = tuple[str, "int | None"]            # a parameter: its name, its position or None
 
-@task(returns=2)  # type: ignore[untyped-decorator]  # (task() is typed Any)
+
+def _put(args: list[Any], kwargs: dict[str, Any], where: Where, value: Any) -> None:
+    name, pos = where
+    if pos is None or pos >= len(args):
+        kwargs[name] = value
+    else:
+        args[pos] = value
+
+
+@task(returns=2, ins=COLLECTION_FILE_IN, outs=COLLECTION_FILE_OUT)  # type: ignore[untyped-decorator]
 def _copy(fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any],
-          written: list[tuple[str, int | None]]) -> tuple[Any, list[Any]]:
-    """One copy: the function's value, and what it made of the written objects."""
+          written: list[Where], files: list[tuple[str, int | None, int | None]],
+          ins: list[str], outs: list[str]) -> tuple[Any, list[Any]]:
+    """One copy: the function's value, and what it made of the written objects. Each written
+    file is this copy's own (``outs``; an INOUT one starts as the version read, ``ins``)."""
+    for i, (name, pos, read) in enumerate(files):
+        if read is not None:
+            shutil.copyfile(ins[read], outs[i])
+        _put(args, kwargs, (name, pos), outs[i])
     value = fn(*args, **kwargs)
     after = [kwargs[n] if pos is None or pos >= len(args) else args[pos] for n, pos in written]
     return value, after
 
 
-@task(objs=COLLECTION_INOUT, afters=COLLECTION_IN)  # type: ignore[untyped-decorator]
-def _join(objs: list[Any], afters: list[list[Any]], value: Any) -> Any:
-    """The written objects become the first copy's (their one new version); the value is
-    the first copy's."""
+@task(objs=COLLECTION_INOUT, afters=COLLECTION_IN, targets=COLLECTION_FILE_OUT,  # type: ignore[untyped-decorator]
+      firsts=COLLECTION_FILE_IN)
+def _join(objs: list[Any], afters: list[list[Any]], value: Any, targets: list[str],
+          firsts: list[str]) -> Any:
+    """The written objects and files become the first copy's (their one new version); the
+    value is the first copy's."""
     from ...api.sync import _update_in_place
     for i, obj in enumerate(objs):
         if not _update_in_place(obj, afters[0][i]):
             raise UsageError(f"is_replicated: the written {type(obj).__name__} cannot take "
                              f"the copies' new value in place")
+    for first, target in zip(firsts, targets):
+        shutil.copyfile(first, target)
     return value
 
 

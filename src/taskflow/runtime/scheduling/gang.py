@@ -3,7 +3,9 @@
 A request is a :class:`~taskflow.wire.invocation.Gang` (``procs`` P, ``ppn``
 k or None, ``unit`` u, ``gpus`` g): P processes of u slots each, k per node
 when given (else packed: one node when one has room, otherwise the nodes
-with the most free slots). The task is sent to the first chosen node, whose
+with the most free slots; with ``group`` G, packed in whole groups of G
+processes, several groups on a node with room: PyCOMPSs's computing nodes
+of an ``@mpi`` with ``processes_per_node``). The task is sent to the first chosen node, whose
 agent holds that node's share as an exclusive task; the shares on the other
 nodes are held on the master only (``Scheduler.gangs``), and while a node
 holds a share the scheduler does not prefetch onto it, so its agent never
@@ -70,6 +72,11 @@ def place(nodes: list[NodeHandle], req: Gang, free: bool = True,
     """Choose [(node, processes)] for ``req``; ``free=False`` asks "could it ever fit"
     (``pools``: the scheduler's, when ``free``)."""
     unit, ppn, procs, gpus = req.unit, req.ppn, req.procs, req.gpus
+    group = req.group if not ppn and unit else 1
+    if group > 1:                   # whole groups of `group` processes: counted as one each
+        grouped = place(nodes, req._replace(procs=-(-procs // group), unit=unit * group,
+                                            group=1), free, pools)
+        return None if grouped is None else [(n, k * group) for n, k in grouped]
     cands: list[tuple[int, NodeHandle]] = []
     io = unit == 0                  # @IO: the I/O executors, one per process
     for n in nodes:
@@ -202,6 +209,8 @@ def describe(req: Gang) -> str:
     s = f"{req.procs} process{'es' if req.procs != 1 else ''}"
     if req.ppn:
         s += f" ({req.ppn} per node)"
+    elif req.group > 1:
+        s += f" (groups of {req.group} on a node)"
     if req.unit == 0:
         s += " on I/O executors"
     elif req.unit != 1:

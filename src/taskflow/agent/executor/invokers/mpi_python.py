@@ -1,7 +1,8 @@
 """Every rank of an mpi4py task: ``python -m taskflow.agent.executor.invokers.mpi_python F``.
 
 ``F`` holds the pickled (function, args, kwargs, result path, every rank?, layouts); with
-collection layouts each rank also reads ``F.r<rank>``, its blocks of those collections.
+collection layouts each rank also reads ``F.r<rank>``, its blocks of those collections (a
+rank given one element receives the element itself, as PyCOMPSs gives it).
 Every rank calls the function; rank 0 writes ("ok", value) or ("error",
 exception) to the result path; with "every rank" the value is the list of
 all ranks' values, in rank order. A rank that raises aborts the whole job (the others would
@@ -29,6 +30,8 @@ def main(path: str) -> int:
         with open(f"{path}.r{comm.Get_rank()}", "rb") as f:
             mine = cloudpickle.load(f)
         for (name, pos), blocks in zip(layouts, mine):
+            if len(blocks) == 1:            # one element: the element itself (PyCOMPSs)
+                blocks = blocks[0]
             if pos is None:
                 kw[name] = blocks
             else:

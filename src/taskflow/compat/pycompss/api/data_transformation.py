@@ -16,8 +16,9 @@ objects and collections: ``@dt(target="data", function=f, type=FILE_TO_OBJECT)``
 (the file's path goes to ``f``, which gives the object), ``OBJECT_TO_FILE`` /
 ``COLLECTION_TO_FILE`` (``f(value, destination)`` writes the file, whose path
 the task gets; ``destination=`` names it, else one in the run's directory),
-``FILE_TO_COLLECTION`` / ``OBJECT_TO_COLLECTION`` (``f`` gives ``size=N``
-values, the task a list of them), ``COLLECTION_TO_OBJECT``.
+``FILE_TO_COLLECTION`` / ``OBJECT_TO_COLLECTION`` (the task gets a list of
+``size=N`` values: the first N that ``f`` gives, as PyCOMPSs's transformation
+task with N outputs keeps them; fewer is an error), ``COLLECTION_TO_OBJECT``.
 """
 from __future__ import annotations
 
@@ -67,6 +68,16 @@ def _to_file(data: Any, function: Callable[..., Any], destination: str,
 def _collection_to_file(data: list[Any], function: Callable[..., Any], destination: str,
                         kwargs: dict[str, Any]) -> None:
     function(data, destination, **kwargs)
+
+
+def _first(size: int, function: Callable[..., Any], data: Any, **kwargs: Any) -> Any:
+    """The first ``size`` values ``function`` gives (a FILE/OBJECT_TO_COLLECTION of size N)."""
+    values = list(function(data, **kwargs))
+    if len(values) < size:
+        raise ValueError(f"@data_transformation: {getattr(function, '__name__', function)} gave "
+                         f"{len(values)} value(s) for a collection of size={size}; give at "
+                         f"least {size}, or declare size={len(values)}.")
+    return tuple(values[:size])
 
 
 class DTObject:
@@ -174,6 +185,8 @@ def _typed(where: str, kind: Any, value: Any, func: Callable[..., Any],
         if not isinstance(size, int) or size < 1:
             raise UsageError(f"@data_transformation on {where}: type={kind} needs size=N, "
                              f"the number of values the function gives.")
+        if size > 1:
+            func = functools.partial(_first, size, func)
         out = reader(value, func, fkw, returns=size)
         return out if isinstance(out, list) else [out]
     return reader(value, func, fkw)

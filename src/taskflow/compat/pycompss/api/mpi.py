@@ -54,7 +54,7 @@ class mpi:  # noqa: N801 - PyCOMPSs's name
             "processes_per_node": kw.get("processes_per_node"), "flags": kw.get("flags"),
             "args": kw.get("args", kw.get("params")), "working_dir": kw.get("working_dir"),
             "fail_by_exit_value": fail_by_exit_value(kw.get("fail_by_exit_value"), "mpi"),
-            "scale_by_cu": bool(scale)}
+            "scale_by_cu": bool(scale), "groups": True}
 
     def __call__(self, target: Any) -> Any:
         tf = task_function(target, "@mpi")

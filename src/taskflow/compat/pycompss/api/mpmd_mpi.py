@@ -55,7 +55,7 @@ class mpmd_mpi:  # noqa: N801 - PyCOMPSs's name
                     "processes_per_node": kw.get("processes_per_node"),
                     "flags": kw.get("flags"), "working_dir": kw.get("working_dir"),
                     "fail_by_exit_value": fail_by_exit_value(kw.get("fail_by_exit_value"),
-                                                             "mpmd_mpi")}
+                                                             "mpmd_mpi"), "groups": True}
 
     def __call__(self, target: Any) -> Any:
         tf = attach_program(target, "mpmd_mpi", "mpi", self.cfg)

@@ -131,7 +131,9 @@ class _Declaration:
                                  if p.kind == OBJECT_KIND and p.writes and n != "self")
         colls = [n for n, p in spec.params.items() if p.kind == COLLECTION_KIND]
         decl.collections = frozenset(colls)
-        decl.written_collections = frozenset(n for n in colls if spec.params[n].writes)
+        # (a collection of files is never "immutable values": its leaves are paths to write)
+        decl.written_collections = frozenset(n for n in colls if spec.params[n].writes
+                                             and spec.params[n].elem_kind == OBJECT_KIND)
         decl.replicated = bool(res.get("is_replicated", False))
         recorded = {k: _plain(res[k]) for k in RECORDED if k in res and res[k]}
         if recorded:

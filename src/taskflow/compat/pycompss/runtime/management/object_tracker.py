@@ -4,7 +4,8 @@ A read-only view of the layer's registry, under PyCOMPSs's names:
 ``OT.get_object_id(obj)`` / ``OT.is_tracked(obj)`` give the object's
 identifier (``"<run id>-<data id>"``) while a task's version of it is pending
 (an object passed INOUT, a stand-in ``returns=Class`` object, a future a
-task call gave), else ``None``; ``OT.pending_to_synchronize`` is the set of
+task call gave), else ``""``, as PyCOMPSs gives (applications compare with
+``== ""``); ``OT.pending_to_synchronize`` is the set of
 those identifiers; ``OT.is_obj_pending_to_synchronize(obj)`` says whether
 ``obj`` is among them. The view changes nothing: the runtime's own waiting
 (``compss_wait_on``, ``compss_delete_object``) does.
@@ -27,23 +28,23 @@ class ObjectTrackerView:
         rt = current.get()
         return getattr(rt, "run_id", None) or "run"
 
-    def get_object_id(self, obj: Any) -> str | None:
-        """The identifier of a followed object, else None."""
+    def get_object_id(self, obj: Any) -> str:
+        """The identifier of a followed object, else ``""``."""
         rt = current.get()
         if rt is None:
-            return None
+            return ""
         if isinstance(obj, Future):
             return f"{self._prefix()}-{obj._did}"
         item = rt.registry.object_item(obj)
         if item is None or item.obj is not obj:
-            return None
+            return ""
         return f"{self._prefix()}-{item.latest._did}"
 
-    def is_tracked(self, obj: Any) -> str | None:
+    def is_tracked(self, obj: Any) -> str:
         return self.get_object_id(obj)
 
     def is_obj_pending_to_synchronize(self, obj: Any) -> bool:
-        return self.get_object_id(obj) is not None
+        return self.get_object_id(obj) != ""
 
     @property
     def pending_to_synchronize(self) -> frozenset[str]:
@@ -62,7 +63,7 @@ class ObjectTrackerView:
 OT = ObjectTrackerView()
 
 
-def OT_is_tracked(obj: Any) -> str | None:  # noqa: N802 - PyCOMPSs's older name
+def OT_is_tracked(obj: Any) -> str:  # noqa: N802 - PyCOMPSs's older name
     return OT.is_tracked(obj)
 
 

@@ -1,0 +1,41 @@
+"""PyCOMPSs data-access semantics that its own test applications rely on (issue 37), each a
+small application of tests/compat/compat_apps/ run through ``taskflow run --compat pycompss``:
+IN_DELETE, file collections written by a task, a followed list inside a collection, @local
+with futures, @dt's collection size, and a replicated task from the application's module."""
+from __future__ import annotations
+
+from support.pycompss_apps import ok, run_app
+
+
+def test_in_delete_reads_then_forgets_the_object(tmp_path):
+    out = ok(run_app("app_in_delete.py", cwd=tmp_path))
+    assert out["first"] == 3 and out["fresh"] == ""        # never followed: "" as PyCOMPSs
+    assert out["followed"] and out["read"] == 15             # the INOUT task's version is read
+    assert out["after"] == "" and not out["pending"]         # then the object is forgotten
+    assert out["sizes"] == [1, 3] and out["b_after"] == ""   # COLLECTION_IN_DELETE: each element
+
+
+def test_file_collections_are_outputs_of_their_task(tmp_path):
+    out = ok(run_app("app_collection_files.py", cwd=tmp_path))
+    assert out["read"] == [("a.txt", "x0+"), ("b.txt", "x1+")]   # OUT, then INOUT, then IN
+    assert out["renamed"] == [True] and out["again"] == [("c.txt", "kr")]  # Keep_rename
+    assert out["on_disk"] == ["x0+", "x1+", "kr"]
+    assert (tmp_path / "one" / "a.txt").read_text() == "x0+"     # directories made for them
+
+
+def test_local_turns_futures_into_values_everywhere(tmp_path):
+    out = ok(run_app("app_local_futures.py", cwd=tmp_path))
+    assert out["got"] == [[1], [[2, 3], 7], [("w", [6])]]    # *args and **kwargs waited for
+    assert out["u"] == [2, 3] and out["w"] == [6] and out["G"] == [1]   # locals and globals
+
+
+def test_dt_collection_takes_the_first_size_values(tmp_path):
+    assert ok(run_app("app_dt_size.py", cwd=tmp_path))["joined"] == "a-b-c"
+
+
+def test_replicated_method_of_an_application_module(tmp_path):
+    """The copies carry a function and an instance of a module that imports pycompss: every
+    executor of every node resolves it, whatever task it runs first."""
+    out = ok(run_app("app_replicated_module.py", cwd=tmp_path,
+                     options=("--workers", "2", "--local-nodes", "2")))
+    assert out == {"built": 42, "ready": True, "model": True}
