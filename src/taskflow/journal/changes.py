@@ -97,7 +97,7 @@ class Changes:
         self.lost: list[tuple[float, str, str]] = []
         self.states: list[tuple[str, str]] = []
         self.samples: list[tuple[Any, ...]] = []
-        self.usage: list[tuple[int, float, int, int | None, int | None]] = []
+        self.usage: list[tuple[int, float, int, int | None, int | None, str | None]] = []
         self.memory: list[tuple[Any, ...]] = []
 
     def change(self, tid: int, ch: dict[str, Any]) -> None:
@@ -291,8 +291,9 @@ def _nested(c: Changes, ev: Nested) -> None:
 
 
 def _usage(c: Changes, ev: Usage) -> None:
-    _, _, tid, _, _, (cpu, peak, rd, wr) = ev
-    c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None))
+    _, _, tid, _, _, (cpu, peak, rd, wr, *how) = ev     # (how: not in an older agent's)
+    c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None,
+                    how[0] if how else None))
 
 
 def _log(c: Changes, ev: Log) -> None:

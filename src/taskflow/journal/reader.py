@@ -165,6 +165,25 @@ class Journal:
                             "u.task_id = t.id ORDER BY t.id"):
             yield dict(r)
 
+    def each_ended(self) -> Iterator[dict[str, Any]]:
+        """Every task that ended, by id, streamed: its row with what was measured on its
+        node (``cpu``, ``rss``, ``rchar``, ``wchar``, ``rss_how``: None where not
+        measured, or not kept by the journal's version)."""
+        have = {r[1] for r in self._rows("PRAGMA table_info(usage)")}
+        cols = ", ".join(f"u.{c}" if c in have else f"NULL AS {c}"
+                         for c in ("cpu", "rss", "rchar", "wchar", "rss_how"))
+        for r in self._each(
+                "SELECT t.id, t.name, t.state, t.node, t.t_submit, t.t_start, t.t_end, "
+                f"t.attempts, t.exit_code, t.error, t.constraints, {cols} FROM tasks t "
+                "LEFT JOIN usage u ON u.task_id = t.id WHERE t.state IN ('DONE', 'FAILED', "
+                "'CANCELLED', 'INTERRUPTED') ORDER BY t.id"):
+            yield dict(r)
+
+    def restored_ids(self) -> set[int]:
+        """The tasks of a resumed run taken from the earlier run (not run here)."""
+        return {r[0] for r in self._rows(
+            "SELECT task_id FROM transitions WHERE state = 'RESTORED'")}
+
     def each_dep(self) -> Iterator[tuple[int, int]]:
         """(task, one task whose output it reads), streamed, by task id."""
         for t, d in self._each("SELECT task_id, dep_id FROM deps ORDER BY task_id, dep_id"):
@@ -260,6 +279,19 @@ class Journal:
             reruns.setdefault(name, {})[why or "?"] = n
         restored = self._rows("SELECT COUNT(*) FROM transitions WHERE state = 'RESTORED'")
         return reruns, int(restored[0][0]) if restored else 0
+
+    def reused_by_name(self) -> dict[str, int]:
+        """A resumed run: per task name, the calls taken from the earlier run (restored
+        from its records, or adopted from its agents) rather than run here."""
+        return {name: int(n) for name, n in self._rows(
+            "SELECT t.name, COUNT(*) FROM transitions x JOIN tasks t ON t.id = x.task_id "
+            "WHERE x.state IN ('RESTORED', 'ADOPTED') GROUP BY t.name")}
+
+    def each_rerun(self) -> Iterator[tuple[int, str, str, str]]:
+        """A resumed run: (task id, name, parameters, why) of each call that ran again."""
+        for r in self._each("SELECT t.id, t.name, t.params, x.info FROM transitions x JOIN "
+                            "tasks t ON t.id = x.task_id WHERE x.state = 'RERUN' ORDER BY t.id"):
+            yield int(r[0]), r[1], r[2] or "", r[3] or "?"
 
     def name_edges(self) -> list[tuple[str, str]]:
         """(producer name, consumer name) pairs: the graph of task names."""

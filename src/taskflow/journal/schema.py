@@ -22,7 +22,9 @@ logs        every captured output line: task, time, level (STDOUT, STDERR,
             RAW), node, text
 usage       CPU seconds, peak resident bytes and bytes read and written (rchar,
             wchar) of a task, measured on its node (tasks not known to be short:
-            taskflow.agent.executor.usage); the last attempt
+            taskflow.agent.executor.usage), and how the peak was measured
+            (rss_how: wait4, vmhwm, children, at-least, at-most); the last
+            measured attempt
 memory      what a node's memory budget did (agent.memory): one row per report,
             with its resident bytes, bytes of values held in memory and on
             disk, whether it is paused, and the values spilled (count,
@@ -67,7 +69,8 @@ CREATE TABLE IF NOT EXISTS logs (
     node TEXT, line TEXT);
 CREATE INDEX IF NOT EXISTS logs_task ON logs(task_id, id);
 CREATE TABLE IF NOT EXISTS usage (
-    task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER, rchar INTEGER, wchar INTEGER);
+    task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER, rchar INTEGER, wchar INTEGER,
+    rss_how TEXT);
 CREATE TABLE IF NOT EXISTS memory (
     node TEXT, t REAL, rss INTEGER, held INTEGER, spilled INTEGER, paused INTEGER,
     spills INTEGER, spilled_bytes INTEGER, reads INTEGER);

@@ -218,8 +218,8 @@ class JournalDB:
         if c.samples:
             db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", c.samples)
         if c.usage:
-            db.executemany("INSERT OR REPLACE INTO usage (task_id, cpu, rss, rchar, wchar) "
-                           "VALUES (?,?,?,?,?)", c.usage)
+            db.executemany("INSERT OR REPLACE INTO usage (task_id, cpu, rss, rchar, wchar, "
+                           "rss_how) VALUES (?,?,?,?,?,?)", c.usage)
         if c.memory:
             db.executemany("INSERT INTO memory VALUES (?,?,?,?,?,?,?,?,?)", c.memory)
 

@@ -9,11 +9,25 @@ call of each function, and those whose mean here is at least
 - CPU time: the executor's user + system time during the task, plus that of
   the children it waited for (a program, ``mpirun`` and the ranks it waited
   for).
-- Peak memory: for a program task, the peak resident set of its largest
-  process (the child's own ``wait4`` usage, :mod:`.invokers.process`); for a
-  Python task, the executor's peak resident set while the task ran (Linux:
-  the peak is reset first through ``clear_refs``; elsewhere it is the
-  executor's lifetime peak, an upper bound). Either way in bytes.
+- Peak memory, in bytes, from the kernel (never sampled), with how it was
+  measured (:data:`HOW`, the trace's ``peak_rss_measure``):
+
+  * ``wait4``: a program task: the peak resident set of the largest process
+    of its tree (the program's own ``wait4`` usage, :mod:`.invokers.process`,
+    which takes in the children it waited for: ``/usr/bin/time``'s figure);
+  * ``vmhwm``: a Python task: the executor's peak resident set while it ran
+    (``VmHWM``, reset at the task's start through ``/proc/self/clear_refs``,
+    Linux >= 4.0);
+  * ``children``: a Python task whose child process (``subprocess``,
+    ``os.system``), reaped while it ran, peaked higher than the executor:
+    that child's peak, from ``RUSAGE_CHILDREN``'s ``ru_maxrss``, which grew;
+  * ``at-least``: a Python task whose children, reaped while it ran, peaked
+    no higher than a child of an earlier task of this executor: the kernel's
+    children peak is a maximum over the executor's life, never reset, so
+    theirs cannot be told apart; the figure is the executor's own, a lower
+    bound;
+  * ``at-most``: no ``/proc/self/status`` (not Linux): the executor's
+    lifetime peak, an upper bound.
 - Bytes read and written: what the executor and the children it waited for
   passed through read and write calls (``rchar`` and ``wchar`` of
   ``/proc/self/io``, which takes in a child's counts when it is reaped; the
@@ -27,8 +41,10 @@ import sys
 
 from .invokers import process
 
-Start = tuple[float, float, int, int]
-Used = tuple[float, int, int, int]     # CPU seconds, peak resident bytes, bytes read, written
+Start = tuple[float, float, int, int, int, int]
+# CPU seconds, peak resident bytes, bytes read, bytes written, how the peak was measured
+Used = tuple[float, int, int, int, str]
+HOW = ("wait4", "vmhwm", "children", "at-least", "at-most")
 
 
 def _io() -> tuple[int, int]:
@@ -51,17 +67,19 @@ def _reset_peak() -> None:
         pass
 
 
-def _peak_self() -> int:
-    """The executor's peak resident set in bytes."""
+_KB = 1 if sys.platform == "darwin" else 1024     # ru_maxrss's unit in bytes
+
+
+def _peak_self() -> tuple[int, bool]:
+    """The executor's peak resident set in bytes since the reset; False: its lifetime's."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
                 if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
+                    return int(line.split()[1]) * 1024, True
     except (OSError, ValueError, IndexError):
         pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _KB), False
 
 
 def start() -> Start:
@@ -71,17 +89,34 @@ def start() -> Start:
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     rd, wr = _io()
-    return (me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime, rd, wr)
+    return (me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime, rd, wr,
+            kids.ru_maxrss, kids.ru_minflt)
 
 
 def stop(before: Start) -> Used:
-    """After the task: (CPU seconds, peak resident bytes, bytes read, bytes written)."""
+    """After the task: (CPU seconds, peak resident bytes, bytes read, bytes written, how
+    the peak was measured: one of :data:`HOW`)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     rd, wr = _io()
-    mine, theirs, rd0, wr0 = before
+    mine, theirs, rd0, wr0, kids_peak0, kids_faults0 = before
     cpu = (me.ru_utime + me.ru_stime - mine) + (kids.ru_utime + kids.ru_stime - theirs)
-    peak = process.last_peak or _peak_self()
+    peak, how = _peak(kids_peak0, kids_faults0, kids)
     if rd < 0 or rd0 < 0:
-        return (max(cpu, 0.0), peak, -1, -1)
-    return (max(cpu, 0.0), peak, max(rd - rd0, 0), max(wr - wr0, 0))
+        return (max(cpu, 0.0), peak, -1, -1, how)
+    return (max(cpu, 0.0), peak, max(rd - rd0, 0), max(wr - wr0, 0), how)
+
+
+def _peak(kids_peak0: int, kids_faults0: int, kids: resource.struct_rusage) -> tuple[int, str]:
+    """The task's peak resident bytes and how it was measured (module docstring)."""
+    if process.last_peak:                   # a program: its own wait4 figure
+        return process.last_peak, "wait4"
+    mine, reset = _peak_self()
+    if not reset:
+        return mine, "at-most"
+    if kids.ru_maxrss > kids_peak0:         # a child reaped during the task set a new high
+        theirs = int(kids.ru_maxrss * _KB)
+        return (theirs, "children") if theirs > mine else (mine, "vmhwm")
+    if kids.ru_minflt != kids_faults0 and kids_peak0 * _KB > mine:
+        return mine, "at-least"             # children ran; theirs hides under an old high
+    return mine, "vmhwm"
