@@ -244,7 +244,9 @@ class Resumer:
              parts: KeyParts | None, files: dict[str, str] | None = None
              ) -> tuple[Record | None, str]:
         """The record to restore from, or None and why the call runs again (reasons.py;
-        ``files``: the call's input files by parameter, named in the reason)."""
+        ``files``: the call's input files by parameter, named in the reason). Counts the
+        call in :attr:`reused` or :attr:`reruns`, so that a plan that runs nothing (and
+        :meth:`restore`) calls this once per call and then prints :meth:`lines`."""
         rec = self.store.by_key.get(key) if key is not None else None
         if rec is not None:
             if any(o[0] == "f" for o in rec.outputs):
@@ -256,6 +258,7 @@ class Resumer:
             elif any(o[0] == "f?" for o in rec.outputs):
                 why = "the file it wrote was changed or removed since"
             else:
+                self.reused[name] = self.reused.get(name, 0) + 1
                 return rec, ""
         else:
             old = self.store.by_call.get((name, ordinal))
@@ -303,6 +306,7 @@ class Resumer:
                 values = self.store.values(rec)
             except ValueDamaged as exc:
                 why = "its record in the earlier run's resume log is damaged"
+                self.reused[name] -= 1
                 counts = self.reruns.setdefault(task.spec.name, {})
                 counts[why] = counts.get(why, 0) + 1
                 self.said(rt, str(exc))
@@ -320,7 +324,6 @@ class Resumer:
         futs = task.all_outputs()
         outcomes.task_restored(rt, task, rec.outputs, values, [])
         self.restored += 1
-        self.reused[name] = self.reused.get(name, 0) + 1
         if log is not None:             # kept here too: a later resume of this run finds it
             log.add([("k", task.id, rec.key, rec.name, task.ordinal, rec.parts,
                          plain_descs(rec.outputs), tuple(f._did for f in futs))],
