@@ -45,8 +45,9 @@ def _time_v(args: list[str]) -> int:
                     reason="GNU time is not installed (apt-get install time)")
 def test_peak_rss_is_the_kernels_figure(tmp_path, monkeypatch):
     """A program, a Python task and a Python task whose child holds the peak: each within
-    5 % of /usr/bin/time's figure for the same allocation; and a child that peaked under
-    an earlier task's child is said to be a lower bound, not given that child's peak."""
+    5 % of /usr/bin/time's figure for the same allocation, a smaller child after a larger
+    one too; a child that C code reaped (os.system) and that peaked under an earlier
+    task's child is said to be a lower bound, not given that child's peak."""
     monkeypatch.chdir(tmp_path)
     code = pt.alloc_code(MIB)
     with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs"), echo_logs=False) as rt:
@@ -54,21 +55,25 @@ def test_peak_rss_is_the_kernels_figure(tmp_path, monkeypatch):
         taskflow.wait_on(pt.child_alloc(MIB))
         taskflow.wait_on(pt.program(code))
         taskflow.wait_on(pt.python_alloc(MIB))
-        taskflow.wait_on(pt.child_alloc(MIB // 4))
+        taskflow.wait_on(pt.child_alloc(MIB // 2))      # under the first child's peak
+        taskflow.wait_on(pt.system_alloc(MIB // 4))
         run_dir = rt.run_dir
     with Journal(run_dir) as j:
         rows = list(trace_rows(j))
-    child, program, python, small_child = rows
+    child, program, python, smaller_child, system_child = rows
     ref = _time_v([sys.executable, "-c", code])
+    ref_half = _time_v([sys.executable, "-c", pt.alloc_code(MIB // 2)])
     # the executor's interpreter has taskflow's modules loaded: so does the reference
     ref_python = _time_v([sys.executable, "-c", "import taskflow.agent.executor.loop\n" + code])
     assert (child["name"], child["peak_rss_measure"]) == ("child_alloc", "children")
     assert (program["name"], program["peak_rss_measure"]) == ("program", "wait4")
     assert (python["name"], python["peak_rss_measure"]) == ("python_alloc", "vmhwm")
-    for row, want in ((child, ref), (program, ref), (python, ref_python)):
+    assert smaller_child["peak_rss_measure"] == "children"
+    for row, want in ((child, ref), (program, ref), (python, ref_python),
+                      (smaller_child, ref_half)):
         assert row["peak_rss"] == pytest.approx(want, rel=0.05), (row, want)
-    assert small_child["peak_rss_measure"] == "at-least"
-    assert small_child["peak_rss"] < MIB * 2**20 // 2       # not the earlier child's peak
+    assert system_child["peak_rss_measure"] == "at-least"
+    assert system_child["peak_rss"] < MIB * 2**20 // 2      # not the earlier child's peak
 
 
 WF = textwrap.dedent('''

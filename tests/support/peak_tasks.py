@@ -4,6 +4,8 @@ Each allocation touches every page, so the bytes are resident, not only reserved
 """
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
 import sys
 
@@ -35,3 +37,9 @@ def python_alloc(mib):
 def child_alloc(mib):
     """A child process holds the peak: ``mib`` MiB; the task's own process stays small."""
     return subprocess.run([sys.executable, "-c", alloc_code(mib)], check=True).returncode
+
+
+@task(returns=int)
+def system_alloc(mib):
+    """A child that C code reaps (``os.system``), not ``os.waitpid``."""
+    return os.system(shlex.join([sys.executable, "-c", alloc_code(mib)]))

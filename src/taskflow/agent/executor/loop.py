@@ -247,6 +247,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, _on_sigint)
     programs.attach(slot)
+    usage.install()                         # the peak of the children a task reaps
     funcs: dict[bytes, Any] = {}
     cur = Current()
     programs.STATE.live = lambda logs: send_lines(wfd, cur, logs)

@@ -18,14 +18,16 @@ call of each function, and those whose mean here is at least
   * ``vmhwm``: a Python task: the executor's peak resident set while it ran
     (``VmHWM``, reset at the task's start through ``/proc/self/clear_refs``,
     Linux >= 4.0);
-  * ``children``: a Python task whose child process (``subprocess``,
-    ``os.system``), reaped while it ran, peaked higher than the executor:
-    that child's peak, from ``RUSAGE_CHILDREN``'s ``ru_maxrss``, which grew;
-  * ``at-least``: a Python task whose children, reaped while it ran, peaked
-    no higher than a child of an earlier task of this executor: the kernel's
-    children peak is a maximum over the executor's life, never reset, so
-    theirs cannot be told apart; the figure is the executor's own, a lower
-    bound;
+  * ``children``: a Python task whose child process, reaped while it ran,
+    peaked higher than the executor: that child's peak, from the ``wait4``
+    that reaped it (the executor's ``os.waitpid`` is ``os.wait4`` keeping the
+    child's peak, :func:`install`: ``subprocess``, ``multiprocessing``), or
+    from ``RUSAGE_CHILDREN``'s ``ru_maxrss`` where that grew;
+  * ``at-least``: a Python task whose children were reaped otherwise
+    (``os.system``, C code) and peaked no higher than a child of an earlier
+    task of this executor: the kernel's children peak is a maximum over the
+    executor's life, never reset, so theirs cannot be told apart; the figure
+    is the executor's own (or its known children's), a lower bound;
   * ``at-most``: no ``/proc/self/status`` (not Linux): the executor's
     lifetime peak, an upper bound.
 - Bytes read and written: what the executor and the children it waited for
@@ -36,10 +38,40 @@ call of each function, and those whose mean here is at least
 """
 from __future__ import annotations
 
+import os
 import resource
 import sys
 
 from .invokers import process
+
+_wait4 = getattr(os, "wait4", None)
+_reaped = [0, 0]     # since the task began: [largest ru_maxrss, sum of ru_minflt] of the
+#                      children reaped through os.waitpid (install)
+
+
+def install() -> None:
+    """In the executor: ``os.waitpid`` reaps through ``os.wait4`` (the same call with the
+    child's usage; Linux's waitpid is wait4 without it) and keeps the peak of the
+    children a task reaps, which ``RUSAGE_CHILDREN`` cannot give once an earlier task's
+    child peaked higher. Code that calls ``os.waitpid`` (``subprocess.run``,
+    ``Popen.wait``, ``multiprocessing``) sees no difference."""
+    wait4 = _wait4
+    if wait4 is None or getattr(os.waitpid, "__wrapped__", None) is not None:
+        return
+    plain = os.waitpid
+    reaped = _reaped
+
+    def waitpid(pid: int, options: int, /) -> tuple[int, int]:
+        got, status, ru = wait4(pid, options)
+        if got and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
+            if ru.ru_maxrss > reaped[0]:
+                reaped[0] = ru.ru_maxrss
+            reaped[1] += ru.ru_minflt
+        return got, status
+
+    waitpid.__wrapped__ = plain  # type: ignore[attr-defined]
+    waitpid.__doc__ = plain.__doc__
+    os.waitpid = waitpid
 
 Start = tuple[float, float, int, int, int, int]
 # CPU seconds, peak resident bytes, bytes read, bytes written, how the peak was measured
@@ -86,6 +118,7 @@ def start() -> Start:
     """Before the task: the CPU times so far (and the peak reset)."""
     _reset_peak()
     process.last_peak = 0
+    _reaped[0] = _reaped[1] = 0
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     rd, wr = _io()
@@ -114,9 +147,12 @@ def _peak(kids_peak0: int, kids_faults0: int, kids: resource.struct_rusage) -> t
     mine, reset = _peak_self()
     if not reset:
         return mine, "at-most"
+    known, seen_faults = _reaped
     if kids.ru_maxrss > kids_peak0:         # a child reaped during the task set a new high
-        theirs = int(kids.ru_maxrss * _KB)
-        return (theirs, "children") if theirs > mine else (mine, "vmhwm")
-    if kids.ru_minflt != kids_faults0 and kids_peak0 * _KB > mine:
-        return mine, "at-least"             # children ran; theirs hides under an old high
-    return mine, "vmhwm"
+        known = max(known, kids.ru_maxrss)
+    theirs = int(known * _KB)
+    peak, how = (theirs, "children") if theirs > mine else (mine, "vmhwm")
+    unseen = kids.ru_minflt - kids_faults0 - seen_faults     # faults of children reaped
+    if unseen > 0 and kids.ru_maxrss <= kids_peak0 and kids_peak0 * _KB > peak:
+        return peak, "at-least"             # otherwise; theirs hides under an old high
+    return peak, how
