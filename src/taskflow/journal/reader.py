@@ -168,21 +168,29 @@ class Journal:
     def each_ended(self) -> Iterator[dict[str, Any]]:
         """Every task that ended, by id, streamed: its row with what was measured on its
         node (``cpu``, ``rss``, ``rchar``, ``wchar``, ``rss_how``: None where not
-        measured, or not kept by the journal's version)."""
+        measured, or not kept by the journal's version), the task that called it
+        (``parent``) and whether a resumed run took it from the earlier run
+        (``restored``)."""
         have = {r[1] for r in self._rows("PRAGMA table_info(usage)")}
         cols = ", ".join(f"u.{c}" if c in have else f"NULL AS {c}"
                          for c in ("cpu", "rss", "rchar", "wchar", "rss_how"))
         for r in self._each(
                 "SELECT t.id, t.name, t.state, t.node, t.t_submit, t.t_start, t.t_end, "
-                f"t.attempts, t.exit_code, t.error, t.constraints, {cols} FROM tasks t "
-                "LEFT JOIN usage u ON u.task_id = t.id WHERE t.state IN ('DONE', 'FAILED', "
-                "'CANCELLED', 'INTERRUPTED') ORDER BY t.id"):
+                f"t.attempts, t.exit_code, t.error, t.constraints, {cols}, "
+                "c.parent_id AS parent, EXISTS (SELECT 1 FROM transitions x WHERE "
+                "x.task_id = t.id AND x.state = 'RESTORED') AS restored FROM tasks t "
+                "LEFT JOIN usage u ON u.task_id = t.id LEFT JOIN children c ON "
+                "c.child_id = t.id WHERE t.state IN ('DONE', 'FAILED', 'CANCELLED', "
+                "'INTERRUPTED') ORDER BY t.id"):
             yield dict(r)
 
-    def restored_ids(self) -> set[int]:
-        """The tasks of a resumed run taken from the earlier run (not run here)."""
-        return {r[0] for r in self._rows(
-            "SELECT task_id FROM transitions WHERE state = 'RESTORED'")}
+    def each_retry(self) -> Iterator[tuple[int, float, str, str]]:
+        """(task id, time, node, why) of each attempt that ran again, by task id and time,
+        streamed (:meth:`retries` holds them in memory)."""
+        for tid, t, node, why in self._each(
+                "SELECT task_id, t, node, info FROM transitions WHERE state='RETRY' "
+                "ORDER BY task_id, t"):
+            yield tid, t, node or "-", why or ""
 
     def each_dep(self) -> Iterator[tuple[int, int]]:
         """(task, one task whose output it reads), streamed, by task id."""

@@ -56,8 +56,11 @@ def pick(spec: str | None) -> list[str]:
 def _text(v: Any) -> str:
     if v is None:
         return ""
-    if isinstance(v, float):
+    kind = type(v)
+    if kind is float:
         return f"{v:.3f}"
+    if kind is int:
+        return str(v)
     return str(v).replace("\t", " ").replace("\n", " ")
 
 
@@ -84,7 +87,8 @@ class TableWriter:
     def row(self, r: dict[str, Any]) -> None:
         fields = self.fields
         if self.fmt == "tsv":
-            self.out.write("\t".join(_text(r.get(f)) or "-" for f in fields) + "\n")
+            get = r.get
+            self.out.write("\t".join([_text(get(f)) or "-" for f in fields]) + "\n")
         elif self._csv is not None:
             self._csv.writerow([_text(r.get(f)) for f in fields])
         else:

@@ -35,6 +35,23 @@ def resources_asked(constraints: str | None) -> str | None:
     return ";".join(words) or None
 
 
+class _Asked:
+    """``resources_asked`` and the slots a task holds, per ``constraints`` text (one per
+    task function: a handful in a run, computed once each)."""
+
+    def __init__(self) -> None:
+        self.known: dict[str | None, tuple[str | None, int]] = {}
+
+    def __call__(self, constraints: str | None) -> tuple[str | None, int]:
+        got = self.known.get(constraints)
+        if got is None:
+            units = slots_of({"id": 0, "constraints": constraints}, {})[0][1]
+            got = (resources_asked(constraints), units)
+            if len(self.known) < 10000:
+                self.known[constraints] = got
+        return got
+
+
 def resources_given(held: list[tuple[str, int]]) -> str | None:
     return ",".join(f"{node}:{k}" for node, k in held) or None
 
@@ -58,11 +75,13 @@ def first_line(text: str | None) -> str | None:
 
 
 def trace_rows(j: Journal) -> Iterator[dict[str, Any]]:
-    """One dict per ended attempt (keys: :data:`.fields.FIELDS`), by task id, streamed."""
-    parents = {c: p for p, c in j.children()}
-    retried = j.retries()
-    restored = j.restored_ids()
+    """One dict per ended attempt (keys: :data:`.fields.FIELDS`), by task id, streamed:
+    the tasks and their retries are read side by side in id order, so memory holds one
+    task's at a time (and the multi-slot placements, :meth:`Journal.placements`)."""
+    retries = j.each_retry()
+    pending = next(retries, None)
     placed = j.placements()
+    asked_by = _Asked()
     jobs = os.path.join(j.run_dir, "jobs")
     try:
         job_files = set(os.listdir(jobs))
@@ -70,11 +89,15 @@ def trace_rows(j: Journal) -> Iterator[dict[str, Any]]:
         job_files = set()
     for t in j.each_ended():
         tid = t["id"]
-        asked = resources_asked(t["constraints"])
+        asked, units = asked_by(t["constraints"])
         base = {"task_id": tid, "name": t["name"], "submit": t["t_submit"] or None,
-                "parent": parents.get(tid), "resources_asked": asked}
+                "parent": t["parent"], "resources_asked": asked}
         n = 0
-        for when, node, why in retried.get(tid, ()):
+        while pending is not None and pending[0] < tid:     # (a task that has not ended)
+            pending = next(retries, None)
+        while pending is not None and pending[0] == tid:
+            _, when, node, why = pending
+            pending = next(retries, None)
             if why.startswith(HANDED_BACK):
                 continue
             n += 1
@@ -82,9 +105,10 @@ def trace_rows(j: Journal) -> Iterator[dict[str, Any]]:
                        node=None if node == "-" else node, error=first_line(why))
             row["duration"] = when - t["t_submit"] if t["t_submit"] else None
             yield row
-        row = dict(base, status="RESTORED" if tid in restored else t["state"],
+        restored = bool(t["restored"])
+        row = dict(base, status="RESTORED" if restored else t["state"],
                    exit=t["exit_code"], node=t["node"] or None, error=first_line(t["error"]))
-        ran = tid not in restored and bool(t["t_start"])
+        ran = not restored and bool(t["t_start"])
         row["attempt"] = max(t["attempts"] or 0, n + 1) if ran else (t["attempts"] or None)
         row["start"] = t["t_start"] if ran else None
         row["complete"] = t["t_end"] or None
@@ -94,7 +118,8 @@ def trace_rows(j: Journal) -> Iterator[dict[str, Any]]:
             row["realtime"] = max(0.0, row["complete"] - t["t_start"])
         measures(row, t["cpu"], t["rss"], t["rchar"], t["wchar"], t["rss_how"])
         if ran:
-            row["resources_given"] = resources_given(slots_of(t, placed))
+            row["resources_given"] = resources_given(placed.get(tid)
+                                                     or [(t["node"] or "?", units)])
         logs = [os.path.join(jobs, f"job{tid}{ext}") for ext in (".out", ".err")
                 if f"job{tid}{ext}" in job_files]
         row["log"] = ",".join(logs) or None
