@@ -177,6 +177,12 @@ def test_a_run_gone_or_damaged_is_said_not_a_traceback(tmp_path):
         r = runner.invoke(main, [*cmd, *root])
         assert r.exit_code == 1 and "Traceback" not in r.output, (cmd, r.output)
         assert f"{journal} is damaged (" in r.output, (cmd, r.output)
+    # emptied: no tables at all
+    with open(journal, "wb"):
+        pass
+    for cmd in (["trace", run_id, "--format", "tsv"], ["trace", run_id], ["explain", run_id]):
+        r = runner.invoke(main, [*cmd, *root])
+        assert r.exit_code == 1 and f"{journal} has no journal tables (0 bytes)" in r.output
     # gone: the run's directory removed (named by its id, or by its path)
     shutil.rmtree(run_dir)
     for cmd in (["trace", run_id, "--format", "tsv"], ["explain", run_id],

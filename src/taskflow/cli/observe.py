@@ -335,6 +335,8 @@ def trace(run: str | None, fmt: str, fields: str | None, out: str | None,
     if fmt == "perfetto":
         if fields:
             raise click.UsageError("--fields is for --format tsv, csv or json")
+        with Journal(path) as j:
+            j.require_tables()
         if out is not None and os.path.isfile(out):
             raise click.UsageError(f"--out {out}: a perfetto trace is written into a "
                                    f"directory (trace.json, gantt.png); that is a file")
@@ -348,6 +350,7 @@ def trace(run: str | None, fmt: str, fields: str | None, out: str | None,
     except ValueError as exc:
         raise click.UsageError(f"--fields: {exc}") from None
     with Journal(path) as j:
+        j.require_tables()
         if out is None or out == "-":
             write_table(sys.stdout, fmt, names, trace_rows(j))
             return

@@ -78,7 +78,7 @@ def explain(run: str | None, names_only: bool, run_dir: str | None) -> None:
     except RunNotFound as exc:
         raise click.ClickException(str(exc)) from None
     with Journal(path) as j:
-        print_reasons(j, names_only)
+        print_reasons(j.require_tables(), names_only)
 
 
 def print_reasons(j: Journal, names_only: bool = False, err: bool = False,

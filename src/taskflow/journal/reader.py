@@ -95,6 +95,16 @@ class Journal:
     def close(self) -> None:
         self.db.close()
 
+    def require_tables(self) -> "Journal":
+        """Self, or :class:`RecordDamaged` when the file has none of a journal's tables
+        (empty, or another SQLite file): for the commands that would print nothing."""
+        if not self._rows("SELECT 1 FROM sqlite_master WHERE type='table' AND name='run'"):
+            size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
+            raise RecordDamaged(f"{self.path} has no journal tables ({size} bytes): it is not "
+                                f"a run's journal, or its run had only begun to write it; "
+                                f"the run's other files are in {self.run_dir}")
+        return self
+
     def __enter__(self) -> "Journal":
         return self
 
