@@ -150,6 +150,12 @@ def test_trace_file_rows_come_as_attempts_end_and_the_journal_says_the_same(tmp_
         sorted((int(r["task_id"]), r["status"]) for r in rows)
     assert {r["parent"] for r in table if r["task_id"] == int(nested[0]["task_id"])} == \
         {int(outer["task_id"])}
+    # the attempt that ran again: its figures kept too (ATTEMPT transitions)
+    tried = next(r for r in table if r["status"] == "RETRIED")
+    live = next(r for r in rows if r["status"] == "RETRIED")
+    assert tried["attempt"] == 1 and tried["start"] and tried["peak_rss"] > 0
+    assert float(live["start"]) == pytest.approx(tried["start"], abs=1e-3)
+    assert float(live["complete"]) == pytest.approx(tried["complete"], abs=1e-3)
     got = runner.invoke(main, ["trace", "--run-dir", str(tmp_path / "runs"), "-F", "csv",
                                "--fields", "task_id,name,status,attempt"])
     assert got.exit_code == 0, got.output

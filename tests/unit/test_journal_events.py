@@ -57,7 +57,9 @@ def test_task_events_and_rows(tmp_path):
                                            "transitions ORDER BY rowid")]
     assert trans == [(2, 11.0, "READY", "", None), (2, 12.0, "PLACED", "n0", '[["n0", 2]]'),
                      (3, 15.0, "RETRY", "n1", "lost with its node"),
-                     (3, 15.5, "RERUN", "", "its code changed")]
+                     (3, 15.5, "RERUN", "", "its code changed"),
+                     # the attempt that ran again (its start unknown: it never ran)
+                     (3, 15.0, "ATTEMPT", "n1", '{"retry": 15.0, "end": 15.0, "start": null}')]
     assert [tuple(r) for r in con.execute("SELECT task_id, t, level, node, line FROM logs")] \
         == [(2, 13.5, "STDERR", "n0", "a line")]
     assert [tuple(r) for r in con.execute("SELECT * FROM usage")] == \

@@ -194,13 +194,29 @@ class Journal:
                 "'INTERRUPTED') ORDER BY t.id"):
             yield dict(r)
 
-    def each_retry(self) -> Iterator[tuple[int, float, str, str]]:
-        """(task id, time, node, why) of each attempt that ran again, by task id and time,
-        streamed (:meth:`retries` holds them in memory)."""
-        for tid, t, node, why in self._each(
-                "SELECT task_id, t, node, info FROM transitions WHERE state='RETRY' "
-                "ORDER BY task_id, t"):
-            yield tid, t, node or "-", why or ""
+    def each_retry(self) -> Iterator[tuple[int, float, str, str, dict[str, Any]]]:
+        """(task id, time, node, why, the attempt) of each attempt that ran again, by task
+        id and time, streamed (:meth:`retries` holds them in memory). The attempt: its
+        ``start``, ``end``, ``cpu``, ``rss``, ``rss_how``, ``rchar``, ``wchar`` where the
+        journal kept them (``ATTEMPT`` rows; {} for a hand-back or an older journal)."""
+        last: tuple[int, float, str, str] | None = None
+        for tid, t, state, node, info in self._each(
+                "SELECT task_id, t, state, node, info FROM transitions WHERE state IN "
+                "('RETRY', 'ATTEMPT') ORDER BY task_id, t, rowid"):
+            if state == "RETRY":
+                if last is not None:
+                    yield (*last, {})
+                last = (tid, t, node or "-", info or "")
+                continue
+            try:
+                attempt = json.loads(info or "{}")
+            except ValueError:
+                attempt = {}
+            if last is not None and last[0] == tid and attempt.get("retry") == last[1]:
+                yield (*last, attempt if isinstance(attempt, dict) else {})
+                last = None
+        if last is not None:
+            yield (*last, {})
 
     def each_dep(self) -> Iterator[tuple[int, int]]:
         """(task, one task whose output it reads), streamed, by task id."""
@@ -349,6 +365,7 @@ class Journal:
         t["deps"] = self.deps_of(tid)
         tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
         t["streams"] = {}       # a program's stdin/stdout/stderr: {stream: [parameter, path]}
+        tr = [x for x in tr if x["state"] != "ATTEMPT"]     # (their figures: each_retry)
         for x in [x for x in tr if x["state"] == "STREAMS"]:
             tr.remove(x)
             try:

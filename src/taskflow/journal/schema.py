@@ -13,7 +13,9 @@ tasks       a view, one row per task: name, function, parameters in short
 deps        task -> the tasks whose outputs it reads
 children    parent -> the tasks it called while it ran (nested calls)
 transitions the state changes the tasks row cannot hold: one RETRY row per
-            failed attempt that was run again (time, node, reason); the
+            failed attempt that was run again (time, node, reason) and one
+            ATTEMPT row with that attempt's start, end and measures (JSON:
+            the trace's RETRIED rows); the
             regular SUBMITTED/DISPATCHED/RUNNING/end times are columns of
             tasks (``Journal.task`` merges both into one list)
 nodes       joins and losses of node agents with their description

@@ -45,8 +45,13 @@ import sys
 from .invokers import process
 
 _wait4 = getattr(os, "wait4", None)
-_reaped = [0, 0]     # since the task began: [largest ru_maxrss, sum of ru_minflt] of the
-#                      children reaped through os.waitpid (install)
+
+
+class _Reaped:
+    """The children reaped through ``os.waitpid`` (:func:`install`) since the task began."""
+
+    peak = 0            # their largest ru_maxrss
+    faults = 0          # the sum of their ru_minflt
 
 
 def install() -> None:
@@ -59,14 +64,13 @@ def install() -> None:
     if wait4 is None or getattr(os.waitpid, "__wrapped__", None) is not None:
         return
     plain = os.waitpid
-    reaped = _reaped
 
     def waitpid(pid: int, options: int, /) -> tuple[int, int]:
         got, status, ru = wait4(pid, options)
         if got and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
-            if ru.ru_maxrss > reaped[0]:
-                reaped[0] = ru.ru_maxrss
-            reaped[1] += ru.ru_minflt
+            if ru.ru_maxrss > _Reaped.peak:
+                _Reaped.peak = ru.ru_maxrss
+            _Reaped.faults += ru.ru_minflt
         return got, status
 
     waitpid.__wrapped__ = plain  # type: ignore[attr-defined]
@@ -118,7 +122,7 @@ def start() -> Start:
     """Before the task: the CPU times so far (and the peak reset)."""
     _reset_peak()
     process.last_peak = 0
-    _reaped[0] = _reaped[1] = 0
+    _Reaped.peak = _Reaped.faults = 0
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     rd, wr = _io()
@@ -147,7 +151,7 @@ def _peak(kids_peak0: int, kids_faults0: int, kids: resource.struct_rusage) -> t
     mine, reset = _peak_self()
     if not reset:
         return mine, "at-most"
-    known, seen_faults = _reaped
+    known, seen_faults = _Reaped.peak, _Reaped.faults
     if kids.ru_maxrss > kids_peak0:         # a child reaped during the task set a new high
         known = max(known, kids.ru_maxrss)
     theirs = int(known * _KB)

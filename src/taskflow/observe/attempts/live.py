@@ -3,8 +3,7 @@
 A subscriber of the run's event bus (rows included, as the journal's): a row
 per attempt that ended, written at the delivery that brings its end (tens of
 milliseconds after it) and flushed with the delivery, so ``tail -f F`` shows
-each attempt as it ends. It knows every attempt's figures, a retried one's
-too (the journal keeps the last attempt's only). It holds a small record per
+each attempt as it ends. It holds a small record per
 task between its call and its end (bounded by the tasks the run holds
 anyway); a task's record goes at its end. A write that fails (a full disk)
 is said once on stderr and ends the file; the run goes on, and ``taskflow
@@ -41,14 +40,15 @@ def format_of(path: str) -> str:
 class _Task:
     """What a task's rows need from its call until its end."""
 
-    __slots__ = ("name", "submit", "asked", "parent", "start", "used", "attempt", "restored",
-                 "held")
+    __slots__ = ("name", "submit", "asked", "parent", "start", "used", "ended", "attempt",
+                 "restored", "held")
 
     def __init__(self, name: str, submit: float, asked: str | None) -> None:
         self.name, self.submit, self.asked = name, submit, asked
         self.parent: int | None = None
         self.start: float | None = None
         self.used: tuple[Any, ...] | None = None
+        self.ended: float | None = None       # the attempt's end, as its usage says
         self.attempt = 0
         self.restored = False
         self.held: list[tuple[str, int]] | None = None     # [(node, slots)]: several
@@ -111,6 +111,7 @@ class TraceFile:
             task.held = extra
         elif kind == "usage":
             task.used = extra
+            task.ended = t
         elif kind == "nested":
             task.parent = extra
         elif kind == "restored":
@@ -118,8 +119,9 @@ class TraceFile:
         elif kind == "retry":
             if not str(extra).startswith(HANDED_BACK):
                 task.attempt += 1
-                self._row(tid, task, "RETRIED", task.start, t, node, None, first_line(extra))
-                task.start = task.used = None
+                self._row(tid, task, "RETRIED", task.start, task.ended or t, node, None,
+                          first_line(extra))
+                task.start = task.used = task.ended = None
         elif kind in ("failed", "cancelled", "interrupted"):
             t0, t1, first, err, att, _ = extra
             code = error_exit_code(err) if err is not None else None

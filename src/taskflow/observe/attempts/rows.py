@@ -1,11 +1,11 @@
 """The trace's rows of one run, from its journal: one per task attempt that ended.
 
-The journal keeps a task's last attempt whole (times, exit code, error, what
-was measured) and, of each earlier attempt that was run again, when it ended,
-where and why (its ``RETRY`` transition): those rows say ``RETRIED`` and
-leave the rest unknown. (``taskflow run --trace-file`` writes the figures of
-every attempt as it ends: :mod:`.live`.) A draining node's hand-back is no
-attempt (the task had not started there) and makes no row.
+The journal keeps a task's last attempt in its row (times, exit code, error)
+and ``usage`` (what was measured) and, of each earlier attempt that was run
+again, why (its ``RETRY`` transition) and its start, end and measures where
+known (its ``ATTEMPT`` transition): those rows say ``RETRIED``. A draining
+node's hand-back is no attempt (the task had not started there) and makes no
+row.
 """
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import json
 import os
 from typing import Any, Iterator
 
+from ...journal.changes import HANDED_BACK as HANDED_BACK     # re-exported (live.py)
 from ...journal.reader import Journal, slots_of
 
 # constraints keys that are no resource (the rest are: computing_units, memory_size,
 # processors and any a newer version declares)
 _NOT_RESOURCES = frozenset({"time_out", "on_failure", "priority", "invoker", "streams",
                             "recorded", "hints"})
-HANDED_BACK = "handed back by node"      # outcomes.hand_back's reason: not an attempt
 
 
 def resources_asked(constraints: str | None) -> str | None:
@@ -96,14 +96,21 @@ def trace_rows(j: Journal) -> Iterator[dict[str, Any]]:
         while pending is not None and pending[0] < tid:     # (a task that has not ended)
             pending = next(retries, None)
         while pending is not None and pending[0] == tid:
-            _, when, node, why = pending
+            _, when, node, why, tried = pending
             pending = next(retries, None)
             if why.startswith(HANDED_BACK):
                 continue
             n += 1
-            row = dict(base, status="RETRIED", attempt=n, complete=when,
+            end = tried.get("end") or when
+            row = dict(base, status="RETRIED", attempt=n, complete=end, start=tried.get("start"),
                        node=None if node == "-" else node, error=first_line(why))
-            row["duration"] = when - t["t_submit"] if t["t_submit"] else None
+            row["duration"] = end - t["t_submit"] if t["t_submit"] else None
+            if row["start"]:
+                row["realtime"] = max(0.0, end - row["start"])
+                row["resources_given"] = resources_given(placed.get(tid)
+                                                         or [(node, units)])
+            measures(row, tried.get("cpu"), tried.get("rss"), tried.get("rchar"),
+                     tried.get("wchar"), tried.get("rss_how"))
             yield row
         restored = bool(t["restored"])
         row = dict(base, status="RESTORED" if restored else t["state"],
