@@ -156,12 +156,12 @@ def test_trace_file_rows_come_as_attempts_end_and_the_journal_says_the_same(tmp_
     assert tried["attempt"] == 1 and tried["start"] and tried["peak_rss"] > 0
     assert float(live["start"]) == pytest.approx(tried["start"], abs=1e-3)
     assert float(live["complete"]) == pytest.approx(tried["complete"], abs=1e-3)
-    got = runner.invoke(main, ["trace", "--run-dir", str(tmp_path / "runs"), "-F", "csv",
+    got = runner.invoke(main, ["trace", "--run-dir", str(tmp_path / "runs"), "--format", "csv",
                                "--fields", "task_id,name,status,attempt"])
     assert got.exit_code == 0, got.output
     assert got.output.splitlines()[0] == "task_id,name,status,attempt"
     assert "flaky,RETRIED,1" in got.output and "flaky,DONE,2" in got.output
-    got = runner.invoke(main, ["trace", "--run-dir", str(tmp_path / "runs"), "-F", "tsv",
+    got = runner.invoke(main, ["trace", "--run-dir", str(tmp_path / "runs"), "--format", "tsv",
                                "--fields", "name,peak"])
     assert got.exit_code == 2 and "no trace field 'peak'" in got.output
 

@@ -308,7 +308,7 @@ def graph(run: str | None, out: str | None, kind: str | None, run_dir: str | Non
                                "taskflow trace RUN --format tsv > trace.tsv",
                                "taskflow trace RUN --format csv --fields name,realtime,peak_rss"))
 @click.argument("run", required=False)
-@click.option("--format", "-F", "fmt", type=click.Choice(["perfetto", *FORMATS]),
+@click.option("--format", "fmt", type=click.Choice(["perfetto", *FORMATS]),
               default="perfetto", show_default=True,
               help="perfetto: trace.json and gantt.png; tsv, csv, json: one row per task "
                    "attempt (Nextflow's trace fields and taskflow's own).")
