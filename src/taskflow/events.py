@@ -42,7 +42,8 @@ CallInfo = tuple[list[int], Any, Any, Any, "TaskSpec"]
 # way to the journal (journal/wire.py)
 EndInfo = tuple[float, float, Optional[str], Optional["TaskError"], int, float]
 # CPU seconds, peak resident bytes, bytes read, bytes written, how the peak was measured (one
-# of agent.executor.usage.HOW: "wait4", "vmhwm", "children", "at-least", "at-most")
+# of agent.executor.usage.HOW: "wait4", "vmhwm", "children", "at-least", "at-most",
+# "engine-client")
 UsageInfo = tuple[float, int, int, int, str]
 LogLine = tuple[str, str]               # (STDOUT | STDERR | RAW, text)
 # a node's memory report (wire MemoryReport): (rss, bytes held, bytes spilled, paused,

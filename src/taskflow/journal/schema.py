@@ -25,7 +25,8 @@ logs        every captured output line: task, time, level (STDOUT, STDERR,
 usage       CPU seconds, peak resident bytes and bytes read and written (rchar,
             wchar) of a task, measured on its node (tasks not known to be short:
             taskflow.agent.executor.usage), and how the peak was measured
-            (rss_how: wait4, vmhwm, children, at-least, at-most); the last
+            (rss_how: wait4, vmhwm, children, at-least, at-most,
+            engine-client); the last
             measured attempt
 memory      what a node's memory budget did (agent.memory): one row per report,
             with its resident bytes, bytes of values held in memory and on

@@ -29,7 +29,10 @@ call of each function, and those whose mean here is at least
     executor's life, never reset, so theirs cannot be told apart; the figure
     is the executor's own (or its known children's), a lower bound;
   * ``at-most``: no ``/proc/self/status`` (not Linux): the executor's
-    lifetime peak, an upper bound.
+    lifetime peak, an upper bound;
+  * ``engine-client``: a task in a podman or docker container: the engine
+    client's ``wait4`` figure, not the container's (whose processes are not
+    the executor's descendants); apptainer containers are ``wait4``.
 - Bytes read and written: what the executor and the children it waited for
   passed through read and write calls (``rchar`` and ``wchar`` of
   ``/proc/self/io``, which takes in a child's counts when it is reaped; the
@@ -80,7 +83,7 @@ def install() -> None:
 Start = tuple[float, float, int, int, int, int]
 # CPU seconds, peak resident bytes, bytes read, bytes written, how the peak was measured
 Used = tuple[float, int, int, int, str]
-HOW = ("wait4", "vmhwm", "children", "at-least", "at-most")
+HOW = ("wait4", "vmhwm", "children", "at-least", "at-most", "engine-client")
 
 
 def _io() -> tuple[int, int]:
@@ -122,6 +125,7 @@ def start() -> Start:
     """Before the task: the CPU times so far (and the peak reset)."""
     _reset_peak()
     process.last_peak = 0
+    process.client_only = False
     _Reaped.peak = _Reaped.faults = 0
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -147,7 +151,7 @@ def stop(before: Start) -> Used:
 def _peak(kids_peak0: int, kids_faults0: int, kids: resource.struct_rusage) -> tuple[int, str]:
     """The task's peak resident bytes and how it was measured (module docstring)."""
     if process.last_peak:                   # a program: its own wait4 figure
-        return process.last_peak, "wait4"
+        return process.last_peak, "engine-client" if process.client_only else "wait4"
     mine, reset = _peak_self()
     if not reset:
         return mine, "at-most"

@@ -28,7 +28,7 @@ FIELDS: dict[str, str] = {
     "%cpu": "CPU time / realtime * 100 (the task's process and the children it waited for)",
     "cpu_time": "CPU seconds, user + system",
     "peak_rss": "peak resident bytes, from the kernel (peak_rss_measure says how)",
-    "peak_rss_measure": "wait4, vmhwm, children, at-least or at-most",
+    "peak_rss_measure": "wait4, vmhwm, children, at-least, at-most or engine-client",
     "rchar": "bytes read through read calls (files, pipes, sockets)",
     "wchar": "bytes written through write calls",
     "node": "the node it ran on",
