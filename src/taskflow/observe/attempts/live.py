@@ -78,19 +78,20 @@ class TraceFile:
         with self._lock:
             if self.f is None:
                 return
-            for tid, t, spec, *_ in sub:
-                self._called(tid, t, spec)
-            for tid, t, spec, *_ in whole:
-                self._called(tid, t, spec)
-            for ev in evs:
-                self._event(ev)
-            for tid, _, _, _, _, _, _, t0, t1, _, node, att, code in whole:
-                self._ended(tid, "DONE", t0, t1, node, att, code, None)
-            for tid, t0, t1, _, node, att, _, code in done:
-                self._ended(tid, "DONE", t0, t1, node, att, code, None)
             try:
-                self.f.flush()
-            except OSError as exc:
+                for tid, t, spec, *_ in sub:
+                    self._called(tid, t, spec)
+                for tid, t, spec, *_ in whole:
+                    self._called(tid, t, spec)
+                for ev in evs:
+                    self._event(ev)
+                for tid, _, _, _, _, _, _, t0, t1, _, node, att, code in whole:
+                    self._ended(tid, "DONE", t0, t1, node, att, code, None)
+                for tid, t0, t1, _, node, att, _, code in done:
+                    self._ended(tid, "DONE", t0, t1, node, att, code, None)
+                if self.f is not None:
+                    self.f.flush()
+            except Exception as exc:  # noqa: BLE001 - the file is the user's extra: the run goes on
                 self._failed(exc)
 
     def _called(self, tid: int, t: float, spec: TaskSpec) -> None:
@@ -157,15 +158,15 @@ class TraceFile:
             cpu, rss, rd, wr, *how = used
             measures(row, cpu, rss, rd if rd >= 0 else None, wr if wr >= 0 else None,
                      how[0] if how else None)
-        try:
+        if self.f is not None:          # (None: a write failed earlier in this delivery)
             self.w.row(row)
-        except OSError as exc:
-            self._failed(exc)
 
-    def _failed(self, exc: OSError) -> None:
-        log.warning("taskflow: --trace-file %s: %s; no more rows are written there (taskflow "
-                    "trace RUN --format %s writes them from the journal)", self.path,
-                    exc.strerror or exc, self.w.fmt)
+    def _failed(self, exc: Exception) -> None:
+        """Say once why the file ends here, and close it; the run goes on."""
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
+        log.warning("--trace-file %s: %s; no more rows are written there (taskflow trace "
+                    "RUN --format %s writes them from the journal)", self.path, why,
+                    self.w.fmt)
         f, self.f = self.f, None
         try:
             if f is not None:
