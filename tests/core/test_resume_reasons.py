@@ -99,8 +99,9 @@ def test_editing_one_step_reruns_it_and_its_consumers_with_a_reason_each(tmp_pat
         {"an upstream task changed (parameter s)"}
     # and an input file edited since: its reader names it; the rest of its chain follows
     (tmp_path / "s1.txt").write_text("-other-\n")
-    r = _run(tmp_path, "run", "--no-progress", "--resume", "wf.py")
+    r = _run(tmp_path, "run", "--no-progress", "--resume", "--explain", "wf.py")
     assert r.returncode == 0, r.stderr
+    assert "calls that ran again:" in r.stderr           # --explain: each call too
     assert _ran(tmp_path) == ["align", "fetch", "report", "score", "trim"]
     src = tmp_path / "s1.txt"
     assert (f"reused 2 of 3 calls of fetch; 1 ran: 1 input file changed (content, parameter "
