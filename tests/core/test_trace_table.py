@@ -196,3 +196,54 @@ def test_a_run_gone_or_damaged_is_said_not_a_traceback(tmp_path):
         r = runner.invoke(main, [*cmd, *root])
         assert r.exit_code == 1 and "Traceback" not in r.output, (cmd, r.output)
         assert "no runs with a journal under" in r.output and str(runs) in r.output
+
+
+FLOW = textwrap.dedent('''
+    import os, time
+    from taskflow import task, wait_on
+
+    @task(returns=int)
+    def step(x):
+        return x
+
+    deadline = time.time() + 120                 # the test says go once its reader left
+    while not os.path.exists("go") and time.time() < deadline:
+        time.sleep(0.02)
+    print("RESULT", sum(wait_on([step(i) for i in range(20)])))
+''')
+
+
+def test_a_trace_file_that_cannot_be_written_ends_and_the_run_goes_on(tmp_path):
+    """Its reader gone (a pipe), the trace file's writes fail: said once, the run ends
+    well and its journal has every row."""
+    (tmp_path / "wf.py").write_text(FLOW)
+    fifo = tmp_path / "trace.tsv"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+    proc = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress",
+                             "--trace-file", str(fifo), "wf.py"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        got = bytearray()
+
+        def header() -> bool:
+            try:
+                got.extend(os.read(reader, 4096))
+            except BlockingIOError:
+                pass
+            return b"\n" in got
+        until(header, timeout=90, what="the trace file's header")
+        assert got.startswith(b"task_id\tname\t")
+        os.close(reader)                    # nobody reads it any more
+        (tmp_path / "go").write_text("")
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0 and "RESULT 190" in out, err
+    assert err.count(f"--trace-file {fifo}: Broken pipe; no more rows are written") == 1, err
+    r = CliRunner().invoke(main, ["trace", "--run-dir", str(tmp_path / "runs"), "--format",
+                                  "csv", "--fields", "name,status"])
+    assert r.output.count("step,DONE") == 20
