@@ -41,7 +41,10 @@ CallInfo = tuple[list[int], Any, Any, Any, "TaskSpec"]
 # it was started: 1 is the first run), t_dispatch); the error is a TaskError, reduced on its
 # way to the journal (journal/wire.py)
 EndInfo = tuple[float, float, Optional[str], Optional["TaskError"], int, float]
-UsageInfo = tuple[float, int, int, int]  # CPU seconds, peak resident bytes, bytes read, written
+# CPU seconds, peak resident bytes, bytes read, bytes written, how the peak was measured (one
+# of agent.executor.usage.HOW: "wait4", "vmhwm", "children", "at-least", "at-most",
+# "engine-client")
+UsageInfo = tuple[float, int, int, int, str]
 LogLine = tuple[str, str]               # (STDOUT | STDERR | RAW, text)
 # a node's memory report (wire MemoryReport): (rss, bytes held, bytes spilled, paused,
 # [("spill", data id, bytes), ("read", 0, how many), ("pause" | "resume", 0, rss)])

@@ -6,6 +6,7 @@ Each task appends a line to ``runs.log`` when it runs, so what ran again is coun
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -106,7 +107,8 @@ def test_an_output_is_kept_once_and_a_changed_one_is_made_again(wf):
     r = _run(wf, "--resume", "--explain", "wf.py")
     assert r.returncode == 0, r.stderr
     assert _ran(wf) == ["write"] and (wf / "result.txt").read_text() == "14\n"
-    assert "write: 1 ran again (the file it wrote was changed or removed since)" in r.stderr
+    assert ("reused 0 of 1 calls of write; 1 ran: 1 the file it wrote was changed or removed "
+            "since; 0 ran because its code changed") in r.stderr
 
 
 def test_an_unchanged_script_restores_everything(wf):
@@ -123,8 +125,11 @@ def test_an_edited_function_reruns_with_its_successors_only(wf):
     assert r.returncode == 0, r.stderr
     assert "RESULT 15 12" in r.stdout and (wf / "result.txt").read_text() == "15\n"
     assert sorted(_ran(wf)) == ["total", "write"]
-    assert "total: 1 ran again (its code changed)" in r.stderr
-    assert "write: 1 ran again (an upstream task changed (parameter value))" in r.stderr
+    # a line per task name by default (--explain adds each call)
+    assert "reused 0 of 1 calls of total; 1 ran: 1 its code changed\n" in r.stderr
+    assert ("reused 0 of 1 calls of write; 1 ran: 1 an upstream task changed (parameter "
+            "value); 0 ran because its code changed") in r.stderr
+    assert "reused 4 of 4 calls of square; none ran again" in r.stderr
 
 
 def test_an_edited_input_file_reruns_its_readers_and_their_successors(wf):
@@ -133,16 +138,19 @@ def test_an_edited_input_file_reruns_its_readers_and_their_successors(wf):
     assert r.returncode == 0, r.stderr
     assert "RESULT 14 26" in r.stdout
     assert sorted(_ran(wf)) == ["count", "double"]
-    assert "count: 1 ran again (input file changed (parameter src))" in r.stderr
-    assert "double: 1 ran again (an upstream task changed (parameter n))" in r.stderr
+    changed = f"input file changed (content, parameter src): {wf / 'input.txt'}"
+    assert f"reused 0 of 1 calls of count; 1 ran: 1 {changed}; 0 ran because" in r.stderr
+    assert ("reused 0 of 1 calls of double; 1 ran: 1 an upstream task changed (parameter n)"
+            in r.stderr)
     # the same reasons, later, from the resumed run's journal
     env = dict(os.environ, TASKFLOW_RUN_DIR=str(wf / "runs"))
     ex = subprocess.run([sys.executable, "-m", "taskflow", "explain"], cwd=wf, env=env,
                         capture_output=True, text=True, timeout=60)
     assert ex.returncode == 0, ex.stderr
-    assert "7 task(s) restored from the earlier run, 2 ran again" in ex.stdout
-    assert "  count: 1 ran again (input file changed (parameter src))" in ex.stdout
-    assert "  double: 1 ran again (an upstream task changed (parameter n))" in ex.stdout
+    assert "7 call(s) reused from the earlier run (7 restored), 2 ran again" in ex.stdout
+    assert f"  reused 0 of 1 calls of count; 1 ran: 1 {changed}; 0 ran" in ex.stdout
+    assert "  reused 0 of 1 calls of double; 1 ran: 1 an upstream task changed" in ex.stdout
+    assert re.search(r"^  task \d+ count\(src=.*\): " + re.escape(changed) + "$", ex.stdout, re.M)
 
 
 def test_resume_names_a_run_and_refuses_one_that_was_not_resumable(wf):

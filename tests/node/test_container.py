@@ -15,6 +15,7 @@ from taskflow import (FILE_IN, FILE_INOUT, FILE_OUT, FILE_OUT_STDOUT, TaskError,
                       UsageError, binary, constraint, task, wait_on, wait_on_file)
 from taskflow.api.container import container
 from taskflow.journal.reader import Journal
+from taskflow.observe.attempts.rows import trace_rows
 
 BB = "localhost/taskflow-bb:1"
 BB_USER = "localhost/taskflow-bb-user:1"
@@ -125,7 +126,10 @@ def test_program_files_exit_code_and_logs(podman, tmp_path, monkeypatch):
         (t,) = j.tasks()
         lines = [(ln["level"], ln["line"]) for ln in j.logs(task=t["id"])]
         assert t["exit_code"] == 3
+        (row,) = trace_rows(j)
     assert ("STDOUT", "out-line") in lines and ("STDERR", "err-line") in lines
+    # podman runs the container (conmon), not the executor: the peak is its client's, said
+    assert row["peak_rss_measure"] == "engine-client" and row["peak_rss"] > 0
 
 
 def test_nonzero_exit_fails_with_the_program_s_words(crt):

@@ -34,7 +34,7 @@ def test_task_events_and_rows(tmp_path):
              E.Dispatched("dispatched", 12.0, 2, "f", "n0", [("n0", 2)]),
              E.Running("running", 13.0, 2, "f", "n0", None),
              E.Log("log", 13.5, 2, "", "n0", ("STDERR", "a line")),
-             E.Usage("usage", 14.0, 2, "f", "n0", (0.25, 4096, 800, -1)),
+             E.Usage("usage", 14.0, 2, "f", "n0", (0.25, 4096, 800, -1, "wait4")),
              E.Retry("retry", 15.0, 3, "f", "n1", "lost with its node"),
              E.Resumed("rerun", 15.5, 3, "f", "", "its code changed"),
              # (the error as journal/wire.py reduces it: text, remote traceback, exit code)
@@ -57,10 +57,13 @@ def test_task_events_and_rows(tmp_path):
                                            "transitions ORDER BY rowid")]
     assert trans == [(2, 11.0, "READY", "", None), (2, 12.0, "PLACED", "n0", '[["n0", 2]]'),
                      (3, 15.0, "RETRY", "n1", "lost with its node"),
-                     (3, 15.5, "RERUN", "", "its code changed")]
+                     (3, 15.5, "RERUN", "", "its code changed"),
+                     # the attempt that ran again (its start unknown: it never ran)
+                     (3, 15.0, "ATTEMPT", "n1", '{"retry": 15.0, "end": 15.0, "start": null}')]
     assert [tuple(r) for r in con.execute("SELECT task_id, t, level, node, line FROM logs")] \
         == [(2, 13.5, "STDERR", "n0", "a line")]
-    assert [tuple(r) for r in con.execute("SELECT * FROM usage")] == [(2, 0.25, 4096, 800, None)]
+    assert [tuple(r) for r in con.execute("SELECT * FROM usage")] == \
+        [(2, 0.25, 4096, 800, None, "wait4")]
     assert [tuple(r) for r in con.execute("SELECT * FROM deps")] == [(2, 1)]
 
 

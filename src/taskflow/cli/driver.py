@@ -27,7 +27,6 @@ from .observe import run_finished, run_started
 
 if TYPE_CHECKING:
     from ..console.view import RunView
-    from ..runtime.recovery.recovery import Recovery
     from ..runtime.runtime import Runtime
 
 
@@ -45,6 +44,7 @@ class RunPlan:
     trace: bool = False
     monitor: int | None = None      # the web monitor's port (0: any free one)
     inline: bool = False            # every task in this process, in call order (debugging)
+    trace_file: str | None = None   # a row per task attempt, written as each one ends
 
 
 class ScriptEnd(NamedTuple):
@@ -124,6 +124,7 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
             **plan.runtime)
     except UsageError as exc:
         launcher.refuse(str(exc))
+    tracer = _trace_file(rt, plan.trace_file, launcher)
     # before the nodes start: they get the master's sys.path, so the modules beside the
     # script import there too
     sys.path.insert(0, os.path.dirname(os.path.abspath(plan.script)))
@@ -169,12 +170,26 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     finally:
         if prog is not None:
             prog.close()
+        if tracer is not None:          # (the bus delivered its last events in stop)
+            tracer.close()
     signum = signals.first
     launcher.ending(rt)
     status = _report(rt, plan, launcher, signum, end, time.time() - t0)
     run_finished(rt, plan.graph, plan.trace, mon)
     launcher.closing(status)
     sys.exit(status)
+
+
+def _trace_file(rt: Runtime, path: str | None, launcher: Launcher) -> Any:
+    """``--trace-file``: its writer, subscribed before anything runs (None: not asked)."""
+    if path is None:
+        return None
+    from ..observe.attempts.fields import pick
+    from ..observe.attempts.live import TraceFile
+    try:
+        return TraceFile(path, pick(None), rt.bus)
+    except OSError as exc:
+        launcher.refuse(f"--trace-file {path}: {exc.strerror or exc}")
 
 
 def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: ScriptEnd,
@@ -186,7 +201,7 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
     from ..console.bars import summary
     from ..console.failures import end_of_run
     if rt.recovery.resumer is not None:
-        _resume_report(rt.recovery, plan.explain)
+        _resume_report(rt, plan.explain)
     # (a traceback says it otherwise; a failed record was said when it happened, and below)
     if end.error is None and rt.end_reason is not None and rt.dead is None:
         click.echo(f"taskflow: {rt.end_reason}", err=True)
@@ -197,8 +212,10 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
     return 1 if end.status == 0 and rt.failed else end.status
 
 
-def _resume_report(recovery: Recovery, explain: bool) -> None:
-    """What a resumed run restored, and (``--explain``) why the rest ran again."""
+def _resume_report(rt: Runtime, explain: bool) -> None:
+    """What a resumed run reused, and per task name why the rest ran again (always: a
+    line per name); ``--explain``: each call that ran again too (taskflow explain)."""
+    recovery = rt.recovery
     r = recovery.resumer
     assert r is not None
     adoption = recovery.adoption
@@ -207,6 +224,13 @@ def _resume_report(recovery: Recovery, explain: bool) -> None:
     click.echo(f"taskflow: resumed run {os.path.basename(r.store.run_dir)}: "
                f"{adopted + '; ' if adopted else ''}{r.restored} task(s) restored, {again} ran "
                f"again", err=True)
-    if explain:
-        for line in r.lines():
-            click.echo(f"  {line}", err=True)
+    for line in r.lines():
+        click.echo(f"  {line}", err=True)
+    if explain and again and rt.journal is not None:
+        from ..journal.reader import Journal
+        from .resuming import print_reasons
+        try:
+            with Journal(rt.run_dir) as j:
+                print_reasons(j, err=True, calls_only=True)
+        except Exception as exc:  # noqa: BLE001 - the run's end must not fail on it
+            click.echo(f"taskflow: --explain: {exc}", err=True)

@@ -16,6 +16,7 @@ import click
 
 from .._version import install_hint
 from .options import examples, retired
+from ..observe.attempts.fields import FIELDS, FORMATS
 from ..journal.reader import Journal, RunNotFound, resolve_run
 
 if TYPE_CHECKING:
@@ -340,19 +341,61 @@ def graph(run: str | None, out: str | None, kind: str | None, run_dir: str | Non
 
 
 @click.command(epilog=examples("taskflow trace                   # the latest run's trace.json",
-                               "taskflow trace RUN -o pictures/"))
+                               "taskflow trace RUN --format tsv > trace.tsv",
+                               "taskflow trace RUN --format csv --fields name,realtime,peak_rss"))
 @click.argument("run", required=False)
-@click.option("--out", "-o", type=click.Path(file_okay=False), default=None,
-              help="Directory for trace.json / gantt.png (default: the run's directory).")
+@click.option("--format", "fmt", type=click.Choice(["perfetto", *FORMATS]),
+              default="perfetto", show_default=True,
+              help="perfetto: trace.json and gantt.png; tsv, csv, json: one row per task "
+                   "attempt (Nextflow's trace fields and taskflow's own).")
+@click.option("--fields", default=None, metavar="F1,F2,...",
+              help=f"The columns of a tsv/csv/json trace, in order (default all: "
+                   f"{','.join(FIELDS)}).")
+@click.option("--out", "-o", type=click.Path(), default=None,
+              help="perfetto: the directory for trace.json / gantt.png (default: the run's "
+                   "directory); tsv/csv/json: the file (default: standard output).")
 @run_dir_option
-def trace(run: str | None, out: str | None, run_dir: str | None) -> None:
-    """Write RUN's Chrome/Perfetto trace (trace.json) and Gantt chart (gantt.png)."""
-    from ..observe.trace import write_trace
+def trace(run: str | None, fmt: str, fields: str | None, out: str | None,
+          run_dir: str | None) -> None:
+    """RUN's trace: a Perfetto timeline and Gantt chart, or a table of its task attempts.
+
+    --format tsv|csv|json writes one row per task attempt that ended: times,
+    CPU, peak resident memory (from the kernel, not sampled), bytes read and
+    written, node, parent task, resources. `taskflow run --trace-file F`
+    writes the same while the run goes.
+    """
     try:
-        paths = write_trace(resolve_run(run, run_dir), out)
+        path = resolve_run(run, run_dir)
     except RunNotFound as exc:
         raise click.ClickException(str(exc)) from None
-    _echo_paths(paths)
+    if fmt == "perfetto":
+        if fields:
+            raise click.UsageError("--fields is for --format tsv, csv or json")
+        with Journal(path) as j:
+            j.require_tables()
+        if out is not None and os.path.isfile(out):
+            raise click.UsageError(f"--out {out}: a perfetto trace is written into a "
+                                   f"directory (trace.json, gantt.png); that is a file")
+        from ..observe.trace import write_trace
+        _echo_paths(write_trace(path, out))
+        return
+    from ..observe.attempts.fields import pick, write_table
+    from ..observe.attempts.rows import trace_rows
+    try:
+        names = pick(fields)
+    except ValueError as exc:
+        raise click.UsageError(f"--fields: {exc}") from None
+    with Journal(path) as j:
+        j.require_tables()
+        if out is None or out == "-":
+            write_table(sys.stdout, fmt, names, trace_rows(j))
+            return
+        try:
+            with open(out, "w", newline="") as f:
+                n = write_table(f, fmt, names, trace_rows(j))
+        except OSError as exc:
+            raise click.ClickException(f"--out {out}: {exc.strerror or exc}") from None
+    click.echo(f"{fmt}: {out} ({n} attempt(s))", err=True)
 
 
 def _echo_paths(paths: dict[str, Any]) -> None:

@@ -15,7 +15,8 @@ import click
 from ..errors import RunNotFound
 from ..journal.reader import Journal, list_runs, resolve_run, runs_root
 from ..runtime.recovery.log import LOG_NAME
-from ..runtime.recovery.restore import log_origin, rerun_lines
+from ..runtime.recovery.reasons import summary_lines
+from ..runtime.recovery.restore import log_origin
 from .observe import run_dir_option
 from .options import examples
 
@@ -60,23 +61,56 @@ def run_to_resume(which: str, script: str, run_dir: str | None) -> str:
 
 
 @click.command(epilog=examples("taskflow explain                 # the latest run",
-                               "taskflow explain 20250101-1200"))
+                               "taskflow explain 20250101-1200 --names"))
 @click.argument("run", required=False)
+@click.option("--names", "names_only", is_flag=True,
+              help="Only the line per task name, not each call that ran again.")
 @run_dir_option
-def explain(run: str | None, run_dir: str | None) -> None:
-    """Why the calls of a resumed RUN ran again, one line per task name (default: latest)."""
+def explain(run: str | None, names_only: bool, run_dir: str | None) -> None:
+    """Why the calls of a resumed RUN ran again (default: the latest run).
+
+    A line per task name (the calls reused from the earlier run, of how many,
+    and why the others ran, counted by reason), then each call that ran again
+    with its parameters and its reason.
+    """
     try:
         path = resolve_run(run, runs_root(run_dir))
     except RunNotFound as exc:
         raise click.ClickException(str(exc)) from None
     with Journal(path) as j:
-        reruns, restored = j.resume_counts()
-        run_id = j.run().get("run_id", os.path.basename(path))
-    if not reruns and not restored:
-        click.echo(f"run {run_id} was not resumed from an earlier run (taskflow run --resume)")
+        print_reasons(j.require_tables(), names_only)
+
+
+def print_reasons(j: Journal, names_only: bool = False, err: bool = False,
+                  calls_only: bool = False) -> None:
+    """``taskflow explain``'s lines for the run of journal ``j`` (``err``: on stderr;
+    ``calls_only``: not the lines per name, said already)."""
+    reruns, restored = j.resume_counts()
+    run_id = j.run().get("run_id", os.path.basename(j.run_dir))
+    reused = j.reused_by_name()
+    if not reruns and not reused:
+        click.echo(f"run {run_id} was not resumed from an earlier run (taskflow run --resume)",
+                   err=err)
         return
     ran = sum(sum(v.values()) for v in reruns.values())
-    click.echo(f"run {run_id}: {restored} task(s) restored from the earlier run, {ran} ran "
-               f"again")
-    for line in rerun_lines(reruns):
-        click.echo(f"  {line}")
+    if calls_only:
+        names_only = False
+    else:
+        _summary(run_id, reused, restored, reruns, ran, err)
+    if names_only or not ran:
+        return
+    click.echo("calls that ran again:", err=err)
+    for tid, name, params, why in j.each_rerun():
+        click.echo(f"  task {tid} {name}({_short(params)}): {why}", err=err)
+
+
+def _summary(run_id: str, reused: dict[str, int], restored: int,
+             reruns: dict[str, dict[str, int]], ran: int, err: bool) -> None:
+    click.echo(f"run {run_id}: {sum(reused.values())} call(s) reused from the earlier run "
+               f"({restored} restored), {ran} ran again", err=err)
+    for line in summary_lines(reused, reruns):
+        click.echo(f"  {line}", err=err)
+
+
+def _short(params: str, limit: int = 120) -> str:
+    return params if len(params) <= limit else params[:limit - 3] + "..."

@@ -83,7 +83,8 @@ class RunCommand(OptionalValueCommand):
               help="Resumable runs: when the master dies, its node agents keep their running "
                    "tasks this long for `--resume` to adopt (0: they stop with it).")
 @click.option("--explain", is_flag=True,
-              help="With --resume: say, per task name, why calls ran again.")
+              help="With --resume: besides the line per task name, each call that ran again and why "
+                   "(taskflow explain RUN says it later too).")
 @click.option("--placement", type=click.Choice(["locality", "least-loaded", "fifo"]),
               default="locality", show_default=True, help="How a node is chosen for a task.")
 @run_dir_option
@@ -107,6 +108,10 @@ class RunCommand(OptionalValueCommand):
 @click.option("--trace", "trace_", is_flag=True,
               help="Write a Chrome/Perfetto trace and a Gantt chart into the run's directory.")
 @retired("-t", "--trace", "-t is --time in taskflow submit, as in sbatch")
+@click.option("--trace-file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Write a row per task attempt to FILE as each one ends (Nextflow's trace "
+                   "fields and taskflow's own; TSV, or CSV / JSON lines for a .csv / .json "
+                   "name): `taskflow trace RUN --format tsv` writes the same afterwards.")
 @click.option("--monitor", type=int, default=None, metavar="[PORT]",
               help="Serve the live web monitor on 127.0.0.1 (any free port if none given).")
 @click.option("--cluster", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -149,8 +154,9 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         adopt_grace: float, explain: bool, placement: str,
         run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
         memory_limit: bool, log_level: str, progress: bool | None, graph_: bool,
-        trace_: bool, monitor: int | None, inline: bool, plan_only: bool, compat: str | None,
-        compat_force: bool, script: str, script_args: tuple[str, ...]) -> None:
+        trace_: bool, trace_file: str | None, monitor: int | None, inline: bool,
+        plan_only: bool, compat: str | None, compat_force: bool, script: str,
+        script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
     ctx = click.get_current_context()
     meta = ctx.meta
@@ -195,7 +201,7 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         progress = False
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,
                    progress=progress, graph=graph_, trace=trace_, monitor=monitor,
-                   inline=inline)
+                   inline=inline, trace_file=trace_file)
     launcher.adjust(plan)
     drive(plan, launcher)
 

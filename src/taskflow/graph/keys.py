@@ -308,6 +308,21 @@ def _version_key(fut: Future, keys: Keys) -> tuple[str, bytes]:
     return "file", keys.file(fut._path or "")
 
 
+def file_paths(task: Task) -> dict[str, str]:
+    """The paths of the files and directories ``task`` reads, by parameter name (as its
+    :class:`KeyParts` names them): what a resumed run's reason for running it names."""
+    out: dict[str, str] = {}
+    for path, kind, obj in task.refs or ():
+        if kind == M.REF_FILE or kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:
+            if kind == M.REF_FILE:
+                fut = obj
+            else:
+                fut, _ = obj            # (the version read, the one written)
+            if fut._path:
+                out[_pname(task.spec, path)] = fut._path
+    return out
+
+
 def _item_path(fut: Future) -> bytes:
     item = fut._item
     return (item.path if item is not None and item.path else (fut._path or "")).encode()

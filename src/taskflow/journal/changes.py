@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from .wire import ErrorInfo, SpecInfo
 
 LOG_CAP = 20000          # lines stored per task; the rest are counted, then stated in the log
+# the reason of a draining node's hand-back (runtime.rules.outcomes.hand_back): the task
+# had not started there, so it is no attempt
+HANDED_BACK = "handed back by node"
 
 # A task's row as the writer holds it (the ``task_rows`` table; the ``tasks`` view
 # adds the name, function and constraints from ``specs``: see schema.py).
@@ -98,7 +101,11 @@ class Changes:
         self.lost: list[tuple[float, str, str]] = []
         self.states: list[tuple[str, str]] = []
         self.samples: list[tuple[Any, ...]] = []
-        self.usage: list[tuple[int, float, int, int | None, int | None]] = []
+        self.usage: list[tuple[int, float, int, int | None, int | None, str | None]] = []
+        self.used: dict[int, tuple[float, Any]] = {}    # task -> (time, usage) of this delivery
+        # attempts that ran again: (task, retry time, node, what is known of the attempt,
+        # its start still to read from the table)
+        self.attempts: list[tuple[int, float, str, dict[str, Any], bool]] = []
         self.memory: list[tuple[Any, ...]] = []
         self.moves: list[tuple[int, int, float, float, int, str, str]] = []
         self.streams: list[tuple[str, str, str, float]] = []     # opened
@@ -290,7 +297,25 @@ def _granted(c: Changes, ev: Granted) -> None:
 def _retry(c: Changes, ev: Retry) -> None:
     _, t, tid, _, node, why = ev
     c.trans.append((tid, t, "RETRY", node, str(why)))
+    if not str(why).startswith(HANDED_BACK):
+        _attempt(c, tid, t, node)
     c.apply(tid, {"state": "READY", "node": ""})
+
+
+def _attempt(c: Changes, tid: int, t: float, node: str) -> None:
+    """An attempt that will run again: its start and what was measured of it, kept as an
+    ``ATTEMPT`` transition (the task's row and ``usage`` keep its last attempt only)."""
+    info: dict[str, Any] = {"retry": t, "end": t}
+    row = c.new.get(tid)
+    start = row[T_START] if row is not None else c.changes.get(tid, {}).get("t_start")
+    got = c.used.pop(tid, None)
+    if got is not None:
+        info["end"], (cpu, peak, rd, wr, *how) = got
+        info.update(cpu=cpu, rss=peak, rchar=rd if rd >= 0 else None,
+                    wchar=wr if wr >= 0 else None, rss_how=_first(how))
+    info["start"] = start
+    # (not in hand: the row's t_start, read before this delivery's updates: the attempt's)
+    c.attempts.append((tid, t, node, info, start is None and row is None))
 
 
 def _resumed(c: Changes, ev: Resumed) -> None:
@@ -316,8 +341,18 @@ def _stream(c: Changes, ev: StreamNote) -> None:
 
 
 def _usage(c: Changes, ev: Usage) -> None:
-    _, _, tid, _, _, (cpu, peak, rd, wr) = ev
-    c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None))
+    _, t, tid, _, _, used = ev
+    cpu, peak, rd, wr, *how = used                      # (how: not in an older agent's)
+    c.usage.append((tid, cpu, peak, rd if rd >= 0 else None, wr if wr >= 0 else None,
+                    _first(how)))
+    c.used[tid] = (t, used)
+
+
+def _first(items: list[Any]) -> Any:
+    """The first of ``items``, None when there is none."""
+    for x in items:
+        return x
+    return None
 
 
 def _moved(c: Changes, ev: Moved) -> None:

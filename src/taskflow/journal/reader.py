@@ -95,6 +95,16 @@ class Journal:
     def close(self) -> None:
         self.db.close()
 
+    def require_tables(self) -> "Journal":
+        """Self, or :class:`RecordDamaged` when the file has none of a journal's tables
+        (empty, or another SQLite file): for the commands that would print nothing."""
+        if not self._rows("SELECT 1 FROM sqlite_master WHERE type='table' AND name='run'"):
+            size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
+            raise RecordDamaged(f"{self.path} has no journal tables ({size} bytes): it is not "
+                                f"a run's journal, or its run had only begun to write it; "
+                                f"the run's other files are in {self.run_dir}")
+        return self
+
     def __enter__(self) -> "Journal":
         return self
 
@@ -164,6 +174,49 @@ class Journal:
         for r in self._each(f"SELECT {cols}{io} FROM tasks t LEFT JOIN usage u ON "
                             "u.task_id = t.id ORDER BY t.id"):
             yield dict(r)
+
+    def each_ended(self) -> Iterator[dict[str, Any]]:
+        """Every task that ended, by id, streamed: its row with what was measured on its
+        node (``cpu``, ``rss``, ``rchar``, ``wchar``, ``rss_how``: None where not
+        measured, or not kept by the journal's version), the task that called it
+        (``parent``) and whether a resumed run took it from the earlier run
+        (``restored``)."""
+        have = {r[1] for r in self._rows("PRAGMA table_info(usage)")}
+        cols = ", ".join(f"u.{c}" if c in have else f"NULL AS {c}"
+                         for c in ("cpu", "rss", "rchar", "wchar", "rss_how"))
+        for r in self._each(
+                "SELECT t.id, t.name, t.state, t.node, t.t_submit, t.t_start, t.t_end, "
+                f"t.attempts, t.exit_code, t.error, t.constraints, {cols}, "
+                "c.parent_id AS parent, EXISTS (SELECT 1 FROM transitions x WHERE "
+                "x.task_id = t.id AND x.state = 'RESTORED') AS restored FROM tasks t "
+                "LEFT JOIN usage u ON u.task_id = t.id LEFT JOIN children c ON "
+                "c.child_id = t.id WHERE t.state IN ('DONE', 'FAILED', 'CANCELLED', "
+                "'INTERRUPTED') ORDER BY t.id"):
+            yield dict(r)
+
+    def each_retry(self) -> Iterator[tuple[int, float, str, str, dict[str, Any]]]:
+        """(task id, time, node, why, the attempt) of each attempt that ran again, by task
+        id and time, streamed (:meth:`retries` holds them in memory). The attempt: its
+        ``start``, ``end``, ``cpu``, ``rss``, ``rss_how``, ``rchar``, ``wchar`` where the
+        journal kept them (``ATTEMPT`` rows; {} for a hand-back or an older journal)."""
+        last: tuple[int, float, str, str] | None = None
+        for tid, t, state, node, info in self._each(
+                "SELECT task_id, t, state, node, info FROM transitions WHERE state IN "
+                "('RETRY', 'ATTEMPT') ORDER BY task_id, t, rowid"):
+            if state == "RETRY":
+                if last is not None:
+                    yield (*last, {})
+                last = (tid, t, node or "-", info or "")
+                continue
+            try:
+                attempt = json.loads(info or "{}")
+            except ValueError:
+                attempt = {}
+            if last is not None and last[0] == tid and attempt.get("retry") == last[1]:
+                yield (*last, attempt if isinstance(attempt, dict) else {})
+                last = None
+        if last is not None:
+            yield (*last, {})
 
     def each_dep(self) -> Iterator[tuple[int, int]]:
         """(task, one task whose output it reads), streamed, by task id."""
@@ -261,6 +314,19 @@ class Journal:
         restored = self._rows("SELECT COUNT(*) FROM transitions WHERE state = 'RESTORED'")
         return reruns, int(restored[0][0]) if restored else 0
 
+    def reused_by_name(self) -> dict[str, int]:
+        """A resumed run: per task name, the calls taken from the earlier run (restored
+        from its records, or adopted from its agents) rather than run here."""
+        return {name: int(n) for name, n in self._rows(
+            "SELECT t.name, COUNT(*) FROM transitions x JOIN tasks t ON t.id = x.task_id "
+            "WHERE x.state IN ('RESTORED', 'ADOPTED') GROUP BY t.name")}
+
+    def each_rerun(self) -> Iterator[tuple[int, str, str, str]]:
+        """A resumed run: (task id, name, parameters, why) of each call that ran again."""
+        for r in self._each("SELECT t.id, t.name, t.params, x.info FROM transitions x JOIN "
+                            "tasks t ON t.id = x.task_id WHERE x.state = 'RERUN' ORDER BY t.id"):
+            yield int(r[0]), r[1], r[2] or "", r[3] or "?"
+
     def name_edges(self) -> list[tuple[str, str]]:
         """(producer name, consumer name) pairs: the graph of task names."""
         return [(a, b) for a, b in self._rows(
@@ -305,6 +371,7 @@ class Journal:
         t["deps"] = self.deps_of(tid)
         tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
         t["streams"] = {}       # a program's stdin/stdout/stderr: {stream: [parameter, path]}
+        tr = [x for x in tr if x["state"] != "ATTEMPT"]     # (their figures: each_retry)
         for x in [x for x in tr if x["state"] == "STREAMS"]:
             tr.remove(x)
             try:

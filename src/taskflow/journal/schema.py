@@ -13,7 +13,9 @@ tasks       a view, one row per task: name, function, parameters in short
 deps        task -> the tasks whose outputs it reads
 children    parent -> the tasks it called while it ran (nested calls)
 transitions the state changes the tasks row cannot hold: one RETRY row per
-            failed attempt that was run again (time, node, reason); the
+            failed attempt that was run again (time, node, reason) and one
+            ATTEMPT row with that attempt's start, end and measures (JSON:
+            the trace's RETRIED rows); the
             regular SUBMITTED/DISPATCHED/RUNNING/end times are columns of
             tasks (``Journal.task`` merges both into one list)
 nodes       joins and losses of node agents with their description
@@ -22,7 +24,10 @@ logs        every captured output line: task, time, level (STDOUT, STDERR,
             RAW), node, text
 usage       CPU seconds, peak resident bytes and bytes read and written (rchar,
             wchar) of a task, measured on its node (tasks not known to be short:
-            taskflow.agent.executor.usage); the last attempt
+            taskflow.agent.executor.usage), and how the peak was measured
+            (rss_how: wait4, vmhwm, children, at-least, at-most,
+            engine-client); the last
+            measured attempt
 moves       values over the inline limit that moved (runtime.loop.fetches, relay): when
             the move began and ended, bytes, from which node to which ("master": to the
             master), the task it moved for (0: the master's own wait) and the task that
@@ -76,7 +81,8 @@ CREATE TABLE IF NOT EXISTS logs (
     node TEXT, line TEXT);
 CREATE INDEX IF NOT EXISTS logs_task ON logs(task_id, id);
 CREATE TABLE IF NOT EXISTS usage (
-    task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER, rchar INTEGER, wchar INTEGER);
+    task_id INTEGER PRIMARY KEY, cpu REAL, rss INTEGER, rchar INTEGER, wchar INTEGER,
+    rss_how TEXT);
 CREATE TABLE IF NOT EXISTS moves (
     task_id INTEGER, producer INTEGER, t_start REAL, t_end REAL, bytes INTEGER, src TEXT,
     dst TEXT);

@@ -185,6 +185,8 @@ class JournalDB:
             db.executemany(_INSERT_OK, c.ready)
         if c.new:
             self._insert_held(c.new, final)
+        if c.attempts:              # (before the updates: a row's t_start is the attempt's)
+            self._attempts(c)
         if c.changes:
             groups: dict[tuple[str, ...], list[Any]] = {}
             for tid, ch in c.changes.items():
@@ -219,8 +221,8 @@ class JournalDB:
         if c.samples:
             db.executemany("INSERT INTO samples VALUES (?,?,?,?,?,?)", c.samples)
         if c.usage:
-            db.executemany("INSERT OR REPLACE INTO usage (task_id, cpu, rss, rchar, wchar) "
-                           "VALUES (?,?,?,?,?)", c.usage)
+            db.executemany("INSERT OR REPLACE INTO usage (task_id, cpu, rss, rchar, wchar, "
+                           "rss_how) VALUES (?,?,?,?,?,?)", c.usage)
         if c.streams:
             db.executemany("INSERT OR IGNORE INTO streams (id, kind, name, t_open) "
                            "VALUES (?,?,?,?)", c.streams)
@@ -233,6 +235,15 @@ class JournalDB:
             db.executemany("INSERT INTO memory VALUES (?,?,?,?,?,?,?,?,?)", c.memory)
         if c.moves:
             db.executemany("INSERT INTO moves VALUES (?,?,?,?,?,?,?)", c.moves)
+
+    def _attempts(self, c: Changes) -> None:
+        """The ``ATTEMPT`` transitions of the attempts that ran again (changes._attempt)."""
+        for tid, t, node, info, from_table in c.attempts:
+            if from_table:
+                for (start,) in self.db.execute("SELECT t_start FROM task_rows WHERE id=?",
+                                                (tid,)):
+                    info["start"] = start
+            c.trans.append((tid, t, "ATTEMPT", node, json.dumps(info)))
 
     def _insert_held(self, new: dict[int, Row], final: bool) -> None:
         """Insert the rows in hand of tasks that ended, or that waited HOLD (all: final)."""

@@ -278,14 +278,25 @@ def _slurm(f: dict[str, Any]) -> str:
             + "".join(f"<li>{escape(ln)}</li>" for ln in lines) + more + "</ul>")
 
 
+def _resumed(head: dict[str, Any]) -> str:
+    """A resumed run: per task name, the calls reused and why the others ran again."""
+    lines = head.get("resumed")
+    if not lines:
+        return ""
+    return ('<section id="resumed"><h2>Resumed: calls reused and why the others ran '
+            'again</h2><ul>' + "".join(f"<li>{escape(ln)}</li>" for ln in lines)
+            + "</ul><p class=note>Each call's reason: <code>taskflow explain RUN</code>."
+            "</p></section>")
+
+
 def page(j: Journal, f: dict[str, Any], pt: PerTask, head: dict[str, Any],
          fails: dict[str, Any]) -> str:
     """The whole page."""
     tasks = j.tasks()
     col = colours(list(f["per_name"]))
     d = distributions.per_name(pt.ran, pt.usage, pt.queued)
-    sections = [_failures(fails), _per_name(f), _resources(f, d, col), _timeline(j, f, pt, col),
-                _graph(j, tasks), _moves(f), _memory(f), _model(f, pt)]
+    sections = [_failures(fails), _resumed(head), _per_name(f), _resources(f, d, col),
+                _timeline(j, f, pt, col), _graph(j, tasks), _moves(f), _memory(f), _model(f, pt)]
     nav = "".join(f'<a href="#{a}">{t}</a>' for a, t in (
         ("failures", "Failures"), ("names", "Tasks by name"), ("resources", "Resources"),
         ("timeline", "Timeline"), ("graph", "Graph"), ("model", "Scheduling model")))

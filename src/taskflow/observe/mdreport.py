@@ -139,6 +139,10 @@ def to_markdown(f: dict[str, Any], head: dict[str, Any] | None = None,
         lines += [f"{counts_text(f['counts'])}; {f['slots']} slots.", ""]
     if fails is not None:
         lines += _failures_section(fails)
+    if head is not None and head.get("resumed"):
+        lines += ["## Resumed: calls reused and why the others ran again", "",
+                  *[f"- {ln}" for ln in head["resumed"]],
+                  "", "Each call's reason: `taskflow explain RUN`.", ""]
     lines += _per_name_section(f)
     lines += _usage_section(f)
     lines += ["## Longest tasks", "", "| id | name | node | seconds | parameters |",

@@ -15,6 +15,7 @@ import re
 import shlex
 from typing import Any
 
+from ..runtime.recovery.reasons import summary_lines
 from ..journal.reader import Journal
 from ..console.frames import fold_traceback, user_frames
 
@@ -83,7 +84,16 @@ def header(j: Journal) -> dict[str, Any]:
         "exit_status": exit_status(run), "counts": j.counts(),
         "nodes": len(nodes), "slots": sum(int(n.get("slots") or 0) for n in nodes),
         "nested": j.nested_counts(),
+        "resumed": resumed_lines(j),
     }
+
+
+def resumed_lines(j: Journal) -> list[str]:
+    """A resumed run: per task name, the calls reused and why the others ran again (the
+    lines the run printed at its end); [] for a run that resumed nothing."""
+    reruns, _ = j.resume_counts()
+    reused = j.reused_by_name()
+    return summary_lines(reused, reruns) if reruns or reused else []
 
 
 def message(t: dict[str, Any]) -> list[str]:

@@ -130,8 +130,8 @@ LineWire = tuple[float, str, str]       # (time, STDOUT | STDERR | RAW, text)
 TaskLines = tuple[int, list[LineWire]]
 LogWire = tuple[int, float, str, str]   # (task id, time, level, text)
 # (start, end) on the node; measured tasks (agent.executor.usage): (start, end, CPU seconds, peak bytes,
-# bytes read, bytes written; -1 when not known)
-Timing = Union[tuple[float, float], tuple[float, float, float, int, int, int]]
+# bytes read, bytes written; -1 when not known; how the peak was measured: usage.HOW)
+Timing = Union[tuple[float, float], tuple[float, float, float, int, int, int, str]]
 # (data id, offset, total bytes, the bytes): a slice of a value's flat layout (agent.store.flat)
 PartWire = tuple[int, int, int, Any]
 

@@ -248,6 +248,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, _on_sigint)
     programs.attach(slot)
+    usage.install()                         # the peak of the children a task reaps
     funcs: dict[bytes, Any] = {}
     cur = Current()
     programs.STATE.live = lambda logs: send_lines(wfd, cur, logs)
@@ -449,9 +450,9 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
                     if type(x) is packed:
                         big = True
         if before is not None:
-            cpu, peak, rd, wr = usage.stop(before)
+            cpu, peak, rd, wr, how = usage.stop(before)
             rtid, status, routs, rerr, _ = res
-            res = (rtid, status, routs, rerr, (t0, t1, cpu, peak, rd, wr))
+            res = (rtid, status, routs, rerr, (t0, t1, cpu, peak, rd, wr, how))
         results.append(res)
         d = t1 - t0
         means[digest] = d if m is None else 0.8 * m + 0.2 * d

@@ -9,11 +9,30 @@ call of each function, and those whose mean here is at least
 - CPU time: the executor's user + system time during the task, plus that of
   the children it waited for (a program, ``mpirun`` and the ranks it waited
   for).
-- Peak memory: for a program task, the peak resident set of its largest
-  process (the child's own ``wait4`` usage, :mod:`.invokers.process`); for a
-  Python task, the executor's peak resident set while the task ran (Linux:
-  the peak is reset first through ``clear_refs``; elsewhere it is the
-  executor's lifetime peak, an upper bound). Either way in bytes.
+- Peak memory, in bytes, from the kernel (never sampled), with how it was
+  measured (:data:`HOW`, the trace's ``peak_rss_measure``):
+
+  * ``wait4``: a program task: the peak resident set of the largest process
+    of its tree (the program's own ``wait4`` usage, :mod:`.invokers.process`,
+    which takes in the children it waited for: ``/usr/bin/time``'s figure);
+  * ``vmhwm``: a Python task: the executor's peak resident set while it ran
+    (``VmHWM``, reset at the task's start through ``/proc/self/clear_refs``,
+    Linux >= 4.0);
+  * ``children``: a Python task whose child process, reaped while it ran,
+    peaked higher than the executor: that child's peak, from the ``wait4``
+    that reaped it (the executor's ``os.waitpid`` is ``os.wait4`` keeping the
+    child's peak, :func:`install`: ``subprocess``, ``multiprocessing``), or
+    from ``RUSAGE_CHILDREN``'s ``ru_maxrss`` where that grew;
+  * ``at-least``: a Python task whose children were reaped otherwise
+    (``os.system``, C code) and peaked no higher than a child of an earlier
+    task of this executor: the kernel's children peak is a maximum over the
+    executor's life, never reset, so theirs cannot be told apart; the figure
+    is the executor's own (or its known children's), a lower bound;
+  * ``at-most``: no ``/proc/self/status`` (not Linux): the executor's
+    lifetime peak, an upper bound;
+  * ``engine-client``: a task in a podman or docker container: the engine
+    client's ``wait4`` figure, not the container's (whose processes are not
+    the executor's descendants); apptainer containers are ``wait4``.
 - Bytes read and written: what the executor and the children it waited for
   passed through read and write calls (``rchar`` and ``wchar`` of
   ``/proc/self/io``, which takes in a child's counts when it is reaped; the
@@ -22,13 +41,49 @@ call of each function, and those whose mean here is at least
 """
 from __future__ import annotations
 
+import os
 import resource
 import sys
 
 from .invokers import process
 
-Start = tuple[float, float, int, int]
-Used = tuple[float, int, int, int]     # CPU seconds, peak resident bytes, bytes read, written
+_wait4 = getattr(os, "wait4", None)
+
+
+class _Reaped:
+    """The children reaped through ``os.waitpid`` (:func:`install`) since the task began."""
+
+    peak = 0            # their largest ru_maxrss
+    faults = 0          # the sum of their ru_minflt
+
+
+def install() -> None:
+    """In the executor: ``os.waitpid`` reaps through ``os.wait4`` (the same call with the
+    child's usage; Linux's waitpid is wait4 without it) and keeps the peak of the
+    children a task reaps, which ``RUSAGE_CHILDREN`` cannot give once an earlier task's
+    child peaked higher. Code that calls ``os.waitpid`` (``subprocess.run``,
+    ``Popen.wait``, ``multiprocessing``) sees no difference."""
+    wait4 = _wait4
+    if wait4 is None or getattr(os.waitpid, "__wrapped__", None) is not None:
+        return
+    plain = os.waitpid
+
+    def waitpid(pid: int, options: int, /) -> tuple[int, int]:
+        got, status, ru = wait4(pid, options)
+        if got and (os.WIFEXITED(status) or os.WIFSIGNALED(status)):
+            if ru.ru_maxrss > _Reaped.peak:
+                _Reaped.peak = ru.ru_maxrss
+            _Reaped.faults += ru.ru_minflt
+        return got, status
+
+    waitpid.__wrapped__ = plain  # type: ignore[attr-defined]
+    waitpid.__doc__ = plain.__doc__
+    os.waitpid = waitpid
+
+Start = tuple[float, float, int, int, int, int]
+# CPU seconds, peak resident bytes, bytes read, bytes written, how the peak was measured
+Used = tuple[float, int, int, int, str]
+HOW = ("wait4", "vmhwm", "children", "at-least", "at-most", "engine-client")
 
 
 def _io() -> tuple[int, int]:
@@ -51,37 +106,61 @@ def _reset_peak() -> None:
         pass
 
 
-def _peak_self() -> int:
-    """The executor's peak resident set in bytes."""
+_KB = 1 if sys.platform == "darwin" else 1024     # ru_maxrss's unit in bytes
+
+
+def _peak_self() -> tuple[int, bool]:
+    """The executor's peak resident set in bytes since the reset; False: its lifetime's."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
                 if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
+                    return int(line.split()[1]) * 1024, True
     except (OSError, ValueError, IndexError):
         pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(peak if sys.platform == "darwin" else peak * 1024)
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _KB), False
 
 
 def start() -> Start:
     """Before the task: the CPU times so far (and the peak reset)."""
     _reset_peak()
     process.last_peak = 0
+    process.client_only = False
+    _Reaped.peak = _Reaped.faults = 0
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     rd, wr = _io()
-    return (me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime, rd, wr)
+    return (me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime, rd, wr,
+            kids.ru_maxrss, kids.ru_minflt)
 
 
 def stop(before: Start) -> Used:
-    """After the task: (CPU seconds, peak resident bytes, bytes read, bytes written)."""
+    """After the task: (CPU seconds, peak resident bytes, bytes read, bytes written, how
+    the peak was measured: one of :data:`HOW`)."""
     me = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     rd, wr = _io()
-    mine, theirs, rd0, wr0 = before
+    mine, theirs, rd0, wr0, kids_peak0, kids_faults0 = before
     cpu = (me.ru_utime + me.ru_stime - mine) + (kids.ru_utime + kids.ru_stime - theirs)
-    peak = process.last_peak or _peak_self()
+    peak, how = _peak(kids_peak0, kids_faults0, kids)
     if rd < 0 or rd0 < 0:
-        return (max(cpu, 0.0), peak, -1, -1)
-    return (max(cpu, 0.0), peak, max(rd - rd0, 0), max(wr - wr0, 0))
+        return (max(cpu, 0.0), peak, -1, -1, how)
+    return (max(cpu, 0.0), peak, max(rd - rd0, 0), max(wr - wr0, 0), how)
+
+
+def _peak(kids_peak0: int, kids_faults0: int, kids: resource.struct_rusage) -> tuple[int, str]:
+    """The task's peak resident bytes and how it was measured (module docstring)."""
+    if process.last_peak:                   # a program: its own wait4 figure
+        return process.last_peak, "engine-client" if process.client_only else "wait4"
+    mine, reset = _peak_self()
+    if not reset:
+        return mine, "at-most"
+    known, seen_faults = _Reaped.peak, _Reaped.faults
+    if kids.ru_maxrss > kids_peak0:         # a child reaped during the task set a new high
+        known = max(known, kids.ru_maxrss)
+    theirs = int(known * _KB)
+    peak, how = (theirs, "children") if theirs > mine else (mine, "vmhwm")
+    unseen = kids.ru_minflt - kids_faults0 - seen_faults     # faults of children reaped
+    if unseen > 0 and kids.ru_maxrss <= kids_peak0 and kids_peak0 * _KB > peak:
+        return peak, "at-least"             # otherwise; theirs hides under an old high
+    return peak, how

@@ -462,11 +462,11 @@ class Dispatcher:
 
     def _usage(self, task: Task, node: NodeHandle, timing: M.Timing) -> None:
         """A measured task's times, and its CPU time, peak memory and I/O for the journal."""
-        task.t_start, task.t_end, cpu, peak, rd, wr = timing      # type: ignore[misc]
+        task.t_start, task.t_end, cpu, peak, rd, wr, how = timing      # type: ignore[misc]
         bus = self.rt.bus
         if bus.active:
             bus.emit(Usage("usage", task.t_end, task.id, task.spec.name, node.name,
-                           (cpu, peak, rd, wr)))
+                           (cpu, peak, rd, wr, how)))
 
     def _memory(self, node: NodeHandle, report: M.MemoryReport) -> None:
         """The node spilled or read back values, or paused or resumed (agent.memory)."""

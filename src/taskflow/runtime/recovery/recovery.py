@@ -83,7 +83,7 @@ class Recovery:
             store = ResumeStore(self.resume_from)
             if store.damaged:
                 log.warning("%s", store.damaged)
-            self.resumer = Resumer(store, failed_calls(self.resume_from))
+            self.resumer = Resumer(store, failed_calls(self.resume_from), keys.mode)
         self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint, keys=keys)
         keys.settle = state.bus.flush
         state.bus.watch_ended(lambda tasks: self._ended_well(state, tasks),

@@ -5,7 +5,7 @@ described there) into records indexed by key and by (name, ordinal); only
 the headers are held in memory, values are read from the log when a task is
 restored. :class:`Resumer` is the resumed run's side: it finds a call's
 record, restores it (its values, its file versions, its futures done at
-once) or says why the call runs again (``--explain``).
+once) or says why the call runs again (:mod:`.reasons`).
 
 A truncated last frame (the master died while writing it) is ignored. A log
 that another version of taskflow wrote is said in one line and not read. A
@@ -24,9 +24,10 @@ import time
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 from zlib import crc32
 
-from ...graph.keys import KeyParts, plain_key
+from ...graph.keys import KeyParts, file_paths, plain_key
 from .frames import MAGIC, Damage, Frame, frame_at, read_frames
 from .log import LOG_NAME, Output, plain_descs
+from .reasons import summary_lines, why_again
 
 if TYPE_CHECKING:
     from ...future import Future
@@ -227,40 +228,25 @@ def _damage_text(path: str, damages: list[Damage], used: list[int], total: int,
     return text + "; the calls the damaged frames held run again"
 
 
-def explain(old: Record | None, parts: KeyParts, failed_before: bool) -> str:
-    """Why a call whose key found no record runs again (one short phrase)."""
-    if old is None:
-        return "it failed in the earlier run" if failed_before else \
-            "no earlier result (it did not finish)"
-    if old.parts.code != parts.code:
-        return "its code changed"
-    before = {(n, k): d for n, k, d in old.parts.inputs}
-    for name, kind, digest in parts.inputs:
-        if before.get((name, kind)) != digest:
-            if kind == "task":
-                return f"an upstream task changed (parameter {name})"
-            if kind == "file":
-                return f"input file changed (parameter {name})"
-            if kind == "path":
-                return f"it writes another path (parameter {name})"
-            return f"an argument changed (parameter {name})"
-    if len(before) != len(parts.inputs):
-        return "its inputs changed"
-    return "an argument or option changed"
-
-
 class Resumer:
     """In a resumed run: restore the calls an earlier run finished; say why others rerun."""
 
-    def __init__(self, store: ResumeStore, failed: set[tuple[str, int]]) -> None:
+    def __init__(self, store: ResumeStore, failed: set[tuple[str, int]],
+                 mode: str = "content") -> None:
         self.store = store
         self.failed = failed                       # (name, ordinal) of its failed calls
+        self.mode = mode                           # how input files are compared (keys)
         self.reruns: dict[str, dict[str, int]] = {}   # name -> reason -> count
+        self.reused: dict[str, int] = {}           # name -> calls restored or adopted
         self.restored = 0
 
     def find(self, key: bytes | None, name: str, ordinal: int,
-             parts: KeyParts | None) -> tuple[Record | None, str]:
-        """The record to restore from, or None and why the call runs again."""
+             parts: KeyParts | None, files: dict[str, str] | None = None
+             ) -> tuple[Record | None, str]:
+        """The record to restore from, or None and why the call runs again (reasons.py;
+        ``files``: the call's input files by parameter, named in the reason). Counts the
+        call in :attr:`reused` or :attr:`reruns`, so that a plan that runs nothing (and
+        :meth:`restore`) calls this once per call and then prints :meth:`lines`."""
         rec = self.store.by_key.get(key) if key is not None else None
         if rec is not None:
             if any(o[0] == "f" for o in rec.outputs):
@@ -272,10 +258,13 @@ class Resumer:
             elif any(o[0] == "f?" for o in rec.outputs):
                 why = "the file it wrote was changed or removed since"
             else:
+                self.reused[name] = self.reused.get(name, 0) + 1
                 return rec, ""
         else:
-            why = explain(self.store.by_call.get((name, ordinal)), parts or KeyParts(b"", ()),
-                          (name, ordinal) in self.failed)
+            old = self.store.by_call.get((name, ordinal))
+            why = why_again(old.parts if old is not None else None,
+                            parts or KeyParts(b"", ()), (name, ordinal) in self.failed,
+                            files, self.mode)
         counts = self.reruns.setdefault(name, {})
         counts[why] = counts.get(why, 0) + 1
         return None, why
@@ -303,10 +292,13 @@ class Resumer:
         ``log``: this run's resume log, which keeps the restored record too."""
         from ..rules import outcomes
         from ...events import Resumed
-        rec, why = self.find(task.key, task.spec.name, task.ordinal, task.key_parts)
+        name = task.spec.name
+        rec, why = self.find(task.key, name, task.ordinal, task.key_parts,
+                             file_paths(task) if task.refs else None)
         bus = rt.bus
         if rec is None and adoption is not None and adoption.claim(rt, task):
-            self.reruns[task.spec.name][why] -= 1       # (adopted: it does not run again)
+            self.reruns[name][why] -= 1       # (adopted: it does not run again)
+            self.reused[name] = self.reused.get(name, 0) + 1
             return True
         values: list[bytes | None] = []
         if rec is not None:
@@ -314,6 +306,7 @@ class Resumer:
                 values = self.store.values(rec)
             except ValueDamaged as exc:
                 why = "its record in the earlier run's resume log is damaged"
+                self.reused[name] -= 1
                 counts = self.reruns.setdefault(task.spec.name, {})
                 counts[why] = counts.get(why, 0) + 1
                 self.said(rt, str(exc))
@@ -346,9 +339,8 @@ class Resumer:
         journal_note(rt, text)
 
     def lines(self) -> list[str]:
-        """One line per task name that ran again: how many, and why."""
-        return rerun_lines({name: {why: n for why, n in whys.items() if n}
-                            for name, whys in self.reruns.items()})
+        """One line per task name: calls reused of how many, and why the others ran."""
+        return summary_lines(self.reused, self.reruns)
 
 
 def journal_note(rt: RunState, text: str) -> None:
@@ -356,18 +348,6 @@ def journal_note(rt: RunState, text: str) -> None:
     if rt.bus.active:
         from ...events import NodeNote
         rt.bus.emit(NodeNote("log", time.time(), 0, "", "", ("TASKFLOW", text)))
-
-
-def rerun_lines(reruns: dict[str, dict[str, int]]) -> list[str]:
-    """``name: N ran again (why)``, one line per task name (``--explain``, ``taskflow explain``)."""
-    out = []
-    for name in sorted(reruns):
-        reasons = reruns[name]
-        total = sum(reasons.values())
-        why = "; ".join(f"{n} {r}" if len(reasons) > 1 else r
-                        for r, n in sorted(reasons.items(), key=lambda x: -x[1]))
-        out.append(f"{name}: {total} ran again ({why})")
-    return out
 
 
 def failed_calls(run_dir: str) -> set[tuple[str, int]]:

@@ -321,7 +321,14 @@ def container_name(tid: int) -> str:
 
 def wrap(c: Container, probe: Probe, inner: list[str], mount_list: list[tuple[str, bool]],
          cwd: str, env: dict[str, str], interactive: bool, tid: int) -> tuple[list[str], str]:
-    """(the engine's whole command running ``inner`` in the image, the container's name)."""
+    """(the engine's whole command running ``inner`` in the image, the container's name).
+
+    podman's and docker's containers are not the descendants of the command (a
+    daemon, or conmon, runs them): its peak memory is the client's, and the task's
+    measure says so (:mod:`..usage`); apptainer's are."""
+    from . import process
+    if c.engine != "apptainer":
+        process.client_only = True
     name = container_name(tid)
     argv = base_argv(c.engine, probe.exe, c, name, mount_list, cwd, env, interactive)
     return argv + [c.image] + inner, name

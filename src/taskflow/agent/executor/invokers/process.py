@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 LOG_CAP = 10000       # lines kept per program (as the executor's cap per stream)
 last_peak = 0         # bytes: the largest peak resident set of a program waited for (agent.executor.usage)
+client_only = False   # the program was a container engine's client: its peak is not the task's
 TAIL = 20             # stderr lines quoted in a failure
 DRAIN = 0.25          # s the pipes are read after the program exited (its group got SIGTERM)
 EXIT_LOOK = 0.05      # s of silent pipes before the program's exit is watched too (a pidfd)
