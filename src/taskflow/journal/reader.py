@@ -299,10 +299,11 @@ class Journal:
         t["deps"] = self.deps_of(tid)
         tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
         t["streams"] = {}       # a program's stdin/stdout/stderr: {stream: [parameter, path]}
-        for x in [x for x in tr if x["state"] == "STREAMS"]:
+        t["files"] = []         # [[parameter, in|out|inout, path, is a directory]]
+        for x in [x for x in tr if x["state"] in ("STREAMS", "FILES")]:
             tr.remove(x)
             try:
-                t["streams"] = json.loads(x["info"] or "{}")
+                t["streams" if x["state"] == "STREAMS" else "files"] = json.loads(x["info"] or "{}")
             except ValueError:
                 pass
         t["log_files"] = self.log_files(tid)
@@ -316,6 +317,28 @@ class Journal:
                            "node": "" if col == "t_submit" else t["node"]})
         t["transitions"] = sorted(tr, key=lambda x: x["t"])
         return t
+
+    def each_task_record(self) -> Iterator[dict[str, Any]]:
+        """:meth:`each_task` with each task's function, attempts, exit code and error's line."""
+        try:
+            self.db.execute("SELECT rchar, wchar FROM usage LIMIT 0")
+            io = "u.rchar, u.wchar"
+        except sqlite3.OperationalError:        # a journal from before the bytes were kept
+            io = "NULL AS rchar, NULL AS wchar"
+        for r in self._each("SELECT t.id, t.name, t.func, t.params, t.constraints, t.node, "
+                            "t.state, t.t_submit, t.t_start, t.t_end, t.attempts, t.exit_code, "
+                            f"t.error, u.cpu, u.rss, {io} FROM tasks t LEFT JOIN usage u "
+                            "ON u.task_id = t.id ORDER BY t.id"):
+            yield dict(r)
+
+    def each_files(self) -> Iterator[tuple[int, list[list[Any]]]]:
+        """(task, its :meth:`task` ``files``) of every task that read or wrote a file, by id."""
+        for tid, info in self._each("SELECT task_id, info FROM transitions WHERE state='FILES' "
+                                    "ORDER BY task_id"):
+            try:
+                yield int(tid), json.loads(info or "[]")
+            except ValueError:
+                continue
 
     def log_files(self, tid: int) -> list[str]:
         """Files a program task's output was copied to (``jobs/job<N>.out`` / ``.err``)."""
