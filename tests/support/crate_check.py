@@ -94,14 +94,21 @@ def offline_context() -> Iterator[_ContextHandler]:
         urllib.request.install_opener(None)     # type: ignore[arg-type]
 
 
-def required_issues(crate_path: str, profile: str) -> list[str]:
-    """The validator's issues of severity REQUIRED on the crate at ``crate_path``."""
+def inherited(profile: str) -> list[str]:
+    """The profiles whose checks the validator runs with ``profile``'s."""
+    from rocrate_validator import services
+    return [p.identifier for p in services.get_profile(profile).inherited_profiles]
+
+
+def required_issues(crate_path: str, profile: str) -> tuple[list[str], list[str]]:
+    """(the validator's issues of severity REQUIRED on the crate at ``crate_path``, the
+    URLs it asked for)."""
     from rocrate_validator import services
     from rocrate_validator.models import Severity
-    with offline_context():
+    with offline_context() as http:
         result = services.validate({
             "rocrate_uri": crate_path, "profile_identifier": profile,
             "requirement_severity": Severity.REQUIRED, "no_cache": True,
             "enable_profile_inheritance": True})
-    return [f"{i.check.identifier if i.check else '?'} {i.message} ({i.violatingEntity})"
-            for i in result.get_issues(Severity.REQUIRED)]
+    return ([f"{i.check.identifier if i.check else '?'} {i.message} ({i.violatingEntity})"
+             for i in result.get_issues(Severity.REQUIRED)], http.asked)

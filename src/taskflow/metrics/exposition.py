@@ -83,15 +83,21 @@ def families(snaps: Iterable[Snapshot]) -> Iterator[Any]:
 
 
 class _Collector:
-    def __init__(self, read: Callable[[], Iterable[Snapshot]]) -> None:
+    def __init__(self, read: Callable[[], Iterable[Snapshot]],
+                 more: Callable[[], Iterable[Any]] | None) -> None:
         self.read = read
+        self.more = more
 
     def collect(self) -> Iterator[Any]:
-        return families(self.read())
+        yield from families(self.read())
+        if self.more is not None:
+            yield from self.more()
 
 
-def render(read: Callable[[], Iterable[Snapshot]]) -> bytes:
-    """The text format of the snapshots ``read()`` gives (called once per scrape)."""
+def render(read: Callable[[], Iterable[Snapshot]],
+           more: Callable[[], Iterable[Any]] | None = None) -> bytes:
+    """The text format of the snapshots ``read()`` gives (called once per scrape), and of
+    the families ``more()`` gives."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector(read))
+    registry.register(_Collector(read, more))
     return generate_latest(registry)
