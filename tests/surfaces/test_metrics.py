@@ -163,3 +163,22 @@ def test_serve_metrics_of_running_runs(service, tmp_path):
     finally:
         gate.touch()
     assert svc.wait_state(run["id"], "finished")["state"] == "finished"
+
+
+def test_grafana_dashboard_names_only_metrics_that_exist():
+    import json
+    import re
+    from taskflow.metrics.exposition import HELP
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "grafana",
+                        "taskflow-dashboard.json")
+    with open(path) as f:
+        dash = json.load(f)
+    named = {m for p in dash["panels"] for t in p["targets"]
+             for m in re.findall(r"\btaskflow_\w+", t["expr"])}
+    known = set(HELP) | {"taskflow_service_runs"}
+    for m in named:
+        base = re.sub(r"_(bucket|count|sum)$", "", m)
+        base = re.sub(r"_total$", "", base)
+        assert base in known, f"{m} is not a metric /metrics serves"
+    assert {"taskflow_tasks", "taskflow_task_duration_seconds_bucket",
+            "taskflow_node_slots_used"} <= named

@@ -291,7 +291,8 @@ class Builder:
         return self.add(f"#task-{tid}", props)
 
     def _usage(self, t: dict[str, Any]) -> list[ContextEntity]:
-        """The task's attempts, slots and what its node measured, as PropertyValues."""
+        """The task's attempts and slots (beyond 1) and what its node measured, as
+        PropertyValues."""
         tid = t["id"]
         try:
             units = json.loads(t.get("constraints") or "{}").get("computing_units") or 1
@@ -305,8 +306,8 @@ class Builder:
                                  ("peak_rss", t.get("rss"), "bytes"),
                                  ("bytes_read", t.get("rchar"), "bytes"),
                                  ("bytes_written", t.get("wchar"), "bytes")):
-            if value is None or (key == "attempts" and value == 1 and t.get("cpu") is None):
-                continue
+            if value is None or (key in ("attempts", "computing_units") and value == 1):
+                continue        # (1 attempt, 1 slot: what a task without them had)
             pv = {"@type": "PropertyValue", "name": key, "value": value,
                   "propertyID": f"taskflow.{key}"}
             if unit:
@@ -348,9 +349,10 @@ class Builder:
         if seen.mtime:
             props["dateModified"] = _iso(seen.mtime)
         if not seen.exists:
-            props["description"] = (f"not available: {path} was deleted after the run"
-                                    + (" (its size and sha256 as last read)" if seen.sha256
-                                       else "; its digest was never taken"))
+            props["description"] = (f"not available: {path} is not on this machine (deleted "
+                                    f"since the run)" + ("; its size and sha256 as last read"
+                                                         if seen.sha256 else
+                                                         "; its digest was never taken"))
         crate = self.crate
         inside = (self.include_data and seen.exists and not is_dir and seen.size is not None
                   and seen.size <= self.max_size)
