@@ -89,7 +89,7 @@ def create_app(svc: Service) -> FastAPI:
     api = APIRouter(prefix=PREFIX)
     _routes(api, svc)
     app.include_router(api)
-    metrics.add_route(app, svc)        # GET /metrics, for Prometheus (serve/metrics.py)
+    metrics.add_route(app, svc, journal_dir)      # GET /metrics, for Prometheus (serve/metrics.py)
     app.add_middleware(Gate, check=lambda scope: refusal(svc, scope), limit=svc.max_body,
                        too_big=f"the request body is larger than the service's limit of "
                                f"{svc.max_body} bytes (--max-body); put a large script under "

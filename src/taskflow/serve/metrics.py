@@ -5,7 +5,7 @@ the service's runs by state (``taskflow_service_runs``). The token rule is the A
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 MAX_RUNS_READ = 1000      # running runs a scrape reads (the service runs fewer at once)
 
 
-def add_route(app: FastAPI, svc: Service) -> None:
-    """``/metrics`` on ``app`` (501 saying what to install without prometheus_client)."""
+def add_route(app: FastAPI, svc: Service, journal_dir: Callable[[str], str | None]) -> None:
+    """``/metrics`` on ``app`` (501 saying what to install without prometheus_client);
+    ``journal_dir``: a service run's directory -> its journal's."""
     try:
         from ..metrics.exposition import CONTENT_TYPE, render
         from ..metrics.reading import Readings
@@ -33,7 +34,6 @@ def add_route(app: FastAPI, svc: Service) -> None:
         return
     from prometheus_client.core import GaugeMetricFamily
 
-    from .app import journal_dir
     readings = Readings()
     readings.KEPT = max(Readings.KEPT, svc.manager.max_runs)
 
