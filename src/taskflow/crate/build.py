@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 import time
 from typing import Any, Iterator
@@ -110,15 +111,15 @@ class Builder:
                                    f" by taskflow {head['version'] or __version__}: "
                                    f"{head['state']}. Made from its journal ({self.run_dir}).")
             root["datePublished"] = _iso(time.time())
-            root["license"] = "notspecified"
             profiles = [self.add(uri, {"@type": "CreativeWork", "name": name, "version": v})
                         for uri, name, v in PROFILES]
             root["conformsTo"] = profiles
-            engine = self._engine(head)
+            nodes = j.nodes()
+            engine = self._engine(head, nodes)
             workflow = self._workflow(head)
             agent = self.add(f"#{_slug(head['user'] or 'user')}",
                              {"@type": "Person", "name": head["user"] or "unknown"})
-            self._cluster(j.nodes())
+            self._cluster(nodes)
             wf_run = self.add("#run", {
                 "@type": "CreateAction", "name": f"Run {head['run_id']} of {workflow['name']}",
                 "instrument": workflow, "agent": agent,
@@ -144,11 +145,15 @@ class Builder:
         self.digests.save()
         return crate
 
-    def _engine(self, head: dict[str, Any]) -> ContextEntity:
+    def _engine(self, head: dict[str, Any], nodes: list[dict[str, Any]]) -> ContextEntity:
+        """taskflow and the Python the run's nodes ran (they run the master's version; the
+        Python making the crate when no node said)."""
+        said = {str((n.get("info") or {}).get("python")) for n in nodes
+                if (n.get("info") or {}).get("python")}
         v = sys.version_info
+        version = ", ".join(sorted(said)) if said else f"{v.major}.{v.minor}.{v.micro}"
         python = self.add("#python", {"@type": "SoftwareApplication", "name": "Python",
-                                      "version": f"{v.major}.{v.minor}.{v.micro}",
-                                      "url": "https://www.python.org/"})
+                                      "version": version, "url": "https://www.python.org/"})
         return self.add("#taskflow", {
             "@type": "SoftwareApplication", "name": "taskflow",
             "version": head.get("version") or __version__, "softwareRequirements": python,
@@ -160,18 +165,28 @@ class Builder:
             "@type": "ComputerLanguage", "name": "Python", "identifier": "https://www.python.org/",
             "url": "https://www.python.org/"})
         script = head.get("script")
-        path = os.path.join(head.get("cwd") or "", script) if script else None
+        if script:
+            path = os.path.join(head.get("cwd") or "", script)
+        else:       # a program that started a runtime itself (python -c, pytest, ...)
+            first = (head.get("command") or "").split(" ", 1)[0]
+            path = shutil.which(first) or first if first else ""
         props: dict[str, Any] = {
             "@type": ["File", "SoftwareSourceCode", "ComputationalWorkflow", "HowTo"],
-            "name": os.path.basename(script) if script else "the program",
+            "name": os.path.basename(path) or "the program",
             "programmingLanguage": lang, "input": [], "output": [], "step": [], "hasPart": []}
-        if path and os.path.isfile(path):
-            seen = self.digests.of(path)
-            props.update(sha256=seen.sha256, contentSize=seen.size)
+        if not script:
+            props["description"] = (f"no script: the program {path or '?'} started the run's "
+                                    f"runtime itself")
+        seen = self.digests.of(path) if path else None
+        if seen is not None and seen.sha256:
+            props.update(sha256=seen.sha256, contentSize=str(seen.size))
+        if script and seen is not None and seen.exists:
             wf = crate.add_file(path, dest_path=os.path.basename(path), properties=props)
-        else:       # not here any more: named, not included
-            props["description"] = f"not available: {path or 'no script'} is not on this machine"
-            wf = crate.add(File(crate, None, dest_path=_slug(props["name"]), properties=props))
+        else:       # referenced by its path (the program; a script no longer here)
+            if script:
+                props["description"] = f"not available: {path} is not on this machine"
+            wf = crate.add(File(crate, f"file://{quote(os.path.abspath(path or 'unknown'))}",
+                                properties=props))
         crate.mainEntity = wf
         crate.root_dataset["mainEntity"] = wf
         return wf
