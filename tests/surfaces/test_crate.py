@@ -84,6 +84,7 @@ def test_run_crate_validates_and_says_what_ran(crated):
     assert "wc" in wc.get("softwareVersion", "wc")     # (coreutils' wc answers --version)
     assert g["#task-2-exit_code"]["value"] == 0
     assert g["#control-2"]["instrument"] == {"@id": "#step-count"}
+    assert g["./"]["license"] == {"@id": "#license-not-given"}
     assert g["#taskflow"]["version"] and g["#python"]["version"] == ".".join(
         map(str, sys.version_info[:3]))
 
@@ -95,12 +96,13 @@ def test_existing_output_refused_unless_force(crated):
     out = taskflow("crate", run_dir.name, "-o", str(taken), cwd=here, env=env)
     assert out.returncode == 1 and "exists" in out.stderr and "--force" in out.stderr
     assert "Traceback" not in out.stderr and taken.read_text() == "not a crate"
-    out = taskflow("crate", run_dir.name, "-o", str(taken), "--force", "--include-data", cwd=here,
-                   env=env)
+    out = taskflow("crate", run_dir.name, "-o", str(taken), "--force", "--include-data",
+                   "--license", "CC-BY-4.0", cwd=here, env=env)
     assert out.returncode == 0, out.stderr
     with zipfile.ZipFile(taken) as z:
         names = set(z.namelist())
     assert "ro-crate-metadata.json" in names and any(n.endswith("-out.txt") for n in names)
+    assert graph_of(str(taken))["./"]["license"] == "CC-BY-4.0"
 
 
 def test_deleted_file_named_with_its_digest(crated, tmp_path):

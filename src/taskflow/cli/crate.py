@@ -29,7 +29,8 @@ def _max_size(text: str) -> int:
 
 
 def write_crate(run_dir: str, out: str | None = None, include_data: bool = False,
-                max_size: int | None = None, force: bool = False) -> tuple[str, float]:
+                max_size: int | None = None, force: bool = False,
+                license: str | None = None) -> tuple[str, float]:
     """Build and write the crate of the run in ``run_dir``; (where it is, seconds taken)."""
     try:
         from ..crate import build, output
@@ -39,7 +40,8 @@ def write_crate(run_dir: str, out: str | None = None, include_data: bool = False
     out = out or output.default_path(run_dir)
     t0 = time.perf_counter()
     output.refuse_existing(os.path.abspath(out), force)     # (before the journal is read)
-    crate = build.build(run_dir, include_data, build.MAX_SIZE if max_size is None else max_size)
+    crate = build.build(run_dir, include_data, build.MAX_SIZE if max_size is None else max_size,
+                        license)
     return output.write(crate, out, force), time.perf_counter() - t0
 
 
@@ -58,9 +60,12 @@ def write_crate(run_dir: str, out: str | None = None, include_data: bool = False
 @click.option("--max-size", default="10MiB", show_default=True, metavar="AMOUNT",
               help="With --include-data: files larger than this are referenced, not copied "
                    "(bytes, or 512MB, 1GiB).")
+@click.option("--license", "license_", default=None, metavar="SPDX|URL",
+              help="The licence the crate's record is under (an SPDX id such as CC-BY-4.0, or "
+                   "a URL); without it the crate says none was given.")
 @click.option("--force", is_flag=True, help="Replace an existing crate at the output path.")
 def crate(run: str | None, run_dir: str | None, out: str | None, include_data: bool,
-          max_size: str, force: bool) -> None:
+          max_size: str, license_: str | None, force: bool) -> None:
     """Write RUN as a Workflow Run Crate (RO-Crate; Provenance Run Crate profile).
 
     The script is the workflow, each task name a step, each task an action with its
@@ -73,7 +78,8 @@ def crate(run: str | None, run_dir: str | None, out: str | None, include_data: b
     except RunNotFound as exc:
         raise click.ClickException(str(exc)) from None
     try:
-        path, took = write_crate(where, out, include_data, _max_size(max_size), force)
+        path, took = write_crate(where, out, include_data, _max_size(max_size), force,
+                                 license_)
     except UsageError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:

@@ -79,8 +79,10 @@ def parameters(text: str | None) -> Iterator[tuple[str, str]]:
 class Builder:
     """Builds one crate; :meth:`build` returns it (``rocrate.rocrate.ROCrate``)."""
 
-    def __init__(self, run_dir: str, include_data: bool = False, max_size: int = MAX_SIZE) -> None:
+    def __init__(self, run_dir: str, include_data: bool = False, max_size: int = MAX_SIZE,
+                 license: str | None = None) -> None:
         self.run_dir = run_dir
+        self.license = license
         self.include_data = include_data
         self.max_size = max_size
         self.digests = Digests(run_dir)
@@ -114,6 +116,7 @@ class Builder:
             profiles = [self.add(uri, {"@type": "CreativeWork", "name": name, "version": v})
                         for uri, name, v in PROFILES]
             root["conformsTo"] = profiles
+            root["license"] = self._license()
             nodes = j.nodes()
             engine = self._engine(head, nodes)
             workflow = self._workflow(head)
@@ -144,6 +147,16 @@ class Builder:
             root["mentions"] = [wf_run]
         self.digests.save()
         return crate
+
+    def _license(self) -> Any:
+        """The licence the crate says (RO-Crate requires one): the one given, else an entity
+        saying none was given."""
+        if self.license:
+            return self.license
+        return self.add("#license-not-given", {
+            "@type": "CreativeWork", "name": "no licence given",
+            "description": "whoever made this crate did not say under which licence it may be "
+                           "used (taskflow crate --license names one)"})
 
     def _engine(self, head: dict[str, Any], nodes: list[dict[str, Any]]) -> ContextEntity:
         """taskflow and the Python the run's nodes ran (they run the master's version; the
@@ -380,6 +393,7 @@ class Builder:
         return e
 
 
-def build(run_dir: str, include_data: bool = False, max_size: int = MAX_SIZE) -> ROCrate:
-    """The crate of the run in ``run_dir`` (not written)."""
-    return Builder(run_dir, include_data, max_size).build()
+def build(run_dir: str, include_data: bool = False, max_size: int = MAX_SIZE,
+          license: str | None = None) -> ROCrate:
+    """The crate of the run in ``run_dir`` (not written); ``license``: an SPDX id or a URL."""
+    return Builder(run_dir, include_data, max_size, license).build()

@@ -4,14 +4,17 @@
 The programs are resolved on this machine (``shutil.which`` from the run's
 directory): the nodes of a cluster run may hold other builds, so the crate says
 where the path was resolved. ``PROGRAM --version`` is asked once per program,
-with no input and a deadline of :data:`VERSION_WAIT` seconds; a program that
-does not answer with exit status 0 has no version in the crate.
+with no input, in an empty directory of its own (removed after: a program that
+takes ``--version`` for a file name writes nothing anywhere else) and a
+deadline of :data:`VERSION_WAIT` seconds; a program that does not answer with
+exit status 0 has no version in the crate.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import tempfile
 from typing import NamedTuple
 
 VERSION_WAIT = 3.0       # s a program gets to print its --version
@@ -39,8 +42,9 @@ def resolve(declared: str, cwd: str | None) -> Program:
 def version_of(path: str) -> str | None:
     """The first non-empty line ``path --version`` prints (None: it fails or hangs)."""
     try:
-        out = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL,
-                             capture_output=True, timeout=VERSION_WAIT, check=False)
+        with tempfile.TemporaryDirectory(prefix="taskflow-version-") as empty:
+            out = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, cwd=empty,
+                                 capture_output=True, timeout=VERSION_WAIT, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
