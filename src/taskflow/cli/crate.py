@@ -51,7 +51,7 @@ def write_crate(run_dir: str, out: str | None = None, include_data: bool = False
     "taskflow crate RUN --include-data -o d  # with the files it read and wrote (<= 10 MiB each)"))
 @click.argument("run", required=False)
 @run_dir_option
-@click.option("--output", "-o", "out", default=None, metavar="DIR|FILE.zip",
+@click.option("--out", "-o", "out", default=None, metavar="DIR|FILE.zip",
               help="Where the crate goes: a directory, or a .zip file (default: the run's "
                    "directory, crate/).")
 @click.option("--include-data", is_flag=True,
