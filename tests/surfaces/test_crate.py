@@ -132,9 +132,29 @@ def test_damaged_or_missing_run_is_one_line(tmp_path):
     assert out.returncode == 1 and "no run" in out.stderr and "Traceback" not in out.stderr
 
 
-def test_runcompss_provenance_asks_for_a_crate():
+PYCOMPSS_APP = """
+from pycompss.api.task import task
+from pycompss.api.api import compss_wait_on
+
+@task(returns=1)
+def inc(x):
+    return x + 1
+
+if __name__ == "__main__":
+    print(compss_wait_on(inc(1)))
+"""
+
+
+def test_runcompss_provenance_writes_a_crate_where_pycompss_does(tmp_path):
     from taskflow.cli.runcompss import translate
     _, opts = translate(["-gp", "app.py"], set())
     assert opts["provenance"] is True and opts["graph"] is True
     _, opts = translate(["--provenance=ro-crate-info.yaml", "app.py"], set())
     assert opts["provenance"] == "ro-crate-info.yaml"
+    (tmp_path / "app.py").write_text(PYCOMPSS_APP)
+    env = {**os.environ, "TASKFLOW_RUN_DIR": str(tmp_path / "runs")}
+    out = taskflow("run", "--compat", "pycompss", "-p", "app.py", cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (crate,) = [p for p in os.listdir(tmp_path) if p.startswith("COMPSs_RO-Crate_")]
+    g = graph_of(str(tmp_path / crate))
+    assert g["./"]["mainEntity"] == {"@id": "app.py"} and "#step-inc" in g
