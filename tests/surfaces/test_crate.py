@@ -97,12 +97,14 @@ def test_existing_output_refused_unless_force(crated):
     assert out.returncode == 1 and "exists" in out.stderr and "--force" in out.stderr
     assert "Traceback" not in out.stderr and taken.read_text() == "not a crate"
     out = taskflow("crate", run_dir.name, "-o", str(taken), "--force", "--include-data",
-                   "--license", "CC-BY-4.0", cwd=here, env=env)
+                   "--license", "CC-BY-4.0", "--max-tasks", "2", cwd=here, env=env)
     assert out.returncode == 0, out.stderr
     with zipfile.ZipFile(taken) as z:
         names = set(z.namelist())
     assert "ro-crate-metadata.json" in names and any(n.endswith("-out.txt") for n in names)
-    assert graph_of(str(taken))["./"]["license"] == "CC-BY-4.0"
+    g = graph_of(str(taken))
+    assert g["./"]["license"] == "CC-BY-4.0"
+    assert "#task-2" in g and "#task-3" not in g and "first 2 of its 5 tasks" in g["#run"]["description"]
 
 
 def test_deleted_file_named_with_its_digest(crated, tmp_path):

@@ -30,7 +30,7 @@ def _max_size(text: str) -> int:
 
 def write_crate(run_dir: str, out: str | None = None, include_data: bool = False,
                 max_size: int | None = None, force: bool = False,
-                license: str | None = None) -> tuple[str, float]:
+                license: str | None = None, max_tasks: int | None = None) -> tuple[str, float]:
     """Build and write the crate of the run in ``run_dir``; (where it is, seconds taken)."""
     try:
         from ..crate import build, output
@@ -41,7 +41,7 @@ def write_crate(run_dir: str, out: str | None = None, include_data: bool = False
     t0 = time.perf_counter()
     output.refuse_existing(os.path.abspath(out), force)     # (before the journal is read)
     crate = build.build(run_dir, include_data, build.MAX_SIZE if max_size is None else max_size,
-                        license)
+                        license, build.MAX_TASKS if max_tasks is None else max_tasks)
     return output.write(crate, out, force), time.perf_counter() - t0
 
 
@@ -63,9 +63,12 @@ def write_crate(run_dir: str, out: str | None = None, include_data: bool = False
 @click.option("--license", "license_", default=None, metavar="SPDX|URL",
               help="The licence the crate's record is under (an SPDX id such as CC-BY-4.0, or "
                    "a URL); without it the crate says none was given.")
+@click.option("--max-tasks", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Tasks listed one by one (default 50,000; the crate is built in memory, "
+                   "about 10 KB a task); the run's description says how many were left out.")
 @click.option("--force", is_flag=True, help="Replace an existing crate at the output path.")
 def crate(run: str | None, run_dir: str | None, out: str | None, include_data: bool,
-          max_size: str, license_: str | None, force: bool) -> None:
+          max_size: str, license_: str | None, max_tasks: int | None, force: bool) -> None:
     """Write RUN as a Workflow Run Crate (RO-Crate; Provenance Run Crate profile).
 
     The script is the workflow, each task name a step, each task an action with its
@@ -79,7 +82,7 @@ def crate(run: str | None, run_dir: str | None, out: str | None, include_data: b
         raise click.ClickException(str(exc)) from None
     try:
         path, took = write_crate(where, out, include_data, _max_size(max_size), force,
-                                 license_)
+                                 license_, max_tasks)
     except UsageError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:

@@ -53,6 +53,8 @@ PROFILES = (("https://w3id.org/ro/wfrun/process/0.5", "Process Run Crate", "0.5"
 TERMS = {"resourceUsage": "https://w3id.org/ro/terms/workflow-run#resourceUsage",
          "sha256": "https://w3id.org/ro/terms/workflow-run#sha256"}
 MAX_SIZE = 10 * 1024 * 1024      # bytes of a file copied into the crate (--max-size)
+# tasks listed one by one (--max-tasks): the crate is built in memory, ~10 KB a task
+MAX_TASKS = 50_000
 CUT = 60                         # characters the journal keeps of a parameter's repr
 STATUS = {"DONE": "CompletedActionStatus", "finished": "CompletedActionStatus"}
 _PARAM = re.compile(r", (?=[A-Za-z_]\w*=)")
@@ -80,9 +82,11 @@ class Builder:
     """Builds one crate; :meth:`build` returns it (``rocrate.rocrate.ROCrate``)."""
 
     def __init__(self, run_dir: str, include_data: bool = False, max_size: int = MAX_SIZE,
-                 license: str | None = None) -> None:
+                 license: str | None = None, max_tasks: int = MAX_TASKS) -> None:
         self.run_dir = run_dir
         self.license = license
+        self.max_tasks = max_tasks
+        self.left_out = 0               # tasks past max_tasks
         self.include_data = include_data
         self.max_size = max_size
         self.digests = Digests(run_dir)
@@ -134,6 +138,11 @@ class Builder:
             if run.get("state") != "finished":
                 wf_run["error"] = f"the run {run.get('state')}: {head.get('reason') or '-'}"
             controls = self._tasks(j, workflow)
+            if self.left_out:
+                wf_run["description"] += (
+                    f". The crate lists the first {self.max_tasks} of its "
+                    f"{self.max_tasks + self.left_out} tasks one by one (--max-tasks); "
+                    f"`taskflow status {head['run_id']}` counts them all")
             wf_run["object"] = [*self._arguments(head, workflow),
                                 *[e for p, e in self._files.items() if p not in self._written]]
             wf_run["result"] = [e for p, e in self._files.items() if p in self._written]
@@ -240,9 +249,19 @@ class Builder:
 
     # -- tasks -----------------------------------------------------------------------
     def _tasks(self, j: Journal, workflow: ContextEntity) -> list[ContextEntity]:
-        files = dict(j.each_files())
+        """The first :attr:`max_tasks` tasks, one by one; returns their ControlActions."""
+        last = j.tasks(limit=1, offset=self.max_tasks - 1) if self.max_tasks > 0 else []
+        cutoff = last[0]["id"] if last else 2**62       # the id of the last task listed
+        files: dict[int, list[list[Any]]] = {}
+        for tid, fs in j.each_files():
+            if tid > cutoff:
+                break
+            files[tid] = fs
         controls: list[ContextEntity] = []
         for t in j.each_task_record():
+            if len(controls) >= self.max_tasks:
+                self.left_out += 1
+                continue
             step = self._step(t["name"], t.get("constraints"), workflow)
             tool = step["workExample"]
             act = self._task(t, tool, files.get(t["id"], []))
@@ -394,6 +413,6 @@ class Builder:
 
 
 def build(run_dir: str, include_data: bool = False, max_size: int = MAX_SIZE,
-          license: str | None = None) -> ROCrate:
+          license: str | None = None, max_tasks: int = MAX_TASKS) -> ROCrate:
     """The crate of the run in ``run_dir`` (not written); ``license``: an SPDX id or a URL."""
-    return Builder(run_dir, include_data, max_size, license).build()
+    return Builder(run_dir, include_data, max_size, license, max_tasks).build()
