@@ -56,7 +56,11 @@ MAX_SIZE = 10 * 1024 * 1024      # bytes of a file copied into the crate (--max-
 # tasks listed one by one (--max-tasks): the crate is built in memory, ~10 KB a task
 MAX_TASKS = 50_000
 CUT = 60                         # characters the journal keeps of a parameter's repr
-STATUS = {"DONE": "CompletedActionStatus", "finished": "CompletedActionStatus"}
+# schema.org's action states of the run's and the tasks' states (the rest: FailedActionStatus)
+STATUS = {"DONE": "CompletedActionStatus", "finished": "CompletedActionStatus",
+          "running": "ActiveActionStatus", "RUNNING": "ActiveActionStatus",
+          "DISPATCHED": "ActiveActionStatus", "SUBMITTED": "PotentialActionStatus",
+          "READY": "PotentialActionStatus"}
 _PARAM = re.compile(r", (?=[A-Za-z_]\w*=)")
 
 
@@ -135,7 +139,7 @@ class Builder:
                 "description": f"command line: {head['command'] or '-'}; in {head['cwd']}; "
                                f"on {head['host']} (pid {head['pid']})",
             })
-            if run.get("state") != "finished":
+            if wf_run["actionStatus"] == "FailedActionStatus":
                 wf_run["error"] = f"the run {run.get('state')}: {head.get('reason') or '-'}"
             controls = self._tasks(j, workflow)
             if self.left_out:
@@ -330,7 +334,7 @@ class Builder:
             props["location"] = node
         if t.get("state") == "FAILED":
             props["error"] = (t.get("error") or "failed")[:500]
-        elif t.get("state") != "DONE":
+        elif props["actionStatus"] == "FailedActionStatus":
             props["error"] = f"the task ended {t.get('state')}"
         usage = self._usage(t)
         if usage:
