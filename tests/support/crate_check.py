@@ -28,7 +28,6 @@ from typing import Any, Iterator
 
 BIOSCHEMAS_1_3 = "https://bioschemas.org/terms/"
 CONTEXTS = ("https://w3id.org/ro/crate/1.1/context", "https://w3id.org/ro/crate/1.3/context")
-PROFILES = ("workflow-run-crate", "provenance-run-crate")
 
 
 def context_1_1() -> bytes:
