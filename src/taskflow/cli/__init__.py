@@ -2,7 +2,7 @@
 
 ``run`` (:mod:`.run`), ``map`` (:mod:`.map_command`), the commands that read a run's journal (:mod:`.observe`:
 status, logs, graph, trace, report, monitor), the runs kept (:mod:`.runs`: runs,
-clean), ``explain`` (:mod:`.resuming`), ``submit`` (:mod:`.slurm`) and ``serve``
+clean), ``explain`` (:mod:`.resuming`), ``crate`` (:mod:`.crate`), ``submit`` (:mod:`.slurm`) and ``serve``
 (:mod:`.serve`) are registered on :data:`main` here, explicitly. Short options
 mean one thing in every command (:mod:`.options`).
 """
@@ -13,7 +13,7 @@ import click
 from .._version import __version__
 from ..errors import RecordDamaged
 from .options import examples
-from . import map_command, observe, resuming, run, runs, serve, slurm
+from . import crate, map_command, observe, resuming, run, runs, serve, slurm
 
 
 class _Main(click.Group):
@@ -41,5 +41,6 @@ main.add_command(map_command.map_command)
 for _cmd in [*observe.COMMANDS, *runs.COMMANDS]:
     main.add_command(_cmd)
 main.add_command(resuming.explain)
+main.add_command(crate.crate)
 main.add_command(slurm.submit)
 main.add_command(serve.serve)

@@ -45,6 +45,9 @@ class RunPlan:
     monitor: int | None = None      # the web monitor's port (0: any free one)
     inline: bool = False            # every task in this process, in call order (debugging)
     trace_file: str | None = None   # a row per task attempt, written as each one ends
+    crate: str | None = None        # a Workflow Run Crate at the end: its path ("": the run
+    #                                 directory's crate/; "{run_id}" is replaced)
+    metrics: int | None = None      # /metrics for Prometheus on this port (0: any free one)
 
 
 class ScriptEnd(NamedTuple):
@@ -136,7 +139,7 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
         click.echo(f"taskflow: could not start the runtime: {exc}", err=True)
         launcher.start_failed()
         sys.exit(2)
-    mon = run_started(rt, plan.monitor)
+    mon = run_started(rt, plan.monitor, plan.metrics)
     launcher.started(rt)
     # on unless --no-progress: bars on a terminal, plain lines elsewhere (a log, CI)
     prog = start_progress(rt, sys.stderr.isatty()) if plan.progress is not False else None
@@ -176,6 +179,8 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     launcher.ending(rt)
     status = _report(rt, plan, launcher, signum, end, time.time() - t0)
     run_finished(rt, plan.graph, plan.trace, mon)
+    if plan.crate is not None:
+        _crate(rt, plan.crate)
     launcher.closing(status)
     sys.exit(status)
 
@@ -210,6 +215,23 @@ def _report(rt: Runtime, plan: RunPlan, launcher: Launcher, signum: int, end: Sc
     if rt.exit_code:                # stop(code=N): N
         return rt.exit_code
     return 1 if end.status == 0 and rt.failed else end.status
+
+
+def _crate(rt: Runtime, out: str) -> None:
+    """The run's crate (``--crate``); a crate that cannot be written is said, and the run's
+    exit status stays the run's (as for the pictures)."""
+    if rt.journal is None:
+        click.echo("taskflow: no crate: the run kept no journal", err=True)
+        return
+    from .crate import write_crate
+    try:
+        path, took = write_crate(rt.run_dir, out.format(run_id=rt.run_id) or None,
+                                 force=not out)
+    except Exception as exc:  # noqa: BLE001 - say why, whatever it was
+        click.echo(f"taskflow: could not write the run's crate: {exc} (`taskflow crate "
+                   f"{rt.run_id}` tries again)", err=True)
+        return
+    click.echo(f"taskflow: crate: {path} ({took:.1f} s)", err=True)
 
 
 def _resume_report(rt: Runtime, explain: bool) -> None:

@@ -455,7 +455,7 @@ def monitor(run: str | None, port: int, host: str, token: str | None, run_dir: s
 
 
 def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: str = "127.0.0.1",
-                   token: str | None = None, background: bool = False) -> Any:
+                   token: str | None = None, background: bool = False, live: Any = None) -> Any:
     try:
         from ..monitor import Monitor
     except ImportError as exc:
@@ -463,24 +463,41 @@ def _start_monitor(run_dir: str | None, run_path: str | None, port: int, host: s
                                    f"({exc})") from None
     import os
     root = os.path.dirname(run_path) if run_path else run_dir
-    mon = Monitor(root, os.path.basename(run_path) if run_path else None, host, port, token)
+    mon = Monitor(root, os.path.basename(run_path) if run_path else None, host, port, token,
+                  live=live)
     click.echo(f"taskflow monitor: {mon.url}", err=True)
     return mon.start() if background else mon
 
 
-# -- hooks for `taskflow run` -g / -t / --monitor --------------------------------
-def run_started(rt: RunView, monitor_port: int | None) -> Any:
-    """Start the monitor for a run that has just started (None: not asked)."""
-    if monitor_port is None:
-        return None
+# -- hooks for `taskflow run` -g / -t / --monitor / --metrics-port --------------------
+def run_started(rt: RunView, monitor_port: int | None, metrics_port: int | None = None
+                ) -> tuple[Any, Any]:
+    """Start the monitor and the /metrics server for a run that has just started
+    (None: not asked)."""
+    if monitor_port is None and metrics_port is None:
+        return None, None
     if rt.journal is None:
-        click.echo("taskflow: the monitor needs the journal; it is off", err=True)
-        return None
-    return _start_monitor(None, rt.run_dir, monitor_port, background=True)
+        click.echo("taskflow: the monitor and /metrics need the journal; it is off", err=True)
+        return None, None
+    mon = _start_monitor(None, rt.run_dir, monitor_port, background=True, live=rt) \
+        if monitor_port is not None else None
+    metrics = None
+    if metrics_port is not None:
+        try:
+            from ..metrics.server import MetricsServer
+            metrics = MetricsServer(rt, port=metrics_port).start()
+        except ImportError as exc:
+            raise click.ClickException(f"--metrics-port needs prometheus_client and uvicorn: "
+                                       f"{install_hint('metrics')} ({exc})") from None
+        click.echo(f"taskflow metrics: {metrics.url}", err=True)
+    return mon, metrics
 
 
-def run_finished(rt: RunView, graph_: bool, trace_: bool, mon: Any) -> None:
-    """Write the pictures asked for and stop the monitor."""
+def run_finished(rt: RunView, graph_: bool, trace_: bool, servers: tuple[Any, Any]) -> None:
+    """Write the pictures asked for and stop the monitor and the /metrics server."""
+    mon, metrics = servers
+    if metrics is not None:
+        metrics.stop()
     if mon is not None:
         mon.stop(grace=3.0)     # the pages open now see the run's end first
         click.echo(f"taskflow: monitor stopped; `taskflow monitor {rt.run_id}` serves this run "

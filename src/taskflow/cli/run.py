@@ -114,6 +114,12 @@ class RunCommand(OptionalValueCommand):
                    "name): `taskflow trace RUN --format tsv` writes the same afterwards.")
 @click.option("--monitor", type=int, default=None, metavar="[PORT]",
               help="Serve the live web monitor on 127.0.0.1 (any free port if none given).")
+@click.option("--crate", "crate_", is_flag=True,
+              help="Write the run as a Workflow Run Crate (RO-Crate) into the run's directory "
+                   "at its end (`taskflow crate RUN` makes one later).")
+@click.option("--metrics-port", type=click.IntRange(min=0), default=None, metavar="PORT",
+              help="Serve /metrics for Prometheus on 127.0.0.1:PORT (0: any free port) without "
+                   "the web monitor; the URL with its token is printed (docs/guide/record-outside.md).")
 @click.option("--cluster", type=click.Path(exists=True, dir_okay=False), default=None,
               expose_value=False, callback=lambda ctx, _p, v: ctx.meta.update(tf_cluster=v),
               help="Cluster file (YAML) listing SSH and local nodes; see docs/reference/cluster-file.md.")
@@ -154,9 +160,9 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         adopt_grace: float, explain: bool, placement: str,
         run_dir: str | None, memory_budget: str | None, memory_pause: str | None,
         memory_limit: bool, log_level: str, progress: bool | None, graph_: bool,
-        trace_: bool, trace_file: str | None, monitor: int | None, inline: bool,
-        plan_only: bool, compat: str | None, compat_force: bool, script: str,
-        script_args: tuple[str, ...]) -> None:
+        trace_: bool, trace_file: str | None, monitor: int | None, crate_: bool,
+        metrics_port: int | None, inline: bool, plan_only: bool, compat: str | None,
+        compat_force: bool, script: str, script_args: tuple[str, ...]) -> None:
     """Run SCRIPT with the taskflow runtime started."""
     ctx = click.get_current_context()
     meta = ctx.meta
@@ -201,7 +207,8 @@ def run(workers: int | None, local_nodes: int | None, retries: int | None, crash
         progress = False
     plan = RunPlan(script, script_args, runtime, grace=grace, explain=explain,
                    progress=progress, graph=graph_, trace=trace_, monitor=monitor,
-                   inline=inline, trace_file=trace_file)
+                   inline=inline, trace_file=trace_file, crate="" if crate_ else None,
+                   metrics=metrics_port)
     launcher.adjust(plan)
     drive(plan, launcher)
 

@@ -22,7 +22,9 @@ What a PyCOMPSs user and their test scripts expect from ``runcompss``:
   variables reach the application and every node; an error is printed and the run goes
   on), ``--pythonpath=DIRS``, ``--lang=python``, ``--io_executors=N``,
   ``--walltime_margin=S`` (in a Slurm job: stop gracefully S s before its end,
-  :mod:`taskflow.compat.slurm_job_end`); the
+  :mod:`taskflow.compat.slurm_job_end`), ``-p``/``--provenance[=YAML]`` (a Workflow
+  Run Crate of the run in ``COMPSs_RO-Crate_<run id>/`` here, as ``taskflow run
+  --crate`` makes it; PyCOMPSs's ``ro-crate-info.yaml`` is not read); the
   Java runtime's own tuning options (``--jvm_*``, ``--comm``, ``--scheduler``,
   ...) are accepted and have no effect; storage options are refused;
 - task output stays in the tasks' logs (``taskflow logs``), as runcompss keeps
@@ -73,7 +75,7 @@ _IGNORED = ("comm", "conn", "scheduler", "scheduler_config", "master_name", "mas
             "input_profile", "output_profile", "PyObject_serialize", "worker_in_master_cpus",
             "worker_in_master_memory", "checkpoint", "checkpoint_params", "checkpoint_folder",
             "external_debugger", "disable_nesting", "agents", "cpu_count",
-            "provenance", "tracing_task_dependencies", "python_worker_cache")
+            "tracing_task_dependencies", "python_worker_cache")
 _REFUSED = {"storage_conf": "persistent storage", "task_execution": "storage task execution",
             "storage_impl": "persistent storage"}
 
@@ -111,10 +113,11 @@ def translate(args: list[str], takes_value: set[str]) -> tuple[list[str], dict[s
             out += args[i:i + 2]
             i += 2
             continue
-        if a in ("-g", "-t", "-m", "-d") or (len(a) > 2 and a[0] == "-" and a[1] != "-"
-                                              and set(a[1:]) <= set("gtmd")):
+        if a in ("-g", "-t", "-m", "-d", "-p") or (len(a) > 2 and a[0] == "-" and a[1] != "-"
+                                                    and set(a[1:]) <= set("gtmdp")):
             for ch in a[1:]:
-                opts[{"g": "graph", "t": "tracing", "m": "monitoring", "d": "debug"}[ch]] = True
+                opts[{"g": "graph", "t": "tracing", "m": "monitoring", "d": "debug",
+                      "p": "provenance"}[ch]] = True
             i += 1
             continue
         name, eq, value = a[2:].partition("=")
@@ -123,6 +126,8 @@ def translate(args: list[str], takes_value: set[str]) -> tuple[list[str], dict[s
             opts[key] = True
         elif key in ("graph", "tracing", "monitoring") and not eq:
             opts[key] = True
+        elif key == "provenance" and a.startswith("--"):
+            opts[key] = value or True     # (=ro-crate-info.yaml: PyCOMPSs's authors' file)
         elif key in _VALUE and a.startswith("--") and (eq or key not in _OPTIONAL_VALUE):
             if not eq:                            # --project FILE (runcompss writes '=')
                 if i + 1 >= len(args):
@@ -263,6 +268,8 @@ class Runcompss(Launcher):
             plan.monitor = 0
         plan.graph = plan.graph or _truthy(opts.get("graph", False))
         plan.trace = plan.trace or _truthy(opts.get("tracing", False))
+        if opts.get("provenance") and plan.crate is None:     # where PyCOMPSs puts its crate
+            plan.crate = os.path.abspath("COMPSs_RO-Crate_{run_id}")
 
     def refuse(self, message: str) -> NoReturn:
         _fail(message)

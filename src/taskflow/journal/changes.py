@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
 
-from .text import params_text, ref_summary, stream_paths
+from .text import file_accesses, params_text, ref_summary, stream_paths
 
 if TYPE_CHECKING:
     from ..events import (DoneWire, Dispatched, Ended, Event, Granted, Log, Memory, Moved,
@@ -71,6 +71,8 @@ class SpecRows:
         # specs with stream parameters -> {parameter: stream}; their tasks' paths (STREAMS)
         self.streams: dict[int, dict[str, str]] = {}
         self.stream_rows: list[tuple[int, str]] = []
+        # the files each task read and wrote (FILES): (task id, JSON of text.file_accesses)
+        self.file_rows: list[tuple[int, str]] = []
 
     def id(self, info: SpecInfo) -> int:
         func, constraints, _, name = info
@@ -188,6 +190,10 @@ class Changes:
             sid = specs.id(info)
         if dep_ids:
             self.deps.extend([(tid, d) for d in dep_ids])
+        if refs:
+            files = file_accesses(names, refs)
+            if files:
+                specs.file_rows.append((tid, json.dumps(files)))
         if refs and sid in specs.streams:
             specs.stream_rows.append((tid, json.dumps(stream_paths(names, refs,
                                                                    specs.streams[sid]))))

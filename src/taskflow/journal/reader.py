@@ -13,12 +13,13 @@ import json
 import os
 import socket
 import sqlite3
-from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ..errors import RecordDamaged
 from ..errors import RunNotFound as RunNotFound      # re-exported: the reader raises it
 from . import endfile
+from .dbfile import damaged as damaged               # re-exported: commands raise it
+from .noderecords import NodeRecords
 from .root import runs_root as runs_root            # re-exported: the journal package names it
 from .schema import JOURNAL_NAME
 
@@ -67,93 +68,9 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
-def damaged(path: str, exc: BaseException) -> RecordDamaged:
-    """The error for a journal at ``path`` that cannot be read (``exc``: SQLite's word)."""
-    run_dir = os.path.dirname(path)
-    jobs = os.path.join(run_dir, "jobs")
-    rest = f"; programs' output files are in {jobs}" if os.path.isdir(jobs) else ""
-    return RecordDamaged(f"{path} is damaged ({exc}): the run's task rows and logs in it cannot "
-                         f"be read (`sqlite3 {path} .recover` may save some); the run's other "
-                         f"files are in {run_dir}{rest}")
-
-
-class Journal:
-    """A read view of one run's ``journal.db``."""
-
-    def __init__(self, run_dir: str) -> None:
-        self.run_dir = run_dir
-        self.path = os.path.join(run_dir, JOURNAL_NAME)
-        if not os.path.isfile(self.path):
-            raise RunNotFound(f"{run_dir} has no {JOURNAL_NAME}")
-        try:
-            self.db = sqlite3.connect(self.path, check_same_thread=False, timeout=10)
-            self.db.row_factory = sqlite3.Row
-            self.db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise damaged(self.path, exc) from None
-
-    def close(self) -> None:
-        self.db.close()
-
-    def require_tables(self) -> "Journal":
-        """Self, or :class:`RecordDamaged` when the file has none of a journal's tables
-        (empty, or another SQLite file): for the commands that would print nothing."""
-        if not self._rows("SELECT 1 FROM sqlite_master WHERE type='table' AND name='run'"):
-            size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
-            raise RecordDamaged(f"{self.path} has no journal tables ({size} bytes): it is not "
-                                f"a run's journal, or its run had only begun to write it; "
-                                f"the run's other files are in {self.run_dir}")
-        return self
-
-    def __enter__(self) -> "Journal":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def _rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        """Rows of ``sql``; none while the writer has not made the tables yet."""
-        try:
-            return self.db.execute(sql, args).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return []
-            if "locked" in str(exc):        # (a writer holds it longer than the wait)
-                raise
-            raise damaged(self.path, exc) from None
-        except sqlite3.DatabaseError as exc:
-            raise damaged(self.path, exc) from None
-
-    def _all(self, sql: str, args: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._rows(sql, args)]
-
-    def _each(self, sql: str, args: tuple[Any, ...] = ()) -> Iterator[Any]:
-        """Rows of ``sql`` one at a time (a whole run's rows are never in memory at once)."""
-        try:
-            cur = self.db.execute(sql, args)
-            while True:
-                rows = cur.fetchmany(1000)
-                if not rows:
-                    return
-                yield from rows
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):
-                return
-            if "locked" in str(exc):
-                raise
-            raise damaged(self.path, exc) from None
-        except sqlite3.DatabaseError as exc:
-            raise damaged(self.path, exc) from None
-
-    @contextmanager
-    def snapshot(self) -> Iterator["Journal"]:
-        """Reads inside see one state of the journal (one read transaction), whatever the
-        writer commits meanwhile: figures made of several queries agree with each other."""
-        self.db.execute("BEGIN")
-        try:
-            yield self
-        finally:
-            self.db.execute("COMMIT")
+class Journal(NodeRecords):
+    """A read view of one run's ``journal.db``: its run, tasks and logs here, its nodes' records
+    in :class:`~.noderecords.NodeRecords`, the file in :class:`~.dbfile.JournalFile`."""
 
     def state_key(self) -> tuple[int, str]:
         """What changes when the journal's content or the run's state does: equal keys of one
@@ -227,11 +144,6 @@ class Journal:
         """(first submission, last end) of the run's tasks (None when there is none)."""
         rows = self._rows("SELECT MIN(NULLIF(t_submit, 0)), MAX(NULLIF(t_end, 0)) FROM tasks")
         return (rows[0][0], rows[0][1]) if rows else (None, None)
-
-    def each_memory(self) -> Iterator[dict[str, Any]]:
-        """:meth:`memory`, streamed."""
-        for r in self._each("SELECT * FROM memory ORDER BY t"):
-            yield dict(r)
 
     # -- the run ----------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -371,11 +283,12 @@ class Journal:
         t["deps"] = self.deps_of(tid)
         tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
         t["streams"] = {}       # a program's stdin/stdout/stderr: {stream: [parameter, path]}
+        t["files"] = []         # [[parameter, in|out|inout, path, is a directory]]
         tr = [x for x in tr if x["state"] != "ATTEMPT"]     # (their figures: each_retry)
-        for x in [x for x in tr if x["state"] == "STREAMS"]:
+        for x in [x for x in tr if x["state"] in ("STREAMS", "FILES")]:
             tr.remove(x)
             try:
-                t["streams"] = json.loads(x["info"] or "{}")
+                t["streams" if x["state"] == "STREAMS" else "files"] = json.loads(x["info"] or "{}")
             except ValueError:
                 pass
         t["log_files"] = self.log_files(tid)
@@ -389,6 +302,28 @@ class Journal:
                            "node": "" if col == "t_submit" else t["node"]})
         t["transitions"] = sorted(tr, key=lambda x: x["t"])
         return t
+
+    def each_task_record(self) -> Iterator[dict[str, Any]]:
+        """:meth:`each_task` with each task's function, attempts, exit code and error's line."""
+        try:
+            self.db.execute("SELECT rchar, wchar FROM usage LIMIT 0")
+            io = "u.rchar, u.wchar"
+        except sqlite3.OperationalError:        # a journal from before the bytes were kept
+            io = "NULL AS rchar, NULL AS wchar"
+        for r in self._each("SELECT t.id, t.name, t.func, t.params, t.constraints, t.node, "
+                            "t.state, t.t_submit, t.t_start, t.t_end, t.attempts, t.exit_code, "
+                            f"t.error, u.cpu, u.rss, {io} FROM tasks t LEFT JOIN usage u "
+                            "ON u.task_id = t.id ORDER BY t.id"):
+            yield dict(r)
+
+    def each_files(self) -> Iterator[tuple[int, list[list[Any]]]]:
+        """(task, its :meth:`task` ``files``) of every task that read or wrote a file, by id."""
+        for tid, info in self._each("SELECT task_id, info FROM transitions WHERE state='FILES' "
+                                    "ORDER BY task_id"):
+            try:
+                yield int(tid), json.loads(info or "[]")
+            except ValueError:
+                continue
 
     def log_files(self, tid: int) -> list[str]:
         """Files a program task's output was copied to (``jobs/job<N>.out`` / ``.err``)."""
@@ -501,81 +436,6 @@ class Journal:
         if limit:
             sql += f" LIMIT {int(limit)}"
         return self._all(sql, tuple(args))
-
-    # -- nodes ------------------------------------------------------------------------
-    def nodes(self) -> list[dict[str, Any]]:
-        out = self._all("SELECT name, t_join, t_lost, slots, info, reason FROM nodes ORDER BY rowid")
-        for n in out:
-            try:
-                n["info"] = json.loads(n["info"] or "{}")
-            except ValueError:
-                n["info"] = {}
-        return out
-
-    def samples_since(self, rowid: int = 0, limit: int = 5000) -> list[dict[str, Any]]:
-        """Samples stored after row ``rowid`` (``rowid`` in each), with GPU use when known."""
-        out = self._all("SELECT rowid, node, t, cpu, mem, load1, data FROM samples WHERE rowid>? "
-                        f"ORDER BY rowid LIMIT {int(limit)}", (rowid,))
-        for s in out:
-            data = s.pop("data", None)
-            try:
-                gpu = json.loads(data or "{}").get("gpu")
-            except (ValueError, AttributeError):
-                gpu = None
-            s["gpu"] = sum(gpu) / len(gpu) if isinstance(gpu, list) and gpu else None
-        return out
-
-    def samples(self, node: str | None = None, after: float = 0.0) -> list[dict[str, Any]]:
-        sql = "SELECT node, t, cpu, mem, load1 FROM samples WHERE t>?"
-        args: tuple[Any, ...] = (after,)
-        if node:
-            sql += " AND node=?"
-            args = (after, node)
-        return self._all(sql + " ORDER BY t", args)
-
-
-    def latest_samples(self) -> dict[str, dict[str, Any]]:
-        """Each node's last load sample (cpu, mem, load1 and the rest: disk, net, gpu)."""
-        out: dict[str, dict[str, Any]] = {}
-        for r in self._all("SELECT node, t, cpu, mem, load1, data FROM samples WHERE rowid IN "
-                           "(SELECT MAX(rowid) FROM samples GROUP BY node)"):
-            try:
-                extra = json.loads(r.pop("data") or "{}")
-            except ValueError:
-                extra = {}
-            out[r["node"]] = {**(extra if isinstance(extra, dict) else {}), **r}
-        return out
-
-    def memory(self, node: str | None = None) -> list[dict[str, Any]]:
-        """The nodes' memory reports (spills, read-backs, pauses), oldest first."""
-        if node:
-            return self._all("SELECT * FROM memory WHERE node=? ORDER BY t", (node,))
-        return self._all("SELECT * FROM memory ORDER BY t")
-
-    def moves(self, task: int | None = None) -> list[dict[str, Any]]:
-        """Values over the inline limit that moved (to the master, between nodes), in the
-        order they arrived; ``task``: those made by it or moved for it."""
-        sql = "SELECT task_id, producer, t_start, t_end, bytes, src, dst FROM moves"
-        args: tuple[Any, ...] = ()
-        if task is not None:
-            sql += " WHERE task_id=? OR producer=?"
-            args = (task, task)
-        try:
-            return self._all(sql + " ORDER BY t_end", args)
-        except sqlite3.OperationalError:        # a journal from before moves were kept
-            return []
-
-    def moved(self) -> dict[str, tuple[int, int, float]]:
-        """Totals of the moves: "to the master" and "between nodes" -> (values, bytes,
-        seconds spent moving them, added up)."""
-        try:
-            rows = self._rows("SELECT dst = 'master', COUNT(*), SUM(bytes), "
-                              "SUM(t_end - t_start) FROM moves GROUP BY dst = 'master'")
-        except sqlite3.OperationalError:
-            return {}
-        return {("to the master" if master else "between nodes"): (n, b or 0, s or 0.0)
-                for master, n, b, s in rows}
-
 
 def list_runs(root: str | None = None) -> list[dict[str, Any]]:
     """Every run under ``root`` with its state and task counts, oldest first."""

@@ -67,6 +67,25 @@ def params_text(names: Any, argv: Any, kwargs: Any, shown: Any) -> str:
     return ", ".join(parts)
 
 
+FILE_KINDS = {"f": "in", "fo": "out", "fio": "inout", "do": "out", "dio": "inout"}
+
+
+def file_accesses(names: Any, refs: Any) -> list[list[Any]]:
+    """``[[parameter, direction, the user's path, is a directory], ...]``: the files and
+    directories a task reads and writes (a collection's elements under its parameter's
+    name), as the ``FILES`` row keeps them (a crate names them: taskflow/crate)."""
+    out: list[list[Any]] = []
+    for path, kind, obj in refs or ():
+        direction = FILE_KINDS.get(kind)
+        if direction is None:
+            continue
+        pos = path[0] if path else None
+        pname = names[pos] if isinstance(pos, int) and pos < len(names) else pos
+        _, fpath = obj[-1] if kind in ("fio", "dio") else obj      # (old, new): the new one
+        out.append([str(pname), direction, str(fpath or ""), kind.startswith("d")])
+    return out
+
+
 def stream_paths(names: Any, refs: Any, streams: dict[str, str]) -> dict[str, list[str]]:
     """{stream: [parameter, the user's path]} of a program task's stream parameters."""
     out: dict[str, list[str]] = {}

@@ -52,7 +52,8 @@ ErrorInfo = tuple[str, Optional[str], Optional[int]]
 def constraints_text(spec: TaskSpec) -> str:
     """The ``constraints`` column of a task function's ``specs`` row: JSON of what it
     declares besides the defaults (units, memory, time-out, failure policy, invoker,
-    accepted hints, a program's stream parameters)."""
+    accepted hints, a program's stream parameters, the program and its MPI runner as
+    declared: ``$VAR`` unexpanded)."""
     c: dict[str, Any] = {"computing_units": spec.computing_units}
     if spec.memory_size:
         c["memory_size"] = spec.memory_size
@@ -74,6 +75,12 @@ def constraints_text(spec: TaskSpec) -> str:
     streams = {name: p.stream for name, p in params.items() if p.stream}
     if streams:         # a program's stdin/stdout/stderr bound to a file parameter
         c["streams"] = streams
+    binary = getattr(program, "binary", None)
+    if isinstance(binary, str) and binary:      # the program it runs (a crate names it)
+        c["binary"] = binary
+    runner = getattr(program, "runner", None)
+    if isinstance(runner, str) and runner:
+        c["runner"] = runner
     return json.dumps(c)
 
 

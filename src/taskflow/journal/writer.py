@@ -202,6 +202,9 @@ class JournalDB:
         if specs.stream_rows:
             trans += [(tid, 0.0, "STREAMS", "", info) for tid, info in specs.stream_rows]
             specs.stream_rows = []
+        if specs.file_rows:
+            trans += [(tid, 0.0, "FILES", "", info) for tid, info in specs.file_rows]
+            specs.file_rows = []
         if trans:
             db.executemany("INSERT INTO transitions VALUES (?,?,?,?,?)", trans)
         if c.logs:

@@ -28,6 +28,8 @@ API (JSON; ``<run>`` is a run id, a unique prefix, or ``latest``):
                                               tasks per journal state: .reportcache)
   GET /api/runs/<run>/dag                     the DAG as SVG, laid out for the panel's
                                               shape (?aspect=width/height; monitor.dag)
+  GET /metrics                                the run's figures for Prometheus (?run=;
+                                              default: the monitor's run, else the latest)
 Pushed (server-sent events, :mod:`.stream`):
   GET /api/runs/<run>/stream                  a snapshot, then what changed
   GET /api/runs/<run>/logs/stream?task=N      a task's output lines as they come
@@ -41,7 +43,6 @@ import secrets
 import threading
 import time
 from typing import Any
-from urllib.parse import parse_qs
 
 import uvicorn  # noqa: F401 - (imported here: a missing uvicorn says what to install)
 from a2wsgi import WSGIMiddleware
@@ -52,16 +53,18 @@ from ..netguard.limits import LISTEN_QUEUE, MAX_BODY
 from ..observe.palette import colours
 from . import stream
 from .dag import Layouts, aspect_of
+from .metrics import MetricsRoute
 from .page import PAGE, STATIC
 from .reportcache import ReportCache, json_bytes
+from .token import COOKIE, refusal
 
-COOKIE = "taskflow_token"
 MAX_TASKS = 5000
 
 
 def create_app(root: str, token: str, default_run: str | None = None,
-               slots: stream.Slots | None = None) -> Flask:
-    """The Flask application for the runs under ``root``."""
+               slots: stream.Slots | None = None, live: Any = None) -> Flask:
+    """The Flask application for the runs under ``root`` (``live``: the RunView of the
+    run this process is the master of, whose /metrics add the master's counters)."""
     app = Flask("taskflow.monitor", static_folder=None)
     root = runs_root(root)
     slots = slots or stream.Slots()
@@ -186,6 +189,12 @@ def create_app(root: str, token: str, default_run: str | None = None,
             return jsonify(nodes=j.nodes(), samples=j.samples(after=request.args.get(
                 "after", 0.0, float)))
 
+    metrics = app.extensions["taskflow.metrics"] = MetricsRoute(root, default_run, live)
+
+    @app.get("/metrics")
+    def prometheus() -> Response | tuple[Response, int]:
+        return metrics.answer(request.args.get("run"))
+
     @app.get("/api/runs/<run>/report")
     def report(run: str) -> Response:
         try:
@@ -195,25 +204,6 @@ def create_app(root: str, token: str, default_run: str | None = None,
         return Response(body, mimetype="application/json")
 
     return app
-
-
-def refusal(token: bytes, query: bytes, cookie: str, auth: str) -> tuple[int, str] | None:
-    """Why a request may not go on (401 no token, 403 a wrong one), from its query string
-    and its ``Cookie`` and ``Authorization`` headers; None: it may. The server asks
-    before it reads a body (:class:`taskflow.netguard.gate.Gate`), Flask again."""
-    given = parse_qs(query.decode("latin-1"), errors="replace").get("token", [""])[0]
-    if not given:
-        for part in cookie.split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == COOKIE:
-                given = value.strip('"')
-    if auth.startswith("Bearer "):
-        given = auth[7:].strip()
-    if not given:
-        return 401, "a token is required: open the URL printed at start-up (…/?token=…)"
-    if not secrets.compare_digest(given.encode("utf-8", "surrogatepass"), token):
-        return 403, "wrong token"
-    return None
 
 
 def _gated(app: Any, token: str) -> Any:
@@ -280,13 +270,13 @@ class Monitor:
 
     def __init__(self, root: str | None = None, run: str | None = None,
                  host: str = "127.0.0.1", port: int = 0, token: str | None = None,
-                 guard: Any = None) -> None:
+                 guard: Any = None, live: Any = None) -> None:
         from .. import netguard
         self.root = runs_root(root)
         self.run = run
         self.token = token or secrets.token_urlsafe(18)
         self.streams = stream.Slots()
-        self.app = create_app(self.root, self.token, run, self.streams)
+        self.app = create_app(self.root, self.token, run, self.streams, live)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -332,3 +322,4 @@ class Monitor:
             self._thread.join(5)
         self.sock.close()
         self.app.extensions["taskflow.reports"].close()
+        self.app.extensions["taskflow.metrics"].close()

@@ -8,5 +8,6 @@ its own journal, so ``taskflow status/logs`` and the monitor work on it too.
   runs.py     the queue and the run processes: start, watch, cancel, recover
   streams.py  server-sent event streams over the journals (events, followed logs)
   app.py      the JSON API under /api/v1, its token check and body limit
+  metrics.py  GET /metrics: the running runs' figures for Prometheus
   service.py  binding, the token file, uvicorn, start and stop
 """

@@ -35,6 +35,7 @@ from ..errors import RecordDamaged
 from ..journal.reader import STATES as TASK_STATES
 from ..journal.reader import Journal, run_ids
 from ..netguard.gate import Gate, header
+from . import metrics
 from . import store as S
 from . import streams
 from .inputs import FileIn, RunIn
@@ -88,6 +89,7 @@ def create_app(svc: Service) -> FastAPI:
     api = APIRouter(prefix=PREFIX)
     _routes(api, svc)
     app.include_router(api)
+    metrics.add_route(app, svc, journal_dir)      # GET /metrics, for Prometheus (serve/metrics.py)
     app.add_middleware(Gate, check=lambda scope: refusal(svc, scope), limit=svc.max_body,
                        too_big=f"the request body is larger than the service's limit of "
                                f"{svc.max_body} bytes (--max-body); put a large script under "
