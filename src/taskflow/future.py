@@ -93,6 +93,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     _item: DataItem | None = None      # the DataItem this is a version of (INOUT objects, files)
     _path: str | None = None           # file versions: where this version lives
     _label = ""                        # repr only
+    _upath: str | None = None          # a file version untied from its item: the user's path
     _lineage: Any = None               # what recomputes a value lost with its node (lineage)
     _cancel_successors = False         # its task was CANCEL_SUCCESSORS: readers are cancelled
 
@@ -408,7 +409,11 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._result = item.path
 
     def untie(self) -> None:
-        """Its item is forgotten (the item and its versions refer to each other)."""
+        """Its item is forgotten (the item and its versions refer to each other); a file
+        version keeps the user's path (the journal names files by it, maybe later)."""
+        item = self._item
+        if item is not None and item.path:
+            self._upath = item.path
         self._item = None
 
     def moved_to(self, path: str) -> None:

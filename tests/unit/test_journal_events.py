@@ -94,3 +94,28 @@ def test_node_events(tmp_path):
         [("n0", 2.0, 50.0, 10.0, 0.5)]
     assert [tuple(r) for r in con.execute("SELECT * FROM memory")] == \
         [("n0", 3.0, 100, 60, 40, 1, 2, 40, 2)]
+
+
+def test_a_file_version_forgotten_before_the_journal_took_its_row_is_named_by_the_users_path(
+        tmp_path):
+    """wait_on_file forgets the file (its versions untied) maybe before the bus hands the
+    task's row to the journal: the row still names the user's path, not the version's."""
+    import pickle
+
+    from taskflow.future import Future
+    from taskflow.graph.registry import Registry
+    from taskflow.journal.wire import EventPickler
+
+    class Host:
+        n = 0
+
+        def new_did(self):
+            Host.n += 1
+            return Host.n
+    reg = Registry(str(tmp_path / "data"))
+    item = reg.track_file(str(tmp_path / "out.txt"), "file", Host())
+    v1 = Future(None, None, 2)
+    version = reg.new_file_version(item, v1)
+    reg.forget_file(str(tmp_path / "out.txt"))
+    assert v1._item is None and version != str(tmp_path / "out.txt")
+    assert pickle.loads(EventPickler().dumps(v1)) == (2, str(tmp_path / "out.txt"))

@@ -111,7 +111,7 @@ class EventPickler(pickle.Pickler):
         if t is Future:     # a file version: the user's path (the version's own is gone after)
             item = obj._item
             return tuple, ((obj._did, item.path if item is not None and item.path
-                            else obj._path),)
+                            else obj._upath or obj._path),)
         if t is TaskSpec:
             return self._reduce_spec(obj)
         if t is complex or (t is type and obj in _CALLABLES):
