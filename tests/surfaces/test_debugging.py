@@ -43,7 +43,8 @@ def test_inline_quickstart_same_outputs_in_one_process(tmp_path):
     p = _run(TF + ["run", "--plan", "--resume", QUICK, "30"], str(normal))
     assert p.returncode == 0, p.stderr
     assert "22 of 35 call(s) would be reused, 13 would run" in p.stdout
-    assert "square: 10 would run (no earlier result" in p.stdout
+    assert "would reuse 20 of 30 calls of square; 10 would run: 10 no earlier result" \
+        in p.stdout, p.stdout
     assert "square: 30 call(s) [python, 20 reused, 10 run to read their values]" in p.stdout
     assert (normal / "quickstart-report.txt").read_bytes() == report
 

@@ -343,7 +343,7 @@ def plan_script(script: str, args: tuple[str, ...] | list[str],
 
 def resuming_reasons(resumer: Any) -> list[str]:
     """Why calls would run again: the resume's own explain lines (the one call to them)."""
-    return [line.replace(" ran again", " would run") for line in resumer.lines()]
+    return resumer.lines(would=True)
 
 
 def format_plan(plan: Plan) -> str:

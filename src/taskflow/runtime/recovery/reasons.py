@@ -59,19 +59,20 @@ def split(why: str) -> tuple[str, str | None]:
     return (reason, subject) if sep and reason.startswith("input file") else (why, None)
 
 
-def summary_lines(reused: Mapping[str, int],
-                  reruns: Mapping[str, Mapping[str, int]]) -> list[str]:
+def summary_lines(reused: Mapping[str, int], reruns: Mapping[str, Mapping[str, int]],
+                  would: bool = False) -> list[str]:
     """One line per task name: how many calls were reused (restored or adopted from the
     earlier run) of how many, and why the others ran, counted by reason (``reruns``:
-    name -> phrase -> calls), the files named."""
+    name -> phrase -> calls), the files named; ``would``: said of a plan (nothing ran)."""
+    ran_ = "would run" if would else "ran"
     out = []
     for name in sorted(set(reused) | set(reruns)):
         whys = {w: n for w, n in (reruns.get(name) or {}).items() if n > 0}
         ran = sum(whys.values())
         kept = reused.get(name, 0)
-        head = f"reused {kept} of {kept + ran} calls of {name}"
+        head = f"{'would reuse' if would else 'reused'} {kept} of {kept + ran} calls of {name}"
         if not ran:
-            out.append(f"{head}; none ran again")
+            out.append(f"{head}; none {'would run' if would else 'ran again'}")
             continue
         groups: dict[str, list[Any]] = {}
         for why, n in whys.items():
@@ -89,6 +90,6 @@ def summary_lines(reused: Mapping[str, int],
                 text += ": " + ", ".join(shown) + (f" and {more} more" if more else "")
             parts.append(text)
         if CODE_CHANGED not in groups:
-            parts.append(f"0 ran because {CODE_CHANGED}")
-        out.append(f"{head}; {ran} ran: " + "; ".join(parts))
+            parts.append(f"0 {ran_} because {CODE_CHANGED}")
+        out.append(f"{head}; {ran} {ran_}: " + "; ".join(parts))
     return out

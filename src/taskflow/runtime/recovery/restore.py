@@ -338,9 +338,10 @@ class Resumer:
         log.warning("%s", text)
         journal_note(rt, text)
 
-    def lines(self) -> list[str]:
-        """One line per task name: calls reused of how many, and why the others ran."""
-        return summary_lines(self.reused, self.reruns)
+    def lines(self, would: bool = False) -> list[str]:
+        """One line per task name: calls reused of how many, and why the others ran
+        (``would``: would run, for a plan)."""
+        return summary_lines(self.reused, self.reruns, would)
 
 
 def journal_note(rt: RunState, text: str) -> None:
