@@ -343,7 +343,8 @@ def plan_script(script: str, args: tuple[str, ...] | list[str],
 
 def resuming_reasons(resumer: Any) -> list[str]:
     """Why calls would run again: the resume's own explain lines (the one call to them)."""
-    return resumer.lines(would=True)
+    lines: list[str] = resumer.lines(would=True)
+    return lines
 
 
 def format_plan(plan: Plan) -> str:
