@@ -119,3 +119,31 @@ def calls_sleepers_once(marker):
         return "ran again"
     open(marker, "w").close()
     return wait_on([sleeper(30.0), sleeper(30.0)])
+
+
+@task(returns=1)
+def in_batches(n, batch, gate):
+    """Calls ``n`` children, ``batch`` at a time, waiting for each batch and dropping its
+    handles; then waits for ``gate`` to exist (the test looks at the master meanwhile)."""
+    import os
+    total = 0
+    for k in range(0, n, batch):
+        total += sum(wait_on([square(i) for i in range(k, min(n, k + batch))]))
+    square(0)                   # (the last batch's handles are dropped: told with this call)
+    while not os.path.exists(gate):
+        time.sleep(0.02)
+    return total
+
+
+@task(returns=1)
+def forgets_then_barrier(n):
+    """Calls without keeping the handles (one of them fails), then a barrier: the barrier
+    waits for every call and raises the failed one's error."""
+    from taskflow import barrier
+    for i in range(n):
+        square(i, 0.01)
+    fails(5)
+    for i in range(n):
+        square(i)
+    barrier()
+    return "no error"

@@ -54,7 +54,7 @@ class NestRecord:
     """What the master keeps of a task that called tasks (``Task.nest``)."""
 
     __slots__ = ("task", "node", "calls", "children", "prune_at", "waiting", "since",
-                 "waited")
+                 "waited", "released", "calls_at")
 
     def __init__(self, task: Task, node: NodeHandle) -> None:
         self.task = task
@@ -65,6 +65,11 @@ class NestRecord:
         self.waiting = False                 # its units are lent to its node
         self.since = 0.0                     # ... since then
         self.waited = 0.0                    # seconds it waited in all
+        # calls whose handles the parent dropped (NestRelease) that had not ended well then:
+        # kept (a barrier waits for them, sees their errors) and dropped once they did, when
+        # the calls kept doubled (calls_at): the master keeps what the parent can still ask
+        self.released: set[int] = set()
+        self.calls_at = 64
 
     def held(self, task: Task) -> float:
         """Seconds it held its slot (the scheduler's mean duration: waits left out)."""
@@ -204,6 +209,8 @@ class Nesting:
                         self._called()
                 elif kind is M.NestWait:
                     self._wait(rec, e)
+                elif kind is M.NestRelease:
+                    self._release(rec, e.seqs)
                 else:
                     self._answer(rec, *e)
             except Exception:  # noqa: BLE001 - one bad call must not end the thread
@@ -249,6 +256,31 @@ class Nesting:
                 _HERE.parent = None
         except Exception as exc:  # noqa: BLE001 - the call's own error, for the parent
             rec.calls[c.seq] = _Refused(exc)
+        if len(rec.calls) >= rec.calls_at:
+            self._prune(rec)
+
+    @staticmethod
+    def _release(rec: NestRecord, seqs: list[int]) -> None:
+        """The parent holds no handle of calls ``seqs`` any more: those that ended well go;
+        the others are kept until they did (:meth:`_prune`)."""
+        calls = rec.calls
+        for seq in seqs:
+            if seq in calls:
+                if _ended_well(calls[seq]):
+                    del calls[seq]
+                else:
+                    rec.released.add(seq)
+
+    @staticmethod
+    def _prune(rec: NestRecord) -> None:
+        """The calls kept doubled: the released ones that ended well since go."""
+        calls, released = rec.calls, rec.released
+        if released:
+            gone = [seq for seq in released if _ended_well(calls.get(seq))]
+            for seq in gone:
+                released.discard(seq)
+                calls.pop(seq, None)
+        rec.calls_at = max(64, 2 * len(calls))
 
     def _wait(self, rec: NestRecord, w: M.NestWait) -> None:
         seqs = w.seqs if w.seqs is not None else sorted(rec.calls)
@@ -319,6 +351,15 @@ def adopt(rt: RunState, task: Task) -> None:
     bus = rt.bus
     if bus.active:
         bus.emit(Nested("nested", time.time(), task.id, task.spec.name, "", parent.id))
+
+
+def _ended_well(value: Any) -> bool:
+    """A call's value (its futures) all ended without an error (a refused call did not)."""
+    for f in _outputs(value):
+        if type(f) is _Refused or (type(f) is Future and (f._state != "FINISHED" or
+                                                          f._exception is not None)):
+            return False
+    return True
 
 
 def _outputs(value: Any) -> list[Any]:

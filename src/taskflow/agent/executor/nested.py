@@ -75,6 +75,12 @@ class Child:
     def __repr__(self) -> str:
         return f"<taskflow future of {self.name}, called in task {self.parent}>"
 
+    def __del__(self) -> None:
+        try:
+            NEST.dropped(self.parent, self.seq)
+        except Exception:  # noqa: BLE001 - (the interpreter's exit: nothing to tell)
+            pass
+
 
 class _Pickler(cloudpickle.Pickler):      # type: ignore[misc]
     """A call's arguments: the calling task's handles as persistent ids."""
@@ -113,6 +119,11 @@ class _Nest:
         self.seq = 0                    # ... and its last call's number
         self.waits = 0
         self.answers: dict[int, M.Answer] = {}
+        # calls whose every handle the task dropped, told to the master with its next call
+        # or wait (NestRelease: it keeps no value for them); live handles of calls with more
+        # than one output
+        self.released: list[tuple[int, int]] = []
+        self.live: dict[tuple[int, int], int] = {}
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
                err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
@@ -150,13 +161,39 @@ class _Nest:
             buf = io.BytesIO()
             _Pickler(buf, parent).dump((args, kwargs or None))
             payload = buf.getvalue()
-        P.write_all(self.wfd, P.encode(M.NEST, [M.NestCall(parent, seq, key, payload)]))
+        entries: list[M.Nest] = [M.NestCall(parent, seq, key, payload)]
+        if self.released:
+            entries += self._releases()
+        P.write_all(self.wfd, P.encode(M.NEST, entries))
         if shape == "none":
+            self.released.append((parent, seq))
             return None
         if shape == "one":
             return Child(parent, seq, 0, name)
-        handles = [Child(parent, seq, i, name) for i in range(max(nout, 1))]
+        n = max(nout, 1)
+        if n > 1:
+            self.live[(parent, seq)] = n
+        handles = [Child(parent, seq, i, name) for i in range(n)]
         return tuple(handles) if shape == "tuple" else handles
+
+    def dropped(self, parent: int, seq: int) -> None:
+        """A handle of call ``seq`` of task ``parent`` is gone (Child.__del__): once every
+        one is, the master is told (:meth:`_releases`)."""
+        key = (parent, seq)
+        n = self.live.get(key)
+        if n is not None:
+            if n > 1:
+                self.live[key] = n - 1
+                return
+            del self.live[key]
+        self.released.append(key)
+
+    def _releases(self) -> list[M.Nest]:
+        by: dict[int, list[int]] = {}
+        released, self.released = self.released, []
+        for parent, seq in released:
+            by.setdefault(parent, []).append(seq)
+        return [M.NestRelease(parent, seqs) for parent, seqs in by.items()]
 
     def _here(self, name: str) -> None:
         if threading.get_ident() != self.ident:
@@ -212,7 +249,9 @@ class _Nest:
             logs.clear()
         self.waits += 1
         wid = self.waits
-        P.write_all(wfd, P.encode(M.NEST, [wait(wid)]))
+        entries = self._releases() if self.released else []
+        entries.append(wait(wid))
+        P.write_all(wfd, P.encode(M.NEST, entries))
         saved = self._save()
         answers = self.answers
 
