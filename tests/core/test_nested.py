@@ -105,3 +105,14 @@ def test_a_parent_whose_node_is_lost_runs_again_and_its_children_are_cancelled(t
         kids = [t for t in j.tasks() if t["name"] == "sleeper"]
     assert len(kids) == 2 and all(t["state"] == "CANCELLED" for t in kids), kids
     assert all("runs again" in (t["error"] or "") for t in kids), kids
+
+
+def test_a_parent_reads_a_file_its_children_wrote_after_wait_on_file(tmp_path, monkeypatch):
+    path = str(tmp_path / "out.txt")
+    rt, (first, second) = _run(tmp_path, monkeypatch,
+                               lambda: wait_on(N.reads_what_its_children_wrote(path)))
+    assert first == "one\ntwo\n" and second == "one\ntwo\nthree\n"
+    rt, said = _run(tmp_path, monkeypatch, lambda: wait_on(
+        N.waits_for_a_file_nobody_writes(str(tmp_path / "nobody.txt"))))
+    assert said.startswith("UsageError: task ") and "nobody.txt" in said, said
+    assert "no task reads or writes" in said

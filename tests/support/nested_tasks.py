@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from taskflow import task, wait_on
+from taskflow import FILE_INOUT, FILE_OUT, task, wait_on
 
 
 @task(returns=1)
@@ -146,4 +146,43 @@ def forgets_then_barrier(n):
     for i in range(n):
         square(i)
     barrier()
+    return "no error"
+
+
+@task(path=FILE_OUT)
+def writes(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+@task(path=FILE_INOUT)
+def appends(path, text):
+    with open(path, "a") as f:
+        f.write(text)
+
+
+@task(returns=1)
+def reads_what_its_children_wrote(path):
+    """Two children write the file in turn; the parent reads it after wait_on_file, then
+    once more through taskflow.open after a third child appended."""
+    import taskflow
+    from taskflow import wait_on_file
+    writes(path, "one\n")
+    appends(path, "two\n")
+    wait_on_file(path)
+    with open(path) as f:
+        first = f.read()
+    appends(path, "three\n")
+    with taskflow.open(path) as f:
+        second = f.read()
+    return first, second
+
+
+@task(returns=1)
+def waits_for_a_file_nobody_writes(path):
+    from taskflow import wait_on_file
+    try:
+        wait_on_file(path)
+    except Exception as exc:        # noqa: BLE001 - what the parent sees
+        return f"{type(exc).__name__}: {exc}"
     return "no error"

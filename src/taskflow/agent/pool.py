@@ -207,7 +207,7 @@ class Pool:
         for entry in body:
             callers.add(entry.parent)
             kind = type(entry)
-            if kind is M.NestWait or kind is M.StreamPoll:      # (a poll is a wait)
+            if kind is M.NestWait or kind is M.StreamPoll or kind is M.NestWaitFile:
                 head = next(iter(ex.queue), None)
                 if head is not None and head.task_id == entry.parent:
                     ex.parked.append(ex.queue.pop(0))

@@ -224,6 +224,23 @@ class _Nest:
         loaded: dict[tuple[int, int], Any] = {}
         return _one_or_all(tuple(_resolve(o, got, loaded, 0) for o in objs))
 
+    def wait_on_file(self, *paths: Any) -> Any:
+        """``wait_on_file`` in a task: each file's last version (written by a task it called,
+        or any task of the run) is at its path once this returns (the master puts it there:
+        :mod:`taskflow.runtime.nestfiles`)."""
+        self._here("wait_on_file")
+        for p in paths:
+            if not isinstance(p, (str, os.PathLike)):
+                raise UsageError(f"wait_on_file: expected a path, got {p!r}")
+        parent = self.cur.tid
+        full = [os.path.abspath(os.fspath(p)) for p in paths]
+        answer = self.ask(lambda wid: M.NestWaitFile(parent, wid, full))
+        assert type(answer) is M.NestAnswer
+        for _, _, _, err in answer.values:
+            if err is not None:
+                raise _error(err, "wait_on_file")
+        return _one_or_all(tuple(os.fspath(p) for p in paths))
+
     def barrier(self) -> None:
         """``barrier`` in a task: every call it made ended (the first failed one raises)."""
         if self.parent != self.cur.tid or not self.seq:
