@@ -124,6 +124,7 @@ class _Nest:
         # than one output
         self.released: list[tuple[int, int]] = []
         self.live: dict[tuple[int, int], int] = {}
+        self.stack: list[int] = []      # the tasks waiting here (under the running one)
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
                err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
@@ -189,10 +190,15 @@ class _Nest:
         self.released.append(key)
 
     def _releases(self) -> list[M.Nest]:
+        """The releases to send: those of tasks still running here (the master forgets an
+        ended task's calls with it: most handles die as their task returns)."""
         by: dict[int, list[int]] = {}
         released, self.released = self.released, []
+        stack = self.stack
+        tid = self.cur.tid
         for parent, seq in released:
-            by.setdefault(parent, []).append(seq)
+            if parent == tid or parent in stack:
+                by.setdefault(parent, []).append(seq)
         return [M.NestRelease(parent, seqs) for parent, seqs in by.items()]
 
     def _here(self, name: str) -> None:
@@ -277,12 +283,14 @@ class _Nest:
                 self._read()            # (answers come in between the tasks it runs)
             return wid in answers
 
+        self.stack.append(parent)
         try:
             while wid not in answers:
                 self.help(answered)     # what the agent queued here runs meanwhile
                 if wid not in answers and not self.frames:
                     self._read()        # nothing to run: wait for the answer or work
         finally:
+            self.stack.pop()
             self._restore(saved)
             # (also when something raised here: the agent's record of the stack stays true)
             P.write_all(wfd, P.encode(M.NEST, [M.NestResumed(parent)]))
