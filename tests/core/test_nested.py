@@ -110,9 +110,11 @@ def test_a_parent_whose_node_is_lost_runs_again_and_its_children_are_cancelled(t
 
 
 def test_a_parent_reads_a_file_its_children_wrote_after_wait_on_file(tmp_path, monkeypatch):
+    """On one slot: the children run only because the waiting parent lends it."""
     path = str(tmp_path / "out.txt")
     rt, (first, second) = _run(tmp_path, monkeypatch,
-                               lambda: wait_on(N.reads_what_its_children_wrote(path)))
+                               lambda: wait_on(N.reads_what_its_children_wrote(path)),
+                               workers=1)
     assert first == "one\ntwo\n" and second == "one\ntwo\nthree\n"
     rt, said = _run(tmp_path, monkeypatch, lambda: wait_on(
         N.waits_for_a_file_nobody_writes(str(tmp_path / "nobody.txt"))))
