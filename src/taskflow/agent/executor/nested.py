@@ -45,6 +45,7 @@ from .inputs import AHEAD
 RECURSION = 400_000      # the interpreter's frame limit there
 STACK = 512 * 2**20      # bytes the main thread's stack may grow to (RLIMIT_STACK), if allowed
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+RELEASE_BATCH = 64       # dropped calls told to the master with a call (all of them at a wait)
 
 
 class Child:
@@ -119,9 +120,9 @@ class _Nest:
         self.seq = 0                    # ... and its last call's number
         self.waits = 0
         self.answers: dict[int, M.Answer] = {}
-        # calls whose every handle the task dropped, told to the master with its next call
-        # or wait (NestRelease: it keeps no value for them); live handles of calls with more
-        # than one output
+        # calls whose every handle the task dropped, told to the master with a later call
+        # (RELEASE_BATCH at a time) or wait (NestRelease: it keeps no value for them); live
+        # handles of calls with more than one output
         self.released: list[tuple[int, int]] = []
         self.live: dict[tuple[int, int], int] = {}
         self.stack: list[int] = []      # the tasks waiting here (under the running one)
@@ -163,7 +164,7 @@ class _Nest:
             _Pickler(buf, parent).dump((args, kwargs or None))
             payload = buf.getvalue()
         entries: list[M.Nest] = [M.NestCall(parent, seq, key, payload)]
-        if self.released:
+        if len(self.released) >= RELEASE_BATCH:
             entries += self._releases()
         P.write_all(self.wfd, P.encode(M.NEST, entries))
         if shape == "none":
