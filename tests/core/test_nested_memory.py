@@ -42,4 +42,4 @@ def test_calls_whose_handles_were_dropped_are_still_waited_for_by_a_barrier(tmp_
     monkeypatch.chdir(tmp_path)
     with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")):
         with pytest.raises(TaskError, match="child 5 is broken"):
-            wait_on(N.forgets_then_barrier(200))
+            wait_on(N.forgets_then_barrier(100))
