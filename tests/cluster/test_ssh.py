@@ -335,6 +335,18 @@ def test_a_task_calls_tasks_that_run_on_the_other_host(ssh_hosts, tmp_path, monk
     assert [s for _, s in kids] == [i * (1 << 20) for i in range(8)]
 
 
+def test_wait_on_file_in_a_task_on_a_staged_host_says_why_it_cannot(ssh_hosts, tmp_path,
+                                                                    monkeypatch):
+    """The hosts do not share the master's filesystem (their files are staged): the file
+    would be put where the parent cannot read it, and its error says so."""
+    from taskflow.errors import TaskError
+    from support import nested_tasks as N
+    monkeypatch.chdir(tmp_path)
+    with _rt(ssh_hosts, tmp_path):
+        with pytest.raises(TaskError, match="does not share the master's filesystem"):
+            wait_on(N.reads_what_its_children_wrote(str(tmp_path / "out.txt")))
+
+
 def test_a_stream_across_hosts(ssh_hosts, tmp_path, monkeypatch):
     """Three consumers and a producer fill both hosts' four slots: the items cross from the
     producer's host to consumers on the other one, each delivered once, in order."""

@@ -104,4 +104,19 @@ def test_a_parent_whose_node_is_lost_runs_again_and_its_children_are_cancelled(t
     with Journal(rt.run_dir) as j:
         kids = [t for t in j.tasks() if t["name"] == "sleeper"]
     assert len(kids) == 2 and all(t["state"] == "CANCELLED" for t in kids), kids
-    assert all("runs again" in (t["error"] or "") for t in kids), kids
+    # the reason names the parent and its lost node
+    assert all("its parent task calls_sleepers_once" in (t["error"] or "") and
+               "runs again" in t["error"] and "lost" in t["error"] for t in kids), kids
+
+
+def test_a_parent_reads_a_file_its_children_wrote_after_wait_on_file(tmp_path, monkeypatch):
+    """On one slot: the children run only because the waiting parent lends it."""
+    path = str(tmp_path / "out.txt")
+    rt, (first, second) = _run(tmp_path, monkeypatch,
+                               lambda: wait_on(N.reads_what_its_children_wrote(path)),
+                               workers=1)
+    assert first == "one\ntwo\n" and second == "one\ntwo\nthree\n"
+    rt, said = _run(tmp_path, monkeypatch, lambda: wait_on(
+        N.waits_for_a_file_nobody_writes(str(tmp_path / "nobody.txt"))))
+    assert said.startswith("UsageError: task ") and "nobody.txt" in said, said
+    assert "no task reads or writes" in said

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from taskflow import task, wait_on
+from taskflow import FILE_INOUT, FILE_OUT, task, wait_on
 
 
 @task(returns=1)
@@ -119,3 +119,70 @@ def calls_sleepers_once(marker):
         return "ran again"
     open(marker, "w").close()
     return wait_on([sleeper(30.0), sleeper(30.0)])
+
+
+@task(returns=1)
+def in_batches(n, batch, gate):
+    """Calls ``n`` children, ``batch`` at a time, waiting for each batch and dropping its
+    handles; then waits for ``gate`` to exist (the test looks at the master meanwhile)."""
+    import os
+    total = 0
+    for k in range(0, n, batch):
+        total += sum(wait_on([square(i) for i in range(k, min(n, k + batch))]))
+    square(0)                   # (the last batch's handles are dropped: told with this call)
+    while not os.path.exists(gate):
+        time.sleep(0.02)
+    return total
+
+
+@task(returns=1)
+def forgets_then_barrier(n):
+    """Calls without keeping the handles (one of them fails), then a barrier: the barrier
+    waits for every call and raises the failed one's error."""
+    from taskflow import barrier
+    for i in range(n):
+        square(i, 0.01)
+    fails(5)
+    for i in range(n):
+        square(i)
+    barrier()
+    return "no error"
+
+
+@task(path=FILE_OUT)
+def writes(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+@task(path=FILE_INOUT)
+def appends(path, text):
+    with open(path, "a") as f:
+        f.write(text)
+
+
+@task(returns=1)
+def reads_what_its_children_wrote(path):
+    """Two children write the file in turn; the parent reads it after wait_on_file, then
+    once more through taskflow.open after a third child appended."""
+    import taskflow
+    from taskflow import wait_on_file
+    writes(path, "one\n")
+    appends(path, "two\n")
+    wait_on_file(path)
+    with open(path) as f:
+        first = f.read()
+    appends(path, "three\n")
+    with taskflow.open(path) as f:
+        second = f.read()
+    return first, second
+
+
+@task(returns=1)
+def waits_for_a_file_nobody_writes(path):
+    from taskflow import wait_on_file
+    try:
+        wait_on_file(path)
+    except Exception as exc:        # noqa: BLE001 - what the parent sees
+        return f"{type(exc).__name__}: {exc}"
+    return "no error"

@@ -103,3 +103,13 @@ def test_a_kept_task_queued_behind_the_running_one_is_listed_as_not_started():
     orphan.enter([_task(1, [101]), _task(2, [102])], [])
     listed = orphan.taken({}, {F: b"code"}, {1})
     assert sorted((a.task_id, a.started) for a in listed) == [(1, True), (2, False)]
+
+
+def test_a_task_that_called_tasks_is_listed_with_no_key_so_it_is_not_claimed():
+    """A new master has none of a parent's calls (nor a stream task's items): the task is
+    listed with no key and no code, which the master cancels at once (it runs again)."""
+    orphan = Orphan(ValueStore())
+    orphan.enter([_task(1, [101]), _task(2, [102])], [])
+    listed = orphan.taken({1: b"key1"}, {F: b"code"}, {1, 2}, callers={1})
+    assert sorted((a.task_id, a.key, a.code, a.argv) for a in listed) == [
+        (1, b"", b"", None), (2, b"", b"code", (2,))]

@@ -262,3 +262,25 @@ def test_a_task_whose_value_stayed_on_its_node_goes_to_the_resume_log_at_once():
     assert got == [[held, keyed]]
     bus._ended_well([], True, time.monotonic())                         # the burst is over
     assert got == [[held, keyed], [inline]]
+
+
+def test_a_task_that_called_tasks_is_stopped_on_the_node_back_and_runs_again():
+    """Its loss cancelled the children its attempt called (and closed its streams): the
+    copy kept on the node back cannot go on, the task runs again as it was to."""
+    from taskflow.runtime.nesting import NestRecord
+    n = node("h1")
+    st, comm = state(n)
+    t = task(spec(), st=st)
+    st.scheduler.ready.pop()
+    dispatch(t, n)
+    t.nest = NestRecord(t, n)                   # it called tasks on h1
+    comebacks = _lost_with(st, n, t)
+    t.state, t.node, t.nest = "READY", None, None   # its loss put it back in the queue
+    st.scheduler.push(t)
+    _back(n, kept(t.id))
+    back = comebacks.back(st, RemoteValues(comm.wake), n, 2.0)
+    (frame,) = comebacks.take_frames()
+    assert frame == (n, M.ADOPT, M.Adopt([], [t.id]))
+    assert st.scheduler.tasks() == [t] and not n.inflight       # it runs again
+    assert back.callers == 1 and back.running == 0
+    assert "1 that called tasks or used a stream run again (stopped there)" in back.line()

@@ -412,7 +412,8 @@ class Agent:
                          "slots": self.slots, "cpus": os.cpu_count(),
                          "io_executors": len(self.pool.io_execs), "version": __version__,
                          "adoptable": orphan.taken(state.keys, state.codes, {
-                             ex.queue[0].task_id for ex in self.pool.every() if ex.queue})}
+                             ex.queue[0].task_id for ex in self.pool.every() if ex.queue},
+                             self.pool.callers)}
         mine = orphan.outputs()
         if same:            # (runtime/rejoin.py drops those it has no use for any more)
             info["held"] = [d for d in state.store if d not in mine]

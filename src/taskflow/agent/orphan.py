@@ -30,7 +30,7 @@ import os
 import selectors
 import socket
 import time
-from typing import Callable
+from typing import AbstractSet, Callable
 
 from ..wire import adoption
 from ..wire import messages as M
@@ -239,16 +239,25 @@ class Orphan:
         return FdChannel(fd, fd), hello
 
     def taken(self, keys: dict[int, bytes], codes: dict[bytes, bytes],
-              started: set[int]) -> list[M.Adoptable]:
+              started: set[int], callers: AbstractSet[int] = frozenset()
+              ) -> list[M.Adoptable]:
         """A master took the agent: the kept tasks it has not claimed, for its READY (by
         their keys, or their code and arguments for a plain call; ``started``: the ids of
-        those running now, the others wait on their executor behind one of them)."""
+        those running now, the others wait on their executor behind one of them).
+        ``callers``: tasks that called tasks or used a stream; a new master has none of
+        their calls or items, so they are listed with no key, which it cancels at once:
+        they run again there (docs/guide/nested.md, Resume)."""
         self.connected = True
-        return [M.Adoptable(tid, keys.get(tid, b""),
-                            codes.get(t.digest, b"") if _plain(t) else b"",
-                            t.argv if _plain(t) else None, t.units, tid in self.done,
-                            written(t), tid in self.done or tid in started)
-                for tid, t in self.kept.items() if tid not in self.claimed]
+        out = []
+        for tid, t in self.kept.items():
+            if tid in self.claimed:
+                continue
+            plain = _plain(t) and tid not in callers
+            out.append(M.Adoptable(tid, b"" if tid in callers else keys.get(tid, b""),
+                                   codes.get(t.digest, b"") if plain else b"",
+                                   t.argv if plain else None, t.units, tid in self.done,
+                                   written(t), tid in self.done or tid in started))
+        return out
 
     def outputs(self) -> set[int]:
         """The data ids the kept tasks make (their values stay for any master)."""

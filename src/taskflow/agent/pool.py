@@ -72,6 +72,11 @@ class Pool:
         self.reading = True                 # executors' pipes are watched (see pause_reads)
         self.nest_out: list[M.Nest] = []    # tasks' calls and waits for the master (nest)
         self.parked: dict[int, Executor] = {}   # a waiting task's id -> its executor
+        # tasks that called tasks or used a stream (sent NEST entries): a new master has none
+        # of their calls, so they are not kept for one (orphan.taken); ended ones go when it
+        # doubled (nest: off the results' path)
+        self.callers: set[int] = set()
+        self._prune_callers = 64
 
     def own(self, *fds: int) -> None:
         """``fds`` are the agent's (a master's stream, the orphan's socket): executors
@@ -198,9 +203,11 @@ class Pool:
         idle for placement and runs work on top of it); it runs again: back at the head.
         The master is told all of it, before the round's results (``take_nest``)."""
         self.nest_out.extend(body)
+        callers = self.callers
         for entry in body:
+            callers.add(entry.parent)
             kind = type(entry)
-            if kind is M.NestWait or kind is M.StreamPoll:      # (a poll is a wait)
+            if kind is M.NestWait or kind is M.StreamPoll or kind is M.NestWaitFile:
                 head = next(iter(ex.queue), None)
                 if head is not None and head.task_id == entry.parent:
                     ex.parked.append(ex.queue.pop(0))
@@ -210,6 +217,11 @@ class Pool:
                 ex.queue.insert(0, ex.parked.pop())
                 self.parked.pop(entry.parent, None)
                 ex.started = time.time()
+
+        if len(callers) >= self._prune_callers:
+            here = {t.task_id for ex in self.every() for t in (*ex.queue, *ex.parked)}
+            callers &= here
+            self._prune_callers = max(64, 2 * len(callers))
 
     def take_nest(self) -> list[M.Nest]:
         out, self.nest_out = self.nest_out, []

@@ -222,10 +222,8 @@ def wait_on_file(*paths: Any) -> Any:
     reads it as it is then, with whatever the program wrote to it meanwhile.
     """
     rt = _rt()
-    if rt is None and in_worker() and nest() is not None:
-        raise UsageError("wait_on_file inside a running task: not supported yet; have the "
-                         "task that writes the file return a value, wait_on that value, "
-                         "then read the file")
+    if rt is None and in_worker() and nest() is not None:     # in a running task
+        return nest().wait_on_file(*paths)
     out = []
     for path in paths:
         item, p = _file_item(path, "wait_on_file")
@@ -255,6 +253,8 @@ def wait_on_directory(*paths: Any) -> Any:
 
 def open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:  # noqa: A001
     """``open`` after the file's tasks are done; writing makes it the user's file again."""
+    if _rt() is None and in_worker() and nest() is not None:  # in a running task
+        nest().wait_on_file(path)
     item, p = _file_item(path, "taskflow.open")
     if item is not None:
         rt = _rt()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import pickle
 import queue
 import threading
@@ -40,6 +41,7 @@ from ..wire import messages as M
 from ..wire import values as V
 
 if TYPE_CHECKING:
+    from ..graph.registry import DataItem, Registry
     from ..graph.task import Task
     from ..providers.handle import NodeHandle
     from .state import RunState
@@ -54,7 +56,7 @@ class NestRecord:
     """What the master keeps of a task that called tasks (``Task.nest``)."""
 
     __slots__ = ("task", "node", "calls", "children", "prune_at", "waiting", "since",
-                 "waited")
+                 "waited", "released", "calls_at")
 
     def __init__(self, task: Task, node: NodeHandle) -> None:
         self.task = task
@@ -65,6 +67,11 @@ class NestRecord:
         self.waiting = False                 # its units are lent to its node
         self.since = 0.0                     # ... since then
         self.waited = 0.0                    # seconds it waited in all
+        # calls whose handles the parent dropped (NestRelease) that had not ended well then:
+        # kept (a barrier waits for them, sees their errors) and dropped once they did, when
+        # the calls kept doubled (calls_at): the master keeps what the parent can still ask
+        self.released: set[int] = set()
+        self.calls_at = 64
 
     def held(self, task: Task) -> float:
         """Seconds it held its slot (the scheduler's mean duration: waits left out)."""
@@ -122,7 +129,7 @@ class Nesting:
                 continue
             if kind is M.NestCall:
                 self.n_in += 1
-            elif kind is M.NestWait and not rec.waiting:
+            elif (kind is M.NestWait or kind is M.NestWaitFile) and not rec.waiting:
                 self._lend(node, task, rec)
             if kind is M.StreamPublish or kind is M.StreamClose or kind is M.StreamPoll:
                 self.rt.stream_registry().from_task(node, task, e)    # (runtime.streams)
@@ -204,6 +211,12 @@ class Nesting:
                         self._called()
                 elif kind is M.NestWait:
                     self._wait(rec, e)
+                elif kind is M.NestRelease:
+                    self._release(rec, e.seqs)
+                elif kind is M.NestWaitFile:
+                    self._wait_files(rec, e)
+                elif e[0] == "files":
+                    self._put_files(rec, e[1], e[2])
                 else:
                     self._answer(rec, *e)
             except Exception:  # noqa: BLE001 - one bad call must not end the thread
@@ -249,6 +262,31 @@ class Nesting:
                 _HERE.parent = None
         except Exception as exc:  # noqa: BLE001 - the call's own error, for the parent
             rec.calls[c.seq] = _Refused(exc)
+        if len(rec.calls) >= rec.calls_at:
+            self._prune(rec)
+
+    @staticmethod
+    def _release(rec: NestRecord, seqs: list[int]) -> None:
+        """The parent holds no handle of calls ``seqs`` any more: those that ended well go;
+        the others are kept until they did (:meth:`_prune`)."""
+        calls = rec.calls
+        for seq in seqs:
+            if seq in calls:
+                if _ended_well(calls[seq]):
+                    del calls[seq]
+                else:
+                    rec.released.add(seq)
+
+    @staticmethod
+    def _prune(rec: NestRecord) -> None:
+        """The calls kept doubled: the released ones that ended well since go."""
+        calls, released = rec.calls, rec.released
+        if released:
+            gone = [seq for seq in released if _ended_well(calls.get(seq))]
+            for seq in gone:
+                released.discard(seq)
+                calls.pop(seq, None)
+        rec.calls_at = max(64, 2 * len(calls))
 
     def _wait(self, rec: NestRecord, w: M.NestWait) -> None:
         seqs = w.seqs if w.seqs is not None else sorted(rec.calls)
@@ -256,8 +294,13 @@ class Nesting:
         for seq in seqs:
             for i, f in enumerate(_outputs(rec.calls.get(seq))):
                 futs.append((seq, i, f))
-        pending = [f for _, _, f in futs if type(f) is Future and f._state != "FINISHED"]
-        count = _Count(len(pending), lambda: self.q.put((rec, ("answer", w, futs))))
+        self.when_done([f for _, _, f in futs if type(f) is Future],
+                       lambda: self.q.put((rec, ("answer", w, futs))))
+
+    def when_done(self, futs: list[Future], fire: Callable[[], None]) -> None:
+        """``fire()`` once every future of ``futs`` finished (at once if they all had)."""
+        pending = [f for f in futs if f._state != "FINISHED"]
+        count = Count(len(pending), fire)
         if not pending:
             count.fire()
             return
@@ -278,12 +321,12 @@ class Nesting:
         values: list[tuple[int, int, M.Payload | None, bytes | None]] = []
         for seq, i, f in futs:
             if type(f) is _Refused:
-                values.append((seq, i, None, _dump_error(f.error)))
+                values.append((seq, i, None, dump_error(f.error)))
             elif type(f) is not Future:
                 values.append((seq, i, V.dump(f), None))     # a plain value (a stand-in)
             elif f._exception is not None:
                 f._exception.seen()     # the parent sees it: no failure of the run by itself
-                values.append((seq, i, None, _dump_error(f._exception)))
+                values.append((seq, i, None, dump_error(f._exception)))
             elif w.seqs is not None:    # (a barrier needs no values)
                 payload = f._payload
                 if payload is None:
@@ -294,7 +337,79 @@ class Nesting:
                     else:
                         raise RuntimeError("the run stopped")
                 values.append((seq, i, payload, None))
-        answer = M.NestAnswer(rec.task.id, w.wait, values)
+        self.send(rec, M.NestAnswer(rec.task.id, w.wait, values))
+
+    # -- wait_on_file (and taskflow.open) in a task ----------------------------------------
+    def _wait_files(self, rec: NestRecord, w: M.NestWaitFile) -> None:
+        """Wait (by callbacks) for the writers of ``w.paths`` (and the tasks still reading
+        a file as it was), then :meth:`_put_files`. The task reads the files at their
+        paths: a node whose files are staged (no shared filesystem) gets an error."""
+        registry, lock = self._registry()
+        task = rec.task
+        if rec.node.stager is not None:
+            self._files_answer(rec, w, [UsageError(
+                f"task {task.spec.name} (id {task.id}) called wait_on_file on node "
+                f"{rec.node.name}, which does not share the master's filesystem (its files "
+                f"are staged): the file would be put where the task cannot read it; have the "
+                f"task that writes it return what the parent needs, or use a shared "
+                f"filesystem")] * len(w.paths))
+            return
+        items: list[tuple[str, DataItem | None]] = []
+        futs: list[Future] = []
+        with lock:                      # (the registry is the callers')
+            for p in w.paths:
+                item = registry.file_item(p)
+                items.append((p, item))
+                if item is not None:
+                    futs.append(item.latest)
+                    for t in item.readers_v0:
+                        if t.state not in T.FINAL_STATES:
+                            futs.extend(t.all_outputs())
+        self.when_done(futs, lambda: self.q.put((rec, ("files", w, items))))
+
+    def _put_files(self, rec: NestRecord, w: M.NestWaitFile,
+                   items: list[tuple[str, DataItem | None]]) -> None:
+        """The writers ended: each last version at its path, as the program's
+        ``wait_on_file`` puts it (the file is the program's again: later calls read it as
+        it is then)."""
+        task = rec.task
+        registry, lock = self._registry()
+        errors: list[BaseException | None] = []
+        with lock:
+            for p, item in items:
+                err: BaseException | None = None
+                if item is None:
+                    if not os.path.exists(p):
+                        err = UsageError(
+                            f"task {task.spec.name} (id {task.id}): wait_on_file({p!r}): no "
+                            f"task reads or writes {p} and it does not exist; pass the path "
+                            f"the tasks use")
+                elif item.latest._exception is not None:
+                    failed = item.latest._exception
+                    failed.seen()       # (the parent sees it: no failure of the run by itself)
+                    err = failed
+                else:
+                    err = _put(registry, p, item, task)
+                errors.append(err)
+        self._files_answer(rec, w, errors)
+
+    def _registry(self) -> tuple[Registry, threading.Lock]:
+        """The Runtime's data registry and the lock its callers hold (rules' tests, which
+        drive a RunState, have none: no file waits there)."""
+        registry: Registry | None = getattr(self.rt, "registry", None)
+        lock: threading.Lock | None = getattr(self.rt, "submit_lock", None)
+        if registry is None or lock is None:
+            raise RuntimeError("wait_on_file in a task needs the Runtime's registry")
+        return registry, lock
+
+    def _files_answer(self, rec: NestRecord, w: M.NestWaitFile,
+                      errors: list[BaseException | None]) -> None:
+        self.send(rec, M.NestAnswer(rec.task.id, w.wait, [
+            (i, 0, None, dump_error(e) if e is not None else None)
+            for i, e in enumerate(errors)]))
+
+    def send(self, rec: NestRecord, answer: M.Answer) -> None:
+        """An answer for the loop to send to the parent's node."""
         with self.rt.lock:
             self.out.setdefault(rec.node, []).append(answer)
             self.rt.comm.wake()
@@ -321,6 +436,30 @@ def adopt(rt: RunState, task: Task) -> None:
         bus.emit(Nested("nested", time.time(), task.id, task.spec.name, "", parent.id))
 
 
+def _put(registry: Registry, path: str, item: DataItem, task: Task) -> OSError | None:
+    """``item``'s last version at ``path`` (unless it was put there meanwhile: the item is
+    no longer the registry's), the file the program's again; the error, if it could not."""
+    from ..graph.registry import materialize
+    if registry.file_item(path) is not item:
+        return None
+    try:
+        materialize(item)
+        registry.forget_file(path)
+    except OSError as exc:
+        return OSError(f"task {task.spec.name} (id {task.id}): wait_on_file could not put "
+                       f"{path} in place: {exc}")
+    return None
+
+
+def _ended_well(value: Any) -> bool:
+    """A call's value (its futures) all ended without an error (a refused call did not)."""
+    for f in _outputs(value):
+        if type(f) is _Refused or (type(f) is Future and (f._state != "FINISHED" or
+                                                          f._exception is not None)):
+            return False
+    return True
+
+
 def _outputs(value: Any) -> list[Any]:
     if type(value) is Future or type(value) is _Refused:
         return [value]
@@ -331,7 +470,7 @@ def _outputs(value: Any) -> list[Any]:
     return [value]
 
 
-def _dump_error(exc: BaseException) -> bytes:
+def dump_error(exc: BaseException) -> bytes:
     try:
         blob: bytes = cloudpickle.dumps(exc)
         pickle.loads(blob)
@@ -359,7 +498,7 @@ class _Unpickler(pickle.Unpickler):
         return f
 
 
-class _Count:
+class Count:
     """Fires once ``n`` futures finished (done callbacks run in the loop thread)."""
 
     def __init__(self, n: int, fire: Any) -> None:

@@ -42,8 +42,8 @@ Node -> master::
     STARTED   list[tuple[int, float]]    (task id, time) of tasks that began to run; sent
                                          for tasks not known to be short (MASTER_SHORT)
     PART      list[PartWire]             answer to PULL (total -1: the value is not here)
-    NEST      list[NestCall | NestWait | NestResumed | StreamPublish | StreamClose |
-              StreamPoll]
+    NEST      list[NestCall | NestWait | NestWaitFile | NestResumed | NestRelease |
+              StreamPublish | StreamClose | StreamPoll]
                                          a running task's calls of tasks, its waits and its
                                          return from a wait, what it publishes to streams,
                                          closes and polls (executor -> agent -> master, in
@@ -348,10 +348,28 @@ class NestWait(NamedTuple):
     seqs: list[int] | None        # the calls it waits for; None: every call it made
 
 
+class NestWaitFile(NamedTuple):
+    """A running task's ``wait_on_file`` (or ``taskflow.open``): the last version of each
+    path (absolute) is put at that path once its writer ended; answered as ``NestWait``
+    is (one entry per path: its error, if any)."""
+
+    parent: int
+    wait: int
+    paths: list[str]
+
+
 class NestResumed(NamedTuple):
     """The parent's wait was answered and it runs again: it holds its slot again."""
 
     parent: int
+
+
+class NestRelease(NamedTuple):
+    """The parent dropped every handle of these calls: the master need not keep their
+    values for it (a call that has not ended, or failed, is kept until a barrier saw it)."""
+
+    parent: int
+    seqs: list[int]
 
 
 class NestAnswer(NamedTuple):
@@ -400,7 +418,8 @@ class StreamItems(NamedTuple):
     error: bytes | None           # the error it was closed with (pickled), if any
 
 
-Nest = Union[NestCall, NestWait, NestResumed, StreamPublish, StreamClose, StreamPoll]
+Nest = Union[NestCall, NestWait, NestWaitFile, NestResumed, NestRelease, StreamPublish,
+             StreamClose, StreamPoll]
 Answer = Union[NestAnswer, StreamItems]
 
 

@@ -45,6 +45,7 @@ from .inputs import AHEAD
 RECURSION = 400_000      # the interpreter's frame limit there
 STACK = 512 * 2**20      # bytes the main thread's stack may grow to (RLIMIT_STACK), if allowed
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+RELEASE_BATCH = 64       # dropped calls told to the master with a call (all of them at a wait)
 
 
 class Child:
@@ -74,6 +75,12 @@ class Child:
 
     def __repr__(self) -> str:
         return f"<taskflow future of {self.name}, called in task {self.parent}>"
+
+    def __del__(self) -> None:
+        try:
+            NEST.dropped(self.parent, self.seq)
+        except Exception:  # noqa: BLE001 - (the interpreter's exit: nothing to tell)
+            pass
 
 
 class _Pickler(cloudpickle.Pickler):      # type: ignore[misc]
@@ -113,6 +120,12 @@ class _Nest:
         self.seq = 0                    # ... and its last call's number
         self.waits = 0
         self.answers: dict[int, M.Answer] = {}
+        # calls whose every handle the task dropped, told to the master with a later call
+        # (RELEASE_BATCH at a time) or wait (NestRelease: it keeps no value for them); live
+        # handles of calls with more than one output
+        self.released: list[tuple[int, int]] = []
+        self.live: dict[tuple[int, int], int] = {}
+        self.stack: list[int] = []      # the tasks waiting here (under the running one)
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
                err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
@@ -150,13 +163,44 @@ class _Nest:
             buf = io.BytesIO()
             _Pickler(buf, parent).dump((args, kwargs or None))
             payload = buf.getvalue()
-        P.write_all(self.wfd, P.encode(M.NEST, [M.NestCall(parent, seq, key, payload)]))
+        entries: list[M.Nest] = [M.NestCall(parent, seq, key, payload)]
+        if len(self.released) >= RELEASE_BATCH:
+            entries += self._releases()
+        P.write_all(self.wfd, P.encode(M.NEST, entries))
         if shape == "none":
+            self.released.append((parent, seq))
             return None
         if shape == "one":
             return Child(parent, seq, 0, name)
-        handles = [Child(parent, seq, i, name) for i in range(max(nout, 1))]
+        n = max(nout, 1)
+        if n > 1:
+            self.live[(parent, seq)] = n
+        handles = [Child(parent, seq, i, name) for i in range(n)]
         return tuple(handles) if shape == "tuple" else handles
+
+    def dropped(self, parent: int, seq: int) -> None:
+        """A handle of call ``seq`` of task ``parent`` is gone (Child.__del__): once every
+        one is, the master is told (:meth:`_releases`)."""
+        key = (parent, seq)
+        n = self.live.get(key)
+        if n is not None:
+            if n > 1:
+                self.live[key] = n - 1
+                return
+            del self.live[key]
+        self.released.append(key)
+
+    def _releases(self) -> list[M.Nest]:
+        """The releases to send: those of tasks still running here (the master forgets an
+        ended task's calls with it: most handles die as their task returns)."""
+        by: dict[int, list[int]] = {}
+        released, self.released = self.released, []
+        stack = self.stack
+        tid = self.cur.tid
+        for parent, seq in released:
+            if parent == tid or parent in stack:
+                by.setdefault(parent, []).append(seq)
+        return [M.NestRelease(parent, seqs) for parent, seqs in by.items()]
 
     def _here(self, name: str) -> None:
         if threading.get_ident() != self.ident:
@@ -187,6 +231,23 @@ class _Nest:
         loaded: dict[tuple[int, int], Any] = {}
         return _one_or_all(tuple(_resolve(o, got, loaded, 0) for o in objs))
 
+    def wait_on_file(self, *paths: Any) -> Any:
+        """``wait_on_file`` in a task: each file's last version (written by a task it called,
+        or any task of the run) is at its path once this returns (the master puts it there:
+        :mod:`taskflow.runtime.nestfiles`)."""
+        self._here("wait_on_file")
+        for p in paths:
+            if not isinstance(p, (str, os.PathLike)):
+                raise UsageError(f"wait_on_file: expected a path, got {p!r}")
+        parent = self.cur.tid
+        full = [os.path.abspath(os.fspath(p)) for p in paths]
+        answer = self.ask(lambda wid: M.NestWaitFile(parent, wid, full))
+        assert type(answer) is M.NestAnswer
+        for _, _, _, err in answer.values:
+            if err is not None:
+                raise _error(err, "wait_on_file")
+        return _one_or_all(tuple(os.fspath(p) for p in paths))
+
     def barrier(self) -> None:
         """``barrier`` in a task: every call it made ended (the first failed one raises)."""
         if self.parent != self.cur.tid or not self.seq:
@@ -212,7 +273,9 @@ class _Nest:
             logs.clear()
         self.waits += 1
         wid = self.waits
-        P.write_all(wfd, P.encode(M.NEST, [wait(wid)]))
+        entries = self._releases() if self.released else []
+        entries.append(wait(wid))
+        P.write_all(wfd, P.encode(M.NEST, entries))
         saved = self._save()
         answers = self.answers
 
@@ -221,12 +284,14 @@ class _Nest:
                 self._read()            # (answers come in between the tasks it runs)
             return wid in answers
 
+        self.stack.append(parent)
         try:
             while wid not in answers:
                 self.help(answered)     # what the agent queued here runs meanwhile
                 if wid not in answers and not self.frames:
                     self._read()        # nothing to run: wait for the answer or work
         finally:
+            self.stack.pop()
             self._restore(saved)
             # (also when something raised here: the agent's record of the stack stays true)
             P.write_all(wfd, P.encode(M.NEST, [M.NestResumed(parent)]))

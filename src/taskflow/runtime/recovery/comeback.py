@@ -50,6 +50,7 @@ class Comeback:
         self.held = 0           # results that finished on it while it was away, used
         self.running = 0        # tasks still running there, kept (their copies elsewhere stopped)
         self.cancelled = 0      # kept tasks finished elsewhere meanwhile: stopped there
+        self.callers = 0        # kept tasks that called tasks or used streams: stopped there
         self.values = 0         # values it still holds that the run still uses
         self.fresh = False      # its agent was gone: a new one started there
 
@@ -62,6 +63,9 @@ class Comeback:
                  f"{self.running} running task{'s' if self.running != 1 else ''} kept"]
         if self.cancelled:
             parts.append(f"{self.cancelled} finished elsewhere meanwhile (stopped there)")
+        if self.callers:
+            parts.append(f"{self.callers} that called tasks or used a stream run again "
+                         f"(stopped there)")
         if self.values:
             parts.append(f"{self.values} value{'s' if self.values != 1 else ''} still held "
                          f"there")
@@ -72,8 +76,10 @@ class Comebacks:
     """The tasks that were in flight on lost nodes, until those nodes come back."""
 
     def __init__(self) -> None:
-        # node name -> task id -> (the task, it was running: its loss counted as a crash)
-        self.lost: dict[str, dict[int, tuple[Task, bool]]] = {}
+        # node name -> task id -> (the task, it was running: its loss counted as a crash,
+        # it had called tasks or used a stream: its loss cancelled its children and closed
+        # its streams, so its kept copy cannot go on)
+        self.lost: dict[str, dict[int, tuple[Task, bool, bool]]] = {}
         self.frames: list[tuple[NodeHandle, int, object]] = []   # (node, op, body) to send
         self.backs: list[Comeback] = []
 
@@ -82,7 +88,7 @@ class Comebacks:
         them); called before the loss is applied to them."""
         if tasks:
             self.lost.setdefault(node.name, {}).update(
-                (t.id, (t, t.state == T.RUNNING)) for t in tasks)
+                (t.id, (t, t.state == T.RUNNING, t.nest is not None)) for t in tasks)
 
     def back(self, rt: RunState, remote: RemoteValues, node: NodeHandle,
              away: float) -> Comeback:
@@ -104,11 +110,14 @@ class Comebacks:
         bus = rt.bus
         waiting = {t.id for t in rt.scheduler.ready} if kept else set()
         for a in kept:
-            task, was_running = lost.get(a.task_id, (None, False))
+            task, was_running, called = lost.get(a.task_id, (None, False, False))
             where = _where(task, waiting) if task is not None else None
-            if task is None or where is None:
+            if task is None or where is None or called:
                 cancels.append(a.task_id)
-                back.cancelled += 1
+                if called and where is not None:
+                    back.callers += 1
+                else:
+                    back.cancelled += 1
                 continue
             if was_running and task.crashes:    # its worker did not die: its node was away
                 task.crashes -= 1

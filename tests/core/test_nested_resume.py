@@ -1,0 +1,106 @@
+"""Resuming a run whose tasks called tasks: finished children are restored, a parent that
+was running when its master was killed runs again (it is never adopted: the new master has
+none of its calls), and only the children that had not finished run again.
+
+`taskflow run` is a real process, SIGKILLed for real; its agents outlive it (adoption's
+default). Each task appends a line to ``marks`` beside the script when it runs, so what
+ran again is counted; the test waits on the resume log's records and on files, never on
+time.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+from support.agents import agents_in
+from support.waiting import until
+
+WF = textwrap.dedent('''
+    import os, time
+    from taskflow import task, wait_on
+
+    HERE = os.path.dirname(os.path.abspath(__file__))
+
+    def mark(what):
+        with open(os.path.join(HERE, "marks"), "a") as f:
+            f.write(what + "\\n")
+
+    def gate(name):
+        while not os.path.exists(os.path.join(HERE, name)):
+            time.sleep(0.02)
+
+    @task(returns=1)
+    def child(i):
+        mark(f"start {i}")
+        if i >= 3:
+            gate("gate")            # children 3 and 4 end once the test opens the gate
+        mark(f"end {i}")
+        return i * i
+
+    @task(returns=1)
+    def parent(n):
+        mark("parent")
+        kids = [child(i) for i in range(n)]
+        gate("go")                  # running (not waiting) when the master is killed
+        return sum(wait_on(kids))
+
+    print("SUM", wait_on(parent(5)), flush=True)
+''')
+
+
+def _env(tmp_path):
+    return dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+
+
+def _marks(tmp_path):
+    p = tmp_path / "marks"
+    return p.read_text().split("\n")[:-1] if p.exists() else []
+
+
+def _recorded(run_dir):
+    from taskflow.runtime.recovery.restore import ResumeStore
+    try:
+        return sorted(r.name for r in ResumeStore(str(run_dir)).by_key.values())
+    except FileNotFoundError:
+        return []
+
+
+def test_finished_children_are_restored_and_a_running_parent_runs_again(tmp_path):
+    (tmp_path / "wf.py").write_text(WF)
+    with open(tmp_path / "out1", "w") as out, open(tmp_path / "err1", "w") as err:
+        p = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress",
+                              "--workers", "6", "--adopt-grace", "60", "wf.py"],
+                             cwd=tmp_path, env=_env(tmp_path), stdout=out, stderr=err)
+    until(lambda: os.path.isdir(tmp_path / "runs") and os.listdir(tmp_path / "runs"), 60,
+          "the run's directory")
+    (first,) = os.listdir(tmp_path / "runs")
+    # children 0-2 finished and recorded; 3 and 4 started (nothing starts after the kill:
+    # the marks of the resumed run are its own)
+    until(lambda: _recorded(tmp_path / "runs" / first) == ["child"] * 3 and
+          sum(m.startswith("start") for m in _marks(tmp_path)) == 5, 60,
+          "three children recorded in the resume log, all five started")
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(10)
+    before = _marks(tmp_path)
+    assert sorted(m for m in before if m.startswith("end")) == ["end 0", "end 1", "end 2"]
+    # (the agent keeps 3 and 4 running for a resumed master: they may end once the gate
+    # opens below, and are cancelled there, as the parent is)
+    assert agents_in(tmp_path), "its agent kept its tasks for a resumed master"
+    (tmp_path / "marks").unlink()
+    (tmp_path / "gate").touch()
+    (tmp_path / "go").touch()
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", "--resume",
+                        "--workers", "6", "--adopt-grace", "60", "wf.py"], cwd=tmp_path,
+                       env=_env(tmp_path), capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert "SUM 30" in r.stdout                     # 0 + 1 + 4 + 9 + 16, as a whole run gives
+    assert "3 task(s) restored" in r.stderr, r.stderr
+    assert "running task(s) adopted" not in r.stderr, r.stderr
+    again = _marks(tmp_path)
+    # the parent ran again; of its children only the two that had not finished
+    assert again.count("parent") == 1
+    assert sorted(m for m in again if m.startswith("start")) == ["start 3", "start 4"], again
+    until(lambda: not agents_in(tmp_path), 30, "no agent left")
