@@ -183,3 +183,14 @@ def test_each_item_gets_the_resources_it_asks_for(tmp_path):
     r = _map(tmp_path, "--cluster", "c.yaml", "--range", "1-2", "--resource", "license=1",
              "--", "true")
     assert r.returncode == 2 and "license" in r.stderr, r.stderr
+
+
+def test_plan_lists_the_items_command_lines_and_files_and_runs_nothing(tmp_path):
+    r = _map(tmp_path, "--plan", "--range", "1-50", "--stdout", "o/{}.txt", "--", "sh", "-c",
+             "echo {} > made{}", check=0)
+    assert "50 call(s) of 1 task(s); no program started" in r.stdout, r.stdout
+    assert "$ /usr/bin/sh -c 'echo 1 > made1'" in r.stdout or \
+        "$ /bin/sh -c 'echo 1 > made1'" in r.stdout, r.stdout
+    assert f"writes: {tmp_path}/o/1.txt" in r.stdout, r.stdout
+    assert not (tmp_path / "o").exists() and not list(tmp_path.glob("made*"))
+    assert _runs(tmp_path) == []

@@ -95,6 +95,9 @@ class MapCommand(OptionalValueCommand):
               help="Stop the map when N items have failed: no more start, the rest are "
                    "cancelled (default: every item runs).")
 @click.option("--fail-fast", is_flag=True, help="--max-fails 1.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="Print what the map would run (the items' count, the first command lines, "
+                   "their files; with --resume, what would be reused) and start nothing.")
 @click.option("--resume", "resume", default=None, metavar="[RUN_ID]",
               help="Continue an earlier map (default: the latest of the same command here): "
                    "items it finished are restored, running ones adopted, the rest run.")
@@ -103,7 +106,7 @@ def map_command(ranges: tuple[str, ...], lines: tuple[str, ...], jsons: tuple[st
                 ins: tuple[str, ...], outs: tuple[str, ...], stdout: str | None,
                 stderr: str | None, cpus: int | None, memory: str | None,
                 resources: tuple[str, ...], time_out: str | None, retries: int | None,
-                max_fails: int | None, fail_fast: bool, resume: str | None,
+                max_fails: int | None, fail_fast: bool, plan_only: bool, resume: str | None,
                 command: tuple[str, ...], **shared: Any) -> None:
     """Run COMMAND once per item: of a range, of each line of a file, of each element of a
     JSON list, or of their cross product, with GNU Parallel's placeholders ({} the item,
@@ -145,6 +148,13 @@ def map_command(ranges: tuple[str, ...], lines: tuple[str, ...], jsons: tuple[st
         adopt_grace=shared["adopt_grace"], **rt_opts)
     from ..farm.runner import MapRunner
     runner = MapRunner(plan, task, 1 if fail_fast else max_fails)
+    if plan_only:       # the items as a plan: every program stubbed, in this process
+        from ..debugging.planning import format_plan, plan_calls
+        from .run import _here_only
+        _here_only("--plan", None, meta)
+        made = plan_calls(f"taskflow map -- {shlex.join(command)}", runner.run, runtime)
+        click.echo(format_plan(made))
+        raise SystemExit(1 if made.error else 0)
     run_plan = RunPlan(plan.program, tuple(command[1:]), runtime, grace=shared["grace"],
                        explain=shared["explain"], progress=shared["progress"],
                        graph=shared["graph_"], trace=shared["trace_"],

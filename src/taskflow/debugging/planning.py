@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from ..agent.executor import invokers
 from ..agent.executor.invokers import process
@@ -309,19 +309,33 @@ def plan_script(script: str, args: tuple[str, ...] | list[str],
 
     ``runtime``: ``Runtime`` keywords (``workers``, ``resume`` and ``resume_check`` are
     used; nodes and providers are not: a plan runs here)."""
-    opts = {k: v for k, v in (runtime or {}).items()
-            if k in ("workers", "resume", "resume_check", "retries")}
-    plan = Plan(script)
-    root = tempfile.mkdtemp(prefix="taskflow-plan-")
-    t0 = time.time()
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    rt = PlanRuntime(plan, run_dir=root, **opts)
-    try:
-        sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-        rt.start()
+    def body() -> None:
+        saved = sys.argv
         sys.argv = [script, *args]
         try:
             runpy.run_path(script, run_name="__main__")
+        finally:
+            sys.argv = saved
+    return plan_calls(script, body, runtime, os.path.dirname(os.path.abspath(script)))
+
+
+def plan_calls(label: str, body: Callable[[], None], runtime: dict[str, Any] | None = None,
+               path: str | None = None) -> Plan:
+    """:func:`plan_script` of whatever ``body`` calls (``taskflow map --plan``: its items);
+    ``label`` names it in the plan, ``path`` goes first on ``sys.path`` meanwhile."""
+    opts = {k: v for k, v in (runtime or {}).items()
+            if k in ("workers", "resume", "resume_check", "retries")}
+    plan = Plan(label)
+    root = tempfile.mkdtemp(prefix="taskflow-plan-")
+    t0 = time.time()
+    saved_path = list(sys.path)
+    rt = PlanRuntime(plan, run_dir=root, **opts)
+    try:
+        if path is not None:
+            sys.path.insert(0, path)
+        rt.start()
+        try:
+            body()
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 plan.error = f"the script exited with {exc.code}"
@@ -333,7 +347,7 @@ def plan_script(script: str, args: tuple[str, ...] | list[str],
             plan.resumed = resumer.store.run_dir
             plan.reasons = resuming_reasons(resumer)
     finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
+        sys.path[:] = saved_path
         if not rt.stopped:
             rt.stop(wait=False)
         shutil.rmtree(root, ignore_errors=True)
