@@ -86,6 +86,12 @@ class Recovery:
             self.resumer = Resumer(store, failed_calls(self.resume_from))
         self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint, keys=keys)
         keys.settle = state.bus.flush
+        # a call with inputs may wait for its key (graph.keys.waits) in a run that resumes
+        # nothing; in an adoptable one, only if its function's calls are known short (the
+        # others' keys go to their nodes: adopt.py)
+        keys.wait = self.resumer is None
+        keys.short = lambda spec: not self.adoptable or adopt.known_short(state.spec_runs, spec)
+        state.keys = keys
         state.bus.watch_ended(lambda tasks: self._ended_well(state, tasks),
                               at_once=ResumeLog.at_once)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 from ...errors import TaskCancelled, with_cause
 from ...future import FINISHED, Future
 from ...graph import task as T
+from ...graph.keys import KeyUnknown, waiting_key
 from ...graph.task import Task
 from ...providers.handle import placed_on
 from ...wire import messages as M
@@ -153,11 +154,20 @@ def task_ended(rt: RunState, task: Task) -> None:
     if task.nest is not None and rt.nesting is not None:     # it called tasks
         rt.nesting.ended(task)
     bus = rt.bus
+    if task.ordinal and task.key is None and task.state == T.DONE:
+        waiting_key(task)   # its key waited (graph.keys): made when asked, from the task
     if bus.active:
         # The bus makes the rows later, in its thread (events.py): the task goes as it
         # is, with its arguments, which its submitted row may still need.
         refs = task.refs
         if refs is not None and _holds_node_values(refs):
+            keys = rt.keys
+            if keys is not None and task.ordinal and task.key is None and \
+                    task.state == T.DONE:
+                try:                # its key needs the values' futures, let go here
+                    keys.late(task, settle=False)
+                except KeyUnknown:  # (never so far) it runs again on a resume
+                    keys.unknowable(task)
             task.refs = _row_refs(refs)
         if task.state == T.DONE:
             bus.done_rows.append(task)
