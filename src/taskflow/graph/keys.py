@@ -58,8 +58,9 @@ from ..wire import messages as M
 from ..wire.invocation import Options
 from .task import Task
 
+from ..future import Future
+
 if TYPE_CHECKING:
-    from ..future import Future
     from .spec import TaskSpec
 
 _H = hashlib.blake2b
@@ -92,6 +93,13 @@ class Waited(NamedTuple):
 
     key: bytes
     parts: KeyParts
+
+
+class Inputs(list):  # type: ignore[type-arg]
+    """What the key of a call whose key waited needs of its inputs, kept in its task's
+    ``key_parts`` when their futures are let go at its end (a value a node holds too:
+    runtime/rules/ending.py) until its key is made: its refs, each future replaced by its
+    key, its plain call's record or the ended task whose key waited that made it."""
 
 
 class KeyUnknown(Exception):
@@ -250,10 +258,17 @@ class Keys:
         whose keys waited too get theirs first, oldest first (a loop: a chain may be long).
         ``settle`` False (the bus thread): raises :class:`KeyUnknown` where the bus's
         delivery would be needed."""
+        done: Waited = task.key_parts
+        if type(done) is Waited:
+            return done
+        if _waiting_input(task) is None:        # (the common case: its inputs' keys known)
+            key, parts = self._compute(task, settle)
+            done = task.key_parts = Waited(key, parts)
+            return done
         stack = [task]
         while stack:
             t = stack[-1]
-            if t.key_parts is not None:
+            if type(t.key_parts) is Waited:
                 stack.pop()
                 continue
             first = _waiting_input(t)
@@ -263,8 +278,26 @@ class Keys:
             key, parts = self._compute(t, settle)
             t.key_parts = Waited(key, parts)
             stack.pop()
-        done: Waited = task.key_parts
+        done = task.key_parts
         return done
+
+    def let_go(self, task: Task) -> None:
+        """An ended call whose key waited lets go of its inputs' futures (they hold values
+        on nodes): what its key needs of them is kept (:class:`Inputs`)."""
+        if type(task.key_parts) is Waited:
+            return
+        kept = Inputs()
+        try:
+            for path, kind, obj in task.refs or ():
+                if kind == M.REF_VALUE:
+                    obj = _source(obj, self)
+                elif kind == M.REF_PICKLED:
+                    obj = (obj[0], [_source(f, self) for f in obj[1]])
+                kept.append((path, kind, obj))
+        except KeyUnknown:      # (never so far) it runs again on a resume
+            self.unknowable(task)
+            return
+        task.key_parts = kept
 
     def unknowable(self, task: Task) -> None:
         """``task``'s key cannot be made (:class:`KeyUnknown`): it gets one that no call
@@ -326,6 +359,8 @@ class Keys:
         refs = task.refs
         if not refs:                                # plain arguments only: no inputs
             return h.digest(), base[1]              # (its parts: shared by the function's)
+        if type(task.key_parts) is Inputs:          # its inputs' futures were let go
+            refs = task.key_parts
         inputs: list[tuple[str, str, bytes]] = []
         for path, kind, obj in refs:
             name = _pname(spec, path)
@@ -345,8 +380,7 @@ class Keys:
             else:                                   # written: its user path
                 inputs.append((name + " (written)", "path", _item_path(obj)))
         for _, what, digest in inputs:
-            h.update(what.encode())
-            h.update(digest)
+            h.update(_KINDS[what] + digest)
         return h.digest(), KeyParts(base[1].code, tuple(inputs))
 
     @staticmethod
@@ -360,7 +394,14 @@ class Keys:
             fut.set_key(_H(key + i.to_bytes(4, "big"), digest_size=SIZE).digest())
 
 
-def _fut_key(fut: Future, keys: Keys, settle: bool = True) -> bytes:
+def _fut_key(fut: Future | bytes | tuple[Any, ...] | Task, keys: Keys,
+             settle: bool = True) -> bytes:
+    if isinstance(fut, bytes):      # a source kept when its future was let go (Inputs)
+        return fut
+    if isinstance(fut, Task):
+        return keys.waited(fut, settle)
+    if isinstance(fut, tuple):
+        return keys.ended(fut)
     k = fut._key
     if k is None or type(k) is Task:
         # a call whose key waited: running (its future names it), or ended and kept as its
@@ -395,10 +436,23 @@ def _fut_key(fut: Future, keys: Keys, settle: bool = True) -> bytes:
     return k
 
 
+def _source(fut: Future, keys: Keys) -> bytes | tuple[Any, ...] | Task:
+    """What a key needs of ``fut`` (:class:`Inputs`): its key, its plain call's record, or
+    the task whose key waited that made it (ended: it reads no more)."""
+    k = fut._key
+    if k is not None:
+        return k
+    made = fut._producer
+    if made is not None and made.ordinal and made.key is None:
+        return made
+    return _fut_key(fut, keys, False)
+
+
 def _waiting_input(task: Task) -> Task | None:
     """A task ``task`` reads whose key waited and is not made yet (made first by
     :meth:`Keys.late`), else None."""
-    for _, kind, obj in task.refs or ():
+    kept = task.key_parts
+    for _, kind, obj in kept if type(kept) is Inputs else task.refs or ():
         if kind == M.REF_VALUE:
             futs: Any = (obj,)
         elif kind == M.REF_PICKLED:
@@ -406,10 +460,13 @@ def _waiting_input(task: Task) -> Task | None:
         else:
             continue
         for fut in futs:
-            k = fut._key
-            made = fut._producer if k is None else k if type(k) is Task else None
+            if type(fut) is Future:
+                k = fut._key
+                made = fut._producer if k is None else k if type(k) is Task else None
+            else:
+                made = fut if type(fut) is Task else None
             if made is not None and made.ordinal and made.key is None and \
-                    made.key_parts is None and made.refs is not None:
+                    type(made.key_parts) is not Waited and made.refs is not None:
                 return made
     return None
 
@@ -427,13 +484,17 @@ def _item_path(fut: Future) -> bytes:
     return (item.path if item is not None and item.path else (fut._path or "")).encode()
 
 
+_KINDS = {"task": b"task", "data": b"data", "file": b"file", "path": b"path"}
+
+
 def _pname(spec: TaskSpec, path: Any) -> str:
     first = path[0]
-    if isinstance(first, int):
-        name = spec.names[first] if first < len(spec.names) else f"*{spec.varargs}[{first}]"
+    if type(first) is int:
+        names = spec.names
+        name = names[first] if first < len(names) else f"*{spec.varargs}[{first}]"
     else:
         name = str(first)
-    return name + "".join(f"[{p}]" for p in path[1:])
+    return name if len(path) == 1 else name + "".join(f"[{p}]" for p in path[1:])
 
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 from ...errors import TaskCancelled, with_cause
 from ...future import FINISHED, Future
 from ...graph import task as T
-from ...graph.keys import KeyUnknown, waiting_key
+from ...graph.keys import waiting_key
 from ...graph.task import Task
 from ...providers.handle import placed_on
 from ...wire import messages as M
@@ -164,10 +164,7 @@ def task_ended(rt: RunState, task: Task) -> None:
             keys = rt.keys
             if keys is not None and task.ordinal and task.key is None and \
                     task.state == T.DONE:
-                try:                # its key needs the values' futures, let go here
-                    keys.late(task, settle=False)
-                except KeyUnknown:  # (never so far) it runs again on a resume
-                    keys.unknowable(task)
+                keys.let_go(task)   # what its key needs of the futures let go here
             task.refs = _row_refs(refs)
         if task.state == T.DONE:
             bus.done_rows.append(task)
