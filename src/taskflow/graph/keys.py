@@ -159,6 +159,8 @@ class Keys:
         # are known short (their keys are not sent to their nodes: runtime/recovery/adopt.py)
         self.wait = False
         self.short: Callable[[TaskSpec], bool] | None = None
+        # writes records to the resume log now (the loop thread's: :meth:`held`)
+        self.keep: Callable[[list[tuple[Any, ...]]], None] | None = None
 
     # -- the pieces ----------------------------------------------------------------
     def code(self, spec: TaskSpec) -> bytes:
@@ -298,6 +300,27 @@ class Keys:
             self.unknowable(task)
             return
         task.key_parts = kept
+
+    def held(self, task: Task) -> None:
+        """A call with inputs whose key waited ended, its value left on its node: its key
+        and its record now, as a keyed call's (its value is kept when fetched), and its
+        output let go (a value on a node must not stay pinned there until the bus's
+        delivery: runtime/rules/lineage.py keeps the call, not the value)."""
+        keep = self.keep
+        if keep is None:
+            return
+        try:
+            key, parts = self.late(task, settle=False)
+        except KeyUnknown:      # (never so far) it runs again on a resume
+            self.unknowable(task)
+            key, parts = task.key_parts
+        fut = task.outputs[0]
+        fut.set_key(key)
+        task.key = key          # (the bus's delivery keeps no second record of it)
+        keep([("k", task.id, key, task.spec.name, task.ordinal, parts, (("h",),),
+               (fut._did,))])
+        if task.spec.invoker == "python":  # (a program's keeps its exit code for its row)
+            task.outputs = ()
 
     def unknowable(self, task: Task) -> None:
         """``task``'s key cannot be made (:class:`KeyUnknown`): it gets one that no call

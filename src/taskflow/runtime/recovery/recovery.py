@@ -90,6 +90,7 @@ class Recovery:
         # nothing; in an adoptable one, only if its function's calls are known short (the
         # others' keys go to their nodes: adopt.py)
         keys.wait = self.resumer is None
+        keys.keep = lambda records: self._keep_now(state, records)
         keys.short = lambda spec: not self.adoptable or adopt.known_short(state.spec_runs, spec)
         state.keys = keys
         state.bus.watch_ended(lambda tasks: self._ended_well(state, tasks),
@@ -149,6 +150,18 @@ class Recovery:
         if self.log is not None:
             state.bus.flush()
             self.log.flush()
+
+    def _keep_now(self, state: RunState, records: list[RecordWire]) -> None:
+        """The loop thread, under the run's lock: records written now (graph.keys.Keys.held);
+        a write that fails fails the run once the lock is let go."""
+        if self.log is None:
+            return
+        try:
+            self.log.add(records, [])
+        except RecordFailed as exc:
+            import threading
+            from .recordfail import from_thread
+            threading.Thread(target=from_thread, args=(state, str(exc)), daemon=True).start()
 
     def _ended_well(self, state: RunState, tasks: list[Task]) -> None:
         """The bus's delivery: the resume log keeps the plain calls that ended well."""

@@ -156,15 +156,18 @@ def task_ended(rt: RunState, task: Task) -> None:
     bus = rt.bus
     if task.ordinal and task.key is None and task.state == T.DONE:
         waiting_key(task)   # its key waited (graph.keys): made when asked, from the task
+        keys = rt.keys
+        if keys is not None and task.refs is not None and task.outputs and \
+                task.outputs[0]._payload is None and task.outputs[0]._holders:
+            keys.held(task)     # its value stayed on its node: its record now
     if bus.active:
         # The bus makes the rows later, in its thread (events.py): the task goes as it
         # is, with its arguments, which its submitted row may still need.
         refs = task.refs
         if refs is not None and _holds_node_values(refs):
-            keys = rt.keys
-            if keys is not None and task.ordinal and task.key is None and \
+            if rt.keys is not None and task.ordinal and task.key is None and \
                     task.state == T.DONE:
-                keys.let_go(task)   # what its key needs of the futures let go here
+                rt.keys.let_go(task)    # what its key needs of the futures let go here
             task.refs = _row_refs(refs)
         if task.state == T.DONE:
             bus.done_rows.append(task)
