@@ -47,6 +47,9 @@ def __getattr__(name: str) -> Any:
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'taskflow' has no attribute {name!r}")
+    if name == "Runtime":       # a run is coming: its local agent loads meanwhile
+        from .providers import prestart
+        prestart.begin()
     value = getattr(importlib.import_module(mod, __name__), name)
     globals()[name] = value
     return value
@@ -63,10 +66,12 @@ RETRY, FAIL, IGNORE, CANCEL_SUCCESSORS = "RETRY", "FAIL", "IGNORE", "CANCEL_SUCC
 def start(workers: int | None = None, **kwargs: Any) -> Runtime:
     """Start a runtime explicitly (notebooks, tests); ``stop()`` ends it."""
     from .runtime import current
-    from .runtime.runtime import Runtime
     rt = current.get()
     if rt is not None:
         raise RuntimeError("a taskflow runtime is already running; call taskflow.stop() first")
+    from .providers import prestart
+    prestart.begin()            # its local agent loads while the runtime does
+    from .runtime.runtime import Runtime
     return Runtime(workers=workers, **kwargs).start()
 
 

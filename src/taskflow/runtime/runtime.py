@@ -26,6 +26,7 @@ from ..graph.task import Task
 from ..providers.base import Provider, longest_window
 from ..providers.handle import NodeHandle
 from ..providers.local import LocalProvider
+from ..providers import prestart
 from .. import diagnostics
 from ..context import private_dir
 from ..wire import budget
@@ -149,8 +150,7 @@ class Runtime(RunState):
         self._since_yield = 0       # calls since the submitter last let the loop thread run
         self.registry = Registry(self.data_dir)
         self.builder = Builder(self)
-        self.dispatcher = Dispatcher(self, self.recovery, echo_logs=echo_logs,
-                                     run_dir=self.run_dir)
+        self.dispatcher = Dispatcher(self, self.recovery, echo_logs=echo_logs, run_dir=self.run_dir)
         self.comm = self.dispatcher
         self.group_stack: list[str] = []
         self.exit_code = 0          # stop(code): the status a launcher exits with
@@ -184,6 +184,7 @@ class Runtime(RunState):
             recovery.before_nodes(self.providers)
             for p in self.providers:   # first: agents load their interpreters meanwhile
                 p.launch()
+            prestart.discard()      # an agent started early that no local provider took
             self._open_journal()   # its writer process starts while the nodes do
             recovery.keep_secret(config)
             for p in self.providers:
@@ -206,8 +207,7 @@ class Runtime(RunState):
         self.started = True
         gctune.tune()
         self.dispatcher.open(nodes)
-        self._thread = threading.Thread(target=self.dispatcher.loop, name="taskflow-loop",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self.dispatcher.loop, name="taskflow-loop", daemon=True)
         self._thread.start()
         if self.bus.active:
             for n in nodes:
