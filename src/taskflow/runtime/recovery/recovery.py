@@ -16,6 +16,7 @@ calls it at each step of its life cycle; the loop reads it.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import TYPE_CHECKING, Iterable
@@ -88,10 +89,9 @@ class Recovery:
         keys.settle = state.bus.flush
         # a call with inputs may wait for its key (graph.keys.waits) in a run that resumes
         # nothing; in an adoptable one, only if its function's calls are known short (the
-        # others' keys go to their nodes: adopt.py)
+        # others' keys go to their nodes: adopt.py; said when the nodes started)
         keys.wait = self.resumer is None
         keys.keep = lambda records: self._keep_now(state, records)
-        keys.short = lambda spec: not self.adoptable or adopt.known_short(state.spec_runs, spec)
         state.keys = keys
         state.bus.watch_ended(lambda tasks: self._ended_well(state, tasks),
                               at_once=ResumeLog.at_once)
@@ -115,6 +115,8 @@ class Recovery:
         wait for their calls; the earlier run's ids are not reused."""
         if self.adoptable:
             adopt.record_nodes(self.run_dir, nodes)
+            if self.keys is not None:       # (before any call: graph.keys.Keys.made)
+                self.keys.short = functools.partial(adopt.known_short, state.spec_runs)
         if self.resumer is not None and self.resumer.store.damaged:   # (said at open)
             journal_note(state, self.resumer.store.damaged)
         self.adoption, tids, dids = adopt.after_start(nodes, providers, state.comm.wake)
