@@ -88,15 +88,19 @@ def discard() -> None:
     with _lock:
         early, _early = _early, None
     if early is not None:
-        early[2].cancel()
-        _kill(early[0])
+        proc, _, timer = early
+        timer.cancel()
+        _kill(proc)
 
 
 def _expire(proc: subprocess.Popen[bytes]) -> None:
     global _early
     with _lock:
-        if _early is None or _early[0] is not proc:
+        if _early is None:
             return              # (taken, or killed already)
+        waiting, _, _ = _early
+        if waiting is not proc:
+            return
         _early = None
     _kill(proc)
 
