@@ -50,6 +50,9 @@ def __getattr__(name: str) -> Any:
     mod = _EXPORTS.get(name)
     if mod is None:
         raise AttributeError(f"module 'taskflow' has no attribute {name!r}")
+    if name == "Runtime":       # a run is coming: its local agent loads meanwhile
+        from .providers import prestart
+        prestart.begin()
     value = getattr(importlib.import_module(mod, __name__), name)
     globals()[name] = value
     return value
@@ -76,6 +79,8 @@ def start(workers: int | None = None, *, monitor: bool | int = False,
     (:mod:`taskflow.notebook.session`). Elsewhere a second call is an error. With
     ``TASKFLOW_INLINE=1`` every task runs in the calling thread (:mod:`taskflow.debugging.inline`).
     """
+    from .providers import prestart
+    prestart.begin()            # its local agent loads while the runtime does
     from .notebook import session
     return session.start(workers, monitor, progress, kwargs)
 

@@ -111,8 +111,9 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._consumers: list[Task] | None = None  # tasks waiting for this version
         self._wev: list[Waiter] | None = None      # runtime waiters
         # what can change this value (graph.keys; resumable runs): its key, or the record of
-        # the plain call that made it, whose key is computed when asked (runtime.recovery.log)
-        self._key: bytes | tuple[Any, ...] | None = None
+        # the plain call that made it, whose key is computed when asked (runtime.recovery.log),
+        # or the task that made it, ended, whose key waited (graph.keys.waiting_key)
+        self._key: bytes | tuple[Any, ...] | Task | None = None
 
     # -- the concurrent.futures internals, made lazily -------------------
     @property
@@ -420,9 +421,10 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         """The file version was renamed to ``path`` (the user's: materialized)."""
         self._path = path
 
-    def set_key(self, key: bytes | tuple[Any, ...]) -> None:
+    def set_key(self, key: bytes | tuple[Any, ...] | Task) -> None:
         """What can change this value, as one key (graph.keys; resumable runs), or the
-        resume log's record of the plain call that made it (its key when asked)."""
+        resume log's record of the plain call that made it (its key when asked), or the
+        ended task that made it, whose key waited (its key when asked)."""
         self._key = key
 
     def notify_done(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> None:

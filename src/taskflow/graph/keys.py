@@ -32,28 +32,37 @@ value) is computed then: from the task while it runs (:meth:`Keys.deferred`),
 from its log record, which its future keeps, once it ended. So being resumable
 costs a short task a counter at its call and a record at its end
 (docs/guide/resume.md).
+
+A call that reads other tasks' values (a chain's link) waits likewise, when
+its key could only be what :meth:`Keys.assign` makes of it at the call: its
+inputs are values of other tasks and snapshots (no file, no INOUT, one output,
+no options; :func:`waits`). Its key is computed from the task later
+(:meth:`Keys.late`: by the bus thread at the end, or as soon as something
+needs it), exactly as at the call: its arguments and its snapshots do not
+change, and the keys of the tasks it reads are computed first. A task whose
+key waited and that ended keeps itself as its outputs' key until the resume
+log has its record (:func:`waiting_key`), so its key can be made then too.
 """
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 import pickle
 import shutil
 import time
-import types
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..wire import messages as M
 from ..wire.invocation import Options
+from .digests import SIZE, code_digest, dir_digest, file_digest
+from .task import Task
+
+from ..future import Future
 
 if TYPE_CHECKING:
-    from ..future import Future
     from .spec import TaskSpec
-    from .task import Task
 
 _H = hashlib.blake2b
-SIZE = 16
 PROGRAM_RECHECK = 1.0   # s: a program file is looked at again (size, time) at most this often
 OPTIONS_CACHE = 256     # options records kept as key bytes (static programs share one each)
 
@@ -73,6 +82,48 @@ class KeyParts(NamedTuple):
     code: bytes                                 # digest of the function's code
     inputs: tuple[tuple[str, str, bytes], ...]  # (parameter, kind, digest): kind "task" |
     #                                             "file" | "data"
+
+
+class Waited(NamedTuple):
+    """The key of a call whose key waited (:meth:`Keys.late`), once computed: kept in its
+    task's ``key_parts`` (its ``key`` stays None: the resume log's bus side keeps its
+    record, not the loop thread: runtime/recovery/log.py)."""
+
+    key: bytes
+    parts: KeyParts
+
+
+class Inputs(list):  # type: ignore[type-arg]
+    """What the key of a call whose key waited needs of its inputs, kept in its task's
+    ``key_parts`` when their futures are let go at its end (a value a node holds too:
+    runtime/rules/ending.py) until its key is made: its refs, each future replaced by its
+    key, its plain call's record or the ended task whose key waited that made it."""
+
+
+class KeyUnknown(Exception):
+    """A key that cannot be made without the bus's delivery, asked for in the bus thread
+    (a task's record then is not kept: it runs again on a resume; never seen so far)."""
+
+
+def waits(task: Task) -> bool:
+    """Whether the key of ``task`` (a call built with inputs) may wait: what it reads is
+    other tasks' values and snapshots only (fixed once the call is made), it has one
+    output, no INOUT parameter and no options (a program file's time is read at the call)."""
+    refs = task.refs
+    if not refs or task.options is not None or task.inouts or len(task.outputs) != 1:
+        return False
+    for _, kind, _ in refs:
+        if kind != M.REF_VALUE and kind != M.REF_PICKLED:
+            return False
+    return True
+
+
+def waiting_key(task: Task) -> None:
+    """``task`` ended well and its key waited: its outputs keep it as their key until the
+    resume log has its record (then a later reader's key can still be made from it)."""
+    for fut in task.outputs:
+        if fut._key is None:
+            fut.set_key(task)
 
 
 class Keys:
@@ -101,13 +152,20 @@ class Keys:
         # makes the records of the calls that ended so far (the bus's delivery: they are
         # made there, runtime/recovery/log.py); None: nothing to wait for
         self.settle: Callable[[], None] | None = None
+        # whether a call with inputs may wait for its key (:func:`waits`): a run that resumes
+        # nothing (set at the run's start); and, in an adoptable run, which functions' calls
+        # are known short (their keys are not sent to their nodes: runtime/recovery/adopt.py)
+        self.wait = False
+        self.short: Callable[[TaskSpec], bool] | None = None
+        # writes records to the resume log now (the loop thread's: :meth:`held`)
+        self.keep: Callable[[list[tuple[Any, ...]]], None] | None = None
 
     # -- the pieces ----------------------------------------------------------------
     def code(self, spec: TaskSpec) -> bytes:
         """The digest of ``spec``'s function and the module-level functions it calls."""
         d = self._code.get(spec)
         if d is None:
-            d = self._code[spec] = _code_digest(spec.func, {})
+            d = self._code[spec] = code_digest(spec.func, {})
         return d
 
     def file(self, path: str) -> bytes:
@@ -122,9 +180,9 @@ class Keys:
             if self.mode == "mtime":
                 d = _H(repr(ident).encode(), digest_size=SIZE).digest()
             elif os.path.isdir(path):
-                d = _dir_digest(path)
+                d = dir_digest(path)
             else:
-                d = _file_digest(path)
+                d = file_digest(path)
             self._files[ident] = d
         return d
 
@@ -184,6 +242,96 @@ class Keys:
         ``(function number, ordinal, argv, value)``)."""
         return plain_key(self.code(self.specs[rec[0]]), rec[2])
 
+    def made(self, task: Task) -> None:
+        """A call built with its inputs (under the submit lock): its key now
+        (:meth:`assign`), or, when it may wait (:func:`waits`), only its ordinal."""
+        if self.wait and waits(task) and (self.short is None or self.short(task.spec)):
+            self.count(task)
+        else:
+            self.assign(task)
+
+    def late(self, task: Task, settle: bool = True) -> Waited:
+        """The key of a call whose key waited (:meth:`made`), computed once, as
+        :meth:`assign` would have at the call, and kept in its ``key_parts``; its output
+        gets it with its record (its future names the task till then: a ``wait_on`` lets go
+        of a value a node holds too only after that, runtime/runtime.py). The tasks it reads
+        whose keys waited too get theirs first, oldest first (a loop: a chain may be long).
+        ``settle`` False (the bus thread): raises :class:`KeyUnknown` where the bus's
+        delivery would be needed."""
+        done: Waited = task.key_parts
+        if type(done) is Waited:
+            return done
+        if _waiting_input(task) is None:        # (the common case: its inputs' keys known)
+            key, parts = self._compute(task, settle)
+            done = task.key_parts = Waited(key, parts)
+            return done
+        stack = [task]
+        while stack:
+            t = stack[-1]
+            if type(t.key_parts) is Waited:
+                stack.pop()
+                continue
+            first = _waiting_input(t)
+            if first is not None:
+                stack.append(first)
+                continue
+            key, parts = self._compute(t, settle)
+            t.key_parts = Waited(key, parts)
+            stack.pop()
+        done = task.key_parts
+        return done
+
+    def let_go(self, task: Task) -> None:
+        """An ended call whose key waited lets go of its inputs' futures (they hold values
+        on nodes): what its key needs of them is kept (:class:`Inputs`)."""
+        if type(task.key_parts) is Waited:
+            return
+        kept = Inputs()
+        try:
+            for path, kind, obj in task.refs or ():
+                if kind == M.REF_VALUE:
+                    obj = _source(obj, self)
+                elif kind == M.REF_PICKLED:
+                    obj = (obj[0], [_source(f, self) for f in obj[1]])
+                kept.append((path, kind, obj))
+        except KeyUnknown:      # (never so far) it runs again on a resume
+            self.unknowable(task)
+            return
+        task.key_parts = kept
+
+    def held(self, task: Task) -> None:
+        """A call with inputs whose key waited ended, its value left on its node: its key
+        and its record now, as a keyed call's (its value is kept when fetched), and its
+        output let go (a value on a node must not stay pinned there until the bus's
+        delivery: runtime/rules/lineage.py keeps the call, not the value)."""
+        keep = self.keep
+        if keep is None:
+            return
+        try:
+            key, parts = self.late(task, settle=False)
+        except KeyUnknown:      # (never so far) it runs again on a resume
+            self.unknowable(task)
+            key, parts = task.key_parts
+        fut = task.outputs[0]
+        fut.set_key(key)
+        task.key = key          # (the bus's delivery keeps no second record of it)
+        keep([("k", task.id, key, task.spec.name, task.ordinal, parts, (("h",),),
+               (fut._did,))])
+        if task.spec.invoker == "python":  # (a program's keeps its exit code for its row)
+            task.outputs = ()
+
+    def unknowable(self, task: Task) -> None:
+        """``task``'s key cannot be made (:class:`KeyUnknown`): it gets one that no call
+        matches, so neither it nor what reads it is restored by a resume (they run again)."""
+        key = _H(os.urandom(16), digest_size=SIZE).digest()
+        task.key_parts = Waited(key, KeyParts(self.code(task.spec), ()))
+
+    def waited(self, task: Task, settle: bool = True) -> bytes:
+        """The key of a call whose key waited, plain (:meth:`deferred`) or not (:meth:`late`)."""
+        if task.refs is not None or task.key_parts is not None:
+            return self.late(task, settle).key
+        return self.deferred(task)
+
     def deferred(self, task: Task) -> bytes:
         """The key of a counted plain call (:meth:`count`), computed now, as :meth:`assign`
         would have; its output gets it. The call stays a plain one (the resume log keeps
@@ -206,13 +354,20 @@ class Keys:
 
     def assign(self, task: Task) -> None:
         """Set ``task.ordinal`` (this call is the n-th of its function), ``task.key``,
-        ``task.key_parts`` and the keys of its outputs. (Every call of a resumable run
+        ``task.key_parts`` and the keys of its outputs. (Every call of a resumed run
         comes here: the common case, plain arguments only, is kept short.)"""
-        spec = task.spec
-        name = spec.name
+        name = task.spec.name
         n = task.ordinal = self.ordinals.get(name, 0) + 1
         self.ordinals[name] = n
         self.keyed += 1
+        key, parts = self._compute(task, True)
+        task.key = key
+        task.key_parts = parts
+        self._outputs(task, key)
+
+    def _compute(self, task: Task, settle: bool) -> tuple[bytes, KeyParts]:
+        """``task``'s key and its pieces (see the module doc)."""
+        spec = task.spec
         base = self._bases.get(spec) or self._base(spec)
         h = base[0].copy()
         opts = task.options
@@ -224,24 +379,19 @@ class Keys:
             h.update(repr((task.argv, task.kwargs)).encode())
         refs = task.refs
         if not refs:                                # plain arguments only: no inputs
-            key = task.key = h.digest()
-            task.key_parts = base[1]                # shared by the function's calls
-            outs = task.outputs
-            if len(outs) == 1 and not task.inouts:
-                outs[0].set_key(key)
-            else:
-                self._outputs(task, key)
-            return
+            return h.digest(), base[1]              # (its parts: shared by the function's)
+        if type(task.key_parts) is Inputs:          # its inputs' futures were let go
+            refs = task.key_parts
         inputs: list[tuple[str, str, bytes]] = []
         for path, kind, obj in refs:
             name = _pname(spec, path)
             if kind == M.REF_VALUE:
-                inputs.append((name, "task", _fut_key(obj, self)))
+                inputs.append((name, "task", _fut_key(obj, self, settle)))
             elif kind == M.REF_PICKLED:             # a snapshot, maybe holding futures
                 blob, futs = obj
                 inputs.append((name, "data", _H(blob, digest_size=SIZE).digest()))
                 for i, f in enumerate(futs):
-                    inputs.append((f"{name} (value {i})", "task", _fut_key(f, self)))
+                    inputs.append((f"{name} (value {i})", "task", _fut_key(f, self, settle)))
             elif kind == M.REF_FILE:
                 inputs.append((name, *_version_key(obj, self)))
             elif kind == M.REF_FILE_INOUT or kind == M.REF_DIR_INOUT:
@@ -251,12 +401,8 @@ class Keys:
             else:                                   # written: its user path
                 inputs.append((name + " (written)", "path", _item_path(obj)))
         for _, what, digest in inputs:
-            h.update(what.encode())
-            h.update(digest)
-        key = h.digest()
-        task.key = key
-        task.key_parts = KeyParts(base[1].code, tuple(inputs))
-        self._outputs(task, key)
+            h.update(_KINDS[what] + digest)
+        return h.digest(), KeyParts(base[1].code, tuple(inputs))
 
     @staticmethod
     def _outputs(task: Task, key: bytes) -> None:
@@ -269,19 +415,30 @@ class Keys:
             fut.set_key(_H(key + i.to_bytes(4, "big"), digest_size=SIZE).digest())
 
 
-def _fut_key(fut: Future, keys: Keys) -> bytes:
+def _fut_key(fut: Future | bytes | tuple[Any, ...] | Task, keys: Keys,
+             settle: bool = True) -> bytes:
+    if isinstance(fut, bytes):      # a source kept when its future was let go (Inputs)
+        return fut
+    if isinstance(fut, Task):
+        return keys.waited(fut, settle)
+    if isinstance(fut, tuple):
+        return keys.ended(fut)
     k = fut._key
-    if k is None:
-        made = fut._producer        # (read once: the loop thread clears it when it ends)
+    if k is None or type(k) is Task:
+        # a call whose key waited: running (its future names it), or ended and kept as its
+        # outputs' key until the resume log has its record
+        made = fut._producer if k is None else k
         if made is not None and made.ordinal and made.key is None:
-            return keys.deferred(made)  # a plain call whose key waited, not ended yet
+            return keys.waited(made, settle)
         k = fut._key
-        if k is None and keys.settle is not None and fut._item is None:
+        if k is None and fut._item is None and keys.settle is not None:
+            if not settle:
+                raise KeyUnknown(f"the key of data {fut._did}")
             keys.settle()           # it ended: its record, made at the bus's next delivery
             k = fut._key
     if isinstance(k, bytes):
         return k
-    if k is not None:               # a plain call's log record (runtime.recovery.log): its key now
+    if isinstance(k, tuple):        # a plain call's log record: its key now
         key = keys.ended(k)
         fut.set_key(key)
         return key
@@ -298,6 +455,41 @@ def _fut_key(fut: Future, keys: Keys) -> bytes:
         k = h.digest()
     fut.set_key(k)
     return k
+
+
+def _source(fut: Future, keys: Keys) -> bytes | tuple[Any, ...] | Task:
+    """What a key needs of ``fut`` (:class:`Inputs`): its key, its plain call's record, or
+    the task whose key waited that made it (ended: it reads no more)."""
+    k = fut._key
+    if k is not None:
+        return k
+    made = fut._producer
+    if made is not None and made.ordinal and made.key is None:
+        return made
+    return _fut_key(fut, keys, False)
+
+
+def _waiting_input(task: Task) -> Task | None:
+    """A task ``task`` reads whose key waited and is not made yet (made first by
+    :meth:`Keys.late`), else None."""
+    kept = task.key_parts
+    for _, kind, obj in kept if type(kept) is Inputs else task.refs or ():
+        if kind == M.REF_VALUE:
+            futs: Any = (obj,)
+        elif kind == M.REF_PICKLED:
+            futs = obj[1]
+        else:
+            continue
+        for fut in futs:
+            if type(fut) is Future:
+                k = fut._key
+                made = fut._producer if k is None else k if type(k) is Task else None
+            else:
+                made = fut if type(fut) is Task else None
+            if made is not None and made.ordinal and made.key is None and \
+                    type(made.key_parts) is not Waited and made.refs is not None:
+                return made
+    return None
 
 
 def _version_key(fut: Future, keys: Keys) -> tuple[str, bytes]:
@@ -328,80 +520,14 @@ def _item_path(fut: Future) -> bytes:
     return (item.path if item is not None and item.path else (fut._path or "")).encode()
 
 
+_KINDS = {"task": b"task", "data": b"data", "file": b"file", "path": b"path"}
+
+
 def _pname(spec: TaskSpec, path: Any) -> str:
     first = path[0]
-    if isinstance(first, int):
-        name = spec.names[first] if first < len(spec.names) else f"*{spec.varargs}[{first}]"
+    if type(first) is int:
+        names = spec.names
+        name = names[first] if first < len(names) else f"*{spec.varargs}[{first}]"
     else:
         name = str(first)
-    return name + "".join(f"[{p}]" for p in path[1:])
-
-
-
-def _code_digest(func: Any, seen: dict[int, bytes]) -> bytes:
-    func = getattr(func, "__wrapped__", func)
-    if id(func) in seen:
-        return seen[id(func)]
-    seen[id(func)] = b""                    # a cycle: counted once
-    h = _H(digest_size=SIZE)
-    code = getattr(func, "__code__", None)
-    try:
-        h.update(inspect.getsource(func).encode())
-    except (OSError, TypeError):
-        if code is not None:
-            h.update(_bytecode(code))
-        else:
-            h.update(repr(func).encode())
-    if code is not None:
-        module = getattr(func, "__module__", None)
-        g = getattr(func, "__globals__", {})
-        for name in sorted(_names(code)):
-            obj = g.get(name)
-            inner = getattr(obj, "__wrapped__", obj)
-            if isinstance(inner, types.FunctionType) and inner.__module__ == module \
-                    and inner is not func:
-                h.update(name.encode())
-                h.update(_code_digest(inner, seen))
-    d = h.digest()
-    seen[id(func)] = d
-    return d
-
-
-def _names(code: types.CodeType) -> set[str]:
-    out = set(code.co_names)
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            out |= _names(c)
-    return out
-
-
-def _bytecode(code: types.CodeType) -> bytes:
-    parts = [code.co_code]
-    for c in code.co_consts:
-        parts.append(_bytecode(c) if isinstance(c, types.CodeType) else repr(c).encode())
-    return b"".join(parts)
-
-
-def _file_digest(path: str) -> bytes:
-    h = _H(digest_size=SIZE)
-    try:
-        with open(path, "rb") as f:
-            while True:
-                chunk = f.read(1 << 20)
-                if not chunk:
-                    break
-                h.update(chunk)
-    except OSError:
-        h.update(b"unreadable:" + path.encode())
-    return h.digest()
-
-
-def _dir_digest(path: str) -> bytes:
-    h = _H(digest_size=SIZE)
-    for root, dirs, files in os.walk(path):
-        dirs.sort()
-        for name in sorted(files):
-            p = os.path.join(root, name)
-            h.update(os.path.relpath(p, path).encode() + b"\0")
-            h.update(_file_digest(p))
-    return h.digest()
+    return name if len(path) == 1 else name + "".join(f"[{p}]" for p in path[1:])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -17,6 +16,7 @@ from ..context import total_memory_gb
 from ..errors import NodeStartError, UsageError
 from ..wire import messages as M
 from ..wire import protocol as P
+from . import prestart
 from .base import AdoptFrom, Provider
 from .handle import NodeHandle
 from .nodeconfig import Declared, declared_resources
@@ -79,15 +79,13 @@ class LocalProvider(Provider):
         self.comeback: LocalComeback | None = None  # lost agents reached again
         self._env: dict[str, str] = {}
 
-    CMD = [sys.executable, "-m", "taskflow.node", "--stdio"]
+    CMD = prestart.CMD
 
     def launch(self) -> None:
         """Start every agent process (their interpreters load while the master goes on)."""
         if self.launched:
             return
-        env = self._env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            [p for p in sys.path if p] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        self._env = prestart.agent_env()
         for i in range(self.nodes):
             name = self.node_name if self.nodes == 1 else f"{self.node_name}-{i}"
             if self.adopt is not None and name in self.adopt.nodes:
@@ -104,9 +102,11 @@ class LocalProvider(Provider):
         """One agent process for node ``name``, in a session of its own."""
         # (its stderr through the master's, not the master's own: an agent that outlives
         # a killed master, agent/orphan.py, must not hold the master's output open)
-        proc = subprocess.Popen(self.CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=self._env, close_fds=True,
-                                start_new_session=True)
+        proc = prestart.take(self.CMD, self._env)     # one started early (prestart.py)
+        if proc is None:
+            proc = subprocess.Popen(self.CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, env=self._env, close_fds=True,
+                                    start_new_session=True)
         assert proc.stderr is not None
         threading.Thread(target=_forward, args=(proc.stderr.fileno(),), daemon=True,
                          name=f"taskflow-stderr-{name}").start()

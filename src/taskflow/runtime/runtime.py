@@ -26,6 +26,7 @@ from ..graph.task import Task
 from ..providers.base import Provider, longest_window
 from ..providers.handle import NodeHandle
 from ..providers.local import LocalProvider
+from ..providers import prestart
 from .. import diagnostics
 from ..context import private_dir
 from ..wire import budget
@@ -138,10 +139,9 @@ class Runtime(RunState):
             resumable = RESUMABLE and journal
         try:
             self.recovery = Recovery(
-                self.run_dir, self.run_id,
-                resumable=resumable or resume is not None or checkpoint is not None,
-                resume_from=resume, resume_check=resume_check, checkpoint=checkpoint,
-                adopt_grace=adopt_grace)
+                self.run_dir, self.run_id, resumable=resumable or resume is not None or
+                checkpoint is not None, resume_from=resume, resume_check=resume_check,
+                checkpoint=checkpoint, adopt_grace=adopt_grace)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         self.caught_failures_fail = caught_failures_fail   # (RunState.unhandled)
@@ -150,8 +150,7 @@ class Runtime(RunState):
         self._since_yield = 0       # calls since the submitter last let the loop thread run
         self.registry = Registry(self.data_dir)
         self.builder = Builder(self)
-        self.dispatcher = Dispatcher(self, self.recovery, echo_logs=echo_logs,
-                                     run_dir=self.run_dir)
+        self.dispatcher = Dispatcher(self, self.recovery, echo_logs=echo_logs, run_dir=self.run_dir)
         self.comm = self.dispatcher
         self.group_stack: list[str] = []
         self.exit_code = 0          # stop(code): the status a launcher exits with
@@ -185,6 +184,7 @@ class Runtime(RunState):
             recovery.before_nodes(self.providers)
             for p in self.providers:   # first: agents load their interpreters meanwhile
                 p.launch()
+            prestart.discard()      # an agent started early that no local provider took
             self._open_journal()   # its writer process starts while the nodes do
             recovery.keep_secret(config)
             for p in self.providers:
@@ -207,8 +207,7 @@ class Runtime(RunState):
         self.started = True
         gctune.tune()
         self.dispatcher.open(nodes)
-        self._thread = threading.Thread(target=self.dispatcher.loop, name="taskflow-loop",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self.dispatcher.loop, name="taskflow-loop", daemon=True)
         self._thread.start()
         if self.bus.active:
             for n in nodes:
@@ -349,8 +348,7 @@ class Runtime(RunState):
             self.bus.emit(NodeNote(kind, time.time(), 0, "", node, extra))
 
     def no_more_nodes(self, reason: str) -> None:
-        """An elastic provider gave up: if no node left can run a task, every task fails
-        with ``reason`` (as when the last node is lost) instead of waiting for nodes."""
+        """An elastic provider gave up: with no node left to run a task, all fail (``reason``)."""
         cbs: Callbacks = []
         with self.lock:
             if self.started and not self.stopped and not self.nodes_coming():
@@ -413,8 +411,8 @@ class Runtime(RunState):
                 if own:
                     task.cus, task.mem, task.options = cus, mem, opts
                 keys = self.recovery.keys
-                if keys is not None:
-                    keys.assign(task)
+                if keys is not None:        # its key, or (a chain's link) its ordinal now
+                    keys.made(task)
                 self._record(task, deps)
         if self.dead:
             with self.lock:
@@ -547,8 +545,10 @@ class Runtime(RunState):
         return fut._payload
 
     def take_payload(self, fut: Future) -> tuple[Payload, bool]:
-        """The payload for ``wait_on``; let go of it when a node holds the value too."""
+        """The payload for ``wait_on``; let go of when a node holds it too (and the resume log)."""
         payload = fut._payload if fut._payload is not None else self.fetch_payload(fut)
+        if fut._holders and type(fut._key) is Task:     # its record waits (graph.keys)
+            self.bus.flush()
         with self.lock:
             if fut._holders and fut._payload is not None:
                 fut.drop_payload()

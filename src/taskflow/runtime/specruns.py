@@ -55,6 +55,11 @@ class SpecRun:
 _LEARNED: weakref.WeakKeyDictionary[TaskSpec, SpecRun] = weakref.WeakKeyDictionary()
 
 
+def learned(spec: TaskSpec) -> SpecRun | None:
+    """What this process learned of ``spec``'s calls so far (any run), if anything."""
+    return _LEARNED.get(spec)
+
+
 class SpecRuns(dict["TaskSpec", SpecRun]):
     """One run's spec -> :class:`SpecRun` (``runs[spec]``: the process's record, made on
     first use). Read with ``get`` from outside the run's lock (the progress display),

@@ -23,6 +23,7 @@ from .specruns import SpecRuns
 from .tally import Tally
 
 if TYPE_CHECKING:
+    from ..graph.keys import Keys
     from ..errors import TaskError
     from ..future import Future
     from ..graph.task import Task
@@ -112,6 +113,9 @@ class RunState:
         self.max_mem = 0.0
         self.nesting: Nesting | None = None     # tasks' calls of tasks (from the first one)
         self.streams: Streams | None = None     # the run's streams (from the first one)
+        # a resumable run's keys (graph.keys; its Recovery sets them): an ended call whose
+        # key waited keeps what makes it (rules.ending.task_ended)
+        self.keys: Keys | None = None
 
     def nested(self) -> Nesting:
         """The run's nested calls (runtime.nesting), started at a task's first call."""

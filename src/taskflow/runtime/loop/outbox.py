@@ -30,6 +30,7 @@ from ..rules import outcomes
 from ...events import Dispatched, Granted
 from ...errors import RecordFailed
 from ..recovery.recordfail import record_failed
+from ..recovery.adopt import ADOPT_MIN
 from ..recovery.log import Chunk, completion_record
 
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
     from ..recovery.recovery import Recovery
     from ..state import RunState
     from ..specruns import SpecRun
-
-ADOPT_MIN = 0.5     # s: keyed calls shorter than this on average are not sent their keys
 
 Frames = list[Any]    # per node this round: (op, body) pairs, then the TASKS batch being built
 

@@ -33,8 +33,11 @@ from ...providers import adopting
 from ...wire import adoption as adoption_wire
 from ...wire import messages as M
 from ...events import Dispatched, Resumed
+from ..specruns import learned
 
 if TYPE_CHECKING:
+    from ...graph.spec import TaskSpec
+    from ..specruns import SpecRuns
     from ...graph.task import Task
     from ...providers.handle import NodeHandle
     from ...providers.base import Provider
@@ -42,6 +45,16 @@ if TYPE_CHECKING:
     from ..state import RunState
 
 log = logging.getLogger(__name__)
+
+ADOPT_MIN = 0.5     # s: keyed calls shorter than this on average are not sent their keys
+
+
+def known_short(runs: SpecRuns, spec: TaskSpec) -> bool:
+    """Whether ``spec``'s calls are known to take under :data:`ADOPT_MIN` on average: their
+    keys are not sent to their nodes (runtime/loop/outbox.py), so they may wait
+    (graph/keys.py). Read without the run's lock."""
+    run = runs.get(spec) or learned(spec)
+    return run is not None and run.n > 0 and run.mean < ADOPT_MIN
 
 
 def before_start(resume_from: str, providers: list[Provider]) -> int:

@@ -1,7 +1,8 @@
 """The resume log's frames on disk: each one checked, a damage told from a truncated end.
 
 The log (:mod:`.log` writes it, :mod:`.restore` reads it) starts with
-:data:`MAGIC` (its version: a log another version wrote is not read), then a
+:data:`MAGIC` (its version: a log another version wrote is not read, but for
+those in :data:`READS`), then a
 frame per write: a head of :data:`HEAD` ``.size`` bytes, the pickled header (the
 records) and the body (the values, in record order). The head is
 :data:`SYNC`, the header's length, the body's length, the header's CRC-32 and
@@ -21,8 +22,10 @@ import struct
 import zlib
 from typing import Any, Iterator, NamedTuple
 
-# the version is the last figure: a log another version wrote is refused as a whole
-MAGIC = b"taskflow resume log 3\n"
+# the version is the last figure: a log another version wrote is refused as a whole;
+# 4 added the "c" record (log.py) to 3's: this version reads both
+MAGIC = b"taskflow resume log 4\n"
+READS = (MAGIC, b"taskflow resume log 3\n")
 SYNC = b"\xd7TFr"           # a frame starts here (reading resumes at one after a damage)
 HEAD = struct.Struct(">4sIQII")     # SYNC, header length, body length, header CRC, head CRC
 _FIRST = struct.Struct(">4sIQI")    # the head but its own CRC

@@ -31,6 +31,11 @@ name, code digest)``; records are tuples, by their first field:
     (or, four fields, ``n`` is a ``("V", n, crc)`` as above). Nearly every
     short task ends as one of these: a small tuple, pickled with the frame's
     others in one call.
+``("c", function, ordinal, key, inputs, output, did)``
+    a call that read other tasks' values whose key waited (graph/keys.py: a
+    chain's link): made by the bus thread, as a plain call's record is, with
+    its key, ``inputs`` the ``(parameter, kind, digest)`` of its key's pieces
+    (``--explain``), its one output as in a ``"k"`` record and its data id.
 ``("g", did, output)``
     a value that stayed on its node (``("h",)``) and was fetched later: it is
     kept too, so a resume restores it.
@@ -67,6 +72,8 @@ from ...context import private_file
 from ...errors import RecordFailed
 from ...wire.messages import Packed
 from .frames import MAGIC, head
+
+from ...graph.keys import KeyUnknown
 
 if TYPE_CHECKING:
     from ...graph.keys import Keys
@@ -175,7 +182,9 @@ class ResumeLog:
         A plain call whose key waited (graph/keys.py) is kept as itself, and its future
         keeps its record, from which its key is made if a later call reads it; one whose
         value stayed on its node gets its key now (a later fetch of the value names it).
-        Tasks with a key were kept by the loop thread already."""
+        A call with inputs whose key waited gets its key now, kept in a ``"c"`` record
+        (the tasks it read came before it). Tasks with a key were kept by the loop thread
+        already."""
         keys = self.keys
         if keys is None:
             return
@@ -193,6 +202,9 @@ class ResumeLog:
                 continue
             fut = outs[0]
             p = fut._payload
+            if t.refs is not None or t.key_parts is not None:   # with inputs: its key now
+                _waited(keys, t, fut, p, records, payloads)
+                continue
             if type(p) is bytes:
                 spec = t.spec
                 if spec is not last:
@@ -208,8 +220,9 @@ class ResumeLog:
                 keep(("k", t.id, keys.deferred(t), t.spec.name, t.ordinal,
                       keys.parts(t.spec), (("h",),), (fut._did,)))
                 continue
-            else:
-                continue                    # (no value: nothing to restore)
+            else:                           # (no value: nothing to restore)
+                keys.deferred(t)            # (its key, not the task, for a later reader)
+                continue
             fut.set_key(rec)
             keep(rec)
         if records:
@@ -218,11 +231,12 @@ class ResumeLog:
     @staticmethod
     def at_once(t: Task) -> bool:
         """Whether :meth:`ended` takes ``t`` at the bus's delivery it comes in, not after
-        the burst (:meth:`taskflow.runtime.bus.EventBus.watch_ended`): all but a plain call
-        whose value is at the master. A value that stayed on its node costs one tuple
-        here, and the task held until the burst is over would keep its future, and so
-        the value on the node, alive all that while (20,000 values of 1 MiB held ~700
-        MB in the agent so); a call with a key, or without a value, costs nothing."""
+        the burst (:meth:`taskflow.runtime.bus.EventBus.watch_ended`): all but a call whose
+        key waited (plain or with inputs) whose value is at the master. A value that
+        stayed on its node costs one tuple here, and the task held until the burst is
+        over would keep its future, and so the value on the node, alive all that while
+        (20,000 values of 1 MiB held ~700 MB in the agent so); a call with a key, or
+        without a value, costs nothing."""
         if t.key is not None or not t.ordinal or not t.outputs:
             return True
         p = t.outputs[0]._payload
@@ -282,6 +296,29 @@ class ResumeLog:
                 os.close(self._fd)
             except OSError:
                 pass
+
+
+def _waited(keys: Keys, t: Task, fut: Any, p: Any, records: list[RecordWire],
+            payloads: list[Chunk]) -> None:
+    """:meth:`ResumeLog.ended` for a call with inputs whose key waited (graph/keys.py): its
+    key made now (from the bus thread: the tasks it read were kept before it), its record
+    a ``"c"`` one."""
+    try:
+        key, parts = keys.late(t, settle=False)
+    except KeyUnknown:          # (never so far) it runs again on a resume, and its readers
+        keys.unknowable(t)
+        key, parts = t.key_parts
+    fut.set_key(key)
+    if type(p) is bytes:
+        payloads.append(p)
+        out: Output | None = ("v", len(p), crc32(p))
+    elif type(p) is Packed:
+        out = _describe(p, payloads)
+    elif fut._holders:
+        out = ("h",)
+    else:
+        return                  # (no value: nothing to restore)
+    records.append(("c", keys.number(t.spec), t.ordinal, key, parts.inputs, out, fut._did))
 
 
 def _write_all(fd: int, parts: list[Chunk]) -> None:

@@ -16,6 +16,7 @@ calls it at each step of its life cycle; the loop reads it.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import TYPE_CHECKING, Iterable
@@ -86,6 +87,12 @@ class Recovery:
             self.resumer = Resumer(store, failed_calls(self.resume_from), keys.mode)
         self.log = ResumeLog(os.path.join(self.run_dir, LOG_NAME), *self.checkpoint, keys=keys)
         keys.settle = state.bus.flush
+        # a call with inputs may wait for its key (graph.keys.waits) in a run that resumes
+        # nothing; in an adoptable one, only if its function's calls are known short (the
+        # others' keys go to their nodes: adopt.py; said when the nodes started)
+        keys.wait = self.resumer is None
+        keys.keep = lambda records: self._keep_now(state, records)
+        state.keys = keys
         state.bus.watch_ended(lambda tasks: self._ended_well(state, tasks),
                               at_once=ResumeLog.at_once)
 
@@ -108,6 +115,8 @@ class Recovery:
         wait for their calls; the earlier run's ids are not reused."""
         if self.adoptable:
             adopt.record_nodes(self.run_dir, nodes)
+            if self.keys is not None:       # (before any call: graph.keys.Keys.made)
+                self.keys.short = functools.partial(adopt.known_short, state.spec_runs)
         if self.resumer is not None and self.resumer.store.damaged:   # (said at open)
             journal_note(state, self.resumer.store.damaged)
         self.adoption, tids, dids = adopt.after_start(nodes, providers, state.comm.wake)
@@ -146,6 +155,18 @@ class Recovery:
         if self.log is not None:
             state.bus.flush()
             self.log.flush()
+
+    def _keep_now(self, state: RunState, records: list[RecordWire]) -> None:
+        """The loop thread, under the run's lock: records written now (graph.keys.Keys.held);
+        a write that fails fails the run once the lock is let go."""
+        if self.log is None:
+            return
+        try:
+            self.log.add(records, [])
+        except RecordFailed as exc:
+            import threading
+            from .recordfail import from_thread
+            threading.Thread(target=from_thread, args=(state, str(exc)), daemon=True).start()
 
     def _ended_well(self, state: RunState, tasks: list[Task]) -> None:
         """The bus's delivery: the resume log keeps the plain calls that ended well."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 from zlib import crc32
 
 from ...graph.keys import KeyParts, file_paths, plain_key
-from .frames import MAGIC, Damage, Frame, frame_at, read_frames
+from .frames import MAGIC, READS, Damage, Frame, frame_at, read_frames
 from .log import LOG_NAME, Output, plain_descs
 from .reasons import summary_lines, why_again
 
@@ -77,7 +77,7 @@ class ResumeStore:
 
     def _read(self, f: Any, size: int) -> None:
         magic = f.read(len(MAGIC))
-        if magic != MAGIC:
+        if magic not in READS:
             if magic:
                 self.damaged = (f"{self.path} is not a resume log this taskflow can read (an "
                                 f"earlier version wrote it, or it is damaged): nothing is "
@@ -128,6 +128,18 @@ class ResumeStore:
                         self._held[dids[i]] = (key, i)
                 descs.append(d)
             self._put(Record(key, name, ordinal, KeyParts(*parts), tuple(descs)))
+        elif tag == "c":              # a call with inputs whose key waited (log.py)
+            _, no, ordinal, key, inputs, out, did = rec
+            desc, start = _placed(out, start)
+            spec = self._specs.get(no)
+            if spec is None:
+                return start, 1
+            if desc[0] == "h":          # fetched later (or before)
+                desc = self._got.pop(did, desc)
+                if desc[0] == "h":
+                    self._held[did] = (key, 0)
+            name, code, _ = spec
+            self._put(Record(key, name, ordinal, KeyParts(code, inputs), (desc,)))
         elif tag == "m":
             _, version, path, size, mtime = rec
             self.moved[version] = (path, size, mtime)
@@ -184,7 +196,7 @@ def log_origin(run_dir: str) -> tuple[str, list[str]] | None:
     import json
     try:
         with open(os.path.join(run_dir, LOG_NAME), "rb") as f:
-            if f.read(len(MAGIC)) != MAGIC:
+            if f.read(len(MAGIC)) not in READS:
                 return None
             frame = frame_at(f, len(MAGIC), os.fstat(f.fileno()).st_size)
             if not isinstance(frame, Frame):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 from ...errors import TaskCancelled, with_cause
 from ...future import FINISHED, Future
 from ...graph import task as T
+from ...graph.keys import waiting_key
 from ...graph.task import Task
 from ...providers.handle import placed_on
 from ...wire import messages as M
@@ -155,11 +156,20 @@ def task_ended(rt: RunState, task: Task) -> None:
     if rt.streams is not None:                      # it had streams (runtime.streams)
         rt.streams.ended(task)
     bus = rt.bus
+    if task.ordinal and task.key is None and task.state == T.DONE:
+        waiting_key(task)   # its key waited (graph.keys): made when asked, from the task
+        keys = rt.keys
+        if keys is not None and task.refs is not None and task.outputs and \
+                task.outputs[0]._payload is None and task.outputs[0]._holders:
+            keys.held(task)     # its value stayed on its node: its record now
     if bus.active:
         # The bus makes the rows later, in its thread (events.py): the task goes as it
         # is, with its arguments, which its submitted row may still need.
         refs = task.refs
         if refs is not None and _holds_node_values(refs):
+            if rt.keys is not None and task.ordinal and task.key is None and \
+                    task.state == T.DONE:
+                rt.keys.let_go(task)    # what its key needs of the futures let go here
             task.refs = _row_refs(refs)
         if task.state == T.DONE:
             bus.done_rows.append(task)

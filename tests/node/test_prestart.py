@@ -1,0 +1,106 @@
+"""A local agent started early (providers/prestart.py): taken by the run, else killed.
+
+Real agent processes: the early one is the run's node agent, or it is gone (no
+process left behind) when no local provider takes it, when its time is up and
+when the interpreter exits.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from support.waiting import until
+
+from taskflow.providers import prestart
+
+TAKEN = textwrap.dedent('''
+    import taskflow
+    from taskflow import task, wait_on
+    from taskflow.providers import prestart
+
+    @task(returns=1)
+    def inc(x):
+        return x + 1
+
+    rt = taskflow.Runtime(workers=1)         # its first use: an agent starts now
+    early = prestart._early[0].pid
+    rt.start()
+    try:
+        print("SAME", rt.nodes[0].info["pid"] == early, "VALUE", wait_on(inc(1)))
+    finally:
+        rt.stop()
+''')
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_run_takes_the_agent_started_while_the_runtime_loaded(tmp_path):
+    (tmp_path / "wf.py").write_text(TAKEN)
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+    r = subprocess.run([sys.executable, "wf.py"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "SAME True VALUE 2" in r.stdout, r.stderr
+
+
+@pytest.fixture
+def early():
+    prestart.discard()                  # (none of another test's)
+    prestart.begin()
+    assert prestart._early is not None
+    proc = prestart._early[0]
+    yield proc
+    prestart.discard()
+
+
+def test_an_agent_no_local_provider_takes_is_killed_when_a_run_starts(early):
+    assert _alive(early.pid)
+    env = prestart.agent_env()
+    assert prestart.take(prestart.CMD + ["--other"], env) is None     # another command
+    assert early.returncode is not None and not _alive(early.pid)     # killed and reaped
+    assert prestart._early is None
+
+
+def test_an_agent_with_another_environment_is_not_taken(early, monkeypatch):
+    monkeypatch.setenv("TASKFLOW_PRESTART_TEST", "1")       # the environment changed since
+    assert prestart.take(prestart.CMD, prestart.agent_env()) is None
+    assert not _alive(early.pid)
+
+
+def test_an_agent_nobody_takes_is_killed_after_its_time(monkeypatch):
+    prestart.discard()
+    monkeypatch.setattr(prestart, "TTL", 0.2)
+    prestart.begin()
+    assert prestart._early is not None
+    proc = prestart._early[0]
+    until(lambda: proc.returncode is not None, 30)
+    assert not _alive(proc.pid) and prestart._early is None
+
+
+def test_none_is_started_when_turned_off(monkeypatch):
+    prestart.discard()
+    monkeypatch.setenv("TASKFLOW_PRESTART", "0")
+    prestart.begin()
+    assert prestart._early is None
+
+
+def test_the_interpreters_exit_kills_an_agent_nobody_took(tmp_path):
+    code = ("from taskflow.providers import prestart; prestart.begin(); "
+            "print(prestart._early[0].pid, flush=True)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout.split()[0])
+    deadline = time.time() + 10
+    while _alive(pid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
