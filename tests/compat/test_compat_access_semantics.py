@@ -54,3 +54,10 @@ def test_written_collections_of_lists_and_none_give_back_the_task_writes(tmp_pat
 def test_a_future_given_for_a_collection_is_one_object(tmp_path):
     out = ok(run_app("app_collection_future.py", cwd=tmp_path))
     assert out == {"before": 6, "after": 16, "made": [[0], [1], [2], [3], [10]]}
+
+
+def test_container_runs_programs_and_functions_in_the_image(podman, tmp_path):
+    out = ok(run_app("app_container.py", cwd=tmp_path))
+    assert out["file"] == "in the image\n"           # the image's files; the file is ours
+    assert out["code"] == 3 and out["described"] == 5    # exit codes; /etc/os-release: none
+    assert out["python"] == ["in the image" * 2, "/usr/bin/python3"]
