@@ -49,6 +49,8 @@ def test_written_collections_of_lists_and_none_give_back_the_task_writes(tmp_pat
     assert out["acc"] == [[100], [101]] and out["grown"] == [1, 1]     # appends in place
     assert out["nones"] == [[0], [1, 1]]
     assert out["values"] == [1, 2]                      # plain values: read, as PyCOMPSs
+    assert out["refused"].startswith("UsageError: task fill, parameter 'out' is ")
+    assert "got a set: the task's values for its None or plain elements" in out["refused"]
 
 
 def test_a_future_given_for_a_collection_is_one_object(tmp_path):

@@ -48,7 +48,12 @@ if __name__ == "__main__":
     fill(nones)
     values = [1, 2]
     change_values(values)
+    try:
+        fill({None, 3})                     # a set: no place for the task's values
+        refused = "no error"
+    except Exception as exc:
+        refused = f"{type(exc).__name__}: {exc}"
     print("RESULT", {"lists": compss_wait_on(lists), "read": compss_wait_on(read),
                      "deep": compss_wait_on(deep), "acc": compss_wait_on(acc),
                      "grown": compss_wait_on(grown), "nones": compss_wait_on(nones),
-                     "values": compss_wait_on(values)})
+                     "values": compss_wait_on(values), "refused": refused})

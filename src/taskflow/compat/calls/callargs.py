@@ -4,9 +4,13 @@
 - INOUT / OUT (or CONCURRENT, COMMUTATIVE) on an immutable value (a number,
   a string, a tuple, ...) is accepted: nothing can change it in place, so the
   task reads it and the value afterwards is the same (PyCOMPSs's behaviour).
-  A written collection whose leaves are all immutable is read the same way.
+  A written collection whose leaves are all immutable is read the same way;
+  ``None`` and an empty list or dict are objects there, as PyCOMPSs types
+  them, so the task's values for them come back (graph.builder).
 - A COLLECTION_* parameter takes any sized iterable (a set, a range, a numpy
-  array, ...) and gives the task a list; ``None`` is an empty collection. A
+  array, ...) and gives the task a list (a written one that holds ``None`` or
+  plain values among others is refused: the task's values for them would go
+  to that list, not to the caller's object); ``None`` is an empty collection. A
   future (a task's result) is one object, whatever the declared type, as in
   PyCOMPSs (:func:`future_collections`): the task gets the producer's value.
 - ``returns="{{param}}"``: the call gives the argument object back and the
@@ -94,6 +98,14 @@ def as_collections(spec: TaskSpec, names: frozenset[str], args: tuple[Any, ...],
             raise UsageError(f"task {spec.name}, parameter '{name}' is a collection but got "
                              f"{type(v).__name__}; pass a list (or any sized iterable), a "
                              f"dict, or None for an empty collection.")
+        param = spec.params[name]
+        if param.writes and param.elem_kind == OBJECT_KIND and not _all_immutable(new) and \
+                any(x is None or _immutable(x) for x in new):
+            raise UsageError(
+                f"task {spec.name}, parameter '{name}' is {param!r} but got a "
+                f"{type(v).__name__}: the task's values for its None or plain elements would "
+                f"go to a list made for the call, not to your {type(v).__name__}; pass a "
+                f"list (list(...)) and read the task's values from it.")
         bound[name] = new
         pos = spec.index.get(name)
         if pos is not None and pos < len(args):
