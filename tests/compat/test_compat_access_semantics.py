@@ -1,7 +1,8 @@
 """PyCOMPSs data-access semantics that its own test applications rely on (issue 37), each a
 small application of tests/compat/compat_apps/ run through ``taskflow run --compat pycompss``:
 IN_DELETE, file collections written by a task, a followed list inside a collection, @local
-with futures, @dt's collection size, and a replicated task from the application's module."""
+with futures, @dt's collection size, a replicated task from the application's module,
+written collections of lists and None, and a future given for a collection."""
 from __future__ import annotations
 
 from support.pycompss_apps import ok, run_app
@@ -39,3 +40,26 @@ def test_replicated_method_of_an_application_module(tmp_path):
     out = ok(run_app("app_replicated_module.py", cwd=tmp_path,
                      options=("--workers", "2", "--local-nodes", "2")))
     assert out == {"built": 42, "ready": True, "model": True}
+
+
+def test_written_collections_of_lists_and_none_give_back_the_task_writes(tmp_path):
+    out = ok(run_app("app_collection_writes.py", cwd=tmp_path))
+    assert out["lists"] == [[0], [1, 1], [2, 2, 2]] and out["read"] == [1, 2, 3]  # Depth 1
+    assert out["deep"] == [{"i": 0}, {"i": 1}]          # default depth: [] and None replaced
+    assert out["acc"] == [[100], [101]] and out["grown"] == [1, 1]     # appends in place
+    assert out["nones"] == [[0], [1, 1]]
+    assert out["values"] == [1, 2]                      # plain values: read, as PyCOMPSs
+    assert out["refused"].startswith("UsageError: task fill, parameter 'out' is ")
+    assert "got a set: the task's values for its None or plain elements" in out["refused"]
+
+
+def test_a_future_given_for_a_collection_is_one_object(tmp_path):
+    out = ok(run_app("app_collection_future.py", cwd=tmp_path))
+    assert out == {"before": 6, "after": 16, "made": [[0], [1], [2], [3], [10]]}
+
+
+def test_container_runs_programs_and_functions_in_the_image(podman, tmp_path):
+    out = ok(run_app("app_container.py", cwd=tmp_path))
+    assert out["file"] == "in the image\n"           # the image's files; the file is ours
+    assert out["code"] == 3 and out["described"] == 5    # exit codes; /etc/os-release: none
+    assert out["python"] == ["in the image" * 2, "/usr/bin/python3"]

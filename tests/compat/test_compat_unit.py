@@ -190,6 +190,7 @@ def test_the_layer_imported_directly_with_a_runtime(rt):
 
 def test_declaration_errors_name_the_task(capsys):
     from taskflow.compat.pycompss.api.binary import binary
+    from taskflow.compat.pycompss.api.container import container
     from taskflow.compat.pycompss.api.mpi import mpi
     from taskflow.compat.pycompss.api.task import task
 
@@ -197,8 +198,10 @@ def test_declaration_errors_name_the_task(capsys):
         pass
     with pytest.raises(UsageError, match=r"@binary on .*f: args=.*shell syntax"):
         binary(binary="echo", args="{{x}} | wc")(task()(f))
-    with pytest.raises(UsageError, match="container"):
-        binary(binary="echo", engine="DOCKER")
+    with pytest.raises(UsageError, match=r"@container: missing mandatory argument\(s\) image"):
+        binary(binary="echo", engine="DOCKER")          # the older spelling of @container
+    with pytest.raises(UsageError, match="@container: engine='UDOCKER' is not one of"):
+        container(engine="UDOCKER", image="x")
     # PyCOMPSs warns about an argument it does not know and goes on without it (the rank
     # count of a Python @mpi task, and returns=N against it, are decided at each call)
     mpi(runner="mpirun", processes=2, colour="blue")(task(returns=3)(f))

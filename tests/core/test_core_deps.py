@@ -4,9 +4,12 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from support import tasks_lib as L
 import taskflow
 from taskflow import task, wait_on, wait_on_file
+from taskflow.errors import UsageError
 
 
 def test_futures_chain_and_tuple_returns(rt):
@@ -129,6 +132,21 @@ def test_collections_in_inout_out_and_depth(rt):
     assert wait_on(outs) == [[0], [10]]
 
 
+def test_a_written_collection_gives_back_what_the_task_put_in_its_elements(rt):
+    """None, numbers and empty lists in a written collection: the task's assignments
+    (items[i] = x) and appends come back, and a later reader gets them."""
+    outs = [None, [], 7]
+    L.assign_all(outs)
+    assert wait_on(L.sum_nested(outs)) == 0 + 2 + 6      # read at the task's versions
+    assert wait_on(outs) == [[0], [1, 1], [2, 2, 2]]
+    nested = [[None, 1], []]                            # Depth 2: the leaves, and [] as one
+    L.assign_nested(nested)
+    assert wait_on(nested) == [["new", 1], [0]]
+    with pytest.raises(UsageError, match=r"'items\[0\]' is OUT but is a NoneType inside a "
+                                         r"tuple.*pass a list"):
+        L.assign_all((None,))
+
+
 def test_a_followed_list_inside_a_collection_is_read_at_its_newest_version(rt):
     lst = [1]
     L.append(lst, 5)                    # followed now: the task's version is the newest
@@ -203,3 +221,9 @@ def test_values_left_on_a_node_are_dropped_when_their_future_dies(tmp_path):
         assert agent.memory_info().rss <= held - 0.75 * n, (base, held,
                                                              agent.memory_info().rss)
         assert len(rt.dispatcher.remote) == 0
+
+
+def test_a_future_for_a_collection_is_refused_naming_the_fixes(rt):
+    with pytest.raises(UsageError, match=r"sum_collection, parameter 'items' is COLLECTION_IN "
+                                         r"but got a Future.*wait_on\(\) it first, or declare"):
+        L.sum_collection(L.inc(1))

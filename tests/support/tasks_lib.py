@@ -139,6 +139,18 @@ def fill_all(items):
         it.append(i * 10)
 
 
+@task(items=COLLECTION_OUT)
+def assign_all(items):
+    for i in range(len(items)):
+        items[i] = [i] * (i + 1)        # the element replaced, not changed in place
+
+
+@task(items={Type: COLLECTION_INOUT, Depth: 2})
+def assign_nested(items):
+    items[0][0] = "new"
+    items[1].append(len(items[1]))
+
+
 @task(lst=CONCURRENT)
 def concurrent_touch(lst, me, other, folder):
     rendezvous(me, other, folder)

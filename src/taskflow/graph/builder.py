@@ -144,6 +144,7 @@ class Builder:
         self._v0: list[DataItem] = []
         self._streams: list[tuple[Stream, bool, str]] | None = None
         self._deleted: list[Any] | None = None       # IN_DELETE objects the call forgets
+        self._slots: list[tuple[Any, Any, Future]] | None = None  # (_slot_write)
         if kwargs or nargs != len(names) or spec.varargs:
             self._check_binding(spec, args, kwargs)
         refs: list[TaskRef] | None = None
@@ -219,6 +220,9 @@ class Builder:
         if inouts:
             for entry in inouts:
                 entry.version.made_by(task)
+        if self._slots is not None:         # (now that nothing can refuse the call)
+            for container, key, fut in self._slots:
+                container[key] = fut
         value = tuple(outputs) if spec.returns_tuple else outputs[0]
         return task, deps, value
 
@@ -414,23 +418,55 @@ class Builder:
         elif isinstance(value, dict):       # a dictionary collection: its values
             copy = dict(value)
             items = value.items()
+        elif type(value) is Future:         # (its elements are not known until it is done)
+            raise UsageError(f"{where} is {param!r} but got a Future (a task's result), "
+                             f"whose elements cannot be followed before it is done; "
+                             f"wait_on() it first, or declare the parameter IN (the task "
+                             f"gets the value, a dependency like any future).")
         else:
             raise UsageError(f"{where} is {param!r} but got a {type(value).__name__}; "
                              f"pass a list (or tuple) of values, or a dict.")
         set_path(argv, kw, path, copy)
         leaf = Param(kind=param.elem_kind, direction=param.direction)
         objects = self.registry.objects
+        slots = param.elem_kind == OBJECT_KIND and (param.direction == "OUT"
+                                                    or param.direction == "INOUT")
         for j, elem in items:
             epath = path + (j,)
             # (a list the runtime follows, e.g. one a task wrote INOUT, is one object: its
-            # newest version, not the master's old items)
-            if depth > 1 and isinstance(elem, (list, tuple, dict)) and not (
+            # newest version, not the master's old items; an empty one has no items to
+            # follow: it is one object, whatever the task puts in it or in its place)
+            if depth > 1 and isinstance(elem, (list, tuple, dict)) and elem and not (
                     objects and getattr(objects.get(id(elem)), "obj", None) is elem):
                 self._collection(elem, param, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
                                  argv, kw, depth - 1)
+            elif slots and (type(elem) in SCALARS or isinstance(elem, (tuple, frozenset))):
+                self._slot_write(value, j, elem, epath, spec, f"{pname}[{j}]", refs, deps,
+                                 inouts, argv, kw, param.direction)
             else:
                 self._access(elem, leaf, epath, spec, f"{pname}[{j}]", refs, deps, inouts,
                              argv, kw)
+
+    def _slot_write(self, container: Any, key: Any, elem: Any, path: ArgPath, spec: TaskSpec,
+                    pname: str, refs: list[TaskRef], deps: list[Future], inouts: list[Inout],
+                    argv: list[Any], kw: dict[str, Any], direction: str) -> None:
+        """An element of a written collection that cannot change in place (None, a number,
+        a tuple...): the task's value for it (``out[i] = x``) takes its place in the
+        collection, as a future, once the call is built (waited for like any other)."""
+        if not isinstance(container, (list, dict)):
+            raise UsageError(
+                f"task {spec.name}, parameter '{pname}' is {direction} but is a "
+                f"{type(elem).__name__} inside a {type(container).__name__}, which cannot "
+                f"take the task's value in its place; pass a list (or a dict).")
+        ref = self._in_value(elem, type(elem), path, spec, self.registry.objects, deps, pname)
+        if ref is not None:
+            refs.append(ref)
+            set_path(argv, kw, path, None)
+        new = Future(self.rt, None, self.rt.new_did())
+        if self._slots is None:
+            self._slots = []
+        self._slots.append((container, key, new))
+        inouts.append(Inout(path, M.OUT_OBJECT, pname, new))
 
 
 def _check_out_target(upath: str, is_dir: bool, where: str, param: Param) -> None:

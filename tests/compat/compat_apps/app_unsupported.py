@@ -19,11 +19,6 @@ def attempt(name, fn):
         out[name] = f"{type(exc).__name__}: {exc}"
 
 
-def use_container():
-    from pycompss.api.container import container
-    container(engine="DOCKER", image="x")
-
-
 def use_decaf():
     from pycompss.api.decaf import decaf
     decaf(df_script="x")
@@ -59,7 +54,7 @@ def use_internals():
     import pycompss.runtime.binding  # noqa: F401
 
 
-for name, fn in [("container", use_container), ("decaf", use_decaf), ("julia", use_julia),
+for name, fn in [("decaf", use_decaf), ("julia", use_julia),
                  ("opencl", use_opencl), ("external_stream", use_external_stream),
                  ("storage", use_storage),
                  ("interactive", use_interactive), ("internals", use_internals)]:

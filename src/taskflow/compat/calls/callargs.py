@@ -4,9 +4,15 @@
 - INOUT / OUT (or CONCURRENT, COMMUTATIVE) on an immutable value (a number,
   a string, a tuple, ...) is accepted: nothing can change it in place, so the
   task reads it and the value afterwards is the same (PyCOMPSs's behaviour).
-  A written collection whose leaves are all immutable is read the same way.
+  A written collection whose leaves are all immutable is read the same way;
+  ``None`` and an empty list or dict are objects there, as PyCOMPSs types
+  them, so the task's values for them come back (graph.builder).
 - A COLLECTION_* parameter takes any sized iterable (a set, a range, a numpy
-  array, ...) and gives the task a list; ``None`` is an empty collection.
+  array, ...) and gives the task a list (a written one that holds ``None`` or
+  plain values among others is refused: the task's values for them would go
+  to that list, not to the caller's object); ``None`` is an empty collection. A
+  future (a task's result) is one object, whatever the declared type, as in
+  PyCOMPSs (:func:`future_collections`): the task gets the producer's value.
 - ``returns="{{param}}"``: the call gives the argument object back and the
   task's value becomes that object's next version (:func:`returned_argument`).
 
@@ -20,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError
 from ...future import Future
+from ...graph.param import OBJECT_KIND
 
 if TYPE_CHECKING:
     from ...graph.spec import TaskSpec
@@ -37,18 +44,39 @@ def plain_params(decl: Decl, bound: dict[str, Any]) -> frozenset[str]:
     return frozenset(out)
 
 
+def future_collections(spec: TaskSpec, decl: Decl, bound: dict[str, Any]
+                       ) -> tuple[frozenset[str], frozenset[str]]:
+    """The collection parameters this call gives a future (a task's result): (those read,
+    which become plain IN values: the task gets the producer's value; those written, which
+    become one object of the declared direction). PyCOMPSs takes any future as one object,
+    whatever the parameter's declared type."""
+    read: list[str] = []
+    written: list[str] = []
+    for n in decl.collections:
+        if n in bound and type(bound[n]) is Future and spec.params[n].elem_kind == OBJECT_KIND:
+            (written if spec.params[n].writes else read).append(n)
+    return frozenset(read), frozenset(written)
+
+
 def _immutable(v: Any) -> bool:
     return isinstance(v, IMMUTABLE)
 
 
 def _all_immutable(v: Any, depth: int = 0) -> bool:
+    """Every leaf of collection ``v`` is a value PyCOMPSs passes by value (a number, a
+    string, ...). ``None`` is not one (PyCOMPSs types it an object, which the task's write
+    replaces), nor is an empty list or dict inside the collection (an object the task fills
+    or replaces): such a collection is followed, so the task's writes come back."""
     if depth > 50:
         return False
     if isinstance(v, dict):
-        return all(_all_immutable(x, depth + 1) for x in v.values())
-    if isinstance(v, (list, tuple)):
+        return (depth == 0 or bool(v)) and all(_all_immutable(x, depth + 1)
+                                               for x in v.values())
+    if isinstance(v, list):
+        return (depth == 0 or bool(v)) and all(_all_immutable(x, depth + 1) for x in v)
+    if isinstance(v, tuple):
         return all(_all_immutable(x, depth + 1) for x in v)
-    return _immutable(v)
+    return v is not None and _immutable(v)
 
 
 def as_collections(spec: TaskSpec, names: frozenset[str], args: tuple[Any, ...],
@@ -60,8 +88,8 @@ def as_collections(spec: TaskSpec, names: frozenset[str], args: tuple[Any, ...],
         if name not in bound:
             continue
         v = bound[name]
-        if isinstance(v, (list, tuple, dict)):
-            continue
+        if isinstance(v, (list, tuple, dict)) or type(v) is Future:
+            continue                # (a future: one object, see future_collections)
         if v is None:
             new: Any = []
         elif isinstance(v, Iterable) and isinstance(v, Sized) and not isinstance(v, (str, bytes)):
@@ -70,6 +98,14 @@ def as_collections(spec: TaskSpec, names: frozenset[str], args: tuple[Any, ...],
             raise UsageError(f"task {spec.name}, parameter '{name}' is a collection but got "
                              f"{type(v).__name__}; pass a list (or any sized iterable), a "
                              f"dict, or None for an empty collection.")
+        param = spec.params[name]
+        if param.writes and param.elem_kind == OBJECT_KIND and not _all_immutable(new) and \
+                any(x is None or _immutable(x) for x in new):
+            raise UsageError(
+                f"task {spec.name}, parameter '{name}' is {param!r} but got a "
+                f"{type(v).__name__}: the task's values for its None or plain elements would "
+                f"go to a list made for the call, not to your {type(v).__name__}; pass a "
+                f"list (list(...)) and read the task's values from it.")
         bound[name] = new
         pos = spec.index.get(name)
         if pos is not None and pos < len(args):

@@ -37,7 +37,7 @@ from ...runtime import embedded as _embedded
 from ..generators import register as _register_generators
 from . import implement as _impl
 from . import returns as R
-from .callargs import as_collections, plain_params, returned_argument
+from .callargs import as_collections, future_collections, plain_params, returned_argument
 from .decl import Decl
 from .placing import check_ranks, local_node
 from .variants import make_variant
@@ -135,6 +135,10 @@ class CompatTaskFunction(TaskFunction):
             R.parse(call_returns, self.__wrapped__, spec.name, call_time=True)
         nout = rets.count(bound, self.__wrapped__, spec.name)
         plain = plain_params(decl, bound) if bound is not None else frozenset()
+        objects: frozenset[str] = frozenset()
+        if decl.collections and bound is not None:
+            read, objects = future_collections(spec, decl, bound)
+            plain = plain | read if read else plain
         cons = None
         if decl.constraints:
             from .constraints import resolve
@@ -148,7 +152,7 @@ class CompatTaskFunction(TaskFunction):
             return self.shape(rt, value, nout, rets, None)
         pin = local_node(rt.nodes, spec.name) if decl.is_local else None
         io = decl.io and rt.io_executors > 0        # the nodes' I/O executors run it
-        v = self.variant(nout, plain, cons, pin=pin, extra=extra, io=io)
+        v = self.variant(nout, plain, cons, pin=pin, extra=extra, io=io, objects=objects)
         if decl.python_mpi is not None:
             check_ranks(v, decl.python_mpi, nout, bound)
         value = rt.submit(v, args, kwargs)
@@ -203,8 +207,9 @@ class CompatTaskFunction(TaskFunction):
     # -- variants --------------------------------------------------------------------
     def variant(self, nout: int, plain: frozenset[str] = frozenset(),
                 cons: tuple[Any, ...] | None = None, pin: str | None = None,
-                extra: tuple[tuple[str, Any], ...] | None = None, io: bool = False) -> TaskSpec:
-        key = (nout, plain, cons, pin, extra, io)
+                extra: tuple[tuple[str, Any], ...] | None = None, io: bool = False,
+                objects: frozenset[str] = frozenset()) -> TaskSpec:
+        key = (nout, plain, cons, pin, extra, io, objects)
         v = self._variants.get(key)
         if v is not None:
             return v
@@ -215,7 +220,7 @@ class CompatTaskFunction(TaskFunction):
                     for old in list(self._variants)[:MAX_VARIANTS // 2]:
                         del self._variants[old]
                 v = self._variants[key] = make_variant(self.spec, max(nout, 1), plain,
-                                                       cons, pin, extra, io)
+                                                       cons, pin, extra, io, objects)
         return v
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from ...graph.param import OBJECT_KIND
+from ...graph.param import OBJECT_KIND, Param
 
 if TYPE_CHECKING:
     from ...graph.spec import TaskSpec
@@ -19,15 +19,21 @@ if TYPE_CHECKING:
 
 def make_variant(base: TaskSpec, nout: int, plain: frozenset[str],
                  cons: tuple[Any, ...] | None, pin: str | None,
-                 extra: tuple[tuple[str, Any], ...] | None = None, io: bool = False) -> TaskSpec:
+                 extra: tuple[tuple[str, Any], ...] | None = None, io: bool = False,
+                 objects: frozenset[str] = frozenset()) -> TaskSpec:
     """A copy of ``base`` with ``nout`` outputs, the ``plain`` parameters as plain IN
     values (callargs.plain_params), the resolved constraints ``cons`` ((computing_units,
     memory_size, processors)), the node it must run on (a replica's, @constraint
     is_local's), invoker values decided per call (``extra``), and ``io``: an @IO task
-    that holds no computing unit (the run has I/O executors)."""
+    that holds no computing unit (the run has I/O executors). The ``objects`` parameters
+    (collections given a future: callargs.future_collections) are one object of their
+    declared direction."""
     v = copy.copy(base)
     if plain:
         v.params = {k: p for k, p in base.params.items() if k not in plain}
+    if objects:
+        v.params = {k: Param(kind=OBJECT_KIND, direction=p.direction)
+                    if k in objects else p for k, p in v.params.items()}
     v.special = [(v.index.get(n), n, p) for n, p in v.params.items()
                  if not (p.kind == OBJECT_KIND and p.direction == "IN")]
     v.nout, v.returns_tuple = (nout, nout > 1)

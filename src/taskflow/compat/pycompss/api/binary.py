@@ -11,26 +11,28 @@ template (``|``, ``;``...) are refused when the task is declared (use
 ``FILE_OUT_STDOUT`` and friends, or a wrapper script). Without ``returns`` the
 call gives ``None``; with ``returns=int`` the exit code. A non-zero exit code
 fails the task unless ``fail_by_exit_value=False``. An argument PyCOMPSs does
-not know is warned about and ignored; ``engine`` / ``image`` (a binary in a
-container) belong to ``@container``.
+not know is warned about and ignored; ``engine`` / ``image`` (PyCOMPSs's older
+way to run the binary in a container) are a ``@container`` above it.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from ....api.container import container as native_container
 from ....errors import UsageError
 from ...external import attach_program, fail_by_exit_value, normalize
 
-SUPPORTED = ("binary", "args", "params", "working_dir", "fail_by_exit_value")
-REFUSED = {"engine": "(a container engine) is @container's, which comes with taskflow's "
-                     "containers support, not with this layer.",
-           "image": "(a container image) is @container's, which comes with taskflow's "
-                    "containers support, not with this layer."}
+SUPPORTED = ("binary", "args", "params", "working_dir", "fail_by_exit_value", "engine",
+             "image")
 
 
 class binary:  # noqa: N801 - PyCOMPSs's name
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kw = normalize("binary", kwargs, SUPPORTED, REFUSED)
+        kw = normalize("binary", kwargs, SUPPORTED)
+        self.in_container: Any = None
+        if "engine" in kw or "image" in kw:     # PyCOMPSs's older spelling of @container
+            self.in_container = native_container(kw.pop("engine", None),
+                                                 kw.pop("image", None))
         if not kw.get("binary"):
             raise UsageError("@binary: the binary argument is mandatory.")
         if "params" in kw:
@@ -43,7 +45,8 @@ class binary:  # noqa: N801 - PyCOMPSs's name
                                                              "binary")}
 
     def __call__(self, target: Any) -> Any:
-        return attach_program(target, "binary", "binary", self.cfg)
+        tf = attach_program(target, "binary", "binary", self.cfg)
+        return tf if self.in_container is None else self.in_container(tf)
 
 
 Binary = binary

@@ -16,8 +16,8 @@ ompss (the rest of ``execution`` are that decorator's arguments: one it does
 not know is warned about and ignored, as PyCOMPSs does), or workflow (the
 function runs as it is, as main-program code); ``parameters``: ``@task``'s
 (directions by name, e.g. ``"FILE_IN"``; ``"returns": "int"`` is that type);
-``constraints``: ``@constraint``'s; ``prolog`` / ``epilog``. A ``container``
-section is refused (containers come with taskflow's own support). The file
+``constraints``: ``@constraint``'s; ``prolog`` / ``epilog``; ``container``:
+``@container``'s (``engine``, ``image``, ``options``). The file
 is read when the task is declared, relative to the current directory, else
 to the application's file; every mistake names the file and the key.
 """
@@ -97,9 +97,9 @@ def build(func: Callable[..., Any], desc: Any, path: str) -> Any:
     unknown = sorted(set(desc) - set(_SECTIONS))
     if unknown:
         raise UsageError(f"{where}: unknown section(s) {unknown}; known: {', '.join(_SECTIONS)}.")
-    if "container" in desc:
-        raise UsageError(f"{where}: a container section (a task run in a container) is not "
-                         f"supported by taskflow's PyCOMPSs layer; run the program directly.")
+    if "container" in desc and not isinstance(desc["container"], dict):
+        raise UsageError(f"{where}: 'container' must be an object like {{\"engine\": "
+                         f"\"PODMAN\", \"image\": \"...\"}}.")
     execution = desc.get("execution")
     if not isinstance(execution, dict) or "type" not in execution:
         raise UsageError(f"{where}: 'execution' with a 'type' is mandatory.")
@@ -121,6 +121,9 @@ def build(func: Callable[..., Any], desc: Any, path: str) -> Any:
         elif ex:
             for key in ex:
                 unexpected(key, "task")
+        if desc.get("container"):       # (@container is below @constraint)
+            from .container import container
+            tf = container(**desc["container"])(tf)
         if desc.get("constraints"):
             tf = C.constraint(**desc["constraints"])(tf)
         if desc.get("prolog"):
