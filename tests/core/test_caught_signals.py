@@ -107,8 +107,9 @@ def test_a_signal_the_application_catches_still_stops_the_run(tmp_path, sig, sta
     assert out.count("caught") == 6 and "GOT []" in out, out    # it caught every one
     state, reason, lines = _journal(tmp_path)
     assert (state, reason) == ("interrupted", sig.name)
-    assert lines == [f"{sig.name}: stopping the run (running tasks get 10 s; press Ctrl-C "
-                     f"again, or send the signal again, to end at once)"]
+    assert lines == [f"{sig.name}: stopping the run: no new task starts; running tasks have "
+                     f"10 s to end before they are killed (--grace); press Ctrl-C again, or "
+                     f"send the signal again, to end at once"]
     agents_gone(tmp_path, 20)
 
 

@@ -115,8 +115,9 @@ class Signals:
         if not signum:
             return
         name = signal.Signals(signum).name
-        self._say(f"{name}: stopping the run (running tasks get {self.grace:g} s; press "
-                  f"Ctrl-C again, or send the signal again, to end at once)")
+        self._say(f"{name}: stopping the run: no new task starts; running tasks have "
+                  f"{self.grace:g} s to end before they are killed (--grace); press Ctrl-C "
+                  f"again, or send the signal again, to end at once")
         stopper = threading.Thread(target=rt.interrupt, args=(name, self.grace),
                                    daemon=True, name="taskflow-interrupt")
         stopper.start()
