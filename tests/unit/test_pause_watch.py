@@ -27,3 +27,27 @@ def test_a_round_gap_is_a_pause_only_past_the_mark_and_said_for_what_it_was():
     text = w.say(gap, EventBus(), adoptable=False)
     assert text == ("the master's loop was held up for 12 s (the process was busy: 10 s of "
                     "CPU time): it sent nothing to its nodes meanwhile")
+
+
+def test_a_slow_start_of_the_nodes_is_no_pause(tmp_path, monkeypatch):
+    """The nodes' start comes before the loop's first round (an SSH host installing
+    taskflow, a Slurm allocation): the watch starts with the loop, so it says nothing."""
+    import time
+
+    import taskflow
+    from taskflow.journal.reader import Journal
+    from taskflow.providers.local import LocalProvider
+    from taskflow.runtime.loop import pause
+
+    monkeypatch.setattr(pause, "PAUSE_SAID", 0.3)
+
+    class SlowStart(LocalProvider):
+        def start(self, *a, **kw):
+            time.sleep(0.8)             # past the (lowered) mark before the loop runs
+            return super().start(*a, **kw)
+    with taskflow.Runtime(providers=[SlowStart(slots=1)], run_dir=str(tmp_path),
+                          echo_logs=False) as rt:
+        taskflow.wait_on(taskflow.task(returns=1)(abs)(-1))
+    with Journal(rt.run_dir) as j:
+        said = [ln["line"] for ln in j.logs(task=0)]
+    assert not [ln for ln in said if "paused" in ln or "held up" in ln], said

@@ -241,7 +241,9 @@ class Dispatcher:
         sel = self.sel
         lock = rt.lock
         gcwatch = gctune.WATCH
-        pause = self.pause
+        # from the loop's first round: the nodes' start before it (an install on an SSH
+        # host, a Slurm allocation's wait) is no pause
+        pause = self.pause = PauseWatch()
         while not self.closing:
             events = sel.select(1.0)
             paused = pause.tick()
