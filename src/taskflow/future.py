@@ -69,6 +69,22 @@ class Waiter(Protocol):
         """One of the futures waited for is finished."""
 
 
+class AllDone:
+    """A :class:`Waiter` whose ``event`` is set once ``n`` futures have finished (the
+    runtime's ``wait_futures``, an inline run's waits)."""
+
+    __slots__ = ("n", "event")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.event = threading.Event()
+
+    def one_done(self) -> None:
+        self.n -= 1
+        if self.n <= 0:
+            self.event.set()
+
+
 DoneCallback = Callable[["Future"], Any]
 
 

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any, Iterable
 
-from ..future import FINISHED, Future
+from ..future import FINISHED, AllDone, Future
 from ..graph.spec import TaskSpec
 from ..runtime.runtime import Runtime
 from .node import HereProvider, Runner
@@ -33,19 +33,6 @@ SERVE_FIRST = 0.0005        # s: ... and looks again this soon after the node di
 def wanted() -> bool:
     """``TASKFLOW_INLINE`` asks for inline runs (1, true, yes, on)."""
     return os.environ.get(INLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-class _AllDone:
-    """Set once every future waited for has finished (a Future waiter)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.event = threading.Event()
-
-    def one_done(self) -> None:
-        self.n -= 1
-        if self.n <= 0:
-            self.event.set()
 
 
 def _futures(value: Any) -> list[Future]:
@@ -95,7 +82,7 @@ class InlineRuntime(Runtime):
             pending = [f for f in futs if f._state is not FINISHED]
             if not pending:
                 return
-            w = _AllDone(len(pending))
+            w = AllDone(len(pending))
             for f in pending:
                 f.add_waiter(w)
         self._block(w.event, None)

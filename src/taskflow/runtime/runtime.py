@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ..errors import RecordFailed, RuntimeNotStarted, UsageError
-from ..future import FINISHED, Future
+from ..future import FINISHED, AllDone, Future
 from ..graph import task as T
 from ..graph.builder import Builder
 from ..graph.registry import Registry
@@ -56,19 +56,6 @@ YIELD_EVERY = 128   # calls between a submitter's yields to the loop thread (Dis
 
 def _left(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.time())
-
-
-class _Waiter:
-    __slots__ = ("n", "event")
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.event = threading.Event()
-
-    def one_done(self) -> None:
-        self.n -= 1
-        if self.n <= 0:
-            self.event.set()
 
 
 class Runtime(RunState):
@@ -483,7 +470,7 @@ class Runtime(RunState):
                 return True
             self.recovery.first_wait(self)      # kept tasks no call claimed: cancelled
             if len(pending) > 1:
-                last = _Waiter(1)
+                last = AllDone(1)
                 pending[-1].add_waiter(last)
         if len(pending) > 1 and not self._block(last.event, _left(deadline)):
             return False
@@ -491,7 +478,7 @@ class Runtime(RunState):
             pending = [f for f in pending if f._state is not FINISHED]
             if not pending:
                 return True
-            w = _Waiter(len(pending))
+            w = AllDone(len(pending))
             for f in pending:
                 f.add_waiter(w)
         return self._block(w.event, _left(deadline))
