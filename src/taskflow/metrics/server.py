@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ..monitor.token import refusal
-from ..netguard.limits import LISTEN_QUEUE
+from ..netguard.listen import listen, url_host
 from .reading import Live, RunReading
 
 if TYPE_CHECKING:
@@ -45,12 +44,7 @@ class MetricsServer:
         def check(scope: dict[str, Any]) -> tuple[int, str] | None:
             return refusal(token_bytes, scope.get("query_string", b""), header(scope, b"cookie"),
                            header(scope, b"authorization"))
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.sock.listen(LISTEN_QUEUE)
-        self.sock.set_inheritable(False)
+        self.sock = listen(host, port)
         app = Gate(self._app, check, 0, "/metrics takes no request body")
         self.server = netguard.server(netguard.config(app, netguard.Guard(),
                                                       timeout_graceful_shutdown=1))
@@ -60,8 +54,7 @@ class MetricsServer:
 
     @property
     def url(self) -> str:
-        host = self.host if self.host not in ("0.0.0.0", "::") else "127.0.0.1"
-        host = f"[{host}]" if ":" in host else host
+        host = url_host(self.host)
         return f"http://{host}:{self.port}/metrics?token={self.token}"
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:

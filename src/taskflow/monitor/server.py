@@ -37,7 +37,6 @@ Pushed (server-sent events, :mod:`.stream`):
 from __future__ import annotations
 
 import json
-import socket
 from html import escape
 import secrets
 import threading
@@ -49,7 +48,8 @@ from a2wsgi import WSGIMiddleware
 from flask import Flask, Response, abort, jsonify, request
 
 from ..journal.reader import Journal, RunNotFound, list_runs, resolve_run, runs_root
-from ..netguard.limits import LISTEN_QUEUE, MAX_BODY
+from ..netguard.limits import MAX_BODY
+from ..netguard.listen import listen, url_host
 from ..observe.palette import colours
 from . import stream
 from .dag import Layouts, aspect_of
@@ -277,12 +277,7 @@ class Monitor:
         self.token = token or secrets.token_urlsafe(18)
         self.streams = stream.Slots()
         self.app = create_app(self.root, self.token, run, self.streams, live)
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.sock.listen(LISTEN_QUEUE)
-        self.sock.set_inheritable(False)
+        self.sock = listen(host, port)
         self.guard = guard if guard is not None else netguard.Guard()
         wsgi = WSGIMiddleware(self.app, workers=self.streams.limit + 8)  # type: ignore[arg-type]
         self.server = netguard.server(netguard.config(_gated(_Disconnects(wsgi), self.token),
@@ -293,8 +288,7 @@ class Monitor:
 
     @property
     def url(self) -> str:
-        host = self.host if self.host not in ("0.0.0.0", "::") else "127.0.0.1"
-        host = f"[{host}]" if ":" in host else host
+        host = url_host(self.host)
         run = f"&run={self.run}" if self.run else ""
         return f"http://{host}:{self.port}/?token={self.token}{run}"
 

@@ -17,7 +17,6 @@ import logging
 import os
 import secrets
 import signal
-import socket
 import sys
 from typing import IO, Any, Iterator
 
@@ -97,12 +96,7 @@ def serve(host: str, port: int, workdir: str, max_runs: int, max_queued: int, ma
     token = token_for(workdir, new_token)
     svc = Service(workdir, store, manager, token, max_body, max_streams)
     app = create_app(svc)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(netguard.LISTEN_QUEUE)
-    sock.set_inheritable(False)
+    sock = netguard.listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}{'/api/v1'}"
