@@ -95,6 +95,20 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     ``concurrent.futures.wait()`` work as for any future; pass it to another task
     to make that task depend on it, or to ``wait_on`` for its value. The runtime
     makes futures; programs do not construct them.
+
+    Example::
+
+        import concurrent.futures
+        from taskflow import task
+
+        @task(returns=int)
+        def square(x: int) -> int:
+            return x * x
+
+        futures = [square(i) for i in range(4)]
+        total = square(futures[3])                        # waits for futures[3] on its own
+        done, _ = concurrent.futures.wait(futures)
+        print(sorted(f.result() for f in done), total.result())   # [0, 1, 4, 9] 81
     """
 
     # What every future sets in its life is in slots: set in a varying order as
@@ -200,7 +214,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             exc.met()
         return exc
 
-    def add_done_callback(self, fn: Callable[["Future"], Any]) -> None:
+    def add_done_callback(self, fn: Callable[[Future], object]) -> None:
         rt = self._rt
         if rt is not None and rt.add_done_callback(self, fn):
             return
