@@ -11,6 +11,10 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from collections.abc import Iterable, Mapping
+
+    from .future import Future
+    from .notebook import Shown
     from .runtime.runtime import Runtime
 
 # The public names are loaded on first use (PEP 562): a node agent or an
@@ -67,7 +71,7 @@ RETRY, FAIL, IGNORE, CANCEL_SUCCESSORS = "RETRY", "FAIL", "IGNORE", "CANCEL_SUCC
 
 
 def start(workers: int | None = None, *, monitor: bool | int = False,
-          progress: str | None = None, **kwargs: Any) -> Runtime:
+          progress: str | None = None, **kwargs: object) -> Runtime:
     """Start a runtime explicitly (notebooks, tests); ``stop()`` ends it.
 
     ``kwargs`` go to :class:`~taskflow.runtime.runtime.Runtime`. ``monitor=True`` (or a
@@ -78,6 +82,19 @@ def start(workers: int | None = None, *, monitor: bool | int = False,
     ends the run with the kernel; called again there, it returns the running runtime
     (:mod:`taskflow.notebook.session`). Elsewhere a second call is an error. With
     ``TASKFLOW_INLINE=1`` every task runs in the calling thread (:mod:`taskflow.debugging.inline`).
+
+    Example (a notebook cell, or a script run with plain ``python``)::
+
+        import taskflow
+        from taskflow import task, wait_on
+
+        @task(returns=int)
+        def square(x: int) -> int:
+            return x * x
+
+        taskflow.start(2, retries=1)                      # 2 slots on this machine
+        print(wait_on(square(4)))                         # 16
+        taskflow.stop()
     """
     from .providers import prestart
     prestart.begin()            # its local agent loads while the runtime does
@@ -91,19 +108,52 @@ def stop(wait: bool = True, code: int = 0) -> None:
     A ``code`` other than 0 cancels every running and waiting task instead of
     waiting for them, and ``taskflow run`` then exits with that status. In a Jupyter
     kernel it then shows the run: its counts, its failures, the report command.
+
+    Example::
+
+        import taskflow
+
+        taskflow.start()
+        ...                                               # call tasks
+        taskflow.stop()                                   # waits for them, ends the run
     """
     from .notebook import session
     session.stop(wait, code)
 
 
-def show(what: Any) -> Any:
+def show(what: Future | Iterable[Future] | Mapping[object, Future] | Runtime) -> Shown:
     """An HTML view of futures (counts by state, failures with your frames), of a future
-    or of a run, for a notebook cell (a list has no HTML of its own): ``taskflow.show(fs)``."""
+    or of a run, for a notebook cell (a list has no HTML of its own): ``taskflow.show(fs)``.
+
+    ``print`` of it gives the same as text.
+
+    Example::
+
+        import taskflow
+        from taskflow import task
+
+        @task(returns=int)
+        def square(x: int) -> int:
+            return x * x
+
+        futures = [square(i) for i in range(10)]
+        taskflow.show(futures)        # a cell's last line: counts by state, failures
+        print(taskflow.show(taskflow.current_runtime()))  # the run, as text
+    """
     from .notebook import show as _show
     return _show(what)
 
 
 def current_runtime() -> Runtime | None:
+    """The runtime this program runs in (``taskflow run``, ``taskflow.start()``), or None.
+
+    Example::
+
+        import taskflow
+
+        rt = taskflow.current_runtime()
+        print(rt.run_id if rt is not None else "no run")  # the run's id under taskflow run
+    """
     from .runtime import current
     return current.get()
 

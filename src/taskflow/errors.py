@@ -12,11 +12,37 @@ from typing import Any
 
 
 class TaskflowError(Exception):
-    """Base class of taskflow's own errors."""
+    """Base class of taskflow's own errors.
+
+    Example::
+
+        from taskflow import TaskflowError, task, wait_on
+
+        @task(returns=int)
+        def parse(text: str) -> int:
+            return int(text)
+
+        try:
+            wait_on(parse("x"))
+        except TaskflowError as err:                  # whatever taskflow raises on purpose
+            print(err.task_name)                      # parse
+    """
 
 
 class UsageError(TaskflowError, ValueError):
-    """A task was declared or called wrongly; raised where the call happens."""
+    """A task was declared or called wrongly; raised where the call happens.
+
+    Example::
+
+        from taskflow import UsageError, task
+
+        try:
+            @task(retruns=int)
+            def f(x: int) -> int:
+                return x
+        except UsageError as err:
+            print(err)                                # ... Did you mean returns? ...
+    """
 
 
 class ParameterError(UsageError):
@@ -29,7 +55,23 @@ class TaskError(TaskflowError):
     ``task_name``, ``task_id``, ``node`` and ``remote_traceback`` tell where
     and why; ``__cause__`` is the original exception when it could be
     rebuilt in the main program. A pickled error comes back as its own class
-    (:class:`TaskTimeout` stays a :class:`TaskTimeout`).
+    (:class:`TaskTimeout` stays a :class:`TaskTimeout`). Where the task's exception class
+    can be subclassed, the error is also an instance of it (``TaskError(ZeroDivisionError)``).
+
+    Example::
+
+        from taskflow import TaskError, task, wait_on
+
+        @task(returns=float)
+        def inverse(x: float) -> float:
+            return 1 / x
+
+        try:
+            wait_on(inverse(0))
+        except ZeroDivisionError as err:              # the task's own exception class ...
+            assert isinstance(err, TaskError)         # ... and a TaskError
+            print(err.task_name, err.node)            # which task, on which node
+            print(err.remote_traceback)               # its frames, where it ran
     """
 
     handled = False     # the program met this error (it was raised in it, or read)
@@ -178,13 +220,44 @@ def _rebuild_dual(base: type[TaskError], msg: str, cause: BaseException | None, 
 
 
 class TaskTimeout(TaskError):
-    """A task ran longer than its ``time_out``."""
+    """A task ran longer than its ``time_out``; the message names it and the fix.
+
+    Example::
+
+        import time
+        from taskflow import TaskTimeout, task, wait_on
+
+        @task(returns=int, time_out=1)
+        def slow() -> int:
+            time.sleep(30)
+            return 0
+
+        try:
+            wait_on(slow())
+        except TaskTimeout as err:
+            print(err)                                # ... ran longer than time_out=1 s ...
+    """
 
 
 class TaskMemoryExceeded(TaskError):
     """A task grew past its memory limit (``@constraint(memory_size=..., memory_limit=True)``
     or ``Runtime(memory_limit=True)``). ``limit`` and ``peak`` are in bytes; the limit is
-    enforced with RLIMIT_AS on the executor's address space while the task runs."""
+    enforced with RLIMIT_AS on the executor's address space while the task runs.
+
+    Example::
+
+        from taskflow import TaskMemoryExceeded, constraint, task, wait_on
+
+        @constraint(memory_size=1, memory_limit=True)
+        @task(returns=int)
+        def grow() -> int:
+            return len(bytearray(3 * 2**30))          # 3 GiB, past its 1 GB
+
+        try:
+            wait_on(grow())
+        except TaskMemoryExceeded as err:
+            print(err.limit)                          # 1073741824: 1 GiB, in bytes
+    """
 
     limit = 0
     peak = 0
@@ -203,7 +276,25 @@ def _rebuild_memory_error(msg: str, name: str, tid: int, node: str, tb: str, lim
 
 
 class TaskCancelled(TaskError):
-    """A task did not run because a task it depends on failed."""
+    """A task did not run because a task it depends on failed.
+
+    Example::
+
+        from taskflow import TaskCancelled, task, wait_on
+
+        @task(returns=float)
+        def inverse(x: float) -> float:
+            return 1 / x
+
+        @task(returns=float)
+        def double(x: float) -> float:
+            return 2 * x
+
+        try:
+            wait_on(double(inverse(0)))               # inverse fails: double never runs
+        except TaskCancelled as err:
+            print(err.task_name)                      # double
+    """
 
 
 class GroupAbort(TaskflowError):
@@ -215,11 +306,47 @@ class GroupAbort(TaskflowError):
     its own class, when the group is left or ``barrier_group`` is called.
     Raised outside any group it is an ordinary failure, never retried.
     (PyCOMPSs's ``COMPSsException`` is this class under its own name.)
+
+    Example::
+
+        from taskflow import GroupAbort, TaskGroup, task
+
+        @task(returns=int)
+        def check(x: int) -> int:
+            if x < 0:
+                raise GroupAbort(f"{x} is negative: stop the group")
+            return x
+
+        try:
+            with TaskGroup("checks"):
+                for x in (1, -1, 2):
+                    check(x)
+        except GroupAbort as err:
+            print(err)                                # -1 is negative: stop the group
     """
 
 
 class NodeLost(TaskflowError):
-    """A node's connection dropped or its agent died."""
+    """A node's connection dropped or its agent died.
+
+    Its tasks run again elsewhere; a stream whose producer task ran there is closed with
+    this error, which its consumers see once they took the items kept (every node lost:
+    each unfinished task fails with a :class:`TaskError` that says so).
+
+    Example::
+
+        from taskflow import STREAM_IN, NodeLost, Stream, task
+
+        @task(returns=int, s=STREAM_IN)
+        def consume(s: Stream) -> int:
+            n = 0
+            try:
+                while not s.is_closed():
+                    n += len(s.poll(timeout=1.0))
+            except NodeLost:                          # the producer's node was lost
+                pass                                  # n counts what it had published
+            return n
+    """
 
 
 class RuntimeNotStarted(TaskflowError):
@@ -266,7 +393,23 @@ class RecordDamaged(TaskflowError, ValueError):
 
 
 class ProgramFailed(TaskflowError, RuntimeError):
-    """An external program exited with a non-zero code (``fail_by_exit_value=True``)."""
+    """An external program exited with a non-zero code (``fail_by_exit_value=True``).
+
+    Example::
+
+        from taskflow import ProgramFailed, TaskError, binary, task, wait_on
+
+        @binary(binary="false")
+        @task(returns=int)
+        def fails() -> int: ...
+
+        try:
+            wait_on(fails())
+        except TaskError as err:
+            cause = err.__cause__
+            assert isinstance(cause, ProgramFailed)
+            print(cause.returncode, cause.argv)       # 1 ['/usr/bin/false']
+    """
 
     def __init__(self, message: str, returncode: int = 0, argv: list[str] | None = None,
                  logs: tuple[str, ...] = ()) -> None:

@@ -95,6 +95,20 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     ``concurrent.futures.wait()`` work as for any future; pass it to another task
     to make that task depend on it, or to ``wait_on`` for its value. The runtime
     makes futures; programs do not construct them.
+
+    Example::
+
+        import concurrent.futures
+        from taskflow import task
+
+        @task(returns=int)
+        def square(x: int) -> int:
+            return x * x
+
+        futures = [square(i) for i in range(4)]
+        total = square(futures[3])                        # waits for futures[3] on its own
+        done, _ = concurrent.futures.wait(futures)
+        print(sorted(f.result() for f in done), total.result())   # [0, 1, 4, 9] 81
     """
 
     # What every future sets in its life is in slots: set in a varying order as
@@ -200,7 +214,7 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             exc.met()
         return exc
 
-    def add_done_callback(self, fn: Callable[["Future"], Any]) -> None:
+    def add_done_callback(self, fn: Callable[[Future], object]) -> None:
         rt = self._rt
         if rt is not None and rt.add_done_callback(self, fn):
             return
@@ -471,9 +485,27 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             callbacks_out.extend((cb, self) for cb in cbs)
 
     def __repr__(self) -> str:
-        name = self._label or (self._producer.spec.name if self._producer is not None else
+        return f"<taskflow.Future d{self._did} {self._name()} {self._state.lower()}>"
+
+    def _name(self) -> str:
+        return self._label or (self._producer.spec.name if self._producer is not None else
                                self._exception.task_name if self._exception is not None else "")
-        return f"<taskflow.Future d{self._did} {name} {self._state.lower()}>"
+
+    # A future used as if it were its value (``square(3) + 1``, ``if f > 5``, ``a, b =
+    # pair(x)`` without returns=2) is a mistake Python alone answers with "unsupported
+    # operand type(s) for +: 'Future' and 'int'": say whose future it is and the fix.
+    def _not_a_value(self, use: str) -> NoReturn:
+        raise TypeError(
+            f"{use} on the future of task {self._name() or '?'} (d{self._did}): a task call "
+            f"returns a future at once, not its value; wait_on(future) gives the value, or "
+            f"pass the future to another task (that task waits for it)")
+
+    def __iter__(self) -> NoReturn:
+        raise TypeError(
+            f"iterating or unpacking the future of task {self._name() or '?'} (d{self._did}): a "
+            f"call gives one future per value; for several values declare @task(returns=N) "
+            f"(then `a, b = f(x)` unpacks N futures), else wait_on(future) and iterate the "
+            f"value")
 
     def _repr_html_(self) -> str:
         """Jupyter's view: task name, state, node, duration, the error with the user's frames
@@ -488,3 +520,19 @@ class Future(_cf.Future):  # type: ignore[type-arg]
 
     def __getstate__(self) -> NoReturn:  # pragma: no cover - guarded by __reduce__
         raise TypeError("a taskflow Future cannot be pickled")
+
+
+def _refuse(use: str) -> Callable[..., NoReturn]:
+    def refuse(self: Future, *_: object) -> NoReturn:
+        self._not_a_value(use)
+    return refuse
+
+
+for _op, _use in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"),
+                  ("floordiv", "//"), ("mod", "%"), ("pow", "**"), ("matmul", "@")):
+    setattr(Future, f"__{_op}__", _refuse(f"'{_use}'"))
+    setattr(Future, f"__r{_op}__", _refuse(f"'{_use}'"))
+for _op, _use in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
+    setattr(Future, f"__{_op}__", _refuse(f"'{_use}'"))
+for _op, _use in (("neg", "unary '-'"), ("abs", "abs()"), ("round", "round()")):
+    setattr(Future, f"__{_op}__", _refuse(_use))

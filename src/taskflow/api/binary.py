@@ -31,8 +31,23 @@ FAIL_BY_EXIT_VALUE = True
 
 def binary(binary: str | None = None, args: str | None = None, working_dir: str | None = None,
            fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, keep_background: bool = False,
-           **others: Any) -> Callable[..., Any]:
-    """Declare that the task below runs ``binary`` (on PATH, absolute, or in working_dir)."""
+           **others: object) -> Callable[..., Any]:
+    """Declare that the task below runs ``binary`` (on PATH, absolute, or in working_dir).
+
+    The parameters are in the reference's table (docs/reference/api.md); any other
+    keyword is refused, with the closest supported one.
+
+    Example::
+
+        from taskflow import FILE_OUT_STDOUT, binary, task, wait_on, wait_on_file
+
+        @binary(binary="echo", args="hello {{name}}")
+        @task(returns=int, out=FILE_OUT_STDOUT)
+        def greet(name: str, out: str) -> int: ...
+
+        print(wait_on(greet("world", "greeting.txt")))   # 0, the exit code
+        print(open(wait_on_file("greeting.txt")).read())  # hello world
+    """
     check_arguments("binary", dict(others, binary=binary), MANDATORY, SUPPORTED)
     cfg = {"binary": binary, "args": args, "working_dir": working_dir,
            "fail_by_exit_value": fail_by_exit_value, "keep_background": keep_background}

@@ -25,7 +25,7 @@ grows past it is stopped with :class:`~taskflow.errors.TaskMemoryExceeded`
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..errors import UsageError
 from ..graph.resources import request
@@ -72,10 +72,39 @@ def _check_expressions(name: str, target: Any, **values: Any) -> None:
                                  f"string or an expression of the parameters; {exc}") from None
 
 
-def constraint(computing_units: Any = None, memory_size: Any = None, **others: Any) -> Callable[..., Any]:
+def constraint(computing_units: int | str | None = None, memory_size: float | str | None = None,
+               *, processors: list[Mapping[str, object]] | None = None,
+               memory_limit: bool | None = None,
+               resources: Mapping[str, float] | None = None,
+               variants: list[Mapping[str, float]] | None = None,
+               **others: object) -> Callable[..., Any]:
     """Declare what the task needs: slots, memory (GB), GPUs, named resources, variants (see
     the module docstring). ``constraint(resources={...})(task_function)`` sets them on a
-    task already made (``taskflow map`` does: its ``--resource NAME=AMOUNT``)."""
+    task already made (``taskflow map`` does: its ``--resource NAME=AMOUNT``).
+
+    Example::
+
+        from taskflow import constraint, task, wait_on
+
+        @constraint(computing_units=2, memory_size=0.5)
+        @task(returns=int)
+        def busy(n: int) -> int:                          # holds 2 slots while it runs
+            return sum(i * i for i in range(n))
+
+        print(wait_on(busy(1000)))                        # 332833500
+
+    :param computing_units: slots held while it runs (an int >= 1, ``"$VAR"`` or an
+        expression of the parameters); a program sees it as ``OMP_NUM_THREADS``.
+    :param memory_size: GB it needs (a number, ``"$VAR"`` or an expression).
+    :param processors: PyCOMPSs's form for GPUs: ``[{"processorType": "GPU",
+        "computingUnits": 1}]``.
+    :param memory_limit: ``True``: ``memory_size`` is also a limit (``TaskMemoryExceeded``).
+    :param resources: named resources the nodes declare: ``{"gpu": 0.25, "license": 1}``.
+    :param variants: alternatives, the first that fits is taken: ``[{"gpus": 1, "cores":
+        4}, {"cores": 16}]``.
+    :param others: PyCOMPSs's other keys (``memory_type``, ``storage_size``, ...), accepted
+        and not used; an unknown key is refused with the closest known one.
+    """
     unknown = sorted(set(others) - _KNOWN)
     if unknown:
         known = ["computing_units", "memory_size", *sorted(_KNOWN - {"computing_units",
@@ -83,7 +112,7 @@ def constraint(computing_units: Any = None, memory_size: Any = None, **others: A
         raise UsageError(f"@constraint: unknown argument {unknown[0]!r}."
                          f"{did_you_mean(unknown[0], known)} Known: {', '.join(known)}.")
 
-    limit = others.get("memory_limit")
+    limit = memory_limit
 
     def decorate(target: Any) -> Any:
         name = getattr(target, "__qualname__", repr(target))
@@ -96,12 +125,13 @@ def constraint(computing_units: Any = None, memory_size: Any = None, **others: A
                              f"memory_size, which is not given; add memory_size=<GB>")
         _check_expressions(name, target, computing_units=computing_units,
                            memory_size=memory_size)
-        values = {"computing_units": computing_units, "memory_size": memory_size,
-                  "processors": others.get("processors"), "memory_limit": limit}
-        if others.get("resources") is not None or others.get("variants") is not None:
+        values: dict[str, Any] = {"computing_units": computing_units,
+                                  "memory_size": memory_size, "processors": processors,
+                                  "memory_limit": limit}
+        if resources is not None or variants is not None:
             where = f"@constraint on {name}"
-            request(others.get("resources"), others.get("variants"), where)   # (checks now)
-            values.update(resources=others.get("resources"), variants=others.get("variants"))
+            request(resources, variants, where)   # (checks now)
+            values.update(resources=resources, variants=variants)
         if isinstance(target, TaskFunction):
             target.spec.set_constraints(**values)
             return target

@@ -56,8 +56,21 @@ ENGINES = ("podman", "docker", "singularity", "apptainer")
 
 
 def container(engine: str | None = None, image: str | None = None, options: str | None = None,
-              **others: Any) -> Callable[..., Any]:
-    """Run the task below in a container of ``image`` (see the module docstring)."""
+              **others: object) -> Callable[..., Any]:
+    """Run the task below in a container of ``image`` (see the module docstring).
+
+    Example::
+
+        from taskflow import binary, container, task, wait_on
+
+        @container(engine="podman", image="docker.io/library/alpine:3",
+                   options="--network=none")
+        @binary(binary="cat", args="/etc/alpine-release")
+        @task(returns=int)
+        def release() -> int: ...
+
+        print(wait_on(release()))                         # 0; the version is in its log
+    """
     check_arguments("container", dict(others, engine=engine, image=image), MANDATORY, SUPPORTED)
     if not isinstance(engine, str) or engine.lower() not in ENGINES:
         raise UsageError(f"@container: engine={engine!r} is not one of "

@@ -28,7 +28,7 @@ import itertools
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 from ..errors import UsageError
 from ..future import Future
@@ -54,10 +54,23 @@ class Executor(cf.Executor):
     on Slurm (the cluster file's ``slurm`` section as a mapping); other keywords
     go to :class:`~taskflow.Runtime` (``retries=``, ``run_dir=``, ...).
     Its methods may be called from several threads at once.
+
+    Example::
+
+        import concurrent.futures
+        from taskflow import Executor
+
+        def square(x: int) -> int:
+            return x * x
+
+        with Executor(max_workers=2) as ex:
+            futures = [ex.submit(square, i) for i in range(4)]
+            print([f.result() for f in concurrent.futures.as_completed(futures)])
+            print(list(ex.map(square, range(4), chunksize=2)))   # [0, 1, 4, 9]
     """
 
     def __init__(self, max_workers: int | None = None, *, cluster: str | None = None,
-                 slurm: dict[str, Any] | None = None, **runtime_options: Any) -> None:
+                 slurm: Mapping[str, object] | None = None, **runtime_options: object) -> None:
         if max_workers is not None and (isinstance(max_workers, bool)
                                         or not isinstance(max_workers, int) or max_workers < 1):
             raise UsageError(f"Executor(max_workers={max_workers!r}): give how many tasks run "
@@ -90,7 +103,7 @@ class Executor(cf.Executor):
         return self._rt
 
     # -- concurrent.futures.Executor ------------------------------------------------
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+    def submit(self, fn: Callable[..., object], /, *args: Any, **kwargs: Any) -> Future:
         """Run ``fn(*args, **kwargs)`` as a task; its future at once."""
         with self._lock:
             if self._shutdown:
@@ -100,7 +113,7 @@ class Executor(cf.Executor):
             self._keep(fut)
         return fut
 
-    def map(self, fn: Callable[..., Any], *iterables: Iterable[Any],
+    def map(self, fn: Callable[..., object], *iterables: Iterable[object],
             timeout: float | None = None, chunksize: int = 1) -> Iterator[Any]:
         """``fn`` over the items of ``iterables`` (zipped), results in order.
 
@@ -191,7 +204,7 @@ class Executor(cf.Executor):
 
 
 def _start_runtime(max_workers: int | None, cluster: str | None,
-                   slurm: dict[str, Any] | None, options: dict[str, Any]) -> Runtime:
+                   slurm: Mapping[str, object] | None, options: dict[str, Any]) -> Runtime:
     from ..providers.cluster import runtime_options, slurm_provider
     from ..runtime.runtime import Runtime
     if cluster is not None and slurm is not None:

@@ -23,7 +23,19 @@ class TaskResources(NamedTuple):
 
 
 def task_resources() -> TaskResources:
-    """The variant, cores and named resources the running task holds (its environment)."""
+    """The variant, cores and named resources the running task holds (its environment).
+
+    Example (nodes that declare ``resources: {license: 2}`` in the cluster file)::
+
+        from taskflow import constraint, task, task_resources, wait_on
+
+        @constraint(computing_units=1, resources={"license": 1})
+        @task(returns=dict)
+        def licensed() -> dict[str, dict[str, object]]:
+            return task_resources().given
+
+        print(wait_on(licensed()))                        # {'license': {'amount': 1}}
+    """
     env = os.environ
     variant = env.get("TASKFLOW_VARIANT")
     given = env.get("TASKFLOW_RESOURCES")

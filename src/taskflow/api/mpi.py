@@ -28,11 +28,33 @@ SUPPORTED = ("binary", "processes", "processes_per_node", "computing_nodes", "fl
 DEPRECATED = ("scale_by_cu", "workingDir", "computingNodes")
 
 
-def mpi(runner: str | None = None, binary: str | None = None, processes: Any = 1,
-        processes_per_node: Any = None, computing_nodes: Any = None, flags: str | None = None,
-        args: str | None = None, working_dir: str | None = None,
-        fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, **others: Any) -> Callable[..., Any]:
-    """Declare an MPI task (see the module docstring)."""
+def mpi(runner: str | None = None, binary: str | None = None, processes: int | str = 1,
+        processes_per_node: int | str | None = None, computing_nodes: int | str | None = None,
+        flags: str | None = None, args: str | None = None, working_dir: str | None = None,
+        fail_by_exit_value: bool = FAIL_BY_EXIT_VALUE, **others: object) -> Callable[..., Any]:
+    """Declare an MPI task (see the module docstring).
+
+    Example::
+
+        from taskflow import mpi, task, wait_on
+
+        @mpi(runner="mpirun", binary="hostname", processes=2)
+        @task(returns=int)
+        def hosts() -> int: ...
+
+        print(wait_on(hosts()))                           # 0; each rank's name is in its log
+
+    :param runner: ``mpirun``, ``mpiexec`` or ``srun`` (or ``"$VAR"`` naming one).
+    :param binary: the program every rank runs; ``None``: the Python function, under mpi4py.
+    :param processes: how many ranks; an int, ``"$VAR"`` or an expression of the task's
+        parameters (``"2 * n"``), evaluated when the task is called.
+    :param processes_per_node: ranks per node (fixes the split over nodes).
+    :param computing_nodes: how many nodes the ranks spread over.
+    :param flags: more options for the runner (``"--bind-to none"``).
+    :param args: the program's command line, a template as for ``@binary``.
+    :param working_dir: where the program runs (made if missing).
+    :param fail_by_exit_value: a non-zero exit code fails the task (as for ``@binary``).
+    """
     check_arguments("mpi", dict(others, runner=runner), MANDATORY, SUPPORTED)
     if isinstance(runner, str) and "$" not in runner and runner not in RUNNERS:
         raise UsageError(f"@mpi: unknown runner {runner!r}; use one of {', '.join(RUNNERS)} "

@@ -18,8 +18,22 @@ SUPPORTED = ()
 DEPRECATED = ("computingNodes",)
 
 
-def multinode(computing_nodes: Any = None, **others: Any) -> Callable[..., Any]:
-    """Declare a task that needs ``computing_nodes`` nodes."""
+def multinode(computing_nodes: int | str | None = None, **others: object) -> Callable[..., Any]:
+    """Declare a task that needs ``computing_nodes`` nodes (an int, ``"$VAR"`` or an
+    expression of the task's parameters).
+
+    Example (``taskflow run --local-nodes 2 script.py``)::
+
+        import os
+        from taskflow import multinode, task, wait_on
+
+        @multinode(computing_nodes=2)
+        @task(returns=str)
+        def hosts() -> str:
+            return os.environ["TASKFLOW_NUM_NODES"]
+
+        print(wait_on(hosts()))                           # 2
+    """
     check_arguments("multinode", dict(others, computing_nodes=computing_nodes), MANDATORY,
                     SUPPORTED)
     cfg = {"computing_nodes": computing_nodes, "fail_by_exit_value": True}

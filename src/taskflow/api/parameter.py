@@ -4,6 +4,14 @@ Every constant is a :class:`Param`: a content kind (object, file, directory,
 collection), a direction, and optionally a stream, a prefix and a depth. The
 dictionary form ``{Type: FILE_IN, StdIOStream: STDIN, Prefix: "--in="}`` is
 normalised to the same :class:`Param` by :func:`parse_param`.
+
+Example::
+
+    from taskflow import FILE_IN, FILE_OUT_STDOUT, STDIN, StdIOStream, Type, binary, task
+
+    @binary(binary="sort")
+    @task(src={Type: FILE_IN, StdIOStream: STDIN}, out=FILE_OUT_STDOUT)
+    def sort_lines(src: str, out: str) -> None: ...   # src as FILE_IN_STDIN: sort < src
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 import os
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..context import in_worker, nest
 from ..errors import UsageError
@@ -133,13 +133,28 @@ def _update_in_place(obj: Any, value: Any) -> bool:
         return False
 
 
-def wait_on(*objs: Any, timeout: float | None = None, in_place: bool = True) -> Any:
+def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True) -> Any:
     """Wait for futures (recursively inside lists, tuples and dicts) and return values.
 
     A task's error is raised here with its remote traceback. An object passed
     INOUT is brought up to date (in place when its type allows) and returned;
     ``in_place=False`` (PyCOMPSs's ``compss_wait_on``) returns its new value as a new
-    object and leaves the one passed as it was.
+    object and leaves the one passed as it was. Several objects give a tuple; any other
+    value comes back as it is; a generator, an iterator or a task function is a
+    ``UsageError`` (give ``list(...)``; call the task). ``timeout`` (s) raises
+    ``concurrent.futures.TimeoutError`` when a task is not done by then.
+
+    Example::
+
+        from taskflow import task, wait_on
+
+        @task(returns=int)
+        def square(x: int) -> int:
+            return x * x
+
+        print(wait_on(square(3)))                         # 9
+        print(wait_on([square(i) for i in range(4)]))     # [0, 1, 4, 9]
+        a, b = wait_on(square(2), square(5))              # 4 25
     """
     rt = _rt()
     for o in objs:
@@ -215,15 +230,31 @@ def _wait_item(rt: FutureHost, item: Any) -> None:
         raise exc
 
 
-def wait_on_file(*paths: Any) -> Any:
+def wait_on_file(*paths: str | os.PathLike[str]) -> str | list[str]:
     """Wait until the last task writing each file ended and put it at its path.
 
     From then on the file belongs to the program: a task given the path later
-    reads it as it is then, with whatever the program wrote to it meanwhile.
+    reads it as it is then, with whatever the program wrote to it meanwhile. Returns
+    the path (a list for several). A path no task uses and that does not exist is a
+    ``UsageError``; a generator or a future is one too.
+
+    Example::
+
+        from taskflow import FILE_OUT, task, wait_on_file
+
+        @task(path=FILE_OUT)
+        def write(path: str, text: str) -> None:
+            with open(path, "w") as f:
+                f.write(text)
+
+        write("hello.txt", "hello")
+        wait_on_file("hello.txt")
+        print(open("hello.txt").read())                   # hello
     """
     rt = _rt()
     if rt is None and in_worker() and nest() is not None:     # in a running task
-        return nest().wait_on_file(*paths)
+        done: str | list[str] = nest().wait_on_file(*paths)
+        return done
     out = []
     for path in paths:
         item, p = _file_item(path, "wait_on_file")
@@ -246,13 +277,48 @@ def _close_path(registry: Registry, p: str) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def wait_on_directory(*paths: Any) -> Any:
-    """``wait_on_file`` for directories (``DIRECTORY_OUT`` / ``DIRECTORY_INOUT``)."""
+def wait_on_directory(*paths: str | os.PathLike[str]) -> str | list[str]:
+    """``wait_on_file`` for directories (``DIRECTORY_OUT`` / ``DIRECTORY_INOUT``).
+
+    Example::
+
+        import os
+        from taskflow import DIRECTORY_OUT, task, wait_on_directory
+
+        @task(out=DIRECTORY_OUT)
+        def split(out: str) -> None:
+            os.makedirs(out, exist_ok=True)
+            for i in range(3):
+                open(os.path.join(out, f"part{i}"), "w").close()
+
+        split("parts")
+        wait_on_directory("parts")
+        print(sorted(os.listdir("parts")))                # ['part0', 'part1', 'part2']
+    """
     return wait_on_file(*paths)
 
 
-def open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:  # noqa: A001
-    """``open`` after the file's tasks are done; writing makes it the user's file again."""
+def open(path: str | os.PathLike[str], mode: str = "r", buffering: int = -1,  # noqa: A001
+         encoding: str | None = None, errors: str | None = None,
+         newline: str | None = None) -> IO[Any]:
+    """``open`` after the file's tasks are done; writing makes it the user's file again.
+
+    The arguments are :func:`builtins.open`'s.
+
+    Example::
+
+        import taskflow
+        from taskflow import FILE_OUT, task
+
+        @task(path=FILE_OUT)
+        def write(path: str) -> None:
+            with open(path, "w") as f:
+                f.write("42\\n")
+
+        write("answer.txt")
+        with taskflow.open("answer.txt") as f:           # waits for write
+            print(f.read().strip())                       # 42
+    """
     if _rt() is None and in_worker() and nest() is not None:  # in a running task
         nest().wait_on_file(path)
     item, p = _file_item(path, "taskflow.open")
@@ -262,11 +328,26 @@ def open(path: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:  # noqa:
         if rt.registry.puts_in_place:       # (not a plan's)
             materialize(item)
         rt.registry.forget_file(p)          # the program's file from now on (wait_on_file)
-    return builtins.open(p, mode, *args, **kwargs)
+    return builtins.open(p, mode, buffering, encoding, errors, newline)
 
 
 def barrier(no_more_tasks: bool = False) -> None:
-    """Wait for every task so far; put files in place; raise an unreported failure."""
+    """Wait for every task so far; put files in place; raise an unreported failure.
+
+    ``no_more_tasks`` is PyCOMPSs's argument, accepted and without effect.
+
+    Example::
+
+        from taskflow import FILE_OUT, barrier, task
+
+        @task(path=FILE_OUT)
+        def touch(path: str) -> None:
+            open(path, "w").close()
+
+        for i in range(3):
+            touch(f"done-{i}.txt")
+        barrier()                                         # the three files are there
+    """
     rt = _rt()
     if rt is None:
         if in_worker() and nest() is not None:     # in a running task: the tasks it called
@@ -285,8 +366,21 @@ def barrier(no_more_tasks: bool = False) -> None:
         raise errs[0]
 
 
-def delete_file(path: Any) -> bool:
-    """Forget a file and remove it once the tasks using it are done."""
+def delete_file(path: str | os.PathLike[str]) -> bool:
+    """Forget a file and remove it once the tasks using it are done; True if a file was
+    removed at ``path`` (a version the tasks wrote and nobody put in place is just dropped).
+
+    Example::
+
+        from taskflow import FILE_OUT, delete_file, task
+
+        @task(path=FILE_OUT)
+        def scratch(path: str) -> None:
+            open(path, "w").close()
+
+        scratch("tmp.dat")
+        delete_file("tmp.dat")                            # after scratch ran: no tmp.dat left
+    """
     item, p = _file_item(path, "delete_file")
     if item is not None:
         rt = _rt()
@@ -307,16 +401,42 @@ def delete_file(path: Any) -> bool:
     return False
 
 
-def delete_object(obj: Any) -> bool:
-    """Forget an object the runtime tracks (one passed ``INOUT``); True if it did."""
+def delete_object(obj: object) -> bool:
+    """Forget an object the runtime tracks (one passed ``INOUT``); True if it did.
+
+    Example::
+
+        from taskflow import INOUT, delete_object, task, wait_on
+
+        @task(xs=INOUT)
+        def append(xs: list[int]) -> None:
+            xs.append(1)
+
+        xs: list[int] = []
+        append(xs)
+        print(delete_object(xs))                          # True: xs is not tracked any more
+        print(wait_on(xs))                                # [] (append changed its own copy)
+    """
     rt = _rt()
     if rt is None:
         return False
     return rt.registry.forget_object(obj) is not None
 
 
-def file_exists(*paths: Any) -> Any:
-    """Whether each file exists, counting the versions tasks write."""
+def file_exists(*paths: str | os.PathLike[str]) -> bool | list[bool]:
+    """Whether each file exists, counting the versions tasks write (a list for several).
+
+    Example::
+
+        from taskflow import FILE_OUT, file_exists, task
+
+        @task(path=FILE_OUT)
+        def touch(path: str) -> None:
+            open(path, "w").close()
+
+        touch("made.txt")
+        print(file_exists("made.txt", "never.txt"))       # [True, False]
+    """
     out = []
     for path in paths:
         item, p = _file_item(path, "file_exists")
@@ -331,7 +451,14 @@ def file_exists(*paths: Any) -> Any:
 
 
 def number_of_resources() -> int:
-    """How many of the run's nodes are alive now (starting the runtime if none runs)."""
+    """How many of the run's nodes are alive now (starting the runtime if none runs).
+
+    Example::
+
+        from taskflow import number_of_resources
+
+        print(number_of_resources())                      # 1 under a plain `taskflow run`
+    """
     rt = embedded.get_or_start()
     return sum(1 for n in rt.nodes if n.alive)
 
@@ -341,6 +468,19 @@ class TaskGroup:
 
     With ``implicit_barrier=True`` (the default, as in PyCOMPSs) leaving the
     block waits for the group.
+
+    Example::
+
+        from taskflow import TaskGroup, barrier_group, task, wait_on
+
+        @task(returns=int)
+        def square(x: int) -> int:
+            return x * x
+
+        with TaskGroup("squares", implicit_barrier=False):
+            futures = [square(i) for i in range(4)]
+        barrier_group("squares")                          # raises the group's first failure
+        print(wait_on(futures))                           # [0, 1, 4, 9]
     """
 
     def __init__(self, name: str, implicit_barrier: bool = True) -> None:
@@ -367,6 +507,22 @@ def barrier_group(name: str) -> None:
     When a task of the group raised :class:`~taskflow.errors.GroupAbort`
     (PyCOMPSs's ``COMPSsException``), that exception is raised here, as its
     own class, once the group's other tasks are cancelled or ended.
+
+    Example::
+
+        from taskflow import TaskError, TaskGroup, barrier_group, task
+
+        @task(returns=float)
+        def inverse(x: int) -> float:
+            return 1 / x
+
+        with TaskGroup("inverses", implicit_barrier=False):
+            for x in (1, 0, 2):
+                inverse(x)
+        try:
+            barrier_group("inverses")
+        except ZeroDivisionError as err:                  # also a TaskError
+            print("failed:", isinstance(err, TaskError))  # failed: True
     """
     rt = _rt()
     if rt is None or name not in rt.groups:
@@ -393,6 +549,24 @@ def cancel_group(name: str) -> int:
     SIGTERM); their values raise :class:`~taskflow.errors.TaskCancelled`.
     A :class:`~taskflow.errors.GroupAbort` a task of the group raised is
     raised here.
+
+    Example::
+
+        import time
+        from taskflow import TaskCancelled, TaskGroup, cancel_group, task, wait_on
+
+        @task(returns=int)
+        def slow(x: int) -> int:
+            time.sleep(30)
+            return x
+
+        with TaskGroup("slow", implicit_barrier=False):
+            f = slow(1)
+        print(cancel_group("slow"))                       # 1
+        try:
+            wait_on(f)
+        except TaskCancelled:
+            print("cancelled")
     """
     rt = _rt()
     if rt is None or name not in rt.groups:

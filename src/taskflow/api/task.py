@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..context import in_worker, nest
 from ..errors import ParameterError, UsageError
@@ -120,13 +120,28 @@ def _load_task_function(module: str, qualname: str) -> Callable[..., Any]:
     return obj.__wrapped__ if isinstance(obj, TaskFunction) else obj
 
 
-def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priority: Any = False,
-         time_out: Any = None, on_failure: str = "RETRY", retries: int | None = None,
-         **directions: Any) -> Any:
+def task(_func: Callable[..., Any] | None = None, *,
+         returns: type | int | str | tuple[type | str, ...] | None = None,
+         priority: bool | int = False, time_out: float | None = None,
+         on_failure: str = "RETRY", retries: int | None = None,
+         **directions: Param | str | Mapping[str, object]) -> Any:
     """Declare a task. ``@task`` or ``@task(returns=int, x=INOUT, f=FILE_IN, ...)``.
 
     Calling the decorated function records a task and returns a future (a tuple
     of futures for several values) at once; the task runs when its inputs are ready.
+
+    Example::
+
+        from taskflow import FILE_IN, task, wait_on
+
+        @task(returns=int, path=FILE_IN)
+        def count_lines(path: str) -> int:
+            with open(path) as f:
+                return sum(1 for _ in f)
+
+        with open("notes.txt", "w") as f:
+            f.write("one\\ntwo\\n")
+        print(wait_on(count_lines("notes.txt")))      # 2
 
     :param returns: a type (``int``), a count (``2`` gives a tuple of two futures),
         a tuple of types, or inferred from a ``-> tuple[int, str]`` hint; the types
@@ -138,7 +153,9 @@ def task(_func: Callable[..., Any] | None = None, *, returns: Any = None, priori
     :param retries: how many times ``RETRY`` runs a failed call again (default: the
         runtime's, 0: ``Runtime(retries=N)``, ``taskflow run --retries N``).
     :param directions: every other keyword names a parameter of the function and gives
-        its direction (``INOUT``, ``FILE_IN``, ...; ``IN`` when not given).
+        its direction (``INOUT``, ``FILE_IN``, ...; ``IN`` when not given): a constant,
+        its name as a string (``"FILE_IN"``) or the dictionary form
+        (``{Type: FILE_IN, StdIOStream: STDIN}``).
     """
 
     def decorate(func: Callable[..., Any]) -> TaskFunction:

@@ -31,10 +31,25 @@ MANDATORY = ("script",)
 SUPPORTED = ("args", "computing_nodes", "working_dir", "flags", "fail_by_exit_value")
 
 
-def workflow(script: str | None = None, args: str | None = None, computing_nodes: Any = 1,
-             working_dir: str | None = None, flags: str | None = None,
-             fail_by_exit_value: bool = True, **others: Any) -> Callable[..., Any]:
-    """Declare that the task below runs ``script`` as a nested taskflow run."""
+def workflow(script: str | None = None, args: str | None = None,
+             computing_nodes: int | str = 1, working_dir: str | None = None,
+             flags: str | None = None, fail_by_exit_value: bool = True,
+             **others: object) -> Callable[..., Any]:
+    """Declare that the task below runs ``script`` as a nested taskflow run.
+
+    Example::
+
+        from taskflow import task, wait_on, workflow
+
+        with open("inner.py", "w") as f:
+            f.write("import sys\\nprint('inner run of', sys.argv[1])\\n")
+
+        @workflow(script="inner.py", args="{{n}}")
+        @task(returns=int)
+        def inner(n: int) -> int: ...
+
+        print(wait_on(inner(3)))                          # 0: the nested run finished
+    """
     check_arguments("workflow", dict(others, script=script), MANDATORY, SUPPORTED)
     return lambda target: attach_workflow(target, script or "", args=args,
                                           computing_nodes=computing_nodes,

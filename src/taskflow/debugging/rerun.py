@@ -116,7 +116,16 @@ def rerun(run: str, task_id: int, *, pdb: bool = False, run_dir: str | None = No
     """Run task ``task_id`` of run ``run`` (an id, a prefix, a path) again in this process
     with the inputs it had; ``pdb``: stop at the raising frame if it raises. ``node``: on
     that node of the cluster file (``cluster``, or the run's own) instead
-    (:mod:`.rerun_node`)."""
+    (:mod:`.rerun_node`). ``taskflow rerun RUN TASK`` is the same from a shell.
+
+    Example (after a run whose task 3 failed)::
+
+        import taskflow
+
+        again = taskflow.rerun("latest", 3)                # the newest run's task 3
+        print(again.describe())                           # failed the same way, or not
+        print(again.same)                                 # True: same error type and text
+    """
     where, rec, name = _record(run, int(task_id), run_dir)
     if node is not None:
         return _on_node(where, rec, name, int(task_id), node, cluster, pdb)

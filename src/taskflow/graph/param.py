@@ -25,7 +25,26 @@ WRITES = frozenset({D_OUT, D_INOUT, D_CONCURRENT, D_COMMUTATIVE})
 
 @dataclass(frozen=True)
 class Param:
-    """How a task accesses one parameter."""
+    """How a task accesses one parameter: what ``IN``, ``FILE_OUT``, ... are, and what the
+    dictionary form ``{Type: ..., Direction: ..., StdIOStream: ..., Prefix: ...}`` becomes.
+
+    Example::
+
+        from taskflow import FILE_IN, FILE_OUT, INOUT, task, wait_on
+
+        print(FILE_IN.kind, FILE_IN.direction, FILE_OUT.writes)   # file IN True
+
+        @task(xs=INOUT, src=FILE_IN)
+        def load(xs: list[str], src: str) -> None:
+            with open(src) as f:
+                xs.extend(f.read().split())
+
+        with open("words.txt", "w") as f:
+            f.write("a b c")
+        words: list[str] = []
+        load(words, "words.txt")
+        print(wait_on(words))                             # ['a', 'b', 'c']
+    """
 
     kind: str = OBJECT_KIND
     direction: str = D_IN

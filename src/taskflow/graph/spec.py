@@ -81,8 +81,11 @@ class TaskSpec:
         self.rank = 2 * self.priority
         self.time_out = _parse_timeout(time_out, self.name)
         if on_failure not in ON_FAILURE:
+            import difflib
+            close = difflib.get_close_matches(str(on_failure).upper(), ON_FAILURE, n=1)
+            hint = f" Did you mean on_failure=\"{close[0]}\"?" if close else ""
             raise UsageError(f"@task on {self.name}: on_failure={on_failure!r} is not one of "
-                             f"{', '.join(ON_FAILURE)}.")
+                             f"{', '.join(ON_FAILURE)}.{hint}")
         self.on_failure = on_failure
         if retries is not None and (not isinstance(retries, int) or retries < 0):
             raise UsageError(f"@task on {self.name}: retries must be an int >= 0, not {retries!r}.")

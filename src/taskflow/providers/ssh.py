@@ -187,7 +187,11 @@ class SSHProvider(Provider):
                 f"to ~{user}/.ssh/authorized_keys on {c.host}, or set identity_file: to a "
                 f"key that is authorised there (passwords are not supported).") from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
-            raise NodeStartError(f"{where}: cannot connect: {exc}") from None
+            raise NodeStartError(
+                f"{where}: cannot connect: {exc}. Check that {c.host} is up and answers SSH "
+                f"on port {c.port} (`ssh -p {c.port} {user}@{c.host}` from this machine); "
+                f"every node of the cluster file must start, so to run without it, take "
+                f"node {c.name} out of the file.") from None
         n.client = client
         n.where = where
         tr = client.get_transport()

@@ -74,6 +74,17 @@ class Runtime(RunState):
     every task PyCOMPSs's ``COMPSS_*`` / ``OMP_NUM_THREADS`` variables (``agent.executor.taskenv``).
     A task failure the program met (``wait_on`` raised it and the program went on) does
     not fail the run; ``caught_failures_fail=True`` makes it (PyCOMPSs's rule, runcompss's).
+
+    Example (a script run with plain ``python``; ``taskflow run`` makes the runtime itself)::
+
+        from taskflow import Runtime, task, wait_on
+
+        @task(returns=int)
+        def square(x: int) -> int:
+            return x * x
+
+        with Runtime(workers=2, nodes=2, retries=1):      # ends the run on leaving
+            print(wait_on([square(i) for i in range(4)]))  # [0, 1, 4, 9]
     """
 
     def __init__(self, workers: int | None = None, *, nodes: int = 1, retries: int = RETRIES,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import pickle
 import uuid
-from typing import Any, Protocol
+from typing import Any, Iterable, Protocol
 
 from ..context import streams as _client
 from ..errors import TaskflowError, UsageError
@@ -31,12 +31,54 @@ FILES = "files"
 
 class StreamClosed(UsageError):
     """A stream was used after its close: publishing to it, or polling again once
-    ``is_closed()`` said it was closed and the last poll took what was left."""
+    ``is_closed()`` said it was closed and the last poll took what was left.
+
+    Example::
+
+        from taskflow import Stream, StreamClosed
+
+        s = Stream()
+        s.publish(1)
+        s.close()
+        try:
+            s.publish(2)
+        except StreamClosed as err:
+            print(err)                                # ... publish after close() ...
+    """
 
 
 class StreamFailed(TaskflowError):
     """The stream was closed with an error (its producer failed): consumers see it once
-    they took every item published before."""
+    they took every item published before.
+
+    Example::
+
+        from taskflow import STREAM_IN, STREAM_OUT, Stream, StreamFailed, task, wait_on
+
+        @task(s=STREAM_OUT)
+        def produce(s: Stream) -> None:
+            s.publish(1)
+            raise OSError("disk full")
+
+        @task(returns=int, s=STREAM_IN)
+        def consume(s: Stream) -> int:
+            n = 0
+            try:
+                while not s.is_closed():
+                    n += len(s.poll(timeout=1.0))
+            except StreamFailed:                      # names the producer and its error
+                pass
+            return n
+
+        s = Stream()
+        n = consume(s)
+        producer = produce(s)
+        print(wait_on(n))                             # 1: the item published before the failure
+        try:
+            wait_on(producer)
+        except OSError as err:
+            print(err.task_name)                      # produce
+    """
 
 
 class Client(Protocol):
@@ -63,6 +105,28 @@ class Stream:
 
     ``alias`` names the stream: two handles with the same alias are the same
     stream (PyCOMPSs's ``alias``); without one each handle is a new stream.
+
+    Example::
+
+        from taskflow import STREAM_IN, STREAM_OUT, Stream, task, wait_on
+
+        @task(s=STREAM_OUT)
+        def produce(s: Stream, n: int) -> None:
+            for i in range(n):
+                s.publish(i)                              # consumers see it at once
+            s.close()
+
+        @task(returns=int, s=STREAM_IN)
+        def consume(s: Stream) -> int:
+            total = 0
+            while not s.is_closed():
+                total += sum(s.poll(timeout=1.0))
+            return total
+
+        numbers = Stream()
+        total = consume(numbers)
+        produce(numbers, 5)
+        print(wait_on(total))                             # 10
     """
 
     kind = OBJECTS
@@ -121,11 +185,11 @@ class Stream:
         return f"<taskflow {type(self).__name__} {self.name}>"
 
     # -- producing -------------------------------------------------------------------
-    def publish(self, obj: Any) -> None:
+    def publish(self, obj: object) -> None:
         """Add one item (objects: any picklable value)."""
         self._publish([obj])
 
-    def publish_list(self, objs: Any) -> None:
+    def publish_list(self, objs: Iterable[object]) -> None:
         """Add several items, in their order."""
         self._publish(list(objs))
 
@@ -209,6 +273,31 @@ class FileStream(Stream):
     nodes (a shared filesystem, as PyCOMPSs requires): the master lists it. A file is
     handed out once its size and time stopped changing between two listings, or its
     stream closed.
+
+    Example::
+
+        import os
+        from taskflow import STREAM_IN, STREAM_OUT, FileStream, task, wait_on
+
+        @task(fs=STREAM_OUT)
+        def write(fs: FileStream, n: int) -> None:
+            for i in range(n):
+                path = os.path.join(fs.base_dir, f"part-{i}.txt")
+                with open(path, "w") as f:
+                    f.write(str(i))
+                fs.publish(path)                          # (else found by listing)
+
+        @task(returns=int, fs=STREAM_IN)
+        def count(fs: FileStream) -> int:
+            n = 0
+            while not fs.is_closed():
+                n += len(fs.poll(timeout=1.0))            # paths, oldest first
+            return n
+
+        parts = FileStream("parts/")
+        n = count(parts)
+        write(parts, 3)
+        print(wait_on(n))                                 # 3
     """
 
     kind = FILES
@@ -239,11 +328,12 @@ class FileStream(Stream):
     def __str__(self) -> str:            # (a @binary's argument: the directory)
         return self.base_dir
 
-    def publish(self, obj: Any) -> None:
+    def publish(self, obj: str | os.PathLike[str]) -> None:  # type: ignore[override]
         """Announce a file written into the directory (else it is found by listing)."""
         self._publish([_inside(self, obj)])
 
-    def publish_list(self, objs: Any) -> None:
+    def publish_list(self, objs: Iterable[str | os.PathLike[str]]) -> None:  # type: ignore[override]
+        """Announce several files written into the directory."""
         self._publish([_inside(self, o) for o in objs])
 
     def _item(self, blob: bytes) -> Any:

@@ -63,7 +63,17 @@ def dumps(value: Any, name: str, what: str = "its return value") -> M.Payload:
         if "'_io." in str(exc):             # a binary file inside the value
             raise TypeError(_open_file(name, what, None)) from None
         raise TypeError(f"task {name} produced a value of type {type(value).__name__} "
-                        f"that cannot be pickled: {exc}") from exc
+                        f"that cannot be pickled ({what}: {exc}); {_fix_of(value)}") from exc
+
+
+def _fix_of(value: Any) -> str:
+    """What to return instead of a value that cannot travel."""
+    if hasattr(value, "__next__") and hasattr(value, "__iter__"):     # a generator, an iterator
+        return ("return a list instead (return list(...)): an iterator's items are made "
+                "lazily, where it runs, and cannot travel")
+    return ("return plain data (numbers, strings, lists, dicts, arrays, instances of your "
+            "classes), or write the result to a file declared FILE_OUT; make what holds a "
+            "lock, a socket or a connection inside the task that uses it")
 
 
 def _open_file(name: str, what: str, f: Any) -> str:
