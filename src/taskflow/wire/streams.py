@@ -62,12 +62,15 @@ class Stream:
     """A stream of objects: ``publish`` in a producer, ``poll`` in consumers.
 
     ``alias`` names the stream: two handles with the same alias are the same
-    stream (PyCOMPSs's ``alias``); without one each handle is a new stream.
+    stream (PyCOMPSs's ``alias``); without one each handle is a new stream. The
+    main program's handle without an alias is numbered by its run when the run
+    first uses it (``objects#3``: the run's third), so that a resumed run finds
+    the same stream (:meth:`numbered`); one a task makes keeps a random id.
     """
 
     kind = OBJECTS
     __slots__ = ("id", "alias", "param", "_closed_here", "_drained", "_final", "_error",
-                 "_more")
+                 "_more", "_fresh")
 
     def __init__(self, alias: str | None = None) -> None:
         if alias is not None and (not isinstance(alias, str) or not alias):
@@ -76,6 +79,17 @@ class Stream:
         self.alias = alias
         self.param = ""                 # the parameter a task got it as (errors name it)
         self._local()
+        self._fresh = alias is None and self.kind == OBJECTS    # (numbered: see numbered)
+
+    def numbered(self, n: int) -> bool:
+        """The run uses this handle for the first time, and it is its ``n``-th stream made
+        here without an alias: it becomes ``objects#n`` (True); a handle that came from
+        elsewhere (a task's, unpickled) or has a name already keeps its id (False)."""
+        if not getattr(self, "_fresh", False):
+            return False
+        self._fresh = False
+        self.id = f"{OBJECTS}#{n}"
+        return True
 
     def bound(self, param: str) -> Stream:
         """This stream as a task's parameter ``param`` gets it (graph.builder)."""
@@ -92,7 +106,11 @@ class Stream:
 
     @property
     def name(self) -> str:
-        return self.alias or f"{type(self).__name__}#{self.id[:8]}"
+        if self.alias:
+            return self.alias
+        if self.id.startswith(OBJECTS + "#"):
+            return f"{type(self).__name__}#{self.id[len(OBJECTS) + 1:]}"
+        return f"{type(self).__name__}#{self.id[:8]}"
 
     @property
     def where(self) -> str:
@@ -110,6 +128,7 @@ class Stream:
     def _set(self, fields: tuple[Any, ...]) -> None:
         self.id, self.alias = fields
         self._local()
+        self._fresh = False
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.id == self.id
@@ -228,6 +247,7 @@ class FileStream(Stream):
     def _set(self, fields: tuple[Any, ...]) -> None:
         self.id, self.alias, self.base_dir = fields
         self._local()
+        self._fresh = False
 
     @property
     def name(self) -> str:
