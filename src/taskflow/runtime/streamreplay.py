@@ -25,14 +25,13 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from ..events import NodeNote, Resumed
 from .streamitems import Closed, Items, read_closed
 
 if TYPE_CHECKING:
     from ..graph.task import Task
-    from .state import RunState
-    from .streams import StreamState, _Poll
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +85,22 @@ def find(earlier_dir: str, path: str, sid: str, run: str) -> Replay | str | None
     return Replay(got[0], got[1], run)
 
 
+class _Run(Protocol):
+    """What the replays use of the run (its state: runtime.state imports streams.py)."""
+
+    bus: Any
+
+
 class StreamReplays:
     """The resumed run's side of the run's streams (:class:`.streams.Streams` is one)."""
 
-    rt: RunState
+    rt: _Run
     lock: threading.Lock
-    by_task: dict[int, list[tuple[StreamState, str, str]]]
+    by_task: dict[int, list[tuple[Any, str, str]]]
 
-    def _deliver(self, out: list[tuple[_Poll, tuple[list[bytes], bool, bytes | None]]],
-                 locked: bool) -> None: ...
+    def _deliver(self, out: list[Any], locked: bool) -> None: ...
 
-    def _serve(self, s: StreamState, out: list[Any]) -> None: ...
+    def _serve(self, s: Any, out: list[Any]) -> None: ...
 
     def _note(self, tid: int, sid: str, what: str, detail: str) -> None: ...
 
@@ -125,7 +129,7 @@ class StreamReplays:
             if not ok:
                 self.by_task[task.id] = uses
                 why = "its record could not be restored"
-        out: list[tuple[_Poll, tuple[list[bytes], bool, bytes | None]]] = []
+        out: list[Any] = []
         with self.lock:
             for s, role, _ in uses:
                 if role != "producer" or s.replay is None:
@@ -146,7 +150,7 @@ class StreamReplays:
             self._rerun(task, why)
         return ok
 
-    def _replayed(self, s: StreamState, out: list[Any]) -> None:
+    def _replayed(self, s: Any, out: list[Any]) -> None:
         """Every producer ``s`` had in the earlier run was restored: closed with its items."""
         replay = s.replay
         assert replay is not None
@@ -163,12 +167,11 @@ class StreamReplays:
         self._serve(s, out)
 
     def _said(self, level: int, text: str) -> None:
-        from .recovery.restore import journal_note
         log.log(level, "%s", text)
-        journal_note(self.rt, text)
+        if self.rt.bus.active:      # (in the journal's logs, as the run's own line)
+            self.rt.bus.emit(NodeNote("log", time.time(), 0, "", "", ("TASKFLOW", text)))
 
     def _rerun(self, task: Task, why: str) -> None:
-        from ..events import Resumed
         resumer = getattr(getattr(self.rt, "recovery", None), "resumer", None)
         if resumer is not None:
             counts = resumer.reruns.setdefault(task.spec.name, {})
@@ -179,7 +182,7 @@ class StreamReplays:
 
 
 
-def closed_frame(s: StreamState, error: BaseException | None) -> Closed | None:
+def closed_frame(s: Any, error: BaseException | None) -> Closed | None:
     """The close frame of ``s`` (a resumed run replays it), or None when it cannot be
     replayed: closed with an error, produced by the program, or a FileStream."""
     if error is not None or s.files or 0 in s.parts or not s.producers:

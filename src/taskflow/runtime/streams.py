@@ -115,6 +115,8 @@ class StreamState:
 class Streams(StreamReplays):
     """Every stream of the run (one per run, made at the first use of a stream)."""
 
+    rt: RunState
+
     def __init__(self, rt: RunState, spill_dir: str, kept_dir: str | None = None,
                  earlier: tuple[str, str] | None = None) -> None:
         """``kept_dir``: a resumable run's ``streams/`` (every item kept there, else only
