@@ -42,7 +42,7 @@ from ..errors import NodeLost
 from ..events import StreamNote
 from ..graph import task as T
 from ..wire import messages as M
-from ..wire.streams import FILES, Stream, StreamClosed, StreamFailed
+from ..wire.streams import FILES, SYNC_GROUP, Stream, StreamClosed, StreamFailed
 from .streamitems import Items
 from .streamreplay import Replay, StreamReplays, closed_frame, find, kept_path
 
@@ -344,6 +344,8 @@ class Streams(StreamReplays):
         self.wake.notify()
 
     def _take(self, s: StreamState, p: _Poll) -> tuple[list[bytes], bool, bytes | None]:
+        if p.group == SYNC_GROUP:       # a producer's sync (agent.executor.streams): no group
+            return [], s.closed, s.error
         items: list[bytes] = []
         if p.take:
             at = s.group_at(p.group)

@@ -25,6 +25,7 @@ from ..context import streams as _client
 from ..errors import TaskflowError, UsageError
 
 DEFAULT_GROUP = "default"
+SYNC_GROUP = ""        # a producer task's sync: a poll that takes nothing, in no group
 OBJECTS = "objects"
 FILES = "files"
 
