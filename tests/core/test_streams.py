@@ -210,6 +210,39 @@ def test_a_resumed_run_replays_a_closed_stream_and_reruns_its_consumer(tmp_path,
     assert any("is not replayed" in line and "damaged at byte" in line for line in logs), logs
 
 
+def test_a_producer_run_again_keeps_the_items_of_the_one_restored_before_it(tmp_path,
+                                                                           monkeypatch):
+    """Two producers of a stream that closed; in the resumed run the second one's call
+    changed: the first is restored, the second runs, so the stream is not replayed but
+    produced anew from the first one's earlier items and the second one's new ones: the
+    consumer gets each once, in each producer's order, none of the second's old ones."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def body(start):
+        s = taskflow.Stream(alias="two")
+        c = S.consume(s)
+        S.produce(s, 3)
+        S.produce(s, 3, start)
+        return wait_on(c)
+    with taskflow.Runtime(workers=3, run_dir=runs, resumable=True) as first:
+        assert sorted(body(10)) == [0, 1, 2, 10, 11, 12]
+    with taskflow.Runtime(workers=3, run_dir=runs, resume=first.run_dir) as second:
+        got = body(20)
+    assert sorted(got) == [0, 1, 2, 20, 21, 22]
+    assert [x for x in got if x < 10] == [0, 1, 2] and [x for x in got if x >= 20] == [20, 21, 22]
+    db = sqlite3.connect(os.path.join(second.run_dir, "journal.db"))
+    ids = [r[0] for r in db.execute("SELECT id FROM tasks WHERE name = 'produce' "
+                                    "ORDER BY id")]
+    restored = [r[0] for r in db.execute("SELECT task_id FROM transitions WHERE state = "
+                                         "'RESTORED'")]
+    logs = [r[0] for r in db.execute("SELECT line FROM logs")]
+    db.close()
+    assert len(ids) == 2 and ids[0] in restored and ids[1] not in restored, (ids, restored)
+    assert any("the 3 item(s) its 1 restored producer task(s) published" in line
+               for line in logs), logs
+
+
 def test_a_stream_a_killed_master_left_open_is_produced_again_a_closed_one_replayed(
         tmp_path):
     """`taskflow run` SIGKILLed while one producer had closed its stream (its consumer

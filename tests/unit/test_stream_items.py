@@ -35,17 +35,18 @@ def test_a_kept_file_is_read_back_only_when_closed_and_intact(tmp_path):
     path, into = str(tmp_path / "s.items"), str(tmp_path / "copy")
     items = Items(path, memory=300, kept=True)
     blobs = [bytes([i]) * 50 for i in range(20)]
-    for b in blobs:
-        items.append(b)
+    for i, b in enumerate(blobs):
+        items.append(b, 1 + i % 2)                          # (two producers)
     assert [items.get(i) for i in range(20)] == blobs       # (beyond memory: from the file)
     items.drop_before(20)
     assert "not closed" in read_closed(path, "s", into)
-    items.closed(Closed("s", 20, (("produce", 1),)))
+    items.closed(Closed("s", 20, ((1, "produce", 1), (2, "produce", 2))))
     items.close()
     assert os.path.exists(path) and stat.S_IMODE(os.stat(path).st_mode) == 0o600
     got, closed = read_closed(path, "s", into)
-    assert closed == Closed("s", 20, (("produce", 1),))
+    assert closed == Closed("s", 20, ((1, "produce", 1), (2, "produce", 2)))
     assert [got.get(i) for i in range(20)] == blobs
+    assert list(got.tags or []) == [1 + i % 2 for i in range(20)]
     got.close()
     assert "does not match" in read_closed(path, "other", into)
     raw = bytearray(open(path, "rb").read())

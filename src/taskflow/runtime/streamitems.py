@@ -12,9 +12,10 @@ Two files, one per stream:
 - a *spill* file (a run that is not resumable): only the items beyond the
   memory bound, written once, read once per group, deleted with the stream;
 - a *kept* file (a resumable run: ``<run dir>/streams/``): every item, in
-  checked frames (:data:`FRAME`: a kind, the length, the CRC-32 of the bytes),
-  and, when the stream closed well with only tasks as producers, a close frame
-  (its item count and producers, :class:`Closed`). A resumed run reads it
+  checked frames (:data:`FRAME`: a kind, the number of the producer that
+  published it, the length, the CRC-32 of the producer's number and the
+  bytes), and, when the stream closed well with only tasks as producers, a
+  close frame (its item count and producers, :class:`Closed`). A resumed run reads it
   with :func:`read_closed`: a stream whose file has the close frame and whose
   every frame matches its checksum is replayed (runtime/streams.py); a damage,
   a missing close or a count that does not match is never read as items.
@@ -25,13 +26,14 @@ import os
 import pickle
 import struct
 import zlib
+from array import array
 from collections import deque
 from typing import BinaryIO, NamedTuple, Union
 
 MEMORY = 32 * 2**20      # bytes of one stream's items kept in memory
 BUFFER = 256 * 2**10     # bytes of a kept file's frames written at once (or at a read, a close)
 MAGIC = b"taskflow stream items 1\n"
-FRAME = struct.Struct(">cII")       # kind (b"i" an item, b"c" the close), length, CRC-32
+FRAME = struct.Struct(">cHII")      # kind (b"i" an item, b"c" the close), producer, length, CRC
 ITEM, CLOSE = b"i", b"c"
 _Entry = Union[bytes, tuple[int, int]]      # the item, or (offset, length) in the file
 
@@ -39,9 +41,10 @@ _Entry = Union[bytes, tuple[int, int]]      # the item, or (offset, length) in t
 class Closed(NamedTuple):
     """A kept file's close frame: the stream closed well."""
 
-    sid: str                                # the stream's id
-    items: int                              # how many items it had
-    producers: tuple[tuple[str, int], ...]  # its producer tasks: (name, ordinal)
+    sid: str                                    # the stream's id
+    items: int                                  # how many items it had
+    producers: tuple[tuple[int, str, int], ...]     # its producer tasks: (number, name,
+    #                                                 ordinal); an item frame has the number
 
 
 class Items:
@@ -63,6 +66,7 @@ class Items:
         self._end = 0           # the file's size (kept: with the buffer's bytes)
         self._buf: list[bytes] = []     # kept: frames not written yet ...
         self._buffered = 0              # ... their size
+        self.tags: array[int] | None = None     # read back (read_closed): each one's producer
 
     @property
     def end(self) -> int:
@@ -75,11 +79,13 @@ class Items:
             os.write(self._fd, MAGIC)
             self._end = len(MAGIC)
 
-    def append(self, blob: bytes) -> None:
+    def append(self, blob: bytes, producer: int = 0) -> None:
+        """A new item; ``producer``: its producer's number in the stream (a kept file
+        keeps it: a resumed run gives back a restored producer's items by it)."""
         if self.kept:
             if self._fd < 0:
                 self._open()
-            head = FRAME.pack(ITEM, len(blob), zlib.crc32(blob))
+            head = FRAME.pack(ITEM, producer, len(blob), zlib.crc32(blob, producer))
             self._buf += (head, blob)
             self._buffered += len(head) + len(blob)
             self._end += len(head)
@@ -142,7 +148,7 @@ class Items:
             self._open()
         if record is not None:
             blob = pickle.dumps(tuple(record), 4)
-            self._buf += (FRAME.pack(CLOSE, len(blob), zlib.crc32(blob)), blob)
+            self._buf += (FRAME.pack(CLOSE, 0, len(blob), zlib.crc32(blob)), blob)
             self._end += FRAME.size + len(blob)
         self.flush()
         if record is not None:
@@ -188,28 +194,31 @@ def _copy(f: BinaryIO, size: int, sid: str, into: str, memory: int
     if f.read(len(MAGIC)) != MAGIC:
         return "its file is not a stream file this taskflow can read"
     items = Items(into, memory, kept=True)
-    got = _frames(f, size, sid, items)
+    items.tags = array("H")
+    got = _frames(f, size, sid, items, items.tags)
     if isinstance(got, str):
         items.close()
         return got
     return items, got
 
 
-def _frames(f: BinaryIO, size: int, sid: str, items: Items) -> Closed | str:
+def _frames(f: BinaryIO, size: int, sid: str, items: Items, tags: array[int]
+            ) -> Closed | str:
     pos = len(MAGIC)
     while pos < size:
         head = f.read(FRAME.size)
         if len(head) < FRAME.size:
             break
-        kind, n, crc = FRAME.unpack(head)
+        kind, producer, n, crc = FRAME.unpack(head)
         if pos + FRAME.size + n > size:
             break
         blob = f.read(n)
-        if len(blob) != n or zlib.crc32(blob) != crc or kind not in (ITEM, CLOSE):
+        if len(blob) != n or zlib.crc32(blob, producer) != crc or kind not in (ITEM, CLOSE):
             return f"its file is damaged at byte {pos} (a frame does not match its checksum)"
         pos += FRAME.size + n
         if kind == ITEM:
-            items.append(blob)
+            items.append(blob, producer)
+            tags.append(producer)
             continue
         closed = Closed(*pickle.loads(blob))
         if closed.sid != sid or closed.items != items.end or pos != size:

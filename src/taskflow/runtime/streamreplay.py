@@ -12,9 +12,11 @@ copied (:func:`.streamitems.read_closed`) and the stream waits, *pending*:
   publishes nothing; once all of them are, the stream is *replayed*: it is
   closed with the earlier items, and consumers poll them from the first;
 - a producer that is not restored (its call changed, its record is missing or
-  damaged, it also polls a stream) runs again: the pending items are dropped
-  and the stream is produced anew, as is a stream that did not close in the
-  earlier run or whose file is damaged (said in the journal's log);
+  damaged, it also polls a stream) runs again: the stream is produced anew,
+  from the items of the producers restored before (each item's frame names its
+  producer: theirs are given again, in their order) and what the others
+  publish now; so is a stream that did not close in the earlier run or whose
+  file is damaged (said in the journal's log);
 - consumer tasks always run again (a consumer group's items are shared by its
   consumers: only giving every item again keeps "exactly once").
 """
@@ -48,13 +50,14 @@ class Replay:
 
     def __init__(self, items: Items, closed: Closed, source: str) -> None:
         self.items = items                          # the earlier items (a checked copy)
-        self.producers = set(closed.producers)      # (name, ordinal) of its producers
-        self.restored: set[tuple[str, int]] = set()     # ... restored so far
+        # (name, ordinal) of each producer -> its number there (its items' frames have it)
+        self.producers = {(name, o): n for n, name, o in closed.producers}
+        self.restored: dict[int, int] = {}      # ... restored so far: -> its number here
         self.source = source                        # the earlier run's directory
 
     @property
     def complete(self) -> bool:
-        return self.restored >= self.producers
+        return len(self.restored) >= len(self.producers)
 
     def drop(self) -> None:
         """Not replayed: the copy goes."""
@@ -125,24 +128,25 @@ class StreamReplays:
         ok = not why and bool(uses)
         if ok:
             del self.by_task[task.id]       # (restored: its end closes no part)
-            ok = restore()
+            ok = restore()          # (when not: the resumer says why it runs again)
             if not ok:
                 self.by_task[task.id] = uses
-                why = "its record could not be restored"
         out: list[Any] = []
         with self.lock:
             for s, role, _ in uses:
                 if role != "producer" or s.replay is None:
                     continue
                 if not ok:
-                    self._said(logging.WARNING, f"stream {s.name} is not replayed: its producer task "
-                               f"{task.spec.name} (id {task.id}) runs again ({why})")
-                    s.replay.drop()
-                    s.replay = None
+                    self._said(logging.WARNING, f"stream {s.name} is not replayed: its "
+                               f"producer task {task.spec.name} (id {task.id}) runs again "
+                               f"({why or 'its call is not restored: see its reason'})")
+                    self._unreplay(s, out)
                     continue
+                number = s.numbers.get(task.id, 0)
                 s.parts.pop(task.id, None)
                 s.producers.pop(task.id, None)
-                s.replay.restored.add(me)
+                s.restored.append((number, *me))
+                s.replay.restored[s.replay.producers[me]] = number
                 if s.replay.complete and not any(s.parts.values()):
                     self._replayed(s, out)
         self._deliver(out, locked=True)
@@ -161,10 +165,41 @@ class StreamReplays:
         s.closed = True
         s.parts = {}
         self._note(0, s.id, "close", f"{s.items.end} ")
-        self._said(logging.INFO, f"stream {s.name} is replayed: {s.items.end} item(s) kept by run "
-                   f"{os.path.basename(replay.source)}, its {len(replay.producers)} producer "
-                   f"task(s) restored; its consumers poll them from the first")
+        self._said(logging.INFO, f"stream {s.name} is replayed: {s.items.end} item(s) kept by "
+                   f"run {os.path.basename(replay.source)}, its {len(replay.producers)} "
+                   f"producer task(s) restored; its consumers poll them from the first")
         self._serve(s, out)
+
+    def _unreplay(self, s: Any, out: list[Any]) -> None:
+        """``s`` is not replayed after all: produced anew, from the earlier items of the
+        producers restored so far (they publish nothing now), in their order."""
+        replay = s.replay
+        s.replay = None
+        tags = replay.items.tags
+        given = 0
+        for i in range(replay.items.end) if replay.restored else ():
+            number = replay.restored.get(tags[i])
+            if number is not None:
+                s.items.append(replay.items.get(i), number)
+                given += 1
+        replay.drop()
+        if given:
+            self._said(logging.INFO, f"stream {s.name}: the {given} item(s) its "
+                       f"{len(replay.restored)} restored producer task(s) published in run "
+                       f"{os.path.basename(replay.source)} are given again")
+            self._serve(s, out)
+
+    def pending_at_end(self, s: Any, out: list[Any]) -> None:
+        """The program ended while ``s`` waited for its replay: producers it had in the
+        earlier run were not called. With some restored, it is produced anew from their
+        items and closes once the producers called are done (as any stream does)."""
+        if s.replay is not None and s.replay.restored:
+            self._unreplay(s, out)
+            if not any(s.parts.values()):
+                self._close(s, None, out)
+
+    def _close(self, s: Any, error: BaseException | None, out: list[Any],
+               replayable: bool = True) -> None: ...
 
     def _said(self, level: int, text: str) -> None:
         log.log(level, "%s", text)
@@ -185,9 +220,10 @@ class StreamReplays:
 def closed_frame(s: Any, error: BaseException | None) -> Closed | None:
     """The close frame of ``s`` (a resumed run replays it), or None when it cannot be
     replayed: closed with an error, produced by the program, or a FileStream."""
-    if error is not None or s.files or 0 in s.parts or not s.producers:
+    if error is not None or s.files or 0 in s.parts or not (s.producers or s.restored):
         return None
-    producers = tuple(sorted((t.spec.name, t.ordinal) for t in s.producers.values()))
-    if any(not o for _, o in producers):
+    producers = tuple(s.restored) + tuple(
+        (s.numbers.get(tid, 0), t.spec.name, t.ordinal) for tid, t in s.producers.items())
+    if any(not o for _, _, o in producers):
         return None
     return Closed(s.id, s.items.end, producers)

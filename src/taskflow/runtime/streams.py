@@ -86,6 +86,8 @@ class StreamState:
         self.base_dir: str = getattr(handle, "base_dir", "")
         self.items = Items(spill, kept=kept)
         self.producers: dict[int, Task] = {}   # producer tasks (the close frame names them)
+        self.numbers: dict[int, int] = {}       # ... their numbers (a kept item has its own)
+        self.restored: list[tuple[int, str, int]] = []  # ... restored: (number, name, ordinal)
         self.replay: Replay | None = None       # a resumed run: the earlier items, pending
         self.replayed = False                   # ... replayed: closed with them
         self.groups: dict[str, int] = {}        # group -> the next item number it reads
@@ -156,6 +158,7 @@ class Streams(StreamReplays):
                             f"; a closed stream takes no producer: make a new stream")
                     s.parts[task.id] = True
                     s.producers[task.id] = task
+                    s.numbers[task.id] = len(s.numbers) + 1
                 self.by_task.setdefault(task.id, []).append(
                     (s, "producer" if produces else "consumer", pname))
                 notes.append((task.id, s.id, "producer" if produces else "consumer", pname))
@@ -200,7 +203,7 @@ class Streams(StreamReplays):
                 s = self._state(_named(e.stream))
             if kind is M.StreamPublish:
                 if not s.closed:
-                    _add(s, e.items)
+                    _add(s, e.items, s.numbers.get(task.id, 0))
                     self._serve(s, out)
             elif kind is M.StreamClose:
                 self._close_part(s, task.id, None, out)
@@ -292,6 +295,8 @@ class Streams(StreamReplays):
             for s in self.by_id.values():
                 if s.parts.get(PROGRAM):
                     self._close_part(s, PROGRAM, None, out)
+                if s.replay is not None:
+                    self.pending_at_end(s, out)
         self._deliver(out, locked=False)
 
     def poll(self, handle: Stream, group: str, timeout: float | None,
@@ -523,10 +528,10 @@ class Streams(StreamReplays):
             bus.emit(StreamNote("stream", time.time(), tid, sid, "", (what, detail)))
 
 
-def _add(s: StreamState, items: list[bytes]) -> None:
+def _add(s: StreamState, items: list[bytes], producer: int = 0) -> None:
     if not s.files:
         for blob in items:
-            s.items.append(blob)
+            s.items.append(blob, producer)
         return
     for blob in items:      # a file published by name: not handed out again when listed
         name = os.path.basename(pickle.loads(blob))
