@@ -140,6 +140,33 @@ def test_file_stream_between_tasks(tmp_path, monkeypatch):
         assert wait_on(r) == [f"item {i}" for i in range(5)]
 
 
+def test_a_file_stream_is_replayed_while_its_files_are_as_they_were(tmp_path, monkeypatch):
+    """A FileStream that closed is replayed by a resumed run (its producer restored, its
+    files given again); once one of its files changed, it is produced again."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def run(**kw):
+        with taskflow.Runtime(workers=2, run_dir=runs, **kw) as rt:
+            fs = taskflow.FileStream(tmp_path / "parts")
+            r = S.read_files(fs)
+            S.write_files(fs, 5)
+            assert wait_on(r) == [f"item {i}" for i in range(5)]
+        db = sqlite3.connect(os.path.join(rt.run_dir, "journal.db"))
+        restored = [n for (n,) in db.execute(
+            "SELECT t.name FROM transitions r JOIN tasks t ON t.id = r.task_id "
+            "WHERE r.state = 'RESTORED'")]
+        db.close()
+        return rt.run_dir, restored
+    first, _ = run(resumable=True)
+    second, restored = run(resume=first)
+    assert restored == ["write_files"]
+    with open(tmp_path / "parts" / "f002.txt", "w") as f:
+        f.write("item 2\n\n")
+    _, restored = run(resume=second)
+    assert restored == []
+
+
 def test_bad_uses_name_the_task_the_parameter_and_the_fix(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")):

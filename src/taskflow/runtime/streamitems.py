@@ -45,6 +45,7 @@ class Closed(NamedTuple):
     items: int                                  # how many items it had
     producers: tuple[tuple[int, str, int], ...]     # its producer tasks: (number, name,
     #                                                 ordinal); an item frame has the number
+    files: tuple[tuple[str, int, int], ...] = ()    # a FileStream's: (path, size, mtime_ns)
 
 
 class Items:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import pickle
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Protocol
@@ -85,6 +86,16 @@ def find(earlier_dir: str, path: str, sid: str, run: str) -> Replay | str | None
     got = read_closed(old, sid, path + REPLAY_SUFFIX)
     if isinstance(got, str):
         return got
+    for fpath, size, mtime in got[1].files:      # a FileStream's files: still as they were
+        try:
+            st = os.stat(fpath)
+            same = (st.st_size, st.st_mtime_ns) == (size, mtime)
+        except OSError:
+            same = False
+        if not same:
+            got[0].close()
+            os.unlink(got[0].spill_path)
+            return f"its file {fpath} was changed or removed since"
     return Replay(got[0], got[1], run)
 
 
@@ -162,6 +173,9 @@ class StreamReplays:
         s.items = replay.take(s.items.spill_path)
         s.replay = None
         s.replayed = True
+        if s.files:             # (listed again: not new)
+            s.taken.update(os.path.basename(pickle.loads(s.items.get(i)))
+                           for i in range(s.items.end))
         s.closed = True
         s.parts = {}
         self._note(0, s.id, "close", f"{s.items.end} ")
@@ -219,11 +233,21 @@ class StreamReplays:
 
 def closed_frame(s: Any, error: BaseException | None) -> Closed | None:
     """The close frame of ``s`` (a resumed run replays it), or None when it cannot be
-    replayed: closed with an error, produced by the program, or a FileStream."""
-    if error is not None or s.files or 0 in s.parts or not (s.producers or s.restored):
+    replayed: closed with an error, produced by the program, or a FileStream one of
+    whose files is gone (a FileStream's records its files' sizes and times)."""
+    if error is not None or 0 in s.parts or not (s.producers or s.restored):
         return None
     producers = tuple(s.restored) + tuple(
         (s.numbers.get(tid, 0), t.spec.name, t.ordinal) for tid, t in s.producers.items())
     if any(not o for _, _, o in producers):
         return None
-    return Closed(s.id, s.items.end, producers)
+    files = []
+    if s.files:
+        for name in sorted(s.taken):           # (every file handed out)
+            path = os.path.join(s.base_dir, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            files.append((path, st.st_size, st.st_mtime_ns))
+    return Closed(s.id, s.items.end, producers, tuple(files))

@@ -183,7 +183,7 @@ class Streams(StreamReplays):
                 path = os.path.join(self.spill_dir, f"stream-{len(self.by_id)}.items")
             s = self.by_id[handle.id] = StreamState(handle, path, self.kept)
             self._note(0, s.id, "open", f"{handle.kind} {s.name}")
-            if self.earlier is not None and not s.files:
+            if self.earlier is not None:
                 got = find(self.earlier[1], path, s.id, self.earlier[0])
                 if isinstance(got, Replay):
                     s.replay = got
@@ -327,7 +327,7 @@ class Streams(StreamReplays):
         if p.parent in s.lost:          # (a consumer run again: see again)
             out.append((p, ([], True, s.lost[p.parent])))
             return
-        if s.files:
+        if s.files and s.replay is None:     # (a replay pending: its files are not new)
             self._scan(s)
         if not p.take or s.left(p.group) or s.closed or \
                 (p.deadline is not None and p.deadline <= time.time()):
@@ -482,7 +482,7 @@ class Streams(StreamReplays):
                     if which in s.polls:
                         lend = which
                     continue
-                if s.files and s.polls:
+                if s.files and s.polls and s.replay is None:
                     self._scan(s)
                     self._serve(s, out)
                 keep = []
