@@ -72,6 +72,23 @@ def test_the_program_publishes_and_polls(tmp_path, monkeypatch):
         (7, "consumer", True), (7, "producer", False)]      # the program polled
 
 
+def test_a_handle_used_by_an_earlier_run_of_the_process_is_not_another_stream(tmp_path,
+                                                                             monkeypatch):
+    """The program's streams without an alias are numbered by each run (for a resumed
+    run to find them): a handle an earlier run numbered is numbered again by the next, so
+    it never becomes the stream that run numbered the same."""
+    monkeypatch.chdir(tmp_path)
+    s = taskflow.Stream()
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
+        s.publish("s")
+        assert s.poll(timeout=0) == ["s"]
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
+        t = taskflow.Stream()
+        t.publish("t")
+        assert s.poll(timeout=0) == [] and t.poll(timeout=0) == ["t"]
+        assert s.name == "Stream#2" and t.name == "Stream#1"
+
+
 def test_a_failed_producer_closes_its_stream_with_its_error(tmp_path, monkeypatch):
     """The consumer gets the 4 items published before the failure, then the error naming
     the producer task, its parameter and its error."""

@@ -172,7 +172,7 @@ class Streams(StreamReplays):
             self._state(handle)
 
     def _state(self, handle: Stream) -> StreamState:
-        if handle.numbered(self.unnamed + 1):
+        if handle.numbered(self.unnamed + 1, self):
             self.unnamed += 1
         s = self.by_id.get(handle.id)
         if s is None:

@@ -80,15 +80,19 @@ class Stream:
         self.alias = alias
         self.param = ""                 # the parameter a task got it as (errors name it)
         self._local()
-        self._fresh = alias is None and self.kind == OBJECTS    # (numbered: see numbered)
+        # (numbered: see numbered) True: not yet; then the run that numbered it
+        self._fresh: object = alias is None and self.kind == OBJECTS
 
-    def numbered(self, n: int) -> bool:
-        """The run uses this handle for the first time, and it is its ``n``-th stream made
-        here without an alias: it becomes ``objects#n`` (True); a handle that came from
-        elsewhere (a task's, unpickled) or has a name already keeps its id (False)."""
-        if not getattr(self, "_fresh", False):
+    def numbered(self, n: int, run: object) -> bool:
+        """The run ``run`` uses this handle for the first time, and it is its ``n``-th
+        stream made here without an alias: it becomes ``objects#n`` (True); a handle that
+        came from elsewhere (a task's, unpickled), has a name, or was numbered by this run
+        already keeps its id (False). (One numbered by an earlier run in this process is
+        numbered again: its number there may be another stream's here.)"""
+        fresh = getattr(self, "_fresh", False)
+        if fresh is False or fresh is run:
             return False
-        self._fresh = False
+        self._fresh = run
         self.id = f"{OBJECTS}#{n}"
         return True
 
