@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -67,6 +70,23 @@ def test_the_program_publishes_and_polls(tmp_path, monkeypatch):
     assert [(n, role, tid == 0) for n, role, tid in rows] == [
         (6, "consumer", False), (6, "producer", True),      # the program published
         (7, "consumer", True), (7, "producer", False)]      # the program polled
+
+
+def test_a_handle_used_by_an_earlier_run_of_the_process_is_not_another_stream(tmp_path,
+                                                                             monkeypatch):
+    """The program's streams without an alias are numbered by each run (for a resumed
+    run to find them): a handle an earlier run numbered is numbered again by the next, so
+    it never becomes the stream that run numbered the same."""
+    monkeypatch.chdir(tmp_path)
+    s = taskflow.Stream()
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
+        s.publish("s")
+        assert s.poll(timeout=0) == ["s"]
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs")):
+        t = taskflow.Stream()
+        t.publish("t")
+        assert s.poll(timeout=0) == [] and t.poll(timeout=0) == ["t"]
+        assert s.name == "Stream#2" and t.name == "Stream#1"
 
 
 def test_a_failed_producer_closes_its_stream_with_its_error(tmp_path, monkeypatch):
@@ -137,6 +157,33 @@ def test_file_stream_between_tasks(tmp_path, monkeypatch):
         assert wait_on(r) == [f"item {i}" for i in range(5)]
 
 
+def test_a_file_stream_is_replayed_while_its_files_are_as_they_were(tmp_path, monkeypatch):
+    """A FileStream that closed is replayed by a resumed run (its producer restored, its
+    files given again); once one of its files changed, it is produced again."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def run(**kw):
+        with taskflow.Runtime(workers=2, run_dir=runs, **kw) as rt:
+            fs = taskflow.FileStream(tmp_path / "parts")
+            r = S.read_files(fs)
+            S.write_files(fs, 5)
+            assert wait_on(r) == [f"item {i}" for i in range(5)]
+        db = sqlite3.connect(os.path.join(rt.run_dir, "journal.db"))
+        restored = [n for (n,) in db.execute(
+            "SELECT t.name FROM transitions r JOIN tasks t ON t.id = r.task_id "
+            "WHERE r.state = 'RESTORED'")]
+        db.close()
+        return rt.run_dir, restored
+    first, _ = run(resumable=True)
+    second, restored = run(resume=first)
+    assert restored == ["write_files"]
+    with open(tmp_path / "parts" / "f002.txt", "w") as f:
+        f.write("item 2\n\n")
+    _, restored = run(resume=second)
+    assert restored == []
+
+
 def test_bad_uses_name_the_task_the_parameter_and_the_fix(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")):
@@ -161,24 +208,188 @@ def test_bad_uses_name_the_task_the_parameter_and_the_fix(tmp_path, monkeypatch)
         taskflow.Stream().publish(1)
 
 
-def test_a_resumed_run_runs_a_streams_producers_and_consumers_again(tmp_path, monkeypatch):
-    """A run resumed from a finished one restores its plain task but runs the stream's
-    producer and consumer again (the earlier items are not kept): the consumer gets every
-    item again, never an empty stream closed by a producer restored without running."""
+def test_a_resumed_run_replays_a_closed_stream_and_reruns_its_consumer(tmp_path, monkeypatch):
+    """A run resumed from a finished one restores the producer of a stream that closed
+    (its items come from the earlier run's kept file: it publishes nothing) and runs the
+    consumer again, which gets every item once, in order. A third run resumed from the
+    second, whose kept file was damaged meanwhile, reads no item from it: the producer runs
+    again, and the journal says why."""
     monkeypatch.chdir(tmp_path)
     runs = str(tmp_path / "runs")
 
     def body():
-        s = taskflow.Stream(alias="again")
+        s = taskflow.Stream()               # no alias: the run numbers it (objects#1)
         c = S.consume(s)
-        S.produce(s, 5)
+        S.produce(s, 300)
         return wait_on(S.plain(3)), wait_on(c)
+
+    def restored(run_dir):
+        db = sqlite3.connect(os.path.join(run_dir, "journal.db"))
+        rows = db.execute("SELECT t.name, r.state FROM transitions r JOIN tasks t ON "
+                          "t.id = r.task_id WHERE r.state IN ('RESTORED', 'RERUN')").fetchall()
+        logs = [r[0] for r in db.execute("SELECT line FROM logs")]
+        items = db.execute("SELECT items FROM streams").fetchall()
+        db.close()
+        return sorted(rows), logs, items
     with taskflow.Runtime(workers=2, run_dir=runs, resumable=True) as first:
-        assert body() == (3, [0, 1, 2, 3, 4])
+        assert body() == (3, list(range(300)))
     with taskflow.Runtime(workers=2, run_dir=runs, resume=first.run_dir) as second:
-        assert body() == (3, [0, 1, 2, 3, 4])
+        assert body() == (3, list(range(300)))
+    rows, logs, items = restored(second.run_dir)
+    assert ("produce", "RESTORED") in rows and ("plain", "RESTORED") in rows
+    assert ("consume", "RESTORED") not in rows
+    assert any("is replayed: 300 item(s)" in line for line in logs), logs
+    assert items == [(300,)]
+    (kept,) = os.listdir(os.path.join(second.run_dir, "streams"))
+    path = os.path.join(second.run_dir, "streams", kept)
+    with open(path, "r+b") as f:                # one byte of an item changed
+        f.seek(os.path.getsize(path) // 2)
+        b = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([b[0] ^ 0xFF]))
+    with taskflow.Runtime(workers=2, run_dir=runs, resume=second.run_dir) as third:
+        assert body() == (3, list(range(300)))
+    rows, logs, _ = restored(third.run_dir)
+    assert ("produce", "RESTORED") not in rows and ("plain", "RESTORED") in rows
+    assert any("is not replayed" in line and "damaged at byte" in line for line in logs), logs
+
+
+def test_a_producer_run_again_keeps_the_items_of_the_one_restored_before_it(tmp_path,
+                                                                           monkeypatch):
+    """Two producers of a stream that closed; in the resumed run the second one's call
+    changed: the first is restored, the second runs, so the stream is not replayed but
+    produced anew from the first one's earlier items and the second one's new ones: the
+    consumer gets each once, in each producer's order, none of the second's old ones."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def body(start):
+        s = taskflow.Stream(alias="two")
+        c = S.consume(s)
+        S.produce(s, 3)
+        S.produce(s, 3, start)
+        return wait_on(c)
+    with taskflow.Runtime(workers=3, run_dir=runs, resumable=True) as first:
+        assert sorted(body(10)) == [0, 1, 2, 10, 11, 12]
+    with taskflow.Runtime(workers=3, run_dir=runs, resume=first.run_dir) as second:
+        got = body(20)
+    assert sorted(got) == [0, 1, 2, 20, 21, 22]
+    assert [x for x in got if x < 10] == [0, 1, 2] and [x for x in got if x >= 20] == [20, 21, 22]
     db = sqlite3.connect(os.path.join(second.run_dir, "journal.db"))
-    restored = db.execute("SELECT t.name FROM transitions r JOIN tasks t ON t.id = r.task_id "
-                          "WHERE r.state = 'RESTORED'").fetchall()
+    ids = [r[0] for r in db.execute("SELECT id FROM tasks WHERE name = 'produce' "
+                                    "ORDER BY id")]
+    restored = [r[0] for r in db.execute("SELECT task_id FROM transitions WHERE state = "
+                                         "'RESTORED'")]
+    logs = [r[0] for r in db.execute("SELECT line FROM logs")]
     db.close()
-    assert restored == [("plain",)]
+    assert len(ids) == 2 and ids[0] in restored and ids[1] not in restored, (ids, restored)
+    assert any("the 3 item(s) its 1 restored producer task(s) published" in line
+               for line in logs), logs
+
+
+def test_a_stream_a_killed_master_left_open_is_produced_again_a_closed_one_replayed(
+        tmp_path):
+    """`taskflow run` SIGKILLed while one producer had closed its stream (its consumer
+    waits on a gate) and another held its stream open: the resumed run restores the first
+    producer and runs the second again; both consumers get every item once, in order."""
+    (tmp_path / "wf.py").write_text(KILLED_WF)
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+    argv = [sys.executable, "-m", "taskflow", "run", "--no-progress", "--workers", "4",
+            "--adopt-grace", "0"]
+    with open(tmp_path / "err1", "w") as err:
+        p = subprocess.Popen(argv + ["wf.py"], cwd=tmp_path, env=env,
+                             stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        until(lambda: os.path.isdir(tmp_path / "runs") and os.listdir(tmp_path / "runs"), 60,
+              "the run's directory")
+        (first,) = os.listdir(tmp_path / "runs")
+        until(lambda: _recorded(tmp_path / "runs" / first) == ["produce"] and
+              {"open waits", "closed got", "open got"} <= set(_marks(tmp_path)), 60,
+              "the closed stream's producer recorded, both consumers polled items")
+    finally:
+        p.kill()
+        p.wait(10)
+    before = _marks(tmp_path)
+    (tmp_path / "marks").unlink()
+    (tmp_path / "go").touch()
+    r = subprocess.run(argv + ["--resume", "wf.py"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "CLOSED 0..199 200" in r.stdout and "OPEN 0..149 150" in r.stdout, r.stdout
+    again = _marks(tmp_path)
+    assert before.count("produce") == 1 and "produce" not in again, again
+    assert again.count("produce_open") == 1, again          # (not replayed: it ran again)
+    (second,) = set(os.listdir(tmp_path / "runs")) - {first}
+    db = sqlite3.connect(str(tmp_path / "runs" / second / "journal.db"))
+    logs = [r[0] for r in db.execute("SELECT line FROM logs")]
+    db.close()
+    assert any("is replayed: 200 item(s)" in line for line in logs), logs
+    assert any("stream held is not replayed" in line and "not closed" in line
+               for line in logs), logs
+
+
+KILLED_WF = textwrap.dedent('''
+    import os, time
+    import taskflow
+    from taskflow import STREAM_IN, STREAM_OUT, task, wait_on
+
+    HERE = os.path.dirname(os.path.abspath(__file__))
+
+    def mark(what):
+        with open(os.path.join(HERE, "marks"), "a") as f:
+            f.write(what + "\\n")
+
+    def gate():
+        while not os.path.exists(os.path.join(HERE, "go")):
+            time.sleep(0.02)
+
+    @task(s=STREAM_OUT)
+    def produce(s, n):
+        mark("produce")
+        s.publish_list(range(n))
+        s.close()
+
+    @task(s=STREAM_OUT)
+    def produce_open(s, n):
+        mark("produce_open")
+        s.publish_list(range(n))
+        gate()                          # holds its stream open when the master is killed
+        s.close()
+
+    @task(s=STREAM_IN, returns=1)
+    def consume(s, name):
+        got = []
+        while not s.is_closed():
+            items = s.poll(timeout=5)
+            if items and not got:
+                mark(name + " got")
+                gate()                  # waits when the master is killed
+            got.extend(items)
+        got.extend(s.poll())
+        return got
+
+    def text(got):
+        ok = got == list(range(len(got)))
+        return "%d..%d %d" % (got[0], got[-1], len(got)) if ok else repr(got)
+
+    closed, held = taskflow.Stream(), taskflow.Stream(alias="held")
+    a, b = consume(closed, "closed"), consume(held, "open")
+    produce(closed, 200)
+    produce_open(held, 150)
+    mark("open waits")
+    print("CLOSED", text(wait_on(a)), flush=True)
+    print("OPEN", text(wait_on(b)), flush=True)
+''')
+
+
+def _marks(tmp_path):
+    p = tmp_path / "marks"
+    return p.read_text().split("\n")[:-1] if p.exists() else []
+
+
+def _recorded(run_dir):
+    from taskflow.runtime.recovery.restore import ResumeStore
+    try:
+        return sorted(r.name for r in ResumeStore(str(run_dir)).by_key.values())
+    except FileNotFoundError:
+        return []

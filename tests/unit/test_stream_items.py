@@ -25,3 +25,33 @@ def test_items_beyond_the_memory_bound_go_to_a_user_only_file_and_come_back_in_o
     assert items.get(50) == b"x" * 2000
     items.close()
     assert not os.path.exists(path)
+
+
+def test_a_kept_file_is_read_back_only_when_closed_and_intact(tmp_path):
+    """A resumable run's kept file (every item, checked frames, a close frame): read back
+    whole when closed and intact; not closed, a byte changed or cut short: why, and no
+    item (nothing left at the copy's path)."""
+    from taskflow.runtime.streamitems import Closed, read_closed
+    path, into = str(tmp_path / "s.items"), str(tmp_path / "copy")
+    items = Items(path, memory=300, kept=True)
+    blobs = [bytes([i]) * 50 for i in range(20)]
+    for i, b in enumerate(blobs):
+        items.append(b, 1 + i % 2)                          # (two producers)
+    assert [items.get(i) for i in range(20)] == blobs       # (beyond memory: from the file)
+    items.drop_before(20)
+    assert "not closed" in read_closed(path, "s", into)
+    items.closed(Closed("s", 20, ((1, "produce", 1), (2, "produce", 2))))
+    items.close()
+    assert os.path.exists(path) and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    got, closed = read_closed(path, "s", into)
+    assert closed == Closed("s", 20, ((1, "produce", 1), (2, "produce", 2)))
+    assert [got.get(i) for i in range(20)] == blobs
+    assert list(got.tags or []) == [1 + i % 2 for i in range(20)]
+    got.close()
+    assert "does not match" in read_closed(path, "other", into)
+    raw = bytearray(open(path, "rb").read())
+    raw[len(raw) // 2] ^= 0xFF
+    open(path, "wb").write(bytes(raw))
+    assert "damaged at byte" in read_closed(path, "s", into) and not os.path.exists(into)
+    open(path, "wb").write(bytes(raw[:len(raw) // 3]))
+    assert "not closed" in read_closed(path, "s", into)

@@ -306,6 +306,7 @@ class Builder:
                     f"otherwise (IN, FILE_IN, ...)")
             if self._streams is None:
                 self._streams = []
+            self.rt.stream_known(value)      # (the program's: numbered first)
             self._streams.append((value, param.direction == "OUT", pname))
             set_path(argv, kw, path, value.bound(pname))     # (its errors name pname)
 

@@ -35,6 +35,9 @@ class GraphHost(FutureHost, Protocol):
     def new_did(self) -> int:
         """The next data id."""
 
+    def stream_known(self, handle: Any) -> None:
+        """A stream given to a call, before the task's copy of it is made (numbered)."""
+
     def stream_attach(self, task: Task, uses: list[tuple[Any, bool, str]]) -> None:
         """``task`` was called with streams: (handle, produces, parameter)."""
 

@@ -138,7 +138,17 @@ class RunState:
                     from .streams import Streams
                     self.nested()           # (its answers carry the polls' answers)
                     base = getattr(self, "data_dir", None) or tempfile.gettempdir()
-                    streams = self.streams = Streams(self, os.path.join(base, "streams"))
+                    # a resumable run keeps every item in its directory, a resumed one
+                    # replays the earlier run's closed streams (runtime.streamreplay)
+                    rec = getattr(self, "recovery", None)
+                    kept = earlier = None
+                    if rec is not None and rec.keys is not None:
+                        kept = os.path.join(rec.run_dir, "streams")
+                        if rec.resumer is not None and rec.resume_from is not None:
+                            earlier = (rec.resume_from,
+                                       os.path.join(rec.resume_from, "streams"))
+                    streams = self.streams = Streams(self, os.path.join(base, "streams"),
+                                                     kept, earlier)
         return streams
 
     def program_ended(self) -> None:
@@ -152,6 +162,11 @@ class RunState:
             self.nesting.stop()
         if self.streams is not None:
             self.streams.stop()
+
+    def stream_known(self, handle: Any) -> None:
+        """A stream given to a call (graph.builder), before the task's copy of it is made:
+        the program's stream without an alias is numbered now (a resumed run's is the same)."""
+        self.stream_registry().known(handle)
 
     def stream_attach(self, task: Task, uses: list[tuple[Any, bool, str]]) -> None:
         """``task`` was called with streams (graph.builder): (handle, produces, parameter)."""

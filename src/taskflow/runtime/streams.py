@@ -16,6 +16,9 @@ hands them here, in the loop thread); the program calls :class:`ProgramClient`.
   finds nothing waits (up to its timeout) and is answered the moment an item
   or the close comes. Items every group has read are dropped; the rest stay in
   memory up to a bound, then on disk (:mod:`.streamitems`).
+- **Resume** (:mod:`.streamreplay`): a resumable run keeps every item in its
+  directory; a resumed run replays a stream that closed in the earlier run
+  once its producers are restored, and produces the others anew.
 - **The journal** gets each stream (its opening, producers, consumers, item
   count and close) through the bus (``StreamNote`` events).
 
@@ -28,6 +31,7 @@ the work of other tasks is not stacked on a consumer that is busy.
 from __future__ import annotations
 
 import heapq
+import logging
 import os
 import pickle
 import threading
@@ -38,8 +42,9 @@ from ..errors import NodeLost
 from ..events import StreamNote
 from ..graph import task as T
 from ..wire import messages as M
-from ..wire.streams import FILES, Stream, StreamClosed, StreamFailed
+from ..wire.streams import FILES, SYNC_GROUP, Stream, StreamClosed, StreamFailed
 from .streamitems import Items
+from .streamreplay import Replay, StreamReplays, closed_frame, find, kept_path
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -74,12 +79,17 @@ class _Poll:
 class StreamState:
     """One stream at the master."""
 
-    def __init__(self, handle: Stream, spill: str) -> None:
+    def __init__(self, handle: Stream, spill: str, kept: bool) -> None:
         self.id = handle.id
         self.name = handle.name
         self.files = handle.kind == FILES
         self.base_dir: str = getattr(handle, "base_dir", "")
-        self.items = Items(spill)
+        self.items = Items(spill, kept=kept)
+        self.producers: dict[int, Task] = {}   # producer tasks (the close frame names them)
+        self.numbers: dict[int, int] = {}       # ... their numbers (a kept item has its own)
+        self.restored: list[tuple[int, str, int]] = []  # ... restored: (number, name, ordinal)
+        self.replay: Replay | None = None       # a resumed run: the earlier items, pending
+        self.replayed = False                   # ... replayed: closed with them
         self.groups: dict[str, int] = {}        # group -> the next item number it reads
         self.parts: dict[int, bool] = {}        # producer (task id; 0: program) -> open
         self.closed = False
@@ -104,12 +114,21 @@ class StreamState:
         return self.closed and not self.left(group)
 
 
-class Streams:
+class Streams(StreamReplays):
     """Every stream of the run (one per run, made at the first use of a stream)."""
 
-    def __init__(self, rt: RunState, spill_dir: str) -> None:
+    rt: RunState
+
+    def __init__(self, rt: RunState, spill_dir: str, kept_dir: str | None = None,
+                 earlier: tuple[str, str] | None = None) -> None:
+        """``kept_dir``: a resumable run's ``streams/`` (every item kept there, else only
+        those beyond the memory bound, in ``spill_dir``); ``earlier``: a resumed run's
+        earlier run directory and its ``streams/`` (streams replayed from there)."""
         self.rt = rt
-        self.spill_dir = spill_dir
+        self.spill_dir = kept_dir or spill_dir
+        self.kept = kept_dir is not None
+        self.earlier = earlier
+        self.unnamed = 0                    # the program's streams numbered (Stream.numbered)
         self.lock = threading.Lock()
         self.by_id: dict[str, StreamState] = {}
         self.by_task: dict[int, list[tuple[StreamState, str, str]]] = {}  # (s, role, param)
@@ -135,21 +154,43 @@ class Streams:
                     if s.closed:
                         raise StreamClosed(
                             f"task {task.spec.name}, parameter '{pname}': {s.name} is closed "
-                            f"already; a closed stream takes no producer: make a new stream")
+                            f"already{' (replayed from the earlier run)' if s.replayed else ''}"
+                            f"; a closed stream takes no producer: make a new stream")
                     s.parts[task.id] = True
+                    s.producers[task.id] = task
+                    s.numbers[task.id] = len(s.numbers) + 1
                 self.by_task.setdefault(task.id, []).append(
                     (s, "producer" if produces else "consumer", pname))
                 notes.append((task.id, s.id, "producer" if produces else "consumer", pname))
         for tid, sid, role, pname in notes:
             self._note(tid, sid, role, pname)
 
+    def known(self, handle: Stream) -> None:
+        """The call time of a task given ``handle`` (graph.builder), before the task's copy
+        of it is made: the run knows the stream (the program's is numbered now)."""
+        with self.lock:
+            self._state(handle)
+
     def _state(self, handle: Stream) -> StreamState:
+        if handle.numbered(self.unnamed + 1, self):
+            self.unnamed += 1
         s = self.by_id.get(handle.id)
         if s is None:
             os.makedirs(self.spill_dir, mode=0o700, exist_ok=True)
-            spill = os.path.join(self.spill_dir, f"stream-{len(self.by_id)}.items")
-            s = self.by_id[handle.id] = StreamState(handle, spill)
+            if self.kept:
+                path = kept_path(self.spill_dir, handle.id)
+            else:
+                path = os.path.join(self.spill_dir, f"stream-{len(self.by_id)}.items")
+            s = self.by_id[handle.id] = StreamState(handle, path, self.kept)
             self._note(0, s.id, "open", f"{handle.kind} {s.name}")
+            if self.earlier is not None:
+                got = find(self.earlier[1], path, s.id, self.earlier[0])
+                if isinstance(got, Replay):
+                    s.replay = got
+                elif got is not None:
+                    self._said(logging.WARNING, f"stream {s.name} is not replayed from run "
+                               f"{os.path.basename(self.earlier[0])}: {got}; its producers "
+                               f"and consumers run again")
         return s
 
     # -- tasks' messages (the loop thread, the run's lock held) --------------------------
@@ -162,7 +203,7 @@ class Streams:
                 s = self._state(_named(e.stream))
             if kind is M.StreamPublish:
                 if not s.closed:
-                    _add(s, e.items)
+                    _add(s, e.items, s.numbers.get(task.id, 0))
                     self._serve(s, out)
             elif kind is M.StreamClose:
                 self._close_part(s, task.id, None, out)
@@ -254,6 +295,8 @@ class Streams:
             for s in self.by_id.values():
                 if s.parts.get(PROGRAM):
                     self._close_part(s, PROGRAM, None, out)
+                if s.replay is not None:
+                    self.pending_at_end(s, out)
         self._deliver(out, locked=False)
 
     def poll(self, handle: Stream, group: str, timeout: float | None,
@@ -284,7 +327,7 @@ class Streams:
         if p.parent in s.lost:          # (a consumer run again: see again)
             out.append((p, ([], True, s.lost[p.parent])))
             return
-        if s.files:
+        if s.files and s.replay is None:     # (a replay pending: its files are not new)
             self._scan(s)
         if not p.take or s.left(p.group) or s.closed or \
                 (p.deadline is not None and p.deadline <= time.time()):
@@ -306,6 +349,8 @@ class Streams:
         self.wake.notify()
 
     def _take(self, s: StreamState, p: _Poll) -> tuple[list[bytes], bool, bytes | None]:
+        if p.group == SYNC_GROUP:       # a producer's sync (agent.executor.streams): no group
+            return [], s.closed, s.error
         items: list[bytes] = []
         if p.take:
             at = s.group_at(p.group)
@@ -344,12 +389,18 @@ class Streams:
         if error is not None or not any(s.parts.values()):
             self._close(s, error, out)
 
-    def _close(self, s: StreamState, error: BaseException | None, out: list[Any]) -> None:
+    def _close(self, s: StreamState, error: BaseException | None, out: list[Any],
+               replayable: bool = True) -> None:
         if s.files:
             self._scan(s, final=True)
         s.closed = True
         if error is not None:
             s.error = _dump(error)
+        if s.replay is not None:            # (produced anew after all: the earlier items go)
+            s.replay.drop()
+            s.replay = None
+        if s.items.kept:                    # (a failed write: the run fails, loudly)
+            s.items.closed(closed_frame(s, error) if replayable else None)
         self._note(0, s.id, "close", f"{s.items.end} {type(error).__name__ if error else ''}")
         self._serve(s, out)
 
@@ -431,7 +482,7 @@ class Streams:
                     if which in s.polls:
                         lend = which
                     continue
-                if s.files and s.polls:
+                if s.files and s.polls and s.replay is None:
                     self._scan(s)
                     self._serve(s, out)
                 keep = []
@@ -458,14 +509,17 @@ class Streams:
             self.stopped = True
             self.wake.notify()
             for s in self.by_id.values():
-                if not s.closed:
-                    self._close(s, None, out)
+                if not s.closed:        # (its producers did not close it: not replayable)
+                    self._close(s, None, out, replayable=False)
         for p, answer in out:
             if p.event is not None:
                 p.answer = answer
                 p.event.set()
         with self.lock:
             for s in self.by_id.values():
+                if s.replay is not None:
+                    s.replay.drop()
+                    s.replay = None
                 s.items.close()
 
     def _note(self, tid: int, sid: str, what: str, detail: str) -> None:
@@ -474,10 +528,10 @@ class Streams:
             bus.emit(StreamNote("stream", time.time(), tid, sid, "", (what, detail)))
 
 
-def _add(s: StreamState, items: list[bytes]) -> None:
+def _add(s: StreamState, items: list[bytes], producer: int = 0) -> None:
     if not s.files:
         for blob in items:
-            s.items.append(blob)
+            s.items.append(blob, producer)
         return
     for blob in items:      # a file published by name: not handed out again when listed
         name = os.path.basename(pickle.loads(blob))

@@ -25,6 +25,7 @@ from ..context import streams as _client
 from ..errors import TaskflowError, UsageError
 
 DEFAULT_GROUP = "default"
+SYNC_GROUP = ""        # a producer task's sync: a poll that takes nothing, in no group
 OBJECTS = "objects"
 FILES = "files"
 
@@ -104,7 +105,10 @@ class Stream:
     """A stream of objects: ``publish`` in a producer, ``poll`` in consumers.
 
     ``alias`` names the stream: two handles with the same alias are the same
-    stream (PyCOMPSs's ``alias``); without one each handle is a new stream.
+    stream (PyCOMPSs's ``alias``); without one each handle is a new stream. The
+    main program's handle without an alias is numbered by its run when the run
+    first uses it (``objects#3``: the run's third), so that a resumed run finds
+    the same stream (:meth:`numbered`); one a task makes keeps a random id.
 
     Example::
 
@@ -131,7 +135,7 @@ class Stream:
 
     kind = OBJECTS
     __slots__ = ("id", "alias", "param", "_closed_here", "_drained", "_final", "_error",
-                 "_more")
+                 "_more", "_fresh")
 
     def __init__(self, alias: str | None = None) -> None:
         if alias is not None and (not isinstance(alias, str) or not alias):
@@ -140,6 +144,21 @@ class Stream:
         self.alias = alias
         self.param = ""                 # the parameter a task got it as (errors name it)
         self._local()
+        # (numbered: see numbered) True: not yet; then the run that numbered it
+        self._fresh: object = alias is None and self.kind == OBJECTS
+
+    def numbered(self, n: int, run: object) -> bool:
+        """The run ``run`` uses this handle for the first time, and it is its ``n``-th
+        stream made here without an alias: it becomes ``objects#n`` (True); a handle that
+        came from elsewhere (a task's, unpickled), has a name, or was numbered by this run
+        already keeps its id (False). (One numbered by an earlier run in this process is
+        numbered again: its number there may be another stream's here.)"""
+        fresh = getattr(self, "_fresh", False)
+        if fresh is False or fresh is run:
+            return False
+        self._fresh = run
+        self.id = f"{OBJECTS}#{n}"
+        return True
 
     def bound(self, param: str) -> Stream:
         """This stream as a task's parameter ``param`` gets it (graph.builder)."""
@@ -156,7 +175,11 @@ class Stream:
 
     @property
     def name(self) -> str:
-        return self.alias or f"{type(self).__name__}#{self.id[:8]}"
+        if self.alias:
+            return self.alias
+        if self.id.startswith(OBJECTS + "#"):
+            return f"{type(self).__name__}#{self.id[len(OBJECTS) + 1:]}"
+        return f"{type(self).__name__}#{self.id[:8]}"
 
     @property
     def where(self) -> str:
@@ -174,6 +197,7 @@ class Stream:
     def _set(self, fields: tuple[Any, ...]) -> None:
         self.id, self.alias = fields
         self._local()
+        self._fresh = False
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and other.id == self.id
@@ -317,6 +341,7 @@ class FileStream(Stream):
     def _set(self, fields: tuple[Any, ...]) -> None:
         self.id, self.alias, self.base_dir = fields
         self._local()
+        self._fresh = False
 
     @property
     def name(self) -> str:

@@ -127,9 +127,10 @@ class Recovery:
         """Under the run's lock, at a call of a resumed run: the call finished from the earlier
         run's record or claimed from an adopted agent (True), else it runs."""
         resumer = self.resumer
-        if state.streams is not None and task.id in state.streams.by_task:
-            return False    # a stream's producers and consumers run again, all of them: the
-            #                 earlier run's items are not kept (docs/guide/streams.md)
+        if resumer is not None and state.streams is not None and \
+                task.id in state.streams.by_task:   # (its record, never an adopted task)
+            return state.streams.restore(task, lambda: resumer.restore(
+                state, task, deps, self.log, None))
         return resumer is not None and resumer.restore(state, task, deps, self.log,
                                                        self.adoption)
 
