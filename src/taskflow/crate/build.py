@@ -392,8 +392,7 @@ class Builder:
             _, kind, length, size, sha = kept
             pv.update(identifier=f"sha256:{sha}", sha256=sha, contentSize=str(size))
             items = "" if length is None else f" of length {length}"
-            pv["description"] = (f"a {kind}{items}, too large for the journal to keep as "
-                                 f"text: named by the sha256 of its pickle ({size} bytes)")
+            pv["description"] = f"a {kind}{items}, by the sha256 of its pickle"
         elif len(value) >= CUT - 3 and value.endswith("..."):
             pv["description"] = (f"the value's repr, cut at {CUT} characters: the journal keeps "
                                  f"no more of it")

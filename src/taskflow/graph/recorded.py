@@ -54,3 +54,14 @@ def snapshot_ref(value: Any, blob: bytes, found: list[Any]) -> tuple[bytes, list
     snap = Snapshot((blob, found))
     snap.what = what(value)
     return snap
+
+
+def same_kind(obj: tuple[bytes, list[Any]], found: list[Any]) -> tuple[bytes, list[Any]]:
+    """``obj``'s pickle with other futures (a call made again: runtime/rules/lineage.py),
+    still a :class:`Snapshot` when it was one."""
+    blob = obj[0]
+    if type(obj) is not Snapshot:
+        return blob, found
+    snap = Snapshot((blob, found))
+    snap.what = obj.what
+    return snap
