@@ -4,6 +4,9 @@ crate    a run of N tasks (N - 100 no-op calls with an argument, 100 FILE_IN ->
          FILE_OUT tasks) is made, then ``taskflow crate`` of it is timed (build +
          write, the files' sha256 included) and its metadata's size measured.
          Target: 10,000 tasks in under 10 s, metadata under 20 MB.
+         ``--large-args``: each no-op call's argument is a list whose pickle is
+         over the journal's BY_DIGEST (kept by digest); ``--big-mb M``: one more
+         task is given an M MB bytearray (kept by digest: the metadata stays small).
 metrics  A-like throughput of N no-op tasks (2 workers, journal on) with /metrics
          served from the master (``--metrics-port``'s server) and scraped every
          second by another process, against the same run without, alternating
@@ -11,7 +14,7 @@ metrics  A-like throughput of N no-op tasks (2 workers, journal on) with /metric
          the CPU time it cost the master (its thread's). Targets: throughput
          within 5 %, each scrape under 50 ms.
 
-    python benchmarks/crate_metrics.py crate [--tasks 10000]
+    python benchmarks/crate_metrics.py crate [--tasks 10000] [--large-args] [--big-mb 50]
     python benchmarks/crate_metrics.py metrics [--tasks 100000] [--repeat 3]
 """
 from __future__ import annotations
@@ -35,13 +38,18 @@ def noop(x):
 def copy(src, dst):
     with open(src) as f, open(dst, "w") as g:
         g.write(f.read())
-n, root = int(sys.argv[1]), sys.argv[2]
+@task(returns=int)
+def size(blob):
+    return len(blob)
+n, root, large, big_mb = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", int(sys.argv[4])
 os.makedirs("files", exist_ok=True)
 for i in range(100):
     with open(f"files/in{i}.txt", "w") as f:
         f.write("x" * 1000 * (i + 1))
 with taskflow.Runtime(workers=2, run_dir=root, echo_logs=False) as rt:
-    futs = [noop(i) for i in range(n - 100)]
+    futs = [noop([i] * 600 if large else i) for i in range(n - 100)]
+    if big_mb:
+        futs.append(size(bytearray(big_mb * 2**20)))
     for i in range(100):
         copy(f"files/in{i}.txt", f"files/out{i}.txt")
     wait_on(futs)
@@ -97,13 +105,16 @@ while True:
 """
 
 
-def crate(n: int) -> None:
+def crate(n: int, large: bool = False, big_mb: int = 0) -> None:
     with tempfile.TemporaryDirectory() as root:
         t = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", CRATE_RUN, str(n), os.path.join(root, "runs")],
+        out = subprocess.run([sys.executable, "-c", CRATE_RUN, str(n), os.path.join(root, "runs"),
+                              "1" if large else "0", str(big_mb)],
                              cwd=root, capture_output=True, text=True, check=True)
         run_dir = out.stdout.strip().splitlines()[-1]
-        print(f"run of {n} tasks: {time.perf_counter() - t:.1f} s")
+        what = (", each argument by digest" if large else "") + \
+            (f", one {big_mb} MB argument" if big_mb else "")
+        print(f"run of {n} tasks{what}: {time.perf_counter() - t:.1f} s")
         for attempt in ("first (hashes the files)", "again (digests kept)"):
             t = time.perf_counter()
             subprocess.run([sys.executable, "-m", "taskflow", "crate", run_dir, "-o",
@@ -148,9 +159,13 @@ def main() -> None:
     ap.add_argument("what", choices=["crate", "metrics"])
     ap.add_argument("--tasks", type=int, default=None)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--large-args", action="store_true",
+                    help="crate: each no-op call's argument is kept by digest")
+    ap.add_argument("--big-mb", type=int, default=0,
+                    help="crate: one more task with an argument of this many MB")
     a = ap.parse_args()
     if a.what == "crate":
-        crate(a.tasks or 10000)
+        crate(a.tasks or 10000, a.large_args, a.big_mb)
     else:
         metrics(a.tasks or 100000, a.repeat)
 

@@ -12,9 +12,11 @@ The crate follows the Workflow Run Crate and Provenance Run Crate profiles
   action;
 - each task is a ``CreateAction`` of its tool: its parameters' values as
   ``PropertyValue`` (as the journal keeps them: a repr cut at 60 characters is
-  marked so), the files it read (``object``) and wrote (``result``) with size
-  and sha256, its node (``location``), attempts and the resources it used
-  (``resourceUsage``);
+  marked so; a value the journal keeps by digest, its pickle over
+  ``taskflow.graph.recorded.BY_DIGEST`` bytes, is named by its sha256, with its
+  size as ``contentSize`` and its type and length in ``description``), the
+  files it read (``object``) and wrote (``result``) with size and sha256, its
+  node (``location``), attempts and the resources it used (``resourceUsage``);
 - the software (taskflow, Python, each program with its resolved path and
   version) and the cluster (each node with its slots, memory and provider).
 
@@ -261,6 +263,11 @@ class Builder:
             if tid > cutoff:
                 break
             files[tid] = fs
+        values: dict[int, dict[str, list[Any]]] = {}    # task -> parameter -> what is kept
+        for tid, vs in j.each_values():
+            if tid > cutoff:
+                break
+            values[tid] = {str(v[0]): v for v in vs if isinstance(v, list) and len(v) == 5}
         controls: list[ContextEntity] = []
         for t in j.each_task_record():
             if len(controls) >= self.max_tasks:
@@ -268,7 +275,7 @@ class Builder:
                 continue
             step = self._step(t["name"], t.get("constraints"), workflow)
             tool = step["workExample"]
-            act = self._task(t, tool, files.get(t["id"], []))
+            act = self._task(t, tool, files.get(t["id"], []), values.get(t["id"], {}))
             controls.append(self.add(f"#control-{t['id']}", {
                 "@type": "ControlAction", "name": f"orchestrate {t['name']} #{t['id']}",
                 "instrument": step, "object": act, "actionStatus": act["actionStatus"]}))
@@ -305,15 +312,15 @@ class Builder:
         workflow.append_to("hasPart", tool)
         return step
 
-    def _task(self, t: dict[str, Any], tool: ContextEntity, files: list[list[Any]]
-              ) -> ContextEntity:
+    def _task(self, t: dict[str, Any], tool: ContextEntity, files: list[list[Any]],
+              kept: dict[str, list[Any]]) -> ContextEntity:
         tid, name = t["id"], t["name"]
         objects: list[ContextEntity] = []
         results: list[ContextEntity] = []
         for pname, value in parameters(t.get("params")):
             if value.startswith(("<file ", "<dir ")):
                 continue        # (named below with its path)
-            objects.append(self._value(tid, name, tool, pname, value))
+            objects.append(self._value(tid, name, tool, pname, value, kept.get(pname)))
         for pname, direction, path, is_dir in files:
             e = self._file(path, is_dir)
             fp = self._param(name, tool, pname, "Directory" if is_dir else "File",
@@ -377,11 +384,16 @@ class Builder:
         return fp
 
     def _value(self, tid: int, name: str, tool: ContextEntity, pname: str,
-               value: str) -> ContextEntity:
+               value: str, kept: list[Any] | None) -> ContextEntity:
         fp = self._param(name, tool, pname, "Text", "input")
         pv: dict[str, Any] = {"@type": "PropertyValue", "name": pname, "value": value,
                               "exampleOfWork": fp}
-        if len(value) >= CUT - 3 and value.endswith("..."):
+        if kept is not None:        # by digest: [parameter, type, length, bytes, sha256]
+            _, kind, length, size, sha = kept
+            pv.update(identifier=f"sha256:{sha}", sha256=sha, contentSize=str(size))
+            items = "" if length is None else f" of length {length}"
+            pv["description"] = f"a {kind}{items}, by the sha256 of its pickle"
+        elif len(value) >= CUT - 3 and value.endswith("..."):
             pv["description"] = (f"the value's repr, cut at {CUT} characters: the journal keeps "
                                  f"no more of it")
         return self.add(f"#task-{tid}-p-{_slug(pname)}", pv)

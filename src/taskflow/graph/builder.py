@@ -22,6 +22,7 @@ from ..wire import messages as M
 from ..wire import values
 from ..wire.argpath import set_path
 from ..wire.streams import Stream
+from .recorded import snapshot_ref
 from .param import COLLECTION_KIND, DIRECTORY_KIND, FILE_KIND, OBJECT_KIND, STREAM_KIND, Param
 from ..errors import UsageError
 from ..future import Future
@@ -252,7 +253,7 @@ class Builder:
                 f"STREAM_OUT to publish to it")
         blob, found = snapshot(a, objects, self._where(spec, pname))
         deps.extend(found)
-        return (path, M.REF_PICKLED, (blob, found))
+        return (path, M.REF_PICKLED, snapshot_ref(a, blob, found))
 
     @staticmethod
     def _join_concurrent(item: DataItem, deps: list[Future]) -> None:
@@ -348,7 +349,7 @@ class Builder:
             read = item.latest
         if direction == "OUT":
             blob, _ = snapshot(value, {}, where)
-            refs.append((path, M.REF_PICKLED, (blob, [])))
+            refs.append((path, M.REF_PICKLED, snapshot_ref(value, blob, [])))
         else:
             deps.append(read)
             refs.append((path, M.REF_VALUE, read))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
 
-from .text import file_accesses, params_text, ref_summary, stream_paths
+from .text import file_accesses, params_text, stream_paths
 
 if TYPE_CHECKING:
     from ..events import (DoneWire, Dispatched, Ended, Event, Granted, Log, Memory, Moved,
@@ -73,6 +73,9 @@ class SpecRows:
         self.stream_rows: list[tuple[int, str]] = []
         # the files each task read and wrote (FILES): (task id, JSON of text.file_accesses)
         self.file_rows: list[tuple[int, str]] = []
+        # the values each task was passed that the journal keeps by digest (VALUES): (task
+        # id, JSON of its text.Kept list)
+        self.value_rows: list[tuple[int, str]] = []
 
     def id(self, info: SpecInfo) -> int:
         func, constraints, _, name = info
@@ -89,10 +92,12 @@ class SpecRows:
 class Changes:
     """What one delivery changes, table by table (``JournalDB`` writes it)."""
 
-    def __init__(self, held: dict[int, Row], nlogs: dict[int, int], specs: SpecRows) -> None:
+    def __init__(self, held: dict[int, Row], nlogs: dict[int, int], specs: SpecRows,
+                 by_digest: int | None = None) -> None:
         self.new = held         # task rows not inserted yet, by id (JournalDB.HOLD)
         self.nlogs = nlogs      # lines seen per task (LOG_CAP)
         self.specs = specs
+        self.by_digest = by_digest  # bytes: a value's pickle over this is kept by digest
         self.ready: list[ReadyRow] = []     # rows of tasks submitted and ended well in it
         self.changes: dict[int, dict[str, Any]] = {}    # columns of rows inserted already
         self.deps: list[tuple[int, int]] = []
@@ -197,7 +202,10 @@ class Changes:
         if refs and sid in specs.streams:
             specs.stream_rows.append((tid, json.dumps(stream_paths(names, refs,
                                                                    specs.streams[sid]))))
-        return sid, params_text(names, argv, kwargs, ref_summary(refs) if refs else None)
+        params, kept = params_text(names, argv, kwargs, refs, self.by_digest)
+        if kept:
+            specs.value_rows.append((tid, json.dumps(kept)))
+        return sid, params
 
     def done_rows(self, rows: list[DoneWire]) -> None:
         """Tasks that ended well, from the bus's rows (after the delivery's events)."""

@@ -1,7 +1,7 @@
 """The journal's writer process: reads pickled batches on stdin, writes SQLite.
 
 Frames are a 4-byte big-endian length and a pickle: ``("open", (path,
-row))``, ``("events", [...])`` then ``("close", (t_end, state, reason,
+row, by_digest))``, ``("events", [...])`` then ``("close", (t_end, state, reason,
 counts))``. At end of input without a close (the master died) it commits what
 it has and leaves the run "running", which readers show as interrupted.
 
@@ -48,8 +48,10 @@ def load_plain(body: bytes) -> Any:
     return PlainUnpickler(io.BytesIO(body)).load()
 
 
-def spawn(path: str, row: tuple[Any, ...]) -> subprocess.Popen[bytes]:
-    """Start the writer for ``path``; the run's row goes first."""
+def spawn(path: str, row: tuple[Any, ...], by_digest: int | None) -> subprocess.Popen[bytes]:
+    """Start the writer for ``path``; the run's row goes first, with the size over which
+    a value is kept by digest (taskflow.graph.recorded.BY_DIGEST: this process does not
+    load the package)."""
     # Run this file as a script in isolated mode: the child loads only this folder (stdlib
     # imports), not the taskflow package, so it starts in a few tens of milliseconds.
     # No preexec_fn: it makes subprocess fork the whole master in Python (~20 ms of the
@@ -63,7 +65,7 @@ def spawn(path: str, row: tuple[Any, ...]) -> subprocess.Popen[bytes]:
         fcntl.fcntl(proc.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
     except (OSError, ImportError, ValueError):
         pass
-    send(proc, ("open", (path, row)))
+    send(proc, ("open", (path, row, by_digest)))
     return proc
 
 

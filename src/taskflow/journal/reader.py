@@ -68,6 +68,10 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
+# the transitions rows that hold what a task was given, by the key task() gives them
+_KEPT = {"STREAMS": "streams", "FILES": "files", "VALUES": "values"}
+
+
 class Journal(NodeRecords):
     """A read view of one run's ``journal.db``: its run, tasks and logs here, its nodes' records
     in :class:`~.noderecords.NodeRecords`, the file in :class:`~.dbfile.JournalFile`."""
@@ -284,11 +288,12 @@ class Journal(NodeRecords):
         tr = self._all("SELECT t, state, node, info FROM transitions WHERE task_id=?", (tid,))
         t["streams"] = {}       # a program's stdin/stdout/stderr: {stream: [parameter, path]}
         t["files"] = []         # [[parameter, in|out|inout, path, is a directory]]
+        t["values"] = []        # kept by digest: [[parameter, type, length, bytes, sha256]]
         tr = [x for x in tr if x["state"] != "ATTEMPT"]     # (their figures: each_retry)
-        for x in [x for x in tr if x["state"] in ("STREAMS", "FILES")]:
+        for x in [x for x in tr if x["state"] in _KEPT]:
             tr.remove(x)
             try:
-                t["streams" if x["state"] == "STREAMS" else "files"] = json.loads(x["info"] or "{}")
+                t[_KEPT[x["state"]]] = json.loads(x["info"] or "{}")
             except ValueError:
                 pass
         t["log_files"] = self.log_files(tid)
@@ -320,6 +325,16 @@ class Journal(NodeRecords):
         """(task, its :meth:`task` ``files``) of every task that read or wrote a file, by id."""
         for tid, info in self._each("SELECT task_id, info FROM transitions WHERE state='FILES' "
                                     "ORDER BY task_id"):
+            try:
+                yield int(tid), json.loads(info or "[]")
+            except ValueError:
+                continue
+
+    def each_values(self) -> Iterator[tuple[int, list[list[Any]]]]:
+        """(task, its :meth:`task` ``values``) of every task passed a value the journal keeps
+        by digest, by id (none in a journal from before they were kept)."""
+        for tid, info in self._each("SELECT task_id, info FROM transitions WHERE "
+                                    "state='VALUES' ORDER BY task_id"):
             try:
                 yield int(tid), json.loads(info or "[]")
             except ValueError:

@@ -12,7 +12,10 @@ reduces those three kinds of objects as they are met:
   per run (cached here);
 - a Future becomes ``(data id, path)``, a file version's path being the user's;
 - a taskflow error becomes its :data:`ErrorInfo` ``(text, remote traceback,
-  exit code)``.
+  exit code)``;
+- a large argument's snapshot (:class:`~taskflow.graph.recorded.Snapshot`) becomes
+  ``(pickle bytes, futures, (type, length))``: the writer hashes the bytes and shows
+  the value by digest (:func:`.text.params_text`).
 
 Everything else is plain already (numbers, strings, the call's scalar
 arguments; the events' named tuples are plain tuples by then: ``writer.py``).
@@ -39,6 +42,7 @@ import pickle
 from typing import Any, Optional
 
 from ..future import Future
+from ..graph.recorded import Snapshot
 from ..graph.spec import TaskSpec
 from ..graph.task import error_exit_code
 from .text import Shown, short
@@ -114,6 +118,9 @@ class EventPickler(pickle.Pickler):
                             else obj._upath or obj._path),)
         if t is TaskSpec:
             return self._reduce_spec(obj)
+        if t is Snapshot:   # a large argument: its pickle, its futures and what it is
+            blob, found = obj
+            return tuple, ((blob, found, obj.what),)
         if t is complex or (t is type and obj in _CALLABLES):
             return NotImplemented           # saved as itself: the writer knows it
         if isinstance(obj, BaseException):

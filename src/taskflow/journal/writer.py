@@ -119,8 +119,9 @@ class WriteFailed(Exception):
 class JournalDB:
     """The SQLite side: owns ``journal.db`` while the run goes on."""
 
-    def __init__(self, path: str, row: tuple[Any, ...]) -> None:
+    def __init__(self, path: str, row: tuple[Any, ...], by_digest: int | None = None) -> None:
         self.path = path
+        self.by_digest = by_digest  # bytes: a value's pickle over this is kept by digest
         import sqlite3      # here: the master imports this module without opening a database
         try:
             # a lock another process holds is waited for, LOCK_WAIT seconds at most
@@ -152,7 +153,7 @@ class JournalDB:
         """One delivery of the bus (``events.RowBatch``, as :mod:`.wire`
         pickled it) in one transaction."""
         whole, sub, evs, done = batch
-        c = Changes(self._held, self._nlogs, self._specs)
+        c = Changes(self._held, self._nlogs, self._specs, self.by_digest)
         if whole or sub:
             done = c.rows(whole, sub, done, evs)
         c.events(evs)
@@ -205,6 +206,9 @@ class JournalDB:
         if specs.file_rows:
             trans += [(tid, 0.0, "FILES", "", info) for tid, info in specs.file_rows]
             specs.file_rows = []
+        if specs.value_rows:
+            trans += [(tid, 0.0, "VALUES", "", info) for tid, info in specs.value_rows]
+            specs.value_rows = []
         if trans:
             db.executemany("INSERT INTO transitions VALUES (?,?,?,?,?)", trans)
         if c.logs:
@@ -333,7 +337,9 @@ class JournalWriter:
         self.mode = mode or os.environ.get("TASKFLOW_JOURNAL", "process")
         self._lock = threading.Lock()
         from .wire import EventPickler
+        from ..graph.recorded import BY_DIGEST      # (the master's side: the package here)
         self._pickler = EventPickler()
+        self._by_digest = BY_DIGEST
         self.closed = False
         self.proc: Any = None
         self.db: JournalDB | None = None
@@ -348,12 +354,12 @@ class JournalWriter:
         if self.mode == "process":
             from .child import spawn
             JournalDB(self.path, self._row).db.close()   # tables exist before anyone reads
-            self.proc = spawn(self.path, self._row)
+            self.proc = spawn(self.path, self._row, self._by_digest)
             self._watch = threading.Thread(target=self._watch_writer, daemon=True,
                                            name="taskflow-journal-watch")
             self._watch.start()
         else:
-            self.db = JournalDB(self.path, self._row)
+            self.db = JournalDB(self.path, self._row, self._by_digest)
         bus.subscribe(self.on_events, rows=True)
 
     def _failed(self, message: str) -> None:

@@ -18,6 +18,7 @@ from ...errors import TaskCancelled, with_cause
 from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.keys import waiting_key
+from ...graph.recorded import Snapshot
 from ...graph.task import Task
 from ...providers.handle import placed_on
 from ...wire import messages as M
@@ -209,7 +210,10 @@ def _row_refs(refs: list[Any]) -> list[Any]:
     for path, kind, obj in refs:
         if kind == M.REF_PICKLED:
             blob, futs = obj
-            obj = (None, [_as_row(f) for f in futs])    # (the snapshot: not shown)
+            if type(obj) is Snapshot:   # a large argument: the journal hashes its pickle
+                obj = (blob, [_as_row(f) for f in futs], obj.what)
+            else:
+                obj = (None, [_as_row(f) for f in futs])    # (the snapshot: not shown)
         elif type(obj) is tuple:
             obj = tuple(_as_row(f) for f in obj)
         else:

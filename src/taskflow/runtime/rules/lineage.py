@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from ...future import Future
 from ...graph import task as T
+from ...graph.recorded import same_kind
 from ...graph.task import Inout, Task
 from ...wire import messages as M
 from ...events import Retry
@@ -88,8 +89,7 @@ class Record:
             if kind == M.REF_VALUE:
                 refs.append((path, kind, _input(inputs, obj)))
             elif kind == M.REF_PICKLED:
-                blob, futs = obj
-                refs.append((path, kind, (blob, [_input(inputs, f) for f in futs])))
+                refs.append((path, kind, same_kind(obj, [_input(inputs, f) for f in obj[1]])))
             else:                       # files and directories: their version futures
                 refs.append((path, kind, obj))
         self.refs = refs
@@ -124,10 +124,9 @@ class Record:
                 reads.append(f)
                 refs.append((path, kind, f))
             elif kind == M.REF_PICKLED:
-                blob, ins = obj
-                futs = [i.get(rt) for i in ins]
+                futs = [i.get(rt) for i in obj[1]]
                 reads.extend(futs)
-                refs.append((path, kind, (blob, futs)))
+                refs.append((path, kind, same_kind(obj, futs)))
             else:
                 refs.append((path, kind, obj))
                 if kind in (M.REF_FILE_INOUT, M.REF_DIR_INOUT):
