@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..context import in_worker, nest
 from ..errors import ParameterError, UsageError
-from ..graph.param import Param
+from ..graph.param import COLLECTION_KIND, OBJECT_KIND, Param
 from ..graph.spec import TaskSpec, declared_key
 from ..runtime import current as _current
 from ..runtime import embedded as _embedded
@@ -49,6 +49,7 @@ class TaskFunction:
             handler = nest()
             if handler is None:             # (an MPI rank, a container): inline
                 return self.__wrapped__(*args, **kwargs)
+            refuse_written(self.spec.name, written_objects(self.spec), args, kwargs)
             n, shape = self.nested_shape()
             return handler.call(declared_key(self.spec), n, shape, self.spec.name, args,
                                 kwargs)
@@ -75,7 +76,8 @@ class TaskFunction:
             if obj is self:
                 return (_load_task_function, (spec.module, spec.name))
         n, shape = self.nested_shape()
-        return (WorkerTask, (self.__wrapped__, declared_key(spec), n, shape))
+        return (WorkerTask, (self.__wrapped__, declared_key(spec), n, shape,
+                             written_objects(spec)))
 
     def __repr__(self) -> str:
         return f"<taskflow task {self.spec.name}>"
@@ -90,10 +92,10 @@ class WorkerTask:
     runs. Tasks themselves run its plain function (the executor is sent that)."""
 
     def __init__(self, func: Callable[..., Any] | None, key: str, nout: int | None,
-                 shape: str) -> None:
+                 shape: str, writes: Written = ()) -> None:
         # (func None: a PyCOMPSs task referring to itself, which only a task calls)
         self.__wrapped__ = self.__taskflow_body__ = func
-        self.key, self.nout, self.shape = key, nout, shape
+        self.key, self.nout, self.shape, self.writes = key, nout, shape, writes
         if func is not None:
             functools.update_wrapper(self, func)
             _BODIES[key] = func         # (what a self-reference runs inline)
@@ -105,11 +107,48 @@ class WorkerTask:
             if func is None:
                 raise UsageError(f"task {self.key} can be called here only by a running task")
             return func(*args, **kwargs)
-        return handler.call(self.key, self.nout, self.shape, self.key.split(":", 1)[1],
-                            args, kwargs)
+        name = self.key.split(":", 1)[1]
+        refuse_written(name, self.writes, args, kwargs)
+        return handler.call(self.key, self.nout, self.shape, name, args, kwargs)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (WorkerTask, (self.__wrapped__, self.key, self.nout, self.shape))
+        return (WorkerTask, (self.__wrapped__, self.key, self.nout, self.shape, self.writes))
+
+
+Written = tuple[tuple[str, "int | None", str], ...]     # (parameter, position, direction)
+_BY_VALUE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)
+
+
+def written_objects(spec: TaskSpec) -> Written:
+    """The object parameters (and collections of objects) a call of ``spec`` writes in
+    place: INOUT, OUT, CONCURRENT, COMMUTATIVE. Files are not among them (a parent reads
+    what its children wrote with ``wait_on_file``)."""
+    return tuple((n, spec.index.get(n), p.direction) for n, p in spec.params.items()
+                 if p.writes and (p.kind == OBJECT_KIND or (p.kind == COLLECTION_KIND
+                                                           and p.elem_kind == OBJECT_KIND)))
+
+
+def refuse_written(name: str, writes: Written, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> None:
+    """A call made inside a running task that gives a mutable object to a parameter the
+    task writes: an error at the call. The child would write a copy made for it, and the
+    parent's object (what its ``wait_on`` gives back) would stay as it was: a silent wrong
+    result. Values that cannot change in place (numbers, strings) pass as plain inputs."""
+    for pname, pos, direction in writes:
+        if pos is not None and pos < len(args):
+            value = args[pos]
+        elif pname in kwargs:
+            value = kwargs[pname]
+        else:
+            continue
+        if isinstance(value, _BY_VALUE):
+            continue
+        raise UsageError(
+            f"task {name} was called inside a running task with parameter '{pname}' "
+            f"{direction} (a {type(value).__name__} object): a task called by a task cannot write "
+            f"an object of its parent in place (the parent would keep the old one); return "
+            f"the new value instead (returns=...), write it to a file (FILE_{direction}, "
+            f"then wait_on_file in the parent), or make the call in the main program")
 
 
 def _load_task_function(module: str, qualname: str) -> Callable[..., Any]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import cloudpickle
 
-from ...api.task import TaskFunction, WorkerTask
+from ...api.task import TaskFunction, WorkerTask, refuse_written, written_objects
 from ...graph.spec import declared_key
 from ...context import in_worker, nest
 from ...errors import UsageError
@@ -104,6 +104,7 @@ class CompatTaskFunction(TaskFunction):
         handler = nest()
         if handler is None:
             return self.__wrapped__(*args, **kwargs)
+        refuse_written(self.spec.name, written_objects(self.spec), args, kwargs)
         rets = self.decl.returns
         n = rets.fixed if call_returns is R.UNSET and rets.dynamic is None \
             and rets.param is None and not rets.types else None
@@ -230,7 +231,8 @@ class CompatTaskFunction(TaskFunction):
         reducing = _REDUCING.__dict__.setdefault("ids", set())
         if id(self) in reducing:        # itself, inside its own function (a recursive task):
             n, shape = self.nested_shape()     # enough for a call in a task (WorkerTask)
-            return (WorkerTask, (None, declared_key(self.spec), n, shape))
+            return (WorkerTask, (None, declared_key(self.spec), n, shape,
+                                 written_objects(self.spec)))
         reducing.add(id(self))
         try:
             loader, args = TaskFunction.__reduce__(self)
