@@ -33,6 +33,7 @@ class TaskFunction:
     def __init__(self, func: Callable[..., Any], spec: TaskSpec) -> None:
         self.__wrapped__ = func
         self.spec = spec
+        self._writes: Written | None = None     # written_objects(spec), at the first call in a task
         spec.wrapped_by(self)
         functools.update_wrapper(self, func)
 
@@ -44,12 +45,19 @@ class TaskFunction:
             return spec.nout, "tuple"
         return 1, "tuple" if spec.returns_tuple else "one"
 
+    def nested_writes(self) -> Written:
+        """The parameters a call in a task may not give a parent's object (kept)."""
+        w = self._writes
+        if w is None:
+            w = self._writes = written_objects(self.spec)
+        return w
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if in_worker():      # a task called inside a running task: its child
             handler = nest()
             if handler is None:             # (an MPI rank, a container): inline
                 return self.__wrapped__(*args, **kwargs)
-            refuse_written(self.spec.name, written_objects(self.spec), args, kwargs)
+            refuse_written(self.spec.name, self.nested_writes(), args, kwargs)
             n, shape = self.nested_shape()
             return handler.call(declared_key(self.spec), n, shape, self.spec.name, args,
                                 kwargs)

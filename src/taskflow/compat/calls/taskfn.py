@@ -104,7 +104,7 @@ class CompatTaskFunction(TaskFunction):
         handler = nest()
         if handler is None:
             return self.__wrapped__(*args, **kwargs)
-        refuse_written(self.spec.name, written_objects(self.spec), args, kwargs)
+        refuse_written(self.spec.name, self.nested_writes(), args, kwargs)
         rets = self.decl.returns
         n = rets.fixed if call_returns is R.UNSET and rets.dynamic is None \
             and rets.param is None and not rets.types else None
