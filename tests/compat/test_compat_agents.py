@@ -17,18 +17,20 @@ from support.pycompss_apps import journal, ok, run_app
 
 def test_agents_submits_the_calls_made_in_tasks_and_runcompss_runs_them_inline(tmp_path):
     """The same application both ways: with --agents, count(4) calls count(3) ... as child
-    tasks (the journal has their edges) and CONTEXT.is_nesting_enabled() is True in a task;
-    without it, the calls run inline in count(4) and nesting is off, as in PyCOMPSs."""
+    tasks (the journal has their edges), CONTEXT.is_nesting_enabled() is True in a task, and
+    compss_wait_on_file in a task waits for the files its children (a @binary among them)
+    write; without it, the calls run inline in count(4) and nesting is off, as in PyCOMPSs."""
     agents, plain = tmp_path / "agents", tmp_path / "plain"
     agents.mkdir()
     plain.mkdir()
-    out = ok(run_app("app_agents_nesting.py", "4", cwd=agents,
+    out = ok(run_app("app_agents_nesting.py", "4", "files", cwd=agents,
                      options=("--workers", "2", "--agents")))
-    assert out == {"count": 4, "in_task": True, "in_main": False}
+    assert out == {"count": 4, "in_task": True, "in_main": False, "copied": "made in a task"}
     with journal(agents) as db:
         edges = db.execute("SELECT COUNT(*) FROM children").fetchone()[0]
         tasks = db.execute("SELECT COUNT(*) FROM tasks WHERE state='DONE'").fetchone()[0]
-    assert (edges, tasks) == (3, 5)         # count(4) -> count(3) -> count(2) -> count(1)
+    # count(4) -> count(3) -> count(2) -> count(1); files_in_task -> write, append, copy
+    assert (edges, tasks) == (6, 9)
     out = ok(run_app("app_agents_nesting.py", "4", cwd=plain))
     assert out == {"count": 4, "in_task": False, "in_main": False}
     with journal(plain) as db:
