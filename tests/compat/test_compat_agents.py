@@ -38,17 +38,21 @@ def test_agents_submits_the_calls_made_in_tasks_and_runcompss_runs_them_inline(t
         assert db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 2
 
 
-def test_a_child_that_would_write_its_parents_object_is_refused_at_the_call(tmp_path):
-    """A task gives its own object to an INOUT parameter of a task it calls: the child
-    would update a copy and the parent keep the old value, so the call is an error that
-    names the task, the parameter and what to do instead (never the old value back)."""
-    r = run_app("app_nested_inout.py", cwd=tmp_path,
+def test_objects_a_task_gives_to_inout_parameters_of_its_children_follow_them(tmp_path):
+    """As PyCOMPSs's agents do (their 4.2_1_agent_python test): two increment(box) calls
+    in a task, a read(box) after them and a method on box (self INOUT) each see the
+    version the call before wrote, and compss_wait_on in the task gives the last one. A
+    COLLECTION_INOUT list given by a task cannot be followed so: an error at the call that
+    names the task, the parameter and what to do (never the old list back)."""
+    out = ok(run_app("app_nested_inout.py", cwd=tmp_path, options=("--workers", "2", "--agents")))
+    assert out == {"box": 12, "seen": 2, "items": [0, 1, 1]}
+    r = run_app("app_nested_inout.py", "collection", cwd=tmp_path,
                 options=("--workers", "2", "--agents", "--retries", "0"))
     assert r.returncode != 0
     assert "Error running application" in r.stdout and "RESULT" not in r.stdout
-    assert ("task increment was called inside a running task with parameter 'box' INOUT "
-            "(a Box object)") in r.stderr
-    assert "return the new value instead (returns=...)" in r.stderr
+    assert ("task double_all was called inside a running task with parameter 'items' "
+            "COLLECTION_INOUT (a list)") in r.stderr
+    assert "return the new values instead (returns=...)" in r.stderr
 
 
 def test_file_streams_without_an_alias_are_new_streams_even_on_one_directory(tmp_path):

@@ -1,8 +1,8 @@
-"""Tasks for tests/core/test_nested_writes.py: a parent giving its object, or a number, to
-an INOUT parameter of a task it calls (importable: the worker has them by reference)."""
+"""Tasks for tests/core/test_nested_writes.py: a parent giving its objects to parameters
+that the tasks it calls write (importable: the worker has them by reference)."""
 from __future__ import annotations
 
-from taskflow import INOUT, task, wait_on
+from taskflow import COLLECTION_INOUT, INOUT, task, wait_on
 
 
 class Box:
@@ -16,18 +16,35 @@ def increment(box):
 
 
 @task(returns=1)
-def gives_its_object():
-    box = Box()
-    increment(box)
-    return wait_on(box).value
-
-
-@task(returns=1)
-def keeps_a_list(items):
-    increment_list(items)
-    return items
+def read(box):
+    return box.value
 
 
 @task(items=INOUT)
-def increment_list(items):
+def append_one(items):
     items.append(1)
+
+
+@task(items=COLLECTION_INOUT)
+def double_all(items):
+    for i, x in enumerate(items):
+        items[i] = [2 * v for v in x]
+
+
+@task(returns=1)
+def writes_its_objects():
+    box = Box()
+    increment(box)
+    increment(box)              # reads the version the first call wrote
+    seen = read(box)            # so does a reading call
+    items = [0]
+    append_one(items)
+    wait_on(box, items)         # both brought up to date in place, as in the program
+    return box.value, wait_on(seen), items
+
+
+@task(returns=1)
+def gives_a_collection():
+    items = [[1], [2]]
+    double_all(items)
+    return wait_on(items)

@@ -20,6 +20,7 @@ from ..graph.param import COLLECTION_KIND, OBJECT_KIND, Param
 from ..graph.spec import TaskSpec, declared_key
 from ..runtime import current as _current
 from ..runtime import embedded as _embedded
+from ..wire.writes import BY_VALUE, Written
 from .hints import did_you_mean
 from .parameter import IN, parse_param
 
@@ -57,10 +58,12 @@ class TaskFunction:
             handler = nest()
             if handler is None:             # (an MPI rank, a container): inline
                 return self.__wrapped__(*args, **kwargs)
-            refuse_written(self.spec.name, self.nested_writes(), args, kwargs)
+            writes = self.nested_writes()
+            if writes:
+                refuse_written(self.spec.name, writes, args, kwargs)
             n, shape = self.nested_shape()
             return handler.call(declared_key(self.spec), n, shape, self.spec.name, args,
-                                kwargs)
+                                kwargs, writes)
         rt = _current._current
         if rt is None:
             rt = _embedded.get_or_start()
@@ -116,47 +119,52 @@ class WorkerTask:
                 raise UsageError(f"task {self.key} can be called here only by a running task")
             return func(*args, **kwargs)
         name = self.key.split(":", 1)[1]
-        refuse_written(name, self.writes, args, kwargs)
-        return handler.call(self.key, self.nout, self.shape, name, args, kwargs)
+        if self.writes:
+            refuse_written(name, self.writes, args, kwargs)
+        return handler.call(self.key, self.nout, self.shape, name, args, kwargs, self.writes)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:                 # (a task method: called on an object, it is self)
+            return self
+        return functools.partial(self.__call__, obj)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (WorkerTask, (self.__wrapped__, self.key, self.nout, self.shape, self.writes))
 
 
-Written = tuple[tuple[str, "int | None", str], ...]     # (parameter, position, direction)
-_BY_VALUE = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset, range)
-
-
 def written_objects(spec: TaskSpec) -> Written:
     """The object parameters (and collections of objects) a call of ``spec`` writes in
-    place: INOUT, OUT, CONCURRENT, COMMUTATIVE. Files are not among them (a parent reads
-    what its children wrote with ``wait_on_file``)."""
-    return tuple((n, spec.index.get(n), p.direction) for n, p in spec.params.items()
+    place: INOUT, OUT, CONCURRENT, COMMUTATIVE (:mod:`taskflow.wire.writes`). Files are not
+    among them (a parent reads what its children wrote with ``wait_on_file``)."""
+    return tuple((n, spec.index.get(n), p.direction, p.kind == OBJECT_KIND)
+                 for n, p in spec.params.items()
                  if p.writes and (p.kind == OBJECT_KIND or (p.kind == COLLECTION_KIND
                                                            and p.elem_kind == OBJECT_KIND)))
 
 
 def refuse_written(name: str, writes: Written, args: tuple[Any, ...],
                    kwargs: dict[str, Any]) -> None:
-    """A call made inside a running task that gives a mutable object to a parameter the
-    task writes: an error at the call. The child would write a copy made for it, and the
-    parent's object (what its ``wait_on`` gives back) would stay as it was: a silent wrong
-    result. Values that cannot change in place (numbers, strings) pass as plain inputs."""
-    for pname, pos, direction in writes:
+    """A call made inside a running task that gives a mutable collection to a collection
+    parameter the task writes: an error at the call. The child would write a copy made for
+    it, and the parent's collection would stay as it was: a silent wrong result. (A written
+    object is followed instead: :mod:`taskflow.wire.writes`.)"""
+    for pname, pos, direction, is_object in writes:
+        if is_object:
+            continue
         if pos is not None and pos < len(args):
             value = args[pos]
         elif pname in kwargs:
             value = kwargs[pname]
         else:
             continue
-        if isinstance(value, _BY_VALUE):
+        if isinstance(value, BY_VALUE):
             continue
         raise UsageError(
             f"task {name} was called inside a running task with parameter '{pname}' "
-            f"{direction} (a {type(value).__name__} object): a task called by a task cannot write "
-            f"an object of its parent in place (the parent would keep the old one); return "
-            f"the new value instead (returns=...), write it to a file (FILE_{direction}, "
-            f"then wait_on_file in the parent), or make the call in the main program")
+            f"COLLECTION_{direction} (a {type(value).__name__}): a task called by a task "
+            f"cannot write a collection of its parent in place (the parent would keep the "
+            f"old one); return the new values instead (returns=...), or make the call in "
+            f"the main program")
 
 
 def _load_task_function(module: str, qualname: str) -> Callable[..., Any]:

@@ -104,14 +104,17 @@ class CompatTaskFunction(TaskFunction):
         handler = nest()
         if handler is None:
             return self.__wrapped__(*args, **kwargs)
-        refuse_written(self.spec.name, self.nested_writes(), args, kwargs)
+        writes = self.nested_writes()
+        if writes:
+            refuse_written(self.spec.name, writes, args, kwargs)
         rets = self.decl.returns
         n = rets.fixed if call_returns is R.UNSET and rets.dynamic is None \
             and rets.param is None and not rets.types else None
         shape = "none" if n == 0 else "one" if n == 1 else "list"
         if call_returns is not R.UNSET:
             kwargs = dict(kwargs, returns=call_returns)
-        return handler.call(declared_key(self.spec), n, shape, self.spec.name, args, kwargs)
+        return handler.call(declared_key(self.spec), n, shape, self.spec.name, args, kwargs,
+                            writes)
 
     def nested_shape(self) -> tuple[int | None, str]:
         rets = self.decl.returns
