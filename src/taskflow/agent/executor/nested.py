@@ -254,8 +254,14 @@ class _Nest:
         assert type(answer) is M.NestAnswer
         got = {(seq, i): (v, e) for seq, i, v, e in answer.values}
         for h in handles:
-            # (a call the master refused answers its error once, for every handle)
-            _, err = got.get((h.seq, h.index)) or got.get((h.seq, 0), (None, None))
+            entry = got.get((h.seq, h.index))
+            if entry is None:   # a call the master refused answers its error once, for all
+                _, err = got.get((h.seq, 0), _NONE)
+                if err is None:
+                    raise RuntimeError(f"{h.name}: the master sent no value for its output "
+                                       f"{h.index} (a taskflow bug: please report it)")
+            else:
+                _, err = entry
             if err is not None:
                 raise _error(err, h.name)
         loaded: dict[tuple[int, int], Any] = {}
