@@ -60,13 +60,14 @@ def nest() -> Any:
 _calls_inline = False
 
 
-def keep_calls_inline() -> None:
+def keep_calls_inline(inline: bool = True) -> None:
     """A task function called inside a task runs inline in this process and its forks
     (PyCOMPSs's rule under runcompss, outside its agents mode: its apps add the values
     such calls return); set by a node agent of a ``--compat pycompss`` run before the
-    forks."""
+    forks, with ``inline=False`` under ``--agents`` (PyCOMPSs's agents submit such calls:
+    they are child tasks, as in a native run)."""
     global _calls_inline
-    _calls_inline = True
+    _calls_inline = inline
 
 
 def calls_inline() -> bool:

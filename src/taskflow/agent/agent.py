@@ -146,7 +146,7 @@ class Agent:
                                  lambda r: self._send(M.MEMORY, r))
         if hello.get("compss_env"):     # PyCOMPSs: what every task sees (before the forks),
             compss_environment(hello.get("label") or self.name)
-            keep_calls_inline()         # and its tasks' calls of tasks run inline
+            keep_calls_inline(not hello.get("compss_nesting"))  # calls in tasks: inline?
         self.tracker = Tracker()        # before the executors: a cgroup is theirs too
         for _ in range(self.slots):
             self.pool.spawn()

@@ -15,6 +15,7 @@ from ..future import _NOVALUE, Future
 from ..graph import task as T
 from ..graph.registry import materialize
 from ..runtime import current, embedded
+from ..wire.writes import update_in_place
 
 if TYPE_CHECKING:
     from ..errors import TaskError
@@ -69,7 +70,7 @@ def _resolve(obj: Any, registry: Registry, depth: int = 0, in_place: bool = True
         latest = _report(item.latest)
         value = latest.result()
         registry.forget_object(obj)
-        return obj if in_place and _update_in_place(obj, value) else value
+        return obj if in_place and update_in_place(obj, value) else value
     if depth > 100:
         return obj
     if t is list:
@@ -105,34 +106,6 @@ def _met(errs: list[TaskError]) -> None:
         e.met()
 
 
-def _update_in_place(obj: Any, value: Any) -> bool:
-    """Make the user's object equal to the task's version of it, if the type allows."""
-    if value is obj:
-        return True
-    try:
-        if isinstance(obj, list) and isinstance(value, list):
-            obj[:] = value
-        elif isinstance(obj, dict) and isinstance(value, dict):
-            obj.clear()
-            obj.update(value)
-        elif isinstance(obj, set) and isinstance(value, set):
-            obj.clear()
-            obj.update(value)
-        elif isinstance(obj, bytearray) and isinstance(value, (bytes, bytearray)):
-            obj[:] = value
-        elif hasattr(obj, "__array__") and hasattr(obj, "shape") and \
-                getattr(value, "shape", None) == obj.shape:
-            obj[...] = value
-        elif type(obj) is type(value) and hasattr(obj, "__dict__"):
-            obj.__dict__.clear()
-            obj.__dict__.update(value.__dict__)
-        else:
-            return False
-        return True
-    except Exception:
-        return False
-
-
 def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True) -> Any:
     """Wait for futures (recursively inside lists, tuples and dicts) and return values.
 
@@ -164,7 +137,7 @@ def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True) 
             _refuse_mistake(o)          # (an object passed INOUT is waited for, whatever it is)
     if rt is None:
         if in_worker() and nest() is not None:     # in a running task: the tasks it called
-            return nest().wait_on(*objs)
+            return nest().wait_on(*objs, in_place=in_place)
         if any(isinstance(o, Future) for o in objs):
             raise UsageError("wait_on: these futures belong to a runtime that has stopped")
         return objs[0] if len(objs) == 1 else objs

@@ -16,10 +16,11 @@ from typing import Any, Callable, Mapping
 
 from ..context import in_worker, nest
 from ..errors import ParameterError, UsageError
-from ..graph.param import Param
+from ..graph.param import COLLECTION_KIND, OBJECT_KIND, Param
 from ..graph.spec import TaskSpec, declared_key
 from ..runtime import current as _current
 from ..runtime import embedded as _embedded
+from ..wire.writes import BY_VALUE, Written
 from .hints import did_you_mean
 from .parameter import IN, parse_param
 
@@ -33,6 +34,7 @@ class TaskFunction:
     def __init__(self, func: Callable[..., Any], spec: TaskSpec) -> None:
         self.__wrapped__ = func
         self.spec = spec
+        self._writes: Written | None = None     # written_objects(spec), at the first call in a task
         spec.wrapped_by(self)
         functools.update_wrapper(self, func)
 
@@ -44,14 +46,24 @@ class TaskFunction:
             return spec.nout, "tuple"
         return 1, "tuple" if spec.returns_tuple else "one"
 
+    def nested_writes(self) -> Written:
+        """The parameters a call in a task may not give a parent's object (kept)."""
+        w = self._writes
+        if w is None:
+            w = self._writes = written_objects(self.spec)
+        return w
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if in_worker():      # a task called inside a running task: its child
             handler = nest()
             if handler is None:             # (an MPI rank, a container): inline
                 return self.__wrapped__(*args, **kwargs)
+            writes = self.nested_writes()
+            if writes:
+                refuse_written(self.spec.name, writes, args, kwargs)
             n, shape = self.nested_shape()
             return handler.call(declared_key(self.spec), n, shape, self.spec.name, args,
-                                kwargs)
+                                kwargs, writes)
         rt = _current._current
         if rt is None:
             rt = _embedded.get_or_start()
@@ -75,7 +87,8 @@ class TaskFunction:
             if obj is self:
                 return (_load_task_function, (spec.module, spec.name))
         n, shape = self.nested_shape()
-        return (WorkerTask, (self.__wrapped__, declared_key(spec), n, shape))
+        return (WorkerTask, (self.__wrapped__, declared_key(spec), n, shape,
+                             written_objects(spec)))
 
     def __repr__(self) -> str:
         return f"<taskflow task {self.spec.name}>"
@@ -90,10 +103,10 @@ class WorkerTask:
     runs. Tasks themselves run its plain function (the executor is sent that)."""
 
     def __init__(self, func: Callable[..., Any] | None, key: str, nout: int | None,
-                 shape: str) -> None:
+                 shape: str, writes: Written = ()) -> None:
         # (func None: a PyCOMPSs task referring to itself, which only a task calls)
         self.__wrapped__ = self.__taskflow_body__ = func
-        self.key, self.nout, self.shape = key, nout, shape
+        self.key, self.nout, self.shape, self.writes = key, nout, shape, writes
         if func is not None:
             functools.update_wrapper(self, func)
             _BODIES[key] = func         # (what a self-reference runs inline)
@@ -105,11 +118,53 @@ class WorkerTask:
             if func is None:
                 raise UsageError(f"task {self.key} can be called here only by a running task")
             return func(*args, **kwargs)
-        return handler.call(self.key, self.nout, self.shape, self.key.split(":", 1)[1],
-                            args, kwargs)
+        name = self.key.split(":", 1)[1]
+        if self.writes:
+            refuse_written(name, self.writes, args, kwargs)
+        return handler.call(self.key, self.nout, self.shape, name, args, kwargs, self.writes)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:                 # (a task method: called on an object, it is self)
+            return self
+        return functools.partial(self.__call__, obj)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        return (WorkerTask, (self.__wrapped__, self.key, self.nout, self.shape))
+        return (WorkerTask, (self.__wrapped__, self.key, self.nout, self.shape, self.writes))
+
+
+def written_objects(spec: TaskSpec) -> Written:
+    """The object parameters (and collections of objects) a call of ``spec`` writes in
+    place: INOUT, OUT, CONCURRENT, COMMUTATIVE (:mod:`taskflow.wire.writes`). Files are not
+    among them (a parent reads what its children wrote with ``wait_on_file``)."""
+    return tuple((n, spec.index.get(n), p.direction, p.kind == OBJECT_KIND)
+                 for n, p in spec.params.items()
+                 if p.writes and (p.kind == OBJECT_KIND or (p.kind == COLLECTION_KIND
+                                                           and p.elem_kind == OBJECT_KIND)))
+
+
+def refuse_written(name: str, writes: Written, args: tuple[Any, ...],
+                   kwargs: dict[str, Any]) -> None:
+    """A call made inside a running task that gives a mutable collection to a collection
+    parameter the task writes: an error at the call. The child would write a copy made for
+    it, and the parent's collection would stay as it was: a silent wrong result. (A written
+    object is followed instead: :mod:`taskflow.wire.writes`.)"""
+    for pname, pos, direction, is_object in writes:
+        if is_object:
+            continue
+        if pos is not None and pos < len(args):
+            value = args[pos]
+        elif pname in kwargs:
+            value = kwargs[pname]
+        else:
+            continue
+        if isinstance(value, BY_VALUE):
+            continue
+        raise UsageError(
+            f"task {name} was called inside a running task with parameter '{pname}' "
+            f"COLLECTION_{direction} (a {type(value).__name__}): a task called by a task "
+            f"cannot write a collection of its parent in place (the parent would keep the "
+            f"old one); return the new values instead (returns=...), or make the call in "
+            f"the main program")
 
 
 def _load_task_function(module: str, qualname: str) -> Callable[..., Any]:

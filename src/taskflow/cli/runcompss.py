@@ -21,7 +21,9 @@ What a PyCOMPSs user and their test scripts expect from ``runcompss``:
   ``--env_script=FILE`` (sourced with bash as runcompss does, without ``set -e``: its
   variables reach the application and every node; an error is printed and the run goes
   on), ``--pythonpath=DIRS``, ``--lang=python``, ``--io_executors=N``,
-  ``--walltime_margin=S`` (in a Slurm job: stop gracefully S s before its end,
+  ``--agents[=plain|tree]`` (as PyCOMPSs's agents deployment: a task called inside a
+  running task is submitted as its child task instead of running inline in it, which is
+  runcompss's way), ``--walltime_margin=S`` (in a Slurm job: stop gracefully S s before its end,
   :mod:`taskflow.compat.slurm_job_end`), ``-p``/``--provenance[=YAML]`` (a Workflow
   Run Crate of the run in ``COMPSs_RO-Crate_<run id>/`` here, as ``taskflow run
   --crate`` makes it; PyCOMPSs's ``ro-crate-info.yaml`` is not read); the
@@ -74,7 +76,7 @@ _IGNORED = ("comm", "conn", "scheduler", "scheduler_config", "master_name", "mas
             "enable_external_adaptation", "gen_coredump", "keep_workingdir", "streaming",
             "input_profile", "output_profile", "PyObject_serialize", "worker_in_master_cpus",
             "worker_in_master_memory", "checkpoint", "checkpoint_params", "checkpoint_folder",
-            "external_debugger", "disable_nesting", "agents", "cpu_count",
+            "external_debugger", "disable_nesting", "cpu_count",
             "tracing_task_dependencies", "python_worker_cache")
 _REFUSED = {"storage_conf": "persistent storage", "task_execution": "storage task execution",
             "storage_impl": "persistent storage"}
@@ -126,6 +128,11 @@ def translate(args: list[str], takes_value: set[str]) -> tuple[list[str], dict[s
             opts[key] = True
         elif key in ("graph", "tracing", "monitoring") and not eq:
             opts[key] = True
+        elif key == "agents" and a.startswith("--"):
+            if value not in ("", "plain", "tree"):
+                raise click.UsageError(f"{a}: the agents' hierarchy is plain or tree (both run "
+                                       f"the same under taskflow: docs/compat-pycompss.md)")
+            opts[key] = value or "plain"
         elif key == "provenance" and a.startswith("--"):
             opts[key] = value or True     # (=ro-crate-info.yaml: PyCOMPSs's authors' file)
         elif key in _VALUE and a.startswith("--") and (eq or key not in _OPTIONAL_VALUE):
@@ -252,6 +259,8 @@ class Runcompss(Launcher):
         plan.runtime["echo_logs"] = False       # task output stays in the tasks' logs
         plan.runtime["compss_env"] = True       # every task sees COMPSS_NUM_THREADS & co.
         plan.runtime["caught_failures_fail"] = True     # a failed task fails the app, caught
+        if opts.get("agents"):                  # PyCOMPSs's agents: a call in a task is
+            plan.runtime["compss_nesting"] = True       # submitted (a child task)
         if opts.get("io_executors") is not None:
             try:
                 n = int(opts["io_executors"])

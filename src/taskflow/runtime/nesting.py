@@ -39,6 +39,7 @@ from ..graph.spec import DECLARED
 from ..providers.handle import placed_on
 from ..wire import messages as M
 from ..wire import values as V
+from ..wire.writes import Written, written_values
 
 if TYPE_CHECKING:
     from ..graph.registry import DataItem, Registry
@@ -257,13 +258,32 @@ class Nesting:
             args, kwargs = _Unpickler(c.payload, rec.calls).load()
             _HERE.parent = parent
             try:
-                rec.calls[c.seq] = tf(*args, **(kwargs or {}))
+                value = rec.calls[c.seq] = tf(*args, **(kwargs or {}))
+                writes = tf.nested_writes() if hasattr(tf, "nested_writes") else ()
+                if writes:      # the new versions of the parent's objects, after the outputs
+                    news = self._new_versions(writes, args, kwargs)
+                    if news:
+                        rec.calls[c.seq] = _outputs(value) + news
             finally:
                 _HERE.parent = None
         except Exception as exc:  # noqa: BLE001 - the call's own error, for the parent
             rec.calls[c.seq] = _Refused(exc)
         if len(rec.calls) >= rec.calls_at:
             self._prune(rec)
+
+    def _new_versions(self, writes: Written, args: Any, kwargs: Any) -> list[Any]:
+        """The versions a call wrote of the objects it was given at ``writes`` (copies of
+        the parent's, or its earlier versions), in :func:`written_values`' order; the
+        registry forgets them (the parent's executor follows them by their handles)."""
+        registry, lock = self._registry()
+        news: list[Any] = []
+        with lock:
+            for obj in written_values(writes, args, kwargs):
+                item = registry.object_item(obj)
+                news.append(item.latest if item is not None and item.obj is obj else obj)
+                if item is not None and item.obj is obj:
+                    registry.forget_object(obj)
+        return news
 
     @staticmethod
     def _release(rec: NestRecord, seqs: list[int]) -> None:

@@ -71,7 +71,9 @@ class Runtime(RunState):
     task's ``memory_size`` a limit it may not grow past (``agent.executor.limits``).
     ``io_executors=N`` gives every node N executors for tasks that hold no computing
     unit (PyCOMPSs's ``@IO`` tasks, ``runcompss --io_executors``); ``compss_env`` gives
-    every task PyCOMPSs's ``COMPSS_*`` / ``OMP_NUM_THREADS`` variables (``agent.executor.taskenv``).
+    every task PyCOMPSs's ``COMPSS_*`` / ``OMP_NUM_THREADS`` variables (``agent.executor.taskenv``)
+    and runs a task called inside a task inline, as runcompss does, unless ``compss_nesting``
+    (``--agents``: PyCOMPSs's agents submit it as a child task).
     A task failure the program met (``wait_on`` raised it and the program went on) does
     not fail the run; ``caught_failures_fail=True`` makes it (PyCOMPSs's rule, runcompss's).
 
@@ -96,7 +98,7 @@ class Runtime(RunState):
                  checkpoint: str | None = None,
                  memory_budget: float | str | None = None,
                  memory_pause: float | str | None = None, memory_limit: bool = False,
-                 io_executors: int = 0, compss_env: bool = False,
+                 io_executors: int = 0, compss_env: bool = False, compss_nesting: bool = False,
                  adopt_grace: float = ADOPT_GRACE, caught_failures_fail: bool = False) -> None:
         self.workers = (os.cpu_count() or 1) if workers is None else workers
         if isinstance(io_executors, bool) or not isinstance(io_executors, int) \
@@ -105,6 +107,7 @@ class Runtime(RunState):
                              f"each node runs (an int >= 0)")
         self.io_executors = io_executors
         self.compss_env = compss_env
+        self.compss_nesting = compss_nesting
         if isinstance(crash_limit, bool) or not isinstance(crash_limit, int) or crash_limit < 0:
             raise UsageError(f"crash_limit={crash_limit!r}: give how many workers may die "
                              f"running one task (an int >= 0)")
@@ -177,6 +180,7 @@ class Runtime(RunState):
             config["io_executors"] = self.io_executors
         if self.compss_env:
             config["compss_env"] = True
+            config["compss_nesting"] = self.compss_nesting
         nodes = []
         try:
             recovery.before_nodes(self.providers)

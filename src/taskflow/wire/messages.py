@@ -301,6 +301,8 @@ class Hello(TypedDict, total=False):
     memory_pause: float | str | None
     io_executors: int             # executors for tasks that hold no unit (@IO)
     compss_env: bool              # every task sees PyCOMPSs's COMPSS_* (agent.executor.taskenv)
+    #                               and a task called in a task runs inline (runcompss's way)
+    compss_nesting: bool          # ... unless this: it is a child task (PyCOMPSs's agents)
     label: str                    # the node as COMPSs names it (COMPSS_HOSTNAMES)
     adopt_grace: float            # s the agent outlives a lost master (wire.adoption; 0: none)
     adopt_secret: str             # the run's secret a resumed master proves

@@ -37,6 +37,7 @@ from ...errors import UsageError
 from ...wire import messages as M
 from ...wire import protocol as P
 from ...wire import values as V
+from ...wire.writes import update_in_place, written_values
 from .capture import Capture, Current
 from .inputs import AHEAD
 
@@ -45,6 +46,7 @@ from .inputs import AHEAD
 RECURSION = 400_000      # the interpreter's frame limit there
 STACK = 512 * 2**20      # bytes the main thread's stack may grow to (RLIMIT_STACK), if allowed
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
+_NONE = (None, None)     # (no object, no handle): what versions.get gives for others
 RELEASE_BATCH = 64       # dropped calls told to the master with a call (all of them at a wait)
 
 
@@ -86,11 +88,17 @@ class Child:
 class _Pickler(cloudpickle.Pickler):      # type: ignore[misc]
     """A call's arguments: the calling task's handles as persistent ids."""
 
-    def __init__(self, file: Any, parent: int) -> None:
+    def __init__(self, file: Any, parent: int,
+                 versions: dict[int, tuple[Any, Child]] | None = None) -> None:
         super().__init__(file, protocol=P.PROTOCOL)
         self.parent = parent
+        self.versions = versions
 
     def persistent_id(self, obj: Any) -> Any:
+        if self.versions:           # an object a call wrote: its latest version
+            held, latest = self.versions.get(id(obj), _NONE)
+            if held is obj and latest is not None:
+                return ("c", latest.seq, latest.index)
         if type(obj) is Child:
             if obj.parent != self.parent:
                 raise UsageError(f"a future of {obj.name} made by task {obj.parent} was passed "
@@ -126,6 +134,9 @@ class _Nest:
         self.released: list[tuple[int, int]] = []
         self.live: dict[tuple[int, int], int] = {}
         self.stack: list[int] = []      # the tasks waiting here (under the running one)
+        # the running task's objects that calls wrote (INOUT, OUT ... objects): id ->
+        # (the object, the handle of its latest version, which later calls and wait_on use)
+        self.versions: dict[int, tuple[Any, Child]] = {}
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
                err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
@@ -144,9 +155,14 @@ class _Nest:
 
     # -- calls ----------------------------------------------------------------------
     def call(self, key: str, nout: int | None, shape: str, name: str, args: tuple[Any, ...],
-             kwargs: dict[str, Any]) -> Any:
+             kwargs: dict[str, Any], writes: tuple[Any, ...] = ()) -> Any:
         """Record a call of ``key`` made by the running task; its handles, shaped as the
-        program's call's value is (``shape``: "one", "tuple", "list" or "none")."""
+        program's call's value is (``shape``: "one", "tuple", "list" or "none").
+
+        ``writes``: the parameters the called task writes in place (api.task.Written);
+        the task's objects given there get a handle each, after the outputs (the master
+        answers their new versions with those indexes): the task's later calls read the
+        new version and its ``wait_on(obj)`` gives it."""
         self._here(name)
         if nout is None:
             raise UsageError(
@@ -155,25 +171,33 @@ class _Nest:
                 f"from a task, or call it from the main program")
         parent = self.cur.tid
         if self.parent != parent:
-            self.parent, self.seq = parent, 0
+            self.parent, self.seq, self.versions = parent, 0, {}
         seq = self.seq = self.seq + 1
-        if not kwargs and all(type(a) in _PLAIN for a in args):
+        versions = self.versions
+        written = written_values(writes, args, kwargs) if writes else ()
+        if not kwargs and not versions and all(type(a) in _PLAIN for a in args):
             payload = pickle.dumps((args, None), P.PROTOCOL)
         else:
             buf = io.BytesIO()
-            _Pickler(buf, parent).dump((args, kwargs or None))
+            _Pickler(buf, parent, versions).dump((args, kwargs or None))
             payload = buf.getvalue()
         entries: list[M.Nest] = [M.NestCall(parent, seq, key, payload)]
         if len(self.released) >= RELEASE_BATCH:
             entries += self._releases()
         P.write_all(self.wfd, P.encode(M.NEST, entries))
-        if shape == "none":
+        n = 0 if shape == "none" else 1 if shape == "one" else max(nout, 1)
+        if written:
+            if n + len(written) > 1:
+                self.live[(parent, seq)] = n + len(written)
+            for k, obj in enumerate(written):
+                versions[id(obj)] = (obj, Child(parent, seq, n + k, name))
+        elif shape == "none":
             self.released.append((parent, seq))
+        if shape == "none":
             return None
         if shape == "one":
             return Child(parent, seq, 0, name)
-        n = max(nout, 1)
-        if n > 1:
+        if n > 1 and not written:
             self.live[(parent, seq)] = n
         handles = [Child(parent, seq, i, name) for i in range(n)]
         return tuple(handles) if shape == "tuple" else handles
@@ -211,9 +235,14 @@ class _Nest:
                 f"thread")
 
     # -- waits ----------------------------------------------------------------------
-    def wait_on(self, *objs: Any) -> Any:
-        """``wait_on`` in a task: its handles' values (the first failed call raises)."""
+    def wait_on(self, *objs: Any, in_place: bool = True) -> Any:
+        """``wait_on`` in a task: its handles' values (the first failed call raises). An
+        object a call wrote is brought up to date as in the program: in place when its type
+        allows (``in_place``), else its new version is returned."""
         handles: list[Child] = []
+        given = objs
+        if self.versions and self.parent == self.cur.tid:   # objects that calls wrote
+            objs = tuple(_latest(o, self.versions, 0) for o in objs)
         for o in objs:
             _collect(o, handles, 0)
         if not handles:
@@ -225,11 +254,23 @@ class _Nest:
         assert type(answer) is M.NestAnswer
         got = {(seq, i): (v, e) for seq, i, v, e in answer.values}
         for h in handles:
-            _, err = got.get((h.seq, h.index), (None, None))
+            entry = got.get((h.seq, h.index))
+            if entry is None:   # a call the master refused answers its error once, for all
+                _, err = got.get((h.seq, 0), _NONE)
+                if err is None:
+                    raise RuntimeError(f"{h.name}: the master sent no value for its output "
+                                       f"{h.index} (a taskflow bug: please report it)")
+            else:
+                _, err = entry
             if err is not None:
                 raise _error(err, h.name)
         loaded: dict[tuple[int, int], Any] = {}
-        return _one_or_all(tuple(_resolve(o, got, loaded, 0) for o in objs))
+        out = [_resolve(o, got, loaded, 0) for o in objs]
+        if in_place and objs is not given:
+            for i, (mine, o) in enumerate(zip(given, objs)):
+                if o is not mine and type(o) is Child and update_in_place(mine, out[i]):
+                    out[i] = mine
+        return _one_or_all(tuple(out))
 
     def wait_on_file(self, *paths: Any) -> Any:
         """``wait_on_file`` in a task: each file's last version (written by a task it called,
@@ -318,8 +359,8 @@ class _Nest:
                     cap.end_task()
             cur.wrote = False
         saved = (cur.tid, cur.t0, cur.logs, cur.held, cur.total, self.tasks, self.data,
-                 self.results, self.logs, self.parent, self.seq, AHEAD.current, AHEAD.task,
-                 sys.stdout, sys.stderr)
+                 self.results, self.logs, self.parent, self.seq, self.versions, AHEAD.current,
+                 AHEAD.task, sys.stdout, sys.stderr)
         cur.logs = None
         cur.held = cur.total = 0
         return saved
@@ -327,8 +368,8 @@ class _Nest:
     def _restore(self, saved: tuple[Any, ...]) -> None:
         cur = self.cur
         (cur.tid, cur.t0, cur.logs, cur.held, cur.total, self.tasks, self.data, self.results,
-         self.logs, self.parent, self.seq, AHEAD.current, AHEAD.task, sys.stdout,
-         sys.stderr) = saved
+         self.logs, self.parent, self.seq, self.versions, AHEAD.current, AHEAD.task,
+         sys.stdout, sys.stderr) = saved
         cur.wrote = False
 
 
@@ -376,6 +417,18 @@ def _collect(obj: Any, out: list[Child], depth: int) -> None:
         for k, v in obj.items():
             _collect(k, out, depth + 1)
             _collect(v, out, depth + 1)
+
+
+def _latest(obj: Any, versions: dict[int, tuple[Any, Child]], depth: int) -> Any:
+    """``obj`` as ``wait_on`` sees it: the handle of its latest version if a call wrote it
+    (also inside lists and tuples)."""
+    held, latest = versions.get(id(obj), _NONE)
+    if held is obj:
+        return latest
+    t = type(obj)
+    if depth < 100 and (t is list or t is tuple):
+        return t(_latest(x, versions, depth + 1) for x in obj)
+    return obj
 
 
 def _resolve(obj: Any, got: dict[tuple[int, int], Any], loaded: dict[tuple[int, int], Any],

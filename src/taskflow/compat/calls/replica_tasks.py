@@ -50,9 +50,9 @@ def _join(objs: list[Any], afters: list[list[Any]], value: Any, targets: list[st
           firsts: list[str]) -> Any:
     """The written objects and files become the first copy's (their one new version); the
     value is the first copy's."""
-    from ...api.sync import _update_in_place
+    from ...wire.writes import update_in_place
     for i, obj in enumerate(objs):
-        if not _update_in_place(obj, afters[0][i]):
+        if not update_in_place(obj, afters[0][i]):
             raise UsageError(f"is_replicated: the written {type(obj).__name__} cannot take "
                              f"the copies' new value in place")
     for first, target in zip(firsts, targets):

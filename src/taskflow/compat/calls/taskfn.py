@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import cloudpickle
 
-from ...api.task import TaskFunction, WorkerTask
+from ...api.task import TaskFunction, WorkerTask, refuse_written, written_objects
 from ...graph.spec import declared_key
 from ...context import in_worker, nest
 from ...errors import UsageError
@@ -104,13 +104,17 @@ class CompatTaskFunction(TaskFunction):
         handler = nest()
         if handler is None:
             return self.__wrapped__(*args, **kwargs)
+        writes = self.nested_writes()
+        if writes:
+            refuse_written(self.spec.name, writes, args, kwargs)
         rets = self.decl.returns
         n = rets.fixed if call_returns is R.UNSET and rets.dynamic is None \
             and rets.param is None and not rets.types else None
         shape = "none" if n == 0 else "one" if n == 1 else "list"
         if call_returns is not R.UNSET:
             kwargs = dict(kwargs, returns=call_returns)
-        return handler.call(declared_key(self.spec), n, shape, self.spec.name, args, kwargs)
+        return handler.call(declared_key(self.spec), n, shape, self.spec.name, args, kwargs,
+                            writes)
 
     def nested_shape(self) -> tuple[int | None, str]:
         rets = self.decl.returns
@@ -230,7 +234,8 @@ class CompatTaskFunction(TaskFunction):
         reducing = _REDUCING.__dict__.setdefault("ids", set())
         if id(self) in reducing:        # itself, inside its own function (a recursive task):
             n, shape = self.nested_shape()     # enough for a call in a task (WorkerTask)
-            return (WorkerTask, (None, declared_key(self.spec), n, shape))
+            return (WorkerTask, (None, declared_key(self.spec), n, shape,
+                                 written_objects(self.spec)))
         reducing.add(id(self))
         try:
             loader, args = TaskFunction.__reduce__(self)

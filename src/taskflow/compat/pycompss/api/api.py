@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable
 
 from ....api import sync
+from ....context import in_worker, nest
 from ....errors import UsageError
 from ....runtime import current, embedded
 
@@ -74,9 +75,12 @@ def compss_delete_file(*file_name: Any) -> Any:
 def _wait_file(name: Any) -> Any:
     """One name: wait for its last writer if a task reads or writes it; a name no task
     uses (never used, or deleted) is given back as it is, whether it exists or not."""
+    if not isinstance(name, (str, os.PathLike)):
+        return name
     rt = current.get()
-    if rt is None or not isinstance(name, (str, os.PathLike)) or \
-            rt.registry.file_item(os.path.abspath(os.fspath(name))) is None:
+    if rt is None:      # in a task: its children's files (--agents), else nothing to wait for
+        return sync.wait_on_file(name) if in_worker() and nest() is not None else name
+    if rt.registry.file_item(os.path.abspath(os.fspath(name))) is None:
         return name
     return sync.wait_on_file(name)
 

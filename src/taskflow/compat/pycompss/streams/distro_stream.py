@@ -9,7 +9,10 @@ PyCOMPSs's signatures over taskflow's streams (:mod:`taskflow.wire.streams`):
   producers write files into ``base_dir`` (a ``@binary`` task given the
   stream gets the directory as its argument); ``poll()`` returns the new
   files' paths at once (its ``timeout`` is ignored, as PyCOMPSs's is);
-  ``publish`` does nothing, as in PyCOMPSs (the directory is listed).
+  ``publish`` does nothing, as in PyCOMPSs (the directory is listed). Without
+  an alias each ``FileDistroStream`` is a stream of its own, as in PyCOMPSs,
+  even on a directory an earlier stream used (taskflow's ``FileStream`` keys
+  an alias-less stream by its directory).
 
 Both access modes deliver each item to exactly one poll of the application's
 consumers (PyCOMPSs's consumers share one Kafka group; ``AT_LEAST_ONCE``
@@ -18,6 +21,7 @@ cannot deliver less than that).
 from __future__ import annotations
 
 import tempfile
+import uuid
 from typing import Any
 
 from ....wire.streams import FileStream, Stream
@@ -67,6 +71,8 @@ class FileDistroStream(DistroStream, FileStream):
                  access_mode: str = AT_MOST_ONCE) -> None:
         _mode(access_mode)
         FileStream.__init__(self, base_dir or tempfile.mkdtemp(prefix="file-stream-"), alias)
+        if alias is None:       # PyCOMPSs: each stream without an alias is a new one, even
+            self.id = uuid.uuid4().hex      # on a directory an earlier (closed) stream used
 
     def get_stream_type(self) -> str:
         return FILE

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ....context import in_worker as _in_worker
+from ....context import nest as _nest
 from ....runtime import current
 
 MASTER = "MASTER"
@@ -42,7 +43,9 @@ class _Context:
 
     @staticmethod
     def is_nesting_enabled() -> bool:
-        return False
+        """True in a task whose calls of tasks are submitted (``--agents``), as in a
+        PyCOMPSs agent's worker; False under plain runcompss (they run inline)."""
+        return _in_worker() and _nest() is not None
 
 
 CONTEXT = _Context()
