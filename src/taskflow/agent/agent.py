@@ -28,7 +28,7 @@ from ..wire.adoption import PING_EVERY
 from ..wire.channel import Channel, FdChannel
 from ..wire.thresholds import RUNNING_SIGNAL_MIN
 from .chained import Chaining
-from .executor import diskroom, loglines, warmup
+from .executor import diskroom, loglines
 from .executor.taskenv import compss_environment
 from .holding import INLINE_MAX, Holding
 from .link import MasterLink, say
@@ -140,7 +140,6 @@ class Agent:
             # (the run's directory on this node: its job logs, as programs' are)
             loglines.KEEP_DIR[:] = [os.path.join(os.path.dirname(hello["data_dir"]), "jobs")]
             diskroom.DATA_DIR[:] = [hello["data_dir"]]     # (a task's full disk: which)
-        warmup.MODULES[:] = hello.get("preload", [])      # (the executors import them)
         mem_gb = float(hello.get("memory_gb") or total_memory_gb())
         high, pause = budget.marks(hello.get("memory_budget"), hello.get("memory_pause"), mem_gb)
         self.memory = NodeMemory(store, self.pool, high, pause,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import sys
 import typing
 import weakref
 from typing import Any, Callable
@@ -35,16 +34,6 @@ _CONSTRAINTS = ("computing_units", "memory_size", "memory_limit", "processors", 
 # Every task function declared in this process, by ``module:qualname``: what a running
 # task's call names (runtime.nesting calls the one it finds here).
 DECLARED: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
-
-
-def task_modules() -> list[str]:
-    """The modules whose task functions (declared in this process so far) go to the nodes
-    by reference (``api.task.TaskFunction.__reduce__``), after the task API's own: what a
-    node's executors import while the run starts (:mod:`taskflow.agent.executor.warmup`)."""
-    mods = {key.partition(":")[0] for key in list(DECLARED.keys()) if "<locals>" not in key}
-    mods.discard("__main__")        # (its functions go by value)
-    return ["taskflow.api.task", *sorted(m for m in mods if m in sys.modules)] if DECLARED \
-        else []
 
 
 def declared_key(spec: "TaskSpec") -> str:

@@ -21,7 +21,7 @@ from ..future import FINISHED, AllDone, Future
 from ..graph import task as T
 from ..graph.builder import Builder
 from ..graph.registry import Registry
-from ..graph.spec import TaskSpec, task_modules
+from ..graph.spec import TaskSpec
 from ..graph.task import Task
 from ..providers.base import Provider, longest_window
 from ..providers.handle import NodeHandle
@@ -161,8 +161,7 @@ class Runtime(RunState):
         self.t_start = time.time()
         config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
                          "data_dir": self.data_dir, "run_id": self.run_id,
-                         "memory_budget": self.memory_budget, "memory_pause": self.memory_pause,
-                         "preload": task_modules()}     # (agent.executor.warmup)
+                         "memory_budget": self.memory_budget, "memory_pause": self.memory_pause}
         if self.io_executors:
             config["io_executors"] = self.io_executors
         if self.compss_env:

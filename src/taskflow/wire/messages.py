@@ -308,7 +308,6 @@ class Hello(TypedDict, total=False):
     adopt_file: str             # a dial-back agent: the file a resumed master says its
     #                               address in (agent.redial)
     heartbeat_timeout: float      # s of silence after which the master is taken for lost
-    preload: list[str]            # modules the executors import at once (agent.executor.warmup)
 
 
 class Ready(TypedDict, total=False):

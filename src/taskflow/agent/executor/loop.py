@@ -29,7 +29,7 @@ from ...wire import values as V
 from ...wire.argpath import get_path
 from ...wire.invocation import Invocation
 from ...wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
-from . import diskroom, keepinputs, programs, taskenv, usage, warmup
+from . import diskroom, keepinputs, programs, taskenv, usage
 from .pickling import dumps as _dumps
 from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
@@ -293,9 +293,6 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
                 frames.appendleft((M.TASKS, (rest, data)))
 
     nest.attach(rfd, wfd, reader, cur, out, err, help_)
-    if warmup.MODULES:              # the run's task modules, before its first task comes
-        warmup.warm_up()
-        programs.python_ran()
     while True:
         if not frames:
             msgs = reader.feed()
