@@ -37,6 +37,23 @@ TAKEN = textwrap.dedent('''
 ''')
 
 
+PLAIN = textwrap.dedent('''
+    from taskflow import task, wait_on
+    from taskflow.providers import prestart
+
+    taken = []
+    take = prestart.take
+    prestart.take = lambda cmd, env: taken.append(take(cmd, env)) or taken[-1]
+
+    @task(returns=1)
+    def inc(x):
+        return x + 1
+
+    value = wait_on(inc(1))          # the first call starts the run: its agent, early
+    print("TAKEN", [p is not None for p in taken], "VALUE", value)
+''')
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -51,6 +68,18 @@ def test_the_run_takes_the_agent_started_while_the_runtime_loaded(tmp_path):
     r = subprocess.run([sys.executable, "wf.py"], cwd=tmp_path, env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0 and "SAME True VALUE 2" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("inline", ["0", "1"])
+def test_a_plain_scripts_first_call_starts_its_agent_early(tmp_path, inline):
+    """The run a task call starts takes the agent started before the runtime loaded; an
+    inline run (TASKFLOW_INLINE=1) has no node to take it."""
+    (tmp_path / "wf.py").write_text(PLAIN)
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"), TASKFLOW_INLINE=inline)
+    r = subprocess.run([sys.executable, "wf.py"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert ("TAKEN [] VALUE 2" if inline == "1" else "TAKEN [True] VALUE 2") in r.stdout
 
 
 @pytest.fixture

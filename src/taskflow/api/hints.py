@@ -1,12 +1,12 @@
 """The "did you mean" of a misspelt keyword: the closest known word (difflib), if any."""
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 
 def close_match(word: str, choices: Iterable[str]) -> str | None:
     """The known word ``word`` most likely misspells (difflib's ratio >= 0.6), or None."""
+    import difflib      # (here: a program that misspells nothing never loads it)
     close = difflib.get_close_matches(word, list(choices), n=1)
     return close[0] if close else None
 

@@ -329,6 +329,13 @@ class JournalWriter:
     that fails is reported to ``on_failure`` (once, from the bus thread or the
     thread that watches the writer process) and :attr:`failed` says why;
     nothing is written after it but the run's end.
+
+    In process mode the tables and the writer process are made by a thread of
+    their own (SQLite's first writes and their syncs took 20-100 ms of the
+    master's start, before the nodes'), so that they overlap the nodes' start:
+    :meth:`ready` waits for them and raises what went wrong (the runtime does not
+    start without its journal); a delivery that comes first waits for them too,
+    so no row is lost or reordered.
     """
 
     def __init__(self, run_dir: str, row: tuple[Any, ...], bus: EventBus, mode: str | None = None,
@@ -347,20 +354,50 @@ class JournalWriter:
         self.on_failure = on_failure
         self._watch: threading.Thread | None = None
         self._row = row
-        try:
-            _private(run_dir, self.path)
-        except OSError as exc:
-            raise WriteFailed(describe("journal", self.path, exc)) from None
+        self._opening: threading.Thread | None = None    # making the tables and the writer
+        self._not_open: BaseException | None = None      # why they could not be made
         if self.mode == "process":
+            self._opening = threading.Thread(target=self._open, daemon=True,
+                                             name="taskflow-journal-open")
+            self._opening.start()
+        else:
+            self._open()
+        bus.subscribe(self.on_events, rows=True)
+
+    def _open(self) -> None:
+        """The tables, then (process mode) the writer process and its watcher: in a
+        thread of its own in process mode (see above)."""
+        try:
+            try:
+                _private(os.path.dirname(self.path), self.path)
+            except OSError as exc:
+                raise WriteFailed(describe("journal", self.path, exc)) from None
+            if self.mode != "process":
+                self.db = JournalDB(self.path, self._row, self._by_digest)
+                return
             from .child import spawn
             JournalDB(self.path, self._row).db.close()   # tables exist before anyone reads
             self.proc = spawn(self.path, self._row, self._by_digest)
-            self._watch = threading.Thread(target=self._watch_writer, daemon=True,
-                                           name="taskflow-journal-watch")
-            self._watch.start()
-        else:
-            self.db = JournalDB(self.path, self._row, self._by_digest)
-        bus.subscribe(self.on_events, rows=True)
+        except BaseException as exc:  # noqa: BLE001 - raised again by ready()
+            self._not_open = exc
+            return
+        self._watch = threading.Thread(target=self._watch_writer, daemon=True,
+                                       name="taskflow-journal-watch")
+        self._watch.start()
+
+    def _wait_open(self) -> bool:
+        """Wait until the tables and the writer are made; False if they could not be."""
+        opening = self._opening
+        if opening is not None:
+            opening.join()
+        return self._not_open is None
+
+    def ready(self) -> None:
+        """Wait until the journal is open; raise why it could not be opened
+        (:class:`WriteFailed` when SQLite could not make its tables)."""
+        if not self._wait_open():
+            assert self._not_open is not None
+            raise self._not_open
 
     def _failed(self, message: str) -> None:
         """The first failure: kept, and told to the runtime."""
@@ -390,6 +427,8 @@ class JournalWriter:
 
     def on_events(self, batch: RowBatch) -> None:
         """From the bus thread: one delivery (``events.RowBatch``)."""
+        if not self._wait_open():
+            return          # (the runtime did not start: ready() raised why)
         with self._lock:
             if self.closed or self.failed is not None:
                 return
@@ -414,6 +453,9 @@ class JournalWriter:
     def close(self, t_end: float, state: str, reason: str | None, c: dict[str, int]) -> None:
         """Mark the run ``state`` (``reason``: why, one line) with its counts (after the
         bus delivered everything). A failure is in :attr:`failed` afterwards."""
+        if not self._wait_open():
+            self.closed = True      # (nothing to close: ready() raised why)
+            return
         with self._lock:
             if self.closed:
                 return

@@ -54,8 +54,12 @@ def _start() -> None:
     if session.kernel_shell() is not None:      # a task called in a notebook's cell: the
         session.start(workers, False, None, {})  # run taskflow.start() would start there
         return
+    from ..providers import prestart
+    prestart.begin()                    # its local agent loads while the runtime does
     from .runtime import Runtime        # the whole runtime, only when a program needs it
     from ..debugging import inline      # TASKFLOW_INLINE=1: every task in this thread
+    if inline.wanted():
+        prestart.discard()              # (no node in an inline run)
     (inline.InlineRuntime if inline.wanted() else Runtime)(workers=workers).start_embedded()
     plainscript.install(_running)   # the script's uncaught error reported as taskflow run does
     if not _registered:

@@ -191,6 +191,7 @@ class Runtime(RunState):
             recovery.keep_secret(config)
             for p in self.providers:
                 nodes.extend(p.start(config, self.start_timeout, adoptable=recovery.adoptable))
+            self._journal_ready()
         except BaseException:
             for p in self.providers:
                 p.stop()
@@ -232,21 +233,34 @@ class Runtime(RunState):
     def _open_journal(self) -> None:
         """Start the journal before the nodes: the writer's interpreter and SQLite set-up
         then overlap the agents' start-up instead of the first tasks (on two cores a
-        writer starting during a burst of no-op tasks cost ~10 % of its throughput)."""
+        writer starting during a burst of no-op tasks cost ~10 % of its throughput);
+        :meth:`_journal_ready` waits for it once the nodes are up."""
         if self.journal_on and self.journal is None:
             from .._version import __version__
-            from ..journal.writer import JournalWriter, WriteFailed, run_row
+            from ..journal.writer import JournalWriter, run_row
             from .recovery.recordfail import from_thread
-            try:            # a run that cannot keep its record does not start
-                self.journal = JournalWriter(
-                    self.run_dir, run_row(self.run_id, self.t_start, self.workers, __version__),
-                    self.bus, on_failure=lambda message: from_thread(self, message))
-            except WriteFailed as exc:
-                raise RecordFailed(f"{exc} (give another --run-dir, or Runtime(journal=False) "
-                                   f"for a run without one)") from None
+            self.journal = JournalWriter(
+                self.run_dir, run_row(self.run_id, self.t_start, self.workers, __version__),
+                self.bus, on_failure=lambda message: from_thread(self, message))
             root = os.path.dirname(self.run_dir)
             self.logs_hint = f"taskflow logs {self.run_id} {{task}}" + (
                 "" if root == runs_root() else f" --run-dir {root}")
+
+    def _journal_ready(self) -> None:
+        """The journal's tables and writer are made (:meth:`_open_journal`), or the run
+        does not start (and has no journal to close): a run keeps its record."""
+        from ..journal.writer import WriteFailed
+        journal, self.journal = self.journal, None
+        if journal is not None:
+            try:
+                journal.ready()
+            except BaseException as exc:
+                self.bus.close()        # (the journal subscribed to it)
+                if isinstance(exc, WriteFailed):
+                    raise RecordFailed(f"{exc} (give another --run-dir, or "
+                                       f"Runtime(journal=False) for a run without one)") from None
+                raise
+            self.journal = journal
 
     def stop(self, wait: bool = True, code: int = 0) -> None:
         """Wait for every task (unless ``wait=False``), put files in place, shut down.

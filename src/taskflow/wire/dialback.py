@@ -31,8 +31,11 @@ import hashlib
 import hmac
 import select
 import socket
-import ssl
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ssl
 
 MAGIC = b"TFDB2"
 NONCE = 32
@@ -56,6 +59,7 @@ def certificate_binding(der: bytes) -> bytes:
 
 def client_context() -> ssl.SSLContext:
     """The agent's TLS: any certificate (the run's is new); the proofs authenticate it."""
+    import ssl          # (ssl is imported where TLS is used: a local agent never loads it)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_3
     ctx.check_hostname = False
@@ -76,6 +80,7 @@ def _wait(sock: socket.socket, write: bool, deadline: float) -> None:
 
 def tls_handshake(sock: ssl.SSLSocket, deadline: float) -> None:
     """The TLS handshake of a socket wrapped with ``do_handshake_on_connect=False``."""
+    import ssl
     sock.setblocking(False)
     while True:
         try:
@@ -90,6 +95,7 @@ def tls_handshake(sock: ssl.SSLSocket, deadline: float) -> None:
 def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
     """Read exactly ``n`` bytes (EOFError when the peer closes first; TimeoutError past
     ``deadline``, a ``time.monotonic()`` value, on a non-blocking socket)."""
+    import ssl          # (its exceptions: a TLS socket's; a Unix socket never raises them)
     parts, left = [], n
     while left:
         try:
@@ -113,6 +119,7 @@ def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> by
 
 def send_all(sock: socket.socket, data: bytes, deadline: float) -> None:
     """Write all of ``data`` to a non-blocking socket before ``deadline``."""
+    import ssl
     view = memoryview(data)
     while view:
         try:

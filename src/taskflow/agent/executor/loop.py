@@ -21,8 +21,6 @@ import sys
 import time
 from typing import Any, Callable, Iterator
 
-import cloudpickle
-
 from ...context import enter_worker
 from ...errors import TaskMemoryExceeded
 from ...wire import messages as M
@@ -84,6 +82,7 @@ def _error_info(exc: BaseException, written: Callable[[], list[str]] | None = No
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     blob: bytes | None
     try:
+        import cloudpickle      # (here: the agent, which imports this module, never needs it)
         blob = cloudpickle.dumps(exc)
         pickle.loads(blob)
     except BaseException:  # noqa: BLE001 - a user's __reduce__ / __init__ may raise anything
@@ -483,7 +482,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
 
 def _load_function(payload: bytes) -> Any:
     """Unpickle a task function; give by-value code its file name back for tracebacks."""
-    func, filename = cloudpickle.loads(payload)
+    func, filename = pickle.loads(payload)      # (cloudpickle.loads: what by value needs, it imports)
     # a task function that came by value is its plain function here (api.task.WorkerTask:
     # calling that one from a task records a child; running the task itself must not)
     func = getattr(func, "__taskflow_body__", func)

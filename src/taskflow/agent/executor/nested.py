@@ -21,6 +21,7 @@ no chain of waits can close into a cycle: no deadlock, whatever the depth.
 """
 from __future__ import annotations
 
+import functools
 import io
 import os
 import pickle
@@ -29,8 +30,6 @@ import sys
 import threading
 from collections import deque
 from typing import Any, Callable, Iterator
-
-import cloudpickle
 
 from ...context import calls_inline, set_nest, set_streams
 from ...errors import UsageError
@@ -85,26 +84,35 @@ class Child:
             pass
 
 
-class _Pickler(cloudpickle.Pickler):      # type: ignore[misc]
-    """A call's arguments: the calling task's handles as persistent ids."""
+@functools.cache
+def _pickler() -> Any:
+    """The class that pickles a call's arguments: made at the first call of a task from a
+    task (cloudpickle is imported then: the agent, which imports this module, never needs it)."""
+    import cloudpickle
 
-    def __init__(self, file: Any, parent: int,
-                 versions: dict[int, tuple[Any, Child]] | None = None) -> None:
-        super().__init__(file, protocol=P.PROTOCOL)
-        self.parent = parent
-        self.versions = versions
+    class _Pickler(cloudpickle.Pickler):      # type: ignore[misc]
+        """A call's arguments: the calling task's handles as persistent ids."""
 
-    def persistent_id(self, obj: Any) -> Any:
-        if self.versions:           # an object a call wrote: its latest version
-            held, latest = self.versions.get(id(obj), _NONE)
-            if held is obj and latest is not None:
-                return ("c", latest.seq, latest.index)
-        if type(obj) is Child:
-            if obj.parent != self.parent:
-                raise UsageError(f"a future of {obj.name} made by task {obj.parent} was passed "
-                                 f"to a call in task {self.parent}: a task's futures are its own")
-            return ("c", obj.seq, obj.index)
-        return None
+        def __init__(self, file: Any, parent: int,
+                     versions: dict[int, tuple[Any, Child]] | None = None) -> None:
+            super().__init__(file, protocol=P.PROTOCOL)
+            self.parent = parent
+            self.versions = versions
+
+        def persistent_id(self, obj: Any) -> Any:
+            if self.versions:           # an object a call wrote: its latest version
+                held, latest = self.versions.get(id(obj), _NONE)
+                if held is obj and latest is not None:
+                    return ("c", latest.seq, latest.index)
+            if type(obj) is Child:
+                if obj.parent != self.parent:
+                    raise UsageError(f"a future of {obj.name} made by task {obj.parent} was "
+                                     f"passed to a call in task {self.parent}: a task's futures "
+                                     f"are its own")
+                return ("c", obj.seq, obj.index)
+            return None
+
+    return _Pickler
 
 
 class _Nest:
@@ -179,7 +187,7 @@ class _Nest:
             payload = pickle.dumps((args, None), P.PROTOCOL)
         else:
             buf = io.BytesIO()
-            _Pickler(buf, parent, versions).dump((args, kwargs or None))
+            _pickler()(buf, parent, versions).dump((args, kwargs or None))
             payload = buf.getvalue()
         entries: list[M.Nest] = [M.NestCall(parent, seq, key, payload)]
         if len(self.released) >= RELEASE_BATCH:

@@ -10,11 +10,10 @@ documented way to hand a file on is a file parameter.
 """
 from __future__ import annotations
 
+import functools
 import io
 from collections import ChainMap
 from typing import Any
-
-import cloudpickle
 
 from ...wire import messages as M
 from ...wire import protocol as P
@@ -36,13 +35,21 @@ def _refuse(f: Any) -> Any:
     raise OpenFileReturned(f)
 
 
-class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # (cloudpickle has no types)
-    dispatch_table = ChainMap({io.TextIOWrapper: _refuse}, cloudpickle.Pickler.dispatch_table)
+@functools.cache
+def _pickler() -> Any:
+    """cloudpickle's pickler, refusing open files: made when a value first needs it (the
+    agent, which imports this module, never does)."""
+    import cloudpickle
+
+    class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # (cloudpickle has no types)
+        dispatch_table = ChainMap({io.TextIOWrapper: _refuse}, cloudpickle.Pickler.dispatch_table)
+
+    return _Pickler
 
 
 def _cloudpickle(value: Any) -> bytes:
     with io.BytesIO() as buf:
-        _Pickler(buf, protocol=P.PROTOCOL).dump(value)
+        _pickler()(buf, protocol=P.PROTOCOL).dump(value)
         return buf.getvalue()
 
 

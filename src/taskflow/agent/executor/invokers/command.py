@@ -8,13 +8,15 @@ they are.
 """
 from __future__ import annotations
 
-import inspect
 import os
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ....wire.invocation import CommandLine
 from ....wire.template import PLACEHOLDER as TEMPLATE, REDIRECT
+
+if TYPE_CHECKING:
+    import inspect
 
 FILE_KINDS = ("file", "directory")
 
@@ -26,6 +28,7 @@ _RESOLVED: dict[tuple[str, str, str | None], str] = {}   # (binary, cwd, PATH) -
 def _signature(func: Any) -> inspect.Signature:
     sig = _SIGNATURES.get(func)
     if sig is None:
+        import inspect      # (a program task's first call here: the agent never needs it)
         if len(_SIGNATURES) > 1024:
             _SIGNATURES.clear()
         sig = _SIGNATURES[func] = inspect.signature(func)
