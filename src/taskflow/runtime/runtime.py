@@ -16,7 +16,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from ..errors import RecordFailed, RuntimeNotStarted, UsageError
+from ..errors import RuntimeNotStarted, UsageError
 from ..future import FINISHED, AllDone, Future
 from ..graph import task as T
 from ..graph.builder import Builder
@@ -38,6 +38,7 @@ from . import current, gctune, nesting, putinplace
 from .calltime import CallTimes, cannot_fit, outlasts_every_node
 from .loop.dispatch import Dispatcher
 from .recovery.log import RESUMABLE
+from .recovery import recordfail
 from .recovery.recovery import Recovery
 from .rules import outcomes
 from .rules.ending import cancel_task
@@ -231,35 +232,20 @@ class Runtime(RunState):
         self.recovery.keep_records(self)
 
     def _open_journal(self) -> None:
-        """Start the journal before the nodes: the writer's interpreter and SQLite set-up
-        then overlap the agents' start-up instead of the first tasks (on two cores a
-        writer starting during a burst of no-op tasks cost ~10 % of its throughput);
+        """Start the journal before the nodes (``recordfail.open_journal``);
         :meth:`_journal_ready` waits for it once the nodes are up."""
         if self.journal_on and self.journal is None:
-            from .._version import __version__
-            from ..journal.writer import JournalWriter, run_row
-            from .recovery.recordfail import from_thread
-            self.journal = JournalWriter(
-                self.run_dir, run_row(self.run_id, self.t_start, self.workers, __version__),
-                self.bus, on_failure=lambda message: from_thread(self, message))
+            self.journal = recordfail.open_journal(self, self.run_dir, self.run_id, self.t_start,
+                                                   self.workers)
             root = os.path.dirname(self.run_dir)
             self.logs_hint = f"taskflow logs {self.run_id} {{task}}" + (
                 "" if root == runs_root() else f" --run-dir {root}")
 
     def _journal_ready(self) -> None:
-        """The journal's tables and writer are made (:meth:`_open_journal`), or the run
-        does not start (and has no journal to close): a run keeps its record."""
-        from ..journal.writer import WriteFailed
+        """The journal is open, or the run does not start (with no journal to close)."""
         journal, self.journal = self.journal, None
         if journal is not None:
-            try:
-                journal.ready()
-            except BaseException as exc:
-                self.bus.close()        # (the journal subscribed to it)
-                if isinstance(exc, WriteFailed):
-                    raise RecordFailed(f"{exc} (give another --run-dir, or "
-                                       f"Runtime(journal=False) for a run without one)") from None
-                raise
+            recordfail.journal_ready(journal, self.bus)
             self.journal = journal
 
     def stop(self, wait: bool = True, code: int = 0) -> None:

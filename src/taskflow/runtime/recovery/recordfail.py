@@ -19,6 +19,8 @@ from ...errors import RecordFailed
 from ..rules import outcomes
 
 if TYPE_CHECKING:
+    from ...journal.writer import JournalWriter
+    from ..bus import EventBus
     from ..rules.ending import Callbacks
     from ..state import RunState
 
@@ -50,3 +52,29 @@ def from_thread(rt: RunState, message: str) -> None:
             fn(fut)
         except Exception:  # noqa: BLE001 - a user's callback
             traceback.print_exc()
+
+
+def open_journal(rt: RunState, run_dir: str, run_id: str, t_start: float,
+                 workers: int) -> JournalWriter:
+    """The run's journal, started before the nodes: the writer's interpreter and SQLite
+    set-up then overlap the agents' start-up instead of the first tasks (on two cores a
+    writer starting during a burst of no-op tasks cost ~10 % of its throughput); its
+    first failed write fails the run (:func:`from_thread`)."""
+    from ..._version import __version__
+    from ...journal.writer import JournalWriter, run_row
+    return JournalWriter(run_dir, run_row(run_id, t_start, workers, __version__), rt.bus,
+                         on_failure=lambda message: from_thread(rt, message))
+
+
+def journal_ready(journal: JournalWriter, bus: EventBus) -> None:
+    """Wait until ``journal``'s tables and writer are made; a run that cannot keep its
+    record does not start (:class:`RecordFailed` with the fix)."""
+    from ...journal.writer import WriteFailed
+    try:
+        journal.ready()
+    except BaseException as exc:
+        bus.close()        # (the journal subscribed to it)
+        if isinstance(exc, WriteFailed):
+            raise RecordFailed(f"{exc} (give another --run-dir, or Runtime(journal=False) "
+                               f"for a run without one)") from None
+        raise
