@@ -180,12 +180,14 @@ def test_future_is_a_concurrent_future(rt):
     done, _ = cf.wait([f, L.inc(1)], timeout=30)
     assert len(done) == 2 and f.result() == 42 and f.exception() is None
     seen = []
+    called = threading.Event()
     g = L.sleep_for(0.2)
-    g.add_done_callback(lambda fut: seen.append(fut.result()))
+    g.add_done_callback(lambda fut: (seen.append(fut.result()), called.set()))
     assert list(cf.as_completed([g], timeout=30))[0] is g
     wait_on(g)
     taskflow.barrier()
-    assert seen == [0.2]
+    # (as in concurrent.futures, waiters may wake before the callbacks have run)
+    assert called.wait(30) and seen == [0.2]
     with pytest.raises(TypeError, match="cannot be pickled"):
         import pickle
         pickle.dumps(f)
