@@ -27,6 +27,7 @@ import pickle
 import select
 import sys
 import threading
+import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
@@ -37,7 +38,7 @@ from ...errors import UsageError
 from ...wire import messages as M
 from ...wire import protocol as P
 from ...wire import values as V
-from .capture import Capture, Current
+from .capture import WRITING, Capture, Current
 from .inputs import AHEAD
 
 # An executor that helps while a task waits grows its stack by a few frames per waiting
@@ -46,6 +47,13 @@ RECURSION = 400_000      # the interpreter's frame limit there
 STACK = 512 * 2**20      # bytes the main thread's stack may grow to (RLIMIT_STACK), if allowed
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 RELEASE_BATCH = 64       # dropped calls told to the master with a call (all of them at a wait)
+# A task's calls are held and sent together, in one frame with its wait (or at its end, or
+# CALL_BATCH of them, or CALL_HOLD after the first one held: a thread sends them then if the
+# task went on computing): a parent that calls a few tasks and waits for them costs its node
+# and the master one frame, not one a call
+CALL_HOLD = 0.002        # seconds
+CALL_BATCH = 64
+HOLDER_IDLE = 500        # the holding thread ends after this many CALL_HOLDs with none held
 
 
 class Child:
@@ -102,6 +110,8 @@ class _Pickler(cloudpickle.Pickler):      # type: ignore[misc]
 class _Nest:
     """This executor's nested calls and waits (one per executor process)."""
 
+    Handle = Child          # what a call returns (api.sync.wait_on: no mistake to refuse)
+
     def __init__(self) -> None:
         self.rfd = self.wfd = -1
         self.reader: P.FrameReader | None = None
@@ -120,12 +130,22 @@ class _Nest:
         self.seq = 0                    # ... and its last call's number
         self.waits = 0
         self.answers: dict[int, M.Answer] = {}
+        self.told: set[int] = set()     # waits whose task's return the agent told (NESTED_RUN)
         # calls whose every handle the task dropped, told to the master with a later call
         # (RELEASE_BATCH at a time) or wait (NestRelease: it keeps no value for them); live
         # handles of calls with more than one output
         self.released: list[tuple[int, int]] = []
         self.live: dict[tuple[int, int], int] = {}
         self.stack: list[int] = []      # the tasks waiting here (under the running one)
+        # calls made and not sent yet (CALL_HOLD), since when
+        self.pending: list[M.Nest] = []
+        self.since = 0.0
+        self.holder: threading.Thread | None = None     # the thread sending them (_holding)
+        # the running task called or waited (ended() is due at its end), and the seconds it
+        # waited so far: its duration here leaves them out (the executor's mean duration of
+        # a function decides how its results travel; a waiting task runs others meanwhile)
+        self.busy = False
+        self.waited = 0.0
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
                err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
@@ -138,9 +158,13 @@ class _Nest:
         if not calls_inline():          # (PyCOMPSs's apps: a call in a task runs inline)
             set_nest(self)
 
-    def answered(self, body: list[M.Answer]) -> None:
+    def answered(self, body: list[M.Answer], run: bool = False) -> None:
+        """Answers to waits; ``run``: their tasks run again as the agent knows (NESTED_RUN:
+        no ``NestResumed`` from here)."""
         for a in body:
             self.answers[a.wait] = a
+            if run:
+                self.told.add(a.wait)
 
     # -- calls ----------------------------------------------------------------------
     def call(self, key: str, nout: int | None, shape: str, name: str, args: tuple[Any, ...],
@@ -163,10 +187,18 @@ class _Nest:
             buf = io.BytesIO()
             _Pickler(buf, parent).dump((args, kwargs or None))
             payload = buf.getvalue()
-        entries: list[M.Nest] = [M.NestCall(parent, seq, key, payload)]
+        pending = self.pending
+        if not pending:
+            self.since = time.monotonic()
+            self.busy = True
+            if self.holder is None:
+                self._hold()
         if len(self.released) >= RELEASE_BATCH:
-            entries += self._releases()
-        P.write_all(self.wfd, P.encode(M.NEST, entries))
+            self.send([M.NestCall(parent, seq, key, payload), *self._releases()])
+        else:
+            pending.append(M.NestCall(parent, seq, key, payload))
+            if len(pending) >= CALL_BATCH:
+                self.flush()
         if shape == "none":
             self.released.append((parent, seq))
             return None
@@ -177,6 +209,57 @@ class _Nest:
             self.live[(parent, seq)] = n
         handles = [Child(parent, seq, i, name) for i in range(n)]
         return tuple(handles) if shape == "tuple" else handles
+
+    def flush(self) -> None:
+        """Send the calls held (:data:`CALL_HOLD`)."""
+        if self.pending:
+            self.send([])
+
+    def send(self, entries: list[M.Nest], before: bytes = b"") -> None:
+        """Write ``before`` (a frame), then the calls held and ``entries`` in a NEST frame."""
+        pending = self.pending
+        with WRITING:
+            n = len(pending)        # (the holding thread's: the task may add one meanwhile)
+            body = pending[:n] + entries
+            del pending[:n]
+            if body:
+                P.write_all(self.wfd, before + P.encode(M.NEST, body))
+            elif before:
+                P.write_all(self.wfd, before)
+
+    def _hold(self) -> None:
+        """Start the thread that sends calls held for CALL_HOLD (the task went on computing
+        after them): the parent's children start while it computes."""
+        self.holder = t = threading.Thread(target=self._holding, name="taskflow-held-calls",
+                                           daemon=True)
+        t.start()
+
+    def _holding(self) -> None:
+        idle = 0
+        me = threading.current_thread()
+        while True:
+            time.sleep(CALL_HOLD)
+            if self.pending:
+                idle = 0
+                if time.monotonic() - self.since >= CALL_HOLD:
+                    try:
+                        self.flush()
+                    except OSError:
+                        return          # the agent is gone (the task's thread says so)
+            else:
+                idle += 1
+                if idle >= HOLDER_IDLE:
+                    self.holder = None
+                    if not self.pending:    # (else a call came meanwhile: go on)
+                        return
+                    self.holder = me
+
+    def ended(self) -> float:
+        """The running task, which called or waited (``busy``), ended: its calls held go
+        (before its result); the seconds it waited, to leave out of its duration."""
+        self.send([])           # (under the lock: the holding thread's write is over)
+        waited, self.waited, self.busy = self.waited, 0.0, False
+        return waited
 
     def dropped(self, parent: int, seq: int) -> None:
         """A handle of call ``seq`` of task ``parent`` is gone (Child.__del__): once every
@@ -265,18 +348,19 @@ class _Nest:
         what the agent queues here until its answer comes."""
         cur = self.cur
         parent = cur.tid
-        wfd = self.wfd
         results, logs = self.results, self.logs
+        owed = b""
         if results or logs:         # what is owed first: the agent then sees the task at the
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs)))    # head of its queue
+            owed = P.encode(M.RESULTS, (results, logs))     # head of its queue
             results.clear()
             logs.clear()
         self.waits += 1
         wid = self.waits
         entries = self._releases() if self.released else []
         entries.append(wait(wid))
-        P.write_all(wfd, P.encode(M.NEST, entries))
+        self.send(entries, owed)    # the results owed, the calls held, the wait: one write
         saved = self._save()
+        t0 = time.monotonic()
         answers = self.answers
 
         def answered() -> bool:
@@ -293,8 +377,13 @@ class _Nest:
         finally:
             self.stack.pop()
             self._restore(saved)
+            self.waited += time.monotonic() - t0
+            self.busy = True
             # (also when something raised here: the agent's record of the stack stays true)
-            P.write_all(wfd, P.encode(M.NEST, [M.NestResumed(parent)]))
+            if wid in self.told:
+                self.told.discard(wid)
+            else:
+                self.send([M.NestResumed(parent)])
         return answers.pop(wid)
 
     def _read(self) -> None:
@@ -304,8 +393,8 @@ class _Nest:
         if msgs is None:
             os._exit(0)                 # the agent is gone
         for op, body in msgs:
-            if op == M.NESTED:
-                self.answered(body)
+            if op == M.NESTED or op == M.NESTED_RUN:
+                self.answered(body, op == M.NESTED_RUN)
             else:
                 self.frames.append((op, body))
 
@@ -319,7 +408,8 @@ class _Nest:
             cur.wrote = False
         saved = (cur.tid, cur.t0, cur.logs, cur.held, cur.total, self.tasks, self.data,
                  self.results, self.logs, self.parent, self.seq, AHEAD.current, AHEAD.task,
-                 sys.stdout, sys.stderr)
+                 sys.stdout, sys.stderr, self.waited)
+        self.waited, self.busy = 0.0, False
         cur.logs = None
         cur.held = cur.total = 0
         return saved
@@ -328,7 +418,7 @@ class _Nest:
         cur = self.cur
         (cur.tid, cur.t0, cur.logs, cur.held, cur.total, self.tasks, self.data, self.results,
          self.logs, self.parent, self.seq, AHEAD.current, AHEAD.task, sys.stdout,
-         sys.stderr) = saved
+         sys.stderr, self.waited) = saved
         cur.wrote = False
 
 

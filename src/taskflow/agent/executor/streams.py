@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from ...errors import UsageError
 from ...wire import messages as M
-from ...wire import protocol as P
 
 if TYPE_CHECKING:
     from ...wire.streams import Stream
@@ -31,11 +30,11 @@ class TaskStreams:
 
     def publish(self, stream: Stream, items: list[bytes]) -> None:
         tid = self._task(stream, "publish")
-        P.write_all(self.nest.wfd, P.encode(M.NEST, [M.StreamPublish(tid, stream.id, items)]))
+        self.nest.send([M.StreamPublish(tid, stream.id, items)])   # (after its calls held)
 
     def close(self, stream: Stream) -> None:
         tid = self._task(stream, "close")
-        P.write_all(self.nest.wfd, P.encode(M.NEST, [M.StreamClose(tid, stream.id)]))
+        self.nest.send([M.StreamClose(tid, stream.id)])
 
     def poll(self, stream: Stream, group: str, timeout: float | None,
              take: bool) -> tuple[list[bytes], bool, bytes | None]:
