@@ -264,7 +264,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
         results, logs_out = _run_tasks(data, funcs, means, cur, out, err, wfd, [], [],
                                        iter((t,)))
         if results or logs_out:
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+            nest.send([], P.encode(M.RESULTS, (results, logs_out)))
 
     def help_(answered: Callable[[], bool]) -> None:
         """A task waits for the tasks it called: the rest of its frame, then the frames
@@ -311,7 +311,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
                 break
         results, logs_out = _drain(frames, funcs, means, cur, out, err, wfd, real_out, real_err)
         if results or logs_out:
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+            nest.send([], P.encode(M.RESULTS, (results, logs_out)))
 
 
 def _drain(frames: deque[tuple[int, Any]], funcs: dict[bytes, Any], means: dict[bytes, float],
@@ -406,7 +406,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
             # ms tasks, e.g. programs, let results gather for up to HOLD first).
             _, _, _, _, (_, first_end, *_) = results[0]
             if m is None or m > HOLD or now() - first_end > HOLD:
-                P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+                nest.send([], P.encode(M.RESULTS, (results, logs_out)))
                 results.clear()         # (in place: the caller's lists must not keep them)
                 logs_out.clear()
         # not known to be short: its CPU time, peak memory and I/O are measured (agent.executor.usage)
@@ -472,7 +472,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
             cur.logs = None
         if big:
             big = False
-            P.write_parts(wfd, P.encode_parts(M.RESULTS, (results, logs_out)))
+            nest.send_parts(P.encode_parts(M.RESULTS, (results, logs_out)))
             results.clear()
             logs_out.clear()
             r = o = res = None  # type: ignore[assignment]   # (a reader may take the value:

@@ -51,9 +51,9 @@ RELEASE_BATCH = 64       # dropped calls told to the master with a call (all of 
 # CALL_BATCH of them, or CALL_HOLD after the first one held: a thread sends them then if the
 # task went on computing): a parent that calls a few tasks and waits for them costs its node
 # and the master one frame, not one a call
-CALL_HOLD = 0.002        # seconds
+CALL_HOLD = 0.005        # seconds (the holding thread looks this often: a few wake-ups a second)
 CALL_BATCH = 64
-HOLDER_IDLE = 500        # the holding thread ends after this many CALL_HOLDs with none held
+HOLDER_IDLE = 200        # the holding thread ends after this many CALL_HOLDs with none held
 
 
 class Child:
@@ -187,17 +187,12 @@ class _Nest:
             buf = io.BytesIO()
             _Pickler(buf, parent).dump((args, kwargs or None))
             payload = buf.getvalue()
-        pending = self.pending
-        if not pending:
-            self.since = time.monotonic()
-            self.busy = True
-            if self.holder is None:
-                self._hold()
+        self.busy = True
         if len(self.released) >= RELEASE_BATCH:
             self.send([M.NestCall(parent, seq, key, payload), *self._releases()])
         else:
-            pending.append(M.NestCall(parent, seq, key, payload))
-            if len(pending) >= CALL_BATCH:
+            self._held(M.NestCall(parent, seq, key, payload))
+            if len(self.pending) >= CALL_BATCH:
                 self.flush()
         if shape == "none":
             self.released.append((parent, seq))
@@ -215,17 +210,41 @@ class _Nest:
         if self.pending:
             self.send([])
 
-    def send(self, entries: list[M.Nest], before: bytes = b"") -> None:
-        """Write ``before`` (a frame), then the calls held and ``entries`` in a NEST frame."""
+    def send(self, entries: list[M.Nest], frame: bytes = b"") -> None:
+        """Write what is held (a NEST frame), then ``frame`` (results), then ``entries`` in a
+        NEST frame: in one write, in this order (the agent's record of each executor's
+        queue follows it: a task runs again before its result, results owed go before the
+        wait of the task behind them)."""
         pending = self.pending
         with WRITING:
             n = len(pending)        # (the holding thread's: the task may add one meanwhile)
-            body = pending[:n] + entries
-            del pending[:n]
-            if body:
-                P.write_all(self.wfd, before + P.encode(M.NEST, body))
-            elif before:
-                P.write_all(self.wfd, before)
+            data = frame
+            if n:
+                data = P.encode(M.NEST, pending[:n]) + data
+                del pending[:n]
+            if entries:
+                data += P.encode(M.NEST, entries)
+            if data:
+                P.write_all(self.wfd, data)
+
+    def send_parts(self, parts: list[P.Part]) -> None:
+        """What is held, then a frame carrying large values (``P.encode_parts``)."""
+        with WRITING:
+            if self.pending:
+                n = len(self.pending)
+                P.write_all(self.wfd, P.encode(M.NEST, self.pending[:n]))
+                del self.pending[:n]
+            P.write_parts(self.wfd, parts)
+
+    def _held(self, entry: M.Nest) -> None:
+        """Hold ``entry`` to go with the next frame (the holding thread sends it after
+        CALL_HOLD if none went)."""
+        pending = self.pending
+        if not pending:
+            self.since = time.monotonic()
+            if self.holder is None:
+                self._hold()
+        pending.append(entry)
 
     def _hold(self) -> None:
         """Start the thread that sends calls held for CALL_HOLD (the task went on computing
@@ -255,9 +274,9 @@ class _Nest:
                     self.holder = me
 
     def ended(self) -> float:
-        """The running task, which called or waited (``busy``), ended: its calls held go
-        (before its result); the seconds it waited, to leave out of its duration."""
-        self.send([])           # (under the lock: the holding thread's write is over)
+        """The running task, which called or waited (``busy``), ended: the seconds it
+        waited, to leave out of its duration (what it left held goes before its result:
+        every write of results sends it first)."""
         waited, self.waited, self.busy = self.waited, 0.0, False
         return waited
 
@@ -358,7 +377,7 @@ class _Nest:
         wid = self.waits
         entries = self._releases() if self.released else []
         entries.append(wait(wid))
-        self.send(entries, owed)    # the results owed, the calls held, the wait: one write
+        self.send(entries, owed)    # what is held, the results owed, the wait: one write
         saved = self._save()
         t0 = time.monotonic()
         answers = self.answers
@@ -382,8 +401,8 @@ class _Nest:
             # (also when something raised here: the agent's record of the stack stays true)
             if wid in self.told:
                 self.told.discard(wid)
-            else:
-                self.send([M.NestResumed(parent)])
+            else:       # (with its next frame: its next wait, or the results with its own)
+                self._held(M.NestResumed(parent))
         return answers.pop(wid)
 
     def _read(self) -> None:
