@@ -260,38 +260,51 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     AHEAD.frames = frames
     real_out, real_err = sys.stdout, sys.stderr
 
-    def run_one(t: M.TaskWire, data: dict[int, M.Payload]) -> None:
-        results, logs_out = _run_tasks(data, funcs, means, cur, out, err, wfd, [], [],
-                                       iter((t,)))
-        if results or logs_out:
-            nest.send([], P.encode(M.RESULTS, (results, logs_out)))
-
     def help_(answered: Callable[[], bool]) -> None:
         """A task waits for the tasks it called: the rest of its frame, then the frames
         received, run on top of it (:mod:`.nested`) one task at a time until the wait is
-        ``answered`` (or nothing is left); their results go at once. A frame begun here
-        and not finished goes back to the front (the waiting frame's rest is its loop's)."""
+        ``answered`` (or nothing is left). Their results go together, as a frame's do (at
+        most HOLD after the first one, before a task not known to be short, with a wait
+        of a task run here), and at the latest when this returns: before the executor
+        waits for anything. A frame begun here and not finished goes back to the front
+        (the waiting frame's rest is its loop's)."""
         outer = it = nest.tasks
         data = nest.data
-        while not answered():
-            t = next(it, None)
-            if t is None:
-                if not frames:
-                    return
-                op, body = frames.popleft()
-                if op != M.TASKS:
-                    _control(op, body, funcs)
+        results: list[M.ResultWire] = []
+        logs_out: list[M.TaskLines] = []
+        nest.results, nest.logs = results, logs_out     # (what a task waiting here owes)
+        try:
+            while not answered():
+                t = next(it, None)
+                if t is None:
+                    if not frames:
+                        return
+                    op, body = frames.popleft()
+                    if op != M.TASKS:
+                        _control(op, body, funcs)
+                        continue
+                    tasks, data = body
+                    AHEAD.current = tasks
+                    it = iter(tasks)
                     continue
-                tasks, data = body
-                AHEAD.current = tasks
-                it = iter(tasks)
-                continue
-            nest.tasks, nest.data = it, data     # (a task waiting in it helps from its rest)
-            run_one(t, data)
-        if it is not outer:
-            rest = list(it)
-            if rest:
-                frames.appendleft((M.TASKS, (rest, data)))
+                nest.tasks, nest.data = it, data     # (a task waiting in it helps from its rest)
+                _run_tasks(data, funcs, means, cur, out, err, wfd, results, logs_out,
+                           iter((t,)))
+                if results:
+                    _, _, _, _, (_, first_end, *_) = results[0]
+                    if time.time() - first_end > HOLD:
+                        nest.send([], P.encode(M.RESULTS, (results, logs_out)))
+                        results.clear()
+                        logs_out.clear()
+        finally:
+            if results or logs_out:
+                nest.send([], P.encode(M.RESULTS, (results, logs_out)))
+                results.clear()
+                logs_out.clear()
+            if it is not outer:
+                rest = list(it)
+                if rest:
+                    frames.appendleft((M.TASKS, (rest, data)))
 
     nest.attach(rfd, wfd, reader, cur, out, err, help_)
     while True:
