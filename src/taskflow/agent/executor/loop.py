@@ -273,6 +273,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
         results: list[M.ResultWire] = []
         logs_out: list[M.TaskLines] = []
         nest.results, nest.logs = results, logs_out     # (what a task waiting here owes)
+        first = 0.0
         try:
             while not answered():
                 t = next(it, None)
@@ -290,12 +291,15 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
                 nest.tasks, nest.data = it, data     # (a task waiting in it helps from its rest)
                 _run_tasks(data, funcs, means, cur, out, err, wfd, results, logs_out,
                            iter((t,)))
-                if results:
-                    _, _, _, _, (_, first_end, *_) = results[0]
-                    if time.time() - first_end > HOLD:
-                        nest.send([], P.encode(M.RESULTS, (results, logs_out)))
-                        results.clear()
-                        logs_out.clear()
+                if not results:
+                    first = 0.0
+                elif not first:
+                    first = time.time()         # (about when the first one held ended)
+                elif time.time() - first > HOLD:
+                    nest.send([], P.encode(M.RESULTS, (results, logs_out)))
+                    results.clear()
+                    logs_out.clear()
+                    first = 0.0
         finally:
             if results or logs_out:
                 nest.send([], P.encode(M.RESULTS, (results, logs_out)))
