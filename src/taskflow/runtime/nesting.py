@@ -14,9 +14,11 @@ slots x depth), and :func:`ended` cancels a failed or cancelled parent's
 unfinished children.
 
 A wait lends the parent's units to its node until the parent runs again
-(``NestWait`` ... ``NestResumed``); when every awaited future ended this thread
-answers with the values (a value left on a node is fetched: it moves on demand)
-or the children's errors, pickled, sent by the loop as ``NESTED``.
+(``NestWait`` ... ``NestResumed``); when every awaited future ended the answer
+is made with the values or the children's errors, pickled, and sent by the loop
+as ``NESTED``: by the loop thread itself when every value is at the master and
+none failed, else by this thread (a value left on a node is fetched: it moves
+on demand).
 """
 from __future__ import annotations
 

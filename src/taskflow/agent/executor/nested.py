@@ -5,15 +5,17 @@ with the master at once and gives the task a :class:`Child` per output,
 numbered by the executor (the task's id, the call's number): no round trip per
 call. Its arguments are pickled with a persistent id for the task's own
 handles, so a handle given to a later call is a dependency, as futures are in
-the main program. The call travels as a ``NEST`` frame (``NestCall``) to the
+the main program. The call travels as a ``NestCall`` in a ``NEST`` frame to the
 agent, which forwards it to the master (:mod:`taskflow.runtime.nesting` makes
-the call there, with the rules of a call in the program).
+the call there, with the rules of a call in the program). Calls are held and
+go with the task's next frame (its wait, results: :data:`CALL_HOLD`).
 
 ``wait_on`` and ``barrier`` in the task send ``NestWait`` and then *help*:
 the work the agent queues on this executor (the rest of the running frame,
 later frames, new ones) runs on top of the waiting task, in the order it was
-sent, until the master's ``NESTED`` answer comes; then ``NestResumed`` and the
-task goes on. The agent counts the executor as idle meanwhile and the master
+sent, until the master's ``NESTED`` answer comes; then ``NestResumed`` (held,
+as calls are; none when the agent took the task back itself: ``NESTED_RUN``)
+and the task goes on. The agent counts the executor as idle meanwhile and the master
 lends the task's slot (Parsl's join semantics: a waiting parent holds no
 core), without a process more. A task only waits for calls it made after it
 started, and a frame on this stack sits under frames that started later, so

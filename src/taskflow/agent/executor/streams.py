@@ -1,7 +1,8 @@
 """Streams in a running Python task: the executor's client (wire.streams.Client).
 
 A task's ``publish`` and ``close`` go to the master as ``StreamPublish`` /
-``StreamClose`` in a NEST frame, written at once: no answer is awaited, and
+``StreamClose`` in a NEST frame, written at once (after the task's calls held:
+.nested): no answer is awaited, and
 the agent forwards NEST frames before the round's results, so everything a
 task published reaches the master before its end does (which closes its part).
 A ``poll`` (and ``is_closed``) is a wait, as ``wait_on`` in a task is
