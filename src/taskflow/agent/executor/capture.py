@@ -159,6 +159,8 @@ class Capture(io.TextIOBase):
 # Held while a frame is written to the agent from inside a running task (its lines, its
 # calls, its waits, its streams): the thread sending a task's held calls (.nested) writes too
 WRITING = threading.Lock()
+if hasattr(WRITING, "_at_fork_reinit"):     # a process a task forks must not inherit it held
+    os.register_at_fork(after_in_child=WRITING._at_fork_reinit)
 
 
 def send_lines(wfd: int | None, cur: Current, logs: list[M.LineWire] | None) -> None:
