@@ -234,19 +234,24 @@ class Pool:
         waiting on top of it) runs again as soon as its answer is in: it goes back to the
         head of the queue here and the master is told (``NestResumed``) now, and the
         executor, told so by NESTED_RUN, sends no NestResumed (a frame less per wait)."""
+        by: dict[Executor, list[M.Answer]] = {}     # (one frame per executor)
         for a in answers:
             parent = a.parent
             ex = self.parked.get(parent)
             if ex is not None and ex in self:   # (else: the executor died meanwhile)
-                op = M.NESTED
                 if not ex.queue and ex.parked and ex.parked[-1].task_id == parent:
                     ex.queue.append(ex.parked.pop())
                     del self.parked[parent]
                     ex.started = time.time()
                     self.nest_out.append(M.NestResumed(parent))
-                    op = M.NESTED_RUN
-                ex.out.queue_parts(P.encode_parts(op, [a]))
-                self.flush(ex)
+                    ex.out.queue_parts(P.encode_parts(M.NESTED_RUN, [a]))
+                    by.setdefault(ex, [])
+                else:
+                    by.setdefault(ex, []).append(a)
+        for ex, some in by.items():
+            if some:
+                ex.out.queue_parts(P.encode_parts(M.NESTED, some))
+            self.flush(ex)
 
     # -- ends ------------------------------------------------------------------------
     def forget(self, ex: Executor) -> list[M.TaskMsg]:
