@@ -220,12 +220,16 @@ class _Nest:
         pending = self.pending
         with WRITING:
             n = len(pending)        # (the holding thread's: the task may add one meanwhile)
-            data = frame
-            if n:
-                data = P.encode(M.NEST, pending[:n]) + data
-                del pending[:n]
-            if entries:
-                data += P.encode(M.NEST, entries)
+            if not frame:           # (one NEST frame: the agent reads one)
+                body = pending[:n] + entries if n else entries
+                data = P.encode(M.NEST, body) if body else b""
+            else:
+                data = frame
+                if n:
+                    data = P.encode(M.NEST, pending[:n]) + data
+                if entries:
+                    data += P.encode(M.NEST, entries)
+            del pending[:n]
             if data:
                 P.write_all(self.wfd, data)
 
@@ -377,9 +381,9 @@ class _Nest:
             logs.clear()
         self.waits += 1
         wid = self.waits
-        entries = self._releases() if self.released else []
-        entries.append(wait(wid))
-        self.send(entries, owed)    # what is held, the results owed, the wait: one write
+        if self.released:           # (with what is held: before the results owed)
+            self.pending += self._releases()
+        self.send([wait(wid)], owed)    # what is held, the results owed, the wait: one write
         saved = self._save()
         t0 = time.monotonic()
         answers = self.answers
