@@ -186,3 +186,21 @@ def waits_for_a_file_nobody_writes(path):
     except Exception as exc:        # noqa: BLE001 - what the parent sees
         return f"{type(exc).__name__}: {exc}"
     return "no error"
+
+
+@task(returns=1)
+def touch(path):
+    open(path, "w").close()
+    return path
+
+
+@task(returns=1)
+def calls_then_computes(path, seconds):
+    """Calls ``touch(path)`` and computes on without waiting for it (no other call, no
+    wait, no output) until the file exists: True if it came within ``seconds``."""
+    import os
+    touch(path)
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(path) and time.monotonic() < deadline:
+        sum(range(1000))
+    return os.path.exists(path)

@@ -14,9 +14,11 @@ slots x depth), and :func:`ended` cancels a failed or cancelled parent's
 unfinished children.
 
 A wait lends the parent's units to its node until the parent runs again
-(``NestWait`` ... ``NestResumed``); when every awaited future ended this thread
-answers with the values (a value left on a node is fetched: it moves on demand)
-or the children's errors, pickled, sent by the loop as ``NESTED``.
+(``NestWait`` ... ``NestResumed``); when every awaited future ended the answer
+is made with the values or the children's errors, pickled, and sent by the loop
+as ``NESTED``: by the loop thread itself when every value is at the master and
+none failed, else by this thread (a value left on a node is fetched: it moves
+on demand).
 """
 from __future__ import annotations
 
@@ -315,7 +317,20 @@ class Nesting:
             for i, f in enumerate(_outputs(rec.calls.get(seq))):
                 futs.append((seq, i, f))
         self.when_done([f for _, _, f in futs if type(f) is Future],
-                       lambda: self.q.put((rec, ("answer", w, futs))))
+                       lambda: self._answered(rec, w, futs))
+
+    def _answered(self, rec: NestRecord, w: M.NestWait, futs: list[tuple[int, int, Any]]
+                  ) -> None:
+        """Every awaited future ended (in the loop thread, as its done callback, or in this
+        module's thread): the answer goes to the loop at once when every value is at hand
+        and nothing failed (no hop to this module's thread: one round less for each waiting
+        parent); otherwise this module's thread makes it (a value to fetch from a node, an
+        error to pickle)."""
+        values = self._values(w, futs, None)
+        if values is None:
+            self.q.put((rec, ("answer", w, futs)))
+        else:
+            self.send(rec, M.NestAnswer(rec.task.id, w.wait, values))
 
     def when_done(self, futs: list[Future], fire: Callable[[], None]) -> None:
         """``fire()`` once every future of ``futs`` finished (at once if they all had)."""
@@ -338,26 +353,39 @@ class Nesting:
                 futs: list[tuple[int, int, Any]]) -> None:
         # (the Runtime's, which fetches a value left on a node; rules' tests have none)
         fetch: Callable[[Future], M.Payload] | None = getattr(self.rt, "fetch_payload", None)
+        values = self._values(w, futs, fetch or _stopped)
+        assert values is not None
+        self.send(rec, M.NestAnswer(rec.task.id, w.wait, values))
+
+    @staticmethod
+    def _values(w: M.NestWait, futs: list[tuple[int, int, Any]],
+                fetch: Callable[[Future], M.Payload] | None
+                ) -> list[tuple[int, int, M.Payload | None, bytes | None]] | None:
+        """The answer's values; None if one needs ``fetch`` (or an error pickled) and it
+        is None (the loop thread: the thread of this module makes that answer)."""
         values: list[tuple[int, int, M.Payload | None, bytes | None]] = []
+        barrier = w.seqs is None        # (a barrier needs no values)
         for seq, i, f in futs:
-            if type(f) is _Refused:
-                values.append((seq, i, None, dump_error(f.error)))
-            elif type(f) is not Future:
-                values.append((seq, i, V.dump(f), None))     # a plain value (a stand-in)
-            elif f._exception is not None:
-                f._exception.seen()     # the parent sees it: no failure of the run by itself
-                values.append((seq, i, None, dump_error(f._exception)))
-            elif w.seqs is not None:    # (a barrier needs no values)
+            kind = type(f)
+            if kind is Future and f._exception is None:
+                if barrier:
+                    continue
                 payload = f._payload
                 if payload is None:
-                    if f._result is not _NOVALUE:
-                        payload = V.dump(f._result)
-                    elif fetch is not None:
-                        payload = fetch(f)
-                    else:
-                        raise RuntimeError("the run stopped")
+                    if fetch is None:
+                        return None
+                    payload = V.dump(f._result) if f._result is not _NOVALUE else fetch(f)
                 values.append((seq, i, payload, None))
-        self.send(rec, M.NestAnswer(rec.task.id, w.wait, values))
+            elif fetch is None:
+                return None
+            elif kind is _Refused:
+                values.append((seq, i, None, dump_error(f.error)))
+            elif kind is not Future:
+                values.append((seq, i, V.dump(f), None))     # a plain value (a stand-in)
+            else:
+                f._exception.seen()     # the parent sees it: no failure of the run by itself
+                values.append((seq, i, None, dump_error(f._exception)))
+        return values
 
     # -- wait_on_file (and taskflow.open) in a task ----------------------------------------
     def _wait_files(self, rec: NestRecord, w: M.NestWaitFile) -> None:
@@ -488,6 +516,10 @@ def _outputs(value: Any) -> list[Any]:
     if value is None:
         return []
     return [value]
+
+
+def _stopped(f: Future) -> M.Payload:
+    raise RuntimeError("the run stopped")
 
 
 def dump_error(exc: BaseException) -> bytes:

@@ -29,6 +29,14 @@ what each body is. Master -> node::
                                          items a task polled (the agent gives it to the
                                          executor running the task)
 
+Agent -> executor, besides the master's frames::
+
+    NESTED_RUN list[NestAnswer | StreamItems]
+                                         as NESTED, for a task nothing runs or waits
+                                         above: it runs again as soon as it has the answer,
+                                         and the agent told the master so (NestResumed):
+                                         the executor does not
+
 Node -> master::
 
     READY     Ready                      answer to HELLO
@@ -94,6 +102,7 @@ PING: Final = 20
 KEYS: Final = 21
 NEST: Final = 22
 NESTED: Final = 23
+NESTED_RUN: Final = 27      # agent -> executor only: NESTED, and the agent took the task back
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0

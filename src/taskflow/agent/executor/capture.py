@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import time
 from _thread import get_ident
 from typing import Any
@@ -155,6 +156,13 @@ class Capture(io.TextIOBase):
         return False
 
 
+# Held while a frame is written to the agent from inside a running task (its lines, its
+# calls, its waits, its streams): the thread sending a task's held calls (.nested) writes too
+WRITING = threading.Lock()
+if hasattr(WRITING, "_at_fork_reinit"):     # a process a task forks must not inherit it held
+    os.register_at_fork(after_in_child=WRITING._at_fork_reinit)
+
+
 def send_lines(wfd: int | None, cur: Current, logs: list[M.LineWire] | None) -> None:
     """Send the running task's lines so far to the agent (a RESULTS frame with no
     results) and empty ``logs``, in place: the task's captures keep appending to it."""
@@ -162,4 +170,6 @@ def send_lines(wfd: int | None, cur: Current, logs: list[M.LineWire] | None) -> 
         lines = list(logs)
         del logs[:]
         cur.held = 0
-        P.write_all(wfd, P.encode(M.RESULTS, ([], [(cur.tid, lines)])))
+        frame = P.encode(M.RESULTS, ([], [(cur.tid, lines)]))
+        with WRITING:
+            P.write_all(wfd, frame)

@@ -259,38 +259,55 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     AHEAD.frames = frames
     real_out, real_err = sys.stdout, sys.stderr
 
-    def run_one(t: M.TaskWire, data: dict[int, M.Payload]) -> None:
-        results, logs_out = _run_tasks(data, funcs, means, cur, out, err, wfd, [], [],
-                                       iter((t,)))
-        if results or logs_out:
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
-
     def help_(answered: Callable[[], bool]) -> None:
         """A task waits for the tasks it called: the rest of its frame, then the frames
         received, run on top of it (:mod:`.nested`) one task at a time until the wait is
-        ``answered`` (or nothing is left); their results go at once. A frame begun here
-        and not finished goes back to the front (the waiting frame's rest is its loop's)."""
+        ``answered`` (or nothing is left). Their results go together, as a frame's do (at
+        most HOLD after the first one, before a task not known to be short, with a wait
+        of a task run here), and at the latest when this returns: before the executor
+        waits for anything. A frame begun here and not finished goes back to the front
+        (the waiting frame's rest is its loop's)."""
         outer = it = nest.tasks
         data = nest.data
-        while not answered():
-            t = next(it, None)
-            if t is None:
-                if not frames:
-                    return
-                op, body = frames.popleft()
-                if op != M.TASKS:
-                    _control(op, body, funcs)
+        results: list[M.ResultWire] = []
+        logs_out: list[M.TaskLines] = []
+        nest.results, nest.logs = results, logs_out     # (what a task waiting here owes)
+        first = 0.0
+        try:
+            while not answered():
+                t = next(it, None)
+                if t is None:
+                    if not frames:
+                        return
+                    op, body = frames.popleft()
+                    if op != M.TASKS:
+                        _control(op, body, funcs)
+                        continue
+                    tasks, data = body
+                    AHEAD.current = tasks
+                    it = iter(tasks)
                     continue
-                tasks, data = body
-                AHEAD.current = tasks
-                it = iter(tasks)
-                continue
-            nest.tasks, nest.data = it, data     # (a task waiting in it helps from its rest)
-            run_one(t, data)
-        if it is not outer:
-            rest = list(it)
-            if rest:
-                frames.appendleft((M.TASKS, (rest, data)))
+                nest.tasks, nest.data = it, data     # (a task waiting in it helps from its rest)
+                _run_tasks(data, funcs, means, cur, out, err, wfd, results, logs_out,
+                           iter((t,)))
+                if not results:
+                    first = 0.0
+                elif not first:
+                    first = time.time()         # (about when the first one held ended)
+                elif time.time() - first > HOLD:
+                    nest.send([], P.encode(M.RESULTS, (results, logs_out)))
+                    results.clear()
+                    logs_out.clear()
+                    first = 0.0
+        finally:
+            if results or logs_out:
+                nest.send([], P.encode(M.RESULTS, (results, logs_out)))
+                results.clear()
+                logs_out.clear()
+            if it is not outer:
+                rest = list(it)
+                if rest:
+                    frames.appendleft((M.TASKS, (rest, data)))
 
     nest.attach(rfd, wfd, reader, cur, out, err, help_)
     while True:
@@ -310,7 +327,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
                 break
         results, logs_out = _drain(frames, funcs, means, cur, out, err, wfd, real_out, real_err)
         if results or logs_out:
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+            nest.send([], P.encode(M.RESULTS, (results, logs_out)))
 
 
 def _drain(frames: deque[tuple[int, Any]], funcs: dict[bytes, Any], means: dict[bytes, float],
@@ -353,8 +370,8 @@ def _control(op: int, body: Any, funcs: dict[bytes, Any]) -> None:
             funcs[body.digest] = _load_function(body.payload)
         except BaseException as exc:  # noqa: BLE001
             funcs[body.digest] = _Unloadable(exc)
-    elif op == M.NESTED:
-        NEST.answered(body)
+    elif op == M.NESTED or op == M.NESTED_RUN:
+        NEST.answered(body, op == M.NESTED_RUN)
     elif op == M.SHUTDOWN:
         os._exit(0)
 
@@ -391,6 +408,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
     big = False
     plain = False           # a plain Python call ran (programs started later must know)
     task_env = taskenv.ON   # PyCOMPSs: COMPSS_NUM_THREADS & co. per task (taskenv.py)
+    nest = NEST
     for tmsg in tasks:          # (the frame's: NEST.tasks, or one task a waiting task runs)
         tid, digest, argv, refs, kwargs, nout, inouts, options, _, units, _, outdids = tmsg
         if task_env:
@@ -404,7 +422,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
             # ms tasks, e.g. programs, let results gather for up to HOLD first).
             _, _, _, _, (_, first_end, *_) = results[0]
             if m is None or m > HOLD or now() - first_end > HOLD:
-                P.write_all(wfd, P.encode(M.RESULTS, (results, logs_out)))
+                nest.send([], P.encode(M.RESULTS, (results, logs_out)))
                 results.clear()         # (in place: the caller's lists must not keep them)
                 logs_out.clear()
         # not known to be short: its CPU time, peak memory and I/O are measured (agent.executor.usage)
@@ -454,6 +472,8 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
             res = (rtid, status, routs, rerr, (t0, t1, cpu, peak, rd, wr, how))
         results.append(res)
         d = t1 - t0
+        if nest.busy:       # it called tasks or waited (.nested): its calls held go before its
+            d -= nest.ended()       # result; its duration here leaves its waits out
         means[digest] = d if m is None else 0.8 * m + 0.2 * d
         if cur.wrote:
             cur.wrote = False
@@ -468,7 +488,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
             cur.logs = None
         if big:
             big = False
-            P.write_parts(wfd, P.encode_parts(M.RESULTS, (results, logs_out)))
+            nest.send_parts(P.encode_parts(M.RESULTS, (results, logs_out)))
             results.clear()
             logs_out.clear()
             r = o = res = None  # type: ignore[assignment]   # (a reader may take the value:

@@ -5,15 +5,17 @@ with the master at once and gives the task a :class:`Child` per output,
 numbered by the executor (the task's id, the call's number): no round trip per
 call. Its arguments are pickled with a persistent id for the task's own
 handles, so a handle given to a later call is a dependency, as futures are in
-the main program. The call travels as a ``NEST`` frame (``NestCall``) to the
+the main program. The call travels as a ``NestCall`` in a ``NEST`` frame to the
 agent, which forwards it to the master (:mod:`taskflow.runtime.nesting` makes
-the call there, with the rules of a call in the program).
+the call there, with the rules of a call in the program). Calls are held and
+go with the task's next frame (its wait, results: :data:`CALL_HOLD`).
 
 ``wait_on`` and ``barrier`` in the task send ``NestWait`` and then *help*:
 the work the agent queues on this executor (the rest of the running frame,
 later frames, new ones) runs on top of the waiting task, in the order it was
-sent, until the master's ``NESTED`` answer comes; then ``NestResumed`` and the
-task goes on. The agent counts the executor as idle meanwhile and the master
+sent, until the master's ``NESTED`` answer comes; then ``NestResumed`` (held,
+as calls are; none when the agent took the task back itself: ``NESTED_RUN``)
+and the task goes on. The agent counts the executor as idle meanwhile and the master
 lends the task's slot (Parsl's join semantics: a waiting parent holds no
 core), without a process more. A task only waits for calls it made after it
 started, and a frame on this stack sits under frames that started later, so
@@ -28,6 +30,7 @@ import pickle
 import select
 import sys
 import threading
+import time
 from collections import deque
 from typing import Any, Callable, Iterator
 
@@ -37,7 +40,7 @@ from ...wire import messages as M
 from ...wire import protocol as P
 from ...wire import values as V
 from ...wire.writes import update_in_place, written_values
-from .capture import Capture, Current
+from .capture import WRITING, Capture, Current
 from .inputs import AHEAD
 
 # An executor that helps while a task waits grows its stack by a few frames per waiting
@@ -47,6 +50,13 @@ STACK = 512 * 2**20      # bytes the main thread's stack may grow to (RLIMIT_STA
 _PLAIN = frozenset({int, float, str, bool, type(None), bytes})
 _NONE = (None, None)     # (no object, no handle): what versions.get gives for others
 RELEASE_BATCH = 64       # dropped calls told to the master with a call (all of them at a wait)
+# A task's calls are held and sent together, in one frame with its wait (or at its end, or
+# CALL_BATCH of them, or CALL_HOLD after the first one held: a thread sends them then if the
+# task went on computing): a parent that calls a few tasks and waits for them costs its node
+# and the master one frame, not one a call
+CALL_HOLD = 0.005        # seconds (the holding thread looks this often: a few wake-ups a second)
+CALL_BATCH = 64
+HOLDER_IDLE = 200        # the holding thread ends after this many CALL_HOLDs with none held
 
 
 class Child:
@@ -118,6 +128,8 @@ def _pickler() -> Any:
 class _Nest:
     """This executor's nested calls and waits (one per executor process)."""
 
+    Handle = Child          # what a call returns (api.sync.wait_on: no mistake to refuse)
+
     def __init__(self) -> None:
         self.rfd = self.wfd = -1
         self.reader: P.FrameReader | None = None
@@ -136,6 +148,7 @@ class _Nest:
         self.seq = 0                    # ... and its last call's number
         self.waits = 0
         self.answers: dict[int, M.Answer] = {}
+        self.told: set[int] = set()     # waits whose task's return the agent told (NESTED_RUN)
         # calls whose every handle the task dropped, told to the master with a later call
         # (RELEASE_BATCH at a time) or wait (NestRelease: it keeps no value for them); live
         # handles of calls with more than one output
@@ -145,6 +158,15 @@ class _Nest:
         # the running task's objects that calls wrote (INOUT, OUT ... objects): id ->
         # (the object, the handle of its latest version, which later calls and wait_on use)
         self.versions: dict[int, tuple[Any, Child]] = {}
+        # calls made and not sent yet (CALL_HOLD), since when
+        self.pending: list[M.Nest] = []
+        self.since = 0.0
+        self.holder: threading.Thread | None = None     # the thread sending them (_holding)
+        # the running task called or waited (ended() is due at its end), and the seconds it
+        # waited so far: its duration here leaves them out (the executor's mean duration of
+        # a function decides how its results travel; a waiting task runs others meanwhile)
+        self.busy = False
+        self.waited = 0.0
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
                err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
@@ -157,9 +179,13 @@ class _Nest:
         if not calls_inline():          # (PyCOMPSs's apps: a call in a task runs inline)
             set_nest(self)
 
-    def answered(self, body: list[M.Answer]) -> None:
+    def answered(self, body: list[M.Answer], run: bool = False) -> None:
+        """Answers to waits; ``run``: their tasks run again as the agent knows (NESTED_RUN:
+        no ``NestResumed`` from here)."""
         for a in body:
             self.answers[a.wait] = a
+            if run:
+                self.told.add(a.wait)
 
     # -- calls ----------------------------------------------------------------------
     def call(self, key: str, nout: int | None, shape: str, name: str, args: tuple[Any, ...],
@@ -189,10 +215,13 @@ class _Nest:
             buf = io.BytesIO()
             _pickler()(buf, parent, versions).dump((args, kwargs or None))
             payload = buf.getvalue()
-        entries: list[M.Nest] = [M.NestCall(parent, seq, key, payload)]
+        self.busy = True
         if len(self.released) >= RELEASE_BATCH:
-            entries += self._releases()
-        P.write_all(self.wfd, P.encode(M.NEST, entries))
+            self.send([M.NestCall(parent, seq, key, payload), *self._releases()])
+        else:
+            self._held(M.NestCall(parent, seq, key, payload))
+            if len(self.pending) >= CALL_BATCH:
+                self.flush()
         n = 0 if shape == "none" else 1 if shape == "one" else max(nout, 1)
         if written:
             if n + len(written) > 1:
@@ -209,6 +238,85 @@ class _Nest:
             self.live[(parent, seq)] = n
         handles = [Child(parent, seq, i, name) for i in range(n)]
         return tuple(handles) if shape == "tuple" else handles
+
+    def flush(self) -> None:
+        """Send the calls held (:data:`CALL_HOLD`)."""
+        if self.pending:
+            self.send([])
+
+    def send(self, entries: list[M.Nest], frame: bytes = b"") -> None:
+        """Write what is held (a NEST frame), then ``frame`` (results), then ``entries`` in a
+        NEST frame: in one write, in this order (the agent's record of each executor's
+        queue follows it: a task runs again before its result, results owed go before the
+        wait of the task behind them)."""
+        pending = self.pending
+        with WRITING:
+            n = len(pending)        # (the holding thread's: the task may add one meanwhile)
+            if not frame:           # (one NEST frame: the agent reads one)
+                body = pending[:n] + entries if n else entries
+                data = P.encode(M.NEST, body) if body else b""
+            else:
+                data = frame
+                if n:
+                    data = P.encode(M.NEST, pending[:n]) + data
+                if entries:
+                    data += P.encode(M.NEST, entries)
+            del pending[:n]
+            if data:
+                P.write_all(self.wfd, data)
+
+    def send_parts(self, parts: list[P.Part]) -> None:
+        """What is held, then a frame carrying large values (``P.encode_parts``)."""
+        with WRITING:
+            if self.pending:
+                n = len(self.pending)
+                P.write_all(self.wfd, P.encode(M.NEST, self.pending[:n]))
+                del self.pending[:n]
+            P.write_parts(self.wfd, parts)
+
+    def _held(self, entry: M.Nest) -> None:
+        """Hold ``entry`` to go with the next frame (the holding thread sends it after
+        CALL_HOLD if none went)."""
+        pending = self.pending
+        if not pending:
+            self.since = time.monotonic()
+            if self.holder is None:
+                self._hold()
+        pending.append(entry)
+
+    def _hold(self) -> None:
+        """Start the thread that sends calls held for CALL_HOLD (the task went on computing
+        after them): the parent's children start while it computes."""
+        self.holder = t = threading.Thread(target=self._holding, name="taskflow-held-calls",
+                                           daemon=True)
+        t.start()
+
+    def _holding(self) -> None:
+        idle = 0
+        me = threading.current_thread()
+        while True:
+            time.sleep(CALL_HOLD)
+            if self.pending:
+                idle = 0
+                if time.monotonic() - self.since >= CALL_HOLD:
+                    try:
+                        self.flush()
+                    except OSError:
+                        return          # the agent is gone (the task's thread says so)
+            else:
+                idle += 1
+                if idle >= HOLDER_IDLE:
+                    self.holder = None
+                    if not self.pending:    # (else a call came meanwhile: go on)
+                        return
+                    self.holder = me
+
+    def ended(self) -> float:
+        """The running task, which called or waited (``busy``), ended: the seconds it
+        waited, to leave out of its duration (what it left held goes before its result:
+        every write of results sends it first)."""
+        waited, self.waited, self.busy = self.waited, 0.0, False
+        return waited
 
     def dropped(self, parent: int, seq: int) -> None:
         """A handle of call ``seq`` of task ``parent`` is gone (Child.__del__): once every
@@ -314,18 +422,19 @@ class _Nest:
         what the agent queues here until its answer comes."""
         cur = self.cur
         parent = cur.tid
-        wfd = self.wfd
         results, logs = self.results, self.logs
+        owed = b""
         if results or logs:         # what is owed first: the agent then sees the task at the
-            P.write_all(wfd, P.encode(M.RESULTS, (results, logs)))    # head of its queue
+            owed = P.encode(M.RESULTS, (results, logs))     # head of its queue
             results.clear()
             logs.clear()
         self.waits += 1
         wid = self.waits
-        entries = self._releases() if self.released else []
-        entries.append(wait(wid))
-        P.write_all(wfd, P.encode(M.NEST, entries))
+        if self.released:           # (with what is held: before the results owed)
+            self.pending += self._releases()
+        self.send([wait(wid)], owed)    # what is held, the results owed, the wait: one write
         saved = self._save()
+        t0 = time.monotonic()
         answers = self.answers
 
         def answered() -> bool:
@@ -342,8 +451,13 @@ class _Nest:
         finally:
             self.stack.pop()
             self._restore(saved)
+            self.waited += time.monotonic() - t0
+            self.busy = True
             # (also when something raised here: the agent's record of the stack stays true)
-            P.write_all(wfd, P.encode(M.NEST, [M.NestResumed(parent)]))
+            if wid in self.told:
+                self.told.discard(wid)
+            else:       # (with its next frame: its next wait, or the results with its own)
+                self._held(M.NestResumed(parent))
         return answers.pop(wid)
 
     def _read(self) -> None:
@@ -353,8 +467,8 @@ class _Nest:
         if msgs is None:
             os._exit(0)                 # the agent is gone
         for op, body in msgs:
-            if op == M.NESTED:
-                self.answered(body)
+            if op == M.NESTED or op == M.NESTED_RUN:
+                self.answered(body, op == M.NESTED_RUN)
             else:
                 self.frames.append((op, body))
 
@@ -368,7 +482,8 @@ class _Nest:
             cur.wrote = False
         saved = (cur.tid, cur.t0, cur.logs, cur.held, cur.total, self.tasks, self.data,
                  self.results, self.logs, self.parent, self.seq, self.versions, AHEAD.current,
-                 AHEAD.task, sys.stdout, sys.stderr)
+                 AHEAD.task, sys.stdout, sys.stderr, self.waited)
+        self.waited, self.busy = 0.0, False
         cur.logs = None
         cur.held = cur.total = 0
         return saved
@@ -377,7 +492,7 @@ class _Nest:
         cur = self.cur
         (cur.tid, cur.t0, cur.logs, cur.held, cur.total, self.tasks, self.data, self.results,
          self.logs, self.parent, self.seq, self.versions, AHEAD.current, AHEAD.task,
-         sys.stdout, sys.stderr) = saved
+         sys.stdout, sys.stderr, self.waited) = saved
         cur.wrote = False
 
 

@@ -1,7 +1,8 @@
 """Streams in a running Python task: the executor's client (wire.streams.Client).
 
 A task's ``publish`` and ``close`` go to the master as ``StreamPublish`` /
-``StreamClose`` in a NEST frame, written at once: no answer is awaited, and
+``StreamClose`` in a NEST frame, written at once (after the task's calls held:
+.nested): no answer is awaited, and
 the agent forwards NEST frames before the round's results, so everything a
 task published reaches the master before its end does (which closes its part).
 A ``poll`` (and ``is_closed``) is a wait, as ``wait_on`` in a task is
@@ -24,7 +25,6 @@ from typing import TYPE_CHECKING
 
 from ...errors import UsageError
 from ...wire import messages as M
-from ...wire import protocol as P
 from ...wire.streams import SYNC_GROUP
 
 SLOW_START = 64         # items of a task to a stream up to which it syncs at powers of 2
@@ -44,7 +44,7 @@ class TaskStreams:
 
     def publish(self, stream: Stream, items: list[bytes]) -> None:
         tid = self._task(stream, "publish")
-        P.write_all(self.nest.wfd, P.encode(M.NEST, [M.StreamPublish(tid, stream.id, items)]))
+        self.nest.send([M.StreamPublish(tid, stream.id, items)])   # (after its calls held)
         if tid != self.tid:
             self.tid = tid
             self.sent.clear()
@@ -60,7 +60,7 @@ class TaskStreams:
 
     def close(self, stream: Stream) -> None:
         tid = self._task(stream, "close")
-        P.write_all(self.nest.wfd, P.encode(M.NEST, [M.StreamClose(tid, stream.id)]))
+        self.nest.send([M.StreamClose(tid, stream.id)])
 
     def poll(self, stream: Stream, group: str, timeout: float | None,
              take: bool) -> tuple[list[bytes], bool, bytes | None]:
