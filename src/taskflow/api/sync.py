@@ -133,16 +133,19 @@ def _update_in_place(obj: Any, value: Any) -> bool:
         return False
 
 
-def wait_on(*objs: Any, timeout: float | None = None, in_place: bool = True) -> Any:
+def wait_on(*objs: Any, timeout: float | None = None, in_place: bool = True,
+            strict: bool = True) -> Any:
     """Wait for futures (recursively inside lists, tuples and dicts) and return values.
 
     A task's error is raised here with its remote traceback. An object passed
     INOUT is brought up to date (in place when its type allows) and returned;
     ``in_place=False`` (PyCOMPSs's ``compss_wait_on``) returns its new value as a new
-    object and leaves the one passed as it was.
+    object and leaves the one passed as it was. ``strict=False`` (``compss_wait_on`` too)
+    gives back a function or an iterator that no task wrote as it is, as PyCOMPSs does
+    with any object it does not track, instead of refusing it as a likely mistake.
     """
     rt = _rt()
-    for o in objs:
+    for o in objs if strict else ():
         t = type(o)
         if t is not Future and t not in _CONTAINERS and t not in _PLAIN and (
                 rt is None or not rt.registry.objects or rt.registry.object_item(o) is None):
