@@ -87,6 +87,10 @@ def test_a_value_is_one_argument_and_the_template_is_read_as_bash_reads_it(tmp_p
     assert line("--in={{files}} end", files=["a b", "c"]) == ["--in=a b", "c", "end"]
     assert line("{{files}}", files=["1", "2"]) == ["1", "2"]     # a collection: each element
     assert line("x{{none}}y {{none}}", none=None) == ["xy"]
+    # a generator's escaped JSON (WfCommons's PyCOMPSs translator writes such templates):
+    # an unquoted \" is a quote; inside single quotes the backslash stays, as in bash
+    assert line('--out {\\"{{o}}\\":7} --in \'[\\"{{i}}\\"]\' ', o="/d/o 1", i="i") == [
+        "--out", '{"/d/o 1":7}', "--in", '[\\"i\\"]']
     for bad in ("a | b", "a; b", "a & b", "$(date)", "`date`", "'open", "a >"):
         with pytest.raises(ShellSyntax):
             template_words(bad, env)

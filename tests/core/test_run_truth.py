@@ -33,6 +33,8 @@ ENDS = {
     "exit4-with": ("def main():\n    with open(__file__):\n        sys.exit(4)\nmain()", 4,
                    "the script exited with status 4"),
     "exit0": ("sys.exit(0)", 0, None),
+    # unittest.main's way: sys.exit(not ok); a bool is the number it stands for
+    "exitTrue": ("sys.exit(True)", 1, "the script exited with status 1"),
     "caught": ("try:\n    sys.exit(2)\nexcept SystemExit:\n    pass\n"
                "print(wait_on(inc(10)))", 0, None),
 }

@@ -106,7 +106,8 @@ def _met(errs: list[TaskError]) -> None:
         e.met()
 
 
-def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True) -> Any:
+def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True,
+            strict: bool = True) -> Any:
     """Wait for futures (recursively inside lists, tuples and dicts) and return values.
 
     A task's error is raised here with its remote traceback. An object passed
@@ -115,7 +116,10 @@ def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True) 
     object and leaves the one passed as it was. Several objects give a tuple; any other
     value comes back as it is; a generator, an iterator or a task function is a
     ``UsageError`` (give ``list(...)``; call the task). ``timeout`` (s) raises
-    ``concurrent.futures.TimeoutError`` when a task is not done by then.
+    ``concurrent.futures.TimeoutError`` when a task is not done by then. ``strict=False``
+    (``compss_wait_on``) gives back a function or an iterator that no task wrote as it is,
+    as PyCOMPSs does with any object it does not track, instead of refusing it as a likely
+    mistake.
 
     Example::
 
@@ -133,12 +137,12 @@ def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True) 
     if rt is None and in_worker():
         handler = nest()
         if handler is not None:         # in a running task: the tasks it called
-            for o in objs:
+            for o in objs if strict else ():
                 t = type(o)
                 if t is not handler.Handle and t not in _CONTAINERS and t not in _PLAIN:
                     _refuse_mistake(o)
             return handler.wait_on(*objs, in_place=in_place)
-    for o in objs:
+    for o in objs if strict else ():
         t = type(o)
         if t is not Future and t not in _CONTAINERS and t not in _PLAIN and (
                 rt is None or not rt.registry.objects or rt.registry.object_item(o) is None):

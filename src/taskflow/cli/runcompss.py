@@ -322,7 +322,8 @@ class Runcompss(Launcher):
             code = exc.code
             if code not in (None, 0) and not isinstance(code, int):
                 print(code, file=sys.stderr)
-            return ScriptEnd(code if isinstance(code, int) else (0 if code is None else 1))
+            from ..runtime.verdict import exit_status
+            return ScriptEnd(exit_status(exc))
         if isinstance(exc, wall_clock_limit.WallClockLimit):
             click.echo(f"taskflow: {exc}: every task was cancelled and the application "
                        f"stopped", err=True)

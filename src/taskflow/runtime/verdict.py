@@ -25,7 +25,7 @@ def exit_status(exc: SystemExit) -> int:
     code = exc.code
     if code is None:
         return 0
-    return code if isinstance(code, int) else 1
+    return int(code) if isinstance(code, int) else 1    # sys.exit(True) (unittest.main's): 1
 
 
 def status_of(state: str | None, reason: str | None) -> int | None:

@@ -146,7 +146,9 @@ def compss_snapshot() -> None:
 
 
 def compss_wait_on(*args: Any, **kwargs: Any) -> Any:
-    """Values of futures, recursively inside lists, tuples and dicts (several: a list)."""
+    """Values of futures, recursively inside lists, tuples and dicts (several: a list);
+    anything else (a function, a generator, ...) comes back as it is, as in PyCOMPSs
+    (libraries wait on every attribute of a model: ``{k: compss_wait_on(v) ...}``)."""
     mode = kwargs.pop("mode", "rw")
     if kwargs:
         raise UsageError(f"compss_wait_on: unknown keyword(s) {sorted(kwargs)}; only mode= "
@@ -155,7 +157,7 @@ def compss_wait_on(*args: Any, **kwargs: Any) -> Any:
         raise UsageError(f"compss_wait_on: mode={mode!r} must be 'r' or 'rw'.")
     if not args:
         return None
-    value = sync.wait_on(*args, in_place=False)     # the object passed keeps its content
+    value = sync.wait_on(*args, in_place=False, strict=False)   # the object passed keeps its content
     return list(value) if len(args) > 1 else value
 
 
