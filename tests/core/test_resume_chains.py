@@ -15,6 +15,12 @@ from collections import Counter
 
 import pytest
 
+import taskflow
+from taskflow import task, wait_on
+from taskflow.agent.holding import INLINE_MAX
+from taskflow.future import Future
+from taskflow.graph.keys import Waited
+
 CHAIN = textwrap.dedent('''
     import os
     from taskflow import task, wait_on, FILE_IN
@@ -107,3 +113,46 @@ def test_a_chain_whose_keys_waited_is_restored_and_rerun_as_keyed_calls_are(tmp_
                                    ["grow0", "grow32", "total3", "count32", "size400032"])
     assert "reused 1 of 33 calls of inc; 32 ran: 31 an upstream task changed" in r.stderr, \
         r.stderr
+
+
+@task(returns=bytes)
+def _gated(path, deadline=60.0):
+    """A value left on its node, made once ``path`` exists (the test's gate)."""
+    import time
+    end = time.monotonic() + deadline
+    while not os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.02)
+    return b"x" * (INLINE_MAX + 1)
+
+
+@task(returns=bytes)
+def _longer(b):
+    return b + b"x"                         # stays on its node too
+
+
+def test_a_link_whose_key_another_thread_made_after_its_end_is_keyed_from_what_it_kept(
+        tmp_path, monkeypatch):
+    """Three threads make the keys of a chain's links while the loop thread ends them
+    (graph/keys.py): a thread that found a link's key not made yet may read the link once
+    it ended, its refs made its journal row's and its key made by another thread. A real
+    run leaves its links so (their values stay on their node: the loop thread makes their
+    keys, then lets go of their inputs); the key a thread makes of such a link is the
+    link's key (once an IndexError ended the script, reading a row as an input)."""
+    monkeypatch.chdir(tmp_path)
+    gate = tmp_path / "gate"
+    with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs"), adopt_grace=0) as rt:
+        f = _gated(str(gate))
+        links = []
+        for _ in range(3):
+            f = _longer(f)
+            links.append(f._producer)       # (pending: the gate is shut)
+        gate.touch()
+        assert len(wait_on(f)) == INLINE_MAX + 4
+        keys = rt.keys
+        with rt.lock:                       # (the links' ends are over)
+            for t in links:
+                made = t.key_parts
+                assert type(made) is Waited and t.key == made.key
+                assert not isinstance(t.refs[0][2], Future)     # its journal row's refs
+                assert keys._compute(t, True) == made
+                assert keys.late(t) == made

@@ -232,9 +232,10 @@ class Keys:
     def number(self, spec: TaskSpec) -> int:
         """``spec``'s number in this run's resume log (:attr:`specs`)."""
         no = self._numbers.get(spec)
-        if no is None:
-            no = self._numbers[spec] = len(self.specs)
+        if no is None:          # (in :attr:`specs` before its number is seen: ended())
+            no = len(self.specs)
             self.specs.append(spec)
+            self._numbers[spec] = no
         return no
 
     def ended(self, rec: tuple[Any, ...]) -> bytes:
@@ -258,28 +259,29 @@ class Keys:
         whose keys waited too get theirs first, oldest first (a loop: a chain may be long).
         ``settle`` False (the bus thread): raises :class:`KeyUnknown` where the bus's
         delivery would be needed."""
-        done: Waited = task.key_parts
-        if type(done) is Waited:
-            return done
+        seen = task.key_parts
+        if type(seen) is Waited:
+            return seen
         if _waiting_input(task) is None:        # (the common case: its inputs' keys known)
-            key, parts = self._compute(task, settle)
-            done = task.key_parts = Waited(key, parts)
+            done = task.key_parts = Waited(*self._compute(task, settle))
             return done
+        # (what it returns is the Waited made or seen here, not read back: the loop
+        # thread's let_go may put Inputs over a Waited another thread just made)
         stack = [task]
         while stack:
             t = stack[-1]
-            if type(t.key_parts) is Waited:
+            seen = t.key_parts
+            if type(seen) is Waited:
+                done = seen
                 stack.pop()
                 continue
             first = _waiting_input(t)
             if first is not None:
                 stack.append(first)
                 continue
-            key, parts = self._compute(t, settle)
-            t.key_parts = Waited(key, parts)
+            done = t.key_parts = Waited(*self._compute(t, settle))
             stack.pop()
-        done = task.key_parts
-        return done
+        return done                             # (``task``'s: the last one popped)
 
     def let_go(self, task: Task) -> None:
         """An ended call whose key waited lets go of its inputs' futures (they hold values
@@ -310,8 +312,7 @@ class Keys:
         try:
             key, parts = self.late(task, settle=False)
         except KeyUnknown:      # (never so far) it runs again on a resume
-            self.unknowable(task)
-            key, parts = task.key_parts
+            key, parts = self.unknowable(task)
         fut = task.outputs[0]
         fut.set_key(key)
         task.key = key          # (the bus's delivery keeps no second record of it)
@@ -320,11 +321,12 @@ class Keys:
         if task.spec.invoker == "python":  # (a program's keeps its exit code for its row)
             task.outputs = ()
 
-    def unknowable(self, task: Task) -> None:
+    def unknowable(self, task: Task) -> Waited:
         """``task``'s key cannot be made (:class:`KeyUnknown`): it gets one that no call
         matches, so neither it nor what reads it is restored by a resume (they run again)."""
         key = _H(os.urandom(16), digest_size=SIZE).digest()
-        task.key_parts = Waited(key, KeyParts(self.code(task.spec), ()))
+        done = task.key_parts = Waited(key, KeyParts(self.code(task.spec), ()))
+        return done
 
     def waited(self, task: Task, settle: bool = True) -> bytes:
         """The key of a call whose key waited, plain (:meth:`deferred`) or not (:meth:`late`)."""
@@ -367,6 +369,10 @@ class Keys:
 
     def _compute(self, task: Task, settle: bool) -> tuple[bytes, KeyParts]:
         """``task``'s key and its pieces (see the module doc)."""
+        refs = task.refs
+        kept = task.key_parts                       # (read after refs: _made_of says why)
+        if type(kept) is Waited:                    # made meanwhile by another thread
+            return kept.key, kept.parts
         spec = task.spec
         base = self._bases.get(spec) or self._base(spec)
         h = base[0].copy()
@@ -377,11 +383,10 @@ class Keys:
             h.update(pickle.dumps((task.argv, task.kwargs), 4))
         except Exception:  # noqa: BLE001 - placeholders only: never, but keys must not fail
             h.update(repr((task.argv, task.kwargs)).encode())
-        refs = task.refs
         if not refs:                                # plain arguments only: no inputs
             return h.digest(), base[1]              # (its parts: shared by the function's)
-        if type(task.key_parts) is Inputs:          # its inputs' futures were let go
-            refs = task.key_parts
+        if type(kept) is Inputs:                    # its inputs' futures were let go
+            refs = kept
         inputs: list[tuple[str, str, bytes]] = []
         for path, kind, obj in refs:
             name = _pname(spec, path)
@@ -472,8 +477,10 @@ def _source(fut: Future, keys: Keys) -> bytes | tuple[Any, ...] | Task:
 def _waiting_input(task: Task) -> Task | None:
     """A task ``task`` reads whose key waited and is not made yet (made first by
     :meth:`Keys.late`), else None."""
-    kept = task.key_parts
-    for _, kind, obj in kept if type(kept) is Inputs else task.refs or ():
+    made = _made_of(task)
+    if type(made) is Waited:
+        return None
+    for _, kind, obj in made or ():
         if kind == M.REF_VALUE:
             futs: Any = (obj,)
         elif kind == M.REF_PICKLED:
@@ -490,6 +497,24 @@ def _waiting_input(task: Task) -> Task | None:
                     type(made.key_parts) is not Waited and made.refs is not None:
                 return made
     return None
+
+
+def _made_of(task: Task) -> Any:
+    """What ``task``'s key is made of, read so that two threads agree: its :class:`Waited`
+    once a thread made it, its :class:`Inputs` once its futures were let go, else its refs.
+
+    Three threads make keys (the submitting thread at a call, the bus thread at its
+    delivery, the loop thread for a value left on its node) while the loop thread ends
+    tasks: :meth:`Keys.let_go` puts Inputs in ``key_parts``, then the task's ``refs`` become
+    its journal row's, whose ``(data id, path)`` pairs are no inputs (runtime/rules/ending.py);
+    only a Waited replaces Inputs. So ``refs`` is read first, ``key_parts`` after: a row's
+    refs read mean Inputs or a Waited by then, never a row taken for inputs (once, the
+    key of a call that read a chain's end failed with an IndexError so)."""
+    refs = task.refs
+    kept = task.key_parts
+    if type(kept) is Inputs or type(kept) is Waited:
+        return kept
+    return refs
 
 
 def _version_key(fut: Future, keys: Keys) -> tuple[str, bytes]:

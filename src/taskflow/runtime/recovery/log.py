@@ -237,9 +237,10 @@ class ResumeLog:
         over would keep its future, and so the value on the node, alive all that while
         (20,000 values of 1 MiB held ~700 MB in the agent so); a call with a key, or
         without a value, costs nothing."""
-        if t.key is not None or not t.ordinal or not t.outputs:
+        outs = t.outputs            # (read once: the loop thread may empty it, Keys.held)
+        if t.key is not None or not t.ordinal or not outs:
             return True
-        p = t.outputs[0]._payload
+        p = outs[0]._payload
         return type(p) is not bytes and type(p) is not Packed
 
     def moved(self, version: str, path: str) -> None:
@@ -306,8 +307,7 @@ def _waited(keys: Keys, t: Task, fut: Any, p: Any, records: list[RecordWire],
     try:
         key, parts = keys.late(t, settle=False)
     except KeyUnknown:          # (never so far) it runs again on a resume, and its readers
-        keys.unknowable(t)
-        key, parts = t.key_parts
+        key, parts = keys.unknowable(t)
     fut.set_key(key)
     if type(p) is bytes:
         payloads.append(p)
