@@ -433,6 +433,9 @@ def _fut_key(fut: Future | bytes | tuple[Any, ...] | Task, keys: Keys,
         # a call whose key waited: running (its future names it), or ended and kept as its
         # outputs' key until the resume log has its record
         made = fut._producer if k is None else k
+        if made is None:    # it ended meanwhile: the loop thread let go of its task, then
+            k = fut._key    # may have named it again (waiting_key): read after, not taken
+            made = k if type(k) is Task else None   # for a value no task made (below)
         if made is not None and made.ordinal and made.key is None:
             return keys.waited(made, settle)
         k = fut._key
