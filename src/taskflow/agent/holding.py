@@ -99,6 +99,8 @@ class Holding:
                 key = tmsg.outputs[i]
                 self.state.store[key] = payload
                 outs[i] = M.Held(key, len(payload))
+                if key in self.chaining.waiting_on:     # (outputs_made releases them
+                    self.chaining.unblock(key)          # first: this is the rule's net)
         return (tid, status, outs, error, timing)
 
     def resend(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire | None:

@@ -23,8 +23,9 @@ import signal
 import time
 
 from ..wire import messages as M
-from ..wire.thresholds import HELD_INPUT_WAIT
+from ..wire.thresholds import HELD_INPUT_WAIT, HELD_RECHECK
 from .chained import Chaining
+from .link import say
 from .placement import Placement
 from .pool import Executor, Pool, kill_group, reap
 from .state import NodeState
@@ -69,17 +70,21 @@ class Stops:
                     (deadline - timeout, now)))
 
     def check_held(self, results: list[M.ResultWire], node: str) -> None:
-        """A task held for inputs that never come fails, naming them (never a silent wait)."""
+        """A task held for inputs that never come fails, naming them (never a silent wait);
+        one whose inputs all came goes (it should have gone when the last came: said)."""
         now = time.time()
+        released = self.chaining.release_arrived()
+        if released:
+            say(f"taskflow.node: {node}: task(s) {', '.join(map(str, released))} were held "
+                f"for inputs that had come; released by the check of held tasks (report "
+                f"this: it is a taskflow bug)")
         for t, lacking in self.chaining.overdue(now, HELD_INPUT_WAIT):
             ids = ", ".join(f"d{d}" for d in lacking)
             results.append((t.task_id, M.ERROR, None, M.ErrorInfo(
                 "InputsMissing", f"waited {HELD_INPUT_WAIT:g} s on node {node} for input "
                 f"value(s) {ids} that nothing there makes and the master never sent; it will "
                 f"be retried (report this: it is a taskflow bug)", "", None), (now, now)))
-        oldest = self.chaining.oldest()      # next look: when the oldest one is due, or in
-        self.held_next = now + 1.0 if oldest is None else \
-            max(now + 1.0, oldest + HELD_INPUT_WAIT)     # a second if one waits legitimately
+        self.held_next = now + HELD_RECHECK       # (a scan of the held set: cheap)
 
     # -- the run is interrupted ---------------------------------------------------
     def interrupt(self, grace: float) -> bool:
@@ -184,8 +189,14 @@ class Stops:
             del producing[d]
 
     def _requeue(self, tasks: list[M.TaskMsg]) -> None:
-        """Tasks a dead executor had not started go back on the agent's queue."""
+        """Tasks a dead executor had not started go back on the agent's queue; those
+        cancelled while queued there are dropped (no result of theirs will come, and the
+        one of a copy sent again under the same id must not be taken for theirs)."""
+        cancelled = self.cancelled
         for t in tasks:
+            if cancelled and t.task_id in cancelled:
+                cancelled.discard(t.task_id)
+                continue
             if t.refs and self.chaining.hold(t):
                 continue
             if t.units == 0:            # an @IO task: the I/O executors' queue
