@@ -48,7 +48,7 @@ def test_a_held_task_whose_inputs_came_unannounced_is_released_by_the_check():
     st.store[77] = b"a"
     st.store[78] = b"b"                 # (no unblock: the arrival was missed)
     results: list[M.ResultWire] = []
-    stops = Stops(st, q, pool, pl, ch, set())
+    stops = Stops(st, q, pool, pl, ch, {})
     stops.check_held(results, "n1")
     assert 5 not in ch.blocked and not ch.waiting_on
     assert [t.task_id for t in q.queued()] == [5] and results == []
@@ -105,7 +105,9 @@ def test_a_cancelled_task_queued_on_a_dead_executor_is_not_placed_again():
     (the master may send it again under its id: the result of that copy would be the one
     dropped, and the task would never end)."""
     st, q, pool, pl, ch = _parts()
-    cancelled = {8}
+    old, again = _t(8), _t(8)           # the copy cancelled, and one sent again
+    cancelled = {8: old}
     stops = Stops(st, q, pool, pl, ch, cancelled)
-    stops._requeue([_t(7), _t(8)])
-    assert [t.task_id for t in q.queued()] == [7] and not cancelled
+    stops._requeue([_t(7), old, again])
+    assert [t.task_id for t in q.queued()] == [7, 8] and not cancelled
+    assert q.queued()[1] is again

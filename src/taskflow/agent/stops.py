@@ -36,13 +36,16 @@ class Stops:
     """What the agent does when a task ends without its executor's answer."""
 
     def __init__(self, state: NodeState, queue: WorkQueue, pool: Pool, placement: Placement,
-                 chaining: Chaining, cancelled: set[int]) -> None:
+                 chaining: Chaining, cancelled: dict[int, M.TaskMsg]) -> None:
         self.state = state
         self.queue = queue
         self.pool = pool
         self.placement = placement
         self.chaining = chaining
-        self.cancelled = cancelled                # the agent's (see the module's docstring)
+        # the agent's (see the module's docstring): the copy cancelled, by its id; the
+        # master may send the task again under that id, and the result of the new copy
+        # must not be dropped for the old one's
+        self.cancelled = cancelled
         self.interrupt_at: float | None = None    # the run is interrupted: kill at this time
         self.held_next = 0.0                      # when to look for held tasks waiting in vain
 
@@ -140,8 +143,8 @@ class Stops:
         if head is not None:
             tid = head.task_id
             self.state.deadlines.pop(tid, None)
-            if tid in self.cancelled:
-                self.cancelled.discard(tid)
+            if self.cancelled.get(tid) is head:
+                del self.cancelled[tid]
             else:
                 limit = head.options.memory_limit if head.options is not None else None
                 over = None
@@ -175,8 +178,8 @@ class Stops:
         for t in parked:
             self.pool.parked.pop(t.task_id, None)
             self.state.deadlines.pop(t.task_id, None)
-            if t.task_id in self.cancelled:
-                self.cancelled.discard(t.task_id)
+            if self.cancelled.get(t.task_id) is t:
+                del self.cancelled[t.task_id]
                 continue
             results.append((t.task_id, M.CRASHED, None, M.ErrorInfo(
                 "WorkerDied", f"the executor running the task ended while the task waited for "
@@ -194,8 +197,8 @@ class Stops:
         one of a copy sent again under the same id must not be taken for theirs)."""
         cancelled = self.cancelled
         for t in tasks:
-            if cancelled and t.task_id in cancelled:
-                cancelled.discard(t.task_id)
+            if cancelled and cancelled.get(t.task_id) is t:
+                del cancelled[t.task_id]
                 continue
             if t.refs and self.chaining.hold(t):
                 continue
@@ -215,7 +218,7 @@ class Stops:
                 self.state.deadlines.pop(head, None)
                 self.kill(ex, results)
             else:
-                self.cancelled.update(t.task_id for t in ex.queue[1:] if t.task_id in tids)
+                self.cancelled.update({t.task_id: t for t in ex.queue[1:] if t.task_id in tids})
         self.chaining.drop(tids)
         self.queue.remove(tids)
         self.placement.drop_io(tids)
