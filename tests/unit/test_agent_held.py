@@ -111,3 +111,24 @@ def test_a_cancelled_task_queued_on_a_dead_executor_is_not_placed_again():
     stops._requeue([_t(7), old, again])
     assert [t.task_id for t in q.queued()] == [7, 8] and not cancelled
     assert q.queued()[1] is again
+
+
+def test_a_task_left_without_its_input_by_a_producer_sent_again_waits_for_it_here():
+    """Task 1 is resent (an input of its own was taken on its executor: it goes again,
+    maybe to another executor); task 2, queued right behind it for its value, then finds
+    none on that executor. The value is being made here again: task 2 is held for it,
+    not sent back to the master as MISSING (whose retry takes the chain back)."""
+    st, q, pool, pl, ch = _parts()
+    st.store[40] = b"in"
+    holding = Holding(st, q, ch, lambda op, body: None)
+    one, two = _t(1, reads=(40,)), _t(2, reads=(1001,))
+    missing = M.ErrorInfo("InputMissing", "input is not on this executor", "", None)
+    assert holding.resend((1, M.MISSING, None, missing, (0.0, 0.0)), one) is None
+    assert holding.resend((2, M.MISSING, None, missing, (0.0, 0.0)), two) is None
+    assert [t.task_id for t in q.queued()] == [1] and 2 in ch.blocked
+    pl.schedule()                                   # task 1 placed: task 2 right behind it
+    (ex,) = pool.execs
+    assert [t.task_id for t in ex.queue] == [1, 2] and not ch.blocked
+    three = _t(3, reads=(999,))                     # nothing here makes d999: the master
+    back = holding.resend((3, M.MISSING, None, missing, (0.0, 0.0)), three)
+    assert back is not None and back[1] == M.MISSING

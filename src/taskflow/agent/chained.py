@@ -168,6 +168,20 @@ class Chaining:
                 out.append((h.task, lacking))
         return out
 
+    def made_here(self, dids: list[int]) -> bool:
+        """Every one of ``dids`` is being made on this node: by a task queued on an
+        executor, on the agent's queue, or held here."""
+        producing = self.state.producing
+        rest = [d for d in dids if d not in producing]
+        if not rest:
+            return True
+        made: set[int] = set()
+        for t in self.queue.queued():
+            made.update(t.outputs)
+        for h in self.blocked.values():
+            made.update(h.task.outputs)
+        return all(d in made for d in rest)
+
     def oldest(self) -> float | None:
         """When the longest-held task was held (for the loop's wake-up)."""
         return min((h.since for h in self.blocked.values()), default=None)
