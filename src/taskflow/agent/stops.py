@@ -8,7 +8,7 @@ executors the pool replaces:
   tasks queued behind it go back on the agent's queue;
 - a CANCEL kills the executors running a cancelled task; the cancelled
   tasks queued behind another one are dropped when their results come
-  (``cancelled``, the agent's set: it reads it with each executor's answer);
+  (``cancelled``, the agent's: task id -> the copy cancelled, read with each executor's answer);
 - an interrupted run (INTERRUPT) gets SIGINT into every busy executor, and
   whatever still runs after the grace is killed (INTERRUPTED);
 - an executor that died takes its head task with it (CRASHED, or OVER_MEMORY
