@@ -67,7 +67,7 @@ class Agent:
         self.holding = Holding(self.state, self.queue, self.chaining, self._send_parts)
         self.results: list[M.ResultWire] = []     # to the master at the end of the round
         self.logs: list[M.LogWire] = []
-        self.cancelled: set[int] = set()          # queued behind a running task, then cancelled
+        self.cancelled: dict[int, M.TaskMsg] = {}   # queued behind one, cancelled (stops)
         self.stops = Stops(self.state, self.queue, self.pool, self.placement, self.chaining,
                            self.cancelled)
         self.slots = 1
@@ -494,8 +494,8 @@ class Agent:
                     for did in tmsg.outputs:
                         if producing.get(did) is ex:
                             del producing[did]
-                if cancelled and tid in cancelled:
-                    cancelled.discard(tid)
+                if cancelled and tmsg is not None and cancelled.get(tid) is tmsg:
+                    del cancelled[tid]      # (that copy's: not one sent again under its id)
                     continue
                 if status == ok and tmsg is not None and outputs is not None:
                     if chaining.waiting_on:

@@ -23,12 +23,13 @@ if TYPE_CHECKING:
 class _Held:
     """A task waiting for inputs made on this node."""
 
-    __slots__ = ("left", "task", "missing", "since")
+    __slots__ = ("lacking", "task", "missing", "since")
 
     def __init__(self, task: M.TaskMsg, missing: list[int]) -> None:
-        self.left = len(missing)        # inputs not made yet
         self.task = task
-        self.missing = missing          # their data ids
+        self.missing = missing          # the data ids it lacked when it came
+        # those not here yet: a set, so a value named twice, or told twice, counts once
+        self.lacking = set(missing)
         self.since = time.time()
 
 
@@ -66,6 +67,9 @@ class Chaining:
                     all(producing.get(d) is ex for d in missing):
                 self.placement.start(ex, t)
                 return True
+        earlier = self.blocked.get(t.task_id)
+        if earlier is not None:         # (sent again: the earlier copy was taken back)
+            self._forget(t.task_id, earlier)
         self.blocked[t.task_id] = _Held(t, missing)
         for d in missing:
             self.waiting_on.setdefault(d, []).append(t.task_id)
@@ -86,14 +90,7 @@ class Chaining:
                     continue
                 if not all(producing.get(m) is ex or m in store for m in held.missing):
                     continue
-                del blocked[tid]
-                for m in held.missing:
-                    lst = waiting_on.get(m)
-                    if lst is not None:
-                        if tid in lst:
-                            lst.remove(tid)
-                        if not lst:
-                            del waiting_on[m]
+                self._forget(tid, held)
                 self.placement.queue_on(ex, held.task)
                 work.extend(held.task.outputs)
 
@@ -105,15 +102,46 @@ class Chaining:
                 self.unblock(did)
 
     def unblock(self, did: int) -> None:
-        """Value ``did`` is here now."""
+        """Value ``did`` is here now (every way a value comes into the store calls this
+        when a held task waits for it: a result made here, DATA, PART, a large result
+        kept here)."""
         for tid in self.waiting_on.pop(did, ()):
             held = self.blocked.get(tid)
             if held is None:
                 continue
-            held.left -= 1
-            if held.left <= 0:
+            lacking = held.lacking
+            lacking.discard(did)
+            if not lacking:
                 del self.blocked[tid]
                 self.queue.push(held.task)
+
+    def release_arrived(self) -> list[int]:
+        """Release the held tasks whose inputs are all in the store; return their ids.
+
+        Every value that comes into the store releases the tasks waiting for it
+        (:meth:`unblock`); this is the watchdog's net under that rule (run with the
+        check for overdue tasks): a task whose values are here must never wait
+        for ever. Any it finds is a bug, which the caller reports.
+        """
+        store = self.state.store
+        ready = [h for h in self.blocked.values() if all(d in store for d in h.missing)]
+        for h in ready:
+            self._forget(h.task.task_id, h)
+            self.queue.push(h.task)
+        return [h.task.task_id for h in ready]
+
+    def _forget(self, tid: int, held: _Held) -> None:
+        """``tid`` (held as ``held``) leaves the held set and every list of waiters."""
+        if self.blocked.get(tid) is held:
+            del self.blocked[tid]
+        waiting_on = self.waiting_on
+        for m in held.missing:
+            lst = waiting_on.get(m)
+            if lst is not None:
+                while tid in lst:
+                    lst.remove(tid)
+                if not lst:
+                    del waiting_on[m]
 
     def overdue(self, now: float, wait: float) -> list[tuple[M.TaskMsg, list[int]]]:
         """Held tasks that waited ``wait`` seconds for inputs nothing here is making.
@@ -136,16 +164,23 @@ class Chaining:
         for h in old:
             lacking = [d for d in h.missing if d not in store]
             if lacking and not any(d in made for d in lacking):
-                tid = h.task.task_id
-                del self.blocked[tid]
-                for d in h.missing:
-                    lst = self.waiting_on.get(d)
-                    if lst is not None and tid in lst:
-                        lst.remove(tid)
-                        if not lst:
-                            del self.waiting_on[d]
+                self._forget(h.task.task_id, h)
                 out.append((h.task, lacking))
         return out
+
+    def made_here(self, dids: list[int]) -> bool:
+        """Every one of ``dids`` is being made on this node: by a task queued on an
+        executor, on the agent's queue, or held here."""
+        producing = self.state.producing
+        rest = [d for d in dids if d not in producing]
+        if not rest:
+            return True
+        made: set[int] = set()
+        for t in self.queue.queued():
+            made.update(t.outputs)
+        for h in self.blocked.values():
+            made.update(h.task.outputs)
+        return all(d in made for d in rest)
 
     def oldest(self) -> float | None:
         """When the longest-held task was held (for the loop's wake-up)."""
@@ -159,6 +194,9 @@ class Chaining:
         return tids
 
     def drop(self, tids: Union[set[int], list[int]]) -> None:
-        """Forget held tasks (cancelled)."""
+        """Forget held tasks (cancelled), from the lists of waiters too: a task sent
+        again under the same id must not be counted as waiting twice."""
         for tid in tids:
-            self.blocked.pop(tid, None)
+            held = self.blocked.get(tid)
+            if held is not None:
+                self._forget(tid, held)

@@ -99,22 +99,30 @@ class Holding:
                 key = tmsg.outputs[i]
                 self.state.store[key] = payload
                 outs[i] = M.Held(key, len(payload))
+                if key in self.chaining.waiting_on:     # (outputs_made releases them
+                    self.chaining.unblock(key)          # first: this is the rule's net)
         return (tid, status, outs, error, timing)
 
     def resend(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire | None:
         """An executor lacked an input of ``tmsg`` (taken by another reader, or trimmed):
-        the task goes again with the value held here; else it goes back to the master as
+        the task goes again with the value held here, or is held until the values it
+        lacks are made here (its producer went again, on another executor: a task queued
+        behind it was left without its input); else it goes back to the master as
         MISSING, which places it again, inputs and all: it did not run, so this is no
         attempt of its own (None: resent)."""
         store = self.state.store
+        lacking: list[int] = []
         for _, kind, payload in tmsg.refs or ():
             dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED \
                 else []
-            if any(d not in store for d in dids):
-                tid, _, _, error, timing = res
-                msg = error.message if error is not None else "an input is missing"
-                return (tid, M.MISSING, None, M.ErrorInfo(
-                    "InputMissing", f"{msg} on node {self.name} (its producer failed or was "
-                    f"moved); the task is placed again", "", None), timing)
+            lacking.extend(d for d in dids if d not in store)
+        if lacking:
+            if self.chaining.made_here(lacking) and self.chaining.hold(tmsg):
+                return None
+            tid, _, _, error, timing = res
+            msg = error.message if error is not None else "an input is missing"
+            return (tid, M.MISSING, None, M.ErrorInfo(
+                "InputMissing", f"{msg} on node {self.name} (its producer failed or was "
+                f"moved); the task is placed again", "", None), timing)
         self.queue.push(tmsg)
         return None

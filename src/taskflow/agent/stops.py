@@ -8,7 +8,7 @@ executors the pool replaces:
   tasks queued behind it go back on the agent's queue;
 - a CANCEL kills the executors running a cancelled task; the cancelled
   tasks queued behind another one are dropped when their results come
-  (``cancelled``, the agent's set: it reads it with each executor's answer);
+  (``cancelled``, the agent's: task id -> the copy cancelled, read with each executor's answer);
 - an interrupted run (INTERRUPT) gets SIGINT into every busy executor, and
   whatever still runs after the grace is killed (INTERRUPTED);
 - an executor that died takes its head task with it (CRASHED, or OVER_MEMORY
@@ -23,8 +23,9 @@ import signal
 import time
 
 from ..wire import messages as M
-from ..wire.thresholds import HELD_INPUT_WAIT
+from ..wire.thresholds import HELD_INPUT_WAIT, HELD_RECHECK
 from .chained import Chaining
+from .link import say
 from .placement import Placement
 from .pool import Executor, Pool, kill_group, reap
 from .state import NodeState
@@ -35,13 +36,16 @@ class Stops:
     """What the agent does when a task ends without its executor's answer."""
 
     def __init__(self, state: NodeState, queue: WorkQueue, pool: Pool, placement: Placement,
-                 chaining: Chaining, cancelled: set[int]) -> None:
+                 chaining: Chaining, cancelled: dict[int, M.TaskMsg]) -> None:
         self.state = state
         self.queue = queue
         self.pool = pool
         self.placement = placement
         self.chaining = chaining
-        self.cancelled = cancelled                # the agent's (see the module's docstring)
+        # the agent's (see the module's docstring): the copy cancelled, by its id; the
+        # master may send the task again under that id, and the result of the new copy
+        # must not be dropped for the old one's
+        self.cancelled = cancelled
         self.interrupt_at: float | None = None    # the run is interrupted: kill at this time
         self.held_next = 0.0                      # when to look for held tasks waiting in vain
 
@@ -69,17 +73,21 @@ class Stops:
                     (deadline - timeout, now)))
 
     def check_held(self, results: list[M.ResultWire], node: str) -> None:
-        """A task held for inputs that never come fails, naming them (never a silent wait)."""
+        """A task held for inputs that never come fails, naming them (never a silent wait);
+        one whose inputs all came goes (it should have gone when the last came: said)."""
         now = time.time()
+        released = self.chaining.release_arrived()
+        if released:
+            say(f"taskflow.node: {node}: task(s) {', '.join(map(str, released))} were held "
+                f"for inputs that had come; released by the check of held tasks (report "
+                f"this: it is a taskflow bug)")
         for t, lacking in self.chaining.overdue(now, HELD_INPUT_WAIT):
             ids = ", ".join(f"d{d}" for d in lacking)
             results.append((t.task_id, M.ERROR, None, M.ErrorInfo(
                 "InputsMissing", f"waited {HELD_INPUT_WAIT:g} s on node {node} for input "
                 f"value(s) {ids} that nothing there makes and the master never sent; it will "
                 f"be retried (report this: it is a taskflow bug)", "", None), (now, now)))
-        oldest = self.chaining.oldest()      # next look: when the oldest one is due, or in
-        self.held_next = now + 1.0 if oldest is None else \
-            max(now + 1.0, oldest + HELD_INPUT_WAIT)     # a second if one waits legitimately
+        self.held_next = now + HELD_RECHECK       # (a scan of the held set: cheap)
 
     # -- the run is interrupted ---------------------------------------------------
     def interrupt(self, grace: float) -> bool:
@@ -135,8 +143,8 @@ class Stops:
         if head is not None:
             tid = head.task_id
             self.state.deadlines.pop(tid, None)
-            if tid in self.cancelled:
-                self.cancelled.discard(tid)
+            if self.cancelled.get(tid) is head:
+                del self.cancelled[tid]
             else:
                 limit = head.options.memory_limit if head.options is not None else None
                 over = None
@@ -170,8 +178,8 @@ class Stops:
         for t in parked:
             self.pool.parked.pop(t.task_id, None)
             self.state.deadlines.pop(t.task_id, None)
-            if t.task_id in self.cancelled:
-                self.cancelled.discard(t.task_id)
+            if self.cancelled.get(t.task_id) is t:
+                del self.cancelled[t.task_id]
                 continue
             results.append((t.task_id, M.CRASHED, None, M.ErrorInfo(
                 "WorkerDied", f"the executor running the task ended while the task waited for "
@@ -184,8 +192,14 @@ class Stops:
             del producing[d]
 
     def _requeue(self, tasks: list[M.TaskMsg]) -> None:
-        """Tasks a dead executor had not started go back on the agent's queue."""
+        """Tasks a dead executor had not started go back on the agent's queue; those
+        cancelled while queued there are dropped (no result of theirs will come, and the
+        one of a copy sent again under the same id must not be taken for theirs)."""
+        cancelled = self.cancelled
         for t in tasks:
+            if cancelled and cancelled.get(t.task_id) is t:
+                del cancelled[t.task_id]
+                continue
             if t.refs and self.chaining.hold(t):
                 continue
             if t.units == 0:            # an @IO task: the I/O executors' queue
@@ -204,7 +218,7 @@ class Stops:
                 self.state.deadlines.pop(head, None)
                 self.kill(ex, results)
             else:
-                self.cancelled.update(t.task_id for t in ex.queue[1:] if t.task_id in tids)
+                self.cancelled.update({t.task_id: t for t in ex.queue[1:] if t.task_id in tids})
         self.chaining.drop(tids)
         self.queue.remove(tids)
         self.placement.drop_io(tids)

@@ -37,6 +37,10 @@ RUNNING_SIGNAL_MIN: Final = MASTER_SHORT
 # are to come from the master) fails after this long, naming what it waited for, instead
 # of waiting silently (the master sends such values in the frame before the task's).
 HELD_INPUT_WAIT: Final = 60.0
+# ...and the held tasks are looked at this often while any is held: one whose inputs all
+# came goes at the latest then (each arrival releases its waiters; this is the net under
+# that rule, which a missed arrival would otherwise turn into a silent wait for ever).
+HELD_RECHECK: Final = 1.0
 
 # Executor (agent.executor.loop): results of faster tasks wait to travel in one frame...
 EXEC_SHORT: Final = 0.001         # s
