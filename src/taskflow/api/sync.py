@@ -134,19 +134,15 @@ def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True,
         a, b = wait_on(square(2), square(5))              # 4 25
     """
     rt = _rt()
-    if rt is None and in_worker():
-        handler = nest()
-        if handler is not None:         # in a running task: the tasks it called
-            for o in objs if strict else ():
-                t = type(o)
-                if t is not handler.Handle and t not in _CONTAINERS and t not in _PLAIN:
-                    _refuse_mistake(o)
-            return handler.wait_on(*objs, in_place=in_place)
+    handler = nest() if rt is None and in_worker() else None    # in a running task
+    ours = Future if handler is None else handler.Handle
     for o in objs if strict else ():
         t = type(o)
-        if t is not Future and t not in _CONTAINERS and t not in _PLAIN and (
+        if t is not ours and t not in _CONTAINERS and t not in _PLAIN and (
                 rt is None or not rt.registry.objects or rt.registry.object_item(o) is None):
             _refuse_mistake(o)          # (an object passed INOUT is waited for, whatever it is)
+    if handler is not None:             # the tasks it called
+        return handler.wait_on(*objs, in_place=in_place)
     if rt is None:
         if any(isinstance(o, Future) for o in objs):
             raise UsageError("wait_on: these futures belong to a runtime that has stopped")

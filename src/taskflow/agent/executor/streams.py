@@ -50,13 +50,12 @@ class TaskStreams:
             self.sent.clear()
         n, at = self.sent.get(stream.id, (0, 1))
         n += len(items)
-        if at <= SLOW_START and n >= at:        # (slow start: see the module)
-            while at <= n:
-                at *= 2
-            self.sent[stream.id] = (n, at)
+        sync = at <= SLOW_START and n >= at     # (slow start: see the module)
+        while sync and at <= n:
+            at *= 2
+        self.sent[stream.id] = (n, at)
+        if sync:
             self.poll(stream, SYNC_GROUP, 0.0, False)
-        else:
-            self.sent[stream.id] = (n, at)
 
     def close(self, stream: Stream) -> None:
         tid = self._task(stream, "close")
