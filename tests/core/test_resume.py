@@ -204,6 +204,16 @@ def _journal(tmp_path):
     return run, state, tasks
 
 
+def _unstarted(tmp_path):
+    """How many of the run's tasks have no start time."""
+    (run,) = os.listdir(tmp_path / "runs")
+    db = sqlite3.connect(tmp_path / "runs" / run / "journal.db")
+    try:
+        return db.execute("SELECT COUNT(*) FROM tasks WHERE t_start IS NULL").fetchone()[0]
+    finally:
+        db.close()
+
+
 @pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_the_run_cleanly_and_says_how_to_continue(tmp_path, sig, status):
     (tmp_path / "wf.py").write_text(SLOW)
@@ -216,6 +226,9 @@ def test_a_signal_stops_the_run_cleanly_and_says_how_to_continue(tmp_path, sig, 
     run, state, tasks = _journal(tmp_path)
     assert state == "interrupted"
     assert set(tasks) <= {"DONE", "INTERRUPTED", "CANCELLED"} and tasks.get("INTERRUPTED", 0) >= 1
+    # interrupted: what held the 2 slots; cancelled: what never started, queued behind
+    # them on an executor or not sent at all (no start time)
+    assert tasks["INTERRUPTED"] <= 2 and _unstarted(tmp_path) == tasks.get("CANCELLED", 0) > 0
     assert f"continue it with: taskflow run --resume {run} wf.py" in err
     assert "interrupted while running" in err and "never started" in err
     done_before = tasks.get("DONE", 0)

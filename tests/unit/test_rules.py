@@ -243,3 +243,29 @@ def test_the_last_node_lost_under_a_chain_ends_each_of_its_tasks_once():
     outcomes.node_lost(st, n1, "its connection closed", [])
     assert (a.state, b.state, c.state) == ("FAILED", "CANCELLED", "CANCELLED")
     assert st.tally.failed == 1 and st.tally.cancelled == 2 and st.tally.active == 0
+
+
+def test_a_task_the_interrupt_kept_from_starting_is_cancelled_not_interrupted():
+    """Queued on an executor behind the task the interrupt stopped, it never ran: the
+    journal says CANCELLED with no start time (INTERRUPTED is for what was running)."""
+    n = node("n1")
+    st, _ = state(n)
+    a = task(spec(), st=st)
+    b = task(spec(), a.outputs[0], st=st)
+    st.scheduler.ready.pop()
+    dispatch(a, n)
+    dispatch(b, n)                      # chained behind it on the same executor
+    st.interrupting = True
+    stopped = M.ErrorInfo("Interrupted", "stopped by the run's interrupt while it ran", "",
+                          None)
+    a.t_start, a.t_end = 1.0, 2.0
+    n.inflight.pop(a.id, None)
+    outcomes.task_failed(st, a, M.INTERRUPTED, stopped, n, [])
+    b.t_start, b.t_end = 3.0, 3.0         # (the node's clock when it reported it)
+    n.inflight.pop(b.id, None)
+    outcomes.task_failed(st, b, M.NOT_STARTED, M.ErrorInfo(
+        "Interrupted", "not started: the run was interrupted", "", None), n, [])
+    assert a.state == "INTERRUPTED" and a.t_start == 1.0
+    assert b.state == "CANCELLED" and b.t_start == 0.0
+    assert "never started: the run was interrupted" in str(b.error)
+    assert st.tally.interrupted == 1 and st.tally.cancelled == 1 and st.tally.active == 0

@@ -120,9 +120,13 @@ class Stops:
         """An executor that ended during the interrupt: its tasks did not finish."""
         now = time.time()
         for i, t in enumerate([*ex.queue, *ex.parked]):
-            results.append((t.task_id, M.INTERRUPTED, None, M.ErrorInfo(
-                "Interrupted", why if i == 0 else "not started: the run was interrupted", "",
-                None), (ex.started if i == 0 else now, now)))
+            if i == 0:
+                results.append((t.task_id, M.INTERRUPTED, None, M.ErrorInfo(
+                    "Interrupted", why, "", None), (ex.started, now)))
+            else:
+                results.append((t.task_id, M.NOT_STARTED, None, M.ErrorInfo(
+                    "Interrupted", "not started: the run was interrupted", "", None),
+                    (now, now)))
 
     # -- executors that die or are killed -------------------------------------------------
     def died(self, ex: Executor, results: list[M.ResultWire], node: str) -> None:

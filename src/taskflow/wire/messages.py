@@ -111,9 +111,10 @@ TIMEOUT: Final = 2
 LOST: Final = 3                   # the node was lost (never sent by a node)
 CANCELLED_ON_NODE: Final = 4
 CRASHED: Final = 5                # the executor running it died (not the task's own failure)
-INTERRUPTED: Final = 6            # the run was interrupted while it ran (or before it started)
+INTERRUPTED: Final = 6            # the run was interrupted while it ran
 MISSING: Final = 7                # an input is not there: the agent resends, or the master places it again
 OVER_MEMORY: Final = 8            # the task grew past its memory limit (agent.executor.limits)
+NOT_STARTED: Final = 9            # the run's interrupt came before it started: it never ran
 
 # -- how a task's argument is resolved on the node (Ref.kind) ----------------------
 RefKind = Literal["r", "p", "f", "fo", "do", "fio", "dio"]

@@ -64,7 +64,7 @@ def _interrupted(tid: int, t0: float, exc: BaseException | None) -> M.ResultWire
     """The result of a task the interrupt stopped (``exc``) or kept from starting."""
     now = time.time()
     if exc is None:
-        return (tid, M.INTERRUPTED, None, M.ErrorInfo(
+        return (tid, M.NOT_STARTED, None, M.ErrorInfo(
             "Interrupted", "not started: the run was interrupted", "", None), (now, now))
     import traceback          # (not at the top: start-up time of every agent)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))

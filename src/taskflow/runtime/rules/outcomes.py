@@ -140,6 +140,10 @@ def task_failed(rt: RunState, task: Task, status: int, error: M.ErrorInfo | None
     if status == M.INTERRUPTED:
         task_interrupted(rt, task, f"{etype}: {emsg}", node_name, cbs)
         return
+    if status == M.NOT_STARTED:     # the interrupt came first: nothing ran, nothing stopped
+        task.t_start = 0.0
+        cancel.cancel_tasks(rt, [task], "never started: the run was interrupted", cbs)
+        return
     crash = ""
     if status == M.CRASHED or (status == M.LOST and task.state == T.RUNNING):
         # Its worker died under it: not the task's failure, up to the crash limit.
