@@ -17,8 +17,17 @@ copied (:func:`.streamitems.read_closed`) and the stream waits, *pending*:
   producer: theirs are given again, in their order) and what the others
   publish now; so is a stream that did not close in the earlier run or whose
   file is damaged (said in the journal's log);
-- consumer tasks always run again (a consumer group's items are shared by its
-  consumers: only giving every item again keeps "exactly once").
+- a consumer task that ended well in the earlier run (its *took* frame in the
+  kept file says which items each of its consumer groups took) is restored
+  from the resume log too, once every stream it polls is replayed (its key
+  names its streams; a replay is their earlier items, checked): called while
+  a replay is pending, it waits, gated (:meth:`StreamReplays.restore`), and
+  runs after all when a stream is produced anew instead. The items a restored
+  consumer took are skipped for its groups (:func:`skip`): the consumers that
+  run again, and the program, get the others, so every item still reaches one
+  poll per group. One whose items went to another poll of its group in this
+  run already runs again (said); so does every consumer of a stream not
+  replayed, and a task that polls one stream and produces another.
 """
 from __future__ import annotations
 
@@ -28,10 +37,11 @@ import os
 import pickle
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
 from ..events import NodeNote, Resumed
-from .streamitems import Closed, Items, read_closed
+from ..graph import task as T
+from .streamitems import Closed, Items, Ranges, read_closed
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -103,6 +113,43 @@ class _Run(Protocol):
     """What the replays use of the run (its state: runtime.state imports streams.py)."""
 
     bus: Any
+    lock: Any
+    scheduler: Any
+    comm: Any
+
+
+class Held(NamedTuple):
+    """A consumer task called while the replay of a stream it polls is pending: gated
+    (one more input it waits for) until every such stream is replayed or not."""
+
+    task: Task
+    restore: Callable[..., bool]       # from the resume log (listed=True: its row is made)
+    pending: set[str]                   # the ids of the streams whose replay it waits for
+
+
+def skip(s: Any, ranges: Ranges) -> None:
+    """The items a restored consumer took in the earlier run: not given again to its
+    groups (the streams' state skips them: :func:`past`)."""
+    for group, first, end in ranges:
+        s.skip.setdefault(group, []).append((first, end))
+        s.skip[group].sort()
+
+
+def past(s: Any, group: str, at: int) -> int:
+    """Where ``group`` reads next from ``at``: past the items restored consumers took."""
+    sk = s.skip.get(group)
+    while sk and sk[0][0] <= at:
+        at = max(at, sk.pop(0)[1])
+    return at
+
+
+def clash(s: Any, ranges: Ranges) -> str | None:
+    """A group of ``ranges`` that already read past their first item in this run (those
+    items went to another poll: a consumer restored with them would have them twice)."""
+    for group, first, _ in ranges:
+        if s.groups.get(group, first) > first:
+            return group
+    return None
 
 
 class StreamReplays:
@@ -111,6 +158,8 @@ class StreamReplays:
     rt: _Run
     lock: threading.Lock
     by_task: dict[int, list[tuple[Any, str, str]]]
+    held: dict[int, Held]               # consumer task id -> waiting for replays
+    freed: list[tuple[Task, str]]       # held consumers to run after all: (task, why)
 
     def _deliver(self, out: list[Any], locked: bool) -> None: ...
 
@@ -125,6 +174,8 @@ class StreamReplays:
         stream whose producers all were is replayed. Else it runs again (True: restored)."""
         uses = self.by_task.get(task.id) or []
         me = (task.spec.name, task.ordinal)
+        if uses and all(role == "consumer" for _, role, _ in uses):
+            return self._consumer(task, uses, restore)
         why = ""
         for s, role, pname in uses:
             if role != "producer":
@@ -181,7 +232,16 @@ class StreamReplays:
         self._note(0, s.id, "close", f"{s.items.end} ")
         self._said(logging.INFO, f"stream {s.name} is replayed: {s.items.end} item(s) kept by "
                    f"run {os.path.basename(replay.source)}, its {len(replay.producers)} "
-                   f"producer task(s) restored; its consumers poll them from the first")
+                   f"producer task(s) restored; the consumers that run poll them from the "
+                   f"first but for those restored consumers took")
+        held, s.held = s.held, []
+        for tid in held:            # (before any poll is served: their items are skipped)
+            h = self.held.get(tid)
+            if h is not None:
+                h.pending.discard(s.id)
+                if not h.pending:
+                    del self.held[tid]
+                    self._decide(h)
         self._serve(s, out)
 
     def _unreplay(self, s: Any, out: list[Any]) -> None:
@@ -197,6 +257,7 @@ class StreamReplays:
                 s.items.append(replay.items.get(i), number)
                 given += 1
         replay.drop()
+        self._free(s, f"stream {s.name} is not replayed but produced anew (see the run's log)")
         if given:
             self._said(logging.INFO, f"stream {s.name}: the {given} item(s) its "
                        f"{len(replay.restored)} restored producer task(s) published in run "
@@ -211,6 +272,130 @@ class StreamReplays:
             self._unreplay(s, out)
             if not any(s.parts.values()):
                 self._close(s, None, out)
+        self._free(s, f"the program ended before calling every producer stream {s.name} had "
+                      f"in the earlier run: it is not replayed")
+
+    # -- consumers ---------------------------------------------------------------------------
+    def _consumer(self, task: Task, uses: list[tuple[Any, str, str]],
+                  restore: Callable[..., bool]) -> bool:
+        """At the call of ``task``, which polls streams and produces none: restored now
+        when all of them are replayed, gated while some replay is pending (its inputs
+        still count: :meth:`_decide` acts once they are all replayed), else it runs."""
+        resumer = getattr(getattr(self.rt, "recovery", None), "resumer", None)
+        if resumer is None or task.key not in resumer.store.by_key:
+            return restore()            # (no record: the resumer says why it runs again)
+        me = (task.spec.name, task.ordinal)
+        why = ""
+        pending = []
+        with self.lock:
+            for s, _, pname in uses:
+                items = s.replay.items if s.replay is not None else s.items
+                ranges = (items.consumers or {}).get(me)
+                if s.replay is None and not s.replayed:
+                    why = (f"stream {s.name} (parameter '{pname}') is not replayed (see the "
+                           f"run's log): its consumers run again")
+                elif ranges is None:
+                    why = (f"it did not end well as a consumer of stream {s.name} (parameter "
+                           f"'{pname}') in the earlier run (no record of the items it took)")
+                elif s.replay is not None:
+                    pending.append(s)
+                elif clash(s, ranges) is not None:
+                    why = self._clashed(s, pname, ranges)
+                if why:
+                    break
+            if not why and pending:
+                self.held[task.id] = Held(task, restore, {s.id for s in pending})
+                for s in pending:
+                    s.held.append(task.id)
+                task.npending += 1      # (a gate: the call goes on to the graph, not ready)
+                return False
+        if why:
+            self._rerun(task, why)
+            return False
+        return self._restored(task, uses, restore, False)
+
+    @staticmethod
+    def _clashed(s: Any, pname: str, ranges: Ranges) -> str:
+        return (f"the items of stream {s.name} (parameter '{pname}') it took in the earlier "
+                f"run went to another poll of its group '{clash(s, ranges)}' in this run")
+
+    def _restored(self, task: Task, uses: list[tuple[Any, str, str]],
+                  restore: Callable[..., bool], locked: bool) -> bool:
+        """Restore consumer ``task`` from the resume log; its streams skip what it took
+        (and keep that it did, for a resume of this run). ``locked``: self.lock held (a
+        held one, its row made: ``restore(listed=True)``)."""
+        del self.by_task[task.id]           # (restored: its end touches no stream)
+        ok = restore(listed=True) if locked else restore()
+        if not ok:
+            self.by_task[task.id] = uses
+            return False
+        me = (task.spec.name, task.ordinal)
+        if not locked:
+            self.lock.acquire()
+        try:
+            for s, _, _ in uses:
+                ranges = (s.items.consumers or {})[me]
+                skip(s, ranges)
+                s.items.took(me[0], me[1], ranges)
+        finally:
+            if not locked:
+                self.lock.release()
+        return True
+
+    def _decide(self, h: Held) -> None:
+        """Every stream held consumer ``h.task`` polls is replayed (the run's lock and
+        self.lock held): restored, or (its record damaged, its items served) it runs."""
+        task = h.task
+        if task.state is not T.SUBMITTED:       # (cancelled meanwhile)
+            return
+        uses = self.by_task.get(task.id) or []
+        for s, _, pname in uses:
+            ranges = (s.items.consumers or {}).get((task.spec.name, task.ordinal))
+            if ranges is None or clash(s, ranges) is not None:
+                self._rerun(task, self._clashed(s, pname, ranges or ()))
+                self._ungate(task)
+                return
+        if not self._restored(task, uses, h.restore, True):
+            self._ungate(task)
+
+    def _free(self, s: Any, why: str) -> None:
+        """``s`` is not replayed (self.lock held): the consumers held for it run, after
+        the locks are let go (:meth:`settle`)."""
+        held, s.held = s.held, []
+        for tid in held:
+            h = self.held.pop(tid, None)
+            if h is not None:
+                for other in self.by_id.values():       # (no longer held by the others)
+                    if tid in other.held:
+                        other.held.remove(tid)
+                self.freed.append((h.task, why))
+
+    by_id: dict[str, Any]
+
+    def settle(self, locked: bool) -> None:
+        """The held consumers freed run (``locked``: the caller holds the run's lock)."""
+        with self.lock:
+            freed, self.freed = self.freed, []
+        if not freed:
+            return
+        if not locked:
+            self.rt.lock.acquire()
+        try:
+            for task, why in freed:
+                if task.state is T.SUBMITTED:
+                    self._rerun(task, why)
+                    self._ungate(task)
+        finally:
+            if not locked:
+                self.rt.lock.release()
+
+    def _ungate(self, task: Task) -> None:
+        """A held consumer runs (the run's lock held): its gate is lifted."""
+        task.npending -= 1
+        if task.state is T.SUBMITTED and task.npending == 0:
+            task.state = T.READY
+            self.rt.scheduler.push(task)
+            self.rt.comm.wake()
 
     def _close(self, s: Any, error: BaseException | None, out: list[Any],
                replayable: bool = True) -> None: ...
