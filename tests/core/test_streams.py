@@ -291,6 +291,34 @@ def test_a_consumer_run_again_gets_the_items_the_restored_one_did_not_take(tmp_p
                             ("produce_in_two", "RESTORED")], rows
 
 
+def test_streams_a_task_made_replay_with_an_alias_else_their_tasks_say_why_they_run(
+        tmp_path, monkeypatch):
+    """Two parents (their calls changed: both run again) each make a stream and call its
+    consumer and producer as children. The stream with an alias is replayed: both children
+    are restored. The one without an alias gets a new id in every run: its children run
+    again, and the journal says why."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def body(tag):
+        return wait_on(S.pipeline_in_a_task(50, "made-in-a-task", tag),
+                       S.pipeline_in_a_task(30, None, tag))
+    with taskflow.Runtime(workers=3, run_dir=runs, resumable=True) as first:
+        assert body("one") == (list(range(50)), list(range(30)))
+    with taskflow.Runtime(workers=3, run_dir=runs, resume=first.run_dir) as second:
+        assert body("two") == (list(range(50)), list(range(30)))
+    db = sqlite3.connect(os.path.join(second.run_dir, "journal.db"))
+    rows = db.execute("SELECT t.name, r.state, r.info FROM transitions r JOIN tasks t ON "
+                      "t.id = r.task_id WHERE r.state IN ('RESTORED', 'RERUN')").fetchall()
+    db.close()
+    states = sorted((n, st) for n, st, _ in rows)
+    assert states == [("consume", "RERUN"), ("consume", "RESTORED"), ("pipeline_in_a_task",
+                      "RERUN"), ("pipeline_in_a_task", "RERUN"), ("produce", "RERUN"),
+                      ("produce", "RESTORED")], rows
+    why = [info for n, st, info in rows if st == "RERUN" and n != "pipeline_in_a_task"]
+    assert all("has a new id in every run" in w and "give it an alias" in w for w in why), why
+
+
 def test_a_producer_run_again_keeps_the_items_of_the_one_restored_before_it(tmp_path,
                                                                            monkeypatch):
     """Two producers of a stream that closed; in the resumed run the second one's call

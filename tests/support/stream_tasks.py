@@ -166,3 +166,15 @@ def consume_after(s, gate, tag):
         got.extend(s.poll(timeout=5))
     got.extend(s.poll())
     return got
+
+
+@task(returns=1)
+def pipeline_in_a_task(n, alias, tag):
+    """Makes a stream (``alias`` or none), calls its consumer and its producer as its
+    children, returns what the consumer got (``tag``: only its call's identity)."""
+    import taskflow
+    from taskflow import wait_on
+    s = taskflow.Stream(alias=alias)
+    c = consume(s)
+    produce(s, n)
+    return wait_on(c)

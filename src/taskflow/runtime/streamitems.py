@@ -73,8 +73,9 @@ class Items:
         self._buf: list[bytes] = []     # kept: frames not written yet ...
         self._buffered = 0              # ... their size
         self.tags: array[int] | None = None     # read back (read_closed): each one's producer
-        # ... and the consumer tasks that ended well: (name, ordinal) -> what they took
-        self.consumers: dict[tuple[str, int], Ranges] | None = None
+        # ... and the consumer tasks that ended well: their key -> what they took (None: two
+        # had that key, their shares cannot be told apart)
+        self.consumers: dict[bytes, Ranges | None] | None = None
 
     @property
     def end(self) -> int:
@@ -162,15 +163,15 @@ class Items:
         if record is not None:
             os.fsync(self._fd)
 
-    def took(self, name: str, ordinal: int, ranges: Ranges) -> None:
-        """A kept file: consumer task ``name`` (its ``ordinal``-th call) ended well after
+    def took(self, key: bytes, name: str, ranges: Ranges) -> None:
+        """A kept file: consumer task ``name`` (its call's resume ``key``) ended well after
         taking ``ranges`` (a resumed run restores it only with them: runtime/streamreplay.py);
         on the OS's disk at once. Nothing once the run let go of the file."""
         if not self.kept or (self._fd < 0 and self._end):
             return
         if self._fd < 0:
             self._open()
-        blob = pickle.dumps((name, ordinal, ranges), 4)
+        blob = pickle.dumps((key, name, ranges), 4)
         self._buf += (FRAME.pack(TOOK, 0, len(blob), zlib.crc32(blob)), blob)
         self._buffered += FRAME.size + len(blob)
         self._end += FRAME.size + len(blob)
@@ -226,7 +227,7 @@ def _copy(f: BinaryIO, size: int, sid: str, into: str, memory: int
 
 
 def _frames(f: BinaryIO, size: int, sid: str, items: Items, tags: array[int],
-            consumers: dict[tuple[str, int], Ranges]) -> Closed | str:
+            consumers: dict[bytes, Ranges | None]) -> Closed | str:
     """The frames of a kept file: its items (copied to ``items``), its consumers' took
     frames (into ``consumers``), then its close frame, after which only took frames."""
     pos = len(MAGIC)
@@ -247,8 +248,8 @@ def _frames(f: BinaryIO, size: int, sid: str, items: Items, tags: array[int],
             items.append(blob, producer)
             tags.append(producer)
         elif kind == TOOK:
-            name, ordinal, ranges = pickle.loads(blob)
-            consumers[(name, ordinal)] = ranges
+            key, _, ranges = pickle.loads(blob)
+            consumers[key] = None if key in consumers else ranges
         else:
             closed = Closed(*pickle.loads(blob))
             if closed.sid != sid or closed.items != items.end:

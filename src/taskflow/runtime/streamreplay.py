@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Protocol
 
 from ..events import NodeNote, Resumed
 from ..graph import task as T
+from ..wire.streams import OBJECTS
 from .streamitems import Closed, Items, Ranges, read_closed
 
 if TYPE_CHECKING:
@@ -127,6 +128,12 @@ class Held(NamedTuple):
     pending: set[str]                   # the ids of the streams whose replay it waits for
 
 
+def stable(sid: str) -> bool:
+    """Whether stream ``sid`` is the same in a resumed run: an alias, a FileStream's
+    directory, the program's n-th (``objects#n``); not a random id (made by a task)."""
+    return ":" in sid or sid.startswith(OBJECTS + "#")
+
+
 def skip(s: Any, ranges: Ranges) -> None:
     """The items a restored consumer took in the earlier run: not given again to its
     groups (the streams' state skips them: :func:`past`)."""
@@ -158,7 +165,9 @@ class StreamReplays:
     rt: _Run
     lock: threading.Lock
     by_task: dict[int, list[tuple[Any, str, str]]]
+    by_id: dict[str, Any]
     held: dict[int, Held]               # consumer task id -> waiting for replays
+    consumed: set[tuple[str, bytes]]    # (stream id, key) of the consumers restored
     freed: list[tuple[Task, str]]       # held consumers to run after all: (task, why)
 
     def _deliver(self, out: list[Any], locked: bool) -> None: ...
@@ -174,6 +183,14 @@ class StreamReplays:
         stream whose producers all were is replayed. Else it runs again (True: restored)."""
         uses = self.by_task.get(task.id) or []
         me = (task.spec.name, task.ordinal)
+        for s, _, pname in uses:
+            if not stable(s.id):
+                self._rerun(task, f"stream {s.name} (parameter '{pname}') has a new id in "
+                                  f"every run (a stream a task made without an alias, or a "
+                                  f"FileDistroStream without one): it is never replayed, so "
+                                  f"the tasks given it run again; give it an alias to have "
+                                  f"it replayed and them restored")
+                return False
         if uses and all(role == "consumer" for _, role, _ in uses):
             return self._consumer(task, uses, restore)
         why = ""
@@ -284,23 +301,26 @@ class StreamReplays:
         resumer = getattr(getattr(self.rt, "recovery", None), "resumer", None)
         if resumer is None or task.key not in resumer.store.by_key:
             return restore()            # (no record: the resumer says why it runs again)
-        me = (task.spec.name, task.ordinal)
         why = ""
         pending = []
         with self.lock:
             for s, _, pname in uses:
                 items = s.replay.items if s.replay is not None else s.items
-                ranges = (items.consumers or {}).get(me)
+                took = items.consumers or {}
                 if s.replay is None and not s.replayed:
                     why = (f"stream {s.name} (parameter '{pname}') is not replayed (see the "
                            f"run's log): its consumers run again")
-                elif ranges is None:
+                elif task.key not in took:
                     why = (f"it did not end well as a consumer of stream {s.name} (parameter "
                            f"'{pname}') in the earlier run (no record of the items it took)")
+                elif took[task.key] is None or (s.id, task.key) in self.consumed:
+                    why = (f"another consumer of stream {s.name} (parameter '{pname}') had the "
+                           f"same call (function and arguments): which items each took cannot "
+                           f"be told apart; give them different arguments to restore them")
                 elif s.replay is not None:
                     pending.append(s)
-                elif clash(s, ranges) is not None:
-                    why = self._clashed(s, pname, ranges)
+                elif clash(s, took[task.key]) is not None:
+                    why = self._clashed(s, pname, took[task.key])
                 if why:
                     break
             if not why and pending:
@@ -329,14 +349,17 @@ class StreamReplays:
         if not ok:
             self.by_task[task.id] = uses
             return False
-        me = (task.spec.name, task.ordinal)
+        key = task.key
+        assert key is not None
         if not locked:
             self.lock.acquire()
         try:
             for s, _, _ in uses:
-                ranges = (s.items.consumers or {})[me]
+                ranges = (s.items.consumers or {})[key]
+                assert ranges is not None
                 skip(s, ranges)
-                s.items.took(me[0], me[1], ranges)
+                self.consumed.add((s.id, key))
+                s.items.took(key, task.spec.name, ranges)
         finally:
             if not locked:
                 self.lock.release()
@@ -350,9 +373,15 @@ class StreamReplays:
             return
         uses = self.by_task.get(task.id) or []
         for s, _, pname in uses:
-            ranges = (s.items.consumers or {}).get((task.spec.name, task.ordinal))
-            if ranges is None or clash(s, ranges) is not None:
-                self._rerun(task, self._clashed(s, pname, ranges or ()))
+            ranges = (s.items.consumers or {}).get(task.key or b"")
+            if ranges is None or (s.id, task.key) in self.consumed:
+                self._rerun(task, f"another consumer of stream {s.name} (parameter '{pname}') "
+                                  f"had the same call: which items each took cannot be told "
+                                  f"apart; give them different arguments to restore them")
+                self._ungate(task)
+                return
+            if clash(s, ranges) is not None:
+                self._rerun(task, self._clashed(s, pname, ranges))
                 self._ungate(task)
                 return
         if not self._restored(task, uses, h.restore, True):
@@ -370,7 +399,18 @@ class StreamReplays:
                         other.held.remove(tid)
                 self.freed.append((h.task, why))
 
-    by_id: dict[str, Any]
+    def _key(self, task: Task) -> bytes | None:
+        """The resume key of consumer ``task`` that ended well (its took frame is kept
+        under it), computed now if it waited (graph.keys); None: it cannot be (it runs
+        again on a resume)."""
+        keys = getattr(self.rt, "keys", None)
+        if keys is None or not task.ordinal:
+            return None
+        try:
+            key: bytes = keys.waited(task, settle=False)
+        except Exception:  # noqa: BLE001 - KeyUnknown: no record of what it took, said then
+            return None
+        return key
 
     def settle(self, locked: bool) -> None:
         """The held consumers freed run (``locked``: the caller holds the run's lock)."""

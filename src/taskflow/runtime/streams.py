@@ -139,6 +139,7 @@ class Streams(StreamReplays):
         self.by_task: dict[int, list[tuple[StreamState, str, str]]] = {}  # (s, role, param)
         self.held: dict[int, Held] = {}
         self.freed: list[tuple[Task, str]] = []
+        self.consumed: set[tuple[str, bytes]] = set()
         # polls' deadlines, a FileStream's next listing (poll None), a task's poll's lending
         self.timers: list[tuple[float, int, StreamState, _Poll | None]] = []
         self._tick = 0
@@ -237,8 +238,10 @@ class Streams(StreamReplays):
                 s.lost.pop(task.id, None)
                 if role != "producer":      # (a resume restores it with what it took)
                     took = tuple(s.ranges.pop(task.id, ()))
-                    if error is None and task.ordinal:
-                        s.items.took(task.spec.name, task.ordinal, took)
+                    key = task.key or self._key(task) if error is None and s.items.kept \
+                        else None
+                    if key is not None:
+                        s.items.took(key, task.spec.name, took)
                     continue
                 why = None
                 if error is not None:
