@@ -48,8 +48,8 @@ class Closed(NamedTuple):
 
     sid: str                                    # the stream's id
     items: int                                  # how many items it had
-    producers: tuple[tuple[int, str, int], ...]     # its producer tasks: (number, name,
-    #                                                 ordinal); an item frame has the number
+    producers: tuple[tuple[int, str, bytes], ...]   # its producer tasks: (number, name,
+    #                                                 resume key); an item frame has the number
     files: tuple[tuple[str, int, int], ...] = ()    # a FileStream's: (path, size, mtime_ns)
 
 
@@ -76,6 +76,7 @@ class Items:
         # ... and the consumer tasks that ended well: their key -> what they took (None: two
         # had that key, their shares cannot be told apart)
         self.consumers: dict[bytes, Ranges | None] | None = None
+        self.after_close: set[bytes] = set()    # ... those that ended after the close
 
     @property
     def end(self) -> int:
@@ -219,7 +220,7 @@ def _copy(f: BinaryIO, size: int, sid: str, into: str, memory: int
     items = Items(into, memory, kept=True)
     items.tags = array("H")
     items.consumers = {}
-    got = _frames(f, size, sid, items, items.tags, items.consumers)
+    got = _frames(f, size, sid, items, items.tags, items.consumers, items.after_close)
     if isinstance(got, str):
         items.close()
         return got
@@ -227,7 +228,7 @@ def _copy(f: BinaryIO, size: int, sid: str, into: str, memory: int
 
 
 def _frames(f: BinaryIO, size: int, sid: str, items: Items, tags: array[int],
-            consumers: dict[bytes, Ranges | None]) -> Closed | str:
+            consumers: dict[bytes, Ranges | None], after: set[bytes]) -> Closed | str:
     """The frames of a kept file: its items (copied to ``items``), its consumers' took
     frames (into ``consumers``), then its close frame, after which only took frames."""
     pos = len(MAGIC)
@@ -250,6 +251,8 @@ def _frames(f: BinaryIO, size: int, sid: str, items: Items, tags: array[int],
         elif kind == TOOK:
             key, _, ranges = pickle.loads(blob)
             consumers[key] = None if key in consumers else ranges
+            if closed is not None:
+                after.add(key)
         else:
             closed = Closed(*pickle.loads(blob))
             if closed.sid != sid or closed.items != items.end:

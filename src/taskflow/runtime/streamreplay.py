@@ -7,7 +7,8 @@ stream of the same id (an alias, a FileStream's directory, or the main
 program's n-th stream without an alias), the earlier file is checked and
 copied (:func:`.streamitems.read_closed`) and the stream waits, *pending*:
 
-- each producer task it had in the earlier run (by name and ordinal) that is
+- each producer task it had in the earlier run (by name and resume key: a
+  child's ordinal changes with its parents' pace, its key does not) that is
   called again is restored from the resume log as any finished call is, and
   publishes nothing; once all of them are, the stream is *replayed*: it is
   closed with the earlier items, and consumers poll them from the first;
@@ -62,14 +63,18 @@ class Replay:
 
     def __init__(self, items: Items, closed: Closed, source: str) -> None:
         self.items = items                          # the earlier items (a checked copy)
-        # (name, ordinal) of each producer -> its number there (its items' frames have it)
-        self.producers = {(name, o): n for n, name, o in closed.producers}
+        # (name, key) of each producer -> its numbers there (its items' frames have them;
+        # calls alike share a key: each restored one takes one of their numbers)
+        self.producers: dict[tuple[str, Any], list[int]] = {}
+        for n, name, key in closed.producers:
+            self.producers.setdefault((name, key), []).append(n)
+        self.count = len(closed.producers)
         self.restored: dict[int, int] = {}      # ... restored so far: -> its number here
         self.source = source                        # the earlier run's directory
 
     @property
     def complete(self) -> bool:
-        return len(self.restored) >= len(self.producers)
+        return len(self.restored) >= self.count
 
     def drop(self) -> None:
         """Not replayed: the copy goes."""
@@ -182,7 +187,7 @@ class StreamReplays:
         replay is pending and it was one of their producers in the earlier run; then a
         stream whose producers all were is replayed. Else it runs again (True: restored)."""
         uses = self.by_task.get(task.id) or []
-        me = (task.spec.name, task.ordinal)
+        me = (task.spec.name, task.key)
         for s, _, pname in uses:
             if not stable(s.id):
                 self._rerun(task, f"stream {s.name} (parameter '{pname}') has a new id in "
@@ -200,8 +205,9 @@ class StreamReplays:
             elif s.replay is None:
                 why = (f"stream {s.name} (parameter '{pname}') did not close in the earlier "
                        f"run, or its items were not kept: its producers run again")
-            elif me not in s.replay.producers:
-                why = f"it did not produce stream {s.name} in the earlier run"
+            elif not s.replay.producers.get(me):
+                why = (f"it did not produce stream {s.name} in the earlier run (no producer "
+                       f"had its call there)")
             if why:
                 break
         ok = not why and bool(uses)
@@ -225,7 +231,7 @@ class StreamReplays:
                 s.parts.pop(task.id, None)
                 s.producers.pop(task.id, None)
                 s.restored.append((number, *me))
-                s.replay.restored[s.replay.producers[me]] = number
+                s.replay.restored[s.replay.producers[me].pop(0)] = number
                 if s.replay.complete and not any(s.parts.values()):
                     self._replayed(s, out)
         self._deliver(out, locked=True)
@@ -248,7 +254,7 @@ class StreamReplays:
         s.parts = {}
         self._note(0, s.id, "close", f"{s.items.end} ")
         self._said(logging.INFO, f"stream {s.name} is replayed: {s.items.end} item(s) kept by "
-                   f"run {os.path.basename(replay.source)}, its {len(replay.producers)} "
+                   f"run {os.path.basename(replay.source)}, its {replay.count} "
                    f"producer task(s) restored; the consumers that run poll them from the "
                    f"first but for those restored consumers took")
         held, s.held = s.held, []
@@ -259,6 +265,8 @@ class StreamReplays:
                 if not h.pending:
                     del self.held[tid]
                     self._decide(h)
+        if held:
+            self.rt.comm.wake()         # (what waits for a restored consumer may go)
         self._serve(s, out)
 
     def _unreplay(self, s: Any, out: list[Any]) -> None:
@@ -317,6 +325,11 @@ class StreamReplays:
                     why = (f"another consumer of stream {s.name} (parameter '{pname}') had the "
                            f"same call (function and arguments): which items each took cannot "
                            f"be told apart; give them different arguments to restore them")
+                elif s.replay is not None and task.key not in items.after_close:
+                    why = (f"it was called before stream {s.name} (parameter '{pname}') was "
+                           f"replayed and it ended before the stream closed in the earlier "
+                           f"run: the program may wait for it before calling the stream's "
+                           f"producers, so it is not held for the replay")
                 elif s.replay is not None:
                     pending.append(s)
                 elif clash(s, took[task.key]) is not None:
@@ -400,12 +413,12 @@ class StreamReplays:
                 self.freed.append((h.task, why))
 
     def _key(self, task: Task) -> bytes | None:
-        """The resume key of consumer ``task`` that ended well (its took frame is kept
-        under it), computed now if it waited (graph.keys); None: it cannot be (it runs
-        again on a resume)."""
+        """The resume key of ``task`` (a consumer that ended well, a producer of a stream
+        that closed: kept under it), computed now if it waited (graph.keys); None: it
+        cannot be (it runs again on a resume)."""
         keys = getattr(self.rt, "keys", None)
-        if keys is None or not task.ordinal:
-            return None
+        if task.key is not None or keys is None or not task.ordinal:
+            return task.key
         try:
             key: bytes = keys.waited(task, settle=False)
         except Exception:  # noqa: BLE001 - KeyUnknown: no record of what it took, said then
@@ -456,15 +469,16 @@ class StreamReplays:
 
 
 
-def closed_frame(s: Any, error: BaseException | None) -> Closed | None:
+def closed_frame(s: Any, error: BaseException | None,
+                 key: Callable[[Task], bytes | None]) -> Closed | None:
     """The close frame of ``s`` (a resumed run replays it), or None when it cannot be
     replayed: closed with an error, produced by the program, or a FileStream one of
     whose files is gone (a FileStream's records its files' sizes and times)."""
     if error is not None or 0 in s.parts or not (s.producers or s.restored):
         return None
     producers = tuple(s.restored) + tuple(
-        (s.numbers.get(tid, 0), t.spec.name, t.ordinal) for tid, t in s.producers.items())
-    if any(not o for _, _, o in producers):
+        (s.numbers.get(tid, 0), t.spec.name, key(t)) for tid, t in s.producers.items())
+    if any(k is None for _, _, k in producers):
         return None
     files = []
     if s.files:

@@ -238,8 +238,7 @@ class Streams(StreamReplays):
                 s.lost.pop(task.id, None)
                 if role != "producer":      # (a resume restores it with what it took)
                     took = tuple(s.ranges.pop(task.id, ()))
-                    key = task.key or self._key(task) if error is None and s.items.kept \
-                        else None
+                    key = self._key(task) if error is None and s.items.kept else None
                     if key is not None:
                         s.items.took(key, task.spec.name, took)
                     continue
@@ -420,7 +419,7 @@ class Streams(StreamReplays):
             s.replay = None
             self._free(s, f"stream {s.name} is not replayed but produced anew (see the log)")
         if s.items.kept:                    # (a failed write: the run fails, loudly)
-            s.items.closed(closed_frame(s, error) if replayable else None)
+            s.items.closed(closed_frame(s, error, self._key) if replayable else None)
         self._note(0, s.id, "close", f"{s.items.end} {type(error).__name__ if error else ''}")
         self._serve(s, out)
 
