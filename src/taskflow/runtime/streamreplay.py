@@ -22,8 +22,10 @@ copied (:func:`.streamitems.read_closed`) and the stream waits, *pending*:
   kept file says which items each of its consumer groups took) is restored
   from the resume log too, once every stream it polls is replayed (its key
   names its streams; a replay is their earlier items, checked): called while
-  a replay is pending, it waits, gated (:meth:`StreamReplays.restore`), and
-  runs after all when a stream is produced anew instead. The items a restored
+  a replay is pending, one that ended after the stream closed waits, gated
+  (:meth:`StreamReplays.restore`), and runs after all when a stream is
+  produced anew instead (one that ended before may be what the program waits
+  for before calling the producers: it runs again). The items a restored
   consumer took are skipped for its groups (:func:`skip`): the consumers that
   run again, and the program, get the others, so every item still reaches one
   poll per group. One whose items went to another poll of its group in this
