@@ -344,10 +344,10 @@ class StreamReplays:
                     s.held.append(task.id)
                 task.npending += 1      # (a gate: the call goes on to the graph, not ready)
                 return False
-        if why:
-            self._rerun(task, why)
-            return False
-        return self._restored(task, uses, restore, False)
+            if not why:         # (under the lock: no poll takes its items meanwhile)
+                return self._restored(task, uses, restore)
+        self._rerun(task, why)
+        return False
 
     @staticmethod
     def _clashed(s: Any, pname: str, ranges: Ranges) -> str:
@@ -355,29 +355,22 @@ class StreamReplays:
                 f"run went to another poll of its group '{clash(s, ranges)}' in this run")
 
     def _restored(self, task: Task, uses: list[tuple[Any, str, str]],
-                  restore: Callable[..., bool], locked: bool) -> bool:
-        """Restore consumer ``task`` from the resume log; its streams skip what it took
-        (and keep that it did, for a resume of this run). ``locked``: self.lock held (a
-        held one, its row made: ``restore(listed=True)``)."""
-        del self.by_task[task.id]           # (restored: its end touches no stream)
-        ok = restore(listed=True) if locked else restore()
-        if not ok:
+                  restore: Callable[[], bool]) -> bool:
+        """Under self.lock (and the run's): restore consumer ``task`` from the resume log
+        (``restore``); its streams skip what it took, and keep that it did (for a resume of
+        this run). (Its end touches no stream, so the lock is not taken again.)"""
+        del self.by_task[task.id]
+        if not restore():
             self.by_task[task.id] = uses
             return False
         key = task.key
         assert key is not None
-        if not locked:
-            self.lock.acquire()
-        try:
-            for s, _, _ in uses:
-                ranges = (s.items.consumers or {})[key]
-                assert ranges is not None
-                skip(s, ranges)
-                self.consumed.add((s.id, key))
-                s.items.took(key, task.spec.name, ranges)
-        finally:
-            if not locked:
-                self.lock.release()
+        for s, _, _ in uses:
+            ranges = (s.items.consumers or {})[key]
+            assert ranges is not None
+            skip(s, ranges)
+            self.consumed.add((s.id, key))
+            s.items.took(key, task.spec.name, ranges)
         return True
 
     def _decide(self, h: Held) -> None:
@@ -399,7 +392,7 @@ class StreamReplays:
                 self._rerun(task, self._clashed(s, pname, ranges))
                 self._ungate(task)
                 return
-        if not self._restored(task, uses, h.restore, True):
+        if not self._restored(task, uses, lambda: h.restore(listed=True)):
             self._ungate(task)
 
     def _free(self, s: Any, why: str) -> None:
