@@ -158,8 +158,8 @@ def test_file_stream_between_tasks(tmp_path, monkeypatch):
 
 
 def test_a_file_stream_is_replayed_while_its_files_are_as_they_were(tmp_path, monkeypatch):
-    """A FileStream that closed is replayed by a resumed run (its producer restored, its
-    files given again); once one of its files changed, it is produced again."""
+    """A FileStream that closed is replayed by a resumed run (its producer and its consumer
+    restored); once one of its files changed, it is produced again (both run)."""
     monkeypatch.chdir(tmp_path)
     runs = str(tmp_path / "runs")
 
@@ -177,7 +177,7 @@ def test_a_file_stream_is_replayed_while_its_files_are_as_they_were(tmp_path, mo
         return rt.run_dir, restored
     first, _ = run(resumable=True)
     second, restored = run(resume=first)
-    assert restored == ["write_files"]
+    assert sorted(restored) == ["read_files", "write_files"]     # its consumer too
     with open(tmp_path / "parts" / "f002.txt", "w") as f:
         f.write("item 2\n\n")
     _, restored = run(resume=second)
@@ -208,12 +208,13 @@ def test_bad_uses_name_the_task_the_parameter_and_the_fix(tmp_path, monkeypatch)
         taskflow.Stream().publish(1)
 
 
-def test_a_resumed_run_replays_a_closed_stream_and_reruns_its_consumer(tmp_path, monkeypatch):
+def test_a_resumed_run_replays_a_closed_stream_and_restores_its_consumer(tmp_path,
+                                                                         monkeypatch):
     """A run resumed from a finished one restores the producer of a stream that closed
-    (its items come from the earlier run's kept file: it publishes nothing) and runs the
-    consumer again, which gets every item once, in order. A third run resumed from the
-    second, whose kept file was damaged meanwhile, reads no item from it: the producer runs
-    again, and the journal says why."""
+    (its items come from the earlier run's kept file: it publishes nothing) and the
+    consumer that finished, called before the producer (held until the stream replays).
+    A third run resumed from the second, whose kept file was damaged meanwhile, reads no
+    item from it: producer and consumer run again, and the journal says why."""
     monkeypatch.chdir(tmp_path)
     runs = str(tmp_path / "runs")
 
@@ -237,7 +238,7 @@ def test_a_resumed_run_replays_a_closed_stream_and_reruns_its_consumer(tmp_path,
         assert body() == (3, list(range(300)))
     rows, logs, items = restored(second.run_dir)
     assert ("produce", "RESTORED") in rows and ("plain", "RESTORED") in rows
-    assert ("consume", "RESTORED") not in rows
+    assert ("consume", "RESTORED") in rows and ("consume", "RERUN") not in rows
     assert any("is replayed: 300 item(s)" in line for line in logs), logs
     assert items == [(300,)]
     (kept,) = os.listdir(os.path.join(second.run_dir, "streams"))
@@ -251,7 +252,73 @@ def test_a_resumed_run_replays_a_closed_stream_and_reruns_its_consumer(tmp_path,
         assert body() == (3, list(range(300)))
     rows, logs, _ = restored(third.run_dir)
     assert ("produce", "RESTORED") not in rows and ("plain", "RESTORED") in rows
+    assert ("consume", "RESTORED") not in rows and ("consume", "RERUN") in rows
     assert any("is not replayed" in line and "damaged at byte" in line for line in logs), logs
+
+
+def test_a_consumer_run_again_gets_the_items_the_restored_one_did_not_take(tmp_path,
+                                                                            monkeypatch):
+    """Two consumers of a replayed stream, one group: the first took some of the first
+    10 items and ended; the second took the rest. Resumed with the second's call changed:
+    the first is restored (called after the producer: at once), the second runs again and
+    gets exactly the items the first did not take: every item once in all. A stream with
+    two producers whose calls are alike is replayed too."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+    gate = str(tmp_path / "first-done")
+
+    def body(tag):
+        s = taskflow.Stream(alias="shared")
+        S.produce_in_two(s, 400, 10, gate)
+        a = S.consume_first(s, gate)
+        b = S.consume_after(s, gate, tag)
+        got = wait_on(a, b)
+        t = taskflow.Stream(alias="after")
+        S.produce(t, 5)
+        S.produce(t, 5)                     # (the same call twice: one key, two producers)
+        return got, sorted(wait_on(S.consume(t)))
+    with taskflow.Runtime(workers=3, run_dir=runs, resumable=True) as first:
+        (a1, b1), c1 = body("one")
+    with taskflow.Runtime(workers=3, run_dir=runs, resume=first.run_dir) as second:
+        (a2, b2), c2 = body("two")
+    assert a1 and set(a1) <= set(range(10)) and sorted(a1 + b1) == list(range(400))
+    assert a2 == a1 and b2 == sorted(set(range(400)) - set(a1))
+    assert c1 == c2 == sorted(2 * list(range(5)))
+    db = sqlite3.connect(os.path.join(second.run_dir, "journal.db"))
+    rows = db.execute("SELECT t.name, r.state FROM transitions r JOIN tasks t ON "
+                      "t.id = r.task_id WHERE r.state IN ('RESTORED', 'RERUN')").fetchall()
+    db.close()
+    assert sorted(rows) == [("consume", "RESTORED"), ("consume_after", "RERUN"),
+                            ("consume_first", "RESTORED"), ("produce", "RESTORED"),
+                            ("produce", "RESTORED"), ("produce_in_two", "RESTORED")], rows
+
+
+def test_streams_a_task_made_replay_with_an_alias_else_their_tasks_say_why_they_run(
+        tmp_path, monkeypatch):
+    """Two parents (their calls changed: both run again) each make a stream and call its
+    consumer and producer as children. The stream with an alias is replayed: both children
+    are restored. The one without an alias gets a new id in every run: its children run
+    again, and the journal says why."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def body(tag):
+        return wait_on(S.pipeline_in_a_task(50, "made-in-a-task", tag),
+                       S.pipeline_in_a_task(30, None, tag))
+    with taskflow.Runtime(workers=3, run_dir=runs, resumable=True) as first:
+        assert body("one") == (list(range(50)), list(range(30)))
+    with taskflow.Runtime(workers=3, run_dir=runs, resume=first.run_dir) as second:
+        assert body("two") == (list(range(50)), list(range(30)))
+    db = sqlite3.connect(os.path.join(second.run_dir, "journal.db"))
+    rows = db.execute("SELECT t.name, r.state, r.info FROM transitions r JOIN tasks t ON "
+                      "t.id = r.task_id WHERE r.state IN ('RESTORED', 'RERUN')").fetchall()
+    db.close()
+    states = sorted((n, st) for n, st, _ in rows)
+    assert states == [("consume", "RERUN"), ("consume", "RESTORED"), ("pipeline_in_a_task",
+                      "RERUN"), ("pipeline_in_a_task", "RERUN"), ("produce", "RERUN"),
+                      ("produce", "RESTORED")], rows
+    why = [info for n, st, info in rows if st == "RERUN" and n != "pipeline_in_a_task"]
+    assert all("has a new id in every run" in w and "give it an alias" in w for w in why), why
 
 
 def test_a_producer_run_again_keeps_the_items_of_the_one_restored_before_it(tmp_path,

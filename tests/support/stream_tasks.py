@@ -131,3 +131,50 @@ def take_then_hang(s, marker):
         got.extend(s.poll(timeout=5))
     open(marker, "w").close()
     time.sleep(120)
+
+
+def _await(path):
+    deadline = time.time() + 60
+    while not os.path.exists(path) and time.time() < deadline:
+        time.sleep(0.01)
+
+
+@task(s=STREAM_OUT)
+def produce_in_two(s, n, k, gate):
+    """Items 0..k-1, then (once ``gate`` exists) k..n-1."""
+    s.publish_list(range(k))
+    _await(gate)
+    s.publish_list(range(k, n))
+
+
+@task(s=STREAM_IN, returns=1)
+def consume_first(s, gate):
+    """The first items it gets (at least one), then touches ``gate`` and ends."""
+    got = []
+    while not got:
+        got = s.poll(timeout=5)
+    open(gate, "w").close()
+    return got
+
+
+@task(s=STREAM_IN, returns=1)
+def consume_after(s, gate, tag):
+    """Every item left once ``gate`` exists (``tag``: only its call's identity)."""
+    _await(gate)
+    got = []
+    while not s.is_closed():
+        got.extend(s.poll(timeout=5))
+    got.extend(s.poll())
+    return got
+
+
+@task(returns=1)
+def pipeline_in_a_task(n, alias, tag):
+    """Makes a stream (``alias`` or none), calls its consumer and its producer as its
+    children, returns what the consumer got (``tag``: only its call's identity)."""
+    import taskflow
+    from taskflow import wait_on
+    s = taskflow.Stream(alias=alias)
+    c = consume(s)
+    produce(s, n)
+    return wait_on(c)

@@ -55,3 +55,38 @@ def test_a_kept_file_is_read_back_only_when_closed_and_intact(tmp_path):
     assert "damaged at byte" in read_closed(path, "s", into) and not os.path.exists(into)
     open(path, "wb").write(bytes(raw[:len(raw) // 3]))
     assert "not closed" in read_closed(path, "s", into)
+
+
+def test_consumers_took_frames_are_read_before_and_after_the_close(tmp_path):
+    """A kept file keeps, per consumer that ended well, which items it took (under its
+    key): read back before and after the close frame; two with one key: None (their
+    shares cannot be told apart); a took frame cut short after the close loses only it;
+    an item after the close is a damage."""
+    from taskflow.runtime.streamitems import Closed, read_closed
+    path, into = str(tmp_path / "s.items"), str(tmp_path / "copy")
+    items = Items(path, kept=True)
+    for i in range(6):
+        items.append(bytes([i]), 1)
+    items.took(b"k-early", "first", (("default", 0, 2),))
+    items.closed(Closed("s", 6, ((1, "produce", 1),)))
+    items.took(b"k-late", "second", (("default", 2, 4), ("g", 0, 6)))
+    items.took(b"k-twice", "third", ())
+    items.took(b"k-twice", "third", (("default", 4, 6),))
+    items.close()
+    got, closed = read_closed(path, "s", into)
+    assert closed.items == 6 and got.consumers == {
+        b"k-early": (("default", 0, 2),), b"k-late": (("default", 2, 4), ("g", 0, 6)),
+        b"k-twice": None}
+    got.close()
+    whole = open(path, "rb").read()
+    open(path, "ab").write(b"t\x00")            # a took frame cut short: the rest is read
+    got, _ = read_closed(path, "s", into)
+    assert set(got.consumers or {}) == {b"k-early", b"k-late", b"k-twice"}
+    got.close()
+    more = Items(str(tmp_path / "more"), kept=True)
+    more.append(b"x", 1)                        # an item frame, appended after the close
+    more.close()
+    from taskflow.runtime.streamitems import MAGIC
+    extra = open(str(tmp_path / "more"), "rb").read()[len(MAGIC):]
+    open(path, "wb").write(whole + extra)
+    assert "damaged at byte" in read_closed(path, "s", into)

@@ -15,7 +15,9 @@ Two files, one per stream:
   checked frames (:data:`FRAME`: a kind, the number of the producer that
   published it, the length, the CRC-32 of the producer's number and the
   bytes), and, when the stream closed well with only tasks as producers, a
-  close frame (its item count and producers, :class:`Closed`). A resumed run reads it
+  close frame (its item count and producers, :class:`Closed`); before or after
+  it, a *took* frame per consumer task that ended well (:meth:`Items.took`: which
+  items each of its consumer groups took). A resumed run reads it
   with :func:`read_closed`: a stream whose file has the close frame and whose
   every frame matches its checksum is replayed (runtime/streams.py); a damage,
   a missing close or a count that does not match is never read as items.
@@ -33,9 +35,12 @@ from typing import BinaryIO, NamedTuple, Union
 MEMORY = 32 * 2**20      # bytes of one stream's items kept in memory
 BUFFER = 256 * 2**10     # bytes of a kept file's frames written at once (or at a read, a close)
 MAGIC = b"taskflow stream items 1\n"
-FRAME = struct.Struct(">cHII")      # kind (b"i" an item, b"c" the close), producer, length, CRC
-ITEM, CLOSE = b"i", b"c"
+FRAME = struct.Struct(">cHII")      # kind (b"i" an item, b"c" the close, b"t" a consumer's
+#                                     items), producer, length, CRC
+ITEM, CLOSE, TOOK = b"i", b"c", b"t"
 _Entry = Union[bytes, tuple[int, int]]      # the item, or (offset, length) in the file
+# a consumer task's items: (group, first, end) ranges of item numbers, in the order taken
+Ranges = tuple[tuple[str, int, int], ...]
 
 
 class Closed(NamedTuple):
@@ -43,8 +48,8 @@ class Closed(NamedTuple):
 
     sid: str                                    # the stream's id
     items: int                                  # how many items it had
-    producers: tuple[tuple[int, str, int], ...]     # its producer tasks: (number, name,
-    #                                                 ordinal); an item frame has the number
+    producers: tuple[tuple[int, str, bytes], ...]   # its producer tasks: (number, name,
+    #                                                 resume key); an item frame has the number
     files: tuple[tuple[str, int, int], ...] = ()    # a FileStream's: (path, size, mtime_ns)
 
 
@@ -68,6 +73,10 @@ class Items:
         self._buf: list[bytes] = []     # kept: frames not written yet ...
         self._buffered = 0              # ... their size
         self.tags: array[int] | None = None     # read back (read_closed): each one's producer
+        # ... and the consumer tasks that ended well: their key -> what they took (None: two
+        # had that key, their shares cannot be told apart)
+        self.consumers: dict[bytes, Ranges | None] | None = None
+        self.after_close: set[bytes] = set()    # ... those that ended after the close
 
     @property
     def end(self) -> int:
@@ -155,6 +164,20 @@ class Items:
         if record is not None:
             os.fsync(self._fd)
 
+    def took(self, key: bytes, name: str, ranges: Ranges) -> None:
+        """A kept file: consumer task ``name`` (its call's resume ``key``) ended well after
+        taking ``ranges`` (a resumed run restores it only with them: runtime/streamreplay.py);
+        on the OS's disk at once. Nothing once the run let go of the file."""
+        if not self.kept or (self._fd < 0 and self._end):
+            return
+        if self._fd < 0:
+            self._open()
+        blob = pickle.dumps((key, name, ranges), 4)
+        self._buf += (FRAME.pack(TOOK, 0, len(blob), zlib.crc32(blob)), blob)
+        self._buffered += FRAME.size + len(blob)
+        self._end += FRAME.size + len(blob)
+        self.flush()
+
     def close(self) -> None:
         """The run ends: memory let go; a spill file goes, a kept file stays."""
         self.entries.clear()
@@ -196,16 +219,20 @@ def _copy(f: BinaryIO, size: int, sid: str, into: str, memory: int
         return "its file is not a stream file this taskflow can read"
     items = Items(into, memory, kept=True)
     items.tags = array("H")
-    got = _frames(f, size, sid, items, items.tags)
+    items.consumers = {}
+    got = _frames(f, size, sid, items, items.tags, items.consumers, items.after_close)
     if isinstance(got, str):
         items.close()
         return got
     return items, got
 
 
-def _frames(f: BinaryIO, size: int, sid: str, items: Items, tags: array[int]
-            ) -> Closed | str:
+def _frames(f: BinaryIO, size: int, sid: str, items: Items, tags: array[int],
+            consumers: dict[bytes, Ranges | None], after: set[bytes]) -> Closed | str:
+    """The frames of a kept file: its items (copied to ``items``), its consumers' took
+    frames (into ``consumers``), then its close frame, after which only took frames."""
     pos = len(MAGIC)
+    closed: Closed | None = None
     while pos < size:
         head = f.read(FRAME.size)
         if len(head) < FRAME.size:
@@ -214,17 +241,24 @@ def _frames(f: BinaryIO, size: int, sid: str, items: Items, tags: array[int]
         if pos + FRAME.size + n > size:
             break
         blob = f.read(n)
-        if len(blob) != n or zlib.crc32(blob, producer) != crc or kind not in (ITEM, CLOSE):
+        if len(blob) != n or zlib.crc32(blob, producer) != crc or \
+                kind not in (ITEM, CLOSE, TOOK) or (closed is not None and kind != TOOK):
             return f"its file is damaged at byte {pos} (a frame does not match its checksum)"
         pos += FRAME.size + n
         if kind == ITEM:
             items.append(blob, producer)
             tags.append(producer)
-            continue
-        closed = Closed(*pickle.loads(blob))
-        if closed.sid != sid or closed.items != items.end or pos != size:
-            return (f"its file's close frame does not match it ({closed.items} item(s) said, "
-                    f"{items.end} read, stream {closed.sid!r})")
-        items.closed(closed)
+        elif kind == TOOK:
+            key, _, ranges = pickle.loads(blob)
+            consumers[key] = None if key in consumers else ranges
+            if closed is not None:
+                after.add(key)
+        else:
+            closed = Closed(*pickle.loads(blob))
+            if closed.sid != sid or closed.items != items.end:
+                return (f"its file's close frame does not match it ({closed.items} item(s) "
+                        f"said, {items.end} read, stream {closed.sid!r})")
+            items.closed(closed)
+    if closed is not None:      # (a took frame cut short after it: that consumer runs again)
         return closed
     return f"it was not closed in that run ({items.end} item(s) were kept)"

@@ -44,7 +44,7 @@ from ..graph import task as T
 from ..wire import messages as M
 from ..wire.streams import FILES, SYNC_GROUP, Stream, StreamClosed, StreamFailed
 from .streamitems import Items
-from .streamreplay import Replay, StreamReplays, closed_frame, find, kept_path
+from .streamreplay import Held, Replay, StreamReplays, closed_frame, find, kept_path, past
 
 if TYPE_CHECKING:
     from ..graph.task import Task
@@ -100,11 +100,16 @@ class StreamState:
         self.lost: dict[int, bytes] = {}        # ... that runs again: why its polls fail
         self.seen: dict[str, tuple[int, int]] = {}   # FileStream: listed, not yet stable
         self.taken: set[str] = set()                  # ... and handed out (as items)
+        self.ranges: dict[int, list[tuple[str, int, int]]] = {}  # consumer task -> took
+        self.skip: dict[str, list[tuple[int, int]]] = {}    # group -> restored ones' items
+        self.held: list[int] = []       # consumer tasks held for its replay (streamreplay)
 
     def group_at(self, group: str) -> int:
         at = self.groups.get(group)
         if at is None:
             at = self.groups[group] = self.items.first
+        if self.skip:
+            at = self.groups[group] = past(self, group, at)
         return at
 
     def left(self, group: str) -> bool:
@@ -132,6 +137,9 @@ class Streams(StreamReplays):
         self.lock = threading.Lock()
         self.by_id: dict[str, StreamState] = {}
         self.by_task: dict[int, list[tuple[StreamState, str, str]]] = {}  # (s, role, param)
+        self.held: dict[int, Held] = {}
+        self.freed: list[tuple[Task, str]] = []
+        self.consumed: set[tuple[str, bytes]] = set()
         # polls' deadlines, a FileStream's next listing (poll None), a task's poll's lending
         self.timers: list[tuple[float, int, StreamState, _Poll | None]] = []
         self._tick = 0
@@ -228,7 +236,11 @@ class Streams(StreamReplays):
             for s, role, pname in uses:
                 s.took.pop(task.id, None)
                 s.lost.pop(task.id, None)
-                if role != "producer":
+                if role != "producer":      # (a resume restores it with what it took)
+                    took = tuple(s.ranges.pop(task.id, ()))
+                    key = self._key(task) if error is None and s.items.kept else None
+                    if key is not None:
+                        s.items.took(key, task.spec.name, took)
                     continue
                 why = None
                 if error is not None:
@@ -353,8 +365,10 @@ class Streams(StreamReplays):
             return [], s.closed, s.error
         items: list[bytes] = []
         if p.take:
-            at = s.group_at(p.group)
+            at = first = s.group_at(p.group)
             end = min(s.items.end, at + POLL_ITEMS)
+            if s.skip.get(p.group):         # (up to items a restored consumer took)
+                end = min(end, s.skip[p.group][0][0])
             size = 0
             while at < end and (size < POLL_BYTES or not items):
                 blob = s.items.get(at)
@@ -364,6 +378,10 @@ class Streams(StreamReplays):
             s.groups[p.group] = at
             if items and p.parent:
                 s.took[p.parent] = s.took.get(p.parent, 0) + len(items)
+                r = s.ranges.setdefault(p.parent, [])
+                if r and r[-1][0] == p.group and r[-1][2] == first:
+                    first = r.pop()[1]
+                r.append((p.group, first, at))
             s.items.drop_before(min(s.groups.values()))
         done = s.done_for(p.group)
         return items, done, s.error if done else None
@@ -399,8 +417,9 @@ class Streams(StreamReplays):
         if s.replay is not None:            # (produced anew after all: the earlier items go)
             s.replay.drop()
             s.replay = None
+            self._free(s, f"stream {s.name} is not replayed but produced anew (see the log)")
         if s.items.kept:                    # (a failed write: the run fails, loudly)
-            s.items.closed(closed_frame(s, error) if replayable else None)
+            s.items.closed(closed_frame(s, error, self._key) if replayable else None)
         self._note(0, s.id, "close", f"{s.items.end} {type(error).__name__ if error else ''}")
         self._serve(s, out)
 
@@ -436,6 +455,8 @@ class Streams(StreamReplays):
                  locked: bool) -> None:
         """Answers to their polls: the program's wake up, the tasks' go to their nodes
         (the loop sends them; ``locked``: the caller holds the run's lock)."""
+        if self.freed:
+            self.settle(locked)
         if not out:
             return
         remote = []

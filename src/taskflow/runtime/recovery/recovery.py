@@ -129,8 +129,8 @@ class Recovery:
         resumer = self.resumer
         if resumer is not None and state.streams is not None and \
                 task.id in state.streams.by_task:   # (its record, never an adopted task)
-            return state.streams.restore(task, lambda: resumer.restore(
-                state, task, deps, self.log, None))
+            return state.streams.restore(task, functools.partial(
+                resumer.restore, state, task, deps, self.log, None))
         return resumer is not None and resumer.restore(state, task, deps, self.log,
                                                        self.adoption)
 

@@ -298,10 +298,13 @@ class Resumer:
         return rec._replace(outputs=tuple(outs))
 
     def restore(self, rt: RunState, task: Task, deps: Iterable[Future], log: ResumeLog | None,
-                adoption: Adoption | None) -> bool:
+                adoption: Adoption | None, listed: bool = False) -> bool:
         """Under the run's lock: finish ``task`` from the earlier run's record, if it has
         one, or as a task an adopted agent kept (True); else say why it runs again (False).
-        ``log``: this run's resume log, which keeps the restored record too."""
+        ``log``: this run's resume log, which keeps the restored record too; ``listed``:
+        the call is in the graph already, its row made (a stream's consumer held until its
+        stream was replayed: runtime/streamreplay.py), so its dependents and callbacks may
+        wait on it."""
         from ..rules import outcomes
         from ...events import Resumed
         name = task.spec.name
@@ -328,13 +331,18 @@ class Resumer:
                 bus.emit(Resumed("rerun", time.time(), task.id, task.spec.name, "", why))
             return False
         if bus.active:
-            bus.sub_rows.append(
-                (task, [i for i in (d.producer_id() for d in deps) if i])
-                if deps else task)
+            if not listed:
+                bus.sub_rows.append(
+                    (task, [i for i in (d.producer_id() for d in deps) if i])
+                    if deps else task)
             bus.emit(Resumed("restored", time.time(), task.id, task.spec.name, "",
                              f"from run {os.path.basename(self.store.run_dir)}"))
         futs = task.all_outputs()
-        outcomes.task_restored(rt, task, rec.outputs, values, [])
+        cbs: list[Any] = []
+        outcomes.task_restored(rt, task, rec.outputs, values, cbs)
+        if cbs:         # (a held call's futures' callbacks: run without the run's lock)
+            import threading
+            threading.Thread(target=_callbacks, args=(cbs,), daemon=True).start()
         self.restored += 1
         if log is not None:             # kept here too: a later resume of this run finds it
             log.add([("k", task.id, rec.key, rec.name, task.ordinal, rec.parts,
@@ -354,6 +362,11 @@ class Resumer:
         """One line per task name: calls reused of how many, and why the others ran
         (``would``: would run, for a plan)."""
         return summary_lines(self.reused, self.reruns, would)
+
+
+def _callbacks(cbs: list[Any]) -> None:
+    for fn, fut in cbs:
+        fn(fut)
 
 
 def journal_note(rt: RunState, text: str) -> None:
