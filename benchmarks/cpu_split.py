@@ -8,6 +8,9 @@ the node agent, its executors, and the journal's writer process. :func:`per_task
 two readings into microseconds per task. Processes and threads are told apart by what
 they are (a thread's name, a process's command line), so a process that started or
 ended between the readings counts what it used in between as well as psutil sees it.
+The journal's writer runs behind the run: a short workload (A's 10,000 no-ops take a
+fraction of a second) leaves what it writes after the second reading out of its figure.
+psutil reads CPU time in clock ticks (10 ms): divide by enough tasks.
 """
 from __future__ import annotations
 
