@@ -1,7 +1,7 @@
 """Tasks that call tasks (issue 36): N1-N3 against benchmarks A and B in the same sitting.
 
     python benchmarks/nested_bench.py [--only A,B,N1,N2,N3] [--repeat 3] [--fib 20]
-                                      [--json out.json]
+                                      [--cpu] [--json out.json]
 
 Each workload runs in a fresh 2- or 4-slot local runtime (one node agent), after a
 warm-up; figures are medians of --repeat, and only same-run ratios mean much.
@@ -15,6 +15,11 @@ N2  8 parents, each calling 50 children of 0.1 s and waiting for them, 4 slots:
     holds no slot).
 N3  one task making a chain of 1,000 nested ``inc`` calls (each reads the previous
     one's future) and waiting for the last: us per link against B's (target <= 2 x).
+
+``--cpu`` adds each workload's CPU time per task in microseconds, by process (the
+master's loop thread, its nested-calls thread, the rest of the master, the agent, its
+executors, the journal's writer): what a task costs the machine in all, a figure that
+moves far less than throughput on a loaded machine (benchmarks/cpu_split.py).
 """
 from __future__ import annotations
 
@@ -29,9 +34,12 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
 
 import taskflow  # noqa: E402
 from taskflow import task, wait_on  # noqa: E402
+
+from benchmarks.cpu_split import cpu_split, per_task  # noqa: E402
 
 
 @task(returns=1)
@@ -90,6 +98,10 @@ def _warm(rt: taskflow.Runtime) -> None:
     wait_on(chain(5))
 
 
+# tasks each workload runs (the --cpu figures are per task)
+TASKS = {"A": 10_000, "B": 1000, "N2": 8 + 8 * 50, "N3": 1 + 1000}
+
+
 def run_a() -> dict[str, float]:
     t = time.perf_counter()
     assert wait_on([noop(i) for i in range(10_000)]) == list(range(10_000))
@@ -133,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="A,B,N1,N2,N3")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--fib", type=int, default=20)
+    ap.add_argument("--cpu", action="store_true",
+                    help="CPU microseconds per task, by process (the master's threads, the "
+                         "agent, executors, the journal)")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     which = a.only.split(",")
@@ -146,14 +161,21 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             with tempfile.TemporaryDirectory() as tmp, _runtime(workers, tmp) as rt:
                 _warm(rt)
+                before = cpu_split() if a.cpu else None
                 res = fn()
+                if before is not None:
+                    n = fib_tasks(a.fib) if name == "N1" else TASKS[name]
+                    res.update(per_task(before, cpu_split(), n))
             got.setdefault(name, []).append(res)
             print(f"[{rep + 1}/{a.repeat}] {name}: " +
                   ", ".join(f"{k}={v:.4g}" for k, v in res.items()), file=sys.stderr, flush=True)
-    med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for n, rs in got.items()}
+    med = {n: {k: statistics.median(r.get(k, 0.0) for r in rs) for k in rs[0]}
+           for n, rs in got.items()}
     out: dict[str, Any] = {"medians": med, "runs": got}
     if "A" in med and "N1" in med:
         out["N1/A"] = med["N1"]["tasks_per_s"] / med["A"]["tasks_per_s"]
+    if a.cpu and "A" in med and "N1" in med:
+        out["N1/A cpu_us_per_task"] = med["N1"]["cpu_us"] / med["A"]["cpu_us"]
     if "B" in med and "N3" in med:
         out["N3/B"] = med["N3"]["us_per_link"] / med["B"]["us_per_link"]
     print(json.dumps(out if a.json is None else {k: v for k, v in out.items() if k != "runs"},
