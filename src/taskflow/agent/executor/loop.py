@@ -244,6 +244,7 @@ def _invoke(inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
 def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> None:
     """Loop of a forked executor; never returns."""
     enter_worker()
+    taskenv.one_thread_each()               # numeric libraries: a thread each (taskenv.py)
     # Its own process group: the agent can kill it with the programs it started.
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, _on_sigint)
