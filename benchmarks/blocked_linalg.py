@@ -36,48 +36,48 @@ import numpy as np
 LOG_DIR = os.environ.get("BLA_LOG_DIR", "")
 
 
-def _note(name: str, t0: float) -> None:
-    """The body's own time, in a file per process (read after the run)."""
+def _note(name: str, t0: float, c0: float) -> None:
+    """The body's own time and CPU time, in a file per process (read after the run)."""
     if LOG_DIR:
         with open(os.path.join(LOG_DIR, f"t-{os.getpid()}"), "a") as f:
-            f.write(f"{name} {t0} {time.time()}\n")
+            f.write(f"{name} {t0} {time.time()} {time.process_time() - c0}\n")
 
 
 def gen(i: int, j: int, n: int, bs: int) -> np.ndarray:
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     rng = np.random.default_rng(i * 7919 + j)
     a = rng.random((bs, bs))
     if i == j:                      # symmetric, diagonally dominant: SPD
         a = a + a.T + 2.0 * n * bs * np.eye(bs)
-    _note("gen", t0)
+    _note("gen", t0, c0)
     return a
 
 
 def potrf(a: np.ndarray) -> np.ndarray:
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     r = np.linalg.cholesky(a)
-    _note("potrf", t0)
+    _note("potrf", t0, c0)
     return r
 
 
 def trsm(lkk: np.ndarray, a: np.ndarray) -> np.ndarray:
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     r = np.linalg.solve(lkk, a.T).T          # a @ inv(lkk).T
-    _note("trsm", t0)
+    _note("trsm", t0, c0)
     return r
 
 
 def syrk(lik: np.ndarray, a: np.ndarray) -> np.ndarray:
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     r = a - lik @ lik.T
-    _note("syrk", t0)
+    _note("syrk", t0, c0)
     return r
 
 
 def gemm(lik: np.ndarray, ljk: np.ndarray, a: np.ndarray) -> np.ndarray:
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     r = a - lik @ ljk.T
-    _note("gemm", t0)
+    _note("gemm", t0, c0)
     return r
 
 
@@ -106,22 +106,72 @@ FUNCS = {"gen": gen, "potrf": potrf, "trsm": trsm, "syrk": syrk, "gemm": gemm,
          "diag_sum": diag_sum}
 
 
+class _Sim:
+    """The calls as a 2-slot schedule with no overhead: each call starts when its inputs
+    are made and a slot is free (in call order), lasting the mean body of its kind."""
+
+    def __init__(self, mean: dict[str, float], slots: int) -> None:
+        self.mean = mean
+        self.free = [0.0] * slots
+        self.end = 0.0
+
+    def fn(self, kind: str) -> Any:
+        def call(*args: Any) -> float:
+            ready = max([a for a in args if isinstance(a, float)] + [0.0])
+            i = min(range(len(self.free)), key=self.free.__getitem__)
+            t = max(ready, self.free[i]) + self.mean.get(kind, 0.0)
+            self.free[i] = t
+            self.end = max(self.end, t)
+            return t
+        return call
+
+
+def ideal_makespan(n: int, by: dict[str, float], slots: int) -> float:
+    """The makespan of the same calls on ``slots`` slots with no cost but the bodies."""
+    counts = {"gen": n * (n + 1) // 2, "potrf": n, "trsm": n * (n - 1) // 2,
+              "syrk": n * (n - 1) // 2, "gemm": n * (n - 1) * (n - 2) // 6}
+    sim = _Sim({k: by.get(k, 0.0) / c for k, c in counts.items() if c}, slots)
+    cholesky(n, 0, {k: sim.fn(k) for k in FUNCS})
+    return sim.end
+
+
+def _cpu_of_processes() -> dict[str, float]:
+    """CPU seconds of this process's children: agents, executors, the journal writer."""
+    import psutil
+    out = {"agent": 0.0, "executors": 0.0, "other": 0.0}
+    for child in psutil.Process().children():
+        try:
+            cmd = " ".join(child.cmdline())
+            t = child.cpu_times()
+            if "taskflow.node" in cmd:
+                out["agent"] += t.user + t.system
+                for ex in child.children():
+                    et = ex.cpu_times()
+                    out["executors"] += et.user + et.system
+            else:
+                out["other"] += t.user + t.system
+        except psutil.Error:
+            pass
+    return out
+
+
 def count_tasks(n: int) -> int:
     return n * (n + 1) // 2 + n + n * (n - 1) // 2 * 2 + n * (n - 1) * (n - 2) // 6 + n
 
 
-def _bodies(log_dir: str) -> tuple[float, dict[str, float], float, float]:
-    """(sum of body times, per kind, first body start, last body end)."""
-    total, by, first, last = 0.0, {}, float("inf"), 0.0
+def _bodies(log_dir: str) -> tuple[float, dict[str, float], float, float, float]:
+    """(sum of body times, per kind, first body start, last body end, their CPU time)."""
+    total, by, first, last, cpu = 0.0, {}, float("inf"), 0.0, 0.0
     for path in glob.glob(os.path.join(log_dir, "t-*")):
         with open(path) as fh:
             for line in fh:
-                name, a, b = line.split()
+                name, a, b, c = line.split()
                 t0, t1 = float(a), float(b)
+                cpu += float(c)
                 total += t1 - t0
                 by[name] = by.get(name, 0.0) + t1 - t0
                 first, last = min(first, t0), max(last, t1)
-    return total, by, first, last
+    return total, by, first, last, cpu
 
 
 def sequential(n: int, bs: int) -> None:
@@ -132,7 +182,7 @@ def sequential(n: int, bs: int) -> None:
         t0 = time.time()
         sums = cholesky(n, bs, FUNCS)
         wall = time.time() - t0
-        body, by, _, _ = _bodies(d)
+        body, by, _, _, _ = _bodies(d)
     print(json.dumps({"wall": wall, "body": body, "by": by, "check": float(sum(sums))}))
 
 
@@ -159,11 +209,15 @@ def under_taskflow(n: int, bs: int, workers: int) -> dict[str, Any]:
         t0 = time.time()
         sums = wait_on(cholesky(n, bs, tasks))
         wall = time.time() - t0
+        cpu = _cpu_of_processes()
+        me = os.times()
+        cpu["master"] = me.user + me.system
     finally:
         taskflow.stop()
-    body, by, first, last = _bodies(d)
+    body, by, first, last, body_cpu = _bodies(d)
     run_sum = sum(b - a for a, b in runs)
     return {"wall": wall, "body": body, "by": by, "run_sum": run_sum, "n_runs": len(runs),
+            "cpu": cpu, "body_cpu": body_cpu, "ideal": ideal_makespan(n, by, workers),
             "check": float(sum(sums)), "first_body": first - t0, "last_body": t0 + wall - last}
 
 
@@ -229,6 +283,18 @@ def main() -> None:
           f"({executor_part / slots:.0%}) + copies between processes, dispatch and waiting "
           f"{rest:.1f} ({rest / slots:.0%}); first body {tf['first_body']:.2f} s after the "
           f"first call, last ended {tf['last_body']:.2f} s before the end")
+    cpu = tf["cpu"]
+    ex_rest = cpu["executors"] - tf["body_cpu"]
+    print(f"CPU during the run: executors {cpu['executors']:.1f} s (bodies {tf['body_cpu']:.1f}, "
+          f"the rest {ex_rest:.1f}: values read from and written to the agent, (un)pickling, "
+          f"their loop), agent {cpu['agent']:.1f} s (holding and copying values, placing), "
+          f"master {cpu['master']:.1f} s, journal writer and others {cpu['other']:.1f} s; "
+          f"slots without CPU {slots - cpu['executors']:.1f} s of {slots:.1f} (waiting for "
+          f"work, for inputs, or for a core: the bodies' wall is {tf['body']:.1f} s for "
+          f"{tf['body_cpu']:.1f} s of CPU)")
+    print(f"the same calls with no cost but the bodies (taskflow's bodies, {w} slots, call "
+          f"order): {tf['ideal']:.1f} s; dependencies alone keep the slots "
+          f"{tf['body'] / tf['ideal']:.2f} of {w} busy")
     print("bodies by kind (taskflow / sequential): " + ", ".join(
         f"{k} {tf['by'].get(k, 0):.1f}/{seq['by'].get(k, 0):.1f}" for k in
         ("gen", "potrf", "trsm", "syrk", "gemm")))
