@@ -338,6 +338,8 @@ class Agent:
                 self.running = False
             elif op == M.KEYS:
                 state.keys.update(body)
+            elif op == M.PRELOAD:           # the script's modules (agent.executor.preload)
+                self.pool.preload(body.modules)
             elif op == M.ADOPT:
                 if self.orphan is not None:
                     running = self.orphan.adopt(body)

@@ -24,13 +24,14 @@ from .executor.programs import PidSlot
 
 
 PROGRAM_GRACE = 5.0      # s a killed task's programs get between SIGTERM and SIGKILL
+MAX_PRELOAD = 256        # module names kept for executors (PRELOAD), masters after masters
 
 
 class Executor:
     """One executor process, as the agent sees it."""
 
     __slots__ = ("pid", "wfd", "rfd", "reader", "queue", "digests", "reserved", "started",
-                 "out", "batch", "bdata", "slot", "io", "parked")
+                 "out", "batch", "bdata", "slot", "io", "parked", "mods")
 
     def __init__(self, pid: int, wfd: int, rfd: int, slot: PidSlot | None = None,
                  io: bool = False) -> None:
@@ -51,6 +52,7 @@ class Executor:
         # tasks waiting for the tasks they called (executor.nested), innermost last: out of
         # the queue meanwhile, so the executor counts as idle and runs work on top of them
         self.parked: list[M.TaskMsg] = []
+        self.mods = 0                       # how many of Pool.modules it was sent (PRELOAD)
 
 
 class Pool:
@@ -77,6 +79,9 @@ class Pool:
         # doubled (nest: off the results' path)
         self.callers: set[int] = set()
         self._prune_callers = 64
+        # modules the script imported (PRELOAD): executors import them ahead of their tasks
+        # (agent.executor.preload); see preload()
+        self.modules: list[str] = []
 
     def own(self, *fds: int) -> None:
         """``fds`` are the agent's (a master's stream, the orphan's socket): executors
@@ -126,6 +131,8 @@ class Pool:
         if self.reading:
             self.sel.register(r_r, selectors.EVENT_READ, ex)
         ex.out.attach(self.sel, ("w", ex))       # its pipe has room again (agent.run)
+        if self.modules:                # (a replacement: its first frame, before any work)
+            self._send_modules(ex)
         return ex
 
     def __contains__(self, ex: Any) -> bool:
@@ -144,10 +151,37 @@ class Pool:
     # -- work to executors ------------------------------------------------------------
     def add_function(self, ex: Executor, digest: bytes, payload: bytes) -> None:
         """Send ``ex`` a function it does not have, after the tasks batched so far."""
+        if ex.mods < len(self.modules):     # (its imports ahead of the function: preload)
+            self._send_modules(ex)
         if ex.batch:
             self.seal(ex)
         ex.out.queue(P.encode(M.FUNC, M.Func(digest, payload)))
         ex.digests.add(digest)
+
+    def preload(self, names: list[str]) -> None:
+        """The master's PRELOAD: executors import ``names`` ahead of their tasks.
+
+        The first ``cores - 1`` executors (at least one) are sent them now: on a node
+        with fewer cores than executors and the script, importing on all of them at
+        once would slow the one that runs the first task (and the script, on its own
+        machine). The others get them with their first function (:meth:`add_function`),
+        before it loads, as an executor forked later does at once."""
+        have = self.modules
+        names = [n for n in names if n not in have][:MAX_PRELOAD - len(have)]
+        if not names:
+            return
+        have.extend(names)
+        eager = max(1, (os.cpu_count() or 1) - 1)
+        for ex in self.execs[:eager]:
+            self._send_modules(ex)
+
+    def _send_modules(self, ex: Executor) -> None:
+        """The modules ``ex`` was not sent yet, in a frame after the tasks batched so far."""
+        if ex.batch:
+            self.seal(ex)
+        ex.out.queue(P.encode(M.PRELOAD, M.Preload(self.modules[ex.mods:])))
+        ex.mods = len(self.modules)
+        self.flush(ex)
 
     def mark(self, ex: Executor) -> None:
         """``ex`` gets its first task of this round: its batch goes out at the round's end."""

@@ -28,6 +28,9 @@ what each body is. Master -> node::
                                          what a waiting parent task waited for, or a stream's
                                          items a task polled (the agent gives it to the
                                          executor running the task)
+    PRELOAD   Preload                    modules the script imported: the node's executors
+                                         import them before their first task (also agent ->
+                                         executor; runtime.loop.preload, agent.executor.preload)
 
 Agent -> executor, besides the master's frames::
 
@@ -103,6 +106,7 @@ KEYS: Final = 21
 NEST: Final = 22
 NESTED: Final = 23
 NESTED_RUN: Final = 27      # agent -> executor only: NESTED, and the agent took the task back
+PRELOAD: Final = 30         # master -> agent -> executors: modules to import ahead of tasks
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -250,6 +254,14 @@ class Func(NamedTuple):
     payload: bytes                # cloudpickle of (function, its file name)
     code: bytes | None = None     # the digest of its code (graph.keys) in an adoptable run:
     #                               what a resumed master matches its plain calls by
+
+
+class Preload(NamedTuple):
+    """Modules the script imported (dotted names, in its order): executors import them
+    before their first task, each on its own, a failure ignored. Sent again with the names
+    added since (a node never gets a name twice)."""
+
+    modules: list[str]
 
 
 class Adoptable(NamedTuple):

@@ -7,7 +7,8 @@ stream of short tasks costs one wake-up per burst, not per task.
 
 Agent -> executor: FUNC (messages.Func), TASKS (messages.ExecBatch: the
 master's task tuples as the agent got them, and the stored values their refs
-name), SHUTDOWN. Executor -> agent: RESULTS (messages.ExecResults: result
+name), PRELOAD (messages.Preload: modules to import before tasks, .preload),
+SHUTDOWN. Executor -> agent: RESULTS (messages.ExecResults: result
 tuples and the output lines of the tasks).
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ...wire import values as V
 from ...wire.argpath import get_path
 from ...wire.invocation import Invocation
 from ...wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
-from . import diskroom, keepinputs, programs, taskenv, usage
+from . import diskroom, keepinputs, preload, programs, taskenv, usage
 from .pickling import dumps as _dumps
 from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
@@ -243,6 +244,7 @@ def _invoke(inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
 def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> None:
     """Loop of a forked executor; never returns."""
     enter_worker()
+    taskenv.one_thread_each()               # numeric libraries: a thread each (taskenv.py)
     # Its own process group: the agent can kill it with the programs it started.
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, _on_sigint)
@@ -283,6 +285,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
                     if op != M.TASKS:
                         _control(op, body, funcs)
                         continue
+                    preload.settled()
                     tasks, data = body
                     AHEAD.current = tasks
                     it = iter(tasks)
@@ -346,6 +349,7 @@ def _drain(frames: deque[tuple[int, Any]], funcs: dict[bytes, Any], means: dict[
     while frames:
         op, body = frames.popleft()
         if op == M.TASKS:
+            preload.settled()           # (the script's modules imported ahead: preload.py)
             tasks, data = body
             AHEAD.current = tasks
             nest.tasks = it = iter(tasks)
@@ -363,15 +367,19 @@ def _drain(frames: deque[tuple[int, Any]], funcs: dict[bytes, Any], means: dict[
 
 
 def _control(op: int, body: Any, funcs: dict[bytes, Any]) -> None:
-    """A frame other than TASKS: a function, an answer to a wait, the end."""
+    """A frame other than TASKS: a function, an answer to a wait, modules to import
+    ahead, the end."""
     if op == M.FUNC:
         programs.python_ran()      # unpickling a function may import its module
+        preload.settled()          # (not while the same modules import in the background)
         try:
             funcs[body.digest] = _load_function(body.payload)
         except BaseException as exc:  # noqa: BLE001
             funcs[body.digest] = _Unloadable(exc)
     elif op == M.NESTED or op == M.NESTED_RUN:
         NEST.answered(body, op == M.NESTED_RUN)
+    elif op == M.PRELOAD:
+        preload.start(body.modules)
     elif op == M.SHUTDOWN:
         os._exit(0)
 

@@ -26,6 +26,13 @@ import os
 ON = False          # set in the agent before it forks its executors
 _units = 0          # the units the environment says now
 
+# The thread pools of numeric libraries (OpenMP, OpenBLAS, MKL): one thread per executor
+# unless the environment says otherwise. Unset, each library starts one thread per core in
+# every executor: on 2 cores, 2 executors ran numpy's 700 x 700 products 5-20x slower than
+# one sequential loop (benchmarks/blocked_linalg.py). Dask's workers and Ray's do the same.
+BLAS_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+DEFAULTED: list[str] = []   # the ones this executor set (programs it starts do not see them)
+
 
 def compss_environment(label: str) -> None:
     """The node's part (agent, before the executors are forked)."""
@@ -45,3 +52,15 @@ def units(n: int) -> None:
         s = str(n or 1)
         env = os.environ
         env["COMPSS_NUM_THREADS"] = env["OMP_NUM_THREADS"] = env["TASKFLOW_NUM_THREADS"] = s
+        if "OMP_NUM_THREADS" in DEFAULTED:      # (the task's own now: its programs see it)
+            DEFAULTED.remove("OMP_NUM_THREADS")
+
+
+def one_thread_each() -> None:
+    """In a new executor, before anything imports a numeric library: ``BLAS_VARS`` not set
+    in the environment are set to 1 (read by the libraries when they load)."""
+    env = os.environ
+    for var in BLAS_VARS:
+        if var not in env:
+            env[var] = "1"
+            DEFAULTED.append(var)

@@ -31,6 +31,7 @@ from ..rules.cancel import cancel_tasks
 from ...events import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
 from .pause import PauseWatch
+from .preload import Preload
 from .fetches import Fetches
 from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
@@ -92,6 +93,7 @@ class Dispatcher:
         self.gone: set[NodeHandle] = set()     # nodes lost (each loss handled once: _lose)
         self.broken: list[NodeHandle] = []     # nodes a write to failed, to be lost
         self.pause = PauseWatch()              # the master stopped or frozen (pause.py)
+        self.preload = Preload(self.wake)      # the script's modules, for executors to import
 
     # -- called from other threads -------------------------------------------
     def open(self, nodes: list[NodeHandle]) -> None:
@@ -103,6 +105,7 @@ class Dispatcher:
         self.sample_every = len(nodes) / SAMPLE_ROWS
         if self.recovery.adoptable:         # agents outlive a lost master: they hear
             self.ping_at = time.time()      # from it (wire.adoption)
+        self.preload.begin()
 
     def add_node(self, node: NodeHandle) -> None:
         """Any thread: a node joins the running loop (registered by the loop thread)."""
@@ -129,6 +132,7 @@ class Dispatcher:
             if away is not None:            # a lost node back in the run (recovery/comeback.py)
                 self.recovery.comebacks.back(rt, self.remote, n, float(away))
             rt.capacity_changed()
+            self.preload.node_joined()
             self.sample_every = len(self.nodes) / SAMPLE_ROWS
             if rt.bus.active:
                 rt.bus.emit(NodeJoin("node_join", time.time(), 0, "", n.name,
@@ -168,6 +172,7 @@ class Dispatcher:
         self.wake()
 
     def close(self) -> None:
+        self.preload.end()
         self.closing = True
         self._wake_pending = False
         self.wake()
@@ -315,6 +320,9 @@ class Dispatcher:
             for node, fut in fetches:
                 node.out.queue(P.encode(M.FETCH, [fut._did]))
                 sends.setdefault(node, [])
+            if self.preload.changed:    # the script's modules: before the round's work
+                for node, names in self.preload.frames(self.nodes):
+                    sends.setdefault(node, []).insert(0, (M.PRELOAD, names))
             if self.interrupt_grace is not None:     # the run is interrupted (once)
                 frame = P.encode(M.INTERRUPT, self.interrupt_grace)
                 self.interrupt_grace = None

@@ -38,6 +38,7 @@ import sys
 from typing import Any, Literal, overload
 
 from ... import cgroups
+from .. import taskenv
 from ..programs import STATE, PidSlot, attach, python_ran
 
 __all__ = ["PidSlot", "attach", "python_ran", "environment", "start", "reap", "SIGDEF",
@@ -53,6 +54,8 @@ def environment(key: Any, extra: dict[str, str]) -> dict[str, str]:
     if st.env is not None and st.env_key == key:
         return st.env
     env = dict(os.environ)
+    for var in taskenv.DEFAULTED:       # (the executor's own one-thread default, not theirs)
+        env.pop(var, None)
     env.update(extra)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     st.env, st.env_key = env, key
