@@ -108,6 +108,44 @@ def test_the_first_task_decorator_starts_the_agent_the_run_takes(tmp_path):
     assert r.returncode == 0 and "SAME True NONE True True" in r.stdout, r.stderr
 
 
+UNDER_RUN = textwrap.dedent('''
+    import sys
+    from taskflow.providers import prestart
+    taken = []
+    take = prestart.take
+    prestart.take = lambda cmd, env: taken.append(take(cmd, env)) or taken[-1]
+    import atexit
+    atexit.register(lambda: print("TAKEN", [p is not None for p in taken], flush=True))
+    from taskflow.cli import main
+    main(sys.argv[1:])
+''')
+
+
+@pytest.mark.parametrize("inline", ["0", "1"])
+def test_taskflow_run_starts_its_local_agent_before_it_loads_the_runtime(tmp_path, inline):
+    """The script's folder goes first on the agent's path, as on the master's; an inline
+    run starts none."""
+    (tmp_path / "helper.py").write_text("def plus(x):\n    return x + 1\n")
+    (tmp_path / "wf.py").write_text(textwrap.dedent('''
+        from taskflow import task, wait_on
+
+        @task(returns=1)
+        def inc(x):
+            from helper import plus     # beside the script: on the agent's path too
+            return plus(x)
+
+        print("VALUE", wait_on(inc(1)))
+    '''))
+    (tmp_path / "launch.py").write_text(UNDER_RUN)
+    env = dict(os.environ, TASKFLOW_INLINE=inline)
+    r = subprocess.run([sys.executable, "launch.py", "run", "--run-dir", str(tmp_path / "runs"),
+                        "--no-progress", str(tmp_path / "wf.py")], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "VALUE 2" in r.stdout
+    assert ("TAKEN []" if inline == "1" else "TAKEN [True]") in r.stdout
+
+
 PRELOADS = textwrap.dedent('''
     import os, sys
     from taskflow.agent.serve import PRELOAD, preload_while_waiting
