@@ -53,6 +53,17 @@ def serve_stdio() -> None:
     preload_while_waiting(rfd)      # the task API, for the executors, until the HELLO comes
     agent.handshake()
     agent.run()
+    # Its run is over and it has let go of all it held (Agent._shutdown: executors reaped,
+    # store and sockets closed, last frames written): exit now, not through the teardown
+    # of every module the interpreter loaded, which the master's stop waited for (~20-40 ms
+    # on a 2-core machine). The agent opens no file it does not close itself.
+    for f in (sys.stderr, sys.__stdout__):
+        try:
+            if f is not None:
+                f.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 def preload_while_waiting(fd: int) -> None:
