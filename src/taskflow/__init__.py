@@ -6,6 +6,7 @@ futures; ``wait_on`` gives values back. See README.md and the documentation in d
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
@@ -76,12 +77,17 @@ def _run_likely() -> None:
     now (:mod:`taskflow.providers.prestart`), while the script's imports, the runtime's and
     its start go on (the first result's longest wait was that agent). Once per process, and
     not in a process that runs tasks (an executor importing the script's modules), nor once
-    a run has started (the script of ``taskflow run``): those runs have their nodes."""
+    a run has started (the script of ``taskflow run``): those runs have their nodes. Nor in
+    a child of :mod:`multiprocessing` (a spawned one imports the script again): its parent
+    is the program."""
     global _declared
     _declared = True
     from .context import in_worker
     from .runtime import current
     if in_worker() or current._current is not None:
+        return
+    mp = sys.modules.get("multiprocessing")       # (loaded in any child it started)
+    if mp is not None and mp.parent_process() is not None:
         return
     from .providers import prestart
     prestart.begin()

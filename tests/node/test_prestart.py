@@ -108,6 +108,27 @@ def test_the_first_task_decorator_starts_the_agent_the_run_takes(tmp_path):
     assert r.returncode == 0 and "SAME True NONE True True" in r.stdout, r.stderr
 
 
+SPAWNED = textwrap.dedent('''
+    import multiprocessing
+
+    def child(_):
+        from taskflow import task           # (the script imported again: a spawned child)
+        from taskflow.providers import prestart
+        return prestart._early is None
+
+    if __name__ == "__main__":
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            print("NONE", pool.map(child, [0]))
+''')
+
+
+def test_a_multiprocessing_child_starts_no_agent(tmp_path):
+    (tmp_path / "wf.py").write_text(SPAWNED)
+    r = subprocess.run([sys.executable, "wf.py"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "NONE [True]" in r.stdout, r.stderr
+
+
 UNDER_RUN = textwrap.dedent('''
     import sys
     from taskflow.providers import prestart
