@@ -6,6 +6,7 @@ futures; ``wait_on`` gives values back. See README.md and the documentation in d
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
@@ -50,6 +51,12 @@ _EXPORTS: dict[str, str] = {
 }
 
 
+# The decorators that declare tasks: the first one a process asks for says a run is
+# likely to follow (see _run_likely).
+_DECLARING = frozenset({"task", "binary", "mpi", "multinode", "ompss", "container", "workflow"})
+_declared = False       # one of them was asked for in this process
+
+
 def __getattr__(name: str) -> Any:
     mod = _EXPORTS.get(name)
     if mod is None:
@@ -57,9 +64,33 @@ def __getattr__(name: str) -> Any:
     if name == "Runtime":       # a run is coming: its local agent loads meanwhile
         from .providers import prestart
         prestart.begin()
+    elif name in _DECLARING and not _declared:
+        _run_likely()
     value = getattr(importlib.import_module(mod, __name__), name)
     globals()[name] = value
     return value
+
+
+def _run_likely() -> None:
+    """A task decorator's first use in this process (``from taskflow import task``, before
+    the API loads): a program that declares tasks runs them, so a local agent starts loading
+    now (:mod:`taskflow.providers.prestart`), while the script's imports, the runtime's and
+    its start go on (the first result's longest wait was that agent). Once per process, and
+    not in a process that runs tasks (an executor importing the script's modules), nor once
+    a run has started (the script of ``taskflow run``): those runs have their nodes. Nor in
+    a child of :mod:`multiprocessing` (a spawned one imports the script again): its parent
+    is the program."""
+    global _declared
+    _declared = True
+    from .context import in_worker
+    from .runtime import current
+    if in_worker() or current._current is not None:
+        return
+    mp = sys.modules.get("multiprocessing")       # (loaded in any child it started)
+    if mp is not None and mp.parent_process() is not None:
+        return
+    from .providers import prestart
+    prestart.begin()
 
 
 def __dir__() -> list[str]:

@@ -2,7 +2,9 @@
 
 Real agent processes: the early one is the run's node agent, or it is gone (no
 process left behind) when no local provider takes it, when its time is up and
-when the interpreter exits.
+when the interpreter exits. It starts at the first task decorator a program asks
+for (not in an executor, nor once a run is on), and loads the task API for its
+executors while it waits for the HELLO (agent/serve.py).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import pytest
 
 from support.waiting import until
 
+from taskflow.agent.serve import PRELOAD
 from taskflow.providers import prestart
 
 TAKEN = textwrap.dedent('''
@@ -32,6 +35,31 @@ TAKEN = textwrap.dedent('''
     rt.start()
     try:
         print("SAME", rt.nodes[0].info["pid"] == early, "VALUE", wait_on(inc(1)))
+    finally:
+        rt.stop()
+''')
+
+
+DECLARED = textwrap.dedent('''
+    import taskflow
+    from taskflow.providers import prestart
+
+    assert prestart._early is None
+    from taskflow import task, wait_on      # a program that declares tasks: its agent starts
+    early = prestart._early[0].pid
+
+    @task(returns=1)
+    def asks():                 # in an executor: asking for a decorator starts nothing
+        from taskflow import binary
+        from taskflow.providers import prestart
+        return binary is not None and prestart._early is None
+
+    rt = taskflow.Runtime(workers=1)
+    rt.start()
+    try:
+        same = rt.nodes[0].info["pid"] == early
+        from taskflow import mpi           # a run is on: no other agent
+        print("SAME", same, "NONE", wait_on(asks()), prestart._early is None)
     finally:
         rt.stop()
 ''')
@@ -68,6 +96,98 @@ def test_the_run_takes_the_agent_started_while_the_runtime_loaded(tmp_path):
     r = subprocess.run([sys.executable, "wf.py"], cwd=tmp_path, env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0 and "SAME True VALUE 2" in r.stdout, r.stderr
+
+
+def test_the_first_task_decorator_starts_the_agent_the_run_takes(tmp_path):
+    """Not in an executor, and once only: a decorator asked for while the run is on
+    starts nothing."""
+    (tmp_path / "wf.py").write_text(DECLARED)
+    env = dict(os.environ, TASKFLOW_RUN_DIR=str(tmp_path / "runs"))
+    r = subprocess.run([sys.executable, "wf.py"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "SAME True NONE True True" in r.stdout, r.stderr
+
+
+SPAWNED = textwrap.dedent('''
+    import multiprocessing
+
+    def child(_):
+        from taskflow import task           # (the script imported again: a spawned child)
+        from taskflow.providers import prestart
+        return prestart._early is None
+
+    if __name__ == "__main__":
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            print("NONE", pool.map(child, [0]))
+''')
+
+
+def test_a_multiprocessing_child_starts_no_agent(tmp_path):
+    (tmp_path / "wf.py").write_text(SPAWNED)
+    r = subprocess.run([sys.executable, "wf.py"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "NONE [True]" in r.stdout, r.stderr
+
+
+UNDER_RUN = textwrap.dedent('''
+    import sys
+    from taskflow.providers import prestart
+    taken = []
+    take = prestart.take
+    prestart.take = lambda cmd, env: taken.append(take(cmd, env)) or taken[-1]
+    import atexit
+    atexit.register(lambda: print("TAKEN", [p is not None for p in taken], flush=True))
+    from taskflow.cli import main
+    main(sys.argv[1:])
+''')
+
+
+@pytest.mark.parametrize("inline", ["0", "1"])
+def test_taskflow_run_starts_its_local_agent_before_it_loads_the_runtime(tmp_path, inline):
+    """The script's folder goes first on the agent's path, as on the master's; an inline
+    run starts none."""
+    (tmp_path / "helper.py").write_text("def plus(x):\n    return x + 1\n")
+    (tmp_path / "wf.py").write_text(textwrap.dedent('''
+        from taskflow import task, wait_on
+
+        @task(returns=1)
+        def inc(x):
+            from helper import plus     # beside the script: on the agent's path too
+            return plus(x)
+
+        print("VALUE", wait_on(inc(1)))
+    '''))
+    (tmp_path / "launch.py").write_text(UNDER_RUN)
+    env = dict(os.environ, TASKFLOW_INLINE=inline)
+    r = subprocess.run([sys.executable, "launch.py", "run", "--run-dir", str(tmp_path / "runs"),
+                        "--no-progress", str(tmp_path / "wf.py")], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "VALUE 2" in r.stdout
+    assert ("TAKEN []" if inline == "1" else "TAKEN [True]") in r.stdout
+
+
+PRELOADS = textwrap.dedent('''
+    import os, sys
+    from taskflow.agent.serve import PRELOAD, preload_while_waiting
+    r, w = os.pipe()
+    if sys.argv[1] == "hello":
+        os.write(w, b"x")           # the master's first bytes are there: load nothing
+    preload_while_waiting(r)
+    print(" ".join(sorted(m for m in PRELOAD if m.startswith("taskflow") and m in sys.modules)))
+''')
+
+
+@pytest.mark.parametrize("hello", ["none", "hello"])
+def test_an_agent_loads_the_task_api_only_while_its_hello_is_not_there(hello):
+    r = subprocess.run([sys.executable, "-c", PRELOADS, hello], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    loaded = r.stdout.split()
+    if hello == "hello":
+        assert loaded == []
+    else:
+        assert loaded == sorted(m for m in PRELOAD if m.startswith("taskflow"))
 
 
 @pytest.mark.parametrize("inline", ["0", "1"])

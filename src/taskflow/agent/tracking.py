@@ -19,7 +19,6 @@ its master is gone) they get SIGTERM and, ``GRACE`` seconds later, SIGKILL:
 """
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import time
@@ -30,8 +29,6 @@ TRACKING_ENV = "TASKFLOW_NODE_TRACKING"      # "subreaper" (default) | "cgroup"
 GRACE = 1.0                 # s between SIGTERM and SIGKILL of what is left at the end
 REAP_EVERY = 1.0            # s between looks for ended orphans (sub-reaper)
 PR_SET_CHILD_SUBREAPER = 36
-
-log = logging.getLogger("taskflow.node")
 
 
 class Tracker:
@@ -45,8 +42,10 @@ class Tracker:
             got = cgroups.tracking_group()
             if isinstance(got, str):
                 self.why = got
-                log.warning("no cgroup to track the tasks' processes (%s): tracking them as "
-                            "their sub-reaper", got)
+                import logging      # (here: ~4 ms of an agent's start otherwise)
+                logging.getLogger("taskflow.node").warning(
+                    "no cgroup to track the tasks' processes (%s): tracking them as their "
+                    "sub-reaper", got)
             else:
                 self.group = got
         self.subreaper = False

@@ -119,9 +119,13 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     """Run ``plan`` and exit: the script's status, ``stop(code=N)``'s N, 1 when a task
     failed or the run's record could not be kept, 128 + the signal when interrupted, 2
     when the runtime could not start (docs/guide/failures.md#exit-status)."""
+    from ..debugging import inline
+    script_dir = os.path.dirname(os.path.abspath(plan.script))
+    if "providers" not in plan.runtime and not (plan.inline or inline.wanted()):
+        from ..providers import prestart        # its local agent loads while the runtime does
+        prestart.begin(first=script_dir)
     from ..console.lines import start as start_progress
     from ..runtime.runtime import Runtime
-    from ..debugging import inline
     try:
         rt = (inline.InlineRuntime if plan.inline or inline.wanted() else Runtime)(
             **plan.runtime)
@@ -130,7 +134,7 @@ def drive(plan: RunPlan, launcher: Launcher) -> NoReturn:
     tracer = _trace_file(rt, plan.trace_file, launcher)
     # before the nodes start: they get the master's sys.path, so the modules beside the
     # script import there too
-    sys.path.insert(0, os.path.dirname(os.path.abspath(plan.script)))
+    sys.path.insert(0, script_dir)
     launcher.starting()
     t0 = time.time()
     try:

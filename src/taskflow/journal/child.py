@@ -115,8 +115,9 @@ def finish(proc: subprocess.Popen[bytes], end: tuple[Any, ...]) -> int:
         proc.stdin.close()
     except (RuntimeError, OSError):
         pass
+    from ..procwait import wait_exit    # (woken by its exit, not a poll: procwait.py)
     try:
-        proc.wait(timeout)
+        wait_exit(proc, timeout)
     except subprocess.TimeoutExpired:
         print("taskflow: the journal writer did not finish; killing it", file=sys.stderr)
         proc.kill()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..context import total_memory_gb
 from ..errors import NodeStartError, UsageError
+from ..procwait import wait_exit
 from ..wire import messages as M
 from ..wire import protocol as P
 from . import prestart
@@ -266,7 +267,7 @@ class LocalProvider(Provider):
                 pass
         for proc in self.procs:
             try:
-                proc.wait(timeout)
+                wait_exit(proc, timeout)        # (woken by the exit: procwait.py)
             except subprocess.TimeoutExpired:
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)

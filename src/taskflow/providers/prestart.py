@@ -3,9 +3,11 @@
 The longest wait before a run's first result is its first local agent: a fresh
 interpreter that imports the agent (60-80 ms on a 2-core machine), which the
 master used to start only once it had imported the runtime itself (another
-~45 ms). ``taskflow.Runtime`` (its first use in a process) and
-``taskflow.start()`` therefore start one agent process at once, before they
-import the runtime, with the very command and environment a
+~45 ms). The first task decorator a program asks for (``from taskflow import
+task``: ``taskflow._run_likely``), ``taskflow.Runtime`` (its first use in a
+process), ``taskflow.start()`` and ``taskflow run`` (a run on local nodes)
+therefore start one agent process at once, before they import the runtime,
+with the very command and environment a
 :class:`~taskflow.providers.local.LocalProvider` uses; the first local provider
 that launches an agent with that environment takes it (:func:`take`): it is
 that node's agent, sent the same hello as any. Nothing else talks to it.
@@ -32,24 +34,27 @@ _early: tuple[subprocess.Popen[bytes], dict[str, str], threading.Timer] | None =
 _exit_hook = False
 
 
-def agent_env() -> dict[str, str]:
-    """A local agent's environment: this one, with this interpreter's path first."""
+def agent_env(first: str | None = None) -> dict[str, str]:
+    """A local agent's environment: this one, with this interpreter's path first (after
+    ``first``: a folder about to be put first on it)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [p for p in sys.path if p] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        ([first] if first else []) + [p for p in sys.path if p]
+        + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     return env
 
 
-def begin() -> None:
+def begin(first: str | None = None) -> None:
     """Start an agent process now, for the run about to start (unless one waits already,
-    or ``TASKFLOW_PRESTART=0``)."""
+    or ``TASKFLOW_PRESTART=0``); ``first``: a folder the caller puts first on ``sys.path``
+    before the run starts (``taskflow run``: the script's)."""
     global _early, _exit_hook
     if os.environ.get("TASKFLOW_PRESTART", "1") == "0":
         return
     with _lock:
         if _early is not None:
             return
-        env = agent_env()
+        env = agent_env(first)
         try:
             proc = subprocess.Popen(CMD, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, env=env, close_fds=True,
