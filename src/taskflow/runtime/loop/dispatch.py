@@ -177,7 +177,7 @@ class Dispatcher:
         ev = self._round_done
         ev.clear()
         if self._wake_pending:      # (a burst's round writes to every node it fills)
-            ev.wait(0.005 + 1e-5 * room if room else 0.005)
+            ev.wait(min(0.02, 0.005 + 1e-5 * room))
 
     def interrupt(self, grace: float) -> None:
         """Under the run's lock: the run is interrupted; every node is told this round
