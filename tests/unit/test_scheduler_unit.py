@@ -184,3 +184,25 @@ def test_slices_stop_at_a_call_that_reads_a_value_held_elsewhere():
     where = {t.id: n.name for n, t in out}
     assert where[reader.id] == "n3"                   # its input's node, not the slice's
     assert len({where[t.id] for t in first}) == 1     # the plain ones: one slice
+
+
+def test_idle_room_says_how_many_calls_fill_the_idle_nodes_without_a_scan():
+    """The dispatcher's hint for a submitter's burst (Dispatcher.let_run): every slot while
+    some node has nothing; 0 once every node has work or calls still wait; no look at
+    every node per round."""
+    nodes = [counted_node(f"n{i}") for i in range(256)]
+    st, _ = state(*nodes)
+    sched = st.scheduler
+    sp = spec()
+    _ready(st, sp, 100)
+    sched.assign()                      # 100 of 256 one-slot nodes busy: 156 idle
+    Looks.n = 0
+    assert sched.idle_room() == 256
+    assert Looks.n <= 16, Looks.n       # the least loaded node (O(log n)), not a scan
+    _ready(st, sp, 1000)
+    assert sched.idle_room() == 0       # calls wait: no burst to build
+    sched.assign()                      # every node: 1 slot + 1 extra
+    assert not any(n.used == 0 for n in nodes)
+    assert sched.idle_room() == 0
+    single, _ = state(node("solo", slots=4))
+    assert single.scheduler.idle_room() == 0    # one node: no burst (the single path)

@@ -17,9 +17,12 @@ pickled, for each output, so a caller can check its results.
 So one or two processes stand in for a thousand hosts, and what a benchmark
 measures is the master. The slots are virtual: a task that arrives starts on
 the node's slot that frees first (at once if one is free), the way a real
-agent starts a prefetched task the moment its executor is free, so the
-simulation's own delays in serving many nodes from one process do not
-shift the nodes' clocks; only the master's delays in sending work do.
+agent starts a prefetched task the moment its executor is free; a task
+that finds a slot free starts when the loop's wait ended with its frame
+there, not when this one process got to it after the frames of the other
+nodes of that round. So the simulation's own delays in serving many nodes
+from one process do not shift the nodes' clocks (by at most one round of its
+loop); the master's delays in sending work do.
 
 The control descriptor (optional) takes lines ``lose NAME``: that node's
 stream is closed at once, as when its host dies (the master's node-loss
@@ -86,6 +89,7 @@ class Simulator:
         self.control = control
         self.control_buf = b""
         self.rows = 0                         # node count, for staggering samples
+        self.arrived = time.time()            # when the frames being read were there
         for fd in fds:
             os.set_blocking(fd, False)
             node = SimNode(fd)
@@ -104,7 +108,11 @@ class Simulator:
             wait = 1.0
             if timers:
                 wait = max(0.0, min(wait, _first_due(timers) - time.time()))
-            for key, mask in sel.select(wait):
+            events = sel.select(wait)
+            # what this round reads was there by now: a node's task starts then, not when
+            # this one process gets to its frame after serving the nodes before it
+            self.arrived = time.time()
+            for key, mask in events:
                 node = key.data
                 if node is None:
                     self._control()
@@ -189,7 +197,7 @@ class Simulator:
         self.dirty.add(node)
 
     def _tasks(self, node: SimNode, batch: list[M.TaskWire]) -> None:
-        now = time.time()
+        now = self.arrived
         d = self.task_seconds
         free_at = node.free_at
         signal = d >= RUNNING_SIGNAL_MIN

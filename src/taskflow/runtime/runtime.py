@@ -36,7 +36,7 @@ from ..events import NodeJoin, NodeNote
 from ..journal.root import runs_root
 from . import current, gctune, nesting, putinplace
 from .calltime import CallTimes, cannot_fit, outlasts_every_node
-from .loop.dispatch import Dispatcher
+from .loop.dispatch import YIELD_EVERY, Dispatcher
 from .recovery.log import RESUMABLE
 from .recovery import recordfail
 from .recovery.recovery import Recovery
@@ -51,8 +51,6 @@ if TYPE_CHECKING:
     from ..wire.messages import Payload
     from ..wire.messages import Hello
     from .rules.outcomes import Callbacks
-
-YIELD_EVERY = 128   # calls between a submitter's yields to the loop thread (Dispatcher.let_run)
 
 
 def _left(deadline: float | None) -> float | None:

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 # up to 200 nodes at the default 2 s every sample is kept, and 1,024 nodes do not write
 # 512 rows a second (1.8 million an hour). Placement reads each node's latest sample.
 SAMPLE_ROWS = 100.0
+YIELD_EVERY = 128   # calls between a submitter's yields to the loop thread (Dispatcher.let_run)
 
 if TYPE_CHECKING:
     from ...graph.task import Task
@@ -76,6 +77,8 @@ class Dispatcher:
         os.set_blocking(self._rfd, False)
         self._wake_pending = False
         self._round_done = threading.Event()   # set after every round (let_run)
+        self.idle_room = 0     # slots idle after the last round (Scheduler.idle_room)
+        self._held = 0         # calls a submitter made since it last gave the loop its turn
         self.ident: int | None = None          # the loop thread
         self.closing = False
         self.crashed: str | None = None
@@ -156,14 +159,30 @@ class Dispatcher:
         returned). Every ``YIELD_EVERY`` calls the submitter, holding no lock,
         waits (at most 5 ms) for the end of one round when work is waiting
         for it; then the nodes run while the calls are still being made.
+
+        While nodes sit idle after the loop's last round (``idle_room``: the
+        slots of a cluster whose least loaded node has nothing), the submitter
+        goes on until its calls can fill them all, then waits for the round
+        that sends them: one burst to every idle node. Handing the lock over
+        every 128 calls instead cost each hand-over a round that read the
+        STARTED frames of the nodes just served before sending to the next,
+        and on a loaded machine a wait for the scheduler to run the other
+        thread: on a loaded 2-core machine the round that placed the first
+        task of the 784th of 1,024 idle nodes began 54 ms after the first
+        call (median), 30 ms with one burst.
         """
         if not self._wake_pending or self.closing or self.crashed \
                 or threading.get_ident() == self.ident:
             return
+        held = self._held = self._held + YIELD_EVERY
+        room = self.idle_room
+        if held < room:
+            return                  # not enough calls yet to fill the idle nodes
+        self._held = 0
         ev = self._round_done
         ev.clear()
-        if self._wake_pending:
-            ev.wait(0.005)
+        if self._wake_pending:      # (a burst's round writes to every node it fills)
+            ev.wait(min(0.02, 0.005 + 1e-5 * room))
 
     def interrupt(self, grace: float) -> None:
         """Under the run's lock: the run is interrupted; every node is told this round
@@ -286,6 +305,8 @@ class Dispatcher:
                     outcomes.fail_everything(rt, RuntimeError(rt.dead), cbs)
                 sends = self.outbox.prepare(rt.scheduler.assign(), cbs) \
                     if rt.scheduler.ready and not rt.interrupting else {}
+                self.idle_room = rt.scheduler.idle_room()    # (let_run: bursts to fill
+                self._held = 0                                # idle nodes)
                 fetches = self.fetches.take_queue()
                 if self.data_out or self.cancel_out:
                     self._early_frames(sends)

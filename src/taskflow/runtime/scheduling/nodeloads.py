@@ -36,7 +36,8 @@ Entry = tuple[float, int, int, "NodeHandle"]
 
 
 class NodeLoads:
-    __slots__ = ("heap", "seq", "nodes", "size", "uniform", "slots", "memory_gb", "by_name")
+    __slots__ = ("heap", "seq", "nodes", "size", "uniform", "slots", "memory_gb", "by_name",
+                 "total")
 
     def __init__(self) -> None:
         self.heap: list[Entry] = []
@@ -47,6 +48,7 @@ class NodeLoads:
         self.slots = 0
         self.memory_gb = 0.0
         self.by_name: dict[str, NodeHandle] = {}    # for locality: where inputs are held
+        self.total = 0                 # the usable nodes' slots at the last rebuild
 
     def stale(self, nodes: list[NodeHandle]) -> bool:
         return nodes is not self.nodes or len(nodes) != self.size \
@@ -64,6 +66,7 @@ class NodeLoads:
             n.slots == usable[0].slots and n.memory_gb == usable[0].memory_gb for n in usable)
         if usable:
             self.slots, self.memory_gb = usable[0].slots, usable[0].memory_gb
+        self.total = sum(n.slots for n in usable)
 
     def freed(self, node: NodeHandle) -> None:
         """``node`` has less work than before: its place in the heap moves up."""

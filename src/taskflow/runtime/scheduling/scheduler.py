@@ -206,6 +206,16 @@ class Scheduler:
             ready.push_front(t)
         return out
 
+    def idle_room(self) -> int:
+        """Slots a burst of calls can fill at once: every usable node's when the least
+        loaded one has nothing placed on it (so some node sits idle), else 0. O(log n):
+        the dispatcher asks after every round (:meth:`~..loop.dispatch.Dispatcher.let_run`)."""
+        loads = self.loads
+        if loads.nodes is None or self.ready:
+            return 0
+        node = loads.least()
+        return loads.total if node is not None and node.used <= 0 else 0
+
     def _slice(self, node: NodeHandle, task: Task, cus: int, extra: int) -> int:
         """How many short calls of ``task``'s function ``node`` takes at once.
 
