@@ -11,17 +11,19 @@ from __future__ import annotations
 from itertools import chain
 from typing import Any, Sequence
 
-ROWS = 100          # rows per statement (ROWS x columns stays far below SQLite's 32,766 variables)
+ROWS = 100          # rows per statement at most...
+VARIABLES = 999     # ...and values bound (the limit of SQLite builds before 3.32)
 
 
 def insert(db: Any, head: str, ncols: int, rows: Sequence[Sequence[Any]]) -> None:
-    """``db.executemany(head + " VALUES (?,...)", rows)`` in statements of ROWS rows
+    """``db.executemany(head + " VALUES (?,...)", rows)`` in statements of up to ROWS rows
     (``head``: ``INSERT INTO table (columns)``; each row has ``ncols`` values)."""
     one = "(" + ",".join("?" * ncols) + ")"
-    whole = len(rows) - len(rows) % ROWS
+    per = max(1, min(ROWS, VARIABLES // ncols))
+    whole = len(rows) - len(rows) % per
     if whole:
-        sql = f"{head} VALUES {','.join([one] * ROWS)}"
-        step = ROWS * ncols
+        sql = f"{head} VALUES {','.join([one] * per)}"
+        step = per * ncols
         flat = list(chain.from_iterable(rows[:whole]))
         for i in range(0, len(flat), step):
             db.execute(sql, flat[i:i + step])

@@ -192,13 +192,11 @@ class Changes:
         """A new task's spec row id and parameter text; its dependencies and stream paths."""
         if info is self._info:          # (a delivery's rows of one function share its info)
             sid = self._sid
-            names = info[2]
+            _, _, names, _ = info
         else:
             func, constraints, names, name = info
-            specs = self.specs
-            sid = specs.ids.get((func, constraints, name))
-            if sid is None:
-                sid = specs.id(info)
+            known = self.specs.ids.get((func, constraints, name))
+            sid = known if known is not None else self.specs.id(info)
             self._info, self._sid = info, sid
         if not (dep_ids or refs or kwargs) and argv is not None and len(argv) == 1 \
                 and names and type(argv[0]) in _SCALARS:

@@ -125,7 +125,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
                 ends.append(fd)
             child[name] = fd
         try:
-            prog = argv[0]
+            prog, *_ = argv
             pid = spawn.start(_program(prog, env), argv, cwd, env, stdin, child["stdout"],
                               child["stderr"])
         except OSError as exc:
