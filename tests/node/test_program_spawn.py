@@ -217,3 +217,79 @@ def test_a_program_name_is_looked_up_on_the_tasks_path(tmp_path):
     assert [line for _, _, line in logs] == ["found"]
     with pytest.raises(taskflow.ProgramFailed, match="could not start"):
         process.run(["only-here.sh"], str(tmp_path), dict(os.environ), {}, [], None, True)
+
+
+_KEPT: list[int] = []       # a descriptor the task below keeps open in its executor
+
+
+@task(returns=int)
+def take_dev_null_number():
+    """Close the executor's /dev/null descriptors and open a file at the lowest number."""
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") == os.devnull and int(name) > 2:
+                os.close(int(name))
+        except OSError:
+            pass
+    fd = os.open("not-empty.txt", os.O_RDONLY)
+    _KEPT.append(fd)
+    return fd
+
+
+@task(returns=int)
+def let_go():
+    while _KEPT:
+        os.close(_KEPT.pop())
+    return 0
+
+
+@binary(binary="wc", args="-c")
+@task(out=FILE_OUT_STDOUT)
+def count_stdin(out):
+    pass
+
+
+def test_programs_read_an_empty_stdin_after_a_python_task_closed_the_executors(rt1):
+    """The executor keeps a /dev/null descriptor for programs' stdin: a Python task that
+    closes it and opens another file at its number does not become the next program's
+    input."""
+    open("not-empty.txt", "w").write("some bytes\n")
+    count_stdin("before.txt")
+    taskflow.barrier()
+    wait_on(take_dev_null_number())
+    count_stdin("after.txt")
+    taskflow.barrier()
+    wait_on(let_go())
+    assert open("before.txt").read().split() == ["0"]
+    assert open("after.txt").read().split() == ["0"]
+
+
+def _f0(): pass
+def _f2(a, b=2): pass
+def _f4(a, b, c=3, d=None): pass
+def _fv(a, *rest): pass
+def _fk(a, *, k=1): pass
+def _fkw(a, **kw): pass
+
+
+@pytest.mark.parametrize("func", [_f0, _f2, _f4, _fv, _fk, _fkw])
+def test_binding_without_inspect_gives_what_the_signature_gives(func):
+    """command.bind's quick way for plain parameters: the same names, order and defaults
+    as Signature.bind, and the same answer when the call does not fit."""
+    import inspect
+
+    from taskflow.agent.executor.invokers import command
+
+    def by_signature(args, kw):
+        try:
+            b = inspect.signature(func).bind(*args, **kw)
+        except TypeError:
+            return dict(zip(("a", "b"), args)) | kw
+        b.apply_defaults()
+        return dict(b.arguments)
+
+    for args in [(), (1,), (1, 2), (1, 2, 3), (1, 2, 3, 4, 5)]:
+        for kw in [{}, {"a": 9}, {"b": 8}, {"c": 7, "d": 6}, {"zz": 1}, {"k": 3}]:
+            got = command.bind(func, list(args), dict(kw), ("a", "b"))
+            want = by_signature(args, kw)
+            assert list(got.items()) == list(want.items()), (args, kw)

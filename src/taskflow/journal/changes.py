@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
 
-from .text import file_accesses, params_text, stream_paths
+from .text import SCALARS as _SCALARS, file_accesses, params_text, stream_paths
 
 if TYPE_CHECKING:
     from ..events import (DoneWire, Dispatched, Ended, Event, Granted, Log, Memory, Moved,
@@ -118,6 +118,8 @@ class Changes:
         self.streams: list[tuple[str, str, str, float]] = []     # opened
         self.stream_tasks: list[tuple[str, int, str, str]] = []
         self.stream_ends: list[tuple[float, int, str, str]] = []  # closed
+        self._info: Any = None          # the spec info met last, and its spec row's id
+        self._sid = 0
 
     def change(self, tid: int, ch: dict[str, Any]) -> None:
         """Columns of a row inserted already (an UPDATE)."""
@@ -188,11 +190,23 @@ class Changes:
     def _start(self, tid: int, info: SpecInfo, argv: Any, kwargs: Any, refs: Any,
                dep_ids: list[int] | None) -> tuple[int, str]:
         """A new task's spec row id and parameter text; its dependencies and stream paths."""
-        func, constraints, names, name = info
+        if info is self._info:          # (a delivery's rows of one function share its info)
+            sid = self._sid
+            _, _, names, _ = info
+        else:
+            func, constraints, names, name = info
+            known = self.specs.ids.get((func, constraints, name))
+            sid = known if known is not None else self.specs.id(info)
+            self._info, self._sid = info, sid
+        if not (dep_ids or refs or kwargs) and argv is not None and len(argv) == 1 \
+                and names and type(argv[0]) in _SCALARS:
+            try:
+                r = repr(argv[0])   # (text.params_text's, for the commonest call: one number)
+            except ValueError:      # (an int too long to show: params_text says so)
+                r = ""
+            if 0 < len(r) <= 60:
+                return sid, f"{names[0]}={r}"
         specs = self.specs
-        sid = specs.ids.get((func, constraints, name))
-        if sid is None:
-            sid = specs.id(info)
         if dep_ids:
             self.deps.extend([(tid, d) for d in dep_ids])
         if refs:

@@ -24,6 +24,7 @@ from typing import Any
 Kept = list[Any]
 _SIZED = (str, bytes, bytearray)
 _PICKLED_HERE = (tuple, frozenset)      # (scalars inside: their size is not their length)
+SCALARS = frozenset({int, float, bool, type(None)})     # never kept by digest
 
 
 class Shown(str):
@@ -134,8 +135,17 @@ def params_text(names: Any, argv: Any, kwargs: Any, refs: Any, by_digest: int | 
     kept: list[Kept] = []
     names = names or ()
     if not refs and not kwargs and names and argv is not None and len(argv) <= len(names):
-        return ", ".join([f"{n}={_plain(v, n, by_digest, kept)}"
-                          for n, v in zip(names, argv)]), _named(kept, names)
+        parts = []
+        for n, v in zip(names, argv):
+            if type(v) in SCALARS:         # (most calls: their text is their repr)
+                try:
+                    r = repr(v)
+                except Exception:  # noqa: BLE001 - an int too long to show: as short() says
+                    r = short(v)
+                parts.append(f"{n}={r}" if len(r) <= 60 else f"{n}={r[:57]}...")
+            else:
+                parts.append(f"{n}={_plain(v, n, by_digest, kept)}")
+        return ", ".join(parts), _named(kept, names) if kept else kept
     shown = dict(ref_summary(refs, by_digest, kept) or ())
     parts = []
     for i, v in enumerate(argv or ()):

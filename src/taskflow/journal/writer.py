@@ -33,6 +33,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from . import bulk
 from .changes import COLS, ENDED, ERROR, EXIT, ID, STATE, T_SUBMIT, Changes, Row, SpecRows
 from .failure import LOCK_WAIT, describe
 from .schema import JOURNAL_NAME, SCHEMA
@@ -53,8 +54,7 @@ _INSERT = f"INSERT INTO task_rows ({','.join(COLS)}) VALUES ({','.join('?' * len
 # Rows without an exit code or an error (nearly all) bind 4 parameters fewer.
 _NOERR = EXIT
 _ENDED_SQL = "(" + ", ".join(f"'{s}'" for s in sorted(ENDED)) + ")"   # the states a task ends in
-_INSERT_OK = (f"INSERT INTO task_rows ({','.join(COLS[:_NOERR])}) "
-              f"VALUES ({','.join('?' * _NOERR)})")
+_INSERT_OK_HEAD = f"INSERT INTO task_rows ({','.join(COLS[:_NOERR])})"     # (bulk.insert)
 
 
 def _private(run_dir: str, path: str) -> None:
@@ -183,7 +183,7 @@ class JournalDB:
                            specs.new)
             specs.new = []
         if c.ready:
-            db.executemany(_INSERT_OK, c.ready)
+            bulk.insert(db, _INSERT_OK_HEAD, _NOERR, c.ready)
         if c.new:
             self._insert_held(c.new, final)
         if c.attempts:              # (before the updates: a row's t_start is the attempt's)
@@ -269,7 +269,7 @@ class JournalDB:
         if rows:
             ok = [r[:_NOERR] for r in rows if r[EXIT] is None and r[ERROR] is None]
             if ok:
-                self.db.executemany(_INSERT_OK, ok)
+                bulk.insert(self.db, _INSERT_OK_HEAD, _NOERR, ok)
             if len(ok) < len(rows):
                 self.db.executemany(_INSERT, [r for r in rows if r[EXIT] is not None
                                               or r[ERROR] is not None])

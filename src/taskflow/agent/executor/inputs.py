@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import stat
 from typing import Any
 
 from ...wire import messages as M
@@ -190,10 +191,16 @@ def _path_ref(kind: str, payload: Any) -> Any:
         return payload
     import shutil     # (not at the top: ~5 ms of every agent's start-up)
     if kind == M.REF_FILE_OUT:              # file written: a fresh version path
-        os.makedirs(os.path.dirname(payload), exist_ok=True)
-        if os.path.isdir(payload):
+        try:
+            st = os.stat(payload)
+        except FileNotFoundError:           # (nearly always: one look, its folder one more)
+            folder = os.path.dirname(payload)
+            if not os.path.isdir(folder):
+                os.makedirs(folder, exist_ok=True)
+            return payload
+        if stat.S_ISDIR(st.st_mode):
             shutil.rmtree(payload)
-        elif os.path.exists(payload):
+        else:
             os.unlink(payload)
         return payload
     if kind == M.REF_DIR_OUT:               # directory written

@@ -208,6 +208,8 @@ def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.
                     f"of {nout} values or change returns=")
             outputs = [_dumps(r, name, f"its return value #{i + 1}")
                        for i, r in enumerate(result)]
+        elif type(result) in _SMALL_TYPES:     # (a program's exit code)
+            outputs = [pickle.dumps(result, P.PROTOCOL)]
         else:
             outputs = [_dumps(result, name)]
         if inouts:
@@ -236,9 +238,16 @@ def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.
 
 def _invoke(inv: Invocation, func: Any, args: list[Any], kw: dict[str, Any],
             logs: list[M.LineWire], tid: int) -> Any:
-    """External programs, multi-node and GPU tasks (agent.executor.invokers)."""
-    from . import invokers
-    return invokers.run(inv, func, args, kw, logs, tid)
+    """External programs, multi-node and GPU tasks (agent.executor.invokers, imported at
+    the first such task: an executor of Python tasks never loads them)."""
+    run = _INVOKERS[0]
+    if run is None:
+        from . import invokers
+        run = _INVOKERS[0] = invokers.run
+    return run(inv, func, args, kw, logs, tid)
+
+
+_INVOKERS: list[Any] = [None]       # invokers.run, once imported
 
 
 def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> None:

@@ -54,8 +54,8 @@ class PidSlot:
 class _State:
     """This executor's slot and what it keeps between program starts."""
 
-    __slots__ = ("slot", "env_key", "env", "fds_checked", "leaky", "live", "spawn_group",
-                 "spawn_prefix")
+    __slots__ = ("slot", "env_key", "env", "env_threads", "fds_checked", "leaky", "live",
+                 "spawn_group", "spawn_prefix", "null", "null_id", "null_ok")
 
     def __init__(self) -> None:
         self.slot: PidSlot | None = None
@@ -68,6 +68,13 @@ class _State:
         self.spawn_prefix: list[str] | None = None
         self.env_key: Any = None
         self.env: dict[str, str] | None = None
+        # the threads of the task on this node alone that env was built for (None: another)
+        self.env_threads: int | None = None
+        # a descriptor of /dev/null kept for programs' stdin (-1: none yet) and its
+        # (st_dev, st_ino); looked at again after Python code ran (it may have closed it)
+        self.null = -1
+        self.null_id: tuple[int, int] | None = None
+        self.null_ok = False
         self.fds_checked = False
         self.leaky: list[int] = []     # inheritable descriptors > 2 found by the last look
 
@@ -83,7 +90,8 @@ def attach(slot: PidSlot | None) -> None:
 def python_ran() -> None:
     """Python code ran in this executor: ``os.environ`` and descriptors may have changed."""
     st = STATE
-    st.env = None
+    st.env = st.env_threads = None
     st.fds_checked = False
+    st.null_ok = False
 
 

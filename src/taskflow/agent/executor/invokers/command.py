@@ -22,6 +22,9 @@ FILE_KINDS = ("file", "directory")
 
 
 _SIGNATURES: dict[Any, inspect.Signature] = {}    # task function -> its signature
+# task function -> (its parameter names, their defaults) when every parameter is a plain
+# one (positional or keyword, no *args / **kwargs); None: bind through its signature
+_PLAIN: dict[Any, tuple[tuple[str, ...], dict[str, Any]] | None] = {}
 _RESOLVED: dict[tuple[str, str, str | None], str] = {}   # (binary, cwd, PATH) -> program
 
 
@@ -35,9 +38,58 @@ def _signature(func: Any) -> inspect.Signature:
     return sig
 
 
+def _plain(func: Any) -> tuple[tuple[str, ...], dict[str, Any]] | None:
+    """The names and defaults of ``func``'s parameters when all of them are plain ones."""
+    try:
+        return _PLAIN[func]
+    except KeyError:
+        pass
+    except TypeError:          # an unhashable callable
+        return None
+    try:
+        params = _signature(func).parameters.values()
+    except (TypeError, ValueError):
+        plain = None
+    else:
+        kinds = {p.kind for p in params}
+        if kinds - {1}:        # inspect.Parameter.POSITIONAL_OR_KEYWORD is 1
+            plain = None
+        else:
+            plain = (tuple(p.name for p in params),
+                     {p.name: p.default for p in params if p.default is not p.empty})
+    if len(_PLAIN) > 1024:
+        _PLAIN.clear()
+    _PLAIN[func] = plain
+    return plain
+
+
 def bind(func: Any, args: list[Any], kw: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     """Parameter name -> value as the task sees it (files are version paths by now);
-    ``order``: the parameter names, for a function whose signature cannot be read."""
+    ``order``: the parameter names, for a function whose signature cannot be read.
+
+    A function of plain parameters binds without ``inspect`` (a program task's call
+    costs as much as its ``Signature.bind`` otherwise): the same names in the same
+    order, defaults applied; anything else goes through the signature."""
+    plain = _plain(func)
+    if plain is not None:
+        names, defaults = plain
+        n = len(args)
+        if n <= len(names):
+            out = dict(zip(names, args))
+            if not kw and n == len(names):
+                return out
+            used = 0
+            for name in names[n:]:
+                if name in kw:
+                    out[name] = kw[name]
+                    used += 1
+                elif name in defaults:
+                    out[name] = defaults[name]
+                else:
+                    break               # a value missing: inspect says which
+            else:
+                if used == len(kw):     # (else a keyword unknown, or given twice)
+                    return out
     try:
         b = _signature(func).bind(*args, **kw)
         b.apply_defaults()

@@ -36,11 +36,30 @@ def node_env(inv: Invocation) -> dict[str, str]:
 
 def program_env(inv: Invocation) -> dict[str, str]:
     """The node's environment, what the task holds and PYTHONPATH: built once per set of
-    values (spawn.environment) and shared, so a caller that changes it copies it first."""
+    values (spawn.environment) and shared, so a caller that changes it copies it first.
+
+    A task on this node alone (no placement) is told only its threads: the environment
+    kept for them is taken as it is (node_env's values depend on nothing else then)."""
+    if inv.placement is None:
+        env = spawn.kept_environment(inv.threads)
+        if env is not None:
+            return env
+        extra = node_env(inv)
+        return spawn.environment(tuple(extra.items()), extra, inv.threads)
     extra = node_env(inv)
     return spawn.environment(tuple(extra.items()), extra)
 
 
+_LOG_PREFIX: dict[str, str] = {}     # log folder -> the job files' path up to the task id
+
+
 def log_base_of(inv: Invocation, tid: int) -> str | None:
     log_dir = inv.log_dir
-    return os.path.join(log_dir, f"job{tid}") if log_dir else None
+    if not log_dir:
+        return None
+    prefix = _LOG_PREFIX.get(log_dir)
+    if prefix is None:
+        if len(_LOG_PREFIX) > 64:
+            _LOG_PREFIX.clear()
+        prefix = _LOG_PREFIX[log_dir] = os.path.join(log_dir, "job")
+    return prefix + str(tid)

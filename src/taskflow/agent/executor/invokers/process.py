@@ -62,7 +62,7 @@ class _JobFiles:
 
     EXT = {"stdout": ".out", "stderr": ".err"}
 
-    def __init__(self, base: str | None, streams: list[str]) -> None:
+    def __init__(self, base: str | None, streams: tuple[str, ...]) -> None:
         self.base = base
         self.streams = streams          # the streams captured (not given to a file parameter)
         self.fds: dict[str, int] = {}
@@ -101,25 +101,28 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
     The first item of ``argv`` is the program (a path, or a name looked up on ``env``'s
     PATH). It starts through :mod:`.spawn` (posix_spawn, no Python in the child).
     """
-    opened: list[int] = []
-    captured = [name for name in ("stdout", "stderr") if name not in streams]
+    opened: list[int] = []          # descriptors of files this run opened
+    ends: list[int] = []            # the pipes' write ends, until the program has them
+    captured = _BOTH if not streams else \
+        tuple(name for name in _BOTH if name not in streams)
     files = _JobFiles(log_base, captured)
     try:
         if "stdin" in streams:
             stdin = os.open(streams["stdin"][0], os.O_RDONLY | os.O_CLOEXEC)
+            opened.append(stdin)
         else:
-            stdin = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        opened.append(stdin)
+            stdin = spawn.devnull()         # (the executor's own, kept open)
         child: dict[str, int] = {}
         pipes: dict[str, int] = {}
-        for name in ("stdout", "stderr"):
+        for name in _BOTH:
             if name in streams:
                 path, direction = streams[name]
                 fd = _create(path, os.O_APPEND if direction == "INOUT" else os.O_TRUNC)
+                opened.append(fd)
             else:
                 r, fd = os.pipe()
                 pipes[name] = r
-            opened.append(fd)
+                ends.append(fd)
             child[name] = fd
         try:
             prog, *_ = argv
@@ -130,10 +133,8 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
                 os.close(r)
             raise ProgramFailed(f"could not start {shlex.join(argv)}: {exc}", 127, argv) \
                 from None
-        for name in pipes:          # the child has its ends: close ours, so EOF comes
-            fd = child[name]
-            opened.remove(fd)
-            os.close(fd)
+        while ends:                 # the child has its ends: close ours, so EOF comes
+            os.close(ends.pop())
         tail: deque[str] = deque(maxlen=TAIL)
         try:
             if pipes:
@@ -149,6 +150,8 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
     finally:
         files.close()
         for fd in opened:
+            os.close(fd)
+        for fd in ends:
             os.close(fd)
     if code != 0 and fail:
         paths = job_logs + tuple(streams[s][0] for s in ("stdout", "stderr") if s in streams)
@@ -192,6 +195,7 @@ def _say_kept(pid: int, logs: list[LineWire]) -> None:
 
 
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+_BOTH = ("stdout", "stderr")
 
 
 def _create(path: str, how: int) -> int:

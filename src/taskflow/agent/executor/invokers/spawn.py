@@ -31,6 +31,7 @@ runs Python in the child before ``exec``: 3-4 ms a program on this project's
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -41,25 +42,63 @@ from ... import cgroups
 from .. import taskenv
 from ..programs import STATE, PidSlot, attach, python_ran
 
-__all__ = ["PidSlot", "attach", "python_ran", "environment", "start", "reap", "SIGDEF",
+__all__ = ["PidSlot", "attach", "python_ran", "environment", "kept_environment", "devnull",
+           "start", "reap", "SIGDEF",
            "signal_group", "group_members", "has_exited"]
 
 SIGDEF = tuple(getattr(signal, s) for s in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") if hasattr(signal, s))
 _FD_DIR = "/proc/self/fd"
 
 
-def environment(key: Any, extra: dict[str, str]) -> dict[str, str]:
-    """``os.environ`` with ``extra`` (which ``key`` identifies), built once per key."""
+def environment(key: Any, extra: dict[str, str], threads: int | None = None) -> dict[str, str]:
+    """``os.environ`` with ``extra`` (which ``key`` identifies), built once per key;
+    ``threads``: ``extra`` is what a task on this node alone that holds that many
+    computing units is told (:func:`kept_environment` finds it by them)."""
     st = STATE
     if st.env is not None and st.env_key == key:
+        st.env_threads = threads
         return st.env
     env = dict(os.environ)
     for var in taskenv.DEFAULTED:       # (the executor's own one-thread default, not theirs)
         env.pop(var, None)
     env.update(extra)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    st.env, st.env_key = env, key
+    st.env, st.env_key, st.env_threads = env, key, threads
     return env
+
+
+def kept_environment(threads: int) -> dict[str, str] | None:
+    """The environment kept for a task on this node alone holding ``threads`` units, if
+    the one kept is for such a task (no Python code ran since it was built)."""
+    st = STATE
+    if st.env_threads == threads and threads is not None:
+        return st.env
+    return None
+
+
+def devnull() -> int:
+    """A descriptor of ``/dev/null`` for programs' stdin, opened once per executor (not
+    the caller's to close). After Python code ran it is looked at again: code that closed
+    it may have left its number to another file (then a new one is opened; the old
+    number is not ours to close)."""
+    st = STATE
+    fd = st.null
+    if st.null_ok:
+        return fd
+    if fd >= 0:
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            pass
+        else:
+            if (info.st_dev, info.st_ino) == st.null_id \
+                    and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+                st.null_ok = True
+                return fd
+    fd = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    info = os.fstat(fd)
+    st.null, st.null_id, st.null_ok = fd, (info.st_dev, info.st_ino), True
+    return fd
 
 
 def _inheritable() -> list[int]:

@@ -1,0 +1,20 @@
+"""Where a task writes a FILE_OUT (agent/executor/inputs.py): a fresh version path, its
+folder made when missing, whatever an earlier attempt left there (a file, a folder)
+removed first."""
+from __future__ import annotations
+
+from taskflow.agent.executor.inputs import _path_ref
+from taskflow.wire import messages as M
+
+
+def test_a_file_out_version_path_is_fresh_and_its_folder_exists(tmp_path):
+    new = tmp_path / "v" / "deep" / "f.1"
+    assert _path_ref(M.REF_FILE_OUT, str(new)) == str(new)
+    assert new.parent.is_dir() and not new.exists()
+    new.write_text("an earlier attempt's")
+    assert _path_ref(M.REF_FILE_OUT, str(new)) == str(new) and not new.exists()
+    (new / "inner").mkdir(parents=True)                 # a folder where the file goes
+    assert _path_ref(M.REF_FILE_OUT, str(new)) == str(new) and not new.exists()
+    gone = tmp_path / "v" / "link"
+    gone.symlink_to(tmp_path / "nowhere")               # a dangling link: left as it was
+    assert _path_ref(M.REF_FILE_OUT, str(gone)) == str(gone) and gone.is_symlink()
