@@ -18,6 +18,15 @@ _inline_here = threading.local()     # ... in this thread (``depth``)
 _inline_lock = threading.Lock()
 
 
+INLINE_ENV = "TASKFLOW_INLINE"
+
+
+def inline_wanted() -> bool:
+    """``TASKFLOW_INLINE`` asks for inline runs (1, true, yes, on): every task in the calling
+    thread (:mod:`taskflow.debugging.inline`), no agent to start."""
+    return os.environ.get(INLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def in_worker() -> bool:
     """True in a process that runs tasks (an executor, an MPI rank of a Python task), and
     in a thread of an inline run while it runs a task (:func:`running_inline`).

@@ -236,9 +236,11 @@ def test_an_agent_nobody_takes_is_killed_after_its_time(monkeypatch):
     assert not _alive(proc.pid) and prestart._early is None
 
 
-def test_none_is_started_when_turned_off(monkeypatch):
+@pytest.mark.parametrize("env", [("TASKFLOW_PRESTART", "0"), ("TASKFLOW_INLINE", "1")])
+def test_none_is_started_when_turned_off_or_inline(monkeypatch, env):
+    """TASKFLOW_INLINE=1 runs every task in the calling thread: an agent would only linger."""
     prestart.discard()
-    monkeypatch.setenv("TASKFLOW_PRESTART", "0")
+    monkeypatch.setenv(*env)
     prestart.begin()
     assert prestart._early is None
 

@@ -20,19 +20,17 @@ import threading
 import time
 from typing import Any, Iterable
 
+from ..context import inline_wanted
 from ..future import FINISHED, AllDone, Future
 from ..graph.spec import TaskSpec
 from ..runtime.runtime import Runtime
 from .node import HereProvider, Runner
 
-INLINE_ENV = "TASKFLOW_INLINE"
 SERVE_STEP = 0.05           # s: a wait serves the node at least this often
 SERVE_FIRST = 0.0005        # s: ... and looks again this soon after the node did something
 
 
-def wanted() -> bool:
-    """``TASKFLOW_INLINE`` asks for inline runs (1, true, yes, on)."""
-    return os.environ.get(INLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+wanted = inline_wanted      # TASKFLOW_INLINE asks for inline runs (context.inline_wanted)
 
 
 def _futures(value: Any) -> list[Future]:

@@ -16,7 +16,7 @@ One such process at a time, never more: whatever run starts next (any
 provider) kills it if no local provider took it (:func:`discard`), as do the
 interpreter's exit and :data:`TTL` seconds without a start; killed before its
 hello, it has started nothing. ``TASKFLOW_PRESTART=0`` turns it off. This
-module imports nothing of taskflow: it runs before the runtime is loaded.
+module imports nothing of taskflow but its context (no runtime): it runs before the runtime is loaded.
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ import os
 import subprocess
 import sys
 import threading
+
+from ..context import inline_wanted
 
 CMD = [sys.executable, "-m", "taskflow.node", "--stdio"]    # a local agent on its pipes
 TTL = 30.0      # s an agent started early waits for a run to take it, then is killed
@@ -49,8 +51,8 @@ def begin(first: str | None = None) -> None:
     or ``TASKFLOW_PRESTART=0``); ``first``: a folder the caller puts first on ``sys.path``
     before the run starts (``taskflow run``: the script's)."""
     global _early, _exit_hook
-    if os.environ.get("TASKFLOW_PRESTART", "1") == "0":
-        return
+    if os.environ.get("TASKFLOW_PRESTART", "1") == "0" or inline_wanted():
+        return                      # (an inline run has no agent: TASKFLOW_INLINE)
     with _lock:
         if _early is not None:
             return
