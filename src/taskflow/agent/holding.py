@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..wire import messages as M
 from .chained import Chaining
+from .executor import sharedfiles
 from .state import NodeState
 from .store import Incoming, unflat
 from .workqueue import WorkQueue
@@ -92,7 +93,15 @@ class Holding:
         if status != M.OK or not outputs:
             return res
         outs = list(outputs)
-        for i, payload in enumerate(outputs):
+        for i, payload in enumerate(outputs):       # (an executor's: Shared too)
+            if type(payload) is M.Shared:  # type: ignore[comparison-overlap]       # in a file of this node's (sharedfiles)
+                try:
+                    payload = sharedfiles.adopt(payload)
+                except (OSError, ValueError) as exc:
+                    return (tid, M.ERROR, None, M.ErrorInfo(
+                        "OSError", f"task {tmsg.task_id}: its output #{i + 1} could not be "
+                        f"read from the node's shared directory on {self.name} ({exc}); "
+                        f"check that directory ({sharedfiles.ENV})", "", None), timing)
             if (type(payload) is bytes and len(payload) > INLINE_MAX) or \
                     type(payload) is M.Packed:
                 assert payload is not None
@@ -102,6 +111,16 @@ class Holding:
                 if key in self.chaining.waiting_on:     # (outputs_made releases them
                     self.chaining.unblock(key)          # first: this is the rule's net)
         return (tid, status, outs, error, timing)
+
+    @staticmethod
+    def discard(outputs: list[Any] | None) -> None:
+        """A result nobody wants (its task was cancelled): its shared files go."""
+        for payload in outputs or ():
+            if type(payload) is M.Shared:
+                try:
+                    sharedfiles.adopt(payload)      # (owned, then dropped: unlinked)
+                except (OSError, ValueError):
+                    pass
 
     def resend(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire | None:
         """An executor lacked an input of ``tmsg`` (taken by another reader, or trimmed):
