@@ -63,7 +63,10 @@ def test_a_large_value_goes_through_a_private_file_and_goes_with_the_value(
         assert _until(lambda: not _files(base)), "the dropped value's file is still there"
         b = ST.ramp(N)
         assert float(wait_on(b).sum()) == SUM           # the master's copy, from the file
-        assert len(_files(base)) == 1
+        (path,) = _files(base)
+        os.unlink(path)         # (removed from outside, as logind's RemoveIPC does): the pipe
+        got = wait_on([ST.where_and_sum(b) for i in range(8)])
+        assert [s for _, s in got] == [SUM] * 8 and len({pid for pid, _ in got}) == 2
     assert _agent_dirs(base) == []
 
 

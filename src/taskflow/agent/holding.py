@@ -92,16 +92,18 @@ class Holding:
         tid, status, outputs, error, timing = res
         if status != M.OK or not outputs:
             return res
-        outs = list(outputs)
-        for i, payload in enumerate(outputs):       # (an executor's: Shared too)
-            if type(payload) is M.Shared:  # type: ignore[comparison-overlap]       # in a file of this node's (sharedfiles)
+        outs: list[Any] = list(outputs)
+        for i, payload in enumerate(outs):      # an executor's in a file (sharedfiles): held
+            if type(payload) is M.Shared:       # over that file, all of them or none
                 try:
-                    payload = sharedfiles.adopt(payload)
+                    outs[i] = sharedfiles.adopt(payload)
                 except (OSError, ValueError) as exc:
+                    self.discard(outs)
                     return (tid, M.ERROR, None, M.ErrorInfo(
                         "OSError", f"task {tmsg.task_id}: its output #{i + 1} could not be "
                         f"read from the node's shared directory on {self.name} ({exc}); "
                         f"check that directory ({sharedfiles.ENV})", "", None), timing)
+        for i, payload in enumerate(outs):
             if (type(payload) is bytes and len(payload) > INLINE_MAX) or \
                     type(payload) is M.Packed:
                 assert payload is not None
@@ -135,6 +137,12 @@ class Holding:
             dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED \
                 else []
             lacking.extend(d for d in dids if d not in store)
+            for d in dids:          # a shared file gone (removed from outside): the pipe
+                v = store.mem.get(d)
+                if type(v) is M.Packed and v.file is not None and not v.file.exists():
+                    store.pop(d)
+                    v.file = None
+                    store[d] = v
         if lacking:
             if self.chaining.made_here(lacking) and self.chaining.hold(tmsg):
                 return None

@@ -82,6 +82,7 @@ class Pool:
         # modules the script imported (PRELOAD): executors import them ahead of their tasks
         # (agent.executor.preload); see preload()
         self.modules: list[str] = []
+        self.shared_tried = False   # the node's directory for large values (sharedfiles)
 
     def own(self, *fds: int) -> None:
         """``fds`` are the agent's (a master's stream, the orphan's socket): executors
@@ -94,7 +95,8 @@ class Pool:
         self.keep_closed[:] = [fd for fd in self.keep_closed if fd not in fds]
 
     def spawn(self, io: bool = False) -> Executor:
-        if not sharedfiles.DIR:
+        if not self.shared_tried:     # (once: every executor has the same directory, or none)
+            self.shared_tried = True
             sharedfiles.setup()   # (before the fork: executors write large values there)
         t_r, t_w = os.pipe()      # agent -> executor
         r_r, r_w = os.pipe()      # executor -> agent

@@ -13,7 +13,9 @@ Only the failure path pays for this, and it is bounded: an executor writes at mo
 past it is named as not kept).
 
 A large value (a numpy array) is handed to its last reader without a copy
-(:mod:`.inputs`): the task may have changed it, so it is not kept.
+(:mod:`.inputs`): the task may have changed it, so it is not kept; one sent as
+the name of its agent's shared file (:mod:`.sharedfiles`) is read again from
+that file, which no task changes, and kept.
 ``TASKFLOW_KEEP_INPUTS=1`` in the nodes' environment (local nodes inherit the
 master's) keeps every such value: the reader gets a copy.
 """

@@ -187,6 +187,9 @@ class Owner:
         self.pid = os.getpid()
         self.marker = marker
 
+    def exists(self) -> bool:
+        return os.path.exists(self.path)
+
     def __del__(self) -> None:
         if os.getpid() == self.pid:
             try:
