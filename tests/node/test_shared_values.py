@@ -162,3 +162,22 @@ def test_a_value_in_a_file_is_the_value_written(tmp_path, monkeypatch, nbufs):
         assert not os.path.exists(path)
     finally:
         sharedfiles.cleanup()
+
+
+def test_spilling_a_shared_value_moves_it_to_the_nodes_disk(tmp_path, monkeypatch):
+    """Above the budget (shared files count in it), held values go to the spill directory
+    and their shared files go; they come back whole for their readers."""
+    base = tmp_path / "shm"
+    base.mkdir()
+    monkeypatch.setenv(sharedfiles.ENV, str(base))
+    monkeypatch.chdir(tmp_path)
+    with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs"),
+                          memory_budget="1MB") as rt:
+        arrays = [ST.ramp(N) for _ in range(3)]
+        assert [s for _, s in wait_on([ST.where_and_sum(a) for a in arrays])] == [SUM] * 3
+        (node,) = rt.nodes
+        assert _until(lambda: node.memory is not None and node.memory.spilled >= 3 * 8 * N)
+        assert _files(base) == [], "a spilled value's shared file is still there"
+        spill_dir = os.path.join(rt.data_dir, f"spill-{node.name}-{node.info['pid']}")
+        assert len(os.listdir(spill_dir)) == 3
+        assert [s for _, s in wait_on([ST.where_and_sum(a) for a in arrays])] == [SUM] * 3
