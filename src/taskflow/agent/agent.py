@@ -460,7 +460,7 @@ class Agent:
         mean = self.state.mean
         results = self.results
         chaining = self.chaining
-        ok, packed = M.OK, M.Packed
+        ok, packed, shared = M.OK, M.Packed, M.Shared
         rs_end = 0.0
         for op, body in msgs:
             if op != M.RESULTS:
@@ -498,13 +498,14 @@ class Agent:
                             del producing[did]
                 if cancelled and tmsg is not None and cancelled.get(tid) is tmsg:
                     del cancelled[tid]      # (that copy's: not one sent again under its id)
+                    self.holding.discard(outputs)       # (its shared files)
                     continue
                 if status == ok and tmsg is not None and outputs is not None:
                     if chaining.waiting_on:
                         chaining.outputs_made(tmsg.outputs, outputs)
                     for payload in outputs:
                         kind = type(payload)
-                        if (kind is bytes and len(payload) > INLINE_MAX) or kind is packed:
+                        if kind is packed or kind is shared or (kind is bytes and len(payload) > INLINE_MAX):
                             res = self.holding.keep_large(res, tmsg)
                             break
                 elif status == M.MISSING and tmsg is not None:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ..wire import messages as M
 from .chained import Chaining
+from .executor import sharedfiles
 from .state import NodeState
 from .store import Incoming, unflat
 from .workqueue import WorkQueue
@@ -91,8 +92,18 @@ class Holding:
         tid, status, outputs, error, timing = res
         if status != M.OK or not outputs:
             return res
-        outs = list(outputs)
-        for i, payload in enumerate(outputs):
+        outs: list[Any] = list(outputs)
+        for i, payload in enumerate(outs):      # an executor's in a file (sharedfiles): held
+            if type(payload) is M.Shared:       # over that file, all of them or none
+                try:
+                    outs[i] = sharedfiles.adopt(payload)
+                except (OSError, ValueError) as exc:
+                    self.discard(outs)
+                    return (tid, M.ERROR, None, M.ErrorInfo(
+                        "OSError", f"task {tmsg.task_id}: its output #{i + 1} could not be "
+                        f"read from the node's shared directory on {self.name} ({exc}); "
+                        f"check that directory ({sharedfiles.ENV})", "", None), timing)
+        for i, payload in enumerate(outs):
             if (type(payload) is bytes and len(payload) > INLINE_MAX) or \
                     type(payload) is M.Packed:
                 assert payload is not None
@@ -102,6 +113,16 @@ class Holding:
                 if key in self.chaining.waiting_on:     # (outputs_made releases them
                     self.chaining.unblock(key)          # first: this is the rule's net)
         return (tid, status, outs, error, timing)
+
+    @staticmethod
+    def discard(outputs: list[Any] | None) -> None:
+        """A result nobody wants (its task was cancelled): its shared files go."""
+        for payload in outputs or ():
+            if type(payload) is M.Shared:
+                try:
+                    sharedfiles.adopt(payload)      # (owned, then dropped: unlinked)
+                except (OSError, ValueError):
+                    pass
 
     def resend(self, res: M.ResultWire, tmsg: M.TaskMsg) -> M.ResultWire | None:
         """An executor lacked an input of ``tmsg`` (taken by another reader, or trimmed):
@@ -116,6 +137,12 @@ class Holding:
             dids = [payload] if kind == M.REF_VALUE else payload[1] if kind == M.REF_PICKLED \
                 else []
             lacking.extend(d for d in dids if d not in store)
+            for d in dids:          # a shared file gone (removed from outside): the pipe
+                v = store.mem.get(d)
+                if type(v) is M.Packed and v.file is not None and not v.file.exists():
+                    store.pop(d)
+                    v.file = None
+                    store[d] = v
         if lacking:
             if self.chaining.made_here(lacking) and self.chaining.hold(tmsg):
                 return None

@@ -66,7 +66,7 @@ class NodeMemory:
 
     def measure(self) -> int:
         """The node's resident memory now: the agent and its executors."""
-        total = rss(os.getpid())
+        total = rss(os.getpid()) + self.store.shared     # (values in shared files: RAM too)
         for ex in self.pool.execs:
             total += rss(ex.pid)
         self.last_rss = total

@@ -18,7 +18,7 @@ from typing import Any
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.framewriter import FrameWriter
-from .executor import lifeline
+from .executor import lifeline, sharedfiles
 from .executor.loop import executor_main
 from .executor.programs import PidSlot
 
@@ -82,6 +82,7 @@ class Pool:
         # modules the script imported (PRELOAD): executors import them ahead of their tasks
         # (agent.executor.preload); see preload()
         self.modules: list[str] = []
+        self.shared_tried = False   # the node's directory for large values (sharedfiles)
 
     def own(self, *fds: int) -> None:
         """``fds`` are the agent's (a master's stream, the orphan's socket): executors
@@ -94,6 +95,9 @@ class Pool:
         self.keep_closed[:] = [fd for fd in self.keep_closed if fd not in fds]
 
     def spawn(self, io: bool = False) -> Executor:
+        if not self.shared_tried:     # (once: every executor has the same directory, or none)
+            self.shared_tried = True
+            sharedfiles.setup()   # (before the fork: executors write large values there)
         t_r, t_w = os.pipe()      # agent -> executor
         r_r, r_w = os.pipe()      # executor -> agent
         slot = PidSlot()
@@ -191,8 +195,11 @@ class Pool:
     def seal(ex: Executor) -> None:
         """The tasks queued on ``ex`` so far become one TASKS frame (the buffers of large
         values they read are written from the store, not copied into the frame)."""
-        body = (M.wire_tasks(ex.batch), ex.bdata)
+        tasks = M.wire_tasks(ex.batch)
+        body = (tasks, ex.bdata)
         if ex.bdata and any(type(v) is M.Packed for v in ex.bdata.values()):
+            # a value in a shared file goes as its name (sharedfiles), the others as bytes
+            body = (tasks, {d: sharedfiles.marker(v) for d, v in ex.bdata.items()})
             ex.out.queue_parts(P.encode_parts(M.TASKS, body))
         else:
             ex.out.queue(P.encode(M.TASKS, body))

@@ -10,6 +10,12 @@ its file goes when the master drops the value. A spilled value's file holds
 its pickle and its out-of-band buffers one after the other (written from
 where they are, read straight into their own buffers).
 
+A value its executors made may be held over a file of the agent's shared
+directory (:mod:`.executor.sharedfiles`: ``Packed.file`` is set): it counts in
+:attr:`ValueStore.shared` (RAM that is no process's own), spilling it is a
+move (its shared file goes once it is on disk), and its file goes with the
+value's last reference.
+
 A spill that fails (the disk holding the run's directory is full) loses
 nothing: the value stays in memory, the node reports it (:attr:`ValueStore.failed`,
 a "full" memory event the master turns into one warning naming the run's
@@ -28,6 +34,7 @@ from typing import Any, BinaryIO, Iterator
 from ..context import private_dir
 from ..wire.messages import Packed, Payload
 from ..wire.protocol import buffer
+from .executor import sharedfiles
 
 SPILL_MIN = 64 * 1024        # bytes: smaller values are not worth a file
 FULL_WAIT = 10.0             # s between spills after one failed (a full disk)
@@ -41,7 +48,7 @@ class ValueStore:
     """data id -> value (``bytes`` or :class:`~taskflow.wire.messages.Packed`)."""
 
     __slots__ = ("mem", "large", "disk", "nbytes", "spilled", "dir", "nspills", "nreads",
-                 "failed", "_retry_at")
+                 "failed", "_retry_at", "shared")
 
     def __init__(self, spill_dir: str | None = None) -> None:
         self.mem: dict[int, Payload] = {}            # in memory, oldest first
@@ -54,6 +61,8 @@ class ValueStore:
         self.nreads = 0
         self.failed: tuple[int, int] | None = None   # a spill failed: (errno, bytes free)
         self._retry_at = 0.0        # no spill before this (monotonic) after a failed one
+        self.shared = 0          # bytes of those in memory that are in shared files
+        #                          (executor.sharedfiles: in no process's memory but in RAM)
 
     # -- the mapping the agent's parts use ------------------------------------------------
     def __contains__(self, did: object) -> bool:
@@ -79,6 +88,8 @@ class ValueStore:
         self.nbytes += n
         if n >= SPILL_MIN:
             self.large[did] = None
+            if type(payload) is Packed and payload.file is not None:
+                self.shared += n
 
     def get(self, did: int) -> Payload | None:
         """The value (read back from its file when spilled: it stays there too)."""
@@ -92,7 +103,8 @@ class ValueStore:
         v = self.mem.pop(did, None)
         if v is not None:
             self.nbytes -= len(v)
-            self.large.pop(did, None)
+            if self.large.pop(did, 0) is None and type(v) is Packed and v.file is not None:
+                self.shared -= len(v)       # (its file goes with its last reference)
             return v
         entry = self.disk.pop(did, None)
         if entry is not None:
@@ -128,6 +140,8 @@ class ValueStore:
                 self.failed = (exc.errno or 0, free)
                 break
             self.disk[did] = (path, n)
+            if type(v) is Packed and v.file is not None:
+                self.shared -= n            # (a move: its shared file goes now)
             del self.mem[did]
             del self.large[did]
             self.nbytes -= n
@@ -187,9 +201,10 @@ class ValueStore:
             os.close(fd)
 
     def close(self) -> None:
-        """The agent leaves: its spill files go."""
+        """The agent leaves: its spill files and shared files go."""
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+        sharedfiles.cleanup()
 
 
 class Incoming:

@@ -190,10 +190,13 @@ class Packed:
     buffer, else a ``Packed`` (:mod:`.values` makes and loads both).
     """
 
-    __slots__ = ("head", "bufs", "size")
+    __slots__ = ("head", "bufs", "size", "file")
 
     def __init__(self, head: bytes, bufs: list[Any]) -> None:
         self.head = head
+        # on a node: the file its buffers are mapped from, shared with the agent's
+        # executors (agent.executor.sharedfiles; its owner unlinks it); never pickled
+        self.file: Any = None
         # a buffer read from a frame may come as a read-only view of the whole bytearray
         # it was read into: keep the bytearray itself (a task then gets a writable array)
         self.bufs = [b.obj if type(b) is memoryview and type(b.obj) in _OWN
@@ -208,6 +211,16 @@ class Packed:
 
     def __repr__(self) -> str:
         return f"<Packed {self.size} bytes in {len(self.bufs) + 1} parts>"
+
+
+@final
+class Shared(NamedTuple):
+    """Between an agent and its own executors only: a large value written to a file of
+    the node's shared directory (:mod:`taskflow.agent.executor.sharedfiles`), which
+    travels in its place."""
+
+    name: str                     # the file's name in that directory
+    size: int                     # bytes (the value's ``len``)
 
 
 Payload = Union[bytes, Packed]      # a value, pickled

@@ -26,7 +26,7 @@ from typing import Any
 from ...wire import messages as M
 from ...wire import values as V
 from ...wire.argpath import set_path
-from . import programs
+from . import programs, sharedfiles
 from .keepinputs import KEEP_ALL
 
 
@@ -160,6 +160,11 @@ def resolve_refs(args: list[Any], kwargs: dict[str, Any], refs: list[M.RefWire],
                 raise Missing(did)
         if type(payload) is bytes:
             v = pickle.loads(payload)
+        elif type(payload) is M.Shared:     # type: ignore[comparison-overlap]  # (sharedfiles)
+            try:                            # a file of the agent's (copy-on-write: its own)
+                v = V.load(sharedfiles.read(payload), take=True)
+            except FileNotFoundError:
+                raise Missing(did) from None
         else:
             assert payload is not None
             last = not KEEP_ALL and not AHEAD.others_read(did)   # (keepinputs)

@@ -13,7 +13,9 @@ Only the failure path pays for this, and it is bounded: an executor writes at mo
 past it is named as not kept).
 
 A large value (a numpy array) is handed to its last reader without a copy
-(:mod:`.inputs`): the task may have changed it, so it is not kept.
+(:mod:`.inputs`): the task may have changed it, so it is not kept; one sent as
+the name of its agent's shared file (:mod:`.sharedfiles`) is read again from
+that file, which no task changes, and kept.
 ``TASKFLOW_KEEP_INPUTS=1`` in the nodes' environment (local nodes inherit the
 master's) keeps every such value: the reader gets a copy.
 """
@@ -25,7 +27,7 @@ import shutil
 from typing import Any
 
 from ...wire import messages as M
-from . import loglines
+from . import loglines, sharedfiles
 
 KEEP_ALL = os.environ.get("TASKFLOW_KEEP_INPUTS", "").strip().lower() in ("1", "true", "yes", "on")
 COPY_MAX = 64 * 2**20       # bytes: a file that cannot be linked is copied up to this size
@@ -75,7 +77,12 @@ def _keep(msg: M.TaskWire, func: Any, data: dict[int, M.Payload], produced: Any,
         elif kind == M.REF_PICKLED:
             _, dids = payload             # (the snapshot's pickle, the values inside it)
         for did in dids:
-            v = data.get(did)
+            v: Any = data.get(did)      # (data: Payloads, or the names of shared files)
+            if type(v) is M.Shared:       # (the agent's file: as it was, whatever the task did)
+                try:
+                    v = sharedfiles.read(v)
+                except (OSError, ValueError):
+                    v = None
             if v is None:
                 v = produced.get(did)
             if v is None or size + len(v) > VALUES_MAX:

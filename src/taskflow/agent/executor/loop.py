@@ -30,7 +30,7 @@ from ...wire import values as V
 from ...wire.argpath import get_path
 from ...wire.invocation import Invocation
 from ...wire.thresholds import EXEC_HOLD, EXEC_SHORT, USAGE_MIN
-from . import diskroom, keepinputs, preload, programs, taskenv, usage
+from . import diskroom, keepinputs, preload, programs, sharedfiles, taskenv, usage
 from .pickling import dumps as _dumps
 from .capture import Capture, Current, send_lines
 from .inputs import AHEAD, PRODUCED, Missing, resolve_refs
@@ -226,9 +226,15 @@ def _finish(name: str, result: Any, args: list[Any], kw: dict[str, Any], msg: M.
                             f"(expected at {p})")
                     outputs.append(None)
         keep = PRODUCED.keep
+        big = False
         for did, payload in zip(outdids, outputs):
             if payload is not None:
                 keep(did, payload)  # type: ignore[arg-type]  # made here (Held: by the agent)
+                if type(payload) is M.Packed:
+                    big = True
+        if big:                         # (to the agent: files, not the pipe)
+            outputs = [sharedfiles.put(o) if type(o) is M.Packed else o  # type: ignore[misc]
+                       for o in outputs]
         return (tid, M.OK, outputs, None, (t0, t1))
     except BaseException as exc:  # noqa: BLE001 - a task may raise anything
         if isinstance(exc, KeyboardInterrupt) and INTERRUPT.set:
@@ -417,6 +423,7 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
     dumps = pickle.dumps
     dump = V.dump
     packed = M.Packed
+    share = sharedfiles.put
     proto = P.PROTOCOL
     now = time.time
     ok = M.OK
@@ -469,6 +476,8 @@ def _run_tasks(data: dict[int, M.Payload], funcs: dict[bytes, Any],
                 (did,) = outdids
                 if len(o) > small:
                     produced.keep(did, o)
+                    if type(o) is packed:       # (to the agent: a file, not the pipe)
+                        o = share(o)  # type: ignore[assignment]
                 else:           # (read again: a nested wait's tasks may have trimmed it)
                     produced.values[did] = o
                 res = (tid, ok, [o], None, (t0, t1))
