@@ -48,10 +48,10 @@ def load_plain(body: bytes) -> Any:
     return PlainUnpickler(io.BytesIO(body)).load()
 
 
-def spawn(path: str, row: tuple[Any, ...], by_digest: int | None) -> subprocess.Popen[bytes]:
-    """Start the writer for ``path``; the run's row goes first, with the size over which
-    a value is kept by digest (taskflow.graph.recorded.BY_DIGEST: this process does not
-    load the package)."""
+def spawn() -> subprocess.Popen[bytes]:
+    """Start a writer process; it waits for its ``open`` frame (:func:`open_writer`), which
+    the master sends once the tables exist, and ends at once if it gets none (its stdin
+    closed: :func:`dismiss`)."""
     # Run this file as a script in isolated mode: the child loads only this folder (stdlib
     # imports), not the taskflow package, so it starts in a few tens of milliseconds.
     # No preexec_fn: it makes subprocess fork the whole master in Python (~20 ms of the
@@ -65,8 +65,30 @@ def spawn(path: str, row: tuple[Any, ...], by_digest: int | None) -> subprocess.
         fcntl.fcntl(proc.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
     except (OSError, ImportError, ValueError):
         pass
-    send(proc, ("open", (path, row, by_digest)))
     return proc
+
+
+def open_writer(proc: subprocess.Popen[bytes], path: str, row: tuple[Any, ...],
+                by_digest: int | None) -> None:
+    """Its journal: ``path``, the run's row, and the size over which a value is kept by
+    digest (taskflow.graph.recorded.BY_DIGEST: this process does not load the package)."""
+    send(proc, ("open", (path, row, by_digest)))
+
+
+def dismiss(proc: subprocess.Popen[bytes]) -> None:
+    """A writer that was sent no ``open`` (the journal could not be made): it ends on the
+    end of its input, having written nothing; reaped here."""
+    for f in (proc.stdin, proc.stdout):
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 NICE = int(os.environ.get("TASKFLOW_JOURNAL_NICE", "10"))
