@@ -396,7 +396,10 @@ class JournalWriter:
             return
         finally:
             self._made.set()
-        tables.db.close()
+        try:
+            tables.db.close()
+        except Exception:  # noqa: BLE001 - the writer has its own connection: nothing lost
+            pass
         self._watch = threading.Thread(target=self._watch_writer, daemon=True,
                                        name="taskflow-journal-watch")
         self._watch.start()
