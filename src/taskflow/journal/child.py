@@ -55,8 +55,13 @@ def spawn() -> subprocess.Popen[bytes]:
     # Run this file as a script in isolated mode: the child loads only this folder (stdlib
     # imports), not the taskflow package, so it starts in a few tens of milliseconds.
     # No preexec_fn: it makes subprocess fork the whole master in Python (~20 ms of the
-    # run's start-up); the writer lowers its own priority first thing (main()).
-    proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__)],
+    # run's start-up); without the nice tool the writer lowers its own priority first thing
+    # (main()).
+    # Its interpreter starts at the writer's priority (``nice``): it loads while the nodes
+    # and the first tasks start, and on two cores it would take their CPU.
+    nice = [_NICE_TOOL, "-n", str(NICE)] if NICE > 0 and os.path.exists(_NICE_TOOL) else []
+    proc = subprocess.Popen([*nice, sys.executable, "-I", os.path.abspath(__file__),
+                             *(["niced"] if nice else [])],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
                             start_new_session=True)
     assert proc.stdin is not None       # stdin=PIPE
@@ -92,6 +97,7 @@ def dismiss(proc: subprocess.Popen[bytes]) -> None:
 
 
 NICE = int(os.environ.get("TASKFLOW_JOURNAL_NICE", "10"))
+_NICE_TOOL = "/usr/bin/nice"
 
 
 def _lower_priority() -> None:  # pragma: no cover - runs in the writer process
@@ -176,7 +182,8 @@ def _load_writer() -> Any:
 
 
 def main() -> None:
-    _lower_priority()
+    if sys.argv[1:] != ["niced"]:       # (else started at its priority: spawn)
+        _lower_priority()
     import gc
     gc.disable()        # batches of plain tuples, no cycles: collections would only cost CPU
     JournalDB = _load_writer()
