@@ -314,26 +314,3 @@ def test_a_done_row_never_goes_out_ahead_of_an_event_emitted_before_it():
     running = batch_of(lambda b: any(e[0] == "running" and e[2] == task.id for e in b[2]))
     done = batch_of(lambda b: any(r[0] == task.id for r in b[0] + b[3]))
     assert running <= done                      # the journal applies events, then rows
-
-
-@pytest.mark.skipif(not (os.path.exists("/usr/bin/nice") and os.path.exists("/proc/self/stat")),
-                    reason="no nice tool or no /proc here")
-def test_the_journal_writer_starts_at_its_nice_value():
-    """The writer's interpreter runs at the writer's priority from its start (its start no
-    longer takes the CPU of the nodes' start); sent no ``open``, it ends having written
-    nothing (journal.child.dismiss)."""
-    import time
-
-    from taskflow.journal import child
-    ours = os.nice(0)
-    proc = child.spawn()
-    try:
-        deadline = time.time() + 30
-        while b"child.py" not in open(f"/proc/{proc.pid}/cmdline", "rb").read():
-            assert time.time() < deadline, "the writer's interpreter did not start"
-            time.sleep(0.01)
-        stat = open(f"/proc/{proc.pid}/stat").read()
-        assert int(stat.rsplit(")", 1)[1].split()[16]) == min(19, ours + child.NICE)
-    finally:
-        child.dismiss(proc)
-    assert proc.returncode == 0

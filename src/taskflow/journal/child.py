@@ -48,20 +48,15 @@ def load_plain(body: bytes) -> Any:
     return PlainUnpickler(io.BytesIO(body)).load()
 
 
-def spawn() -> subprocess.Popen[bytes]:
-    """Start a writer process; it waits for its ``open`` frame (:func:`open_writer`), which
-    the master sends once the tables exist, and ends at once if it gets none (its stdin
-    closed: :func:`dismiss`)."""
+def spawn(path: str, row: tuple[Any, ...], by_digest: int | None) -> subprocess.Popen[bytes]:
+    """Start the writer for ``path``; the run's row goes first, with the size over which
+    a value is kept by digest (taskflow.graph.recorded.BY_DIGEST: this process does not
+    load the package)."""
     # Run this file as a script in isolated mode: the child loads only this folder (stdlib
     # imports), not the taskflow package, so it starts in a few tens of milliseconds.
     # No preexec_fn: it makes subprocess fork the whole master in Python (~20 ms of the
-    # run's start-up); without the nice tool the writer lowers its own priority first thing
-    # (main()).
-    # Its interpreter starts at the writer's priority (``nice``): it loads while the nodes
-    # and the first tasks start, and on two cores it would take their CPU.
-    nice = [_NICE_TOOL, "-n", str(NICE)] if NICE > 0 and os.path.exists(_NICE_TOOL) else []
-    proc = subprocess.Popen([*nice, sys.executable, "-I", os.path.abspath(__file__),
-                             *(["niced"] if nice else [])],
+    # run's start-up); the writer lowers its own priority first thing (main()).
+    proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
                             start_new_session=True)
     assert proc.stdin is not None       # stdin=PIPE
@@ -70,34 +65,11 @@ def spawn() -> subprocess.Popen[bytes]:
         fcntl.fcntl(proc.stdin.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
     except (OSError, ImportError, ValueError):
         pass
+    send(proc, ("open", (path, row, by_digest)))
     return proc
 
 
-def open_writer(proc: subprocess.Popen[bytes], path: str, row: tuple[Any, ...],
-                by_digest: int | None) -> None:
-    """Its journal: ``path``, the run's row, and the size over which a value is kept by
-    digest (taskflow.graph.recorded.BY_DIGEST: this process does not load the package)."""
-    send(proc, ("open", (path, row, by_digest)))
-
-
-def dismiss(proc: subprocess.Popen[bytes]) -> None:
-    """A writer that was sent no ``open`` (the journal could not be made): it ends on the
-    end of its input, having written nothing; reaped here."""
-    for f in (proc.stdin, proc.stdout):
-        if f is not None:
-            try:
-                f.close()
-            except OSError:
-                pass
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 NICE = int(os.environ.get("TASKFLOW_JOURNAL_NICE", "10"))
-_NICE_TOOL = "/usr/bin/nice"
 
 
 def _lower_priority() -> None:  # pragma: no cover - runs in the writer process
@@ -182,8 +154,7 @@ def _load_writer() -> Any:
 
 
 def main() -> None:
-    if sys.argv[1:] != ["niced"]:       # (else started at its priority: spawn)
-        _lower_priority()
+    _lower_priority()
     import gc
     gc.disable()        # batches of plain tuples, no cycles: collections would only cost CPU
     JournalDB = _load_writer()

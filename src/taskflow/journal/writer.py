@@ -355,7 +355,6 @@ class JournalWriter:
         self._watch: threading.Thread | None = None
         self._row = row
         self._opening: threading.Thread | None = None    # making the tables and the writer
-        self._made = threading.Event()                    # ... done (or failed): ready()
         self._not_open: BaseException | None = None      # why they could not be made
         if self.mode == "process":
             self._opening = threading.Thread(target=self._open, daemon=True,
@@ -367,11 +366,7 @@ class JournalWriter:
 
     def _open(self) -> None:
         """The tables, then (process mode) the writer process and its watcher: in a
-        thread of its own in process mode (see above). The writer's interpreter starts
-        first and loads while the tables are made; :meth:`ready` returns once they are and
-        the writer has its ``open``, before the connection that made them is closed (the
-        last connection's close checkpoints and syncs the file: nobody's wait)."""
-        tables = None
+        thread of its own in process mode (see above)."""
         try:
             try:
                 _private(os.path.dirname(self.path), self.path)
@@ -380,43 +375,28 @@ class JournalWriter:
             if self.mode != "process":
                 self.db = JournalDB(self.path, self._row, self._by_digest)
                 return
-            from .child import dismiss, open_writer, spawn
-            proc = spawn()
-            try:
-                tables = JournalDB(self.path, self._row)     # tables exist before anyone reads
-                open_writer(proc, self.path, self._row, self._by_digest)
-            except BaseException:
-                dismiss(proc)
-                raise
-            self.proc = proc
+            from .child import spawn
+            JournalDB(self.path, self._row).db.close()   # tables exist before anyone reads
+            self.proc = spawn(self.path, self._row, self._by_digest)
         except BaseException as exc:  # noqa: BLE001 - raised again by ready()
             self._not_open = exc
-            if tables is not None:
-                tables.db.close()
             return
-        finally:
-            self._made.set()
-        try:
-            tables.db.close()
-        except Exception:  # noqa: BLE001 - the writer has its own connection: nothing lost
-            pass
         self._watch = threading.Thread(target=self._watch_writer, daemon=True,
                                        name="taskflow-journal-watch")
         self._watch.start()
 
     def _wait_open(self) -> bool:
-        """Wait until the tables and the writer are made, and the writer watched; False if
-        they could not be made."""
+        """Wait until the tables and the writer are made; False if they could not be."""
         opening = self._opening
         if opening is not None:
             opening.join()
         return self._not_open is None
 
     def ready(self) -> None:
-        """Wait until the journal's tables exist and its writer has them; raise why they
-        could not be made (:class:`WriteFailed` when SQLite could not make its tables)."""
-        self._made.wait()
-        if self._not_open is not None:
+        """Wait until the journal is open; raise why it could not be opened
+        (:class:`WriteFailed` when SQLite could not make its tables)."""
+        if not self._wait_open():
+            assert self._not_open is not None
             raise self._not_open
 
     def _failed(self, message: str) -> None:
