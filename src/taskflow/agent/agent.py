@@ -17,7 +17,7 @@ import signal
 import socket
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
 from ..context import keep_calls_inline, private_dir, total_memory_gb
@@ -84,9 +84,6 @@ class Agent:
         self.told_to_stop = False                 # SHUTDOWN: the master ends the run
         self.orphan: Orphan | None = None         # the master was lost (agent.orphan)
         self.redial: Redial | None = None         # a dial-back agent dials a resumed master
-        # what the agent loads after its first READY, before it forks its executors
-        # (serve.py: the task API, if the HELLO cut its preload short)
-        self.before_executors: Callable[[], None] = lambda: None
 
     # -- set-up: the first master, and every later one ----------------------
     def handshake(self) -> None:
@@ -113,9 +110,6 @@ class Agent:
         self.redial = Redial.named(hello) if link.grace else None
         info = self._set_up(hello) if orphan is None else self._ready_again(orphan, same)
         P.write_all(chan, P.encode(M.READY, info))
-        if orphan is None:      # after the READY: the master's start goes on meanwhile
-            self.before_executors()
-            self.pool.spawn_all(self.slots, info["io_executors"])
         link.watch(self.sel)
         if orphan is None:
             self._arm()
@@ -125,8 +119,8 @@ class Agent:
                 f"({len(info.get('adoptable', ()))} task(s) kept for it)")
 
     def _set_up(self, hello: M.Hello) -> M.Ready:
-        """The first master's HELLO: the run's paths and environment, the memory budget;
-        the READY that answers it (the executors are forked once it is sent: attach)."""
+        """The first master's HELLO: the run's paths and environment, the memory budget,
+        the executors; the READY that answers it."""
         for p in reversed(hello.get("sys_path", [])):
             if p not in sys.path:
                 sys.path.insert(0, p)
@@ -154,7 +148,11 @@ class Agent:
             compss_environment(hello.get("label") or self.name)
             keep_calls_inline(not hello.get("compss_nesting"))  # calls in tasks: inline?
         self.tracker = Tracker()        # before the executors: a cgroup is theirs too
+        for _ in range(self.slots):
+            self.pool.spawn()
         io = int(hello.get("io_executors") or 0)     # @IO tasks' own executors (placement)
+        for _ in range(io):
+            self.pool.spawn(io=True)
         # The sampler (psutil: ~16 ms of imports) starts after the handshake (see _sample).
         self._sample_interval = hello.get("sample_interval", 2.0)
         self._sampler_at = time.time() + 0.1

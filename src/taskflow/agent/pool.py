@@ -135,13 +135,6 @@ class Pool:
             self._send_modules(ex)
         return ex
 
-    def spawn_all(self, slots: int, io: int) -> None:
-        """The first master's executors: one per slot, and ``io`` for @IO tasks."""
-        for _ in range(slots):
-            self.spawn()
-        for _ in range(io):
-            self.spawn(io=True)
-
     def __contains__(self, ex: Any) -> bool:
         return ex in self.execs or ex in self.io_execs
 

@@ -19,8 +19,7 @@
 
 An agent reads the master's HELLO (:meth:`~.agent.Agent.handshake`) and runs
 (a ``--stdio`` one loads the task API for its executors until the HELLO comes:
-:func:`preload_while_waiting`, and what it had not loaded then after its READY, before
-it forks them: :func:`preload`).
+:func:`preload_while_waiting`).
 The imports are deferred: a ``--connect`` agent dials before it loads the
 agent, a ``--stdio`` one never loads ``ssl``, a relay loads neither.
 """
@@ -51,7 +50,6 @@ def serve_stdio() -> None:
     os.close(devnull)
     sys.stdout = sys.stderr
     agent = Agent(rfd, wfd)
-    agent.before_executors = preload    # what the HELLO cut short, before the forks
     preload_while_waiting(rfd)      # the task API, for the executors, until the HELLO comes
     agent.handshake()
     agent.run()
@@ -74,8 +72,8 @@ def preload_while_waiting(fd: int) -> None:
     (``from taskflow import task``: ~25-35 ms on a 2-core machine), and ``cloudpickle``,
     which a function of the script itself needs (it comes by value).
 
-    Executors are forked from the agent after its READY, with what it loaded here (and
-    then in :func:`preload`); an agent started before its master needs it (providers/prestart.py,
+    Executors are forked from the agent after the HELLO, so what the agent has loaded by
+    then, they have; an agent started before its master needs it (providers/prestart.py,
     a master still importing the script) would otherwise sit idle and the first task pay
     the imports. In the agent's only thread, between two imports: the HELLO waits for
     one import at most, and no thread runs when the executors are forked. The agent only
@@ -87,17 +85,6 @@ def preload_while_waiting(fd: int) -> None:
             return
         if readable:
             return
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - an executor that needs it says why itself
-            return
-
-
-def preload() -> None:
-    """What :func:`preload_while_waiting` had not loaded when the HELLO came: the agent has
-    answered READY (the master's start goes on meanwhile) and loads it before it forks its
-    executors, so that each of them has it instead of importing it with its first task."""
-    for name in PRELOAD:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - an executor that needs it says why itself
