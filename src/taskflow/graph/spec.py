@@ -16,14 +16,16 @@ import builtins
 import inspect
 import typing
 import weakref
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import UsageError
 from ..wire.invocation import Container, HookProgram, Hooks, Invocation, Limits, Options
-from .decl import ProgramDecl
 from .expr import Expr, gpus_wanted
 from .param import OBJECT_KIND, Param
 from .resources import Variant, request
+
+if TYPE_CHECKING:       # (loaded by the program decorators: its frozen dataclasses cost ~5 ms)
+    from .decl import ProgramDecl
 
 ON_FAILURE = ("RETRY", "FAIL", "IGNORE", "CANCEL_SUCCESSORS")
 # what @constraint sets (TaskSpec.set_constraints puts them back if the new ones are refused)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import pickle
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Sequence
 
-from .decl import MpiDecl
 
 if TYPE_CHECKING:
     from ..errors import TaskError
@@ -126,8 +125,10 @@ def exit_code(task: Task) -> int | None:
     """
     spec = task.spec
     program = spec.program
-    if spec.invoker not in ("binary", "ompss", "mpi") or not task.outputs or (
-            isinstance(program, MpiDecl) and not program.binary):
+    if spec.invoker not in ("binary", "ompss", "mpi") or not task.outputs:
+        return None
+    from .decl import MpiDecl       # (a program task's: its decorator loaded it)
+    if isinstance(program, MpiDecl) and not program.binary:
         return None
     payload = task.outputs[0]._payload
     try:

@@ -28,8 +28,6 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from ..graph.decl import (RUNNERS, BinaryDecl, Counts, HttpDecl, MpiDecl, MultinodeDecl,
-                          ProgramDecl, WorkflowDecl)
 from ..graph.expr import as_int, bind, expand_env, number
 from ..wire.invocation import (CommandLine, Container, Gang, HookProgram, Hooks, Http,
                                Invocation, Limits, MpmdProgram, Mpi, Options, Program, Workflow)
@@ -37,6 +35,7 @@ from ..wire.template import ShellSyntax, UnsetVariable, template_words
 from .scheduling import gang, resources
 
 if TYPE_CHECKING:
+    from ..graph.decl import Counts, ProgramDecl
     from ..graph.spec import TaskSpec
     from ..providers.handle import NodeHandle
 
@@ -135,6 +134,7 @@ class CallTime:
             return opts
         action: Program | Mpi | Http | Workflow | None = None
         log_dir = None
+        from ..graph.decl import RUNNERS, BinaryDecl, Counts, MpiDecl   # (program tasks only)
         decl: ProgramDecl | None = None     # the program's declaration for this call
         counts = Counts()
         program = spec.program
@@ -195,6 +195,7 @@ def _action(decl: ProgramDecl, counts: Counts, line: CommandLine, run_dir: str, 
             line = line._replace(words=bash_words(args, where))
     elif args != line.args:                 # $VAR expanded in the template for this call
         line = line._replace(args=args)
+    from ..graph.decl import BinaryDecl, HttpDecl, MpiDecl, WorkflowDecl
     if isinstance(decl, BinaryDecl):        # @binary, @ompss
         return Program(decl.binary, line, decl.working_dir, fail, decl.kind == "ompss",
                        decl.keep_background)
@@ -324,6 +325,7 @@ def gang_request(decl: ProgramDecl, counts: Counts, cus: int, gpus: int, where: 
                  ) -> Gang | None:
     """How many slots on how many nodes (``counts``: the call's); None when an ordinary
     placement does."""
+    from ..graph.decl import MpiDecl, MultinodeDecl
     kind = decl.kind
     if kind == "mpi":
         procs = counts.processes or 1

@@ -99,6 +99,12 @@ def calling() -> Task | None:
 class Nesting:
     """The run's nested calls: one thread making them, the answers for the loop."""
 
+    calling = staticmethod(calling)     # (Runtime._record's, through the run's Nesting)
+
+    def adopt(self, task: Task) -> None:
+        """Runtime._record: ``task`` is a child of the task this thread calls for (adopt)."""
+        adopt(self.rt, task)
+
     def __init__(self, rt: RunState) -> None:
         self.rt = rt
         self.q: queue.SimpleQueue[Any] = queue.SimpleQueue()

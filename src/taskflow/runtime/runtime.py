@@ -34,7 +34,7 @@ from ..wire.adoption import ADOPT_GRACE
 from ..wire.invocation import Options, limit_memory
 from ..events import NodeJoin, NodeNote
 from ..journal.root import runs_root
-from . import current, gctune, nesting, putinplace
+from . import current, gctune, putinplace
 from .calltime import CallTimes, cannot_fit, outlasts_every_node
 from .loop.dispatch import YIELD_EVERY, Dispatcher
 from .recovery.log import RESUMABLE
@@ -429,8 +429,9 @@ class Runtime(RunState):
     def _record(self, task: Task, deps: Iterable[Future]) -> None:
         """The new task joins the graph: its groups, its inputs' consumers, the ready queue."""
         aborted = None
-        if self.nesting is not None and nesting.calling() is not None:
-            nesting.adopt(self, task)       # a running task's call: its child
+        nest = self.nesting     # (runtime.nesting: loaded at a task's first call)
+        if nest is not None and nest.calling() is not None:
+            nest.adopt(task)                # a running task's call: its child
         elif self.group_stack:
             task.group = tuple(self.group_stack)
             for g in self.group_stack:

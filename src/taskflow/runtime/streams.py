@@ -3,7 +3,8 @@
 A stream is known from the first time it is given to a task or used by the
 program. Tasks reach it over their node's wire (``StreamPublish``,
 ``StreamClose``, ``StreamPoll`` in NEST frames: :mod:`taskflow.runtime.nesting`
-hands them here, in the loop thread); the program calls :class:`ProgramClient`.
+hands them here, in the loop thread); the program calls
+:class:`~taskflow.runtime.current.ProgramClient`.
 
 - **Parts.** Each task given the stream as ``STREAM_OUT`` is a producer from
   its call on, and the program is one from its first ``publish`` or ``close``.
@@ -36,7 +37,7 @@ import os
 import pickle
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NodeLost
 from ..events import StreamNote
@@ -568,23 +569,6 @@ def _named(sid: str) -> Stream:
     if sid.startswith(FILES + ":/"):
         return _rebuild(FileStream, (sid, None, sid[len(FILES) + 1:]))
     return _rebuild(Stream, (sid, None))
-
-
-class ProgramClient:
-    """The main program's stream client (wire.streams.Client): straight to the registry."""
-
-    def __init__(self, registry: Callable[[], Streams]) -> None:
-        self.registry = registry
-
-    def publish(self, stream: Stream, items: list[bytes]) -> None:
-        self.registry().publish(stream, items)
-
-    def close(self, stream: Stream) -> None:
-        self.registry().close(stream)
-
-    def poll(self, stream: Stream, group: str, timeout: float | None,
-             take: bool) -> tuple[list[bytes], bool, bytes | None]:
-        return self.registry().poll(stream, group, timeout, take)
 
 
 def _dump(exc: BaseException) -> bytes:

@@ -26,7 +26,6 @@ from ...graph.keys import Keys
 from . import adopt
 from .comeback import Comebacks
 from .log import LOG_NAME, Chunk, RecordWire, ResumeLog, checkpoint_policy
-from .restore import ResumeStore, Resumer, failed_calls, journal_note
 from .runlock import RunLock
 
 if TYPE_CHECKING:
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
     from ...wire.messages import Hello
     from ..state import RunState
     from .adopt import Adoption
+    from .restore import Resumer
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,8 @@ class Recovery:
         keys = self.keys
         if keys is None:
             return
-        if self.resume_from is not None:
+        if self.resume_from is not None:     # (.restore: loaded by a resumed run only)
+            from .restore import ResumeStore, Resumer, failed_calls
             store = ResumeStore(self.resume_from)
             if store.damaged:
                 log.warning("%s", store.damaged)
@@ -118,6 +119,7 @@ class Recovery:
             if self.keys is not None:       # (before any call: graph.keys.Keys.made)
                 self.keys.short = functools.partial(adopt.known_short, state.spec_runs)
         if self.resumer is not None and self.resumer.store.damaged:   # (said at open)
+            from .restore import journal_note
             journal_note(state, self.resumer.store.damaged)
         self.adoption, tids, dids = adopt.after_start(nodes, providers, state.comm.wake)
         if tids or dids:
