@@ -202,24 +202,23 @@ def test_values_left_on_a_node_are_dropped_when_their_future_dies(tmp_path):
     # it there; once the caller lets go of the future, the node must free it (DROP), or a
     # long workflow passing large arrays along fills the nodes' memory
     import gc
-    import psutil
+    from support.agents import held_by
     n = 64 * 2**20
     with taskflow.Runtime(workers=1, run_dir=str(tmp_path / "runs"), journal=False,
                           echo_logs=False) as rt:
-        agent = psutil.Process(rt.providers[0].procs[0].pid)
-        base = agent.memory_info().rss
+        agent = rt.providers[0].procs[0].pid      # (its memory and its shared files)
+        base = held_by(agent)
         f = big_value(n)
         assert wait_on(length(f)) == n
-        held = agent.memory_info().rss
+        held = held_by(agent)
         assert held - base > 0.75 * n, (base, held)       # the value is in the agent's store
         assert f._payload is None and f._holders          # and not at the master
         del f
         gc.collect()
         deadline = time.time() + 20
-        while agent.memory_info().rss > held - 0.75 * n and time.time() < deadline:
+        while held_by(agent) > held - 0.75 * n and time.time() < deadline:
             time.sleep(0.1)
-        assert agent.memory_info().rss <= held - 0.75 * n, (base, held,
-                                                             agent.memory_info().rss)
+        assert held_by(agent) <= held - 0.75 * n, (base, held, held_by(agent))
         assert len(rt.dispatcher.remote) == 0
 
 

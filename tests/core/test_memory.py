@@ -17,6 +17,7 @@ from taskflow.runtime.rules.lineage import Record
 
 from support import memory_tasks as MT
 from support import tasks_lib as L
+from support.agents import held_by
 
 MB = 2**20
 
@@ -83,31 +84,17 @@ def _until(pred, timeout: float = 15.0) -> bool:
     return pred()
 
 
-def _held(agent: int) -> int:
-    """What the agent holds: its resident memory and its shared files
-    (agent.executor.sharedfiles: large values its executors made)."""
-    from taskflow.agent.executor import sharedfiles
-    root = os.path.join(os.environ.get(sharedfiles.ENV) or sharedfiles.DEFAULT_BASE,
-                        f"taskflow-{os.getuid()}")
-    files = 0
-    for d in os.listdir(root) if os.path.isdir(root) else ():
-        if d.startswith(f"a{agent}-"):
-            for f in os.scandir(os.path.join(root, d)):
-                files += f.stat().st_size
-    return _rss(agent) + files
-
-
 def test_the_agent_frees_a_value_once_its_future_is_deleted(rt, nogc):
     """A 256 MB value held on the node goes at the next loop round after ``del``."""
     (node,) = rt.nodes
     agent = node.proc.pid
     v = MT.blob(256 * MB, 7)
     assert wait_on(MT.checksum(v)) == 256 * MB + 14
-    held = _held(agent)
+    held = held_by(agent)
     assert held > 256 * MB, "the value should be held by the agent"
     del v
-    assert _until(lambda: _held(agent) < held - 200 * MB), \
-        f"agent holds {_held(agent) / MB:.0f} MiB, was {held / MB:.0f} MiB with the value"
+    assert _until(lambda: held_by(agent) < held - 200 * MB), \
+        f"agent holds {held_by(agent) / MB:.0f} MiB, was {held / MB:.0f} MiB with the value"
 
 
 def test_a_chain_of_large_values_is_freed_link_by_link(rt, nogc):
@@ -115,13 +102,13 @@ def test_a_chain_of_large_values_is_freed_link_by_link(rt, nogc):
     not the values): the agent never holds the whole chain."""
     (node,) = rt.nodes
     agent = node.proc.pid
-    base = _rss(agent)
+    base = held_by(agent)
     v = MT.blob(64 * MB, 1)
     peak = 0
     for i in range(8):
         v = MT.grow(v, i)
         wait_on(MT.checksum(v))
-        peak = max(peak, _rss(agent))
+        peak = max(peak, held_by(agent))
     assert wait_on(MT.checksum(v)) == 64 * MB + 8 * 1024 + 1 + 7
     # 8 links of 64 MB: all of them held would be 512 MB over the start
     assert peak - base < 300 * MB, f"agent grew by {(peak - base) / MB:.0f} MiB"

@@ -43,3 +43,21 @@ def agents_gone(path, timeout: float) -> None:
         except (psutil.Error, OSError):
             continue
     assert not left, f"still there {timeout:g} s later:\n" + "\n".join(left)
+
+
+def held_by(agent: int) -> int:
+    """Bytes agent ``agent`` holds: its resident memory and its shared files (large values
+    its executors made live in files of its own directory: agent.executor.sharedfiles)."""
+    import psutil
+    from taskflow.agent.executor import sharedfiles
+    root = os.path.join(os.environ.get(sharedfiles.ENV) or sharedfiles.DEFAULT_BASE,
+                        f"taskflow-{os.getuid()}")
+    files = 0
+    for d in os.listdir(root) if os.path.isdir(root) else ():
+        if d.startswith(f"a{agent}-"):
+            for f in os.scandir(os.path.join(root, d)):
+                try:
+                    files += f.stat().st_size
+                except FileNotFoundError:       # (dropped meanwhile)
+                    pass
+    return psutil.Process(agent).memory_info().rss + files
