@@ -167,6 +167,23 @@ def test_chained_consumers_follow_a_retried_producer(rt, tmp_path):
     assert len(os.listdir(marker)) == 2
 
 
+def test_a_call_reading_a_failure_that_already_ended_names_the_failed_task(rt):
+    """The failed future has let go of its task by then: the cancellation still names it
+    (not the cancelled call itself), and the journal row says so too."""
+    bad = L.fail_if(2, 2)
+    with pytest.raises(TaskError):
+        wait_on(bad)
+    later = L.inc(bad)
+    with pytest.raises(TaskCancelled) as info:
+        wait_on(later)
+    first = str(info.value).split("\n", 1)[0]
+    assert f"because task fail_if (id {bad.exception().task_id}) failed" in first, first
+    rt.stop()
+    with Journal(rt.run_dir) as j:
+        (row,) = [t for t in j.tasks() if t["name"] == "inc"]
+    assert f"because task fail_if (id {bad.exception().task_id}) failed" in row["error"]
+
+
 def test_failure_in_a_chain_cancels_the_rest(rt):
     v = 0
     chain = []

@@ -461,7 +461,7 @@ class Runtime(RunState):
             elif cancel_by is not None:
                 cbs = []
                 err = cancel_by._exception
-                cancel_task(self, task, cancel_by._producer or task, err, cbs)
+                cancel_task(self, task, cancel_by._producer or "an earlier task", err, cbs)
             elif task.npending == 0:
                 task.state = T.READY
                 self.scheduler.ready.push(task)

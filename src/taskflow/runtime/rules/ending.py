@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable, Union
 
-from ...errors import TaskCancelled, with_cause
+from ...errors import TaskCancelled, TaskError, with_cause
 from ...future import FINISHED, Future
 from ...graph import task as T
 from ...graph.keys import waiting_key
@@ -115,8 +115,12 @@ def cancel_task(rt: RunState, task: Task, cause: Union[Task, str], err: BaseExce
     """Cancel a task that never ran; ``err`` None means its values become None."""
     task.state = T.CANCELLED
     if err is not None:
-        cname = cause.spec.name if hasattr(cause, "spec") else str(cause)
-        cid = cause.id if hasattr(cause, "id") else 0
+        if not isinstance(cause, str):
+            cname, cid = cause.spec.name, cause.id
+        elif isinstance(err, TaskError) and err.task_id:    # (a finished future let go
+            cname, cid = err.task_name or "?", err.task_id  # of its task: its error names it)
+        else:
+            cname, cid = cause, 0
         # (reported already, as every new TaskError is: the root failure is what the
         # run reports)
         # TaskCancelled(ZeroDivisionError) when the root failure was one: what the program
