@@ -30,7 +30,9 @@ if TYPE_CHECKING:
     from ...providers.handle import NodeHandle
 
 MAX_MODULES = 64        # names a run sends at most
-_STDLIB = frozenset(sys.stdlib_module_names) | {"__main__", "taskflow"}
+# (pycompss: under --compat pycompss, taskflow's own layer (compat.importhook); importing it
+# from the preload thread while a task polls a stream hung the executor)
+_STDLIB = frozenset(sys.stdlib_module_names) | {"__main__", "taskflow", "pycompss"}
 
 
 def wanted(name: str) -> bool:
