@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 from typing import Any, Iterator
 
@@ -25,6 +26,21 @@ def inline_wanted() -> bool:
     """``TASKFLOW_INLINE`` asks for inline runs (1, true, yes, on): every task in the calling
     thread (:mod:`taskflow.debugging.inline`), no agent to start."""
     return os.environ.get(INLINE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def own_dir(path: str) -> str:
+    """``path``, a directory of this user's alone: made 0700 if missing; PermissionError
+    when it is another user's, open to others or not a directory (adoption sockets, the
+    agents' shared value files)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise PermissionError(f"{path} is not a directory of this user's alone (mode "
+                              f"{stat.S_IMODE(st.st_mode):o})")
+    return path
 
 
 def in_worker() -> bool:

@@ -33,11 +33,11 @@ import hmac
 import os
 import secrets
 import socket
-import stat
 import struct
 import tempfile
 import time
 
+from ..context import own_dir
 from .dialback import AUTH_TIMEOUT, NONCE, PROOF, proof, recv_exact, send_all
 
 MAGIC = b"TFAD1"
@@ -68,14 +68,9 @@ def socket_dir() -> str:
     refused when it is another user's or open to others)."""
     path = os.path.join(tempfile.gettempdir(), f"taskflow-adopt-{os.getuid()}")
     try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise PermissionError(f"{path} is not a directory of this user's alone (mode "
-                              f"{stat.S_IMODE(st.st_mode):o}): no adoption socket there")
-    return path
+        return own_dir(path)
+    except PermissionError as exc:
+        raise PermissionError(f"{exc}: no adoption socket there") from None
 
 
 def socket_name(run_id: str, node: str) -> str:

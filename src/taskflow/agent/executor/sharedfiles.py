@@ -29,10 +29,10 @@ import itertools
 import mmap
 import os
 import shutil
-import stat
 import struct
 from typing import Any
 
+from ...context import own_dir
 from ...wire import messages as M
 from ...wire.values import raw
 
@@ -58,11 +58,8 @@ def setup() -> str | None:
     root = os.path.join(base, f"taskflow-{os.getuid()}")
     try:
         try:
-            os.mkdir(root, 0o700)
-        except FileExistsError:
-            pass
-        st = os.lstat(root)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            own_dir(root)
+        except PermissionError:
             return None
         _scavenge(root)
         mine = os.path.join(root, f"a{os.getpid()}-{_started(os.getpid())}")
