@@ -173,6 +173,43 @@ def test_import_hook_aliases_and_refuses_a_real_pycompss(tmp_path, monkeypatch):
         importhook.uninstall()
 
 
+_IMPORTS_UNDER_THREADS = r"""
+import importlib, pkgutil, sys, threading
+import taskflow.compat.pycompss as layer
+from taskflow.compat import importhook
+importhook.install()
+names = [m.name[len("taskflow.compat."):] for m in
+         pkgutil.walk_packages(layer.__path__, "taskflow.compat.pycompss.")]
+# Python asks a finder holding its global import lock: the finder must import nothing
+finder = importhook.PyCOMPSsAlias()
+spec = finder.find_spec("pycompss.api.IO")
+assert spec is not None and "taskflow.compat.pycompss.api.IO" not in sys.modules, spec
+for name in names:          # each module imported by two threads at once, by both names
+    gate = threading.Barrier(2)
+    def under(n):
+        gate.wait()
+        importlib.import_module(n)
+    ts = [threading.Thread(target=under, args=(n,)) for n in (name, "taskflow.compat." + name)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert sys.modules[name] is sys.modules["taskflow.compat." + name], name
+print("IMPORTED", len(names))
+"""
+
+
+def test_the_import_hook_imports_nothing_while_python_holds_its_import_lock():
+    """An executor unpickling a stream (importing the layer's module by its own name) while
+    its preload thread imported ``pycompss`` hung: the finder imported under the global
+    import lock, waiting for a module lock the other thread held while waiting for it."""
+    import subprocess
+    r = subprocess.run([sys.executable, "-c", _IMPORTS_UNDER_THREADS], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.split()[-1]) > 30           # (every module of the layer: api, streams...)
+
+
 def test_the_layer_imported_directly_with_a_runtime(rt):
     from taskflow.compat.pycompss.api.api import compss_wait_on
     from taskflow.compat.pycompss.api.task import task

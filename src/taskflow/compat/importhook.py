@@ -14,6 +14,13 @@ importable, :func:`install` refuses (:class:`RealPyCOMPSsInstalled`) unless
 Worker processes get the same finder before a compat task's function is
 unpickled there (:func:`load_task_function`), so the modules of the
 application that say ``from pycompss.api.task import task`` import there too.
+
+The finder imports nothing itself: Python calls ``find_spec`` holding its global
+import lock, and an import made there waits for a module's lock that another
+thread, itself waiting for the global lock, may hold (a deadlock: an executor
+unpickling a stream while another of its threads imported ``pycompss`` hung so).
+It only locates the layer's file; the loader imports the layer's module, as any
+loader does, holding the lock of the one name being imported.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from types import ModuleType
 from typing import Any, Sequence
@@ -40,11 +48,13 @@ class NotProvided(ImportError):
 
 
 class _AliasLoader(importlib.abc.Loader):
-    def __init__(self, module: ModuleType) -> None:
-        self.module = module
+    """Loads ``pycompss.X`` as the module ``taskflow.compat.pycompss.X`` (imported here)."""
+
+    def __init__(self, real: str) -> None:
+        self.real = real
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return self.module
+        return importlib.import_module(self.real)
 
     def exec_module(self, module: ModuleType) -> None:
         """Nothing: the module ran when it was imported under its own name."""
@@ -58,17 +68,20 @@ class PyCOMPSsAlias(importlib.abc.MetaPathFinder):
         if fullname != PREFIX and not fullname.startswith(PREFIX + "."):
             return None
         real = TARGET + fullname[len(PREFIX):]
-        try:
-            module = importlib.import_module(real)
-        except ModuleNotFoundError as exc:
-            if not (exc.name or "").startswith(TARGET):
-                raise                    # the layer's own module failed to import something
+        # (the directory of the name's parent in the layer: no import, the name says it)
+        where = [os.path.join(_COMPAT_DIR, *real.split(".")[2:-1])]
+        found = importlib.machinery.PathFinder.find_spec(real, where)
+        if found is None:
             raise NotProvided(
                 f"{fullname} is part of the COMPSs runtime that taskflow's PyCOMPSs layer does "
                 f"not provide (see docs/compat-pycompss.md for the supported surface)",
-                name=fullname) from None
-        is_pkg = hasattr(module, "__path__")
-        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(module), is_package=is_pkg)
+                name=fullname)
+        return importlib.machinery.ModuleSpec(
+            fullname, _AliasLoader(real),
+            is_package=found.submodule_search_locations is not None)
+
+
+_COMPAT_DIR = os.path.dirname(os.path.abspath(__file__))     # taskflow/compat
 
 
 _FINDER = PyCOMPSsAlias()

@@ -30,8 +30,9 @@ if TYPE_CHECKING:
     from ...providers.handle import NodeHandle
 
 MAX_MODULES = 64        # names a run sends at most
-# (pycompss: under --compat pycompss, taskflow's own layer (compat.importhook); importing it
-# from the preload thread while a task polls a stream hung the executor)
+# (pycompss: under --compat pycompss, taskflow's own layer, which a worker aliases only when
+# a compat task's function loads there (compat.importhook); before that, the name is not
+# the layer, or is a real PyCOMPSs installed on the node)
 _STDLIB = frozenset(sys.stdlib_module_names) | {"__main__", "taskflow", "pycompss"}
 
 
