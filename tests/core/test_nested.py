@@ -109,6 +109,25 @@ def test_a_parent_whose_node_is_lost_runs_again_and_its_children_are_cancelled(t
                "runs again" in t["error"] and "lost" in t["error"] for t in kids), kids
 
 
+def test_the_end_of_a_run_waits_for_a_child_its_parent_left_running(tmp_path, monkeypatch):
+    """A parent returns at once after its call: the call and the result reach the master
+    together, and the program's barrier (and the run's end) waited for the running tasks
+    only, not for the call still being made: the child never ran, and the journal said
+    the run finished with it SUBMITTED."""
+    def body():
+        for i in range(5):
+            assert wait_on(N.leaves_a_child(str(tmp_path / f"out{i}"), f"t{i}")) == f"t{i}"
+            taskflow.barrier()
+            assert (tmp_path / f"out{i}").read_text() == f"t{i}"
+        return wait_on(N.leaves_a_child(str(tmp_path / "last"), "end"))
+    rt, _ = _run(tmp_path, monkeypatch, body)
+    assert (tmp_path / "last").read_text() == "end"     # (the run's end waited for it too)
+    with Journal(rt.run_dir) as j:
+        tasks = j.tasks()
+        assert len(tasks) == 12 and all(t["state"] == "DONE" for t in tasks), tasks
+        assert len(j.children()) == 6
+
+
 def test_a_parent_reads_a_file_its_children_wrote_after_wait_on_file(tmp_path, monkeypatch):
     """On one slot: the children run only because the waiting parent lends it."""
     path = str(tmp_path / "out.txt")

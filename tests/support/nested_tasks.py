@@ -155,6 +155,13 @@ def writes(path, text):
         f.write(text)
 
 
+@task(returns=1)
+def leaves_a_child(path, text):
+    """Calls a child that writes ``path`` and returns at once, leaving it running."""
+    writes(path, text)
+    return text
+
+
 @task(path=FILE_INOUT)
 def appends(path, text):
     with open(path, "a") as f:

@@ -498,8 +498,8 @@ class Runtime(RunState):
         return self._block(w.event, _left(deadline))
 
     def _wait_idle(self, timeout: float | None) -> bool:
-        with self.lock:
-            if self.tally.active == 0:
+        with self.lock:     # (calls that arrived with their parent's result: not made yet)
+            if self.tally.active == 0 and (self.nesting is None or not self.nesting.calls):
                 return True
             ev = threading.Event()
             self.idle_waiters.append(ev)
