@@ -269,25 +269,25 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         does both), in that order. With none, those are woken here.
         """
         self._payload = payload
-        self._state = FINISHED
+        self._now_finished()
         self._forget_producer()
         consumers = self._consumers
         if consumers is not None:
             self._consumers = None
             return consumers
-        if self._wev is not None or self._cond is not None or self._done_callbacks_:
+        if self._wev is not None or self._done_callbacks_:
             self.notify_done(callbacks_out)     # (most futures: nobody waits on them yet)
         return None
 
     def settle(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> list[Task] | None:
         """:meth:`finish` for a future whose value, error or holders are set already."""
-        self._state = FINISHED
+        self._now_finished()
         self._forget_producer()
         consumers = self._consumers
         if consumers is not None:
             self._consumers = None
             return consumers
-        if self._wev is not None or self._cond is not None or self._done_callbacks_:
+        if self._wev is not None or self._done_callbacks_:
             self.notify_done(callbacks_out)
         return None
 
@@ -309,9 +309,33 @@ class Future(_cf.Future):  # type: ignore[type-arg]
     def finish_cancelled(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> None:
         """Its task was cancelled (its error or value is set already): finished, and who
         waits on it wakes. Its consumers stay: the cancellation walks them itself."""
-        self._state = FINISHED
+        self._now_finished()
         self._forget_producer()
         self.notify_done(callbacks_out)
+
+    def _now_finished(self) -> None:
+        """FINISHED, and ``concurrent.futures``' waiters told in the same step, under the
+        future's condition, as ``concurrent.futures.Future.set_result`` does: ``wait`` and
+        ``as_completed`` take a future's state and install their waiter under it, so they
+        see it pending (and are told) or finished (and are not). Told later, a waiter that
+        had found it finished got it a second time (``as_completed``: KeyError)."""
+        cond = self._cond
+        if cond is None:
+            with _make_lock:        # (no condition made meanwhile: nobody waits that way)
+                cond = self._cond
+                if cond is None:
+                    self._state = FINISHED
+                    return
+        with cond:
+            self._state = FINISHED
+            waiters = self._cf_waiters
+            if waiters:
+                for cw in waiters:
+                    if self._exception is not None:
+                        cw.add_exception(self)
+                    else:
+                        cw.add_result(self)
+            cond.notify_all()
 
     def _forget_producer(self) -> None:
         """Let go of the task that made it (the master keeps no ended task), keeping its
@@ -468,17 +492,6 @@ class Future(_cf.Future):  # type: ignore[type-arg]
             self._wev = None
             for w in wev:
                 w.one_done()
-        cond = self._cond
-        if cond is not None:
-            with cond:
-                waiters = self._cf_waiters
-                if waiters:
-                    for cw in waiters:
-                        if self._exception is not None:
-                            cw.add_exception(self)
-                        else:
-                            cw.add_result(self)
-                cond.notify_all()
         cbs = self._done_callbacks_
         if cbs:
             self._done_callbacks_ = None

@@ -41,7 +41,7 @@ def test_map_each_line_over_ssh_nodes(ssh_hosts, tmp_path):
     # per item; the items not started do not run
     r = subprocess.run([sys.executable, "-m", "taskflow.cli", "map", "--no-progress",
                         "--cluster", "cluster.yaml", "--run-dir", str(tmp_path / "runs"),
-                        "--range", "1-50", "--", "no-such-program-on-the-nodes", "{}"],
+                        "--range", "1-1000", "--", "no-such-program-on-the-nodes", "{}"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, r.stderr
     assert "'no-such-program-on-the-nodes' was not found on PATH" in r.stderr
