@@ -415,11 +415,15 @@ class RawSession:
         pass
 
 
-def tree_cpu() -> float:
-    """CPU seconds used so far by this process, its descendants and their reaped children."""
+def tree_cpu() -> tuple[float, float]:
+    """CPU seconds used so far by this process and its descendants: (all of it, the part of
+    the children they reaped). In P, Q and R what was reaped is the programs' own CPU
+    (the raw loop's, taskflow's executors', HyperQueue's worker's): the rest is what
+    each runtime spends around them (its "runtime CPU"), which a loaded machine moves
+    less than a rate."""
     import psutil
 
-    total = 0.0
+    total = reaped = 0.0
     me = psutil.Process()
     for p in [me] + me.children(recursive=True):
         try:
@@ -427,7 +431,8 @@ def tree_cpu() -> float:
         except psutil.Error:
             continue
         total += c.user + c.system + c.children_user + c.children_system
-    return total
+        reaped += c.children_user + c.children_system
+    return total, reaped
 
 
 # -- the run ----------------------------------------------------------------------------
@@ -444,12 +449,19 @@ SESSIONS: dict[str, Callable[[Path], Any]] = {"raw": RawSession, "taskflow": Tas
 
 
 def table(names: list[str], keys: list[str], med: dict[str, dict[str, float]],
-          spread: dict[str, dict[str, list[float]]], cpu: dict[str, dict[str, float]]) -> str:
+          spread: dict[str, dict[str, list[float]]], cpu: dict[str, dict[str, float]],
+          own: dict[str, dict[str, float]] | None = None) -> str:
+    """The rates (medians, min-max), the CPU per task of everything, and the runtime's own
+    CPU per task (everything but the programs: :func:`tree_cpu`)."""
+    own = own or {}
+    own_keys = [k for k in keys if k != "M"]
+
     def fmt(k: str, v: float) -> str:
         return f"{v:,.0f}" if METRIC[k][1] else f"{v:.3g}"
 
     head = ["runtime"] + [f"{k} {METRIC[k][0]} {'↑' if METRIC[k][1] else '↓'} (min-max)"
-                          for k in keys] + [f"{k} CPU ms/task" for k in keys]
+                          for k in keys] + [f"{k} CPU ms/task" for k in keys] \
+        + [f"{k} runtime CPU ms/task" for k in own_keys]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for n in names:
         row = [LABELS[n]]
@@ -457,9 +469,10 @@ def table(names: list[str], keys: list[str], med: dict[str, dict[str, float]],
             v = med.get(n, {}).get(k)
             lo, hi = spread.get(n, {}).get(k, [None, None])
             row.append("—" if v is None else f"{fmt(k, v)} ({fmt(k, lo)}-{fmt(k, hi)})")
-        for k in keys:
-            c = cpu.get(n, {}).get(k)
-            row.append("—" if c is None else f"{c:.2f}")
+        for per, ks in ((cpu, keys), (own, own_keys)):
+            for k in ks:
+                c = per.get(n, {}).get(k)
+                row.append("—" if c is None else f"{c:.3f}" if per is own else f"{c:.2f}")
         lines.append("| " + " | ".join(row) + " |")
     if "taskflow" in names:
         for n in names:
@@ -469,9 +482,10 @@ def table(names: list[str], keys: list[str], med: dict[str, dict[str, float]],
             for k in keys:
                 a, b = med.get("taskflow", {}).get(k), med.get(n, {}).get(k)
                 row.append("—" if not a or not b else f"{a / b:.3g}")
-            for k in keys:
-                a, b = cpu.get("taskflow", {}).get(k), cpu.get(n, {}).get(k)
-                row.append("—" if not a or not b else f"{a / b:.3g}")
+            for per, ks in ((cpu, keys), (own, own_keys)):
+                for k in ks:
+                    a, b = per.get("taskflow", {}).get(k), per.get(n, {}).get(k)
+                    row.append("—" if not a or not b else f"{a / b:.3g}")
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -498,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     samples: dict[str, dict[str, list[float]]] = {n: {k: [] for k in keys} for n in names}
     cpu: dict[str, dict[str, list[float]]] = {n: {k: [] for k in keys} for n in names}
+    runtime_cpu: dict[str, dict[str, list[float]]] = {n: {k: [] for k in keys} for n in names}
     raw_samples: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
     root = Path(tempfile.mkdtemp(prefix="programs-", dir=RESULTS))
     sessions: dict[str, Any] = {}
@@ -531,13 +546,20 @@ def main(argv: list[str] | None = None) -> int:
                         raw_samples[n].append({"key": k, "error": f"{type(exc).__name__}: {exc}"})
                         continue
                     n_tasks = int(res.get("count", COUNT[k]))
-                    res["cpu_ms_per_task"] = (tree_cpu() - c0) / n_tasks * 1e3
+                    c1 = tree_cpu()
+                    res["cpu_ms_per_task"] = (c1[0] - c0[0]) / n_tasks * 1e3
+                    own = None
+                    if k != "M":        # (M's runtime is a child process: all of it reaped)
+                        own = res["runtime_cpu_ms_per_task"] = \
+                            (c1[0] - c0[0] - (c1[1] - c0[1])) / n_tasks * 1e3
+                        runtime_cpu[n][k].append(own)
                     raw_samples[n].append(dict(res, key=k))
                     samples[n][k].append(res[METRIC[k][0]])
                     cpu[n][k].append(res["cpu_ms_per_task"])
                     rss = res.get("master_peak_rss_mb")
                     log(f"rep {rep + 1} {k} {n}: {METRIC[k][0]} {res[METRIC[k][0]]:,.4g}, "
                         f"CPU {res['cpu_ms_per_task']:.2f} ms/task"
+                        + (f" (runtime {own:.2f})" if own is not None else "")
                         + (f", master peak RSS {rss:.0f} MB" if rss else ""))
     finally:
         for n, sess in sessions.items():
@@ -549,7 +571,9 @@ def main(argv: list[str] | None = None) -> int:
     med = {n: {k: statistics.median(v) for k, v in per.items() if v} for n, per in samples.items()}
     spread = {n: {k: [min(v), max(v)] for k, v in per.items() if v} for n, per in samples.items()}
     cpu_med = {n: {k: statistics.median(v) for k, v in per.items() if v} for n, per in cpu.items()}
-    out = table(names, keys, med, spread, cpu_med)
+    own_med = {n: {k: statistics.median(v) for k, v in per.items() if v}
+               for n, per in runtime_cpu.items()}
+    out = table(names, keys, med, spread, cpu_med, own_med)
     print(out)
     meta = {"date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
             "python": platform.python_version(), "cores": os.cpu_count(), "repeat": args.repeat}
@@ -560,6 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         pass
     Path(args.json).write_text(json.dumps({"meta": meta, "medians": med, "spread": spread,
                                            "cpu_ms_per_task": cpu_med,
+                                           "runtime_cpu_ms_per_task": own_med,
                                            "samples": raw_samples, "table": out}, indent=2))
     return 0
 

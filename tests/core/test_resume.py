@@ -476,3 +476,33 @@ def test_a_value_the_program_changes_after_wait_on_is_restored_as_the_task_made_
     assert r.returncode == 0, r.stderr
     assert "SUM 200000.0" in r.stdout and "SUM 20000.0" in r.stdout
     assert _ran(tmp_path) == [] and "2 task(s) restored" in r.stderr
+
+
+MANY_FILES = textwrap.dedent('''
+    import os
+    from taskflow import task, FILE_OUT
+
+    @task(out=FILE_OUT)
+    def write(out, i):
+        with open("runs.log", "a") as f:
+            f.write(f"w{i}\\n")
+        with open(out, "w") as f:
+            f.write(f"{i}\\n")
+
+    for i in range(300):
+        write(os.path.join("outs", f"o{i}.txt"), i)
+''')
+
+
+def test_outputs_moved_in_place_more_than_a_frame_of_records_are_all_reused(tmp_path):
+    """The end of a run moves each file to its path and tells the resume log, records of
+    many files a frame (putinplace.MOVES_PER_RECORD): a resume finds every one of them."""
+    (tmp_path / "wf.py").write_text(MANY_FILES)
+    (tmp_path / "outs").mkdir()
+    r = _run(tmp_path, "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert len(_ran(tmp_path)) == 300
+    assert all((tmp_path / "outs" / f"o{i}.txt").read_text() == f"{i}\n" for i in range(300))
+    r = _run(tmp_path, "--resume", "wf.py")
+    assert r.returncode == 0, r.stderr
+    assert _ran(tmp_path) == [] and "300 task(s) restored, 0 ran again" in r.stderr

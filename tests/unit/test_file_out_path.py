@@ -18,3 +18,14 @@ def test_a_file_out_version_path_is_fresh_and_its_folder_exists(tmp_path):
     gone = tmp_path / "v" / "link"
     gone.symlink_to(tmp_path / "nowhere")               # a dangling link: left as it was
     assert _path_ref(M.REF_FILE_OUT, str(gone)) == str(gone) and gone.is_symlink()
+
+
+def test_a_version_folder_of_its_own_is_made_in_the_store(tmp_path):
+    """The usual case: the run's store exists, the version's own folder not yet."""
+    store = tmp_path / "data"
+    store.mkdir()
+    new = store / "d7v1" / "out.txt"
+    assert _path_ref(M.REF_FILE_OUT, str(new)) == str(new)
+    assert new.parent.is_dir() and list(new.parent.iterdir()) == []
+    new.write_text("written")                           # the task sent again: made afresh
+    assert _path_ref(M.REF_FILE_OUT, str(new)) == str(new) and not new.exists()

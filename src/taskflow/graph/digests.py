@@ -59,19 +59,38 @@ def _bytecode(code: types.CodeType) -> bytes:
     return b"".join(parts)
 
 
-def file_digest(path: str) -> bytes:
-    """A file's content as a digest (read in 1 MiB parts; unreadable: its path said so)."""
+def file_digest(path: str, size: int = -1) -> bytes:
+    """A file's content as a digest (read in 1 MiB parts; unreadable: its path said so).
+
+    ``size``: what a ``stat`` of it just said, when the caller made one: a small file
+    is then read in one call (open, read, close; ``open()``'s buffered file adds an
+    ``fstat``, an ``ioctl``, an ``lseek`` and a read of its end)."""
     h = _H(digest_size=SIZE)
     try:
-        with open(path, "rb") as f:
-            while True:
-                chunk = f.read(1 << 20)
-                if not chunk:
-                    break
-                h.update(chunk)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         h.update(b"unreadable:" + path.encode())
+        return h.digest()
+    try:
+        want = size + 1 if 0 <= size < _CHUNK else _CHUNK
+        total = 0
+        while True:
+            chunk = os.read(fd, want)
+            if not chunk:
+                break
+            h.update(chunk)
+            total += len(chunk)
+            if total == size and len(chunk) < want:
+                break       # all the stat said, and a short read: its end
+            want = _CHUNK
+    except OSError:
+        h.update(b"unreadable:" + path.encode())
+    finally:
+        os.close(fd)
     return h.digest()
+
+
+_CHUNK = 1 << 20
 
 
 def dir_digest(path: str) -> bytes:

@@ -142,6 +142,14 @@ def as_int(v: Any, where: str, minimum: int = 1) -> int:
 
 
 def bind(spec: TaskSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Parameter name -> value of one call, defaults applied (``Signature.bind_partial``).
+
+    A call giving every parameter by position, of a function with no ``*args``,
+    ``**kwargs`` or keyword-only ones, binds without ``inspect`` (what it would
+    return: the names in order; ~10 us a call of a program task with a stream)."""
+    if not kwargs and len(args) == len(spec.names) and spec.varargs is None \
+            and spec.varkw is None and not spec.kwonly:
+        return dict(zip(spec.names, args))
     try:
         b = spec.signature.bind_partial(*args, **kwargs)
     except TypeError as exc:

@@ -50,6 +50,7 @@ import os
 import pickle
 import shutil
 import time
+from stat import S_ISDIR
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..wire import messages as M
@@ -179,10 +180,10 @@ class Keys:
         if d is None:
             if self.mode == "mtime":
                 d = _H(repr(ident).encode(), digest_size=SIZE).digest()
-            elif os.path.isdir(path):
+            elif S_ISDIR(st.st_mode):
                 d = dir_digest(path)
             else:
-                d = file_digest(path)
+                d = file_digest(path, st.st_size)
             self._files[ident] = d
         return d
 

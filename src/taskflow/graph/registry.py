@@ -140,17 +140,22 @@ def materialize(item: DataItem, finished: bool = False, move: bool = False) -> s
         v = item.last_done
     if v is None or v is item.materialized or v._path is None or v._path == item.path:
         return None
-    if v._exception is not None or not os.path.exists(v._path):
-        return None     # a failed or ignored writer: leave the user's file as it was
+    if v._exception is not None:
+        return None     # a failed writer: leave the user's file as it was
     target = item.path
     assert target is not None           # a file's or directory's item
     parent = os.path.dirname(target) or "."
+    was = v._path
     if move and item.kind != DIR:
-        if not os.path.isdir(parent):   # a new folder (or the user's went away meanwhile)
-            os.makedirs(parent, exist_ok=True)
-        was = v._path
+        # the rename first: both ends are nearly always there (one call instead of three)
         try:
-            os.replace(was, target)
+            try:
+                os.replace(was, target)
+            except FileNotFoundError:
+                if not os.path.exists(was):
+                    return None         # an ignored writer: the user's file stays as it was
+                os.makedirs(parent, exist_ok=True)  # a new folder (or the user's went away)
+                os.replace(was, target)
         except OSError as exc:
             if exc.errno != errno.EXDEV:
                 raise
@@ -158,6 +163,8 @@ def materialize(item: DataItem, finished: bool = False, move: bool = False) -> s
             v.moved_to(target)
             item.materialized = v
             return was
+    if not os.path.exists(was):
+        return None     # an ignored writer: leave the user's file as it was
     os.makedirs(parent, exist_ok=True)
     if item.kind == DIR:
         tmp = tempfile.mkdtemp(prefix=".taskflow-", dir=parent)

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# files moved whose resume-log records go in one frame (one write, not one a file); a
+# crash among them costs at most this many outputs a rerun on a resume, never a wrong one
+MOVES_PER_RECORD = 256
+
 
 def materialize_all(registry: Registry, resume_log: ResumeLog | None, *, interrupted: bool,
                     idle: bool = False) -> list[str]:
@@ -28,17 +32,25 @@ def materialize_all(registry: Registry, resume_log: ResumeLog | None, *, interru
     from ..graph.registry import materialize
     from ..journal.failure import describe
     kept = []
-    for item in list(registry.files.values()):
-        try:
-            moved = materialize(item, finished=interrupted, move=idle)
-            if moved is not None and resume_log is not None and item.path is not None:
-                resume_log.moved(moved, item.path)    # (a resume finds it there)
-        except OSError as exc:      # never lost: the version stays, the run fails
-            why = (f"could not put {item.path} in place "
-                   f"({describe('output', item.path or '', exc)}): the task's file is kept "
-                   f"at {item.latest._path}")
-            log.error("%s", why)
-            kept.append(why)
+    moves: list[tuple[str, str]] = []     # (version, path) moved, not in the log yet
+    try:
+        for item in list(registry.files.values()):
+            try:
+                moved = materialize(item, finished=interrupted, move=idle)
+                if moved is not None and resume_log is not None and item.path is not None:
+                    moves.append((moved, item.path))      # (a resume finds it there)
+                    if len(moves) >= MOVES_PER_RECORD:
+                        resume_log.moved_all(moves)
+                        moves = []
+            except OSError as exc:      # never lost: the version stays, the run fails
+                why = (f"could not put {item.path} in place "
+                       f"({describe('output', item.path or '', exc)}): the task's file is "
+                       f"kept at {item.latest._path}")
+                log.error("%s", why)
+                kept.append(why)
+    finally:
+        if moves and resume_log is not None:
+            resume_log.moved_all(moves)
     return kept
 
 

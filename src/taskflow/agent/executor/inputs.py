@@ -196,10 +196,19 @@ def _path_ref(kind: str, payload: Any) -> Any:
         return payload
     import shutil     # (not at the top: ~5 ms of every agent's start-up)
     if kind == M.REF_FILE_OUT:              # file written: a fresh version path
+        # Nearly always its folder (one per version) is new: made, it holds no old file,
+        # in one call instead of four; a task sent again finds it (and what it left there)
+        folder = os.path.dirname(payload)
+        if folder:
+            try:
+                os.mkdir(folder)
+            except OSError:
+                pass
+            else:
+                return payload
         try:
             st = os.stat(payload)
-        except FileNotFoundError:           # (nearly always: one look, its folder one more)
-            folder = os.path.dirname(payload)
+        except FileNotFoundError:           # (its store's folder was missing, or a retry)
             if not os.path.isdir(folder):
                 os.makedirs(folder, exist_ok=True)
             return payload

@@ -55,7 +55,7 @@ class _State:
     """This executor's slot and what it keeps between program starts."""
 
     __slots__ = ("slot", "env_key", "env", "env_threads", "fds_checked", "leaky", "live",
-                 "spawn_group", "spawn_prefix", "null", "null_id", "null_ok")
+                 "spawn_group", "spawn_prefix", "null", "null_id", "null_ok", "here")
 
     def __init__(self) -> None:
         self.slot: PidSlot | None = None
@@ -77,6 +77,9 @@ class _State:
         self.null_ok = False
         self.fds_checked = False
         self.leaky: list[int] = []     # inheritable descriptors > 2 found by the last look
+        # the executor's working directory as the last program start's call found it (the
+        # very string: a program given it starts here without a second getcwd)
+        self.here: str | None = None
 
 
 STATE = _State()
@@ -93,5 +96,6 @@ def python_ran() -> None:
     st.env = st.env_threads = None
     st.fds_checked = False
     st.null_ok = False
+    st.here = None
 
 

@@ -246,11 +246,20 @@ class ResumeLog:
     def moved(self, version: str, path: str) -> None:
         """A file version was moved to the user's ``path`` at the end (or a barrier): a
         resume takes it there while it is as it was (its size and modification time)."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return
-        self.add([("m", version, path, st.st_size, st.st_mtime_ns)], [])
+        self.moved_all([(version, path)])
+
+    def moved_all(self, moves: list[tuple[str, str]]) -> None:
+        """:meth:`moved` for each ``(version, path)``, the records in one frame (a barrier
+        after 2,000 programs wrote a file each wrote 2,000 frames)."""
+        records: list[RecordWire] = []
+        for version, path in moves:
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            records.append(("m", version, path, st.st_size, st.st_mtime_ns))
+        if records:
+            self.add(records, [])
 
     def fetched(self, did: int, payload: Any) -> None:
         """A value that stayed on its node came to the master: keep it too."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....wire.invocation import CommandLine
 from ....wire.template import PLACEHOLDER as TEMPLATE, REDIRECT
+from ..programs import STATE
 
 if TYPE_CHECKING:
     import inspect
@@ -204,7 +205,8 @@ def _resolve(binary: str, cwd: str, env: dict[str, str]) -> str:
 def working_dir(wd: str | None, values: dict[str, Any] | None = None) -> str:
     """The program's working directory (made if missing); ``{{name}}``: a parameter."""
     if not wd or wd == "[unassigned]":
-        return os.getcwd()
+        here = STATE.here = os.getcwd()     # (spawn starts a program given it here)
+        return here
     if values is not None and "{{" in wd:
         wd = substitute(wd, values)
     wd = os.path.abspath(wd)

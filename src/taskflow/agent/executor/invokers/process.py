@@ -195,6 +195,7 @@ def _say_kept(pid: int, logs: list[LineWire]) -> None:
 
 
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC
+_HUP = select.POLLHUP
 _BOTH = ("stdout", "stderr")
 
 
@@ -302,14 +303,15 @@ def _pump(pid: int, pipes: dict[str, int], files: _JobFiles, logs: list[LineWire
                     exited, drain_end = True, _exited(pid, keep)
                     timeout = DRAIN * 1000
                 continue
-            for fd, _ in ready:
+            for fd, ev in ready:
                 if fd == pidfd:
                     poll.unregister(pidfd)
                     exited, drain_end = True, _exited(pid, keep)
                     continue
                 entry = what[fd]
                 name, level, lines = entry
-                chunk = os.read(fd, 65536)
+                # hung up with nothing left in it (no POLLIN): its end, without a read
+                chunk = b"" if ev == _HUP else os.read(fd, 65536)
                 if not chunk:
                     poll.unregister(fd)
                     del what[fd]

@@ -149,7 +149,8 @@ def start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int,
 
 def _start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int, stdout: int,
            stderr: int) -> int:
-    if cwd == os.getcwd():
+    # (the string working_dir just read there, or the same path: no chdir)
+    if cwd is STATE.here or cwd == os.getcwd():
         actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, stdin, 0),
                                           (os.POSIX_SPAWN_DUP2, stdout, 1),
                                           (os.POSIX_SPAWN_DUP2, stderr, 2)]
