@@ -34,7 +34,8 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import bulk
-from .changes import COLS, ENDED, ERROR, EXIT, ID, STATE, T_SUBMIT, Changes, Row, SpecRows
+from .changes import (COLS, END_COLS, ENDED, ERROR, EXIT, ID, STATE, T_SUBMIT, Changes, Row,
+                      SpecRows)
 from .failure import LOCK_WAIT, describe
 from .schema import JOURNAL_NAME, SCHEMA
 
@@ -183,18 +184,20 @@ class JournalDB:
                            specs.new)
             specs.new = []
         if c.ready:
-            bulk.insert(db, _INSERT_OK_HEAD, _NOERR, c.ready)
+            bulk.insert_flat(db, _INSERT_OK_HEAD, _NOERR, c.ready)
         if c.new:
             self._insert_held(c.new, final)
         if c.attempts:              # (before the updates: a row's t_start is the attempt's)
             self._attempts(c)
-        if c.changes:
+        if c.changes or c.ends:
             groups: dict[tuple[str, ...], list[Any]] = {}
             for tid, ch in c.changes.items():
                 groups.setdefault(tuple(ch), []).append((*ch.values(), tid))
+            if c.ends:          # (their state is DONE: a literal, not a value bound)
+                bulk.update(db, "task_rows", END_COLS[1:], list(c.ends.values()),
+                            "state='DONE'")
             for keys, rows in groups.items():
-                sets = ", ".join(f"{k}=?" for k in keys)
-                db.executemany(f"UPDATE task_rows SET {sets} WHERE id=?", rows)
+                bulk.update(db, "task_rows", keys, rows)
         if c.deps:
             db.executemany("INSERT INTO deps VALUES (?,?)", c.deps)
         if c.children:
