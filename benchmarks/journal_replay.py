@@ -2,7 +2,8 @@
 
 ``record`` runs a workload in this process with a 2-worker runtime and keeps every
 frame the master sends to the journal's writer process (``taskflow.journal.child``),
-with the time it was sent. ``replay`` feeds them, frame by frame, to the writer's own
+with the time it was sent, and prints the CPU time the writer process used in the run
+(``--repeat 0``: only that). ``replay`` feeds them, frame by frame, to the writer's own
 code (``child.load_plain`` and ``JournalDB.write``, loaded as the writer process loads
 them) in this process, with the writer's clock set to each frame's send time (so rows
 wait in memory and go in whole as they did in the run: ``JournalDB.HOLD``), and prints
@@ -25,8 +26,9 @@ import statistics
 import struct
 import sys
 import tempfile
+import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import taskflow
 
@@ -46,14 +48,46 @@ def record(workload: str, n: int, root: str, frames: str) -> str:
         out.write(body)
         original(proc, body)
 
+    original_finish = child.finish
+    used: list[float] = []
+
+    def finish(proc: Any, end: tuple[Any, ...]) -> int:
+        """child.finish, reaping the writer with wait4 to read its CPU time."""
+        try:
+            child.send(proc, ("close", end))
+            proc.stdin.close()
+        except (RuntimeError, OSError):
+            pass
+        _, status, ru = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        used.append(ru.ru_utime + ru.ru_stime)
+        reaped.set()
+        return proc.returncode or 0
+
+    original_status = child.read_status
+    reaped = threading.Event()
+
+    def read_status(proc: Any) -> Iterator[str]:
+        """child.read_status; at its end, waits until finish() reaped the writer (the
+        watcher's proc.wait() would reap it first)."""
+        yield from original_status(proc)
+        reaped.wait(120)
+
     child.send_body = tee       # (send() and JournalWriter.on_events look it up each call)
+    child.finish = finish
+    child.read_status = read_status
     try:
         with taskflow.Runtime(workers=2, run_dir=root, echo_logs=False) as rt:
             run(workload, n, root)
             path = rt.journal.path if rt.journal is not None else ""
     finally:
         child.send_body = original
+        child.finish = original_finish
+        child.read_status = original_status
         out.close()
+    if used:
+        print(f"live: the writer process used {used[0]:.3f} s of CPU, "
+              f"{used[0] / n * 1e6:.2f} us per task (start-up included)", flush=True)
     return path
 
 
@@ -229,7 +263,8 @@ def main() -> None:
                 diffs = compare(a.compare, db)
                 print("  same rows in every table as " + a.compare if not diffs else
                       "  DIFFERENT from " + a.compare + ":\n  " + "\n  ".join(diffs))
-        print(f"median {statistics.median(runs):.2f} us CPU per task (min {min(runs):.2f})")
+        if runs:
+            print(f"median {statistics.median(runs):.2f} us CPU per task (min {min(runs):.2f})")
 
 
 if __name__ == "__main__":

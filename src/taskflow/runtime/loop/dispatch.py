@@ -33,6 +33,7 @@ from .outbox import Frames, Outbox
 from .pause import PauseWatch
 from .preload import Preload
 from .fetches import Fetches
+from .keepfetched import KeepLater
 from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
 from ...errors import RecordFailed
@@ -224,6 +225,8 @@ class Dispatcher:
         except BaseException:  # report instead of hanging every waiter
             self.crashed = traceback.format_exc()
             log.error("internal error in the runtime loop:\n%s", self.crashed)
+        if self.fetches.later is not None:      # (what it was given, written first)
+            self.fetches.later.close()
 
     def _ping(self) -> None:
         """The master is there: a PING to every node (an agent of an adoptable run takes a
@@ -299,6 +302,9 @@ class Dispatcher:
                     self._join()
                 for node, msgs in arrived:
                     self._handle(node, msgs, cbs)
+                if self.fetches.written:        # large values kept (keepfetched.py)
+                    for why in self.fetches.settle():
+                        record_failed(rt, why, cbs)
                 for node in lost:
                     self._lose(node, node.lost_reason or "its connection closed", cbs)
                 if rt.dead and rt.scheduler.ready:      # nothing may start any more
@@ -434,7 +440,10 @@ class Dispatcher:
             elif op == M.LOG:
                 self._logs(node, body)
             elif op == M.DATA:      # values fetched (kept in the resume log too)
-                keep = partial(self._keep_fetched, cbs) if self.recovery.log else None
+                kept = self.recovery.log
+                keep = partial(self._keep_fetched, cbs) if kept else None
+                if kept is not None and self.fetches.later is None:
+                    self.fetches.later = KeepLater(kept, self.wake)
                 for did, payload in body:
                     self.fetches.arrived(did, payload, keep)
             elif op == M.SAMPLE:

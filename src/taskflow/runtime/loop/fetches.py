@@ -18,11 +18,14 @@ from ...events import Moved
 from ...graph import task as T
 from ...wire import messages as M
 from ..rules import lineage
+from .keepfetched import APART
+
 
 if TYPE_CHECKING:
     from ...future import Future
     from ...providers.handle import NodeHandle
     from ..state import RunState, Waiter
+    from .keepfetched import KeepLater
 
 MASTER = "master"       # the destination's name in a move to the master
 
@@ -30,13 +33,14 @@ MASTER = "master"       # the destination's name in a move to the master
 class _Fetch:
     """A value being brought from a node to the master, and who waits for it."""
 
-    __slots__ = ("fut", "waiters", "src", "t0")
+    __slots__ = ("fut", "waiters", "src", "t0", "payload")
 
     def __init__(self, fut: Future, waiter: Waiter, src: str) -> None:
         self.fut = fut
         self.waiters: list[Waiter] = [waiter]
         self.src = src
         self.t0 = time.time()
+        self.payload: M.Payload | None = None   # came, being written to the resume log
 
 
 def size_of(payload: M.Payload) -> int:
@@ -54,6 +58,9 @@ class Fetches:
         self.wake = wake
         self.pending: dict[int, _Fetch] = {}        # data id -> value being fetched
         self.queue: list[tuple[NodeHandle, Future]] = []   # FETCH frames to send
+        # large values kept in the resume log by a thread of their own (resumable runs:
+        # keepfetched.py); settled by the loop thread once written
+        self.later: KeepLater | None = None
 
     def request(self, fut: Future, waiter: Waiter) -> None:
         """Get ``fut``'s value from a node holding it (or make it again: lineage)."""
@@ -79,7 +86,14 @@ class Fetches:
         return out
 
     def drop(self) -> list[Waiter]:
-        """Nothing will come any more: the waiters, to release."""
+        """Nothing will come any more: the waiters, to release (the values that came are
+        theirs once written)."""
+        if self.later is not None and any(f.payload is not None for f in self.pending.values()):
+            self.later.drain()
+            for fetch in self.pending.values():
+                if fetch.payload is not None:
+                    fetch.fut.fetched(fetch.payload)
+            self.later.take()
         waiters = [w for f in self.pending.values() for w in f.waiters]
         self.pending.clear()
         return waiters
@@ -87,19 +101,30 @@ class Fetches:
     def arrived(self, did: int, payload: M.Payload | None,
                 keep: Callable[[int, M.Payload], None] | None = None) -> None:
         """The value of ``did`` came (None: its node had it no more): ``keep`` records it
-        (the resume log) before its waiters go on."""
-        fetch = self.pending.pop(did, None)
-        if fetch is None:
+        (the resume log) before its waiters go on; a large one is recorded by
+        :attr:`later`'s thread, and :meth:`settle` lets them go on once it is."""
+        fetch = self.pending.get(did)
+        if fetch is None or fetch.payload is not None:
             return
         if payload is not None:
-            fut = fetch.fut
-            fut.fetched(payload)
             bus = self.rt.bus
             if bus.active:
                 bus.emit(Moved("moved", time.time(), 0, "", MASTER,
-                               (fetch.t0, size_of(payload), fetch.src, fut.producer_id())))
+                               (fetch.t0, size_of(payload), fetch.src, fetch.fut.producer_id())))
+            later = self.later
+            if keep is not None and later is not None and size_of(payload) >= APART:
+                fetch.payload = payload
+                later.keep(did, payload)
+                return
             if keep is not None:
                 keep(did, payload)
+        del self.pending[did]
+        self._release(fetch, payload)
+
+    def _release(self, fetch: _Fetch, payload: M.Payload | None) -> None:
+        """The value is the master's (None: not there): its waiters go on."""
+        if payload is not None:
+            fetch.fut.fetched(payload)
         sched = self.rt.scheduler
         for w in fetch.waiters:
             if isinstance(w, threading.Event):
@@ -107,10 +132,31 @@ class Fetches:
             elif w.state == T.READY:
                 sched.push(w)
 
+    @property
+    def written(self) -> bool:
+        """Values :attr:`later` kept wait for :meth:`settle`."""
+        later = self.later
+        return later is not None and bool(later.done)
+
+    def settle(self) -> list[str]:
+        """Loop thread, under the lock: the values :attr:`later` kept go to their waiters;
+        why a write failed, for each that did (the value stands; the run fails)."""
+        assert self.later is not None
+        failed = []
+        for did, why in self.later.take():
+            fetch = self.pending.pop(did, None)
+            if why is not None:
+                failed.append(why)
+            if fetch is not None:
+                self._release(fetch, fetch.payload)
+        return failed
+
     def node_lost(self, node: NodeHandle) -> None:
         """Fetches from a lost node ask another holder, or make the value again."""
         for did, fetch in list(self.pending.items()):
             fut = fetch.fut
+            if fetch.payload is not None:
+                continue                # (it came: being written to the resume log)
             if fut._holders and node.name in fut._holders:
                 fut._holders.discard(node.name)
                 del self.pending[did]
