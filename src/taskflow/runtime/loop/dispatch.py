@@ -33,7 +33,6 @@ from .outbox import Frames, Outbox
 from .pause import PauseWatch
 from .preload import Preload
 from .fetches import Fetches
-from .keepfetched import KeepLater
 from .relay import Relay
 from .remote_values import EVERY_NODE, RemoteValues
 from ...errors import RecordFailed
@@ -225,8 +224,7 @@ class Dispatcher:
         except BaseException:  # report instead of hanging every waiter
             self.crashed = traceback.format_exc()
             log.error("internal error in the runtime loop:\n%s", self.crashed)
-        if self.fetches.later is not None:      # (what it was given, written first)
-            self.fetches.later.close()
+        self.fetches.close()
 
     def _ping(self) -> None:
         """The master is there: a PING to every node (an agent of an adoptable run takes a
@@ -440,10 +438,8 @@ class Dispatcher:
             elif op == M.LOG:
                 self._logs(node, body)
             elif op == M.DATA:      # values fetched (kept in the resume log too)
-                kept = self.recovery.log
-                keep = partial(self._keep_fetched, cbs) if kept else None
-                if kept is not None and self.fetches.later is None:
-                    self.fetches.later = KeepLater(kept, self.wake)
+                keep = partial(self._keep_fetched, cbs) if self.recovery.log else None
+                self.fetches.keep_in(self.recovery.log)
                 for did, payload in body:
                     self.fetches.arrived(did, payload, keep)
             elif op == M.SAMPLE:

@@ -18,14 +18,14 @@ from ...events import Moved
 from ...graph import task as T
 from ...wire import messages as M
 from ..rules import lineage
-from .keepfetched import APART
+from .keepfetched import APART, KeepLater
 
 
 if TYPE_CHECKING:
     from ...future import Future
     from ...providers.handle import NodeHandle
     from ..state import RunState, Waiter
-    from .keepfetched import KeepLater
+    from ..recovery.log import ResumeLog
 
 MASTER = "master"       # the destination's name in a move to the master
 
@@ -61,6 +61,16 @@ class Fetches:
         # large values kept in the resume log by a thread of their own (resumable runs:
         # keepfetched.py); settled by the loop thread once written
         self.later: KeepLater | None = None
+
+    def keep_in(self, log: ResumeLog | None) -> None:
+        """Large values that come are kept in ``log`` by :attr:`later`'s thread."""
+        if log is not None and self.later is None:
+            self.later = KeepLater(log, self.wake)
+
+    def close(self) -> None:
+        """The loop ends: :attr:`later` writes what it was given, then its thread ends."""
+        if self.later is not None:
+            self.later.close()
 
     def request(self, fut: Future, waiter: Waiter) -> None:
         """Get ``fut``'s value from a node holding it (or make it again: lineage)."""
