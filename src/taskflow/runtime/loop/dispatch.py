@@ -300,9 +300,6 @@ class Dispatcher:
                     self._join()
                 for node, msgs in arrived:
                     self._handle(node, msgs, cbs)
-                if self.fetches.written:        # large values kept (keepfetched.py)
-                    for why in self.fetches.settle():
-                        record_failed(rt, why, cbs)
                 for node in lost:
                     self._lose(node, node.lost_reason or "its connection closed", cbs)
                 if rt.dead and rt.scheduler.ready:      # nothing may start any more

@@ -18,6 +18,7 @@ from ...events import Moved
 from ...graph import task as T
 from ...wire import messages as M
 from ..rules import lineage
+from ..recovery.recordfail import from_thread
 from .keepfetched import APART, KeepLater
 
 
@@ -59,13 +60,13 @@ class Fetches:
         self.pending: dict[int, _Fetch] = {}        # data id -> value being fetched
         self.queue: list[tuple[NodeHandle, Future]] = []   # FETCH frames to send
         # large values kept in the resume log by a thread of their own (resumable runs:
-        # keepfetched.py); settled by the loop thread once written
+        # keepfetched.py), which lets their waiters go on once written
         self.later: KeepLater | None = None
 
     def keep_in(self, log: ResumeLog | None) -> None:
         """Large values that come are kept in ``log`` by :attr:`later`'s thread."""
         if log is not None and self.later is None:
-            self.later = KeepLater(log, self.wake)
+            self.later = KeepLater(log, self.written)
 
     def close(self) -> None:
         """The loop ends: :attr:`later` writes what it was given, then its thread ends."""
@@ -96,16 +97,11 @@ class Fetches:
         return out
 
     def drop(self) -> list[Waiter]:
-        """Nothing will come any more: the waiters, to release (the values that came are
-        theirs once written)."""
-        if self.later is not None and any(f.payload is not None for f in self.pending.values()):
-            self.later.drain()
-            for fetch in self.pending.values():
-                if fetch.payload is not None:
-                    fetch.fut.fetched(fetch.payload)
-            self.later.take()
-        waiters = [w for f in self.pending.values() for w in f.waiters]
-        self.pending.clear()
+        """Nothing will come any more: the waiters, to release (those of values that came
+        are :attr:`later`'s, which lets them go on once their value is written)."""
+        came = {did: f for did, f in self.pending.items() if f.payload is not None}
+        waiters = [w for did, f in self.pending.items() if did not in came for w in f.waiters]
+        self.pending = came
         return waiters
 
     def arrived(self, did: int, payload: M.Payload | None,
@@ -142,24 +138,17 @@ class Fetches:
             elif w.state == T.READY:
                 sched.push(w)
 
-    @property
-    def written(self) -> bool:
-        """Values :attr:`later` kept wait for :meth:`settle`."""
-        later = self.later
-        return later is not None and bool(later.done)
-
-    def settle(self) -> list[str]:
-        """Loop thread, under the lock: the values :attr:`later` kept go to their waiters;
-        why a write failed, for each that did (the value stands; the run fails)."""
-        assert self.later is not None
-        failed = []
-        for did, why in self.later.take():
+    def written(self, did: int, why: str | None) -> None:
+        """:attr:`later`'s thread: the value of ``did`` is in the resume log (``why``: the
+        write failed; the value stands, the run fails): its waiters go on."""
+        rt = self.rt
+        with rt.lock:
             fetch = self.pending.pop(did, None)
-            if why is not None:
-                failed.append(why)
             if fetch is not None:
                 self._release(fetch, fetch.payload)
-        return failed
+                self.wake()         # (tasks that waited for it: the loop's round sends them)
+        if why is not None:
+            from_thread(rt, why)
 
     def node_lost(self, node: NodeHandle) -> None:
         """Fetches from a lost node ask another holder, or make the value again."""

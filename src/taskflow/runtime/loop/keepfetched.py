@@ -6,13 +6,14 @@ resume restores it. Its CRC-32 and its ``write`` take about 0.8 ms a MB; on the 
 thread they held up every other node's results meanwhile (200 values of 1 MB ran at
 0.5-0.6 of a run without the log). A value of :data:`APART` bytes or more goes to
 :class:`KeepLater`'s thread instead; its fetch stays pending, its future without its
-value and its waiters waiting, until the loop thread, told that it is written, settles
-it (:meth:`.fetches.Fetches.settle`): nobody reads it before it is in the log, as
-before, and the loop goes on with the other nodes while it is written.
+value and its waiters waiting, until that thread has written it and settles it, under
+the run's lock (:meth:`.fetches.Fetches.written`): nobody reads it before it is in the
+log, as before, and the loop goes on with the other nodes while it is written.
 """
 from __future__ import annotations
 
 import threading
+import traceback
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -26,23 +27,20 @@ __all__ = ["APART", "KeepLater"]
 
 
 class KeepLater:
-    """One thread that writes fetched values to the resume log, in the order given; the
-    data ids written (with why a write failed, if it did) for the loop thread to take."""
+    """One thread that writes fetched values to the resume log, in the order given, and
+    calls ``written(data id, why the write failed or None)`` after each."""
 
-    def __init__(self, log: ResumeLog, wake: Callable[[], None]) -> None:
+    def __init__(self, log: ResumeLog, written: Callable[[int, Optional[str]], None]) -> None:
         self.log = log
-        self.wake = wake
-        self.done: deque[tuple[int, Optional[str]]] = deque()   # (data id, why it failed)
+        self.written = written
         self._todo: deque[tuple[int, Any]] = deque()
         self._cond = threading.Condition()
-        self._busy = 0          # values given and not written yet
         self._thread: threading.Thread | None = None
         self._closed = False
 
     def keep(self, did: int, payload: Any) -> None:
-        """Write ``payload`` (data id ``did``); :attr:`done` gets ``did`` once written."""
+        """Write ``payload`` (data id ``did``), then call ``written``."""
         with self._cond:
-            self._busy += 1
             self._todo.append((did, payload))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, daemon=True,
@@ -65,25 +63,10 @@ class KeepLater:
                 why = str(exc)
             except Exception as exc:  # noqa: BLE001 - said as a failed write: the run fails
                 why = f"resume log {self.log.path}: the value d{did} could not be kept ({exc})"
-            with self._cond:
-                self.done.append((did, why))
-                self._busy -= 1
-                self._cond.notify_all()
-            self.wake()
-
-    def take(self) -> list[tuple[int, Optional[str]]]:
-        """The data ids written since the last call, with why a write failed (None: it
-        did not)."""
-        out = []
-        done = self.done
-        while done:
-            out.append(done.popleft())
-        return out
-
-    def drain(self, timeout: float = 120.0) -> None:
-        """Wait until every value given is written (or failed to be)."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._busy == 0, timeout)
+            try:
+                self.written(did, why)
+            except Exception:  # noqa: BLE001 - a defect: said, and the thread goes on
+                traceback.print_exc()
 
     def close(self) -> None:
         """Write what was given, then end the thread."""
