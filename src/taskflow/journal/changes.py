@@ -47,13 +47,15 @@ IDX = {c: i for i, c in enumerate(COLS)}
 END_COLS = ("state", "t_end", "attempts", "node", "t_start", "t_dispatch")
 ENDED = frozenset({"DONE", "FAILED", "CANCELLED", "INTERRUPTED"})
 
-Row = list[Any]                             # COLS
+Row = list[Any]                             # COLS, then RECEIVED
+# (a row in hand's last item: when the writer got it; JournalDB.HOLD counts from it)
+RECEIVED = len(COLS)
 READY_COLS = IDX["exit_code"]               # COLS up to attempts: a task that ended well
 
 
-def new_row(tid: int, sid: int, params: str, t_submit: float) -> Row:
+def new_row(tid: int, sid: int, params: str, t_submit: float, received: float) -> Row:
     return [tid, sid, params, "", "SUBMITTED", t_submit, None, None, None, 0, None, None, None,
-            None]
+            None, received]
 
 
 def _capped(tid: int, t: float, node: str, n: int) -> tuple[int, float, str, str, str]:
@@ -94,8 +96,9 @@ class Changes:
     """What one delivery changes, table by table (``JournalDB`` writes it)."""
 
     def __init__(self, held: dict[int, Row], nlogs: dict[int, int], specs: SpecRows,
-                 by_digest: int | None = None) -> None:
+                 by_digest: int | None = None, now: float = 0.0) -> None:
         self.new = held         # task rows not inserted yet, by id (JournalDB.HOLD)
+        self.now = now          # when the writer got the delivery (RECEIVED)
         self.nlogs = nlogs      # lines seen per task (LOG_CAP)
         self.specs = specs
         self.by_digest = by_digest  # bytes: a value's pickle over this is kept by digest
@@ -184,7 +187,7 @@ class Changes:
             if code is None and tid not in touched:
                 ready += (tid, sid, params, node, "DONE", t, tdisp or None, t0 or None, t1, att)
                 continue
-            self.new[tid] = new_row(tid, sid, params, t)
+            self.new[tid] = new_row(tid, sid, params, t, self.now)
             _, _, _, name = info
             late.append((tid, t0, t1, tdisp, node, att, name, code))
         if late:
@@ -196,6 +199,7 @@ class Changes:
                 tid, _, _, _, _, _, _, _ = row
                 done_by[tid] = row
         new = self.new
+        now = self.now
         for tid, t, info, argv, kwargs, refs, dep_ids in sub:
             params = None
             if info is last and prefix is not None and argv is not None and len(argv) == 1 \
@@ -218,7 +222,7 @@ class Changes:
                               att)
                     continue
             new[tid] = [tid, sid, params, "", "SUBMITTED", t, None, None, None, 0, None, None,
-                        None, None]                 # (new_row's, inline)
+                        None, None, now]            # (new_row's, inline)
         return list(done_by.values()) if by_id else done
 
     def _start(self, tid: int, info: SpecInfo, argv: Any, kwargs: Any, refs: Any,
