@@ -85,3 +85,24 @@ def test_an_end_of_a_row_inserted_already_is_the_general_update():
                             "t_dispatch": 1.0}
     assert c.changes[3] == {"state": "DONE", "t_end": 5.0, "attempts": 2, "node": "m",
                             "t_start": 4.0, "t_dispatch": 1.5, "exit_code": 7}
+
+
+def test_a_row_waits_from_when_the_writer_got_it_not_from_its_call(tmp_path):
+    """A row the bus held back (its call long ago) is not inserted at once: its end, in the
+    next delivery, lands in the same INSERT (JournalDB.HOLD counts from the row's arrival)."""
+    import time
+
+    from taskflow.journal.writer import JournalDB
+    path = str(tmp_path / "journal.db")
+    db = JournalDB(path, ("r", 0.0, "running", "[]", "/", "h", 1, 1, "v"))
+    t = time.time() - 10                # called 10 s ago, delivered now
+    db.write(([], [(1, t, INFO, (5,), None, None, None)], [], []))
+    read = sqlite3.connect(path)
+    assert read.execute("SELECT COUNT(*) FROM task_rows").fetchone() == (0,)
+    # (task id, t_start, t_end, t_dispatch, node, attempts, name, exit code)
+    db.write(([], [], [], [(1, t + 2, t + 3, t + 1, "n", 1, "f", None)]))
+    assert read.execute("SELECT id, params, node, state, t_submit, t_dispatch, t_start, t_end, "
+                        "attempts FROM task_rows").fetchall() == [
+        (1, "x=5", "n", "DONE", t, t + 1, t + 2, t + 3, 1)]
+    db.db.close()
+    read.close()
