@@ -1,6 +1,7 @@
 """The writer's quick ways with task rows (journal/changes.py, journal/bulk.py) write what
-the general ones do: a call of one scalar gets params_text's text, and task rows inserted
-in statements of many rows are executemany's rows, in order."""
+the general ones do: a call of one scalar gets params_text's text, task rows inserted
+in statements of many rows are executemany's rows, in order, and rows updated so hold what
+executemany's updates leave."""
 from __future__ import annotations
 
 import sqlite3
@@ -8,7 +9,7 @@ import sqlite3
 import pytest
 
 from taskflow.journal import bulk
-from taskflow.journal.changes import COLS, Changes, SpecRows
+from taskflow.journal.changes import COLS, READY_COLS, Changes, SpecRows
 from taskflow.journal.text import params_text
 
 INFO = ("m.f", '{"computing_units": 1}', ("x",), "f")     # a spec as journal/wire.py sums it
@@ -20,10 +21,13 @@ SCALARS = [0, -7, 10**59, 10**70, 10**5000, 1.5, float("nan"), float("-inf"), Tr
 def test_a_call_of_one_scalar_reads_as_params_text_says(value):
     c = Changes({}, {}, SpecRows([]), 1000)
     # (task id, t_submit, spec, argv, kwargs, refs, deps, t0, t1, t_dispatch, node, attempts, exit)
-    c.rows([(1, 1.0, INFO, (value,), None, None, None, 1.0, 2.0, 0.0, "n", 1, None)], [], [], [])
-    (row,) = c.ready
-    assert row[2] == params_text(("x",), (value,), None, None, 1000)[0]
-    assert row[:2] == (1, 1) and row[4] == "DONE"
+    # (the first row of a function goes through Changes._start, the next ones not)
+    c.rows([(i, 1.0, INFO, (value,), None, None, None, 1.0, 2.0, 0.0, "n", 1, None)
+            for i in (1, 2)], [(3, 1.0, INFO, (value,), None, None, None)], [], [])
+    first, second = c.ready[:READY_COLS], c.ready[READY_COLS:]
+    text = params_text(("x",), (value,), None, None, 1000)[0]
+    assert first[2] == second[2] == c.new[3][2] == text
+    assert first[:2] == [1, 1] and first[4] == "DONE" and len(c.ready) == 2 * READY_COLS
 
 
 def test_rows_of_one_function_share_its_spec_row():
@@ -33,7 +37,7 @@ def test_rows_of_one_function_share_its_spec_row():
     whole = [(i, 1.0, INFO if i % 3 else other, (i,), None, None, None, 1.0, 2.0, 0.0, "n", 1,
               None) for i in range(1, 10)]
     c.rows(whole, [], [], [])
-    assert [r[1] for r in c.ready] == [2 if i % 3 == 0 else 1 for i in range(1, 10)]
+    assert c.ready[1::READY_COLS] == [2 if i % 3 == 0 else 1 for i in range(1, 10)]
     assert [s[:2] for s in specs.new] == [(1, "f"), (2, "g")]
 
 
@@ -49,3 +53,56 @@ def test_bulk_insert_writes_executemanys_rows(n):
     q = "SELECT rowid, * FROM t ORDER BY rowid"
     assert one.execute(q).fetchall() == many.execute(q).fetchall()
     assert len(rows) == n
+
+
+@pytest.mark.parametrize("n", [0, 1, 99, 100, 2 * 100 + 7])
+def test_bulk_update_leaves_what_executemany_leaves(n):
+    rows = [(i, 1, f"x={i}", "", "SUBMITTED", 1.5 * i) for i in range(1, 2 * n + 1)]
+    ends = [(3.0 * i, 1, "node", 2.0 * i, 1.0 * i, i) for i in range(1, 2 * n + 1, 2)]
+    one, many = sqlite3.connect(":memory:"), sqlite3.connect(":memory:")
+    for db in (one, many):
+        db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, spec, params, node, state, "
+                   "t_submit REAL, t_end REAL, attempts, t_start REAL, t_dispatch REAL)")
+        db.executemany("INSERT INTO t (id, spec, params, node, state, t_submit) "
+                       "VALUES (?,?,?,?,?,?)", rows)
+    one.executemany("UPDATE t SET state='DONE', t_end=?, attempts=?, node=?, t_start=?, "
+                    "t_dispatch=? WHERE id=?", ends)
+    bulk.update(many, "t", ("t_end", "attempts", "node", "t_start", "t_dispatch"), ends,
+                "state='DONE'")
+    q = "SELECT rowid, * FROM t ORDER BY rowid"
+    assert one.execute(q).fetchall() == many.execute(q).fetchall()
+
+
+def test_an_end_of_a_row_inserted_already_is_the_general_update():
+    """Changes.ends (the quick way) and Changes.changes (the general one) agree, and a task
+    ended twice in one delivery keeps its last end."""
+    c = Changes({}, {}, SpecRows([]), None)
+    # (task id, t_start, t_end, t_dispatch, node, attempts, name, exit code)
+    c.done_rows([(1, 2.0, 3.0, 1.0, "n", 1, "f", None), (2, 0.0, 3.0, 1.0, "n", 1, "f", None),
+                 (3, 2.0, 3.0, 1.0, "n", 1, "f", None), (3, 4.0, 5.0, 1.5, "m", 2, "f", 7)])
+    assert c.ends == {1: (3.0, 1, "n", 2.0, 1.0, 1)}
+    assert c.changes[2] == {"state": "DONE", "t_end": 3.0, "attempts": 1, "node": "n",
+                            "t_dispatch": 1.0}
+    assert c.changes[3] == {"state": "DONE", "t_end": 5.0, "attempts": 2, "node": "m",
+                            "t_start": 4.0, "t_dispatch": 1.5, "exit_code": 7}
+
+
+def test_a_row_waits_from_when_the_writer_got_it_not_from_its_call(tmp_path):
+    """A row the bus held back (its call long ago) is not inserted at once: its end, in the
+    next delivery, lands in the same INSERT (JournalDB.HOLD counts from the row's arrival)."""
+    import time
+
+    from taskflow.journal.writer import JournalDB
+    path = str(tmp_path / "journal.db")
+    db = JournalDB(path, ("r", 0.0, "running", "[]", "/", "h", 1, 1, "v"))
+    t = time.time() - 10                # called 10 s ago, delivered now
+    db.write(([], [(1, t, INFO, (5,), None, None, None)], [], []))
+    read = sqlite3.connect(path)
+    assert read.execute("SELECT COUNT(*) FROM task_rows").fetchone() == (0,)
+    # (task id, t_start, t_end, t_dispatch, node, attempts, name, exit code)
+    db.write(([], [], [], [(1, t + 2, t + 3, t + 1, "n", 1, "f", None)]))
+    assert read.execute("SELECT id, params, node, state, t_submit, t_dispatch, t_start, t_end, "
+                        "attempts FROM task_rows").fetchall() == [
+        (1, "x=5", "n", "DONE", t, t + 1, t + 2, t + 3, 1)]
+    db.db.close()
+    read.close()

@@ -18,7 +18,7 @@ inserted gets its changes as an UPDATE of the columns that changed.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, cast
 
 from .text import SCALARS as _SCALARS, file_accesses, params_text, stream_paths
 
@@ -43,16 +43,19 @@ IDX = {c: i for i, c in enumerate(COLS)}
 (ID, NODE, STATE, T_SUBMIT, T_DISPATCH, T_START, T_END, ATTEMPTS, EXIT, ERROR) = (
     IDX[c] for c in ("id", "node", "state", "t_submit", "t_dispatch", "t_start", "t_end",
                      "attempts", "exit_code", "error"))
+# the columns a task's end sets in its row inserted already (Changes.ends; state: DONE)
+END_COLS = ("state", "t_end", "attempts", "node", "t_start", "t_dispatch")
 ENDED = frozenset({"DONE", "FAILED", "CANCELLED", "INTERRUPTED"})
 
-Row = list[Any]                             # COLS
-ReadyRow = tuple[int, int, str, str, str, float, Optional[float], Optional[float], float,
-                 int]                       # COLS up to attempts: a task that ended well
+Row = list[Any]                             # COLS, then RECEIVED
+# (a row in hand's last item: when the writer got it; JournalDB.HOLD counts from it)
+RECEIVED = len(COLS)
+READY_COLS = IDX["exit_code"]               # COLS up to attempts: a task that ended well
 
 
-def new_row(tid: int, sid: int, params: str, t_submit: float) -> Row:
+def new_row(tid: int, sid: int, params: str, t_submit: float, received: float) -> Row:
     return [tid, sid, params, "", "SUBMITTED", t_submit, None, None, None, 0, None, None, None,
-            None]
+            None, received]
 
 
 def _capped(tid: int, t: float, node: str, n: int) -> tuple[int, float, str, str, str]:
@@ -93,13 +96,19 @@ class Changes:
     """What one delivery changes, table by table (``JournalDB`` writes it)."""
 
     def __init__(self, held: dict[int, Row], nlogs: dict[int, int], specs: SpecRows,
-                 by_digest: int | None = None) -> None:
+                 by_digest: int | None = None, now: float = 0.0) -> None:
         self.new = held         # task rows not inserted yet, by id (JournalDB.HOLD)
+        self.now = now          # when the writer got the delivery (RECEIVED)
         self.nlogs = nlogs      # lines seen per task (LOG_CAP)
         self.specs = specs
         self.by_digest = by_digest  # bytes: a value's pickle over this is kept by digest
-        self.ready: list[ReadyRow] = []     # rows of tasks submitted and ended well in it
+        # rows of tasks submitted and ended well in it: READY_COLS values a row, one flat
+        # list (bulk.insert_flat binds it as it is)
+        self.ready: list[Any] = []
         self.changes: dict[int, dict[str, Any]] = {}    # columns of rows inserted already
+        # ends of rows inserted already (done_rows): task id -> the values of END_COLS but
+        # state ("DONE"), and the id
+        self.ends: dict[int, tuple[float, int, str, float, float, int]] = {}
         self.deps: list[tuple[int, int]] = []
         self.children: list[tuple[int, int]] = []     # (parent, child): nested calls
         self.trans: list[tuple[int, float, str, str, Any]] = []
@@ -118,8 +127,9 @@ class Changes:
         self.streams: list[tuple[str, str, str, float]] = []     # opened
         self.stream_tasks: list[tuple[str, int, str, str]] = []
         self.stream_ends: list[tuple[float, int, str, str]] = []  # closed
-        self._info: Any = None          # the spec info met last, and its spec row's id
-        self._sid = 0
+        self._info: Any = None          # the spec info met last, its spec row's id and
+        self._sid = 0                   # its first parameter's "name=" (None: it has none)
+        self._prefix: str | None = None
 
     def change(self, tid: int, ch: dict[str, Any]) -> None:
         """Columns of a row inserted already (an UPDATE)."""
@@ -157,13 +167,27 @@ class Changes:
         """
         touched = {tid for kind, _, tid, _, _, _ in evs if kind != "usage"}
         late: list[DoneWire] = []       # ends of whole rows that other events name
+        ready = self.ready
+        last: Any = None                # the spec info of the row before, its id and
+        sid = 0                         # its first parameter's "name=" (the fast path)
+        prefix: str | None = None
         for tid, t, info, argv, kwargs, refs, dep_ids, t0, t1, tdisp, node, att, code in whole:
-            sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
+            params = None
+            if info is last and prefix is not None and argv is not None and len(argv) == 1 \
+                    and not (dep_ids or refs or kwargs) and type(argv[0]) in _SCALARS:
+                try:            # (what _start makes of the commonest call: one number)
+                    r = repr(argv[0])
+                except ValueError:
+                    r = ""
+                if 0 < len(r) <= 60:
+                    params = prefix + r
+            if params is None:
+                sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
+                last, prefix = info, self._prefix
             if code is None and tid not in touched:
-                self.ready.append((tid, sid, params, node, "DONE", t, tdisp or None, t0 or None,
-                                   t1, att))
+                ready += (tid, sid, params, node, "DONE", t, tdisp or None, t0 or None, t1, att)
                 continue
-            self.new[tid] = new_row(tid, sid, params, t)
+            self.new[tid] = new_row(tid, sid, params, t, self.now)
             _, _, _, name = info
             late.append((tid, t0, t1, tdisp, node, att, name, code))
         if late:
@@ -174,17 +198,31 @@ class Changes:
             for row in done:
                 tid, _, _, _, _, _, _, _ = row
                 done_by[tid] = row
+        new = self.new
+        now = self.now
         for tid, t, info, argv, kwargs, refs, dep_ids in sub:
-            sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
+            params = None
+            if info is last and prefix is not None and argv is not None and len(argv) == 1 \
+                    and not (dep_ids or refs or kwargs) and type(argv[0]) in _SCALARS:
+                try:
+                    r = repr(argv[0])
+                except ValueError:
+                    r = ""
+                if 0 < len(r) <= 60:
+                    params = prefix + r
+            if params is None:
+                sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
+                last, prefix = info, self._prefix
             end = done_by.get(tid) if by_id and tid not in touched else None
             if end is not None:
                 _, t0, t1, tdisp, node, att, _, code = end
                 if code is None:
                     del done_by[tid]
-                    self.ready.append((tid, sid, params, node, "DONE", t, tdisp or None,
-                                       t0 or None, t1, att))
+                    ready += (tid, sid, params, node, "DONE", t, tdisp or None, t0 or None, t1,
+                              att)
                     continue
-            self.new[tid] = new_row(tid, sid, params, t)
+            new[tid] = [tid, sid, params, "", "SUBMITTED", t, None, None, None, 0, None, None,
+                        None, None, now]            # (new_row's, inline)
         return list(done_by.values()) if by_id else done
 
     def _start(self, tid: int, info: SpecInfo, argv: Any, kwargs: Any, refs: Any,
@@ -198,6 +236,7 @@ class Changes:
             known = self.specs.ids.get((func, constraints, name))
             sid = known if known is not None else self.specs.id(info)
             self._info, self._sid = info, sid
+            self._prefix = f"{names[0]}=" if names else None
         if not (dep_ids or refs or kwargs) and argv is not None and len(argv) == 1 \
                 and names and type(argv[0]) in _SCALARS:
             try:
@@ -222,10 +261,17 @@ class Changes:
         return sid, params
 
     def done_rows(self, rows: list[DoneWire]) -> None:
-        """Tasks that ended well, from the bus's rows (after the delivery's events)."""
+        """Tasks that ended well, from the bus's rows (after the delivery's events).
+
+        The end of a row inserted already whose task no other event of the delivery
+        changed (the commonest update: a task that waited in the queue longer than
+        ``HOLD``) goes to :attr:`ends` as the values of its UPDATE, not as a dict."""
         nlogs = self.nlogs
+        new = self.new
+        changes = self.changes
+        ends = self.ends
         for tid, t0, t1, tdisp, node, att, _, code in rows:
-            row = self.new.get(tid)
+            row = new.get(tid)
             n = nlogs.pop(tid, 0) if nlogs else 0
             if row is not None:
                 row[NODE] = node
@@ -237,6 +283,9 @@ class Changes:
                     row[T_DISPATCH] = tdisp
                 if code is not None:
                     row[EXIT] = code
+            elif code is None and node and t0 and tdisp and tid not in changes \
+                    and tid not in ends:
+                ends[tid] = (t1, att, node, t0, tdisp, tid)      # (END_COLS, then the id)
             else:
                 ch: dict[str, Any] = {"state": "DONE", "t_end": t1, "attempts": att}
                 if code is not None:
@@ -247,6 +296,9 @@ class Changes:
                     ch["t_start"] = t0
                 if tdisp:
                     ch["t_dispatch"] = tdisp
+                end = ends.pop(tid, None)
+                if end is not None:         # (a task's second end in one delivery)
+                    self.change(tid, {"state": "DONE", **dict(zip(END_COLS[1:], end))})
                 self.change(tid, ch)
             if n > LOG_CAP:
                 self.logs.append(_capped(tid, t1, node, n))

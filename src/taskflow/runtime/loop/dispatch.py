@@ -224,6 +224,7 @@ class Dispatcher:
         except BaseException:  # report instead of hanging every waiter
             self.crashed = traceback.format_exc()
             log.error("internal error in the runtime loop:\n%s", self.crashed)
+        self.fetches.close()
 
     def _ping(self) -> None:
         """The master is there: a PING to every node (an agent of an adoptable run takes a
@@ -435,6 +436,7 @@ class Dispatcher:
                 self._logs(node, body)
             elif op == M.DATA:      # values fetched (kept in the resume log too)
                 keep = partial(self._keep_fetched, cbs) if self.recovery.log else None
+                self.fetches.keep_in(self.recovery.log)
                 for did, payload in body:
                     self.fetches.arrived(did, payload, keep)
             elif op == M.SAMPLE:

@@ -86,6 +86,10 @@ RESUMABLE = True
 Chunk = Union[bytes, memoryview, pickle.PickleBuffer]
 Output = tuple[Any, ...]          # ("v", n, crc) | ("V", n, crc) | ("f", path) | ("h",)
 RecordWire = tuple[Any, ...]      # one of the records above
+# bytes of a value from which it is written from where it is, not joined with the frame's
+# others: copying 200 values of 1 MB twice (join, then head + header + body) cost the
+# bus thread, holding the interpreter lock, more than writing them
+APART = 64 * 1024
 
 
 class ResumeLog:
@@ -139,14 +143,14 @@ class ResumeLog:
         pickler.fast = True         # no memo: records share nothing, and it costs a third
         pickler.dump((functions, records))
         header = buf.getvalue()
-        if all(type(p) is bytes for p in payloads):     # the common case: one buffer
+        if all(type(p) is bytes and len(p) < APART for p in payloads):  # the common case
             body = b"".join(payloads)
             return [head(header, len(body)) + header + body]
         parts: list[Chunk] = []
         small: list[bytes] = []
         size = 0
         for p in payloads:
-            if type(p) is bytes:
+            if type(p) is bytes and len(p) < APART:
                 small.append(p)
                 size += len(p)
                 continue
