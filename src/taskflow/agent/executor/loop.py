@@ -270,6 +270,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     programs.STATE.live = lambda logs: send_lines(wfd, cur, logs)
     reader = P.FrameReader(rfd)
     means: dict[bytes, float] = {}          # function digest -> mean duration here
+    NEST.here.attach(means, funcs, _error_info)     # (calls run in their parent's executor)
     out, err = Capture("STDOUT", cur, wfd), Capture("STDERR", cur, wfd)
     nest = NEST
     frames = nest.frames                    # received, not run yet (nested waits run them too)
