@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .._version import __version__
-from ..context import keep_calls_inline, keep_nested_here, private_dir, total_memory_gb
+from ..context import keep_calls_inline, private_dir, total_memory_gb
 from ..errors import ProtocolError
 from ..wire import budget, messages as M
 from ..wire import protocol as P
@@ -108,6 +108,7 @@ class Agent:
         link = self.link = MasterLink(chan, hello, self.link)
         self.pool.own(*link.fds)              # executors forked from now on close it
         self.redial = Redial.named(hello) if link.grace else None
+        self.pool.nested_here(bool(hello.get("nested_here")))     # (a resumed master's: off)
         info = self._set_up(hello) if orphan is None else self._ready_again(orphan, same)
         P.write_all(chan, P.encode(M.READY, info))
         link.watch(self.sel)
@@ -144,7 +145,6 @@ class Agent:
         high, pause = budget.marks(hello.get("memory_budget"), hello.get("memory_pause"), mem_gb)
         self.memory = NodeMemory(store, self.pool, high, pause,
                                  lambda r: self._send(M.MEMORY, r))
-        keep_nested_here(bool(hello.get("nested_here")))     # (executor.runhere; before the forks)
         if hello.get("compss_env"):     # PyCOMPSs: what every task sees (before the forks),
             compss_environment(hello.get("label") or self.name)
             keep_calls_inline(not hello.get("compss_nesting"))  # calls in tasks: inline?

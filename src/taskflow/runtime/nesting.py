@@ -264,12 +264,14 @@ class Nesting:
     def runs_here(self, task: Task) -> bool:
         """Runtime._record (the lock held): whether ``task`` is a call its parent's
         executor runs itself (rules/herecalls.py)."""
-        node = getattr(_HERE, "node", None)
-        if node is None:
+        here = getattr(_HERE, "here", None)
+        if here is None:
             return False
+        node, t = here
         task.state = T.RUNNING          # (with no unit of its node: its parent's slot)
         task.node = node
-        task.t_start = time.time()
+        task.t_start = t                # (its executor's clock: submitted when it started)
+        task.t_submit = min(task.t_submit, t)
         bus = self.rt.bus
         if bus.active:
             bus.emit(Running("running", task.t_start, task.id, task.spec.name, node.name, None))
@@ -293,7 +295,7 @@ class Nesting:
             args, kwargs = _Unpickler(c.payload, rec.calls).load()
             by = rec.here.get(c.by) if c.by else None     # (made by a call run here)
             _HERE.parent = by or parent
-            _HERE.node = rec.node if here else None
+            _HERE.here = (rec.node, c.t) if type(c) is M.NestHere else None
             try:
                 value = rec.calls[c.seq] = tf(*args, **(kwargs or {}))
                 made = value._producer if type(value) is Future else None
@@ -308,7 +310,7 @@ class Nesting:
                     if news:
                         rec.calls[c.seq] = _outputs(value) + news
             finally:
-                _HERE.parent = _HERE.node = None
+                _HERE.parent = _HERE.here = None
         except Exception as exc:  # noqa: BLE001 - the call's own error, for the parent
             rec.calls[c.seq] = _Refused(exc)
         if len(rec.calls) >= rec.calls_at:

@@ -492,8 +492,8 @@ class Runtime(RunState):
         return self._block(w.event, _left(deadline))
 
     def _wait_idle(self, timeout: float | None) -> bool:
-        with self.lock:
-            if self.tally.active == 0:
+        with self.lock:         # (calls of tasks arrived and not made yet: not idle)
+            if self.tally.active == 0 and not (self.nesting and self.nesting.calls):
                 return True
             ev = threading.Event()
             self.idle_waiters.append(ev)

@@ -107,6 +107,7 @@ NEST: Final = 22
 NESTED: Final = 23
 NESTED_RUN: Final = 27      # agent -> executor only: NESTED, and the agent took the task back
 PRELOAD: Final = 30         # master -> agent -> executors: modules to import ahead of tasks
+NESTED_HERE: Final = 35     # agent -> executors: whether short calls may run in their callers'
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -388,6 +389,7 @@ class NestHere(NamedTuple):
     key: str
     payload: bytes
     by: int                       # the parent's call running here that made it (0: itself)
+    t: float                      # when it started there
 
 
 class NestHereEnd(NamedTuple):

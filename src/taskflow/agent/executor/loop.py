@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Callable, Iterator
 
-from ...context import enter_worker
+from ...context import enter_worker, keep_nested_here
 from ...errors import TaskMemoryExceeded
 from ...wire import messages as M
 from ...wire import protocol as P
@@ -396,6 +396,8 @@ def _control(op: int, body: Any, funcs: dict[bytes, Any]) -> None:
         NEST.answered(body, op == M.NESTED_RUN)
     elif op == M.PRELOAD:
         preload.start(body.modules)
+    elif op == M.NESTED_HERE:           # (a resumed master's: off, runhere.py)
+        keep_nested_here(body)
     elif op == M.SHUTDOWN:
         os._exit(0)
 

@@ -261,14 +261,16 @@ class _Nest:
         if self.pending:
             self.send([])
 
-    def send(self, entries: list[M.Nest], frame: bytes = b"") -> None:
+    def send(self, entries: list[M.Nest], frame: bytes = b"", keep: Any = None) -> None:
         """Write what is held (a NEST frame), then ``frame`` (results), then ``entries`` in a
         NEST frame: in one write, in this order (the agent's record of each executor's
         queue follows it: a task runs again before its result, results owed go before the
-        wait of the task behind them)."""
+        wait of the task behind them). ``keep``: an entry left held if it is the last."""
         pending = self.pending
         with WRITING:
             n = len(pending)        # (the holding thread's: the task may add one meanwhile)
+            if keep is not None and n and pending[n - 1] is keep:
+                n -= 1
             if not frame:           # (one NEST frame: the agent reads one)
                 body = pending[:n] + entries if n else entries
                 data = P.encode(M.NEST, body) if body else b""
@@ -316,8 +318,9 @@ class _Nest:
             if self.pending:
                 idle = 0
                 if time.monotonic() - self.since >= CALL_HOLD:
-                    try:
-                        self.flush()
+                    last = self.here.last       # (a call that may run at the parent's
+                    try:                        # wait stays: the parent's next frame's)
+                        self.send([], keep=last[2] if last is not None else None)
                     except OSError:
                         return          # the agent is gone (the task's thread says so)
             else:

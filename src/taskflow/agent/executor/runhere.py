@@ -36,6 +36,7 @@ again). ``TASKFLOW_NESTED_HERE=0`` turns it off (runtime/loop/hello.py).
 from __future__ import annotations
 
 import io
+import os
 import pickle
 import sys
 import time
@@ -47,7 +48,9 @@ from ...wire import protocol as P
 from ...wire import values as V
 from ...wire.thresholds import EXEC_SHORT
 
-SHORT = EXEC_SHORT          # s; a function whose mean duration here is below this may run here
+# s; a function whose mean duration here is below this may run here (the environment's
+# TASKFLOW_NESTED_HERE_SHORT where the agent starts, e.g. a test's: every one known)
+SHORT = float(os.environ.get("TASKFLOW_NESTED_HERE_SHORT") or EXEC_SHORT)
 LINES = 1000                # lines kept of what one call run here prints (then a count)
 VALUE_SENT_AT = 2**20       # bytes of a value made here above which the calls held go at once
 _SCALARS = frozenset({int, float, str, bool, type(None), bytes})
@@ -107,7 +110,7 @@ class RunHere:
         with WRITING:                   # (the holding thread may be sending them)
             if not pending or pending[-1] is not call:
                 return                  # sent: the master places it
-            pending[-1] = M.NestHere(parent, seq, call.key, call.payload, 0)
+            pending[-1] = M.NestHere(parent, seq, call.key, call.payload, 0, time.time())
         nest = self.nest
         if nest.results or nest.logs:   # results owed go first (this may take a while)
             nest.send([], P.encode(M.RESULTS, (nest.results, nest.logs)))
@@ -119,7 +122,7 @@ class RunHere:
              args: tuple[Any, ...]) -> None:
         """A call made inside a run here that may run here: it runs now."""
         ts = time.time()
-        self.nest._held(M.NestHere(parent, seq, key, payload, self.stack[-1]))
+        self.nest._held(M.NestHere(parent, seq, key, payload, self.stack[-1], ts))
         self.run(parent, seq, key, func, args, ts)
 
     def run(self, parent: int, seq: int, key: str, func: Any, args: tuple[Any, ...],
