@@ -89,6 +89,24 @@ def test_a_call_in_a_run_here_that_may_not_run_here_is_dispatched_under_it(tmp_p
                 and t["params"] == "i=2"]
     assert outer["t_dispatch"] is None and inner["t_dispatch"] is not None
     assert (outer["id"], inner["id"]) in edges
+    _, value, tasks, _ = _run(tmp_path, monkeypatch, lambda: wait_on(
+        H.warm_then("barrier_after_an_option", [1, 2])))
+    assert value == [1001, 1002]
+    (outer,) = [t for t in tasks.values() if t["name"] == "barrier_after_an_option"
+                and t["params"] == "i=2"]
+    assert outer["t_dispatch"] is None
+
+
+def test_a_large_value_made_here_is_right_and_its_function_runs_here_no_more(
+        tmp_path, monkeypatch):
+    _, value, tasks, _ = _run(tmp_path, monkeypatch,
+                              lambda: wait_on(H.warm_then("big_twice", [1, 3])))
+    assert value == [[3 * 2**20, b"\x01", 3 * 2**20, b"\x02"],
+                     [3 * 2**20, b"\x03", 3 * 2**20, b"\x04"]]
+    # big(1): not known yet; big(2) ran here and made a large value: big(3) and big(4),
+    # called by big_twice(3), which ran here, were dispatched
+    here = {(t["name"], t["params"]) for t in _ran_here(tasks)}
+    assert here == {("big", "i=2"), ("big_twice", "i=3")}, here
 
 
 def test_a_long_child_is_never_run_here(tmp_path, monkeypatch):

@@ -39,6 +39,28 @@ def calls_one_with_an_option(i):
 
 
 @task(returns=1)
+def barrier_after_an_option(i):
+    """Runs here; its barrier waits for the call it sent (not for itself: no deadlock)."""
+    from taskflow import barrier
+    x = with_an_option(i)
+    barrier()
+    return wait_on(x)
+
+
+@task(returns=1)
+def big(i):
+    return bytes([i]) * (3 * 2**20)
+
+
+@task(returns=1)
+def big_twice(i):
+    """big(i) runs here (its value, 3 MiB, goes to the master), then big is dispatched."""
+    a = wait_on(big(i))
+    b = wait_on(big(i + 1))
+    return [len(a), a[:1], len(b), b[:1]]
+
+
+@task(returns=1)
 def slow(s):
     time.sleep(s)
     return s

@@ -230,6 +230,8 @@ class _Nest:
         if may and here.stack:          # (inside a call run here: this one too, now)
             here.call(parent, seq, key, payload, func, args)
             return Child(parent, seq, 0, name)
+        if here.stack:                  # (made by a call run here: dispatched under it)
+            here.sent.append(seq)
         entry = M.NestCall(parent, seq, key, payload, here.stack[-1] if here.stack else 0)
         if len(self.released) >= RELEASE_BATCH:
             self.send([entry, *self._releases()])
@@ -445,7 +447,11 @@ class _Nest:
             return                      # it called nothing
         self._here("barrier")
         parent = self.cur.tid
-        answer = self.ask(lambda wid: M.NestWait(parent, wid, None))
+        here = self.here
+        seqs = here.sent[here.marks[-1]:] if here.stack else None   # (in a call run here:
+        if seqs == []:                                              # the calls it sent)
+            return
+        answer = self.ask(lambda wid: M.NestWait(parent, wid, seqs))
         assert type(answer) is M.NestAnswer
         for _, _, _, err in answer.values:
             if err is not None:

@@ -52,7 +52,7 @@ from ...wire.thresholds import EXEC_SHORT
 # TASKFLOW_NESTED_HERE_SHORT where the agent starts, e.g. a test's: every one known)
 SHORT = float(os.environ.get("TASKFLOW_NESTED_HERE_SHORT") or EXEC_SHORT)
 LINES = 1000                # lines kept of what one call run here prints (then a count)
-VALUE_SENT_AT = 2**20       # bytes of a value made here above which the calls held go at once
+VALUE_SENT_AT = 2**20       # bytes of a value made here above which its function runs here no more
 _SCALARS = frozenset({int, float, str, bool, type(None), bytes})
 
 
@@ -63,6 +63,8 @@ class RunHere:
         self.nest = nest
         self.stack: list[int] = []      # the calls running here now (numbers), innermost last
         self.inner: list[float] = []    # ... the seconds of each spent in calls run here
+        self.sent: list[int] = []       # ... the calls they sent the master (numbers) ...
+        self.marks: list[int] = []      # ... from this index on for each (its barrier's)
         # payloads of the calls run here that ended well, while their handles live
         self.values: dict[tuple[int, int], Any] = {}
         # the last call held that may run here: (parent, seq, its NestCall, function, args)
@@ -71,6 +73,7 @@ class RunHere:
         self.funcs: dict[bytes, Any] = {}       # ... and its functions
         self.digests: dict[str, bytes] = {}     # key -> digest, as found in funcs
         self.error_info: Callable[[BaseException], M.ErrorInfo] | None = None
+        self.big: set[str] = set()      # functions that made a large value here: dispatched
 
     def attach(self, means: dict[bytes, float], funcs: dict[bytes, Any],
                error_info: Callable[[BaseException], M.ErrorInfo]) -> None:
@@ -79,7 +82,8 @@ class RunHere:
     def may(self, key: str, func: Any, shape: str, args: tuple[Any, ...],
             kwargs: dict[str, Any], written: Any) -> bool:
         """Whether this call may run here (see the module's docstring)."""
-        if func is None or shape != "one" or kwargs or written or not nested_here():
+        if func is None or shape != "one" or kwargs or written or not nested_here() or \
+                key in self.big:
             return False
         for a in args:
             if type(a) not in _SCALARS:
@@ -134,6 +138,7 @@ class RunHere:
         lines = _Lines()
         sys.stdout, sys.stderr = lines.stream("STDOUT"), lines.stream("STDERR")
         stack.append(seq)
+        self.marks.append(len(self.sent))
         inner = self.inner
         inner.append(0.0)
         waited = self.nest.waited
@@ -142,14 +147,15 @@ class RunHere:
             value = func(*args)
         except BaseException as exc:  # noqa: BLE001 - the call's own failure, for the master
             t1 = time.time()
-            self._end(parent, seq, None, exc, t0, t1, lines)
+            self._end(parent, seq, key, None, exc, t0, t1, lines)
             if not isinstance(exc, Exception):
                 raise                   # (an interrupt, an exit: the parent's too)
         else:
             t1 = time.time()
-            self._end(parent, seq, value, None, t0, t1, lines)
+            self._end(parent, seq, key, value, None, t0, t1, lines)
         finally:
             stack.pop()
+            del self.sent[self.marks.pop():]
             below = inner.pop()
             sys.stdout, sys.stderr = out, err
         # the function's mean duration here: its own time (neither the calls it ran here
@@ -166,13 +172,15 @@ class RunHere:
             m = self.means.get(digest)
             self.means[digest] = d if m is None else 0.8 * m + 0.2 * d
 
-    def _end(self, parent: int, seq: int, value: Any, exc: BaseException | None, t0: float,
-             t1: float, lines: _Lines) -> None:
+    def _end(self, parent: int, seq: int, key: str, value: Any, exc: BaseException | None,
+             t0: float, t1: float, lines: _Lines) -> None:
         result = None
         if exc is None:
             try:
                 result = pickle.dumps(value, P.PROTOCOL) if type(value) in _SCALARS \
                     else V.dump(value)
+                if type(result) is not bytes:   # (its buffers in band: one NEST frame)
+                    result = pickle.dumps(value, P.PROTOCOL)
             except Exception:  # noqa: BLE001 - what only cloudpickle pickles (a lambda)
                 try:
                     import cloudpickle
@@ -188,7 +196,12 @@ class RunHere:
             self.values[(parent, seq)] = result
         nest = self.nest
         nest._held(M.NestHereEnd(parent, seq, result, info, t0, t1, lines.rows()))
-        if len(nest.pending) >= 64 or (type(result) is bytes and len(result) > VALUE_SENT_AT):
+        if result is not None and len(result) > VALUE_SENT_AT:
+            # a large value goes to the master with the calls held, at once; the function's
+            # later calls are dispatched (their values stay on the node until read)
+            self.big.add(key)
+            nest.flush()
+        elif len(nest.pending) >= 64:
             nest.flush()
 
 
