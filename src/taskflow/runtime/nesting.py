@@ -143,7 +143,8 @@ class Nesting:
                     rec.waited += time.time() - rec.since
                     node.used += task.cus
                 continue
-            if kind is M.NestCall or kind is M.NestHere:
+            if kind is M.NestCall or kind is M.NestHere or (
+                    type(e) is M.NestHereEnd and e.call is not None):
                 self.n_in += 1
             elif (kind is M.NestWait or kind is M.NestWaitFile) and not rec.waiting:
                 self._lend(node, task, rec)
@@ -228,6 +229,11 @@ class Nesting:
                     finally:
                         self._called()
                 elif kind is M.NestHereEnd or kind is str:     # (its end, or its parent's)
+                    if kind is M.NestHereEnd and e.call is not None:     # (and the call)
+                        try:
+                            self._call(rec, e.call)
+                        finally:
+                            self._called()
                     self.here_out.append((rec, e))      # the loop's (rules/herecalls.py)
                     self.rt.comm.wake()
                 elif kind is M.NestWait:

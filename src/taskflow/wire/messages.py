@@ -402,6 +402,7 @@ class NestHereEnd(NamedTuple):
     t0: float
     t1: float
     lines: list[tuple[float, str, str]]     # (time, "STDOUT" or "STDERR", line) it printed
+    call: NestHere | None = None  # the call itself, if its NestHere had not left (one entry)
 
 
 class NestWait(NamedTuple):

@@ -320,9 +320,11 @@ class _Nest:
             if self.pending:
                 idle = 0
                 if time.monotonic() - self.since >= CALL_HOLD:
-                    last = self.here.last       # (a call that may run at the parent's
-                    try:                        # wait stays: the parent's next frame's)
-                        self.send([], keep=last[2] if last is not None else None)
+                    keep = None                 # (a call that may run at the parent's
+                    if self.here.last is not None:      # wait stays: its next frame's)
+                        _, _, keep, _, _ = self.here.last
+                    try:
+                        self.send([], keep=keep)
                     except OSError:
                         return          # the agent is gone (the task's thread says so)
             else:

@@ -47,6 +47,7 @@ from ...wire import messages as M
 from ...wire import protocol as P
 from ...wire import values as V
 from ...wire.thresholds import EXEC_SHORT
+from .capture import WRITING
 
 # s; a function whose mean duration here is below this may run here (the environment's
 # TASKFLOW_NESTED_HERE_SHORT where the agent starts, e.g. a test's: every one known)
@@ -109,28 +110,29 @@ class RunHere:
         p, seq, call, func, args = last
         if p != parent or seq not in seqs:
             return
-        from .capture import WRITING
         pending = self.nest.pending
         with WRITING:                   # (the holding thread may be sending them)
             if not pending or pending[-1] is not call:
                 return                  # sent: the master places it
-            pending[-1] = M.NestHere(parent, seq, call.key, call.payload, 0, time.time())
+            pending[-1] = entry = M.NestHere(parent, seq, call.key, call.payload, 0,
+                                             time.time())
         nest = self.nest
         if nest.results or nest.logs:   # results owed go first (this may take a while)
             nest.send([], P.encode(M.RESULTS, (nest.results, nest.logs)))
             nest.results.clear()
             nest.logs.clear()
-        self.run(parent, seq, call.key, func, args, time.time())
+        self.run(parent, seq, call.key, func, args, time.time(), entry)
 
     def call(self, parent: int, seq: int, key: str, payload: bytes, func: Any,
              args: tuple[Any, ...]) -> None:
         """A call made inside a run here that may run here: it runs now."""
         ts = time.time()
-        self.nest._held(M.NestHere(parent, seq, key, payload, self.stack[-1], ts))
-        self.run(parent, seq, key, func, args, ts)
+        entry = M.NestHere(parent, seq, key, payload, self.stack[-1], ts)
+        self.nest._held(entry)
+        self.run(parent, seq, key, func, args, ts, entry)
 
     def run(self, parent: int, seq: int, key: str, func: Any, args: tuple[Any, ...],
-            ts: float) -> None:
+            ts: float, entry: M.NestHere) -> None:
         """Run call ``seq`` here (made at ``ts``); its end (value or error, lines) goes to
         the master."""
         stack = self.stack
@@ -147,12 +149,12 @@ class RunHere:
             value = func(*args)
         except BaseException as exc:  # noqa: BLE001 - the call's own failure, for the master
             t1 = time.time()
-            self._end(parent, seq, key, None, exc, t0, t1, lines)
+            self._end(entry, None, exc, t0, t1, lines)
             if not isinstance(exc, Exception):
                 raise                   # (an interrupt, an exit: the parent's too)
         else:
             t1 = time.time()
-            self._end(parent, seq, key, value, None, t0, t1, lines)
+            self._end(entry, value, None, t0, t1, lines)
         finally:
             stack.pop()
             del self.sent[self.marks.pop():]
@@ -172,8 +174,11 @@ class RunHere:
             m = self.means.get(digest)
             self.means[digest] = d if m is None else 0.8 * m + 0.2 * d
 
-    def _end(self, parent: int, seq: int, key: str, value: Any, exc: BaseException | None,
-             t0: float, t1: float, lines: _Lines) -> None:
+    def _end(self, call: M.NestHere, value: Any, exc: BaseException | None, t0: float,
+             t1: float, lines: _Lines) -> None:
+        """The call's end, held to go to the master: with the call itself in one entry
+        if the call is still the last entry held (it made no call that went out)."""
+        parent, seq = call.parent, call.seq
         result = None
         if exc is None:
             try:
@@ -195,11 +200,18 @@ class RunHere:
         else:
             self.values[(parent, seq)] = result
         nest = self.nest
-        nest._held(M.NestHereEnd(parent, seq, result, info, t0, t1, lines.rows()))
+        pending = nest.pending
+        rows = lines.rows()
+        with WRITING:                   # (the holding thread may be sending them)
+            alone = not pending or pending[-1] is not call
+            if not alone:
+                pending[-1] = M.NestHereEnd(parent, seq, result, info, t0, t1, rows, call)
+        if alone:
+            nest._held(M.NestHereEnd(parent, seq, result, info, t0, t1, rows))
         if result is not None and len(result) > VALUE_SENT_AT:
             # a large value goes to the master with the calls held, at once; the function's
             # later calls are dispatched (their values stay on the node until read)
-            self.big.add(key)
+            self.big.add(call.key)
             nest.flush()
         elif len(nest.pending) >= 64:
             nest.flush()
