@@ -102,8 +102,9 @@ def runs_here(spec: TaskSpec) -> bool:
     """Whether a call of ``spec`` made in a task may run in the caller's executor
     (agent/executor/runhere.py decides per call: scalar arguments, and a mean duration
     known to be short there): a plain Python function with every default, nothing that
-    asks for a placement, a limit, a file, a stream or another failure policy."""
-    return (spec.plain and not spec.returns_tuple and spec.invoker == "python"
+    asks for a placement, a limit, a file, a stream or another failure policy; declared
+    where the master finds it (not inside a function: the master refuses such a call)."""
+    return ("<locals>" not in spec.name and spec.plain and not spec.returns_tuple and spec.invoker == "python"
             and spec.program is None and spec.container is None and spec.hooks is None
             and spec.options is None and spec.time_out is None and spec.computing_units == 1
             and not spec.memory_size and not spec.processors and spec.resources is None

@@ -52,6 +52,7 @@ from .capture import WRITING
 # s; a function whose mean duration here is below this may run here (the environment's
 # TASKFLOW_NESTED_HERE_SHORT where the agent starts, e.g. a test's: every one known)
 SHORT = float(os.environ.get("TASKFLOW_NESTED_HERE_SHORT") or EXEC_SHORT)
+OUTLIER = 10 * SHORT        # s; the most one run here weighs in its function's mean
 LINES = 1000                # lines kept of what one call run here prints (then a count)
 VALUE_SENT_AT = 2**20       # bytes of a value made here above which its function runs here no more
 _SCALARS = frozenset({int, float, str, bool, type(None), bytes})
@@ -162,7 +163,9 @@ class RunHere:
             sys.stdout, sys.stderr = out, err
         # the function's mean duration here: its own time (neither the calls it ran here
         # nor its waits), as a dispatched run's
-        d = t1 - t0 - below - (self.nest.waited - waited)
+        # (at most OUTLIER: a run this executor was not scheduled through, on a loaded
+        # machine, weighs as a long one, no more; a long function stays long)
+        d = min(t1 - t0 - below - (self.nest.waited - waited), OUTLIER)
         # (all of it, what telling the master costs too) is left out of the duration of
         # the call that ran it here, as waits are (a dispatched task's: loop.py)
         if inner:

@@ -46,7 +46,9 @@ def ended(rt: RunState, rec: Any, e: M.NestHereEnd, cbs: Callbacks,
         if e.error is None:
             outcomes.task_done(rt, task, [e.result], node, cbs)
         else:
-            outcomes.task_failed(rt, task, M.ERROR, e.error, node, cbs)
+            stopped = e.error.type_name == "KeyboardInterrupt"     # (the run's interrupt)
+            outcomes.task_failed(rt, task, M.INTERRUPTED if stopped else M.ERROR, e.error,
+                                 node, cbs)
     if under and task.state is not T.DONE:
         cancel_tasks(rt, under, f"its parent task {task.spec.name} (id {task.id}) failed",
                      cbs)
