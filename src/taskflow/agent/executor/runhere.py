@@ -7,7 +7,8 @@ here, in the parent's executor, and the master is told as it goes: the call
 still becomes its task there (``NestHere``, made as a ``NestCall`` is, with
 its journal row and parent edge; the master places it on the parent's node,
 running) and its end follows (``NestHereEnd``: its value or its error, its
-lines), in the frames the parent's calls travel in (no round trip more).
+lines; one entry with the call, if it sent nothing of its own), in the frames
+the parent's calls travel in (no round trip more).
 
 What may run here (:meth:`RunHere.may`): a function with every default
 (api.task.runs_here: no option, constraint, file, stream or failure policy),
