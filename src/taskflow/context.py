@@ -100,6 +100,20 @@ def calls_inline() -> bool:
     return _calls_inline
 
 
+_nested_here = False
+
+
+def keep_nested_here(on: bool) -> None:
+    """Whether a short plain call in a task may run in its parent's executor here
+    (:mod:`taskflow.agent.executor.runhere`): the master's ``Hello`` says, before the forks."""
+    global _nested_here
+    _nested_here = on
+
+
+def nested_here() -> bool:
+    return _nested_here
+
+
 _streams: Any = None    # what publishes to and polls streams here (wire.streams.Client)
 
 

@@ -549,3 +549,20 @@ for _op, _use in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")):
     setattr(Future, f"__{_op}__", _refuse(f"'{_use}'"))
 for _op, _use in (("neg", "unary '-'"), ("abs", "abs()"), ("round", "round()")):
     setattr(Future, f"__{_op}__", _refuse(_use))
+
+
+class Count:
+    """Fires once ``n`` futures finished (done callbacks run in the loop thread; a nested
+    wait's answer: runtime/nesting.py)."""
+
+    def __init__(self, n: int, fire: Any) -> None:
+        self.n = n
+        self.fire = fire
+        self.lock = threading.Lock()
+
+    def one(self, _: Any) -> None:
+        with self.lock:
+            self.n -= 1
+            last = self.n == 0
+        if last:
+            self.fire()

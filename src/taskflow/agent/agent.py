@@ -108,6 +108,7 @@ class Agent:
         link = self.link = MasterLink(chan, hello, self.link)
         self.pool.own(*link.fds)              # executors forked from now on close it
         self.redial = Redial.named(hello) if link.grace else None
+        self.pool.nested_here(bool(hello.get("nested_here")))     # (a resumed master's: off)
         info = self._set_up(hello) if orphan is None else self._ready_again(orphan, same)
         P.write_all(chan, P.encode(M.READY, info))
         link.watch(self.sel)

@@ -15,6 +15,7 @@ import signal
 import time
 from typing import Any
 
+from ..context import keep_nested_here
 from ..wire import messages as M
 from ..wire import protocol as P
 from ..wire.framewriter import FrameWriter
@@ -263,6 +264,15 @@ class Pool:
             here = {t.task_id for ex in self.every() for t in (*ex.queue, *ex.parked)}
             callers &= here
             self._prune_callers = max(64, 2 * len(callers))
+
+    def nested_here(self, on: bool) -> None:
+        """The master's ``Hello.nested_here`` (executor.runhere): for the executors forked
+        from now on, and told to those running (a resumed master that adopted this agent
+        says off: it restores calls that ended well, which must not run here again)."""
+        keep_nested_here(on)
+        for ex in self.every():
+            ex.out.queue(P.encode(M.NESTED_HERE, on))
+            self.flush(ex)
 
     def take_nest(self) -> list[M.Nest]:
         out, self.nest_out = self.nest_out, []

@@ -35,6 +35,7 @@ class TaskFunction:
         self.__wrapped__ = func
         self.spec = spec
         self._writes: Written | None = None     # written_objects(spec), at the first call in a task
+        self._here: Any = False     # the function if a call may run in its caller (runs_here)
         spec.wrapped_by(self)
         functools.update_wrapper(self, func)
 
@@ -62,8 +63,11 @@ class TaskFunction:
             if writes:
                 refuse_written(self.spec.name, writes, args, kwargs)
             n, shape = self.nested_shape()
+            here = self._here
+            if here is False:
+                here = self._here = self.__wrapped__ if runs_here(self.spec) else None
             return handler.call(declared_key(self.spec), n, shape, self.spec.name, args,
-                                kwargs, writes)
+                                kwargs, writes, here)
         rt = _current._current
         if rt is None:
             rt = _embedded.get_or_start()
@@ -88,10 +92,26 @@ class TaskFunction:
                 return (_load_task_function, (spec.module, spec.name))
         n, shape = self.nested_shape()
         return (WorkerTask, (self.__wrapped__, declared_key(spec), n, shape,
-                             written_objects(spec)))
+                             written_objects(spec), runs_here(spec)))
 
     def __repr__(self) -> str:
         return f"<taskflow task {self.spec.name}>"
+
+
+def runs_here(spec: TaskSpec) -> bool:
+    """Whether a call of ``spec`` made in a task may run in the caller's executor
+    (agent/executor/runhere.py decides per call: scalar arguments, and a mean duration
+    known to be short there): a plain Python function with every default, nothing that
+    asks for a placement, a limit, a file, a stream or another failure policy; declared
+    where the master finds it (not inside a function: the master refuses such a call)."""
+    return ("<locals>" not in spec.name and spec.plain and not spec.returns_tuple and spec.invoker == "python"
+            and spec.program is None and spec.container is None and spec.hooks is None
+            and spec.options is None and spec.time_out is None and spec.computing_units == 1
+            and not spec.memory_size and not spec.processors and spec.resources is None
+            and spec.variants is None and not spec.call_time and spec.pin is None
+            and not spec.io and not spec.gang and not spec.gpus and spec.need is None
+            and spec.on_failure == "RETRY" and spec.failure_defaults is None
+            and not spec.kwonly and spec.varkw is None)
 
 
 _BODIES: dict[str, Callable[..., Any]] = {}     # key -> function of the task functions here
@@ -103,10 +123,11 @@ class WorkerTask:
     runs. Tasks themselves run its plain function (the executor is sent that)."""
 
     def __init__(self, func: Callable[..., Any] | None, key: str, nout: int | None,
-                 shape: str, writes: Written = ()) -> None:
+                 shape: str, writes: Written = (), here: bool = False) -> None:
         # (func None: a PyCOMPSs task referring to itself, which only a task calls)
         self.__wrapped__ = self.__taskflow_body__ = func
         self.key, self.nout, self.shape, self.writes = key, nout, shape, writes
+        self.here = func if here else None      # (runs_here: its caller may run it)
         if func is not None:
             functools.update_wrapper(self, func)
             _BODIES[key] = func         # (what a self-reference runs inline)
@@ -121,7 +142,8 @@ class WorkerTask:
         name = self.key.split(":", 1)[1]
         if self.writes:
             refuse_written(name, self.writes, args, kwargs)
-        return handler.call(self.key, self.nout, self.shape, name, args, kwargs, self.writes)
+        return handler.call(self.key, self.nout, self.shape, name, args, kwargs, self.writes,
+                            self.here)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         if obj is None:                 # (a task method: called on an object, it is self)

@@ -29,13 +29,14 @@ import pickle
 import queue
 import threading
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 import cloudpickle
 
 from ..errors import UsageError
-from ..events import Nested
-from ..future import _NOVALUE, Future
+from ..events import Nested, Running
+from ..future import _NOVALUE, Count, Future
 from ..graph import task as T
 from ..graph.spec import DECLARED
 from ..providers.handle import placed_on
@@ -59,7 +60,7 @@ class NestRecord:
     """What the master keeps of a task that called tasks (``Task.nest``)."""
 
     __slots__ = ("task", "node", "calls", "children", "prune_at", "waiting", "since",
-                 "waited", "released", "calls_at")
+                 "waited", "released", "calls_at", "here", "under")
 
     def __init__(self, task: Task, node: NodeHandle) -> None:
         self.task = task
@@ -75,6 +76,10 @@ class NestRecord:
         # the calls kept doubled (calls_at): the master keeps what the parent can still ask
         self.released: set[int] = set()
         self.calls_at = 64
+        # its calls running in its executor (runhere), by number, until their end comes;
+        # the dispatched calls those made (cancelled if the one that made it fails)
+        self.here: dict[int, Task] = {}
+        self.under: dict[int, list[Task]] = {}
 
     def held(self, task: Task) -> float:
         """Seconds it held its slot (the scheduler's mean duration: waits left out)."""
@@ -110,6 +115,8 @@ class Nesting:
         self.q: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.out: dict[NodeHandle, list[M.Answer]] = {}     # answers for the loop to send
         self.doomed: list[tuple[list[Task], str]] = []    # children to cancel, and why
+        # ends of calls run in their parent's executor, and parents' ends, for the loop
+        self.here_out: deque[tuple[NestRecord, Any]] = deque()
         # calls arrived (counted by the loop thread) and made (by this module's thread):
         # while they differ the run is not idle (each count has one writer: no lock)
         self.n_in = self.n_made = 0
@@ -136,7 +143,8 @@ class Nesting:
                     rec.waited += time.time() - rec.since
                     node.used += task.cus
                 continue
-            if kind is M.NestCall:
+            if kind is M.NestCall or kind is M.NestHere or (
+                    type(e) is M.NestHereEnd and e.call is not None):
                 self.n_in += 1
             elif (kind is M.NestWait or kind is M.NestWaitFile) and not rec.waiting:
                 self._lend(node, task, rec)
@@ -203,6 +211,8 @@ class Nesting:
         if any(c.state not in T.FINAL_STATES for c in rec.children):
             self.doomed.append((rec.children, why))
             self.rt.comm.wake()
+        if rec.here:    # after the ends its executor sent before (in this thread's queue)
+            self.q.put((rec, why))
 
     # -- the thread ----------------------------------------------------------------------
     def _run(self) -> None:
@@ -213,11 +223,19 @@ class Nesting:
             try:
                 rec, e = item
                 kind = type(e)
-                if kind is M.NestCall:
+                if kind is M.NestCall or kind is M.NestHere:
                     try:
                         self._call(rec, e)
                     finally:
                         self._called()
+                elif kind is M.NestHereEnd or kind is str:     # (its end, or its parent's)
+                    if kind is M.NestHereEnd and e.call is not None:     # (and the call)
+                        try:
+                            self._call(rec, e.call)
+                        finally:
+                            self._called()
+                    self.here_out.append((rec, e))      # the loop's (rules/herecalls.py)
+                    self.rt.comm.wake()
                 elif kind is M.NestWait:
                     self._wait(rec, e)
                 elif kind is M.NestRelease:
@@ -249,7 +267,23 @@ class Nesting:
     def stop(self) -> None:
         self.q.put(None)
 
-    def _call(self, rec: NestRecord, c: M.NestCall) -> None:
+    def runs_here(self, task: Task) -> bool:
+        """Runtime._record (the lock held): whether ``task`` is a call its parent's
+        executor runs itself (rules/herecalls.py)."""
+        here = getattr(_HERE, "here", None)
+        if here is None:
+            return False
+        node, t = here
+        task.state = T.RUNNING          # (with no unit of its node: its parent's slot)
+        task.node = node
+        task.t_start = t                # (its executor's clock: submitted when it started)
+        task.t_submit = min(task.t_submit, t)
+        bus = self.rt.bus
+        if bus.active:
+            bus.emit(Running("running", task.t_start, task.id, task.spec.name, node.name, None))
+        return True
+
+    def _call(self, rec: NestRecord, c: M.NestCall | M.NestHere) -> None:
         parent = rec.task
         if parent.nest is not rec or (parent.state in T.FINAL_STATES
                                       and parent.state is not T.DONE):
@@ -262,18 +296,27 @@ class Nesting:
                 f"module in the main program (a task defined inside a function cannot be "
                 f"called from a task)"))
             return
+        here = type(c) is M.NestHere
         try:
             args, kwargs = _Unpickler(c.payload, rec.calls).load()
-            _HERE.parent = parent
+            by = rec.here.get(c.by) if c.by else None     # (made by a call run here)
+            _HERE.parent = by or parent
+            _HERE.here = (rec.node, c.t) if type(c) is M.NestHere else None
             try:
                 value = rec.calls[c.seq] = tf(*args, **(kwargs or {}))
+                made = value._producer if type(value) is Future else None
+                if here and made is not None and made.state is T.RUNNING:
+                    rec.here[c.seq] = made
+                elif by is not None and made is not None:
+                    rec.under.setdefault(c.by, []).append(made)
+                    rec.children.append(made)       # (its parent's end cancels it too)
                 writes = tf.nested_writes() if hasattr(tf, "nested_writes") else ()
                 if writes:      # the new versions of the parent's objects, after the outputs
                     news = self._new_versions(writes, args, kwargs)
                     if news:
                         rec.calls[c.seq] = _outputs(value) + news
             finally:
-                _HERE.parent = None
+                _HERE.parent = _HERE.here = None
         except Exception as exc:  # noqa: BLE001 - the call's own error, for the parent
             rec.calls[c.seq] = _Refused(exc)
         if len(rec.calls) >= rec.calls_at:
@@ -554,19 +597,3 @@ class _Unpickler(pickle.Unpickler):
         if type(f) is _Refused:
             raise f.error
         return f
-
-
-class Count:
-    """Fires once ``n`` futures finished (done callbacks run in the loop thread)."""
-
-    def __init__(self, n: int, fire: Any) -> None:
-        self.n = n
-        self.fire = fire
-        self.lock = threading.Lock()
-
-    def one(self, _: Any) -> None:
-        with self.lock:
-            self.n -= 1
-            last = self.n == 0
-        if last:
-            self.fire()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -37,6 +36,7 @@ from ..journal.root import runs_root
 from . import current, gctune, putinplace
 from .calltime import CallTimes, cannot_fit, outlasts_every_node
 from .loop.dispatch import YIELD_EVERY, Dispatcher
+from .loop.hello import hello_config
 from .recovery.log import RESUMABLE
 from .recovery import recordfail
 from .recovery.recovery import Recovery
@@ -49,7 +49,6 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from ..journal.writer import JournalWriter
     from ..wire.messages import Payload
-    from ..wire.messages import Hello
     from .rules.outcomes import Callbacks
 
 
@@ -172,14 +171,9 @@ class Runtime(RunState):
         recovery.open(self)
         diagnostics.setup()
         self.t_start = time.time()
-        config: Hello = {"sys_path": [p for p in sys.path if p], "cwd": os.getcwd(),
-                         "data_dir": self.data_dir, "run_id": self.run_id,
-                         "memory_budget": self.memory_budget, "memory_pause": self.memory_pause}
-        if self.io_executors:
-            config["io_executors"] = self.io_executors
-        if self.compss_env:
-            config["compss_env"] = True
-            config["compss_nesting"] = self.compss_nesting
+        config = hello_config(self.data_dir, self.run_id, self.memory_budget, self.memory_pause,
+                              self.io_executors, self.compss_env, self.compss_nesting,
+                              recovery.resumer is not None)     # (after recovery.open)
         nodes = []
         try:
             recovery.before_nodes(self.providers)
@@ -462,7 +456,7 @@ class Runtime(RunState):
                 cbs = []
                 err = cancel_by._exception
                 cancel_task(self, task, cancel_by._producer or "an earlier task", err, cbs)
-            elif task.npending == 0:
+            elif task.npending == 0 and (nest is None or not nest.runs_here(task)):
                 task.state = T.READY
                 self.scheduler.ready.push(task)
                 if not self.dispatcher._wake_pending:

@@ -107,6 +107,7 @@ NEST: Final = 22
 NESTED: Final = 23
 NESTED_RUN: Final = 27      # agent -> executor only: NESTED, and the agent took the task back
 PRELOAD: Final = 30         # master -> agent -> executors: modules to import ahead of tasks
+NESTED_HERE: Final = 35     # agent -> executors: whether short calls may run in their callers'
 
 # -- result statuses -------------------------------------------------------------
 OK: Final = 0
@@ -338,6 +339,7 @@ class Hello(TypedDict, total=False):
     compss_env: bool              # every task sees PyCOMPSs's COMPSS_* (agent.executor.taskenv)
     #                               and a task called in a task runs inline (runcompss's way)
     compss_nesting: bool          # ... unless this: it is a child task (PyCOMPSs's agents)
+    nested_here: bool             # a short call in a task may run in its executor (runhere)
     label: str                    # the node as COMPSs names it (COMPSS_HOSTNAMES)
     adopt_grace: float            # s the agent outlives a lost master (wire.adoption; 0: none)
     adopt_secret: str             # the run's secret a resumed master proves
@@ -375,6 +377,32 @@ class NestCall(NamedTuple):
     key: str                      # the task function, ``module:qualname`` (api.task)
     payload: bytes                # (args, kwargs) pickled; handles as persistent ids
     #                               ("c", seq, index) of the same parent's earlier calls
+    by: int = 0                   # made by the parent's call ``by`` running in its executor
+
+
+class NestHere(NamedTuple):
+    """A call the parent's executor runs itself now (agent/executor/runhere.py): recorded
+    as a ``NestCall`` is, running on the parent's node; a ``NestHereEnd`` follows."""
+
+    parent: int
+    seq: int
+    key: str
+    payload: bytes
+    by: int                       # the parent's call running here that made it (0: itself)
+    t: float                      # when it started there
+
+
+class NestHereEnd(NamedTuple):
+    """A call run in its parent's executor ended: its value or its error, its lines."""
+
+    parent: int
+    seq: int
+    result: Any                   # its value (a Payload) if it ended well
+    error: ErrorInfo | None
+    t0: float
+    t1: float
+    lines: list[tuple[float, str, str]]     # (time, "STDOUT" or "STDERR", line) it printed
+    call: NestHere | None = None  # the call itself, if its NestHere had not left (one entry)
 
 
 class NestWait(NamedTuple):
@@ -455,8 +483,8 @@ class StreamItems(NamedTuple):
     error: bytes | None           # the error it was closed with (pickled), if any
 
 
-Nest = Union[NestCall, NestWait, NestWaitFile, NestResumed, NestRelease, StreamPublish,
-             StreamClose, StreamPoll]
+Nest = Union[NestCall, NestHere, NestHereEnd, NestWait, NestWaitFile, NestResumed, NestRelease,
+             StreamPublish, StreamClose, StreamPoll]
 Answer = Union[NestAnswer, StreamItems]
 
 

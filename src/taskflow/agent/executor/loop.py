@@ -22,7 +22,7 @@ import sys
 import time
 from typing import Any, Callable, Iterator
 
-from ...context import enter_worker
+from ...context import enter_worker, keep_nested_here
 from ...errors import TaskMemoryExceeded
 from ...wire import messages as M
 from ...wire import protocol as P
@@ -270,6 +270,7 @@ def executor_main(rfd: int, wfd: int, slot: programs.PidSlot | None = None) -> N
     programs.STATE.live = lambda logs: send_lines(wfd, cur, logs)
     reader = P.FrameReader(rfd)
     means: dict[bytes, float] = {}          # function digest -> mean duration here
+    NEST.here.attach(means, funcs, _error_info)     # (calls run in their parent's executor)
     out, err = Capture("STDOUT", cur, wfd), Capture("STDERR", cur, wfd)
     nest = NEST
     frames = nest.frames                    # received, not run yet (nested waits run them too)
@@ -395,6 +396,8 @@ def _control(op: int, body: Any, funcs: dict[bytes, Any]) -> None:
         NEST.answered(body, op == M.NESTED_RUN)
     elif op == M.PRELOAD:
         preload.start(body.modules)
+    elif op == M.NESTED_HERE:           # (a resumed master's: off, runhere.py)
+        keep_nested_here(body)
     elif op == M.SHUTDOWN:
         os._exit(0)
 

@@ -38,10 +38,14 @@ from ...context import calls_inline, set_nest, set_streams
 from ...errors import UsageError
 from ...wire import messages as M
 from ...wire import protocol as P
-from ...wire import values as V
 from ...wire.writes import update_in_place, written_values
 from .capture import WRITING, Capture, Current
 from .inputs import AHEAD
+from . import waitvalues
+from .runhere import RunHere
+from .waitvalues import collect as _collect
+from .waitvalues import latest as _latest
+from .waitvalues import resolve as _resolve
 
 # An executor that helps while a task waits grows its stack by a few frames per waiting
 # task (about 3 KiB of C stack, 10 Python frames): room for tens of thousands of them.
@@ -92,6 +96,9 @@ class Child:
             NEST.dropped(self.parent, self.seq)
         except Exception:  # noqa: BLE001 - (the interpreter's exit: nothing to tell)
             pass
+
+
+waitvalues.Child = Child
 
 
 @functools.cache
@@ -167,6 +174,7 @@ class _Nest:
         # a function decides how its results travel; a waiting task runs others meanwhile)
         self.busy = False
         self.waited = 0.0
+        self.here = RunHere(self)       # short calls run in this executor (runhere.py)
 
     def attach(self, rfd: int, wfd: int, reader: P.FrameReader, cur: Current, out: Capture,
                err: Capture, help_: Callable[[Callable[[], bool]], None]) -> None:
@@ -189,14 +197,15 @@ class _Nest:
 
     # -- calls ----------------------------------------------------------------------
     def call(self, key: str, nout: int | None, shape: str, name: str, args: tuple[Any, ...],
-             kwargs: dict[str, Any], writes: tuple[Any, ...] = ()) -> Any:
+             kwargs: dict[str, Any], writes: tuple[Any, ...] = (), func: Any = None) -> Any:
         """Record a call of ``key`` made by the running task; its handles, shaped as the
         program's call's value is (``shape``: "one", "tuple", "list" or "none").
 
         ``writes``: the parameters the called task writes in place (api.task.Written);
         the task's objects given there get a handle each, after the outputs (the master
         answers their new versions with those indexes): the task's later calls read the
-        new version and its ``wait_on(obj)`` gives it."""
+        new version and its ``wait_on(obj)`` gives it. ``func``: the function, if a call
+        of it may run here (runhere.py)."""
         self._here(name)
         if nout is None:
             raise UsageError(
@@ -216,10 +225,20 @@ class _Nest:
             _pickler()(buf, parent, versions).dump((args, kwargs or None))
             payload = buf.getvalue()
         self.busy = True
+        here = self.here
+        may = func is not None and here.may(key, func, shape, args, kwargs, written)
+        if may and here.stack:          # (inside a call run here: this one too, now)
+            here.call(parent, seq, key, payload, func, args)
+            return Child(parent, seq, 0, name)
+        if here.stack:                  # (made by a call run here: dispatched under it)
+            here.sent.append(seq)
+        entry = M.NestCall(parent, seq, key, payload, here.stack[-1] if here.stack else 0)
         if len(self.released) >= RELEASE_BATCH:
-            self.send([M.NestCall(parent, seq, key, payload), *self._releases()])
+            self.send([entry, *self._releases()])
         else:
-            self._held(M.NestCall(parent, seq, key, payload))
+            self._held(entry)
+            if may:                     # (it may run here at the parent's wait)
+                here.last = (parent, seq, entry, func, args)
             if len(self.pending) >= CALL_BATCH:
                 self.flush()
         n = 0 if shape == "none" else 1 if shape == "one" else max(nout, 1)
@@ -244,14 +263,16 @@ class _Nest:
         if self.pending:
             self.send([])
 
-    def send(self, entries: list[M.Nest], frame: bytes = b"") -> None:
+    def send(self, entries: list[M.Nest], frame: bytes = b"", keep: Any = None) -> None:
         """Write what is held (a NEST frame), then ``frame`` (results), then ``entries`` in a
         NEST frame: in one write, in this order (the agent's record of each executor's
         queue follows it: a task runs again before its result, results owed go before the
-        wait of the task behind them)."""
+        wait of the task behind them). ``keep``: an entry left held if it is the last."""
         pending = self.pending
         with WRITING:
             n = len(pending)        # (the holding thread's: the task may add one meanwhile)
+            if keep is not None and n and pending[n - 1] is keep:
+                n -= 1
             if not frame:           # (one NEST frame: the agent reads one)
                 body = pending[:n] + entries if n else entries
                 data = P.encode(M.NEST, body) if body else b""
@@ -299,8 +320,11 @@ class _Nest:
             if self.pending:
                 idle = 0
                 if time.monotonic() - self.since >= CALL_HOLD:
+                    keep = None                 # (a call that may run at the parent's
+                    if self.here.last is not None:      # wait stays: its next frame's)
+                        _, _, keep, _, _ = self.here.last
                     try:
-                        self.flush()
+                        self.send([], keep=keep)
                     except OSError:
                         return          # the agent is gone (the task's thread says so)
             else:
@@ -322,6 +346,8 @@ class _Nest:
         """A handle of call ``seq`` of task ``parent`` is gone (Child.__del__): once every
         one is, the master is told (:meth:`_releases`)."""
         key = (parent, seq)
+        if self.here.values:
+            self.here.values.pop(key, None)
         n = self.live.get(key)
         if n is not None:
             if n > 1:
@@ -366,9 +392,21 @@ class _Nest:
         self._here(next(iter(handles)).name)
         parent = self.cur.tid
         seqs = sorted({h.seq for h in handles})
-        answer = self.ask(lambda wid: M.NestWait(parent, wid, seqs))
-        assert type(answer) is M.NestAnswer
-        got = {(seq, i): (v, e) for seq, i, v, e in answer.values}
+        here = self.here
+        if here.last is not None:       # its last call may run here now (runhere.py)
+            here.at_wait(parent, seqs)
+        got: dict[tuple[int, int], tuple[Any, Any]] = {}
+        if here.values:                 # values of calls run here (a failed one: asked)
+            for h in handles:
+                v = here.values.get((h.parent, h.seq))
+                if v is not None:
+                    got[(h.seq, h.index)] = (v, None)
+            if got:
+                seqs = sorted({h.seq for h in handles if (h.seq, h.index) not in got})
+        if seqs:
+            answer = self.ask(lambda wid: M.NestWait(parent, wid, seqs))
+            assert type(answer) is M.NestAnswer
+            got.update(((seq, i), (v, e)) for seq, i, v, e in answer.values)
         for h in handles:
             entry = got.get((h.seq, h.index))
             if entry is None:   # a call the master refused answers its error once, for all
@@ -411,7 +449,11 @@ class _Nest:
             return                      # it called nothing
         self._here("barrier")
         parent = self.cur.tid
-        answer = self.ask(lambda wid: M.NestWait(parent, wid, None))
+        here = self.here
+        seqs = here.sent[here.marks[-1]:] if here.stack else None   # (in a call run here:
+        if seqs == []:                                              # the calls it sent)
+            return
+        answer = self.ask(lambda wid: M.NestWait(parent, wid, seqs))
         assert type(answer) is M.NestAnswer
         for _, _, _, err in answer.values:
             if err is not None:
@@ -433,6 +475,9 @@ class _Nest:
         if self.released:           # (with what is held: before the results owed)
             self.pending += self._releases()
         self.send([wait(wid)], owed)    # what is held, the results owed, the wait: one write
+        here = self.here                # (tasks run on top run their calls' own way)
+        here_stack, here.stack, here.last = here.stack, [], None
+        here_inner, here.inner = here.inner, []
         saved = self._save()
         t0 = time.monotonic()
         answers = self.answers
@@ -451,6 +496,7 @@ class _Nest:
         finally:
             self.stack.pop()
             self._restore(saved)
+            here.stack, here.inner = here_stack, here_inner
             self.waited += time.monotonic() - t0
             self.busy = True
             # (also when something raised here: the agent's record of the stack stays true)
@@ -526,53 +572,6 @@ NEST = _Nest()
 
 def wait_on(*objs: Any) -> Any:
     return NEST.wait_on(*objs)
-
-
-def _collect(obj: Any, out: list[Child], depth: int) -> None:
-    t = type(obj)
-    if t is Child:
-        out.append(obj)
-    elif depth < 100 and (t is list or t is tuple):
-        for x in obj:
-            if type(x) not in _PLAIN:
-                _collect(x, out, depth + 1)
-    elif depth < 100 and t is dict:
-        for k, v in obj.items():
-            _collect(k, out, depth + 1)
-            _collect(v, out, depth + 1)
-
-
-def _latest(obj: Any, versions: dict[int, tuple[Any, Child]], depth: int) -> Any:
-    """``obj`` as ``wait_on`` sees it: the handle of its latest version if a call wrote it
-    (also inside lists and tuples)."""
-    held, latest = versions.get(id(obj), _NONE)
-    if held is obj:
-        return latest
-    t = type(obj)
-    if depth < 100 and (t is list or t is tuple):
-        return t(_latest(x, versions, depth + 1) for x in obj)
-    return obj
-
-
-def _resolve(obj: Any, got: dict[tuple[int, int], Any], loaded: dict[tuple[int, int], Any],
-             depth: int) -> Any:
-    t = type(obj)
-    if t is Child:
-        key = (obj.seq, obj.index)
-        if key not in loaded:
-            payload, _ = got[key]
-            loaded[key] = V.load(payload) if payload is not None else None
-        return loaded[key]
-    if depth >= 100:
-        return obj
-    if t is list:
-        return [_resolve(x, got, loaded, depth + 1) for x in obj]
-    if t is tuple:
-        return tuple(_resolve(x, got, loaded, depth + 1) for x in obj)
-    if t is dict:
-        return {_resolve(k, got, loaded, depth + 1): _resolve(v, got, loaded, depth + 1)
-                for k, v in obj.items()}
-    return obj
 
 
 def _error(blob: bytes, name: str) -> BaseException:

@@ -26,7 +26,7 @@ from ...wire import messages as M
 from ...wire import protocol as P
 from ...wire.adoption import PING_EVERY
 from .. import gctune
-from ..rules import outcomes
+from ..rules import herecalls, outcomes
 from ..rules.cancel import cancel_tasks
 from ...events import Log, Memory, NodeGone, NodeJoin, Running, Sample, Usage
 from .outbox import Frames, Outbox
@@ -317,6 +317,8 @@ class Dispatcher:
                     if nest.doomed:             # a failed parent's children
                         for children, why in nest.take_doomed():
                             cancel_tasks(rt, children, why, cbs)
+                    if nest.here_out:           # calls run in their parent's executor
+                        herecalls.take(rt, nest.here_out, cbs, self._logs)
                     if nest.out:
                         for node, answers in nest.take().items():
                             if node.alive:
