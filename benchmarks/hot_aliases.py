@@ -50,9 +50,17 @@ def run(fn: object, n: int) -> float:
     cur = X.Current()
     out, err = X.Capture("STDOUT", cur), X.Capture("STDERR", cur)
     means = {digest: 1e-6}
-    t0 = time.perf_counter()
-    fn({}, funcs, means, cur, out, err, -1, [], [], iter(tasks))   # type: ignore[operator]
-    return (time.perf_counter() - t0) / n * 1e6
+    # results the loop sends while it runs (a task seen as not short after ``HOLD`` s of a
+    # long frame: a loaded machine) go to /dev/null, through the executor's nesting state
+    wfd = os.open(os.devnull, os.O_WRONLY)
+    X.NEST.wfd = wfd
+    try:
+        t0 = time.perf_counter()
+        fn({}, funcs, means, cur, out, err, wfd, [], [], iter(tasks))   # type: ignore[operator]
+        return (time.perf_counter() - t0) / n * 1e6
+    finally:
+        X.NEST.wfd = -1
+        os.close(wfd)
 
 
 def main() -> None:
