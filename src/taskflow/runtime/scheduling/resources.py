@@ -22,7 +22,6 @@ task and what the nodes have.
 """
 from __future__ import annotations
 
-import difflib
 import json
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
@@ -238,6 +237,7 @@ def check(need: tuple[Variant, ...], cus: int, mem: float, nodes: list[NodeHandl
     for v in need:
         for res, u in v.amounts:
             if res not in known:
+                import difflib      # (here: an error's hint, not the run's start-up)
                 close = difflib.get_close_matches(res, sorted(known), n=1)
                 raise UsageError(
                     f"task {name} asks for resource {res!r}"
