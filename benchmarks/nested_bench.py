@@ -1,6 +1,6 @@
 """Tasks that call tasks (issue 36): N1-N3 against benchmarks A and B in the same sitting.
 
-    python benchmarks/nested_bench.py [--only A,B,N1,N2,N3] [--repeat 3] [--fib 20]
+    python benchmarks/nested_bench.py [--only A,B,N1,N2,N3,X] [--repeat 3] [--fib 20]
                                       [--cpu] [--json out.json]
 
 Each workload runs in a fresh 2- or 4-slot local runtime (one node agent), after a
@@ -15,6 +15,9 @@ N2  8 parents, each calling 50 children of 0.1 s and waiting for them, 4 slots:
     holds no slot).
 N3  one task making a chain of 1,000 nested ``inc`` calls (each reads the previous
     one's future) and waiting for the last: us per link against B's (target <= 2 x).
+X   ``taskflow.Executor().map`` over 10,000 no-op items (a plain function, on the
+    running runtime), then ``concurrent.futures.as_completed`` over 1,000 submissions
+    (each yielded once): map's items/s and its ratio to A (target >= 0.5).
 
 ``--cpu`` adds each workload's CPU time per task in microseconds, by process (the
 master's loop thread, its nested-calls thread, the rest of the master, the agent, its
@@ -24,6 +27,7 @@ moves far less than throughput on a loaded machine (benchmarks/cpu_split.py).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
 import json
 import statistics
 import sys
@@ -80,6 +84,10 @@ def chain(n):
     return wait_on(x)
 
 
+def plain_noop(x):
+    return x
+
+
 def fib_tasks(n: int) -> int:
     a, b = 1, 1                      # calls of fib(0) and fib(1)
     for _ in range(n - 1):
@@ -99,7 +107,7 @@ def _warm(rt: taskflow.Runtime) -> None:
 
 
 # tasks each workload runs (the --cpu figures are per task)
-TASKS = {"A": 10_000, "B": 1000, "N2": 8 + 8 * 50, "N3": 1 + 1000}
+TASKS = {"A": 10_000, "B": 1000, "N2": 8 + 8 * 50, "N3": 1 + 1000, "X": 10_000 + 1000}
 
 
 def run_a() -> dict[str, float]:
@@ -140,9 +148,20 @@ def run_n3() -> dict[str, float]:
     return {"us_per_link": (time.perf_counter() - t) / 1000 * 1e6}
 
 
+def run_x() -> dict[str, float]:
+    with taskflow.Executor() as ex:                # (the runtime running: the workload's)
+        t = time.perf_counter()
+        assert list(ex.map(plain_noop, range(10_000))) == list(range(10_000))
+        dt = time.perf_counter() - t
+        futs = [ex.submit(plain_noop, i) for i in range(1000)]
+        seen = [f.result() for f in cf.as_completed(futs, timeout=600)]
+        assert sorted(seen) == list(range(1000))        # each once
+    return {"tasks_per_s": 10_000 / dt}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="A,B,N1,N2,N3")
+    ap.add_argument("--only", default="A,B,N1,N2,N3,X")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--fib", type=int, default=20)
     ap.add_argument("--cpu", action="store_true",
@@ -153,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     which = a.only.split(",")
     plan: list[tuple[str, int, Callable[[], dict[str, float]]]] = [
         ("A", 2, run_a), ("B", 2, run_b), ("N1", 2, lambda: run_n1(a.fib)),
-        ("N2", 4, run_n2), ("N3", 2, run_n3)]
+        ("N2", 4, run_n2), ("N3", 2, run_n3), ("X", 2, run_x)]
     got: dict[str, list[dict[str, float]]] = {}
     for rep in range(a.repeat):
         for name, workers, fn in plan:
@@ -176,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         out["N1/A"] = med["N1"]["tasks_per_s"] / med["A"]["tasks_per_s"]
     if a.cpu and "A" in med and "N1" in med:
         out["N1/A cpu_us_per_task"] = med["N1"]["cpu_us"] / med["A"]["cpu_us"]
+    if "A" in med and "X" in med:
+        out["X/A"] = med["X"]["tasks_per_s"] / med["A"]["tasks_per_s"]
     if "B" in med and "N3" in med:
         out["N3/B"] = med["N3"]["us_per_link"] / med["B"]["us_per_link"]
     print(json.dumps(out if a.json is None else {k: v for k, v in out.items() if k != "runs"},
