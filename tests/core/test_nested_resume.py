@@ -104,3 +104,67 @@ def test_finished_children_are_restored_and_a_running_parent_runs_again(tmp_path
     assert again.count("parent") == 1
     assert sorted(m for m in again if m.startswith("start")) == ["start 3", "start 4"], again
     until(lambda: not agents_in(tmp_path), 30, "no agent left")
+
+
+LEFT = textwrap.dedent('''
+    import os, time
+    from taskflow import task, wait_on, FILE_OUT
+
+    HERE = os.path.dirname(os.path.abspath(__file__))
+
+    def mark(what):
+        with open(os.path.join(HERE, "marks"), "a") as f:
+            f.write(what + "\\n")
+
+    @task(out=FILE_OUT)
+    def child(out):
+        mark("child")
+        while not os.path.exists(os.path.join(HERE, "gate")):
+            time.sleep(0.02)
+        with open(out, "w") as f:
+            f.write("written")
+
+    @task(returns=1)
+    def parent():
+        mark("parent")
+        child(os.path.join(HERE, "result.txt"))       # left running: not waited for
+        return 1
+
+    @task(returns=1)
+    def other(x):
+        return x + 1
+
+    print("P", wait_on(parent()), flush=True)
+    print("Q", wait_on(other(1)), flush=True)
+''')
+
+
+def test_a_parent_that_left_a_child_running_is_not_restored_without_it(tmp_path):
+    """The parent ended well while its child still ran, and the master was killed before
+    the child ended: the parent has no record in the resume log (restored whole, it would
+    not call its child again, and the child's file would never be written), so the resumed
+    run runs it again and the child with it."""
+    (tmp_path / "wf.py").write_text(LEFT)
+    with open(tmp_path / "out1", "w") as out, open(tmp_path / "err1", "w") as err:
+        p = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress",
+                              "--workers", "2", "--adopt-grace", "60", "wf.py"],
+                             cwd=tmp_path, env=_env(tmp_path), stdout=out, stderr=err)
+    until(lambda: os.path.isdir(tmp_path / "runs") and os.listdir(tmp_path / "runs"), 60,
+          "the run's directory")
+    (first,) = os.listdir(tmp_path / "runs")
+    # (other's record comes after the parent's would: the bus keeps them in their order)
+    until(lambda: "other" in _recorded(tmp_path / "runs" / first) and
+          "child" in _marks(tmp_path), 60, "other recorded, the child running")
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(10)
+    assert _recorded(tmp_path / "runs" / first) == ["other"]
+    (tmp_path / "marks").unlink()
+    (tmp_path / "gate").touch()
+    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", "--resume",
+                        "--workers", "2", "--adopt-grace", "60", "wf.py"], cwd=tmp_path,
+                       env=_env(tmp_path), capture_output=True, text=True, timeout=90)
+    assert r.returncode == 0, r.stderr
+    assert "P 1" in r.stdout and "Q 2" in r.stdout
+    assert (tmp_path / "result.txt").read_text() == "written"
+    assert "parent" in _marks(tmp_path)               # it ran again, and called its child
+    until(lambda: not agents_in(tmp_path), 30, "no agent left")

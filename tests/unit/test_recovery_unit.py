@@ -267,7 +267,7 @@ def test_a_task_whose_value_stayed_on_its_node_goes_to_the_resume_log_at_once():
 def test_a_task_that_called_tasks_is_stopped_on_the_node_back_and_runs_again():
     """Its loss cancelled the children its attempt called (and closed its streams): the
     copy kept on the node back cannot go on, the task runs again as it was to."""
-    from taskflow.runtime.nesting import NestRecord
+    from taskflow.graph.nestrecord import NestRecord
     n = node("h1")
     st, comm = state(n)
     t = task(spec(), st=st)

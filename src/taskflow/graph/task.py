@@ -94,7 +94,7 @@ class Task:
         self.options = spec.options
         self.excluded: set[str] | None = None   # node names not to use again (retries)
         self.lock_item = None       # commutative group this task must lock
-        self.nest: Any = None       # it called tasks while it ran (runtime.nesting.NestRecord)
+        self.nest: Any = None       # it called tasks while it ran (graph.nestrecord.NestRecord)
 
     @property
     def name(self) -> str:

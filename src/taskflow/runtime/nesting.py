@@ -38,6 +38,7 @@ from ..errors import UsageError
 from ..events import Nested, Running
 from ..future import _NOVALUE, Count, Future
 from ..graph import task as T
+from ..graph.nestrecord import NestRecord
 from ..graph.spec import DECLARED
 from ..providers.handle import placed_on
 from ..wire import messages as M
@@ -54,36 +55,6 @@ log = logging.getLogger(__name__)
 
 DEPTH_RANK = 4          # a child's rank above its parent's (ranks step by 2: readyqueue.py)
 _HERE = threading.local()
-
-
-class NestRecord:
-    """What the master keeps of a task that called tasks (``Task.nest``)."""
-
-    __slots__ = ("task", "node", "calls", "children", "prune_at", "waiting", "since",
-                 "waited", "released", "calls_at", "here", "under")
-
-    def __init__(self, task: Task, node: NodeHandle) -> None:
-        self.task = task
-        self.node = node
-        self.calls: dict[int, Any] = {}      # call number -> the call's value (or _Refused)
-        self.children: list[Task] = []      # those that may not have ended (to cancel)
-        self.prune_at = 64                   # ... the ended ones go when it doubled
-        self.waiting = False                 # its units are lent to its node
-        self.since = 0.0                     # ... since then
-        self.waited = 0.0                    # seconds it waited in all
-        # calls whose handles the parent dropped (NestRelease) that had not ended well then:
-        # kept (a barrier waits for them, sees their errors) and dropped once they did, when
-        # the calls kept doubled (calls_at): the master keeps what the parent can still ask
-        self.released: set[int] = set()
-        self.calls_at = 64
-        # its calls running in its executor (runhere), by number, until their end comes;
-        # the dispatched calls those made (cancelled if the one that made it fails)
-        self.here: dict[int, Task] = {}
-        self.under: dict[int, list[Task]] = {}
-
-    def held(self, task: Task) -> float:
-        """Seconds it held its slot (the scheduler's mean duration: waits left out)."""
-        return max(0.0, task.t_end - task.t_start - self.waited)
 
 
 class _Refused:
@@ -146,6 +117,7 @@ class Nesting:
             if kind is M.NestCall or kind is M.NestHere or (
                     type(e) is M.NestHereEnd and e.call is not None):
                 self.n_in += 1
+                rec.calls_in += 1
             elif (kind is M.NestWait or kind is M.NestWaitFile) and not rec.waiting:
                 self._lend(node, task, rec)
             if kind is M.StreamPublish or kind is M.StreamClose or kind is M.StreamPoll:
@@ -227,12 +199,14 @@ class Nesting:
                     try:
                         self._call(rec, e)
                     finally:
+                        rec.calls_made += 1
                         self._called()
                 elif kind is M.NestHereEnd or kind is str:     # (its end, or its parent's)
                     if kind is M.NestHereEnd and e.call is not None:     # (and the call)
                         try:
                             self._call(rec, e.call)
                         finally:
+                            rec.calls_made += 1
                             self._called()
                     self.here_out.append((rec, e))      # the loop's (rules/herecalls.py)
                     self.rt.comm.wake()

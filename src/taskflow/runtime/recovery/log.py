@@ -206,6 +206,9 @@ class ResumeLog:
                 continue
             fut = outs[0]
             p = fut._payload
+            if t.nest is not None and t.nest.left_open():   # (a task under it runs on)
+                _key_only(keys, t, fut)
+                continue
             if t.refs is not None or t.key_parts is not None:   # with inputs: its key now
                 _waited(keys, t, fut, p, records, payloads)
                 continue
@@ -312,6 +315,19 @@ class ResumeLog:
                 pass
 
 
+def _key_only(keys: Keys, t: Task, fut: Any) -> None:
+    """:meth:`ResumeLog.ended` for a task kept out of the log (a task under it runs on:
+    ``NestRecord.left_open``): its key all the same, for the calls that read it."""
+    if t.refs is None and t.key_parts is None:
+        keys.deferred(t)
+        return
+    try:
+        key, _ = keys.late(t, settle=False)
+    except KeyUnknown:
+        key, _ = keys.unknowable(t)
+    fut.set_key(key)
+
+
 def _waited(keys: Keys, t: Task, fut: Any, p: Any, records: list[RecordWire],
             payloads: list[Chunk]) -> None:
     """:meth:`ResumeLog.ended` for a call with inputs whose key waited (graph/keys.py): its
@@ -403,8 +419,8 @@ def completion_record(task: Task, outputs: list[Any],
     plain call's is kept by :meth:`ResumeLog.ended`); its values are appended to
     ``payloads``. Written by the loop thread before the result is acted on."""
     key = task.key
-    if key is None:
-        return None
+    if key is None or (task.nest is not None and task.nest.left_open()):
+        return None         # (no key: kept by ResumeLog.ended; a task under it runs on)
     descs: list[Output] = []
     futs = task.all_outputs()
     for fut, o in zip(futs, outputs):
