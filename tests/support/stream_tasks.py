@@ -90,9 +90,14 @@ def plain(x):
 
 @task(fs=STREAM_OUT)
 def write_files(fs, n):
+    # (written under a dot name, then renamed: the master's listing skips dot names, so a
+    # file is never handed out between its truncation and its write, which a loaded
+    # machine's listing caught once when the file was there from an earlier run)
     for i in range(n):
-        with open(os.path.join(fs.base_dir, "f%03d.txt" % i), "w") as f:
+        tmp = os.path.join(fs.base_dir, ".f%03d.txt.part" % i)
+        with open(tmp, "w") as f:
             f.write("item %d\n" % i)
+        os.replace(tmp, os.path.join(fs.base_dir, "f%03d.txt" % i))
 
 
 @task(fs=STREAM_IN, returns=1)
