@@ -68,18 +68,32 @@ def _recorded(run_dir):
         return []
 
 
-def test_finished_children_are_restored_and_a_running_parent_runs_again(tmp_path):
-    (tmp_path / "wf.py").write_text(WF)
+def _start(tmp_path, workers):
+    """``taskflow run wf.py`` in the background (adoptable); the process and its run's
+    directory once made."""
     with open(tmp_path / "out1", "w") as out, open(tmp_path / "err1", "w") as err:
         p = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress",
-                              "--workers", "6", "--adopt-grace", "60", "wf.py"],
+                              "--workers", str(workers), "--adopt-grace", "60", "wf.py"],
                              cwd=tmp_path, env=_env(tmp_path), stdout=out, stderr=err)
     until(lambda: os.path.isdir(tmp_path / "runs") and os.listdir(tmp_path / "runs"), 60,
           "the run's directory")
     (first,) = os.listdir(tmp_path / "runs")
+    return p, tmp_path / "runs" / first
+
+
+def _resume(tmp_path, workers):
+    return subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress",
+                           "--resume", "--workers", str(workers), "--adopt-grace", "60",
+                           "wf.py"], cwd=tmp_path, env=_env(tmp_path), capture_output=True,
+                          text=True, timeout=90)
+
+
+def test_finished_children_are_restored_and_a_running_parent_runs_again(tmp_path):
+    (tmp_path / "wf.py").write_text(WF)
+    p, first = _start(tmp_path, 6)
     # children 0-2 finished and recorded; 3 and 4 started (nothing starts after the kill:
     # the marks of the resumed run are its own)
-    until(lambda: _recorded(tmp_path / "runs" / first) == ["child"] * 3 and
+    until(lambda: _recorded(first) == ["child"] * 3 and
           sum(m.startswith("start") for m in _marks(tmp_path)) == 5, 60,
           "three children recorded in the resume log, all five started")
     os.kill(p.pid, signal.SIGKILL)
@@ -92,9 +106,7 @@ def test_finished_children_are_restored_and_a_running_parent_runs_again(tmp_path
     (tmp_path / "marks").unlink()
     (tmp_path / "gate").touch()
     (tmp_path / "go").touch()
-    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", "--resume",
-                        "--workers", "6", "--adopt-grace", "60", "wf.py"], cwd=tmp_path,
-                       env=_env(tmp_path), capture_output=True, text=True, timeout=90)
+    r = _resume(tmp_path, 6)
     assert r.returncode == 0, r.stderr
     assert "SUM 30" in r.stdout                     # 0 + 1 + 4 + 9 + 16, as a whole run gives
     assert "3 task(s) restored" in r.stderr, r.stderr
@@ -145,24 +157,16 @@ def test_a_parent_that_left_a_child_running_is_not_restored_without_it(tmp_path)
     not call its child again, and the child's file would never be written), so the resumed
     run runs it again and the child with it."""
     (tmp_path / "wf.py").write_text(LEFT)
-    with open(tmp_path / "out1", "w") as out, open(tmp_path / "err1", "w") as err:
-        p = subprocess.Popen([sys.executable, "-m", "taskflow", "run", "--no-progress",
-                              "--workers", "2", "--adopt-grace", "60", "wf.py"],
-                             cwd=tmp_path, env=_env(tmp_path), stdout=out, stderr=err)
-    until(lambda: os.path.isdir(tmp_path / "runs") and os.listdir(tmp_path / "runs"), 60,
-          "the run's directory")
-    (first,) = os.listdir(tmp_path / "runs")
+    p, first = _start(tmp_path, 2)
     # (other's record comes after the parent's would: the bus keeps them in their order)
-    until(lambda: "other" in _recorded(tmp_path / "runs" / first) and
+    until(lambda: "other" in _recorded(first) and
           "child" in _marks(tmp_path), 60, "other recorded, the child running")
     os.kill(p.pid, signal.SIGKILL)
     p.wait(10)
-    assert _recorded(tmp_path / "runs" / first) == ["other"]
+    assert _recorded(first) == ["other"]
     (tmp_path / "marks").unlink()
     (tmp_path / "gate").touch()
-    r = subprocess.run([sys.executable, "-m", "taskflow", "run", "--no-progress", "--resume",
-                        "--workers", "2", "--adopt-grace", "60", "wf.py"], cwd=tmp_path,
-                       env=_env(tmp_path), capture_output=True, text=True, timeout=90)
+    r = _resume(tmp_path, 2)
     assert r.returncode == 0, r.stderr
     assert "P 1" in r.stdout and "Q 2" in r.stdout
     assert (tmp_path / "result.txt").read_text() == "written"

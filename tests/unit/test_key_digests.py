@@ -8,6 +8,7 @@ import os
 
 from taskflow.graph.digests import SIZE, file_digest
 from taskflow.graph.expr import bind
+from taskflow.graph.spec import TaskSpec
 
 
 def _whole(data: bytes) -> bytes:
@@ -34,23 +35,6 @@ def test_an_unreadable_file_is_named_by_its_path(tmp_path):
         hashlib.blake2b(b"unreadable:" + folder.encode(), digest_size=SIZE).digest()
 
 
-class _Spec:
-    """The parts of a TaskSpec that binding reads."""
-
-    def __init__(self, func):
-        self.signature = sig = inspect.signature(func)
-        self.name = func.__name__
-        self.names, self.varargs, self.varkw = [], None, None
-        for p in sig.parameters.values():
-            if p.kind is p.VAR_POSITIONAL:
-                self.varargs = p.name
-            elif p.kind is p.VAR_KEYWORD:
-                self.varkw = p.name
-            elif p.kind is not p.KEYWORD_ONLY:
-                self.names.append(p.name)
-        self.kwonly = [p.name for p in sig.parameters.values() if p.kind is p.KEYWORD_ONLY]
-
-
 def test_binding_a_call_is_what_the_signature_binds():
     def f1(a, b=2): pass
     def f2(a, /, b): pass
@@ -61,5 +45,5 @@ def test_binding_a_call_is_what_the_signature_binds():
                         (f3, (1,), {}), (f3, (1, 2, 3), {}), (f4, (1,), {}), (f5, (1,), {})]:
         b = inspect.signature(f).bind_partial(*args, **kw)
         b.apply_defaults()
-        got = bind(_Spec(f), args, kw)
+        got = bind(TaskSpec(f, {}, None, 0, None, "RETRY", None), args, kw)
         assert got == dict(b.arguments) and list(got) == list(b.arguments), f.__name__
