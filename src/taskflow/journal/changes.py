@@ -58,6 +58,20 @@ def new_row(tid: int, sid: int, params: str, t_submit: float, received: float) -
             None, received]
 
 
+def _one_scalar(prefix: str, argv: Any, kwargs: Any, refs: Any, dep_ids: Any) -> str | None:
+    """The parameters' text of the commonest call (one number or short string, nothing
+    else), made from the row before's ``prefix`` (its first parameter's ``name=``), as
+    :meth:`Changes._start` would make it; None: any other call (``_start`` makes it)."""
+    if argv is None or len(argv) != 1 or dep_ids or refs or kwargs or \
+            type(argv[0]) not in _SCALARS:
+        return None
+    try:
+        r = repr(argv[0])
+    except ValueError:      # (an int too long to print)
+        return None
+    return prefix + r if 0 < len(r) <= 60 else None
+
+
 def _capped(tid: int, t: float, node: str, n: int) -> tuple[int, float, str, str, str]:
     """The log line that says how many lines of a task the journal did not store."""
     return (tid, t, "RAW", node, f"[taskflow] {n - LOG_CAP} more lines not stored (journal "
@@ -172,15 +186,8 @@ class Changes:
         sid = 0                         # its first parameter's "name=" (the fast path)
         prefix: str | None = None
         for tid, t, info, argv, kwargs, refs, dep_ids, t0, t1, tdisp, node, att, code in whole:
-            params = None
-            if info is last and prefix is not None and argv is not None and len(argv) == 1 \
-                    and not (dep_ids or refs or kwargs) and type(argv[0]) in _SCALARS:
-                try:            # (what _start makes of the commonest call: one number)
-                    r = repr(argv[0])
-                except ValueError:
-                    r = ""
-                if 0 < len(r) <= 60:
-                    params = prefix + r
+            params = _one_scalar(prefix, argv, kwargs, refs, dep_ids) \
+                if info is last and prefix is not None else None
             if params is None:
                 sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
                 last, prefix = info, self._prefix
@@ -201,15 +208,8 @@ class Changes:
         new = self.new
         now = self.now
         for tid, t, info, argv, kwargs, refs, dep_ids in sub:
-            params = None
-            if info is last and prefix is not None and argv is not None and len(argv) == 1 \
-                    and not (dep_ids or refs or kwargs) and type(argv[0]) in _SCALARS:
-                try:
-                    r = repr(argv[0])
-                except ValueError:
-                    r = ""
-                if 0 < len(r) <= 60:
-                    params = prefix + r
+            params = _one_scalar(prefix, argv, kwargs, refs, dep_ids) \
+                if info is last and prefix is not None else None
             if params is None:
                 sid, params = self._start(tid, info, argv, kwargs, refs, dep_ids)
                 last, prefix = info, self._prefix
