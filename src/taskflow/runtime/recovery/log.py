@@ -76,7 +76,7 @@ from .frames import MAGIC, head
 from ...graph.keys import KeyUnknown
 
 if TYPE_CHECKING:
-    from ...graph.keys import Keys
+    from ...graph.keys import Keys, Waited
     from ...graph.task import Task
 
 LOG_NAME = "resume.log"
@@ -320,12 +320,17 @@ def _key_only(keys: Keys, t: Task, fut: Any) -> None:
     ``NestRecord.left_open``): its key all the same, for the calls that read it."""
     if t.refs is None and t.key_parts is None:
         keys.deferred(t)
-        return
+    else:
+        fut.set_key(_late_key(keys, t)[0])
+
+
+def _late_key(keys: Keys, t: Task) -> Waited:
+    """The key (and its parts) of a call with inputs whose key waited, made now (from the
+    bus thread: the tasks it read were kept before it)."""
     try:
-        key, _ = keys.late(t, settle=False)
-    except KeyUnknown:
-        key, _ = keys.unknowable(t)
-    fut.set_key(key)
+        return keys.late(t, settle=False)
+    except KeyUnknown:          # (never so far) it runs again on a resume, and its readers
+        return keys.unknowable(t)
 
 
 def _waited(keys: Keys, t: Task, fut: Any, p: Any, records: list[RecordWire],
@@ -333,10 +338,7 @@ def _waited(keys: Keys, t: Task, fut: Any, p: Any, records: list[RecordWire],
     """:meth:`ResumeLog.ended` for a call with inputs whose key waited (graph/keys.py): its
     key made now (from the bus thread: the tasks it read were kept before it), its record
     a ``"c"`` one."""
-    try:
-        key, parts = keys.late(t, settle=False)
-    except KeyUnknown:          # (never so far) it runs again on a resume, and its readers
-        key, parts = keys.unknowable(t)
+    key, parts = _late_key(keys, t)
     fut.set_key(key)
     if type(p) is bytes:
         payloads.append(p)
