@@ -105,10 +105,19 @@ def alive(pids: set[int]) -> set[int]:
     return left
 
 
-def journal_run(runs: str) -> dict:
-    """The run row of the one journal under ``runs`` started last."""
-    dirs = sorted(d for d in os.listdir(runs) if os.path.exists(os.path.join(runs, d, "journal.db")))
-    with sqlite3.connect(os.path.join(runs, dirs[-1], "journal.db")) as db:
+def current_run_id(kernel: "Kernel") -> str:
+    """The id of the kernel's current run: the journal to read (the latest by name may be
+    another run of the same second: ids are named to the second)."""
+    return text(kernel.run("print('run:', taskflow.current_runtime().run_id)")).split(
+        "run: ")[1].split()[0]
+
+
+def journal_run(runs: str, rid: str | None = None) -> dict:
+    """The run row of run ``rid`` under ``runs`` (None: the one journal there started last;
+    give the id when a run may have started in the second another one ended)."""
+    if rid is None:
+        rid = sorted(d for d in os.listdir(runs) if os.path.exists(os.path.join(runs, d, "journal.db")))[-1]
+    with sqlite3.connect(os.path.join(runs, rid, "journal.db")) as db:
         db.row_factory = sqlite3.Row
         return dict(db.execute("SELECT * FROM run").fetchone())
 
@@ -290,9 +299,7 @@ def test_cell_tasks_on_ssh_nodes(executed, kernel, ssh_hosts, tmp_path):
                      "@task(returns=1)\ndef double(p):\n    return Point(p.x * 2)\n\n"
                      "print('doubled:', [p.x for p in wait_on([double(Point(i)) for i in range(8)])])")
     assert "doubled: [0, 2, 4, 6, 8, 10, 12, 14]" in text(out), text(out)
-    # this run's own journal (the latest by name may be another run of the same second)
-    rid = text(kernel.run("print('run:', taskflow.current_runtime().run_id)")).split(
-        "run: ")[1].split()[0]
+    rid = current_run_id(kernel)
     kernel.run("taskflow.stop()")
     with sqlite3.connect(os.path.join(kernel.runs, rid,
                                       "journal.db")) as db:
@@ -322,6 +329,7 @@ def test_interrupt_restart_and_kill(executed, kernel):
     marker = os.path.join(kernel.work, "started")
     kernel.run(SLOW + "import taskflow\ntaskflow.start(workers=1)")
     pid = kernel.pid()
+    rid = current_run_id(kernel)     # the SSH test's run may have ended in this second
 
     def interrupt() -> None:
         until(lambda: os.path.exists(marker), 60, "the slow task to start")
@@ -347,7 +355,7 @@ def test_interrupt_restart_and_kill(executed, kernel):
     kernel.client.km.shutdown_wait_time = 60
     run_sync(kernel.client.km.restart_kernel)(now=False)
     until(lambda: not alive(tree), 30, "the restarted kernel's run to leave no process")
-    row = journal_run(kernel.runs)
+    row = journal_run(kernel.runs, rid)
     assert row["state"] == "interrupted" and "kernel shut down" in row["reason"], row
 
     # SIGKILL while a task runs: the agents see their master gone and end
