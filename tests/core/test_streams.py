@@ -184,6 +184,57 @@ def test_a_file_stream_is_replayed_while_its_files_are_as_they_were(tmp_path, mo
     assert restored == []
 
 
+def _restored(run_dir: str) -> list[str]:
+    with sqlite3.connect(os.path.join(run_dir, "journal.db")) as db:
+        return sorted(n for (n,) in db.execute(
+            "SELECT t.name FROM transitions r JOIN tasks t ON t.id = r.task_id "
+            "WHERE r.state = 'RESTORED'"))
+
+
+def test_a_file_stream_produced_anew_hands_out_only_this_runs_files(tmp_path, monkeypatch):
+    """A resumed run whose FileStream's producer changed produces the stream anew: its
+    consumer gets the files written in this run only, never one the earlier run left in
+    the directory (here the earlier run wrote 5 files and this one rewrites 3 of them)."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def run(n, tag, **kw):
+        with taskflow.Runtime(workers=2, run_dir=runs, **kw) as rt:
+            fs = taskflow.FileStream(tmp_path / "parts")
+            r = S.read_files(fs)
+            S.write_tagged(fs, "f", n, tag)
+            got = wait_on(r)
+        return rt.run_dir, got
+    first, got = run(5, "v1", resumable=True)
+    assert got == [f"f v1 {i}" for i in range(5)]
+    second, got = run(3, "v2", resume=first)
+    assert got == [f"f v2 {i}" for i in range(3)]       # not f003, f004 of the first run
+    assert _restored(second) == []
+
+
+def test_a_file_stream_partly_restored_gives_each_file_once(tmp_path, monkeypatch):
+    """Two producers of a FileStream, one after the other; the resumed run restores the
+    first (same call) and runs the second (changed): the consumer gets the restored one's
+    files (written by the earlier run) and the new files of the other, each once, and none
+    the other left from before (the master knows who wrote which: one producer ran)."""
+    monkeypatch.chdir(tmp_path)
+    runs = str(tmp_path / "runs")
+
+    def run(b_tag, b_n, **kw):
+        with taskflow.Runtime(workers=3, run_dir=runs, **kw) as rt:
+            fs = taskflow.FileStream(tmp_path / "parts")
+            r = S.read_files(fs)
+            S.write_and_mark(fs, "a", 3, "v1", "a.done")
+            S.write_after(fs, "b", b_n, b_tag, "a.done")    # (runs once a has ended)
+            got = wait_on(r)
+        return rt.run_dir, got
+    first, got = run("v1", 3, resumable=True)
+    assert got == [f"a v1 {i}" for i in range(3)] + [f"b v1 {i}" for i in range(3)]
+    second, got = run("v2", 2, resume=first)
+    assert got == [f"a v1 {i}" for i in range(3)] + [f"b v2 {i}" for i in range(2)]
+    assert _restored(second) == ["write_and_mark"]
+
+
 def test_bad_uses_name_the_task_the_parameter_and_the_fix(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs")):

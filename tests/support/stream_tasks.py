@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import time
 
-from taskflow import STREAM_IN, STREAM_OUT, task
+from taskflow import FILE_IN, FILE_OUT, STREAM_IN, STREAM_OUT, task
 
 
 @task(s=STREAM_OUT)
@@ -98,6 +98,37 @@ def write_files(fs, n):
         with open(tmp, "w") as f:
             f.write("item %d\n" % i)
         os.replace(tmp, os.path.join(fs.base_dir, "f%03d.txt" % i))
+
+
+def _write_tagged(fs, prefix, n, tag):
+    for i in range(n):      # (under a dot name, then renamed: as the docs say to)
+        tmp = os.path.join(fs.base_dir, ".%s%03d.part" % (prefix, i))
+        with open(tmp, "w") as f:
+            f.write("%s %s %d\n" % (prefix, tag, i))
+        os.replace(tmp, os.path.join(fs.base_dir, "%s%03d.txt" % (prefix, i)))
+    return n
+
+
+@task(fs=STREAM_OUT, returns=1)
+def write_tagged(fs, prefix, n, tag):
+    """Files PREFIX000.txt ... holding "PREFIX TAG i" (a rerun with another tag replaces
+    the files an earlier run left); returns n."""
+    return _write_tagged(fs, prefix, n, tag)
+
+
+@task(fs=STREAM_OUT, mark=FILE_OUT)
+def write_and_mark(fs, prefix, n, tag, mark):
+    """write_tagged, then the file ``mark`` (what write_after waits for)."""
+    _write_tagged(fs, prefix, n, tag)
+    with open(mark, "w") as f:
+        f.write("done\n")
+
+
+@task(fs=STREAM_OUT, mark=FILE_IN)
+def write_after(fs, prefix, n, tag, mark):
+    """write_tagged, run once ``mark`` is written (a file: never sent ahead to the node of
+    its writer, so the master sees the writer end before this one is dispatched)."""
+    _write_tagged(fs, prefix, n, tag)
 
 
 @task(fs=STREAM_IN, returns=1)

@@ -250,8 +250,7 @@ class StreamReplays:
         s.replay = None
         s.replayed = True
         if s.files:             # (listed again: not new)
-            s.taken.update(os.path.basename(pickle.loads(s.items.get(i)))
-                           for i in range(s.items.end))
+            s.listing.replayed([pickle.loads(s.items.get(i)) for i in range(s.items.end)])
         s.closed = True
         s.parts = {}
         self._note(0, s.id, "close", f"{s.items.end} ")
@@ -278,7 +277,14 @@ class StreamReplays:
         s.replay = None
         tags = replay.items.tags
         given = 0
-        for i in range(replay.items.end) if replay.restored else ():
+        if s.files:             # (the restored ones' files as they were; the others' not)
+            earlier = range(replay.items.end)
+            for path, number in s.listing.reopened(
+                    replay.restored, [tags[i] for i in earlier],
+                    [pickle.loads(replay.items.get(i)) for i in earlier]):
+                s.items.append(pickle.dumps(path), number)
+                given += 1
+        for i in range(replay.items.end) if replay.restored and not s.files else ():
             number = replay.restored.get(tags[i])
             if number is not None:
                 s.items.append(replay.items.get(i), number)
@@ -477,7 +483,7 @@ def closed_frame(s: Any, error: BaseException | None,
         return None
     files = []
     if s.files:
-        for name in sorted(s.taken):           # (every file handed out)
+        for name in sorted(s.listing.taken):           # (every file handed out)
             path = os.path.join(s.base_dir, name)
             try:
                 st = os.stat(path)

@@ -44,6 +44,7 @@ from ..events import StreamNote
 from ..graph import task as T
 from ..wire import messages as M
 from ..wire.streams import FILES, SYNC_GROUP, Stream, StreamClosed, StreamFailed
+from .streamfiles import FileListing
 from .streamitems import Items
 from .streamreplay import Held, Replay, StreamReplays, closed_frame, find, kept_path, past
 
@@ -60,6 +61,7 @@ SCAN_EVERY = 0.1            # s between listings of a FileStream's directory whi
 # its executor to itself (a task run on top of a waiting consumer would hold it up)
 LEND_AFTER = 0.5
 PROGRAM = 0                 # the program's part (task ids start at 1)
+_WAITING = (T.SUBMITTED, T.READY)
 
 
 class _Poll:
@@ -99,8 +101,7 @@ class StreamState:
         self.program_polled = False
         self.took: dict[int, int] = {}          # consumer task -> items its attempt took
         self.lost: dict[int, bytes] = {}        # ... that runs again: why its polls fail
-        self.seen: dict[str, tuple[int, int]] = {}   # FileStream: listed, not yet stable
-        self.taken: set[str] = set()                  # ... and handed out (as items)
+        self.listing = FileListing(self.base_dir)     # a FileStream's directory
         self.ranges: dict[int, list[tuple[str, int, int]]] = {}  # consumer task -> took
         self.skip: dict[str, list[tuple[int, int]]] = {}    # group -> restored ones' items
         self.held: list[int] = []       # consumer tasks held for its replay (streamreplay)
@@ -118,6 +119,12 @@ class StreamState:
 
     def done_for(self, group: str) -> bool:
         return self.closed and not self.left(group)
+
+    def running(self) -> dict[int, int]:
+        """Its producers that may write now -> their numbers: the program's open part (0)
+        and those of tasks dispatched (one called but waiting for inputs writes nothing)."""
+        return {p: self.numbers.get(p, 0) for p, open_ in self.parts.items()
+                if open_ and getattr(self.producers.get(p), "state", None) not in _WAITING}
 
 
 class Streams(StreamReplays):
@@ -180,7 +187,9 @@ class Streams(StreamReplays):
         with self.lock:
             self._state(handle)
 
-    def _state(self, handle: Stream) -> StreamState:
+    def _state(self, handle: Stream, by_task: bool = False) -> StreamState:
+        """The stream of ``handle``, made at its first use (``by_task``: a message of a task
+        that made the handle: it may have written files in a FileStream's directory)."""
         if handle.numbered(self.unnamed + 1, self):
             self.unnamed += 1
         s = self.by_id.get(handle.id)
@@ -194,6 +203,8 @@ class Streams(StreamReplays):
             self._note(0, s.id, "open", f"{handle.kind} {s.name}")
             if self.earlier is not None:
                 got = find(self.earlier[1], path, s.id, self.earlier[0])
+                if got is not None and s.files and not by_task:    # (its earlier files)
+                    s.listing.baseline()
                 if isinstance(got, Replay):
                     s.replay = got
                 elif got is not None:
@@ -209,7 +220,7 @@ class Streams(StreamReplays):
         with self.lock:
             s = self.by_id.get(e.stream)
             if s is None:       # (a handle the task made itself: known from now on)
-                s = self._state(_named(e.stream))
+                s = self._state(_named(e.stream), by_task=True)
             if kind is M.StreamPublish:
                 if not s.closed:
                     _add(s, e.items, s.numbers.get(task.id, 0))
@@ -341,7 +352,7 @@ class Streams(StreamReplays):
             out.append((p, ([], True, s.lost[p.parent])))
             return
         if s.files and s.replay is None:     # (a replay pending: its files are not new)
-            self._scan(s)
+            self._list(s)
         if not p.take or s.left(p.group) or s.closed or \
                 (p.deadline is not None and p.deadline <= time.time()):
             out.append((p, self._take(s, p)))
@@ -402,7 +413,11 @@ class Streams(StreamReplays):
     def _close_part(self, s: StreamState, owner: int, error: BaseException | None,
                     out: list[Any]) -> None:
         if owner in s.parts:
+            if s.files and s.parts[owner] and not s.closed and s.replay is None:
+                self._list(s)     # (its last files: theirs if it was the one open)
+                self._serve(s, out)
             s.parts[owner] = False
+            s.listing.ended(owner)
         if s.closed:
             return
         if error is not None or not any(s.parts.values()):
@@ -411,7 +426,11 @@ class Streams(StreamReplays):
     def _close(self, s: StreamState, error: BaseException | None, out: list[Any],
                replayable: bool = True) -> None:
         if s.files:
-            self._scan(s, final=True)
+            late = self._list(s, final=True)
+            if late:
+                self._said(logging.WARNING, f"stream {s.name}: {late} file(s) the earlier run "
+                           f"left are given as they were; several producers ran when they "
+                           f"were written, so whether a restored one wrote them is unknown")
         s.closed = True
         if error is not None:
             s.error = _dump(error)
@@ -424,32 +443,13 @@ class Streams(StreamReplays):
         self._note(0, s.id, "close", f"{s.items.end} {type(error).__name__ if error else ''}")
         self._serve(s, out)
 
-    def _scan(self, s: StreamState, final: bool = False) -> None:
-        """A FileStream's directory: files whose size and time held still since the last
-        listing (all of them at the close) become items, oldest first."""
-        try:
-            entries = list(os.scandir(s.base_dir))
-        except OSError:
-            return
-        new = []
-        for e in entries:
-            if e.name in s.taken or e.name.startswith("."):
-                continue
-            try:
-                st = e.stat()
-            except OSError:
-                continue
-            if not e.is_file():
-                continue
-            now = (st.st_size, st.st_mtime_ns)
-            if final or s.seen.get(e.name) == now:
-                new.append((st.st_mtime_ns, e.name))
-            else:
-                s.seen[e.name] = now
-        for _, name in sorted(new):
-            s.seen.pop(name, None)
-            s.taken.add(name)
-            s.items.append(pickle.dumps(os.path.join(s.base_dir, name)))
+    def _list(self, s: StreamState, final: bool = False) -> int:
+        """A FileStream's directory listed: its new files are items (runtime/streamfiles.py);
+        how many earlier files of unknown producer were given (at the close)."""
+        got, late = s.listing.scan(s.running(), final)
+        for path, producer in got:
+            s.items.append(pickle.dumps(path), producer)
+        return late
 
     # -- answers ---------------------------------------------------------------------------
     def _deliver(self, out: list[tuple[_Poll, tuple[list[bytes], bool, bytes | None]]],
@@ -505,7 +505,7 @@ class Streams(StreamReplays):
                         lend = which
                     continue
                 if s.files and s.polls and s.replay is None:
-                    self._scan(s)
+                    self._list(s)
                     self._serve(s, out)
                 keep = []
                 for p in s.polls:
@@ -556,11 +556,8 @@ def _add(s: StreamState, items: list[bytes], producer: int = 0) -> None:
             s.items.append(blob, producer)
         return
     for blob in items:      # a file published by name: not handed out again when listed
-        name = os.path.basename(pickle.loads(blob))
-        if name not in s.taken:
-            s.taken.add(name)
-            s.seen.pop(name, None)
-            s.items.append(blob)
+        if s.listing.given(os.path.basename(pickle.loads(blob))):
+            s.items.append(blob, producer)
 
 
 def _named(sid: str) -> Stream:
