@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import tempfile
 from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from ..future import FINISHED, Future, FutureHost
@@ -165,6 +163,8 @@ def materialize(item: DataItem, finished: bool = False, move: bool = False) -> s
             return was
     if not os.path.exists(was):
         return None     # an ignored writer: leave the user's file as it was
+    import shutil       # (here: a copy across filesystems is rare; their imports are not cheap)
+    import tempfile
     os.makedirs(parent, exist_ok=True)
     if item.kind == DIR:
         tmp = tempfile.mkdtemp(prefix=".taskflow-", dir=parent)

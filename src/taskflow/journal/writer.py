@@ -33,7 +33,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import bulk
 from .changes import (COLS, END_COLS, ENDED, ERROR, EXIT, ID, RECEIVED, STATE, Changes, Row,
                       SpecRows)
 from .failure import LOCK_WAIT, describe
@@ -181,6 +180,7 @@ class JournalDB:
 
     def _commit(self, c: Changes, final: bool) -> None:
         """The delivery's changes, table by table (inside write's transaction)."""
+        from . import bulk      # (here: bulk imports sqlite3, which the master never needs)
         db = self.db
         specs = self._specs
         if specs.new:
@@ -276,6 +276,7 @@ class JournalDB:
         if rows:
             ok = [r[:_NOERR] for r in rows if r[EXIT] is None and r[ERROR] is None]
             if ok:
+                from . import bulk
                 bulk.insert(self.db, _INSERT_OK_HEAD, _NOERR, ok)
             if len(ok) < len(rows):
                 self.db.executemany(_INSERT, [r[:RECEIVED] for r in rows if r[EXIT] is not None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -123,7 +122,7 @@ class Runtime(RunState):
                              LocalProvider(self.workers, nodes=nodes, memory_gb=memory_gb)])
         given = os.environ.get("TASKFLOW_RUN_ID", "")      # a nested run (@workflow) is named
         self.run_id = given if given.replace("-", "").isalnum() and len(given) < 100 else \
-            time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+            time.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
         self.run_dir = os.path.join(runs_root(run_dir), self.run_id)
         self.data_dir = os.path.join(self.run_dir, "data")
         self.start_timeout = start_timeout
