@@ -476,9 +476,10 @@ class Future(_cf.Future):  # type: ignore[type-arg]
         self._path = path
 
     def set_key(self, key: bytes | tuple[Any, ...] | Task) -> None:
-        """What can change this value, as one key (graph.keys; resumable runs), or the
-        resume log's record of the plain call that made it (its key when asked), or the
-        ended task that made it, whose key waited (its key when asked)."""
+        """What can change this value, as one key (graph.keys; resumable runs), or what the
+        key of the plain call that made it is made of, (function number, argv), once the
+        resume log kept the call (its key when asked), or the ended task that made it, whose
+        key waited (its key when asked)."""
         self._key = key
 
     def notify_done(self, callbacks_out: list[tuple[DoneCallback, Future]]) -> None:

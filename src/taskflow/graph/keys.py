@@ -98,7 +98,8 @@ class Inputs(list):  # type: ignore[type-arg]
     """What the key of a call whose key waited needs of its inputs, kept in its task's
     ``key_parts`` when their futures are let go at its end (a value a node holds too:
     runtime/rules/ending.py) until its key is made: its refs, each future replaced by its
-    key, its plain call's record or the ended task whose key waited that made it."""
+    key, what its plain call's key is made of or the ended task whose key waited that
+    made it."""
 
 
 class KeyUnknown(Exception):
@@ -239,10 +240,11 @@ class Keys:
             self._numbers[spec] = no
         return no
 
-    def ended(self, rec: tuple[Any, ...]) -> bytes:
-        """The key of the plain call the resume log kept as ``rec`` (runtime/recovery/log.py:
-        ``(function number, ordinal, argv, value)``)."""
-        return plain_key(self.code(self.specs[rec[0]]), rec[2])
+    def ended(self, made: tuple[Any, ...]) -> bytes:
+        """The key of a plain call the resume log kept as itself, from what its future keeps
+        of it (runtime/recovery/log.py): ``(function number, argv)``."""
+        no, argv = made
+        return plain_key(self.code(self.specs[no]), argv)
 
     def made(self, task: Task) -> None:
         """A call built with its inputs (under the submit lock): its key now
@@ -447,7 +449,7 @@ def _fut_key(fut: Future | bytes | tuple[Any, ...] | Task, keys: Keys,
             k = fut._key
     if isinstance(k, bytes):
         return k
-    if isinstance(k, tuple):        # a plain call's log record: its key now
+    if isinstance(k, tuple):        # a plain call the log kept: its key now
         key = keys.ended(k)
         fut.set_key(key)
         return key
@@ -467,8 +469,8 @@ def _fut_key(fut: Future | bytes | tuple[Any, ...] | Task, keys: Keys,
 
 
 def _source(fut: Future, keys: Keys) -> bytes | tuple[Any, ...] | Task:
-    """What a key needs of ``fut`` (:class:`Inputs`): its key, its plain call's record, or
-    the task whose key waited that made it (ended: it reads no more)."""
+    """What a key needs of ``fut`` (:class:`Inputs`): its key, what its plain call's key is
+    made of, or the task whose key waited that made it (ended: it reads no more)."""
     k = fut._key
     if k is not None:
         return k

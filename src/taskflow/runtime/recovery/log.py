@@ -216,13 +216,13 @@ class ResumeLog:
                 spec = t.spec
                 if spec is not last:
                     last, no = spec, number(spec)
-                rec: RecordWire = (no, t.ordinal, t.argv, len(p), crc32(p))
-                fut.set_key(rec)            # its key, when a later call reads it
-                keep(rec)
+                argv = t.argv
+                keep((no, t.ordinal, argv, len(p), crc32(p)))
+                fut.set_key((no, argv))     # what its key is made of, if a later call reads it
                 keep_value(p)
                 continue
             if type(p) is Packed:           # large buffers out of band: kept in-band here
-                rec = (number(t.spec), t.ordinal, t.argv, _describe(p, payloads))
+                rec: RecordWire = (number(t.spec), t.ordinal, t.argv, _describe(p, payloads))
             elif fut._holders:              # stayed on its node: keyed, for a later fetch
                 keep(("k", t.id, keys.deferred(t), t.spec.name, t.ordinal,
                       keys.parts(t.spec), (("h",),), (fut._did,)))
@@ -230,7 +230,7 @@ class ResumeLog:
             else:                           # (no value: nothing to restore)
                 keys.deferred(t)            # (its key, not the task, for a later reader)
                 continue
-            fut.set_key(rec)
+            fut.set_key((rec[0], rec[2]))
             keep(rec)
         if records:
             self.add(records, payloads)
