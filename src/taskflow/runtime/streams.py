@@ -20,6 +20,8 @@ hands them here, in the loop thread); the program calls
 - **Resume** (:mod:`.streamreplay`): a resumable run keeps every item in its
   directory; a resumed run replays a stream that closed in the earlier run
   once its producers are restored, and produces the others anew.
+- **Files.** A FileStream's items are the paths of the files its directory
+  gets, as the master lists it (:mod:`.streamfiles`).
 - **The journal** gets each stream (its opening, producers, consumers, item
   count and close) through the bus (``StreamNote`` events).
 
@@ -414,7 +416,7 @@ class Streams(StreamReplays):
                     out: list[Any]) -> None:
         if owner in s.parts:
             if s.files and s.parts[owner] and not s.closed and s.replay is None:
-                self._list(s)     # (its last files: theirs if it was the one open)
+                self._list(s)     # (its last files: theirs if it was the one running)
                 self._serve(s, out)
             s.parts[owner] = False
             s.listing.ended(owner)
