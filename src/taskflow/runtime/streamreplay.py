@@ -277,18 +277,21 @@ class StreamReplays:
         s.replay = None
         tags = replay.items.tags
         given = 0
-        if s.files:             # (the restored ones' files as they were; the others' not)
-            earlier = range(replay.items.end)
+        earlier = range(replay.items.end)
+        if not replay.restored:         # (none restored: none of its earlier items is given)
+            pass
+        elif s.files:           # (the restored ones' files as they were; the others' not)
             for path, number in s.listing.reopened(
                     replay.restored, [tags[i] for i in earlier],
                     [pickle.loads(replay.items.get(i)) for i in earlier]):
                 s.items.append(pickle.dumps(path), number)
                 given += 1
-        for i in range(replay.items.end) if replay.restored and not s.files else ():
-            number = replay.restored.get(tags[i])
-            if number is not None:
-                s.items.append(replay.items.get(i), number)
-                given += 1
+        else:
+            for i in earlier:
+                number = replay.restored.get(tags[i])
+                if number is not None:
+                    s.items.append(replay.items.get(i), number)
+                    given += 1
         replay.drop()
         self._free(s, f"stream {s.name} is not replayed but produced anew (see the run's log)")
         if given:
