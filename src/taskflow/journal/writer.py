@@ -180,7 +180,7 @@ class JournalDB:
 
     def _commit(self, c: Changes, final: bool) -> None:
         """The delivery's changes, table by table (inside write's transaction)."""
-        from . import bulk      # (here: bulk imports sqlite3, which the master never needs)
+        from . import bulk      # (here: it imports sqlite3, which the master's start need not)
         db = self.db
         specs = self._specs
         if specs.new:

@@ -222,16 +222,14 @@ class ResumeLog:
                 keep_value(p)
                 continue
             if type(p) is Packed:           # large buffers out of band: kept in-band here
-                rec: RecordWire = (number(t.spec), t.ordinal, t.argv, _describe(p, payloads))
+                no_p, argv = number(t.spec), t.argv
+                keep((no_p, t.ordinal, argv, _describe(p, payloads)))
+                fut.set_key((no_p, argv))
             elif fut._holders:              # stayed on its node: keyed, for a later fetch
                 keep(("k", t.id, keys.deferred(t), t.spec.name, t.ordinal,
                       keys.parts(t.spec), (("h",),), (fut._did,)))
-                continue
             else:                           # (no value: nothing to restore)
                 keys.deferred(t)            # (its key, not the task, for a later reader)
-                continue
-            fut.set_key((rec[0], rec[2]))
-            keep(rec)
         if records:
             self.add(records, payloads)
 
