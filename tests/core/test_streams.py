@@ -157,24 +157,35 @@ def test_file_stream_between_tasks(tmp_path, monkeypatch):
         assert wait_on(r) == [f"item {i}" for i in range(5)]
 
 
+def _restored(run_dir: str) -> list[str]:
+    """The names of the tasks run ``run_dir`` restored from its earlier run, sorted."""
+    with sqlite3.connect(os.path.join(run_dir, "journal.db")) as db:
+        return sorted(n for (n,) in db.execute(
+            "SELECT t.name FROM transitions r JOIN tasks t ON t.id = r.task_id "
+            "WHERE r.state = 'RESTORED'"))
+
+
+def _file_stream_run(tmp_path, produce, workers: int = 2, **kw) -> tuple[str, list[str]]:
+    """A run (``kw``: resumable, resume) whose one consumer reads the FileStream
+    ``tmp_path/parts`` while ``produce(fs)`` calls its producers: (its run directory, what
+    the consumer read, sorted)."""
+    with taskflow.Runtime(workers=workers, run_dir=str(tmp_path / "runs"), **kw) as rt:
+        fs = taskflow.FileStream(tmp_path / "parts")
+        r = S.read_files(fs)
+        produce(fs)
+        got = wait_on(r)
+    return rt.run_dir, got
+
+
 def test_a_file_stream_is_replayed_while_its_files_are_as_they_were(tmp_path, monkeypatch):
     """A FileStream that closed is replayed by a resumed run (its producer and its consumer
     restored); once one of its files changed, it is produced again (both run)."""
     monkeypatch.chdir(tmp_path)
-    runs = str(tmp_path / "runs")
 
     def run(**kw):
-        with taskflow.Runtime(workers=2, run_dir=runs, **kw) as rt:
-            fs = taskflow.FileStream(tmp_path / "parts")
-            r = S.read_files(fs)
-            S.write_files(fs, 5)
-            assert wait_on(r) == [f"item {i}" for i in range(5)]
-        db = sqlite3.connect(os.path.join(rt.run_dir, "journal.db"))
-        restored = [n for (n,) in db.execute(
-            "SELECT t.name FROM transitions r JOIN tasks t ON t.id = r.task_id "
-            "WHERE r.state = 'RESTORED'")]
-        db.close()
-        return rt.run_dir, restored
+        run_dir, got = _file_stream_run(tmp_path, lambda fs: S.write_files(fs, 5), **kw)
+        assert got == [f"item {i}" for i in range(5)]
+        return run_dir, _restored(run_dir)
     first, _ = run(resumable=True)
     second, restored = run(resume=first)
     assert sorted(restored) == ["read_files", "write_files"]     # its consumer too
@@ -184,27 +195,14 @@ def test_a_file_stream_is_replayed_while_its_files_are_as_they_were(tmp_path, mo
     assert restored == []
 
 
-def _restored(run_dir: str) -> list[str]:
-    with sqlite3.connect(os.path.join(run_dir, "journal.db")) as db:
-        return sorted(n for (n,) in db.execute(
-            "SELECT t.name FROM transitions r JOIN tasks t ON t.id = r.task_id "
-            "WHERE r.state = 'RESTORED'"))
-
-
 def test_a_file_stream_produced_anew_hands_out_only_this_runs_files(tmp_path, monkeypatch):
     """A resumed run whose FileStream's producer changed produces the stream anew: its
     consumer gets the files written in this run only, never one the earlier run left in
     the directory (here the earlier run wrote 5 files and this one rewrites 3 of them)."""
     monkeypatch.chdir(tmp_path)
-    runs = str(tmp_path / "runs")
 
     def run(n, tag, **kw):
-        with taskflow.Runtime(workers=2, run_dir=runs, **kw) as rt:
-            fs = taskflow.FileStream(tmp_path / "parts")
-            r = S.read_files(fs)
-            S.write_tagged(fs, "f", n, tag)
-            got = wait_on(r)
-        return rt.run_dir, got
+        return _file_stream_run(tmp_path, lambda fs: S.write_tagged(fs, "f", n, tag), **kw)
     first, got = run(5, "v1", resumable=True)
     assert got == [f"f v1 {i}" for i in range(5)]
     second, got = run(3, "v2", resume=first)
@@ -218,16 +216,12 @@ def test_a_file_stream_partly_restored_gives_each_file_once(tmp_path, monkeypatc
     files (written by the earlier run) and the new files of the other, each once, and none
     the other left from before (the master knows who wrote which: one producer ran)."""
     monkeypatch.chdir(tmp_path)
-    runs = str(tmp_path / "runs")
 
     def run(b_tag, b_n, **kw):
-        with taskflow.Runtime(workers=3, run_dir=runs, **kw) as rt:
-            fs = taskflow.FileStream(tmp_path / "parts")
-            r = S.read_files(fs)
+        def produce(fs):
             S.write_and_mark(fs, "a", 3, "v1", "a.done")
             S.write_after(fs, "b", b_n, b_tag, "a.done")    # (runs once a has ended)
-            got = wait_on(r)
-        return rt.run_dir, got
+        return _file_stream_run(tmp_path, produce, workers=3, **kw)
     first, got = run("v1", 3, resumable=True)
     assert got == [f"a v1 {i}" for i in range(3)] + [f"b v1 {i}" for i in range(3)]
     second, got = run("v2", 2, resume=first)
@@ -243,16 +237,12 @@ def test_a_file_stream_partly_restored_loses_no_file_of_a_restored_producer(
     unknown producer that is still as it was is given at the close, and the journal's log
     says so (the other's leftover b002 may be one such: given only when said)."""
     monkeypatch.chdir(tmp_path)
-    runs = str(tmp_path / "runs")
 
     def run(b_tag, b_n, **kw):
-        with taskflow.Runtime(workers=3, run_dir=runs, **kw) as rt:
-            fs = taskflow.FileStream(tmp_path / "parts")
-            r = S.read_files(fs)
+        def produce(fs):
             S.write_tagged(fs, "a", 3, "v1")
             S.write_tagged(fs, "b", b_n, b_tag)
-            got = wait_on(r)
-        return rt.run_dir, got
+        return _file_stream_run(tmp_path, produce, workers=3, **kw)
     first, got = run("v1", 3, resumable=True)
     assert got == [f"a v1 {i}" for i in range(3)] + [f"b v1 {i}" for i in range(3)]
     second, got = run("v2", 2, resume=first)
