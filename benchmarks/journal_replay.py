@@ -11,11 +11,13 @@ the CPU time per task (user + system, ``time.process_time``), medians of ``--rep
 The machine's load moves CPU time much less than it moves a run's throughput; the
 workload runs once.
 
-Workloads: ``noop`` (N no-op tasks returning their int argument, what A runs) and
+Workloads: ``noop`` (N no-op tasks returning their int argument, what A runs),
+``programs`` (N ``true`` programs, what P runs: their rows carry an exit code) and
 ``mixed`` (no-ops, tasks reading and writing files, ``true``/``false`` programs and
 failing tasks).
 
-    python benchmarks/journal_replay.py [--tasks 100000] [--workload noop] [--repeat 5]
+    python benchmarks/journal_replay.py [--tasks 100000] [--workload noop|programs|mixed]
+                                        [--repeat 5]
                                         [--keep DIR]
 """
 from __future__ import annotations
@@ -95,6 +97,9 @@ def run(workload: str, n: int, root: str) -> None:
     """``n`` tasks of ``workload`` (see the module's docstring), waited for."""
     if workload == "noop":
         taskflow.wait_on([noop(i) for i in range(n)])
+        return
+    if workload == "programs":
+        taskflow.wait_on([ok_program() for _ in range(n)])
         return
     files = os.path.join(root, "files")
     os.makedirs(files, exist_ok=True)
@@ -232,7 +237,7 @@ def compare(a: str, b: str) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tasks", type=int, default=100_000)
-    ap.add_argument("--workload", default="noop", choices=("noop", "mixed"))
+    ap.add_argument("--workload", default="noop", choices=("noop", "programs", "mixed"))
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--frames", default=None, help="replay these recorded frames (no run)")
     ap.add_argument("--keep", default=None, help="keep the recorded frames and journals here")

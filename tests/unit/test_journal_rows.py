@@ -106,3 +106,42 @@ def test_a_row_waits_from_when_the_writer_got_it_not_from_its_call(tmp_path):
         (1, "x=5", "n", "DONE", t, t + 1, t + 2, t + 3, 1)]
     db.db.close()
     read.close()
+
+
+def test_an_end_with_an_exit_code_is_the_general_update_too():
+    """A program's end (an exit code) of a row inserted already: Changes.coded_ends holds
+    what the general update sets; a task ended twice in one delivery keeps its last end."""
+    c = Changes({}, {}, SpecRows([]), None)
+    # (task id, t_start, t_end, t_dispatch, node, attempts, name, exit code)
+    c.done_rows([(1, 2.0, 3.0, 1.0, "n", 1, "p", 0), (2, 2.0, 3.0, 1.0, "n", 1, "f", None),
+                 (4, 2.0, 3.0, 1.0, "n", 1, "p", 3), (4, 4.0, 5.0, 1.5, "m", 2, "p", 0)])
+    assert c.coded_ends == {1: (3.0, 1, "n", 2.0, 1.0, 0, 1)}
+    assert c.ends == {2: (3.0, 1, "n", 2.0, 1.0, 2)}
+    assert c.changes[4] == {"state": "DONE", "t_end": 5.0, "attempts": 2, "node": "m",
+                            "t_start": 4.0, "t_dispatch": 1.5, "exit_code": 0}
+
+
+def test_a_programs_row_keeps_its_exit_code_in_whole_or_updated_at_its_end(tmp_path):
+    """Rows with an exit code go in as the general INSERT and UPDATE leave them: one
+    that ended before it went in (whole), one that went in before its end (its code set by
+    the end's UPDATE), and a call of no arguments reads as params_text says."""
+    from taskflow.journal.writer import JournalDB
+    path = str(tmp_path / "journal.db")
+    db = JournalDB(path, ("r", 0.0, "running", "[]", "/", "h", 1, 1, "v"))
+    prog = ("m.p", '{"computing_units": 1}', (), "p")
+    t = 1000.0
+    # task 1 ends in the delivery that brings it; task 2 is still queued
+    db.write(([], [(1, t, prog, (), None, None, None), (2, t, prog, (), None, None, None)], [],
+              [(1, t + 2, t + 3, t + 1, "n", 1, "p", 0)]))
+    db.HOLD = 0.0                       # (task 2's row waits no more: it goes in SUBMITTED)
+    db.write(([], [], [], []))
+    read = sqlite3.connect(path)
+    assert read.execute("SELECT id, state FROM task_rows ORDER BY id").fetchall() == [
+        (1, "DONE"), (2, "SUBMITTED")]
+    db.write(([], [], [], [(2, t + 4, t + 5, t + 3.5, "m", 1, "p", 2)]))
+    assert read.execute("SELECT id, params, node, state, t_submit, t_dispatch, t_start, t_end, "
+                        "attempts, exit_code, error FROM task_rows ORDER BY id").fetchall() == [
+        (1, params_text((), (), None, None)[0], "n", "DONE", t, t + 1, t + 2, t + 3, 1, 0, None),
+        (2, "", "m", "DONE", t, t + 3.5, t + 4, t + 5, 1, 2, None)]
+    db.db.close()
+    read.close()

@@ -45,6 +45,8 @@ IDX = {c: i for i, c in enumerate(COLS)}
                      "attempts", "exit_code", "error"))
 # the columns a task's end sets in its row inserted already (Changes.ends; state: DONE)
 END_COLS = ("state", "t_end", "attempts", "node", "t_start", "t_dispatch")
+# ...and those of a task that ended well with an exit code (a program: Changes.coded_ends)
+CODED_END_COLS = END_COLS + ("exit_code",)
 ENDED = frozenset({"DONE", "FAILED", "CANCELLED", "INTERRUPTED"})
 
 Row = list[Any]                             # COLS, then RECEIVED
@@ -123,6 +125,8 @@ class Changes:
         # ends of rows inserted already (done_rows): task id -> the values of END_COLS but
         # state ("DONE"), and the id
         self.ends: dict[int, tuple[float, int, str, float, float, int]] = {}
+        # the same for tasks that ended with an exit code: CODED_END_COLS but state, the id
+        self.coded_ends: dict[int, tuple[float, int, str, float, float, int, int]] = {}
         self.deps: list[tuple[int, int]] = []
         self.children: list[tuple[int, int]] = []     # (parent, child): nested calls
         self.trans: list[tuple[int, float, str, str, Any]] = []
@@ -237,6 +241,8 @@ class Changes:
             sid = known if known is not None else self.specs.id(info)
             self._info, self._sid = info, sid
             self._prefix = f"{names[0]}=" if names else None
+        if not (dep_ids or refs or kwargs or argv):
+            return sid, ""          # (params_text's, for a call of no arguments: a program's)
         if not (dep_ids or refs or kwargs) and argv is not None and len(argv) == 1 \
                 and names and type(argv[0]) in _SCALARS:
             try:
@@ -265,11 +271,13 @@ class Changes:
 
         The end of a row inserted already whose task no other event of the delivery
         changed (the commonest update: a task that waited in the queue longer than
-        ``HOLD``) goes to :attr:`ends` as the values of its UPDATE, not as a dict."""
+        ``HOLD``) goes to :attr:`ends` (:attr:`coded_ends` with an exit code: a
+        program's) as the values of its UPDATE, not as a dict."""
         nlogs = self.nlogs
         new = self.new
         changes = self.changes
         ends = self.ends
+        coded = self.coded_ends
         for tid, t0, t1, tdisp, node, att, _, code in rows:
             row = new.get(tid)
             n = nlogs.pop(tid, 0) if nlogs else 0
@@ -283,9 +291,12 @@ class Changes:
                     row[T_DISPATCH] = tdisp
                 if code is not None:
                     row[EXIT] = code
-            elif code is None and node and t0 and tdisp and tid not in changes \
-                    and tid not in ends:
-                ends[tid] = (t1, att, node, t0, tdisp, tid)      # (END_COLS, then the id)
+            elif node and t0 and tdisp and tid not in changes and tid not in ends \
+                    and tid not in coded:
+                if code is None:
+                    ends[tid] = (t1, att, node, t0, tdisp, tid)      # (END_COLS, then the id)
+                else:
+                    coded[tid] = (t1, att, node, t0, tdisp, code, tid)   # (CODED_END_COLS)
             else:
                 ch: dict[str, Any] = {"state": "DONE", "t_end": t1, "attempts": att}
                 if code is not None:
@@ -299,6 +310,10 @@ class Changes:
                 end = ends.pop(tid, None)
                 if end is not None:         # (a task's second end in one delivery)
                     self.change(tid, {"state": "DONE", **dict(zip(END_COLS[1:], end))})
+                coded_end = coded.pop(tid, None)
+                if coded_end is not None:
+                    self.change(tid, {"state": "DONE",
+                                      **dict(zip(CODED_END_COLS[1:], coded_end))})
                 self.change(tid, ch)
             if n > LOG_CAP:
                 self.logs.append(_capped(tid, t1, node, n))

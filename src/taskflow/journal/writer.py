@@ -33,8 +33,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from .changes import (COLS, END_COLS, ENDED, ERROR, EXIT, ID, RECEIVED, STATE, Changes, Row,
-                      SpecRows)
+from .changes import (CODED_END_COLS, COLS, END_COLS, ENDED, ERROR, EXIT, ID, RECEIVED, STATE,
+                      Changes, Row, SpecRows)
 from .failure import LOCK_WAIT, describe
 from .schema import JOURNAL_NAME, SCHEMA
 
@@ -55,6 +55,9 @@ _INSERT = f"INSERT INTO task_rows ({','.join(COLS)}) VALUES ({','.join('?' * len
 _NOERR = EXIT
 _ENDED_SQL = "(" + ", ".join(f"'{s}'" for s in sorted(ENDED)) + ")"   # the states a task ends in
 _INSERT_OK_HEAD = f"INSERT INTO task_rows ({','.join(COLS[:_NOERR])})"     # (bulk.insert)
+# ...and of rows that ended well with an exit code (programs): their columns to exit_code
+_CODED = EXIT + 1
+_INSERT_CODED_HEAD = f"INSERT INTO task_rows ({','.join(COLS[:_CODED])})"
 
 
 def _private(run_dir: str, path: str) -> None:
@@ -193,12 +196,15 @@ class JournalDB:
             self._insert_held(c.new, final)
         if c.attempts:              # (before the updates: a row's t_start is the attempt's)
             self._attempts(c)
-        if c.changes or c.ends:
+        if c.changes or c.ends or c.coded_ends:
             groups: dict[tuple[str, ...], list[Any]] = {}
             for tid, ch in c.changes.items():
                 groups.setdefault(tuple(ch), []).append((*ch.values(), tid))
             if c.ends:          # (their state is DONE: a literal, not a value bound)
                 bulk.update(db, "task_rows", END_COLS[1:], list(c.ends.values()),
+                            "state='DONE'")
+            if c.coded_ends:
+                bulk.update(db, "task_rows", CODED_END_COLS[1:], list(c.coded_ends.values()),
                             "state='DONE'")
             for keys, rows in groups.items():
                 bulk.update(db, "task_rows", keys, rows)
@@ -274,13 +280,23 @@ class JournalDB:
                 for r in rows:
                     del new[r[ID]]
         if rows:
-            ok = [r[:_NOERR] for r in rows if r[EXIT] is None and r[ERROR] is None]
+            from . import bulk
+            ok: list[Row] = []          # no exit code, no error (the columns up to attempts)
+            coded: list[Row] = []       # an exit code, no error (a program's: to exit_code)
+            failed: list[Row] = []      # an error: every column
+            for r in rows:
+                if r[ERROR] is not None:
+                    failed.append(r[:RECEIVED])
+                elif r[EXIT] is None:
+                    ok.append(r[:_NOERR])
+                else:
+                    coded.append(r[:_CODED])
             if ok:
-                from . import bulk
                 bulk.insert(self.db, _INSERT_OK_HEAD, _NOERR, ok)
-            if len(ok) < len(rows):
-                self.db.executemany(_INSERT, [r[:RECEIVED] for r in rows if r[EXIT] is not None
-                                              or r[ERROR] is not None])
+            if coded:
+                bulk.insert(self.db, _INSERT_CODED_HEAD, _CODED, coded)
+            if failed:
+                self.db.executemany(_INSERT, failed)
 
     def close_run(self, t_end: float, state: str, reason: str | None,
                   counts: dict[str, int]) -> None:
