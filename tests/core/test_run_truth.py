@@ -190,7 +190,8 @@ def test_a_damaged_resume_log_is_said_and_what_came_before_it_counts(tmp_path):
     '''))
     runs = tmp_path / "runs"
     assert _tf(tmp_path, "run", "--run-dir", str(runs), "wf.py").returncode == 0
-    log = os.path.join(_only_run(runs), "resume.log")
+    first = _only_run(runs)
+    log = os.path.join(first, "resume.log")
     _damage(log, _frames(log)[-1] + 12)     # the last frame's header: it is complete
     (tmp_path / "ran.log").unlink()
     r = _tf(tmp_path, "run", "--run-dir", str(runs), "--resume", "wf.py")
@@ -199,7 +200,9 @@ def test_a_damaged_resume_log_is_said_and_what_came_before_it_counts(tmp_path):
     assert len(said) == 1 and "the calls the damaged frames held run again" in said[0]
     again = (tmp_path / "ran.log").read_text().split()
     assert 0 < len(again) < 6               # the records before the damage were used
-    resumed = max(os.listdir(runs))         # (ids start with the time)
+    # (the other run; not the id that sorts last: ids are named to the second, and both
+    # runs may have started in the same one)
+    (resumed,) = [d for d in os.listdir(runs) if d != os.path.basename(first)]
     db = sqlite3.connect(runs / resumed / "journal.db")
     try:                                    # and the resumed run's journal says it too
         lines = [ln for (ln,) in db.execute("SELECT line FROM logs WHERE level='TASKFLOW'")]
