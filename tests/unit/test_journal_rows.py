@@ -145,3 +145,25 @@ def test_a_programs_row_keeps_its_exit_code_in_whole_or_updated_at_its_end(tmp_p
         (2, "", "m", "DONE", t, t + 3.5, t + 4, t + 5, 1, 2, None)]
     db.db.close()
     read.close()
+
+
+@pytest.mark.parametrize("code", [None, 3])
+def test_a_failed_rows_error_text_goes_in_even_without_its_first_line(tmp_path, code):
+    """A row inserted with any of its error columns set goes in whole: its full error and
+    traceback are kept even when the event had no first line (and with or without an exit
+    code), as the general INSERT keeps them."""
+    from taskflow.journal.writer import JournalDB
+    path = str(tmp_path / "journal.db")
+    db = JournalDB(path, ("r", 0.0, "running", "[]", "/", "h", 1, 1, "v"))
+    t = 1000.0
+    # (kind, t, task id, name, node, (t_start, t_end, first line, error info, attempts,
+    # t_dispatch)); error info: (text, remote traceback, exit code)
+    failed = ("failed", t + 3, 1, "p", "n", (t + 2, t + 3, "", ("the full text", "tb", code),
+                                             1, t + 1))
+    db.write(([], [(1, t, INFO, (5,), None, None, None)], [failed], []))
+    read = sqlite3.connect(path)
+    assert read.execute("SELECT state, exit_code, error, error_full, traceback "
+                        "FROM task_rows").fetchall() == [("FAILED", code, None, "the full text",
+                                                         "tb")]
+    db.db.close()
+    read.close()

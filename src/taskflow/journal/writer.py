@@ -283,10 +283,10 @@ class JournalDB:
             from . import bulk
             ok: list[Row] = []          # no exit code, no error (the columns up to attempts)
             coded: list[Row] = []       # an exit code, no error (a program's: to exit_code)
-            failed: list[Row] = []      # an error: every column
+            failed: list[Row] = []      # an error (any of its columns): every column
             for r in rows:
-                if r[ERROR] is not None:
-                    failed.append(r[:RECEIVED])
+                if r[ERROR] is not None or r[ERROR + 1] is not None or r[ERROR + 2] is not None:
+                    failed.append(r[:RECEIVED])     # (error, error_full or traceback)
                 elif r[EXIT] is None:
                     ok.append(r[:_NOERR])
                 else:
