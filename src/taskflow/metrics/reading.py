@@ -6,10 +6,12 @@ where the scrape runs inside the master (:class:`Live`). Each query is bounded
 by the tasks not ended yet, not by the run's size:
 
 - tasks by state and name, and task durations (a histogram per name), counted
-  by SQLite, not row by row in Python. ``_lo`` is the lowest task id not ended
-  at the last scrape: every task below it has ended, and is counted once, when
-  ``_lo`` moves past it (:meth:`RunReading._ended`); the tasks from ``_lo`` on
-  are counted afresh at each scrape. So a scrape reads the rows of the tasks
+  by SQLite, not row by row in Python. ``_lo`` is the lowest task id not ended,
+  or with no row yet, at the last scrape: every task below it has its row and has
+  ended, and is counted once, when ``_lo`` moves past it (:meth:`RunReading._ended`);
+  the tasks from ``_lo`` on are counted afresh at each scrape. (A row goes in when
+  its task ends or after the writer has held it a while, so it may come after the
+  rows of later tasks.) So a scrape reads the rows of the tasks
   that ended since the last one and of those not ended (a ``GROUP BY`` over all
   the rows took ~50 ms at 100,000 tasks). A task that runs long from the start
   holds ``_lo`` back, and the scrapes then count every row after it: still
@@ -192,6 +194,8 @@ class RunReading:
             top = j.db.execute("SELECT MAX(id) FROM task_rows").fetchone()
             new_lo = max(lo, int(top[0] or 0) + 1) if top else lo
         if new_lo > lo:
+            new_lo = _first_missing(j, lo, new_lo)
+        if new_lo > lo:
             tasks, durations = self._aggregate(j, lo, new_lo)
             for key, n in tasks.items():
                 self._final[key] = self._final.get(key, 0) + n
@@ -280,3 +284,21 @@ class Readings:
             for r in self._by_dir.values():
                 r.close()
             self._by_dir.clear()
+
+
+def _first_missing(j: Journal, lo: int, hi: int) -> int:
+    """The first task id of ``lo <= id < hi`` that has no row yet, else ``hi``.
+
+    A row goes into the journal when its task ends or after the writer has held it
+    ``JournalDB.HOLD`` seconds, so a task's row may come after those of later tasks
+    that ended sooner; ``_lo`` stops there, or that task would never be counted."""
+    (n,) = j.db.execute("SELECT COUNT(*) FROM task_rows WHERE id >= ? AND id < ?",
+                        (lo, hi)).fetchone()
+    if n == hi - lo:
+        return hi
+    if j.db.execute("SELECT 1 FROM task_rows WHERE id = ?", (lo,)).fetchone() is None:
+        return lo
+    (gap,) = j.db.execute(
+        "SELECT MIN(t.id) + 1 FROM task_rows t WHERE t.id >= ? AND t.id < ? AND NOT EXISTS "
+        "(SELECT 1 FROM task_rows u WHERE u.id = t.id + 1)", (lo, hi - 1)).fetchone()
+    return min(hi, int(gap)) if gap is not None else hi
