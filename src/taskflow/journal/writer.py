@@ -57,6 +57,7 @@ _ENDED_SQL = "(" + ", ".join(f"'{s}'" for s in sorted(ENDED)) + ")"   # the stat
 _INSERT_OK_HEAD = f"INSERT INTO task_rows ({','.join(COLS[:_NOERR])})"     # (bulk.insert)
 # ...and of rows that ended well with an exit code (programs): their columns to exit_code
 _CODED = EXIT + 1
+_NO_ERROR = [None] * (RECEIVED - ERROR)     # a row's error columns when it has no error
 _INSERT_CODED_HEAD = f"INSERT INTO task_rows ({','.join(COLS[:_CODED])})"
 
 
@@ -285,8 +286,8 @@ class JournalDB:
             coded: list[Row] = []       # an exit code, no error (a program's: to exit_code)
             failed: list[Row] = []      # an error (any of its columns): every column
             for r in rows:
-                if r[ERROR] is not None or r[ERROR + 1] is not None or r[ERROR + 2] is not None:
-                    failed.append(r[:RECEIVED])     # (error, error_full or traceback)
+                if r[ERROR:RECEIVED] != _NO_ERROR:    # (error, error_full or traceback)
+                    failed.append(r[:RECEIVED])
                 elif r[EXIT] is None:
                     ok.append(r[:_NOERR])
                 else:
