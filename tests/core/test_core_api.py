@@ -328,6 +328,26 @@ def test_public_names_load_on_use_and_an_agent_needs_neither_the_api_nor_psutil(
                          timeout=60, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "[]", "True", "True"], out.stdout
+
+
+def test_an_agents_start_up_leaves_out_what_only_its_rare_paths_use():
+    """An agent's imports are on the path of a run's first result: the standard modules
+    that only adoption, dial-back, a program in another directory, a failure's message or
+    a stream without an alias use are imported there, not at every agent's start (nor
+    by an executor when it attaches its streams)."""
+    code = textwrap.dedent("""
+        import sys
+        import taskflow.node, taskflow.agent.serve, taskflow.agent.agent
+        import taskflow.agent.executor.streams
+        print(sorted(m for m in ("logging", "hashlib", "hmac", "secrets", "tempfile",
+                                 "subprocess", "shlex", "uuid") if m in sys.modules))
+        from taskflow.wire import adoption
+        print(len(adoption.new_secret()), adoption.socket_name("r", "n").endswith(".sock"))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[]", "64 True"], out.stdout
     with pytest.raises(AttributeError, match="no attribute 'wait_onn'"):
         taskflow.wait_onn  # noqa: B018
 

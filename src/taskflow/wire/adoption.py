@@ -25,16 +25,16 @@ has one deadline (:data:`AUTH_TIMEOUT` s). The socket's directory is the
 user's alone and the agent checks the peer's uid (``SO_PEERCRED``), so only
 the user reaches the socket at all; the proofs make sure it is this run's
 master.
+
+Every agent imports this module (its constants), but only an orphaned agent or a
+resuming master runs its handshake: ``hashlib``, ``hmac``, ``secrets`` and
+``tempfile`` are imported by the functions that use them, not at an agent's start.
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import secrets
 import socket
 import struct
-import tempfile
 import time
 
 from ..context import own_dir
@@ -66,6 +66,7 @@ class Refused(Exception):
 def socket_dir() -> str:
     """The user's own directory for adoption sockets on this host (made 0700 if needed;
     refused when it is another user's or open to others)."""
+    import tempfile
     path = os.path.join(tempfile.gettempdir(), f"taskflow-adopt-{os.getuid()}")
     try:
         return own_dir(path)
@@ -76,6 +77,7 @@ def socket_dir() -> str:
 def socket_name(run_id: str, node: str) -> str:
     """The socket's file name for ``node`` of run ``run_id`` (short: a Unix socket's path
     holds at most 107 bytes)."""
+    import hashlib
     return hashlib.blake2b(f"{run_id}\0{node}".encode(), digest_size=12).hexdigest() + ".sock"
 
 
@@ -85,10 +87,12 @@ def socket_path(run_id: str, node: str) -> str:
 
 def binding(run_id: str, node: str) -> bytes:
     """B: what both proofs are bound to (the run and the node)."""
+    import hashlib
     return hashlib.sha256(f"taskflow adopt\0{run_id}\0{node}".encode()).digest()
 
 
 def new_secret() -> str:
+    import secrets
     return secrets.token_hex(32)
 
 
@@ -101,6 +105,8 @@ def peer_uid(sock: socket.socket) -> int:
 def agent_side(sock: socket.socket, secret: str, run_id: str, node: str) -> None:
     """The agent's half on a non-blocking socket: return when the master proved the
     secret (and the agent answered with its own proof); :class:`Refused` otherwise."""
+    import hmac
+    import secrets
     deadline = time.monotonic() + AUTH_TIMEOUT
     b = binding(run_id, node)
     nonce_a = secrets.token_bytes(NONCE)
@@ -120,6 +126,8 @@ def master_side(sock: socket.socket, secret: str, run_id: str, node: str,
                 where: str) -> None:
     """The master's half (blocking or not): return when the agent accepted this master and
     proved the secret in turn; :class:`Refused` with the reason otherwise."""
+    import hmac
+    import secrets
     deadline = time.monotonic() + AUTH_TIMEOUT
     b = binding(run_id, node)
     sock.setblocking(False)

@@ -27,8 +27,6 @@ readable only by the user (``SECRET_FILE_ENV``) or in the environment
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import select
 import socket
 import time
@@ -48,12 +46,15 @@ SECRET_FILE_ENV = "TASKFLOW_DIALBACK_SECRET_FILE"
 
 def proof(secret: str, role: bytes, first: bytes, second: bytes, binding: bytes) -> bytes:
     """What the holder of ``secret`` sends as ``role`` for these nonces and certificate."""
+    import hashlib          # (here: every agent imports this module, few dial back)
+    import hmac
     return hmac.new(secret.encode(), role + b"\0" + first + second + binding,
                     hashlib.sha256).digest()
 
 
 def certificate_binding(der: bytes) -> bytes:
     """F: the SHA-256 of the master's certificate as seen on this connection."""
+    import hashlib
     return hashlib.sha256(der).digest()
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import uuid
 from typing import Any, Iterable, Protocol
 
 from ..context import streams as _client
@@ -140,7 +139,7 @@ class Stream:
     def __init__(self, alias: str | None = None) -> None:
         if alias is not None and (not isinstance(alias, str) or not alias):
             raise UsageError(f"Stream(alias={alias!r}): an alias is a non-empty string")
-        self.id = f"{self.kind}:{alias}" if alias else uuid.uuid4().hex
+        self.id = f"{self.kind}:{alias}" if alias else os.urandom(16).hex()
         self.alias = alias
         self.param = ""                 # the parameter a task got it as (errors name it)
         self._local()

@@ -18,10 +18,7 @@ no task from running. A frame of names is bounded by the master
 from __future__ import annotations
 
 import importlib
-import logging
 import threading
-
-log = logging.getLogger(__name__)
 
 WAIT = 60.0     # s a task waits at most for the imports ahead of it (then it runs anyway)
 
@@ -70,5 +67,7 @@ def _import_all() -> None:
         try:
             importlib.import_module(name)
         except BaseException as exc:  # noqa: BLE001 - a module's import may raise anything
-            log.debug("taskflow: preloading module %s failed on this node (ignored): %s: %s",
-                      name, type(exc).__name__, exc)
+            import logging      # (here, not at the top: it is the agent's start-up time)
+            logging.getLogger(__name__).debug(
+                "taskflow: preloading module %s failed on this node (ignored): %s: %s",
+                name, type(exc).__name__, exc)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import errno
 import os
 import select
-import shlex
 import shutil
 import signal
 import time
@@ -131,7 +130,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
         except OSError as exc:
             for r in pipes.values():
                 os.close(r)
-            raise ProgramFailed(f"could not start {shlex.join(argv)}: {exc}", 127, argv) \
+            raise ProgramFailed(f"could not start {_shown(argv)}: {exc}", 127, argv) \
                 from None
         while ends:                 # the child has its ends: close ours, so EOF comes
             os.close(ends.pop())
@@ -156,7 +155,7 @@ def run(argv: list[str], cwd: str, env: dict[str, str], streams: dict[str, tuple
     if code != 0 and fail:
         paths = job_logs + tuple(streams[s][0] for s in ("stdout", "stderr") if s in streams)
         how = f"exit code {code}" if code >= 0 else f"killed by {_signame(-code)}"
-        msg = [f"command {shlex.join(argv)} failed with {how} (in {cwd})"]
+        msg = [f"command {_shown(argv)} failed with {how} (in {cwd})"]
         if tail:
             msg.append("last stderr lines:\n  " + "\n  ".join(tail))
         elif "stderr" in streams:
@@ -383,3 +382,9 @@ def _signame(sig: int) -> str:
         return signal.Signals(sig).name
     except ValueError:
         return f"signal {sig}"
+
+
+def _shown(argv: list[str]) -> str:
+    """A command line as a shell would read it back, for an error's message."""
+    import shlex            # (here: only failures need it, not every agent's start)
+    return shlex.join(argv)

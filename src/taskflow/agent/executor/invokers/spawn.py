@@ -34,7 +34,6 @@ from __future__ import annotations
 import fcntl
 import os
 import signal
-import subprocess
 import sys
 from typing import Any, Literal, overload
 
@@ -162,6 +161,8 @@ def _start(path: str, argv: list[str], cwd: str, env: dict[str, str], stdin: int
     else:
         # posix_spawn cannot chdir (Python < 3.13): subprocess without preexec_fn, which
         # uses vfork and leaves the child to C; the pid is ours to reap (see reap()).
+        import subprocess       # (here: most programs run where the executor is, and
+        # every agent would import it at its start, before its first task)
         proc = subprocess.Popen(argv, executable=path, cwd=cwd, env=env, stdin=stdin,
                                 stdout=stdout, stderr=stderr, close_fds=True, **_OWN_GROUP)
         pid = proc.pid
