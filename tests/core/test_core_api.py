@@ -385,7 +385,7 @@ def test_a_file_out_the_task_reads_names_the_parameter_and_the_fix(rt, tmp_path)
     assert "parameter 'src' is FILE_OUT" in text and "declare src=FILE_IN" in text
     # the user's path, never the run's version path
     assert str(tmp_path / "input.csv") in text
-    assert "/data/d" not in text and "/data/d" not in info.value.remote_traceback
+    assert rt.data_dir not in text and rt.data_dir not in info.value.remote_traceback
 
 
 def test_out_given_a_path_suggests_file_out(rt):

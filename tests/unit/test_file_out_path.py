@@ -29,3 +29,16 @@ def test_a_version_folder_of_its_own_is_made_in_the_store(tmp_path):
     assert new.parent.is_dir() and list(new.parent.iterdir()) == []
     new.write_text("written")                           # the task sent again: made afresh
     assert _path_ref(M.REF_FILE_OUT, str(new)) == str(new) and not new.exists()
+
+
+def test_a_version_in_a_shared_store_folder_leaves_its_neighbours_alone(tmp_path):
+    """The folder of version n of a user folder's files (graph/registry.py) exists once
+    the first of them was written: another file's version is written next to them."""
+    folder = tmp_path / "data" / "f0v1"
+    folder.mkdir(parents=True)
+    (folder / "a.txt").write_text("a's")
+    new = folder / "b.txt"
+    assert _path_ref(M.REF_FILE_OUT, str(new)) == str(new) and not new.exists()
+    new.write_text("an earlier attempt's")              # b's task sent again
+    assert _path_ref(M.REF_FILE_OUT, str(new)) == str(new) and not new.exists()
+    assert (folder / "a.txt").read_text() == "a's"

@@ -194,7 +194,7 @@ class PlanRunner(Runner):
 
     def _user_paths(self, arg: str) -> str:
         """An argument with the run's file versions written as the script's paths."""
-        if "/data/d" in arg:
+        if "/data/" in arg:         # (the run's store: <run dir>/data/<folder>/<name>)
             for version, user in self.versions.items():
                 if version in arg:
                     arg = arg.replace(version, user)
@@ -281,8 +281,8 @@ class PlanRuntime(InlineRuntime):
         versions = self.planner.versions
         new_version = self.registry.new_file_version
 
-        def remembered(item: Any, fut: Any) -> str:
-            path = new_version(item, fut)
+        def remembered(item: Any, fut: Any, private: bool = False) -> str:
+            path = new_version(item, fut, private)
             versions[path] = item.path
             return path
         self.registry.new_file_version = remembered     # type: ignore[method-assign]

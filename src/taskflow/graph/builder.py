@@ -400,7 +400,8 @@ class Builder:
             refs.append((path, M.REF_FILE, read))
         else:
             new = Future(self.rt, None, self.rt.new_did())
-            reg.new_file_version(item, new)
+            # (a container gets its output's folder mounted: that folder is the version's own)
+            reg.new_file_version(item, new, spec.container is not None)
             if direction == "OUT":
                 refs.append((path, M.REF_DIR_OUT if is_dir else M.REF_FILE_OUT, new))
             else:

@@ -4,8 +4,8 @@ Only data that tasks *write* needs an entry: an object passed INOUT, a file
 passed as FILE_IN/OUT/INOUT. Plain IN values are snapshots and never enter
 the registry. Each entry keeps its latest version (a :class:`Future`); a
 read depends on that version, a write makes a new one, so WAR and WAW never
-order tasks. File versions live under the run's data directory, one folder
-per version so the file keeps its name; the last version is copied to the
+order tasks. File versions live under the run's data directory and keep their
+names (:meth:`Registry.new_file_version`); the last version is copied to the
 user's path on ``wait_on_file`` and ``taskflow.open``, and moved there (a
 rename: no task reads it any more) on ``barrier`` and at the end of the run.
 """
@@ -68,6 +68,10 @@ class Registry:
         self.data_dir = data_dir
         self.objects: dict[int, DataItem] = {}
         self.files: dict[str, DataItem] = {}
+        # the user's folders that versions were written for -> their number in the store
+        # (new_file_version); one entry per folder, not per file
+        self.folders: dict[str, int] = {}
+        self._next_folder = 0
 
     # -- objects -------------------------------------------------------------
     def object_item(self, obj: Any) -> DataItem | None:
@@ -102,11 +106,33 @@ class Registry:
         self.files[path] = item
         return item
 
-    def new_file_version(self, item: DataItem, fut: Future) -> str:
+    def new_file_version(self, item: DataItem, fut: Future, private: bool = False) -> str:
+        """The path of ``fut``, a new version of the file or directory ``item``, where its
+        task writes it: under the store, with the name it has at the user's path.
+
+        Version ``n`` of every file of one of the user's folders goes to the store's
+        folder ``f<k>v<n>`` (``k`` numbers the user's folders): files that sit together
+        at the user's paths sit together there, and a run writing thousands of files
+        makes one folder, not one each (a folder costs the node several times a file's
+        creation on ext4). A path is used once: (folder, version, name) is a version of
+        one item, and an item forgotten (``delete_file``) gets its folder a new number
+        before its versions count from 1 again. ``private``: a folder of its own,
+        ``d<data id>v<n>``, for a task whose output folder is mounted into a container
+        (it sees nothing else of the store)."""
         assert item.path is not None        # a file's or directory's item
         item.nversions += 1
-        d = os.path.join(self.data_dir, f"d{fut._did}v{item.nversions}")
-        path = os.path.join(d, os.path.basename(item.path) or "data")
+        name = os.path.basename(item.path)
+        if private:
+            folder = f"d{fut._did}v{item.nversions}"
+        else:
+            # (the root's items, named "data" in the store, get a number of their own)
+            key = os.path.dirname(item.path) if name else item.path + "\0"
+            k = self.folders.get(key)
+            if k is None:
+                k = self.folders[key] = self._next_folder
+                self._next_folder += 1
+            folder = f"f{k}v{item.nversions}"
+        path = os.path.join(self.data_dir, folder, name or "data")
         fut.version_of(item, path)
         item.latest = fut
         return path
@@ -114,6 +140,9 @@ class Registry:
     def forget_file(self, path: str) -> DataItem | None:
         item = self.files.pop(path, None)
         if item is not None:        # untie the item from the versions it refers to
+            if item.nversions:      # its next item's versions count from 1: a new folder
+                self.folders.pop(os.path.dirname(path) if os.path.basename(path)
+                                 else path + "\0", None)
             item.latest.untie()
             if item.materialized is not None:
                 item.materialized.untie()

@@ -196,12 +196,16 @@ def _path_ref(kind: str, payload: Any) -> Any:
         return payload
     import shutil     # (not at the top: ~5 ms of every agent's start-up)
     if kind == M.REF_FILE_OUT:              # file written: a fresh version path
-        # Nearly always its folder (one per version) is new: made, it holds no old file,
-        # in one call instead of four; a task sent again finds it (and what it left there)
+        # Its folder is the version's own (new: made, it holds no old file, in one call)
+        # or shared with the other files of its user folder (there already: nearly always
+        # no file at the path); a task sent again finds what it left there
         folder = os.path.dirname(payload)
+        there = False
         if folder:
             try:
                 os.mkdir(folder)
+            except FileExistsError:
+                there = True
             except OSError:
                 pass
             else:
@@ -209,7 +213,7 @@ def _path_ref(kind: str, payload: Any) -> Any:
         try:
             st = os.stat(payload)
         except FileNotFoundError:           # (its store's folder was missing, or a retry)
-            if not os.path.isdir(folder):
+            if not there and not os.path.isdir(folder):
                 os.makedirs(folder, exist_ok=True)
             return payload
         if stat.S_ISDIR(st.st_mode):

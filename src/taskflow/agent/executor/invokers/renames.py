@@ -19,21 +19,20 @@ from typing import Any
 
 from . import command
 
-_VERSION = re.compile(r"^d(\d+)v(\d+)$")
+# a version's folder in the run's store: its own (d<data id>v<n>) or its user folder's (f<k>v<n>)
+_VERSION = re.compile(r"^(?:d(\d+)|f\d+)v(\d+)$")
 _SEQ = itertools.count(1)
 
 
 def version_name(path: str) -> str:
     """COMPSs's name of the version at ``path``: ``d<id>v<version>_<stamp>.IT``."""
     m = _VERSION.match(os.path.basename(os.path.dirname(path)))
-    if m:
-        did, version = m.group(1), m.group(2)
-    else:                   # the program's own file (the first version): its inode names it
-        try:
+    did, version = (m.group(1), m.group(2)) if m else (None, "1")
+    if did is None:         # the program's own file (the first version), or a version in its
+        try:                # folder's: its inode names it
             did = str(os.stat(path).st_ino)
         except OSError:
             did = str(next(_SEQ))
-        version = "1"
     return f"d{did}v{version}_{int(time.time() * 1000)}.IT"
 
 
