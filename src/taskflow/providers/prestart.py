@@ -1,7 +1,7 @@
 """A local agent's interpreter started early, while the runtime's own modules load.
 
 The longest wait before a run's first result is its first local agent: a fresh
-interpreter that imports the agent (60-80 ms on a 2-core machine), which the
+interpreter that imports the agent (50-60 ms on a 2-core machine), which the
 master used to start only once it had imported the runtime itself (another
 ~45 ms). The first task decorator a program asks for (``from taskflow import
 task``: ``taskflow._run_likely``), ``taskflow.Runtime`` (its first use in a
