@@ -12,6 +12,7 @@ rename: no task reads it any more) on ``barrier`` and at the end of the run.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
@@ -71,7 +72,7 @@ class Registry:
         # the user's folders that versions were written for -> their number in the store
         # (new_file_version); one entry per folder, not per file
         self.folders: dict[str, int] = {}
-        self._next_folder = 0
+        self._numbers = itertools.count()      # (a folder forgotten keeps its number used)
 
     # -- objects -------------------------------------------------------------
     def object_item(self, obj: Any) -> DataItem | None:
@@ -125,12 +126,10 @@ class Registry:
         if private:
             folder = f"d{fut._did}v{item.nversions}"
         else:
-            # (the root's items, named "data" in the store, get a number of their own)
-            key = os.path.dirname(item.path) if name else item.path + "\0"
+            key = _folder_key(item.path)
             k = self.folders.get(key)
             if k is None:
-                k = self.folders[key] = self._next_folder
-                self._next_folder += 1
+                k = self.folders[key] = next(self._numbers)
             folder = f"f{k}v{item.nversions}"
         path = os.path.join(self.data_dir, folder, name or "data")
         fut.version_of(item, path)
@@ -141,13 +140,18 @@ class Registry:
         item = self.files.pop(path, None)
         if item is not None:        # untie the item from the versions it refers to
             if item.nversions:      # its next item's versions count from 1: a new folder
-                self.folders.pop(os.path.dirname(path) if os.path.basename(path)
-                                 else path + "\0", None)
+                self.folders.pop(_folder_key(path), None)
             item.latest.untie()
             if item.materialized is not None:
                 item.materialized.untie()
             item.readers_v0 = []
         return item
+
+
+def _folder_key(path: str) -> str:
+    """The user's folder whose files' versions share store folders with ``path``'s (the
+    root's items, named "data" in the store, have a key of their own)."""
+    return os.path.dirname(path) if os.path.basename(path) else path + "\0"
 
 
 def materialize(item: DataItem, finished: bool = False, move: bool = False) -> str | None:

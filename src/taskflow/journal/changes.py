@@ -307,13 +307,10 @@ class Changes:
                     ch["t_start"] = t0
                 if tdisp:
                     ch["t_dispatch"] = tdisp
-                end = ends.pop(tid, None)
-                if end is not None:         # (a task's second end in one delivery)
-                    self.change(tid, {"state": "DONE", **dict(zip(END_COLS[1:], end))})
-                coded_end = coded.pop(tid, None)
-                if coded_end is not None:
-                    self.change(tid, {"state": "DONE",
-                                      **dict(zip(CODED_END_COLS[1:], coded_end))})
+                for pending, cols in ((ends, END_COLS), (coded, CODED_END_COLS)):
+                    end = pending.pop(tid, None)
+                    if end is not None:     # (a task's second end in one delivery)
+                        self.change(tid, {"state": "DONE", **dict(zip(cols[1:], end))})
                 self.change(tid, ch)
             if n > LOG_CAP:
                 self.logs.append(_capped(tid, t1, node, n))
