@@ -58,6 +58,9 @@ class FutureHost(Protocol):
         """The value's payload for the program, and whether the master let go of it (the
         value also lives on a node, which serves it from now on)."""
 
+    def prefetch(self, futs: list[Future]) -> None:
+        """Ask for the values of ``futs`` that stayed on their nodes, not waiting for them."""
+
     def add_done_callback(self, fut: Future, fn: Callable[[Future], Any]) -> bool:
         """Register ``fn`` unless ``fut`` is finished already (then False)."""
 

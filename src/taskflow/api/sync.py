@@ -76,10 +76,16 @@ def _resolve(obj: Any, registry: Registry, depth: int = 0, in_place: bool = True
     if t is list:
         if not registry.objects:
             out = []
-            for x in obj:
+            asked = 0       # the items before it were looked at by _ask_ahead (values on
+            #                 their nodes: inline ones are here already)
+            for i, x in enumerate(obj):
                 if type(x) is Future and x._exception is None and x._state == "FINISHED":
                     v = x._result
-                    out.append(x._value() if v is _NOVALUE else v)
+                    if v is _NOVALUE:
+                        if (x._payload is None or x._holders) and i + AHEAD >= asked:
+                            asked = _ask_ahead(obj, max(i, asked), i + AHEAD + 1)
+                        v = x._value()
+                    out.append(v)
                 else:
                     out.append(_resolve(x, registry, depth + 1, in_place))
             return out
@@ -90,6 +96,22 @@ def _resolve(obj: Any, registry: Registry, depth: int = 0, in_place: bool = True
         return {_resolve(k, registry, depth + 1, in_place):
                 _resolve(v, registry, depth + 1, in_place) for k, v in obj.items()}
     return obj
+
+
+# Values a wait_on of a list asks for ahead of the one it reads, when they stayed on their
+# nodes (over the inline limit): their moves and their resume-log writes overlap the read
+# instead of taking turns, and the master holds at most this many values more than it would.
+AHEAD = 4
+
+
+def _ask_ahead(items: list[Any], lo: int, hi: int) -> int:
+    """Ask for the values of the futures in ``items[lo:hi]`` left on their nodes, not
+    waiting for them; returns where the next call starts."""
+    futs = [x for x in items[lo:hi] if type(x) is Future and x._payload is None
+            and x._result is _NOVALUE and x._state == "FINISHED" and x._exception is None]
+    if futs and futs[0]._rt is not None:
+        futs[0]._rt.prefetch(futs)
+    return max(lo, min(hi, len(items)))
 
 
 def _report(fut: Future) -> Future:

@@ -538,6 +538,11 @@ class Runtime(RunState):
             raise RuntimeError(f"the value of {fut!r} could not be fetched: its node was lost")
         return fut._payload
 
+    def prefetch(self, futs: list[Future]) -> None:
+        """Ask for the values of ``futs`` left on their nodes, not waiting for them."""
+        with self.lock:
+            self.dispatcher.fetches.ahead(futs)
+
     def take_payload(self, fut: Future) -> tuple[Payload, bool]:
         """The payload for ``wait_on``; let go of when a node holds it too (and the resume log)."""
         payload = fut._payload if fut._payload is not None else self.fetch_payload(fut)

@@ -92,6 +92,17 @@ class Fetches:
             fetch.waiters.append(waiter)
         self.wake()
 
+    def ahead(self, futs: list[Future]) -> None:
+        """Ask now for the values of ``futs`` that stayed on their nodes, not waiting for
+        them (a ``wait_on`` of a list reads one value while the next ones come:
+        ``api/sync.py``). A value lost with its node is left to the read that follows,
+        which has it made again or says why it cannot be."""
+        nobody = threading.Event()      # (the reader waits on a fetch of its own)
+        pending = self.pending
+        for fut in futs:
+            if fut._payload is None and fut._holders and fut._did not in pending:
+                self.request(fut, nobody)
+
     def take_queue(self) -> list[tuple[NodeHandle, Future]]:
         out, self.queue = self.queue, []
         return out
