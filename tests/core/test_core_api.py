@@ -352,6 +352,39 @@ def test_an_agents_start_up_leaves_out_what_only_its_rare_paths_use():
         taskflow.wait_onn  # noqa: B018
 
 
+def test_a_masters_start_loads_neither_openssl_nor_the_secrets_module(tmp_path):
+    """A run's master makes its keys and digests with hashlib's own BLAKE2 and its
+    adoption secret from os.urandom: importing hashlib (OpenSSL) and secrets (random,
+    hmac) is on the path of every first result, so a plain run does without them; the
+    digests are hashlib's own, and the secret is as long as before."""
+    code = textwrap.dedent("""
+        import sys
+        import taskflow
+        from taskflow import task, wait_on
+
+        @task(returns=int)
+        def inc(x):
+            return x + 1
+
+        with taskflow.Runtime(workers=1, run_dir=sys.argv[1]):
+            print(wait_on(inc(inc(1))))
+            print(sorted(m for m in ("hashlib", "_hashlib", "secrets", "random", "hmac")
+                         if m in sys.modules))
+        import hashlib
+        from taskflow.graph.digests import blake2b
+        print(blake2b is hashlib.blake2b)
+    """)
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "runs")],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src")))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["3", "[]", "True"], out.stdout
+    from taskflow.wire.adoption import SECRET_NAME
+    secrets = [p.read_text() for p in (tmp_path / "runs").glob(f"*/{SECRET_NAME}")]
+    assert len(secrets) == 1 and len(secrets[0]) == 64, secrets
+    int(secrets[0], 16)
+
+
 def test_wait_on_refuses_what_can_only_be_a_mistake(rt):
     """A generator would be waited for as nothing (0 tasks, the run 'finished'); a task
     function is not a call of it: both are said, with the fix."""

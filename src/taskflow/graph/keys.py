@@ -45,7 +45,6 @@ log has its record (:func:`waiting_key`), so its key can be made then too.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 import shutil
@@ -55,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from ..wire import messages as M
 from ..wire.invocation import Options
-from .digests import SIZE, code_digest, dir_digest, file_digest
+from .digests import SIZE, blake2b, code_digest, dir_digest, file_digest
 from .task import Task
 
 from ..future import Future
@@ -63,7 +62,7 @@ from ..future import Future
 if TYPE_CHECKING:
     from .spec import TaskSpec
 
-_H = hashlib.blake2b
+_H = blake2b
 PROGRAM_RECHECK = 1.0   # s: a program file is looked at again (size, time) at most this often
 OPTIONS_CACHE = 256     # options records kept as key bytes (static programs share one each)
 

@@ -15,7 +15,6 @@ made here, in the writer.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
 from typing import Any
@@ -50,6 +49,7 @@ def short(value: Any, limit: int = 60) -> str:
 
 def value_digest(blob: bytes) -> str:
     """The sha256 (hex) of a value's pickle: how the journal and a crate name a large one."""
+    import hashlib      # (here: the master imports this module, and hashlib loads OpenSSL)
     return hashlib.sha256(blob).hexdigest()
 
 

@@ -9,7 +9,6 @@ chains consumers to their producer's node before the producer has finished
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import traceback
@@ -19,6 +18,7 @@ import cloudpickle
 
 from ...future import FINISHED, Future
 from ...graph import task as T
+from ...graph.digests import blake2b
 from ...graph.spec import TaskSpec
 from ...graph.task import Task
 from ...providers.handle import NodeHandle
@@ -316,7 +316,7 @@ def _digest(spec: TaskSpec, learned: SpecRun) -> bytes:
     code = getattr(spec.func, "__code__", None)
     payload: bytes = cloudpickle.dumps((target, code.co_filename if code else None), P.PROTOCOL)
     learned.payload = payload
-    learned.digest = digest = hashlib.blake2b(payload, digest_size=16).digest()
+    learned.digest = digest = blake2b(payload, digest_size=16).digest()
     return digest
 
 

@@ -66,7 +66,7 @@ import pickle
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 from zlib import crc32
 
 from ...context import private_file
@@ -148,9 +148,10 @@ class ResumeLog:
         pickler.dump((functions, records))
         header = buf.getvalue()
         if all(type(p) is bytes and len(p) < APART for p in payloads):  # the common case
-            size = sum(map(len, payloads))
+            values = cast("list[bytes]", payloads)
+            size = sum(map(len, values))
             if size < JOIN_MAX:     # one buffer, one write
-                return [b"".join([head(header, size), header, *payloads])]
+                return [b"".join([head(header, size), header, *values])]
             # (values of 10 KB from a round of 2,000 tasks: 20 MB copied once more, into
             # fresh pages, cost more than the write itself; writev takes them as they are)
             return [head(header, size) + header, *payloads]
