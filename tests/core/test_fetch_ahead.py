@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 
 import pytest
 
@@ -61,3 +62,21 @@ def test_a_list_is_read_with_at_most_AHEAD_values_asked_for_ahead(tmp_path):
     for k in range(AHEAD + 1, n):
         asked = moves[k][0]
         assert all(came <= asked for _, came in moves[:k - AHEAD]), (k, moves)
+
+
+def test_values_asked_for_ahead_from_a_node_lost_meanwhile_are_made_again_once(rt4):
+    """Half the values of a list were on a node that is lost before the wait_on: asking
+    for them ahead has each lost one made again once, and every value comes back."""
+    futs = [MT.blob(SIZE, i) for i in range(8)]
+    taskflow.barrier()
+    holders = {next(iter(f._holders)) for f in futs}
+    assert len(holders) == 2, "the values went to one node"
+    node = next(n for n in rt4.nodes if n.name == sorted(holders)[0])
+    lost = sum(1 for f in futs if node.name in f._holders)
+    node.provider.kill(node)
+    deadline = time.time() + 30
+    while node.alive and time.time() < deadline:       # (the loop notices the lost node)
+        time.sleep(0.05)
+    assert not node.alive
+    assert wait_on(futs) == [bytes([i]) * SIZE for i in range(8)]
+    assert rt4.tally.retries == lost
