@@ -32,15 +32,19 @@ def _fetches(run_dir: str) -> list[tuple[float, float]]:
         db.close()
 
 
-@pytest.mark.parametrize("resumable", [True, False])
-def test_the_values_of_a_list_are_asked_for_before_the_first_one_comes(tmp_path, resumable):
+@pytest.mark.parametrize("resumable, given", [(True, "list"), (False, "list"),
+                                               (True, "tuple"), (True, "arguments")])
+def test_the_values_of_a_list_are_asked_for_before_the_first_one_comes(tmp_path, resumable,
+                                                                       given):
     with taskflow.Runtime(workers=2, run_dir=str(tmp_path / "runs"),
                           resumable=resumable) as rt:
         futs = [MT.blob(SIZE, i) for i in range(3)]
         taskflow.barrier()                      # all made: the wait_on below only reads
-        vals = wait_on(futs)
+        vals = wait_on(futs) if given == "list" else \
+            wait_on(tuple(futs)) if given == "tuple" else wait_on(*futs)
         run_dir = rt.run_dir
-    assert vals == [bytes([i]) * SIZE for i in range(3)]
+    assert list(vals) == [bytes([i]) * SIZE for i in range(3)]
+    assert type(vals) is (list if given == "list" else tuple)
     moves = _fetches(run_dir)
     assert len(moves) == 3
     first_came = min(came for _, came in moves)

@@ -73,7 +73,7 @@ def _resolve(obj: Any, registry: Registry, depth: int = 0, in_place: bool = True
         return obj if in_place and update_in_place(obj, value) else value
     if depth > 100:
         return obj
-    if t is list:
+    if t is list or t is tuple:
         if not registry.objects:
             out = []
             asked = 0       # the items before it were looked at by _ask_ahead (values on
@@ -88,23 +88,23 @@ def _resolve(obj: Any, registry: Registry, depth: int = 0, in_place: bool = True
                     out.append(v)
                 else:
                     out.append(_resolve(x, registry, depth + 1, in_place))
-            return out
-        return [_resolve(x, registry, depth + 1, in_place) for x in obj]
-    if t is tuple:
-        return tuple(_resolve(x, registry, depth + 1, in_place) for x in obj)
+        else:
+            out = [_resolve(x, registry, depth + 1, in_place) for x in obj]
+        return out if t is list else tuple(out)
     if t is dict:
         return {_resolve(k, registry, depth + 1, in_place):
                 _resolve(v, registry, depth + 1, in_place) for k, v in obj.items()}
     return obj
 
 
-# Values a wait_on of a list asks for ahead of the one it reads, when they stayed on their
-# nodes (over the inline limit): their moves and their resume-log writes overlap the read
-# instead of taking turns, and the master holds at most this many values more than it would.
+# Values a wait_on of a list or a tuple (or of several futures) asks for ahead of the one it
+# reads, when they stayed on their nodes (over the inline limit): their moves and their
+# resume-log writes overlap the read instead of taking turns, and the master holds at most
+# this many values more than it would.
 AHEAD = 4
 
 
-def _ask_ahead(items: list[Any], lo: int, hi: int) -> int:
+def _ask_ahead(items: list[Any] | tuple[Any, ...], lo: int, hi: int) -> int:
     """Ask for the values of the futures in ``items[lo:hi]`` left on their nodes, not
     waiting for them; returns where the next call starts."""
     futs = [x for x in items[lo:hi] if type(x) is Future and x._payload is None
@@ -176,7 +176,7 @@ def wait_on(*objs: object, timeout: float | None = None, in_place: bool = True,
     if futs and not rt.wait_futures(futs, timeout):
         import concurrent.futures
         raise concurrent.futures.TimeoutError(f"wait_on: not done after {timeout} s")
-    out = tuple(_resolve(o, registry, 0, in_place) for o in objs)
+    out = _resolve(objs, registry, -1, in_place)     # (a tuple: its items at depth 0)
     return out[0] if len(objs) == 1 else out
 
 
