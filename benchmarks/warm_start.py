@@ -35,6 +35,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _modules() -> list[str]:
     mods = ["numpy", "scipy.linalg"]
+    for m in mods:
+        try:
+            __import__(m)
+        except ImportError as exc:
+            raise SystemExit(f"warm_start.py: the workload imports {m}, which this Python "
+                             f"lacks ({exc}): pip install numpy scipy") from None
     try:
         import sklearn  # noqa: F401
         mods.append("sklearn.linear_model")
