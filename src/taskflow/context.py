@@ -22,6 +22,27 @@ _inline_lock = threading.Lock()
 INLINE_ENV = "TASKFLOW_INLINE"
 
 
+def _absolute_python() -> str:
+    """``sys.executable`` as an absolute path. Python leaves it relative when it was found
+    through a relative ``PATH`` entry (``PATH=.venv/bin:$PATH``); a program that changes
+    its directory before a run starts would then spawn agents and the journal's writer
+    from a path that no longer exists. Resolved against the directory the interpreter
+    started in (this module loads first), else the environment's own ``bin`` (a venv's
+    ``sys.prefix`` is the venv)."""
+    import sys
+    exe = sys.executable
+    if not exe or os.path.isabs(exe):
+        return exe
+    here = os.path.abspath(exe)
+    if os.access(here, os.X_OK):
+        return here
+    there = os.path.join(sys.prefix, "bin", os.path.basename(exe))
+    return there if os.access(there, os.X_OK) else here
+
+
+PYTHON = _absolute_python()     # the interpreter that starts agents, writers and runs
+
+
 def inline_wanted() -> bool:
     """``TASKFLOW_INLINE`` asks for inline runs (1, true, yes, on): every task in the calling
     thread (:mod:`taskflow.debugging.inline`), no agent to start."""

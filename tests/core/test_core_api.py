@@ -385,6 +385,34 @@ def test_a_masters_start_loads_neither_openssl_nor_the_secrets_module(tmp_path):
     int(secrets[0], 16)
 
 
+def test_a_python_found_through_a_relative_path_still_starts_a_run_after_a_chdir(tmp_path):
+    """``PATH=.venv/bin:$PATH python script.py`` leaves ``sys.executable`` relative; a
+    script that changes its directory and then starts a run still gets its agents and its
+    journal's writer (they are started from the interpreter's absolute path)."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "script.py").write_text(textwrap.dedent("""
+        import os, sys
+        import taskflow
+        from taskflow import task, wait_on
+
+        @task(returns=int)
+        def inc(x):
+            return x + 1
+
+        os.chdir("elsewhere")
+        with taskflow.Runtime(workers=1, run_dir="runs"):
+            print(os.path.isabs(sys.executable), wait_on(inc(inc(1))))
+    """))
+    bindir = os.path.relpath(os.path.dirname(sys.executable), tmp_path)
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
+               PYTHONPATH=os.path.join(ROOT, "src"), TASKFLOW_PRESTART="0")
+    out = subprocess.run([os.path.basename(sys.executable), "script.py"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == "False 3", out.stdout
+    assert list((tmp_path / "elsewhere" / "runs").glob("*/journal.db"))
+
+
 def test_wait_on_refuses_what_can_only_be_a_mistake(rt):
     """A generator would be waited for as nothing (0 tasks, the run 'finished'); a task
     function is not a call of it: both are said, with the fix."""

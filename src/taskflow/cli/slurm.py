@@ -15,7 +15,7 @@ import time
 
 import click
 
-from ..context import private_dir
+from ..context import PYTHON, private_dir
 from ..journal.root import runs_root
 from .options import OptionalValueCommand
 from .observe import run_dir_option
@@ -29,7 +29,7 @@ def job_script(script: str, args: tuple[str, ...], *, nodes: int, time_limit: st
                memory: str | None = None, sbatch: tuple[str, ...] = (),
                worker_init: tuple[str, ...] = (), resumable: bool = True,
                resume: str | None = None, signal_before: int = 120,
-               resubmit: list[str] | None = None, python: str = sys.executable) -> str:
+               resubmit: list[str] | None = None, python: str = PYTHON) -> str:
     """The text of the job script (also what ``--dry-run`` prints)."""
     lines = ["#!/bin/bash", f"#SBATCH --job-name={job_name}", f"#SBATCH --nodes={nodes}",
              "#SBATCH --ntasks-per-node=1", f"#SBATCH --time={time_limit}",

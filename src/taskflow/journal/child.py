@@ -56,7 +56,8 @@ def spawn(path: str, row: tuple[Any, ...], by_digest: int | None) -> subprocess.
     # imports), not the taskflow package, so it starts in a few tens of milliseconds.
     # No preexec_fn: it makes subprocess fork the whole master in Python (~20 ms of the
     # run's start-up); the writer lowers its own priority first thing (main()).
-    proc = subprocess.Popen([sys.executable, "-I", os.path.abspath(__file__)],
+    from ..context import PYTHON     # (here: run as a script, this file loads no taskflow)
+    proc = subprocess.Popen([PYTHON, "-I", os.path.abspath(__file__)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True,
                             start_new_session=True)
     assert proc.stdin is not None       # stdin=PIPE

@@ -26,9 +26,9 @@ import subprocess
 import sys
 import threading
 
-from ..context import inline_wanted
+from ..context import PYTHON, inline_wanted
 
-CMD = [sys.executable, "-m", "taskflow.node", "--stdio"]    # a local agent on its pipes
+CMD = [PYTHON, "-m", "taskflow.node", "--stdio"]    # a local agent on its pipes
 TTL = 30.0      # s an agent started early waits for a run to take it, then is killed
 
 _lock = threading.Lock()

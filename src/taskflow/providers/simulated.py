@@ -21,6 +21,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
+from ..context import PYTHON
 from ..errors import NodeStartError, UsageError
 from .base import Provider
 from .handle import NodeHandle
@@ -73,7 +74,7 @@ class SimulatedProvider(Provider):
                 self.owner[name] = index
                 theirs.append(far.detach())
             ctl_r, ctl_w = os.pipe()
-            cmd = [sys.executable, "-m", "taskflow.providers.simnode",
+            cmd = [PYTHON, "-m", "taskflow.providers.simnode",
                    "--fds", ",".join(map(str, theirs)), "--control", str(ctl_r),
                    "--task-seconds", repr(self.task_seconds)]
             try:

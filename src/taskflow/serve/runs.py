@@ -26,12 +26,12 @@ import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
 from typing import Any
 
+from ..context import PYTHON
 from . import store as S
 from .inputs import stored_problem
 
@@ -247,7 +247,7 @@ class RunManager:
         why = stored_problem(r["script"], r["args"], o)
         if why is not None:
             raise ValueError(why)
-        argv = [sys.executable, "-m", "taskflow", "run", "--no-progress",
+        argv = [PYTHON, "-m", "taskflow", "run", "--no-progress",
                 "--run-dir", os.path.join(r["dir"], "journal")]
         for key in ("workers", "nodes", "retries"):
             if o.get(key) is not None:

@@ -57,7 +57,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...context import private_dir
+from ...context import PYTHON, private_dir
 from ...errors import NodeStartError, SlurmError, VersionMismatch
 from ..base import NodeSink, Provider
 from ..dialback import SECRET_FILE_ENV, DialbackServer, write_secret
@@ -87,7 +87,7 @@ class SlurmProvider(Provider):
                  account: str | None = None, qos: str | None = None,
                  memory: str | None = None, sbatch_lines: list[str] | None = None,
                  worker_init: list[str] | None = None, max_queued: int = 4,
-                 idle_timeout: float | None = None, python: str = sys.executable,
+                 idle_timeout: float | None = None, python: str = PYTHON,
                  host: str = "127.0.0.1", work_dir: str | None = None,
                  memory_gb: float = 2.0, poll: float = 2.0, poll_slow: float = 30.0,
                  controller_wait: float = 300.0, drain_margin: float = 30.0) -> None:

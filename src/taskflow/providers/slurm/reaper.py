@@ -23,12 +23,14 @@ import os
 import subprocess
 import sys
 
+from ...context import PYTHON
+
 
 def spawn(job_names: list[str], user: str, keep_running: bool = False) -> int:
     """Start the reaper; return the pipe's write end (the master keeps it open).
     ``keep_running``: cancel only the pending jobs (an adoptable run)."""
     r, w = os.pipe()           # both ends non-inheritable: only the reaper gets ``r``
-    subprocess.Popen([sys.executable, "-m", "taskflow.providers.slurm.reaper", user,
+    subprocess.Popen([PYTHON, "-m", "taskflow.providers.slurm.reaper", user,
                       "pending" if keep_running else "all", *job_names],
                      stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      start_new_session=True, close_fds=True)
