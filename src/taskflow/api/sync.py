@@ -106,9 +106,10 @@ AHEAD = 4
 
 def _ask_ahead(items: list[Any] | tuple[Any, ...], lo: int, hi: int) -> int:
     """Ask for the values of the futures in ``items[lo:hi]`` left on their nodes, not
-    waiting for them; returns where the next call starts."""
-    futs = [x for x in items[lo:hi] if type(x) is Future and x._payload is None
-            and x._result is _NOVALUE and x._state == "FINISHED" and x._exception is None]
+    waiting for them (:meth:`~taskflow.runtime.loop.fetches.Fetches.ahead` looks again
+    under the run's lock); returns where the next call starts."""
+    futs = [x for x in items[lo:hi] if type(x) is Future and x._result is _NOVALUE
+            and x._payload is None and x._holders]      # (not read yet, on a node only)
     if futs and futs[0]._rt is not None:
         futs[0]._rt.prefetch(futs)
     return max(lo, min(hi, len(items)))

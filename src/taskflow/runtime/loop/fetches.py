@@ -95,8 +95,8 @@ class Fetches:
     def ahead(self, futs: list[Future]) -> None:
         """Ask now for the values of ``futs`` that stayed on their nodes, not waiting for
         them (a ``wait_on`` of a list reads one value while the next ones come:
-        ``api/sync.py``). A value lost with its node is left to the read that follows,
-        which has it made again or says why it cannot be."""
+        ``api/sync.py``). One whose nodes were all lost is made again (lineage) as
+        the read would have it; the read says why when it cannot be."""
         nobody = threading.Event()      # (the reader waits on a fetch of its own)
         pending = self.pending
         for fut in futs:

@@ -365,7 +365,7 @@ def _write_all(fd: int, parts: list[Chunk]) -> None:
     i = 0
     while i < len(views):
         batch = views[i:i + IOV_MAX]
-        n = os.writev(fd, batch) if len(batch) > 1 else os.write(fd, batch[0])
+        n = os.writev(fd, batch)
         for view in batch:          # what was written: whole parts, then part of one
             if n >= view.nbytes:
                 n -= view.nbytes
